@@ -1,0 +1,30 @@
+//! Fatal errors: the run cannot produce a report. Findings about the input are
+//! [`crate::diag::Diagnostic`]s instead.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: is a directory, not a capture file")]
+    IsDirectory { path: String },
+    #[error("{path}: {reason}")]
+    NotACapture { path: String, reason: String },
+    #[error("{path}: read failed: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: cannot write the report: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

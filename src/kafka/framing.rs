@@ -1,0 +1,407 @@
+//! Kafka framing: splits one direction's reassembled bytes into length-prefixed frames.
+//!
+//! Each frame is an int32 size followed by that many bytes. Once the size and the header
+//! prefix (`prefix_len` bytes: key, version and correlation id for requests, correlation id
+//! for responses) are in, the [`FrameHandler`] decides: keep the frame (its bytes are
+//! buffered, for the few frames we decode), skip it (only a byte count is kept, so a
+//! 100 MB Produce costs nothing), or reject the size (framing is lost). A gap inside a
+//! skipped frame costs nothing either: we know how many bytes to skip regardless.
+
+use crate::capture::PacketRef;
+
+/// Bytes of the int32 size that starts every frame.
+pub const SIZE_LEN: usize = 4;
+/// Longest head we need: size plus a request header prefix.
+const MAX_HEAD_LEN: usize = SIZE_LEN + 8;
+
+/// What to do with a frame once its size and header prefix are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Buffer the message and hand it over whole.
+    Keep,
+    /// Count it and step over its bytes without buffering them.
+    Skip,
+    /// The size or prefix cannot be a Kafka frame; framing is lost.
+    Reject,
+}
+
+/// A frame that has been read to its end.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    /// The size field: bytes after the 4-byte size.
+    pub len: u32,
+    /// The first bytes of the message (header prefix), at most the framer's `prefix_len`.
+    pub prefix: &'a [u8],
+    /// The whole message (without the size) for kept frames; `None` for skipped ones.
+    pub message: Option<&'a [u8]>,
+    /// Packet that carried the first byte of the size.
+    pub first: PacketRef,
+    /// Packet that carried the last byte.
+    pub last: PacketRef,
+}
+
+/// Receives framing decisions and finished frames.
+pub trait FrameHandler {
+    /// Called once per frame when its size and prefix are known (`prefix` may be shorter
+    /// than `prefix_len` when the whole message is shorter).
+    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision;
+    fn frame(&mut self, frame: Frame<'_>);
+}
+
+#[derive(Debug)]
+enum State {
+    /// Collecting the size and header prefix into `head`.
+    Head,
+    /// Buffering a kept message; `buf` holds what has arrived so far.
+    Keep { len: u32, buf: Vec<u8> },
+    /// Stepping over a skipped message; `left` bytes still to come.
+    Skip { len: u32, left: u32 },
+    /// Framing was lost (bad size, or a gap inside a frame we needed); bytes are dropped.
+    Lost,
+}
+
+/// Frame splitter for one direction of one connection.
+#[derive(Debug)]
+pub struct Framer {
+    prefix_len: usize,
+    head: [u8; MAX_HEAD_LEN],
+    head_len: usize,
+    first: Option<PacketRef>,
+    state: State,
+}
+
+/// What a gap did to the framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GapEffect {
+    /// The gap fell inside a skipped frame; framing continues.
+    Absorbed,
+    /// Framing is lost from here on; `frame_lost` tells whether a started frame went with it.
+    Lost { frame_lost: bool },
+}
+
+impl Framer {
+    /// A framer whose head holds the size and `prefix_len` bytes of header (8 for
+    /// requests, 4 for responses; at most 8).
+    pub fn new(prefix_len: usize) -> Self {
+        Self {
+            prefix_len: prefix_len.min(MAX_HEAD_LEN - SIZE_LEN),
+            head: [0; MAX_HEAD_LEN],
+            head_len: 0,
+            first: None,
+            state: State::Head,
+        }
+    }
+
+    pub fn is_lost(&self) -> bool {
+        matches!(self.state, State::Lost)
+    }
+
+    /// True when the framer sits between frames, holding nothing.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Head) && self.head_len == 0
+    }
+
+    /// Bytes of the size field once the 4 size bytes are in.
+    fn size(&self) -> Option<i32> {
+        let bytes: [u8; SIZE_LEN] = self.head.get(..SIZE_LEN)?.try_into().ok()?;
+        (self.head_len >= SIZE_LEN).then(|| i32::from_be_bytes(bytes))
+    }
+
+    /// Head bytes wanted before a decision: the size, then the prefix or the whole
+    /// message if it is shorter.
+    fn head_wanted(&self) -> usize {
+        match self.size() {
+            None => SIZE_LEN,
+            Some(size) => {
+                let body = usize::try_from(size).unwrap_or(0);
+                SIZE_LEN + body.min(self.prefix_len)
+            }
+        }
+    }
+
+    /// Feeds in-order stream bytes carried by packet `at`.
+    pub fn push(&mut self, mut data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
+        while !data.is_empty() {
+            match &mut self.state {
+                State::Lost => return,
+                State::Head => {
+                    if self.head_len == 0 {
+                        self.first = Some(at);
+                    }
+                    let wanted = self.head_wanted();
+                    let take = wanted.saturating_sub(self.head_len).min(data.len());
+                    let (now, rest) = data.split_at(take);
+                    if let Some(dst) = self.head.get_mut(self.head_len..self.head_len + take) {
+                        dst.copy_from_slice(now);
+                    }
+                    self.head_len += take;
+                    data = rest;
+                    if self.head_len == self.head_wanted() && self.head_len > SIZE_LEN
+                        || self.size() == Some(0)
+                        || self.size().is_some_and(|s| s < 0)
+                    {
+                        self.start_frame(at, handler);
+                    }
+                }
+                State::Keep { len, buf } => {
+                    let want = (*len as usize).saturating_sub(buf.len());
+                    let take = want.min(data.len());
+                    let (now, rest) = data.split_at(take);
+                    buf.extend_from_slice(now);
+                    data = rest;
+                    if buf.len() == *len as usize {
+                        self.finish_frame(at, handler);
+                    }
+                }
+                State::Skip { left, .. } => {
+                    let take = (*left as usize).min(data.len());
+                    *left -= take as u32;
+                    data = data.get(take..).unwrap_or_default();
+                    if *left == 0 {
+                        self.finish_frame(at, handler);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Called when the size and prefix are in: asks the handler what to do.
+    fn start_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
+        let size = self.size().unwrap_or(-1);
+        let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
+        let decision = handler.decide(size, prefix, at);
+        let Ok(len) = u32::try_from(size) else {
+            self.state = State::Lost;
+            return;
+        };
+        let got = prefix.len();
+        self.state = match decision {
+            Decision::Reject => State::Lost,
+            Decision::Keep => {
+                let mut buf = Vec::with_capacity(len as usize);
+                buf.extend_from_slice(prefix);
+                State::Keep { len, buf }
+            }
+            Decision::Skip => State::Skip {
+                len,
+                left: len.saturating_sub(got as u32),
+            },
+        };
+        // A message no longer than its prefix is complete already.
+        if got as u32 == len && !matches!(self.state, State::Lost) {
+            self.finish_frame(at, handler);
+        }
+    }
+
+    fn finish_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
+        let state = std::mem::replace(&mut self.state, State::Head);
+        let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
+        let first = self.first.unwrap_or(at);
+        match state {
+            State::Keep { len, buf } => handler.frame(Frame {
+                len,
+                prefix,
+                message: Some(&buf),
+                first,
+                last: at,
+            }),
+            State::Skip { len, .. } => handler.frame(Frame {
+                len,
+                prefix,
+                message: None,
+                first,
+                last: at,
+            }),
+            State::Head | State::Lost => {}
+        }
+        self.head_len = 0;
+        self.first = None;
+    }
+
+    /// `len` bytes of the stream are missing at the current position.
+    pub fn gap(&mut self, len: u64, at: PacketRef, handler: &mut impl FrameHandler) -> GapEffect {
+        match &mut self.state {
+            State::Skip { left, .. } if u64::from(*left) >= len => {
+                *left -= len as u32;
+                if *left == 0 {
+                    self.finish_frame(at, handler);
+                }
+                GapEffect::Absorbed
+            }
+            State::Lost => GapEffect::Lost { frame_lost: false },
+            _ => {
+                let frame_lost = !self.is_idle();
+                self.state = State::Lost;
+                GapEffect::Lost { frame_lost }
+            }
+        }
+    }
+
+    /// Bytes of an unfinished frame at the end of the stream, if any.
+    pub fn unfinished(&self) -> Option<(u32, PacketRef)> {
+        let first = self.first?;
+        match &self.state {
+            State::Head if self.head_len > 0 => Some((self.head_len as u32, first)),
+            State::Keep { buf, .. } => Some((buf.len() as u32 + SIZE_LEN as u32, first)),
+            State::Skip { len, left } => Some((len - left + SIZE_LEN as u32, first)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Timestamp;
+
+    /// len, prefix, message, first frame, last frame
+    type Seen = (u32, Vec<u8>, Option<Vec<u8>>, u64, u64);
+
+    #[derive(Default)]
+    struct Recorder {
+        frames: Vec<Seen>,
+        decisions: Vec<(i32, Vec<u8>)>,
+        keep_key: Option<u8>,
+    }
+
+    impl FrameHandler for Recorder {
+        fn decide(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> Decision {
+            self.decisions.push((len, prefix.to_vec()));
+            if len < 0 {
+                Decision::Reject
+            } else if prefix.first().copied() == self.keep_key {
+                Decision::Keep
+            } else {
+                Decision::Skip
+            }
+        }
+        fn frame(&mut self, f: Frame<'_>) {
+            self.frames.push((
+                f.len,
+                f.prefix.to_vec(),
+                f.message.map(<[u8]>::to_vec),
+                f.first.frame,
+                f.last.frame,
+            ));
+        }
+    }
+
+    fn at(frame: u64) -> PacketRef {
+        PacketRef {
+            frame,
+            timestamp: Timestamp::default(),
+        }
+    }
+
+    fn frame_bytes(body: &[u8]) -> Vec<u8> {
+        let mut v = (body.len() as u32).to_be_bytes().to_vec();
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn splits_many_frames_in_one_segment() {
+        let mut data = frame_bytes(&[7, 1, 2, 3]);
+        data.extend(frame_bytes(&[9, 9]));
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder {
+            keep_key: Some(7),
+            ..Default::default()
+        };
+        framer.push(&data, at(1), &mut rec);
+        assert_eq!(rec.frames.len(), 2);
+        assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 1, 2, 3][..]));
+        assert_eq!(rec.frames[1].2, None);
+        assert_eq!(rec.frames[1].1, vec![9, 9]);
+        assert!(framer.is_idle());
+    }
+
+    #[test]
+    fn frame_spanning_segments_byte_by_byte() {
+        let data = frame_bytes(&[7, 1, 2, 3, 4, 5]);
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder {
+            keep_key: Some(7),
+            ..Default::default()
+        };
+        for (idx, byte) in data.iter().enumerate() {
+            framer.push(&[*byte], at(idx as u64 + 1), &mut rec);
+        }
+        assert_eq!(rec.frames.len(), 1);
+        let (len, _, message, first, last) = &rec.frames[0];
+        assert_eq!(*len, 6);
+        assert_eq!(message.as_deref(), Some(&[7, 1, 2, 3, 4, 5][..]));
+        assert_eq!((*first, *last), (1, 10));
+    }
+
+    #[test]
+    fn skipped_frame_is_not_buffered_and_absorbs_gaps() {
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder::default();
+        // Announce a 100 MB frame, deliver 1 MB, lose 50 MB, deliver the rest.
+        let len: u32 = 100 << 20;
+        let mut head = len.to_be_bytes().to_vec();
+        head.extend([0, 0, 0, 1]);
+        framer.push(&head, at(1), &mut rec);
+        let chunk = vec![0u8; 1 << 20];
+        framer.push(&chunk, at(2), &mut rec);
+        assert!(matches!(framer.state, State::Skip { .. }));
+        assert_eq!(framer.gap(50 << 20, at(3), &mut rec), GapEffect::Absorbed);
+        let rest = (len as usize) - 4 - (1 << 20) - (50 << 20);
+        let mut sent = 0;
+        while sent < rest {
+            let n = chunk.len().min(rest - sent);
+            framer.push(&chunk[..n], at(4), &mut rec);
+            sent += n;
+        }
+        assert_eq!(rec.frames.len(), 1);
+        assert_eq!(rec.frames[0].0, len);
+        assert!(framer.is_idle());
+    }
+
+    #[test]
+    fn gap_in_kept_frame_loses_framing() {
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder {
+            keep_key: Some(7),
+            ..Default::default()
+        };
+        framer.push(&frame_bytes(&[7, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
+        assert_eq!(
+            framer.gap(2, at(2), &mut rec),
+            GapEffect::Lost { frame_lost: true }
+        );
+        framer.push(&frame_bytes(&[7, 0, 0, 0]), at(3), &mut rec);
+        assert!(rec.frames.is_empty());
+        assert!(framer.is_lost());
+    }
+
+    #[test]
+    fn negative_size_is_rejected() {
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder::default();
+        framer.push(&[0xff, 0xff, 0xff, 0xff, 1, 2], at(1), &mut rec);
+        assert_eq!(rec.decisions, vec![(-1, vec![])]);
+        assert!(framer.is_lost());
+    }
+
+    #[test]
+    fn message_shorter_than_prefix_and_empty_message() {
+        let mut framer = Framer::new(8);
+        let mut rec = Recorder::default();
+        let mut data = frame_bytes(&[1, 2]);
+        data.extend(frame_bytes(&[]));
+        framer.push(&data, at(1), &mut rec);
+        assert_eq!(rec.decisions, vec![(2, vec![1, 2]), (0, vec![])]);
+        assert_eq!(rec.frames.len(), 2);
+        assert!(framer.is_idle());
+    }
+
+    #[test]
+    fn reports_unfinished_frame() {
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder::default();
+        framer.push(&frame_bytes(&[1, 2, 3, 4, 5, 6])[..7], at(5), &mut rec);
+        assert_eq!(framer.unfinished().map(|(n, p)| (n, p.frame)), Some((7, 5)));
+    }
+}

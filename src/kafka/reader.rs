@@ -1,0 +1,343 @@
+//! A bounded cursor over one Kafka message.
+//!
+//! Every read checks what remains first and fails with a [`DecodeError`] that names the
+//! field, the bytes needed and left, and the offset in the message. Lengths read from the
+//! input are checked against the bytes left before anything is allocated; unsigned
+//! varints longer than five bytes are rejected (Kafka's `ByteUtils.readUnsignedVarint`).
+
+use std::fmt;
+
+/// Why a Kafka message did not decode. `Display` is one sentence with the numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The message ended inside `field`.
+    Short {
+        field: &'static str,
+        offset: usize,
+        needed: usize,
+        left: usize,
+    },
+    /// A value that cannot be right (negative length, over-long varint, bad UTF-8).
+    Invalid {
+        field: &'static str,
+        offset: usize,
+        reason: String,
+    },
+    /// Bytes left over after the last field of the message.
+    Trailing { offset: usize, left: usize },
+}
+
+impl DecodeError {
+    /// The same error seen from a message that starts `by` bytes earlier.
+    pub fn shifted(self, by: usize) -> Self {
+        match self {
+            Self::Short {
+                field,
+                offset,
+                needed,
+                left,
+            } => Self::Short {
+                field,
+                offset: offset.saturating_add(by),
+                needed,
+                left,
+            },
+            Self::Invalid {
+                field,
+                offset,
+                reason,
+            } => Self::Invalid {
+                field,
+                offset: offset.saturating_add(by),
+                reason,
+            },
+            Self::Trailing { offset, left } => Self::Trailing {
+                offset: offset.saturating_add(by),
+                left,
+            },
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Short {
+                field,
+                offset,
+                needed,
+                left,
+            } => write!(
+                f,
+                "{field} at offset {offset} needs {needed} bytes but only {left} are left"
+            ),
+            Self::Invalid {
+                field,
+                offset,
+                reason,
+            } => write!(f, "{field} at offset {offset} is invalid: {reason}"),
+            Self::Trailing { offset, left } => write!(
+                f,
+                "{left} unexpected bytes remain after the last field, at offset {offset}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// One tagged field, kept as raw bytes because we do not know any tags of API 67 v0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaggedField {
+    pub tag: u32,
+    pub data: Vec<u8>,
+}
+
+/// Cursor over a byte slice; `pos` never exceeds `bytes.len()`.
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, pos: 0 }
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.pos)
+    }
+
+    fn take(&mut self, field: &'static str, len: usize) -> Result<&'a [u8], DecodeError> {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        match rest.get(..len) {
+            Some(taken) => {
+                self.pos = self.pos.saturating_add(len);
+                Ok(taken)
+            }
+            None => Err(DecodeError::Short {
+                field,
+                offset: self.pos,
+                needed: len,
+                left: rest.len(),
+            }),
+        }
+    }
+
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+        let bytes = self.take(field, N)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(bytes);
+        Ok(out)
+    }
+
+    pub fn i16(&mut self, field: &'static str) -> Result<i16, DecodeError> {
+        self.array(field).map(i16::from_be_bytes)
+    }
+
+    pub fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
+        self.array(field).map(i32::from_be_bytes)
+    }
+
+    pub fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
+        self.array(field).map(i64::from_be_bytes)
+    }
+
+    fn invalid(&self, field: &'static str, offset: usize, reason: String) -> DecodeError {
+        DecodeError::Invalid {
+            field,
+            offset,
+            reason,
+        }
+    }
+
+    /// Unsigned LEB128 varint of at most 5 bytes holding a u32.
+    pub fn uvarint(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+        let start = self.pos;
+        let mut value: u32 = 0;
+        for idx in 0..5u32 {
+            let [byte] = self.array::<1>(field)?;
+            let bits = u32::from(byte & 0x7f);
+            if idx == 4 && bits > 0x0f {
+                return Err(self.invalid(field, start, "varint overflows 32 bits".into()));
+            }
+            value |= bits << (7 * idx);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(self.invalid(field, start, "varint is longer than 5 bytes".into()))
+    }
+
+    /// Non-compact nullable string: int16 length (-1 = null), then UTF-8 bytes.
+    pub fn nullable_string(&mut self, field: &'static str) -> Result<Option<String>, DecodeError> {
+        let start = self.pos;
+        let len = self.i16(field)?;
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = usize::try_from(len)
+            .map_err(|_| self.invalid(field, start, format!("negative length {len}")))?;
+        let bytes = self.take(field, len)?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| self.invalid(field, start, format!("not UTF-8 ({e})")))?;
+        Ok(Some(text.to_owned()))
+    }
+
+    /// A tagged-field section (KIP-482): uvarint count, then per field uvarint tag,
+    /// uvarint size and the data. Tags must be strictly increasing, as Kafka requires.
+    pub fn tagged_fields(&mut self) -> Result<Vec<TaggedField>, DecodeError> {
+        let count_at = self.pos;
+        let count = self.uvarint("tagged field count")?;
+        // Each field takes at least two bytes, so a count above that is a lie we can
+        // refuse before reserving anything.
+        if usize::try_from(count).map_or(true, |n| n > self.remaining() / 2) {
+            return Err(self.invalid(
+                "tagged field count",
+                count_at,
+                format!("{count} fields cannot fit in {} bytes", self.remaining()),
+            ));
+        }
+        let mut fields = Vec::new();
+        let mut last_tag: Option<u32> = None;
+        for _ in 0..count {
+            let tag_at = self.pos;
+            let tag = self.uvarint("tagged field tag")?;
+            if last_tag.is_some_and(|last| tag <= last) {
+                return Err(self.invalid(
+                    "tagged field tag",
+                    tag_at,
+                    format!("tag {tag} is not above the previous tag"),
+                ));
+            }
+            last_tag = Some(tag);
+            let size = self.uvarint("tagged field size")?;
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            let data = self.take("tagged field data", size)?.to_vec();
+            fields.push(TaggedField { tag, data });
+        }
+        Ok(fields)
+    }
+
+    /// Fails unless every byte was read.
+    pub fn finish(&self) -> Result<(), DecodeError> {
+        match self.remaining() {
+            0 => Ok(()),
+            left => Err(DecodeError::Trailing {
+                offset: self.pos,
+                left,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_big_endian_integers() {
+        let mut r = Reader::new(&[0x00, 0x43, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 0, 0, 0, 0, 9]);
+        assert_eq!(r.i16("a"), Ok(67));
+        assert_eq!(r.i32("b"), Ok(-2));
+        assert_eq!(r.i64("c"), Ok(9));
+        assert_eq!(r.finish(), Ok(()));
+    }
+
+    #[test]
+    fn short_read_names_field_and_counts() {
+        let mut r = Reader::new(&[0, 0, 1]);
+        let err = r.i32("BrokerId").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "BrokerId at offset 0 needs 4 bytes but only 3 are left"
+        );
+        assert_eq!(r.position(), 0);
+    }
+
+    #[test]
+    fn reads_uvarints() {
+        assert_eq!(Reader::new(&[0x00]).uvarint("v"), Ok(0));
+        assert_eq!(Reader::new(&[0x96, 0x01]).uvarint("v"), Ok(150));
+        assert_eq!(
+            Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x0f]).uvarint("v"),
+            Ok(u32::MAX)
+        );
+    }
+
+    #[test]
+    fn rejects_varint_longer_than_five_bytes() {
+        let err = Reader::new(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01])
+            .uvarint("v")
+            .unwrap_err();
+        assert!(matches!(err, DecodeError::Invalid { .. }), "{err}");
+        let err = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x1f])
+            .uvarint("v")
+            .unwrap_err();
+        assert!(err.to_string().contains("overflows"), "{err}");
+    }
+
+    #[test]
+    fn reads_nullable_strings() {
+        assert_eq!(Reader::new(&[0xff, 0xff]).nullable_string("s"), Ok(None));
+        assert_eq!(
+            Reader::new(&[0, 0]).nullable_string("s"),
+            Ok(Some(String::new()))
+        );
+        assert_eq!(
+            Reader::new(&[0, 2, b'h', b'i']).nullable_string("s"),
+            Ok(Some("hi".into()))
+        );
+        assert!(Reader::new(&[0xff, 0xfe]).nullable_string("s").is_err());
+        assert!(Reader::new(&[0, 5, b'h']).nullable_string("s").is_err());
+        assert!(Reader::new(&[0, 1, 0xff]).nullable_string("s").is_err());
+    }
+
+    #[test]
+    fn keeps_unknown_tagged_fields() {
+        // count 2; tag 0 size 3 aabbcc; tag 5 size 1 dd
+        let bytes = [2, 0, 3, 0xaa, 0xbb, 0xcc, 5, 1, 0xdd];
+        let fields = Reader::new(&bytes).tagged_fields().unwrap();
+        assert_eq!(
+            fields,
+            vec![
+                TaggedField {
+                    tag: 0,
+                    data: vec![0xaa, 0xbb, 0xcc]
+                },
+                TaggedField {
+                    tag: 5,
+                    data: vec![0xdd]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn rejects_tagged_field_count_that_cannot_fit() {
+        let err = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x07])
+            .tagged_fields()
+            .unwrap_err();
+        assert!(err.to_string().contains("cannot fit"), "{err}");
+    }
+
+    #[test]
+    fn rejects_unordered_tags_and_oversized_data() {
+        assert!(Reader::new(&[2, 5, 0, 1, 0]).tagged_fields().is_err());
+        assert!(Reader::new(&[1, 0, 9, 1]).tagged_fields().is_err());
+    }
+
+    #[test]
+    fn finish_reports_trailing_bytes() {
+        let r = Reader::new(&[1, 2]);
+        assert_eq!(
+            r.finish(),
+            Err(DecodeError::Trailing { offset: 0, left: 2 })
+        );
+    }
+}

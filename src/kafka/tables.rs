@@ -1,0 +1,199 @@
+//! Kafka's API keys and error codes, as open wire enums.
+//!
+//! Names and version ranges come from the checked-in copies of `shared/kafka/*.tsv`
+//! (`src/kafka/data/`), parsed once on first use. A test keeps the copies equal to the
+//! shared originals. Values Kafka does not define render as `Unknown(n)` / `UNKNOWN(n)`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::sync::OnceLock;
+
+const API_KEYS_TSV: &str = include_str!("data/api_keys.tsv");
+const ERRORS_TSV: &str = include_str!("data/errors.tsv");
+
+/// One row of `api_keys.tsv`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiInfo {
+    pub name: String,
+    pub request_versions: RangeInclusive<i16>,
+    /// First flexible request version, `None` when no version is flexible.
+    pub request_flexible_from: Option<i16>,
+}
+
+/// A Kafka API key as found on the wire; may be one Kafka does not define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ApiKey(pub i16);
+
+impl ApiKey {
+    pub const ALLOCATE_PRODUCER_IDS: Self = Self(67);
+
+    pub fn info(self) -> Option<&'static ApiInfo> {
+        api_table().get(&self.0)
+    }
+
+    /// True when `version` is a request version Kafka defines for this key.
+    pub fn accepts_request_version(self, version: i16) -> bool {
+        self.info()
+            .is_some_and(|info| info.request_versions.contains(&version))
+    }
+
+    /// Kafka's name, or `Unknown(<key>)`.
+    pub fn name(self) -> String {
+        match self.info() {
+            Some(info) => info.name.clone(),
+            None => format!("Unknown({})", self.0),
+        }
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// A Kafka error code as found on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ErrorCode(pub i16);
+
+impl ErrorCode {
+    pub const NONE: Self = Self(0);
+
+    /// Kafka's name, or `UNKNOWN(<code>)` for codes Kafka does not define.
+    pub fn name(self) -> String {
+        match error_table().get(&self.0) {
+            Some(name) => (*name).to_owned(),
+            None => format!("UNKNOWN({})", self.0),
+        }
+    }
+}
+
+fn api_table() -> &'static HashMap<i16, ApiInfo> {
+    static TABLE: OnceLock<HashMap<i16, ApiInfo>> = OnceLock::new();
+    TABLE.get_or_init(|| parse_api_keys(API_KEYS_TSV).expect("checked-in api_keys.tsv parses"))
+}
+
+fn error_table() -> &'static HashMap<i16, &'static str> {
+    static TABLE: OnceLock<HashMap<i16, &'static str>> = OnceLock::new();
+    TABLE.get_or_init(|| parse_errors(ERRORS_TSV).expect("checked-in errors.tsv parses"))
+}
+
+fn data_lines(tsv: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
+    tsv.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|(idx, line)| (idx + 1, line.split('\t').collect()))
+}
+
+fn parse_range(text: &str) -> Option<RangeInclusive<i16>> {
+    match text.split_once('-') {
+        Some((lo, hi)) => Some(lo.parse().ok()?..=hi.parse().ok()?),
+        None => {
+            let v = text.parse().ok()?;
+            Some(v..=v)
+        }
+    }
+}
+
+fn parse_flexible(text: &str) -> Option<Option<i16>> {
+    if text == "none" {
+        return Some(None);
+    }
+    Some(Some(text.strip_suffix('+')?.parse().ok()?))
+}
+
+fn parse_api_keys(tsv: &str) -> Result<HashMap<i16, ApiInfo>, String> {
+    let mut table = HashMap::new();
+    for (line_no, cols) in data_lines(tsv) {
+        if cols.first() == Some(&"api_key") {
+            continue; // column names
+        }
+        let bad = || format!("api_keys.tsv line {line_no} is malformed");
+        let [key, name, req_versions, req_flexible, ..] = cols.as_slice() else {
+            return Err(bad());
+        };
+        let info = ApiInfo {
+            name: (*name).to_owned(),
+            request_versions: parse_range(req_versions).ok_or_else(bad)?,
+            request_flexible_from: parse_flexible(req_flexible).ok_or_else(bad)?,
+        };
+        table.insert(key.parse().map_err(|_| bad())?, info);
+    }
+    Ok(table)
+}
+
+fn parse_errors(tsv: &'static str) -> Result<HashMap<i16, &'static str>, String> {
+    let mut table = HashMap::new();
+    for (line_no, cols) in data_lines(tsv) {
+        let [code, name] = cols.as_slice() else {
+            return Err(format!("errors.tsv line {line_no} is malformed"));
+        };
+        let code = code
+            .parse()
+            .map_err(|_| format!("errors.tsv line {line_no} has a bad code"))?;
+        table.insert(code, *name);
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_known_and_unknown_api_keys() {
+        assert_eq!(ApiKey(67).name(), "AllocateProducerIds");
+        assert_eq!(ApiKey(0).name(), "Produce");
+        assert_eq!(ApiKey(123).name(), "Unknown(123)");
+        assert_eq!(ApiKey(-1).name(), "Unknown(-1)");
+    }
+
+    #[test]
+    fn version_ranges_come_from_the_table() {
+        assert!(ApiKey(67).accepts_request_version(0));
+        assert!(!ApiKey(67).accepts_request_version(1));
+        assert!(ApiKey(0).accepts_request_version(11));
+        assert!(!ApiKey(0).accepts_request_version(12));
+        assert_eq!(
+            ApiKey(17).info().map(|i| i.request_flexible_from),
+            Some(None)
+        );
+        assert_eq!(
+            ApiKey(1).info().map(|i| i.request_flexible_from),
+            Some(Some(12))
+        );
+        assert!(!ApiKey(500).accepts_request_version(0));
+    }
+
+    #[test]
+    fn names_error_codes() {
+        assert_eq!(ErrorCode(0).name(), "NONE");
+        assert_eq!(ErrorCode(-1).name(), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(ErrorCode(41).name(), "NOT_CONTROLLER");
+        assert_eq!(ErrorCode(77).name(), "STALE_BROKER_EPOCH");
+        assert_eq!(ErrorCode(9999).name(), "UNKNOWN(9999)");
+    }
+
+    #[test]
+    fn every_table_row_parses() {
+        assert_eq!(api_table().len(), 88);
+        assert!(error_table().len() > 120);
+    }
+
+    /// The checked-in copies must not drift from the project's shared data.
+    #[test]
+    fn tables_match_shared_copies() {
+        let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/kafka");
+        if !shared.exists() {
+            return; // building outside the project workspace
+        }
+        for (name, ours) in [("api_keys.tsv", API_KEYS_TSV), ("errors.tsv", ERRORS_TSV)] {
+            let theirs = std::fs::read_to_string(shared.join(name)).expect("shared tsv readable");
+            assert_eq!(
+                ours, theirs,
+                "src/kafka/data/{name} differs from shared/kafka/{name}"
+            );
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Pairing: requests and responses of one connection, matched by correlation id.
+//!
+//! Every request registers its correlation id with its API key and version; a response
+//! is matched by its correlation id (responses carry no API key) and counted under its
+//! request's API. AllocateProducerIds requests keep their decoded fields until their
+//! response arrives or the connection ends, and then become [`Exchange`]s.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+
+use crate::capture::Timestamp;
+use crate::diag::{Diagnostics, Kind};
+use crate::kafka::allocate_producer_ids::{Request, Response};
+use crate::kafka::header::RequestPrefix;
+use crate::kafka::tables::ApiKey;
+
+/// Where a Kafka message sat in the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageMeta {
+    /// Packet that completed the message.
+    pub frame: u64,
+    /// Packet that carried its first byte.
+    pub first_frame: u64,
+    pub timestamp: Timestamp,
+    /// Bytes on the wire, size prefix included.
+    pub size: u64,
+}
+
+/// The two ends of a Kafka connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints {
+    pub connection: u64,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+}
+
+/// One AllocateProducerIds request and, if captured, its response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    pub endpoints: Endpoints,
+    pub correlation_id: i32,
+    pub api_version: i16,
+    pub request_meta: MessageMeta,
+    pub request: Request,
+    pub response: Option<(MessageMeta, Response)>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    api_key: ApiKey,
+    api_version: i16,
+    /// Decoded request, for AllocateProducerIds only.
+    allocate: Option<Box<(MessageMeta, Request)>>,
+}
+
+/// Requests of one connection still waiting for their response.
+#[derive(Debug, Default)]
+pub struct PendingRequests {
+    by_correlation_id: HashMap<i32, Pending>,
+}
+
+/// Per-API frame counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ApiCounts {
+    pub requests: u64,
+    pub responses: u64,
+}
+
+/// Everything pairing learns over the whole capture.
+#[derive(Debug, Default)]
+pub struct Pairing {
+    pub exchanges: Vec<Exchange>,
+    pub api_counts: BTreeMap<ApiKey, ApiCounts>,
+    pub unmatched_responses: u64,
+}
+
+impl Pairing {
+    /// A request frame. `allocate` is the decoded AllocateProducerIds request, if it is one.
+    pub fn request(
+        &mut self,
+        pending: &mut PendingRequests,
+        ends: Endpoints,
+        prefix: RequestPrefix,
+        meta: MessageMeta,
+        allocate: Option<Request>,
+        diags: &mut Diagnostics,
+    ) {
+        self.api_counts.entry(prefix.api_key).or_default().requests += 1;
+        let entry = Pending {
+            api_key: prefix.api_key,
+            api_version: prefix.api_version,
+            allocate: allocate.map(|req| Box::new((meta, req))),
+        };
+        if let Some(old) = pending
+            .by_correlation_id
+            .insert(prefix.correlation_id, entry)
+        {
+            diags.push(
+                Kind::DuplicateCorrelationId,
+                Some(ends.connection),
+                Some(meta.frame),
+                format!(
+                    "{} request reuses correlation id {} while an earlier {} request with that id is still unanswered; the earlier one is reported as unanswered",
+                    prefix.api_key, prefix.correlation_id, old.api_key
+                ),
+            );
+            self.unanswered(ends, prefix.correlation_id, old);
+        }
+    }
+
+    /// API key and version of the request a response with this correlation id answers.
+    pub fn answered_request(
+        pending: &PendingRequests,
+        correlation_id: i32,
+    ) -> Option<(ApiKey, i16)> {
+        pending
+            .by_correlation_id
+            .get(&correlation_id)
+            .map(|p| (p.api_key, p.api_version))
+    }
+
+    /// A response frame. `allocate` is the decoded response when its request was an
+    /// AllocateProducerIds request.
+    pub fn response(
+        &mut self,
+        pending: &mut PendingRequests,
+        ends: Endpoints,
+        correlation_id: i32,
+        meta: MessageMeta,
+        allocate: Option<Response>,
+    ) {
+        let Some(request) = pending.by_correlation_id.remove(&correlation_id) else {
+            self.unmatched_responses += 1;
+            return;
+        };
+        self.api_counts
+            .entry(request.api_key)
+            .or_default()
+            .responses += 1;
+        if let (Some(boxed), Some(response)) = (request.allocate, allocate) {
+            let (request_meta, decoded) = *boxed;
+            self.exchanges.push(Exchange {
+                endpoints: ends,
+                correlation_id,
+                api_version: request.api_version,
+                request_meta,
+                request: decoded,
+                response: Some((meta, response)),
+            });
+        }
+    }
+
+    fn unanswered(&mut self, ends: Endpoints, correlation_id: i32, pending: Pending) {
+        if let Some(boxed) = pending.allocate {
+            let (request_meta, request) = *boxed;
+            self.exchanges.push(Exchange {
+                endpoints: ends,
+                correlation_id,
+                api_version: pending.api_version,
+                request_meta,
+                request,
+                response: None,
+            });
+        }
+    }
+
+    /// The connection ended: AllocateProducerIds requests still waiting are unanswered.
+    pub fn close(&mut self, pending: PendingRequests, ends: Endpoints) {
+        let mut left: Vec<(i32, Pending)> = pending.by_correlation_id.into_iter().collect();
+        left.sort_by_key(|(corr, _)| *corr);
+        for (correlation_id, p) in left {
+            self.unanswered(ends, correlation_id, p);
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The report: turns what the pipeline found into the contract's JSON shape.
+//!
+//! Ordering rules, for byte-identical output: captures in command-line order; exchanges by
+//! request frame, then connection, then correlation id; diagnostics in packet order;
+//! every map is a `BTreeMap`. Time comes only from the capture.
+
+pub mod model;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+
+use time::OffsetDateTime;
+
+use crate::capture::{link_type_name, CaptureInfo, Timestamp};
+use crate::diag::Diagnostics;
+use crate::kafka::allocate_producer_ids;
+use crate::kafka::reader::TaggedField;
+use crate::kafka::tables::{ApiKey, ErrorCode};
+use crate::pairing::{self, MessageMeta};
+
+/// Everything the pipeline found, ready to be reported.
+#[derive(Debug)]
+pub struct Findings {
+    pub captures: Vec<CaptureInfo>,
+    pub tcp_connections: u64,
+    pub kafka_connections: u64,
+    pub pairing: pairing::Pairing,
+    pub diagnostics: Diagnostics,
+}
+
+/// RFC 3339 in UTC with 6 or 9 fractional digits, as the capture carries.
+pub fn format_timestamp(ts: Timestamp) -> String {
+    let Ok(dt) = OffsetDateTime::from_unix_timestamp(ts.secs) else {
+        return format!("@{}.{:09}", ts.secs, ts.nanos); // beyond year 9999: not RFC 3339
+    };
+    let mut out = String::with_capacity(30);
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        dt.year(),
+        u8::from(dt.month()),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    );
+    if ts.nano {
+        let _ = write!(out, ".{:09}Z", ts.nanos);
+    } else {
+        let _ = write!(out, ".{:06}Z", ts.nanos / 1000);
+    }
+    out
+}
+
+/// `ip:port`, IPv6 as `[addr]:port` (Rust's `SocketAddr` display does exactly this).
+fn address(addr: SocketAddr) -> String {
+    addr.to_string()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+fn tagged(fields: &Option<Vec<TaggedField>>) -> Option<Vec<model::TaggedField>> {
+    fields.as_ref().map(|fields| {
+        fields
+            .iter()
+            .map(|f| model::TaggedField {
+                tag: f.tag,
+                data: hex(&f.data),
+            })
+            .collect()
+    })
+}
+
+fn latency_us(request: &MessageMeta, response: &MessageMeta) -> f64 {
+    let nanos = response.timestamp.as_nanos() - request.timestamp.as_nanos();
+    nanos as f64 / 1000.0
+}
+
+fn exchange(ex: &pairing::Exchange) -> model::Exchange {
+    let req = &ex.request;
+    let request = model::Request {
+        frame: ex.request_meta.frame,
+        first_frame: ex.request_meta.first_frame,
+        timestamp: format_timestamp(ex.request_meta.timestamp),
+        size: ex.request_meta.size,
+        api_key: ApiKey::ALLOCATE_PRODUCER_IDS.0,
+        api_version: ex.api_version,
+        client_id: req.client_id.clone(),
+        header_tagged_fields: tagged(&req.header_tagged_fields),
+        broker_id: req.broker_id,
+        broker_epoch: req.broker_epoch,
+        tagged_fields: tagged(&req.tagged_fields),
+        decode_error: req.problem.as_ref().map(ToString::to_string),
+    };
+    let response = ex
+        .response
+        .as_ref()
+        .map(|(meta, resp)| response(meta, resp));
+    model::Exchange {
+        connection: ex.endpoints.connection,
+        client: address(ex.endpoints.client),
+        server: address(ex.endpoints.server),
+        correlation_id: ex.correlation_id,
+        status: if ex.response.is_some() {
+            "complete"
+        } else {
+            "unanswered"
+        },
+        request,
+        response,
+        latency_us: ex
+            .response
+            .as_ref()
+            .map(|(meta, _)| latency_us(&ex.request_meta, meta)),
+    }
+}
+
+fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model::Response {
+    model::Response {
+        frame: meta.frame,
+        first_frame: meta.first_frame,
+        timestamp: format_timestamp(meta.timestamp),
+        size: meta.size,
+        header_tagged_fields: tagged(&resp.header_tagged_fields),
+        throttle_time_ms: resp.throttle_time_ms,
+        error_code: resp.error_code,
+        error: resp.error_code.map(|code| ErrorCode(code).name()),
+        producer_id_start: resp.producer_id_start,
+        producer_id_len: resp.producer_id_len,
+        tagged_fields: tagged(&resp.tagged_fields),
+        decode_error: resp.problem.as_ref().map(ToString::to_string),
+    }
+}
+
+/// Builds the report.
+pub fn build(mut findings: Findings) -> model::Report {
+    findings.pairing.exchanges.sort_by_key(|ex| {
+        (
+            ex.request_meta.frame,
+            ex.endpoints.connection,
+            ex.correlation_id,
+        )
+    });
+    let exchanges: Vec<model::Exchange> = findings.pairing.exchanges.iter().map(exchange).collect();
+
+    let mut api_keys = BTreeMap::new();
+    let (mut kafka_requests, mut kafka_responses) = (0, findings.pairing.unmatched_responses);
+    for (key, counts) in &findings.pairing.api_counts {
+        kafka_requests += counts.requests;
+        kafka_responses += counts.responses;
+        api_keys.insert(
+            key.name(),
+            model::ApiKeyCount {
+                api_key: key.0,
+                requests: counts.requests,
+                responses: counts.responses,
+            },
+        );
+    }
+    let mut error_codes = BTreeMap::new();
+    let mut latencies = Vec::new();
+    for ex in &exchanges {
+        if let Some(resp) = &ex.response {
+            if let Some(name) = &resp.error {
+                *error_codes.entry(name.clone()).or_insert(0) += 1;
+            }
+        }
+        latencies.extend(ex.latency_us);
+    }
+    let complete = exchanges.iter().filter(|e| e.response.is_some()).count() as u64;
+    let summary = model::Summary {
+        packets: findings.captures.iter().map(|c| c.packets).sum(),
+        tcp_connections: findings.tcp_connections,
+        kafka_connections: findings.kafka_connections,
+        kafka_requests,
+        kafka_responses,
+        api_keys,
+        exchanges: model::ExchangeCounts {
+            total: exchanges.len() as u64,
+            complete,
+            unanswered: exchanges.len() as u64 - complete,
+        },
+        unmatched_responses: findings.pairing.unmatched_responses,
+        error_codes,
+        latency_us: stats::latency(&latencies),
+        diagnostics: findings.diagnostics.counts(),
+    };
+    let captures = findings
+        .captures
+        .iter()
+        .map(|c| model::Capture {
+            path: c.path.clone(),
+            format: c.format,
+            link_types: c.link_types.iter().map(|lt| link_type_name(*lt)).collect(),
+            packets: c.packets,
+            bytes: c.bytes,
+            first_timestamp: c.first_timestamp.map(format_timestamp),
+            last_timestamp: c.last_timestamp.map(format_timestamp),
+        })
+        .collect();
+    let diagnostics = findings
+        .diagnostics
+        .into_sorted()
+        .into_iter()
+        .map(|d| model::Diagnostic {
+            severity: d.severity.as_str(),
+            kind: d.kind.as_str(),
+            connection: d.connection,
+            frame: d.frame,
+            message: d.message,
+        })
+        .collect();
+    model::Report {
+        format_version: 1,
+        tool: model::Tool {
+            name: "pidshark",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        captures,
+        summary,
+        exchanges,
+        diagnostics,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_carry_the_capture_precision() {
+        let micro = Timestamp {
+            secs: 1_700_000_000,
+            nanos: 123_456_000,
+            nano: false,
+        };
+        assert_eq!(format_timestamp(micro), "2023-11-14T22:13:20.123456Z");
+        let nano = Timestamp {
+            nanos: 123_456_789,
+            nano: true,
+            ..micro
+        };
+        assert_eq!(format_timestamp(nano), "2023-11-14T22:13:20.123456789Z");
+        assert_eq!(
+            format_timestamp(Timestamp::default()),
+            "1970-01-01T00:00:00.000000Z"
+        );
+    }
+
+    #[test]
+    fn addresses_and_hex() {
+        assert_eq!(address("[::1]:9093".parse().unwrap()), "[::1]:9093");
+        assert_eq!(address("127.0.0.1:9093".parse().unwrap()), "127.0.0.1:9093");
+        assert_eq!(hex(&[0x00, 0xab, 0x0f]), "00ab0f");
+    }
+}

@@ -1,0 +1,149 @@
+//! Serde types of the JSON report, field for field as `shared/design/report-v1.md`
+//! (format version 1) names them. Fields that may not have been read are `Option`s left
+//! out of the output when absent; nothing here is computed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    pub format_version: u32,
+    pub tool: Tool,
+    pub captures: Vec<Capture>,
+    pub summary: Summary,
+    pub exchanges: Vec<Exchange>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Capture {
+    pub path: String,
+    pub format: &'static str,
+    pub link_types: Vec<String>,
+    pub packets: u64,
+    pub bytes: u64,
+    pub first_timestamp: Option<String>,
+    pub last_timestamp: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub packets: u64,
+    pub tcp_connections: u64,
+    pub kafka_connections: u64,
+    pub kafka_requests: u64,
+    pub kafka_responses: u64,
+    pub api_keys: BTreeMap<String, ApiKeyCount>,
+    pub exchanges: ExchangeCounts,
+    pub unmatched_responses: u64,
+    pub error_codes: BTreeMap<String, u64>,
+    pub latency_us: Option<Latency>,
+    pub diagnostics: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct ApiKeyCount {
+    pub api_key: i16,
+    pub requests: u64,
+    pub responses: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct ExchangeCounts {
+    pub total: u64,
+    pub complete: u64,
+    pub unanswered: u64,
+}
+
+/// Latency over complete exchanges, in microseconds.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Latency {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Exchange {
+    pub connection: u64,
+    pub client: String,
+    pub server: String,
+    pub correlation_id: i32,
+    pub status: &'static str,
+    pub request: Request,
+    pub response: Option<Response>,
+    pub latency_us: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TaggedField {
+    pub tag: u32,
+    /// Lowercase hex.
+    pub data: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Request {
+    pub frame: u64,
+    pub first_frame: u64,
+    pub timestamp: String,
+    pub size: u64,
+    pub api_key: i16,
+    pub api_version: i16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_tagged_fields: Option<Vec<TaggedField>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker_id: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker_epoch: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tagged_fields: Option<Vec<TaggedField>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Response {
+    pub frame: u64,
+    pub first_frame: u64,
+    pub timestamp: String,
+    pub size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_tagged_fields: Option<Vec<TaggedField>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle_time_ms: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<i16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_id_start: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_id_len: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tagged_fields: Option<Vec<TaggedField>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: &'static str,
+    pub kind: &'static str,
+    pub connection: Option<u64>,
+    pub frame: Option<u64>,
+    pub message: String,
+}

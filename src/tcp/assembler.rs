@@ -1,0 +1,404 @@
+//! Reassembly of one direction of a TCP connection into an ordered byte stream.
+//!
+//! Policy (see README "Reassembly"):
+//! - bytes are delivered once, in order, each tagged with the packet that carried it;
+//! - in-order segments are delivered straight from the packet, never copied;
+//! - a segment ahead of the next expected byte is held (copied) until the hole fills;
+//!   held bytes are capped, and past the cap the hole is declared lost (a gap);
+//! - retransmitted bytes already delivered are dropped: the first copy seen wins;
+//! - bytes cut by snaplen are a gap of known length;
+//! - at the end of the capture, held data is delivered after declaring the holes lost.
+
+use std::collections::BTreeMap;
+
+use super::seq::SeqSpace;
+use crate::capture::PacketRef;
+
+/// What the assembler hands to the next stage.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Delivery<'a> {
+    /// The next bytes of the stream, carried by packet `at`.
+    Data(&'a [u8], PacketRef),
+    /// `len` bytes of the stream are missing before the next delivery.
+    Gap { len: u64, at: PacketRef },
+    /// The sender closed its side (FIN reached in order).
+    Fin(PacketRef),
+}
+
+/// A segment held because it arrived ahead of a hole.
+#[derive(Debug)]
+struct Held {
+    data: Vec<u8>,
+    /// Bytes after `data` that the segment carried but the capture cut off.
+    missing_len: u32,
+    at: PacketRef,
+}
+
+/// Assembler for one direction.
+///
+/// Invariants: every key of `held` is above `next`, except transiently inside `drain`;
+/// `held_len` is the sum of `data.len()` over `held`.
+#[derive(Debug)]
+pub struct Assembler {
+    space: Option<SeqSpace>,
+    /// Offset of the next byte to deliver.
+    next: u64,
+    /// Offset of the FIN, once seen.
+    fin_at: Option<u64>,
+    finished: bool,
+    held: BTreeMap<u64, Held>,
+    held_len: usize,
+    max_held_len: usize,
+}
+
+/// A segment as the assembler sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Segment<'a> {
+    pub seq: u32,
+    pub syn: bool,
+    pub fin: bool,
+    pub payload: &'a [u8],
+    pub missing_len: u32,
+    pub at: PacketRef,
+}
+
+impl Assembler {
+    pub fn new(max_held_len: usize) -> Self {
+        Self {
+            space: None,
+            next: 0,
+            fin_at: None,
+            finished: false,
+            held: BTreeMap::new(),
+            held_len: 0,
+            max_held_len,
+        }
+    }
+
+    /// True once a SYN or the first segment fixed where the stream starts.
+    pub fn is_started(&self) -> bool {
+        self.space.is_some()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Bytes held out of order.
+    pub fn held_len(&self) -> usize {
+        self.held_len
+    }
+
+    /// Takes one segment; deliveries go to `out` in stream order.
+    pub fn segment(&mut self, seg: Segment<'_>, out: &mut impl FnMut(Delivery<'_>)) {
+        if self.finished {
+            return;
+        }
+        let space = *self.space.get_or_insert_with(|| {
+            // Data on a SYN starts one after the SYN's own sequence number.
+            SeqSpace::new(if seg.syn {
+                seg.seq.wrapping_add(1)
+            } else {
+                seg.seq
+            })
+        });
+        let data_seq = if seg.syn {
+            seg.seq.wrapping_add(1)
+        } else {
+            seg.seq
+        };
+        let Some(start) = space.offset(data_seq, self.next) else {
+            return; // before the stream began: an old retransmission
+        };
+        let claimed = seg.payload.len() as u64 + u64::from(seg.missing_len);
+        let end = start.saturating_add(claimed);
+        if seg.fin && self.fin_at.is_none() {
+            self.fin_at = Some(end);
+        }
+        if end > self.next {
+            if start <= self.next {
+                self.deliver(start, seg.payload, seg.missing_len, seg.at, out);
+                self.drain(out);
+            } else {
+                self.hold(start, seg, out);
+            }
+        }
+        self.check_fin(seg.at, out);
+    }
+
+    /// Delivers the part of a segment at `start` that lies at or after `next`.
+    fn deliver(
+        &mut self,
+        start: u64,
+        payload: &[u8],
+        missing_len: u32,
+        at: PacketRef,
+        out: &mut impl FnMut(Delivery<'_>),
+    ) {
+        let skip = usize::try_from(self.next - start).unwrap_or(usize::MAX);
+        if let Some(fresh) = payload.get(skip..) {
+            if !fresh.is_empty() {
+                out(Delivery::Data(fresh, at));
+            }
+            self.next += fresh.len() as u64;
+        }
+        let end = start + payload.len() as u64 + u64::from(missing_len);
+        if end > self.next {
+            out(Delivery::Gap {
+                len: end - self.next,
+                at,
+            });
+            self.next = end;
+        }
+    }
+
+    /// Delivers held segments that the stream has reached.
+    fn drain(&mut self, out: &mut impl FnMut(Delivery<'_>)) {
+        while let Some(entry) = self.held.first_entry() {
+            if *entry.key() > self.next {
+                break;
+            }
+            let start = *entry.key();
+            let held = entry.remove();
+            self.held_len -= held.data.len();
+            if start + held.data.len() as u64 + u64::from(held.missing_len) > self.next {
+                self.deliver(start, &held.data, held.missing_len, held.at, out);
+            }
+        }
+    }
+
+    fn hold(&mut self, start: u64, seg: Segment<'_>, out: &mut impl FnMut(Delivery<'_>)) {
+        // First seen wins: a later segment at the same offset is a retransmission.
+        if self.held.contains_key(&start) {
+            return;
+        }
+        self.held_len += seg.payload.len();
+        self.held.insert(
+            start,
+            Held {
+                data: seg.payload.to_vec(),
+                missing_len: seg.missing_len,
+                at: seg.at,
+            },
+        );
+        while self.held_len > self.max_held_len {
+            self.skip_hole(seg.at, out);
+        }
+    }
+
+    /// Declares the hole before the first held segment lost and delivers what follows.
+    fn skip_hole(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
+        let Some(&first) = self.held.keys().next() else {
+            return;
+        };
+        if first > self.next {
+            out(Delivery::Gap {
+                len: first - self.next,
+                at,
+            });
+            self.next = first;
+        }
+        self.drain(out);
+    }
+
+    fn check_fin(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
+        if !self.finished && self.fin_at.is_some_and(|fin| self.next >= fin) && self.held.is_empty()
+        {
+            self.finished = true;
+            out(Delivery::Fin(at));
+        }
+    }
+
+    /// End of capture: what is held is delivered after declaring the holes lost.
+    pub fn flush(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
+        while !self.held.is_empty() {
+            self.skip_hole(at, out);
+        }
+        if let Some(fin) = self.fin_at {
+            if fin > self.next && !self.finished {
+                out(Delivery::Gap {
+                    len: fin - self.next,
+                    at,
+                });
+                self.next = fin;
+            }
+        }
+        self.check_fin(at, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(frame: u64) -> PacketRef {
+        PacketRef {
+            frame,
+            ..PacketRef::default()
+        }
+    }
+
+    /// Runs segments through an assembler and records the stream as text:
+    /// data as-is, gaps as `<gap N>`, FIN as `<fin>`.
+    fn run(max_held: usize, segments: &[(u32, &[u8], bool, bool)]) -> String {
+        let mut asm = Assembler::new(max_held);
+        let mut out = String::new();
+        let mut record = |d: Delivery<'_>| match d {
+            Delivery::Data(bytes, _) => out.push_str(std::str::from_utf8(bytes).unwrap()),
+            Delivery::Gap { len, .. } => out.push_str(&format!("<gap {len}>")),
+            Delivery::Fin(_) => out.push_str("<fin>"),
+        };
+        for (idx, (seq, payload, syn, fin)) in segments.iter().enumerate() {
+            asm.segment(
+                Segment {
+                    seq: *seq,
+                    syn: *syn,
+                    fin: *fin,
+                    payload,
+                    missing_len: 0,
+                    at: at(idx as u64 + 1),
+                },
+                &mut record,
+            );
+        }
+        asm.flush(at(99), &mut record);
+        out
+    }
+
+    #[test]
+    fn in_order_with_syn_and_fin() {
+        let s = run(
+            1024,
+            &[
+                (100, b"", true, false),
+                (101, b"abc", false, false),
+                (104, b"", false, true),
+            ],
+        );
+        assert_eq!(s, "abc<fin>");
+    }
+
+    #[test]
+    fn out_of_order_held_until_hole_fills() {
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (4, b"def", false, false),
+                (1, b"abc", false, false),
+            ],
+        );
+        assert_eq!(s, "abcdef");
+    }
+
+    #[test]
+    fn retransmissions_delivered_once() {
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (1, b"abc", false, false),
+                (1, b"abc", false, false),
+                (2, b"bcde", false, false),
+                (7, b"g", false, false),
+                (7, b"X", false, false),
+                (6, b"f", false, false),
+            ],
+        );
+        assert_eq!(s, "abcdefg");
+    }
+
+    #[test]
+    fn overlap_first_seen_wins() {
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (1, b"abc", false, false),
+                (3, b"XYZ", false, false),
+            ],
+        );
+        assert_eq!(s, "abcYZ");
+    }
+
+    #[test]
+    fn hole_past_cap_becomes_gap() {
+        let s = run(
+            4,
+            &[
+                (0, b"", true, false),
+                (1, b"ab", false, false),
+                (5, b"efg", false, false),
+                (8, b"hi", false, false),
+            ],
+        );
+        assert_eq!(s, "ab<gap 2>efghi");
+    }
+
+    #[test]
+    fn flush_declares_remaining_holes() {
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (1, b"ab", false, false),
+                (6, b"fg", false, true),
+            ],
+        );
+        assert_eq!(s, "ab<gap 3>fg<fin>");
+    }
+
+    #[test]
+    fn stream_across_sequence_wrap() {
+        let isn = u32::MAX - 2;
+        let s = run(
+            1024,
+            &[
+                (isn, b"", true, false),
+                (isn.wrapping_add(1), b"ab", false, false),
+                (isn.wrapping_add(3), b"cd", false, false),
+                (isn.wrapping_add(5), b"ef", false, false),
+            ],
+        );
+        assert_eq!(s, "abcdef");
+    }
+
+    #[test]
+    fn midstream_start_takes_first_segment_as_origin() {
+        let s = run(
+            1024,
+            &[(5000, b"xy", false, false), (5002, b"z", false, false)],
+        );
+        assert_eq!(s, "xyz");
+    }
+
+    #[test]
+    fn snaplen_cut_is_gap_of_known_length() {
+        let mut asm = Assembler::new(1024);
+        let mut seen = Vec::new();
+        asm.segment(
+            Segment {
+                seq: 0,
+                syn: true,
+                fin: false,
+                payload: b"",
+                missing_len: 0,
+                at: at(1),
+            },
+            &mut |_| {},
+        );
+        asm.segment(
+            Segment {
+                seq: 1,
+                syn: false,
+                fin: false,
+                payload: b"ab",
+                missing_len: 5,
+                at: at(2),
+            },
+            &mut |d| seen.push(format!("{d:?}")),
+        );
+        assert_eq!(seen.len(), 2);
+        assert!(seen[1].contains("Gap { len: 5"), "{seen:?}");
+    }
+}
