@@ -1,0 +1,181 @@
+//! The command line: options, exit codes and messages.
+
+use predicates::prelude::*;
+
+use crate::common::{fixture, pidshark, report};
+
+#[test]
+fn missing_file_exits_2_naming_it() {
+    pidshark()
+        .arg("fixtures/does-not-exist.pcap")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "fixtures/does-not-exist.pcap: cannot open",
+        ));
+}
+
+#[test]
+fn empty_file_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.pcap");
+    std::fs::write(&path, b"").unwrap();
+    pidshark()
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("empty.pcap: the file is empty"));
+}
+
+#[test]
+fn directory_exits_2() {
+    pidshark()
+        .arg("fixtures")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("fixtures: is a directory"));
+}
+
+#[test]
+fn non_capture_exits_2() {
+    pidshark()
+        .arg("fixtures/not-a-capture.txt")
+        .assert()
+        .code(2)
+        .stderr("pidshark: fixtures/not-a-capture.txt: not a pcap or pcapng capture\n");
+}
+
+#[test]
+fn cut_header_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("short.pcap");
+    let bytes = std::fs::read(fixture("seed-v0.pcap")).unwrap();
+    std::fs::write(&path, &bytes[..10]).unwrap();
+    pidshark()
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "short.pcap: the capture header is cut short",
+        ));
+}
+
+#[test]
+fn unreadable_file_exits_2() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("secret.pcap");
+    std::fs::copy(fixture("seed-v0.pcap"), &path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::File::open(&path).is_ok() {
+        return; // running as root: permissions do not stop us, nothing to test
+    }
+    pidshark()
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("secret.pcap: cannot open"));
+}
+
+#[test]
+fn file_cut_inside_a_record_still_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.pcap");
+    let bytes = std::fs::read(fixture("seed-v0.pcap")).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+    let out = pidshark()
+        .arg(&path)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let kinds: Vec<_> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(kinds.contains(&"capture_truncated".to_owned()), "{kinds:?}");
+    assert_eq!(report["summary"]["packets"], 9);
+    // The exchange was complete before the cut (the cut is in the last FIN).
+    assert_eq!(report["summary"]["exchanges"]["complete"], 1);
+}
+
+#[test]
+fn output_file_and_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--compact", "-o"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout("");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 1, "compact is one line");
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["format_version"], 1);
+    assert_eq!(report["tool"]["name"], "pidshark");
+    assert_eq!(report["tool"]["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn default_output_is_indented() {
+    let out = pidshark()
+        .arg("fixtures/seed-v0.pcap")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("{\n  \"format_version\": 1,"));
+    assert!(text.ends_with("}\n"));
+}
+
+#[test]
+fn several_captures_are_one_run_with_frames_numbered_on() {
+    let report = report(&["fixtures/seed-v0.pcap", "fixtures/seed-v0.pcap"]);
+    let captures = report["captures"].as_array().unwrap();
+    assert_eq!(captures.len(), 2);
+    assert_eq!(captures[0]["packets"], 10);
+    assert_eq!(captures[0]["format"], "pcap");
+    assert_eq!(captures[0]["link_types"], serde_json::json!(["ETHERNET"]));
+    let frames: Vec<u64> = report["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ex| ex["request"]["frame"].as_u64().unwrap())
+        .collect();
+    assert_eq!(frames, vec![4, 14]);
+    assert_eq!(report["summary"]["packets"], 20);
+}
+
+#[test]
+fn port_option_forces_kafka_on_noise() {
+    let plain = report(&["fixtures/noise.pcap"]);
+    assert_eq!(plain["summary"]["kafka_connections"], 0);
+    let forced = report(&["fixtures/noise.pcap", "--port", "19092"]);
+    assert_eq!(forced["summary"]["kafka_connections"], 1);
+    assert_eq!(forced["summary"]["exchanges"]["total"], 0);
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    pidshark()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Exit status: 0").and(predicate::str::contains("--port")));
+}
+
+#[test]
+fn no_capture_is_a_usage_error() {
+    pidshark()
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("CAPTURE"));
+}

@@ -1,0 +1,257 @@
+//! Test helpers: the built binary, fixture paths, and a writer of synthetic captures for
+//! exact edge cases a kernel will not produce on demand.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use etherparse::PacketBuilder;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("fixtures").join(name)
+}
+
+/// The `pidshark` binary, run from the repository root so paths match the golden files.
+pub fn pidshark() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("pidshark").expect("binary built");
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Runs pidshark on `args` and parses its report.
+pub fn report(args: &[&str]) -> serde_json::Value {
+    let out = pidshark()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("report is JSON")
+}
+
+/// A Kafka request frame: size, header (v2 when `flexible`), body.
+pub fn request(
+    api_key: i16,
+    version: i16,
+    correlation_id: i32,
+    flexible: bool,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut msg = Vec::new();
+    msg.extend(api_key.to_be_bytes());
+    msg.extend(version.to_be_bytes());
+    msg.extend(correlation_id.to_be_bytes());
+    msg.extend(4i16.to_be_bytes());
+    msg.extend(b"test");
+    if flexible {
+        msg.push(0); // no header tagged fields
+    }
+    msg.extend(body);
+    framed(&msg)
+}
+
+/// A response frame: size, correlation id, header tagged fields when `flexible`, body.
+pub fn response(correlation_id: i32, flexible: bool, body: &[u8]) -> Vec<u8> {
+    let mut msg = correlation_id.to_be_bytes().to_vec();
+    if flexible {
+        msg.push(0);
+    }
+    msg.extend(body);
+    framed(&msg)
+}
+
+pub fn framed(message: &[u8]) -> Vec<u8> {
+    let mut out = (message.len() as u32).to_be_bytes().to_vec();
+    out.extend(message);
+    out
+}
+
+/// AllocateProducerIds v0 request body.
+pub fn apid_request_body(broker_id: i32, broker_epoch: i64) -> Vec<u8> {
+    let mut body = broker_id.to_be_bytes().to_vec();
+    body.extend(broker_epoch.to_be_bytes());
+    body.push(0);
+    body
+}
+
+/// AllocateProducerIds v0 response body.
+pub fn apid_response_body(error: i16, start: i64, len: i32) -> Vec<u8> {
+    let mut body = 0i32.to_be_bytes().to_vec();
+    body.extend(error.to_be_bytes());
+    body.extend(start.to_be_bytes());
+    body.extend(len.to_be_bytes());
+    body.push(0);
+    body
+}
+
+/// Writes a little-endian microsecond pcap, one Ethernet/IPv4/TCP packet per record,
+/// straight to a file so large captures never sit in memory.
+pub struct PcapWriter {
+    out: std::io::BufWriter<std::fs::File>,
+    usec: u64,
+    pub packets: u64,
+    link_type: u32,
+}
+
+impl PcapWriter {
+    pub fn create(path: &Path) -> Self {
+        Self::with_link_type(path, 1)
+    }
+
+    pub fn with_link_type(path: &Path, link_type: u32) -> Self {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+        out.write_all(&0xa1b2c3d4u32.to_le_bytes()).unwrap();
+        out.write_all(&2u16.to_le_bytes()).unwrap();
+        out.write_all(&4u16.to_le_bytes()).unwrap();
+        out.write_all(&[0; 8]).unwrap();
+        out.write_all(&262144u32.to_le_bytes()).unwrap();
+        out.write_all(&link_type.to_le_bytes()).unwrap();
+        Self {
+            out,
+            usec: 1_700_000_000_000_000,
+            packets: 0,
+            link_type,
+        }
+    }
+
+    /// Writes one record; `cut` bytes are dropped from its end as snaplen would.
+    pub fn record(&mut self, data: &[u8], cut: usize) {
+        self.usec += 100;
+        let caplen = data.len() - cut;
+        self.out
+            .write_all(&((self.usec / 1_000_000) as u32).to_le_bytes())
+            .unwrap();
+        self.out
+            .write_all(&((self.usec % 1_000_000) as u32).to_le_bytes())
+            .unwrap();
+        self.out.write_all(&(caplen as u32).to_le_bytes()).unwrap();
+        self.out
+            .write_all(&(data.len() as u32).to_le_bytes())
+            .unwrap();
+        self.out.write_all(&data[..caplen]).unwrap();
+        self.packets += 1;
+    }
+
+    pub fn finish(mut self) {
+        self.out.flush().unwrap();
+    }
+}
+
+/// TCP flags of a synthetic segment.
+#[derive(Default, Clone, Copy)]
+pub struct Flags {
+    pub syn: bool,
+    pub ack: bool,
+    pub fin: bool,
+    pub rst: bool,
+}
+
+/// One TCP connection between `client` and `server`, with sequence numbers kept.
+pub struct Conn {
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub client_seq: u32,
+    pub server_seq: u32,
+}
+
+impl Conn {
+    pub fn new(client: &str, server: &str) -> Self {
+        Self {
+            client: client.parse().unwrap(),
+            server: server.parse().unwrap(),
+            client_seq: 1000,
+            server_seq: 5000,
+        }
+    }
+
+    /// Bytes of one Ethernet/IP/TCP packet.
+    pub fn packet(&self, from_client: bool, seq: u32, flags: Flags, payload: &[u8]) -> Vec<u8> {
+        let (src, dst) = if from_client {
+            (self.client, self.server)
+        } else {
+            (self.server, self.client)
+        };
+        let eth = PacketBuilder::ethernet2([1; 6], [2; 6]);
+        let ip = match (src, dst) {
+            (SocketAddr::V4(s), SocketAddr::V4(d)) => {
+                eth.ipv4(s.ip().octets(), d.ip().octets(), 64)
+            }
+            (SocketAddr::V6(s), SocketAddr::V6(d)) => {
+                eth.ipv6(s.ip().octets(), d.ip().octets(), 64)
+            }
+            _ => panic!("mixed address families"),
+        };
+        let mut tcp = ip.tcp(src.port(), dst.port(), seq, 65535);
+        if flags.syn {
+            tcp = tcp.syn();
+        }
+        if flags.ack {
+            tcp = tcp.ack(1);
+        }
+        if flags.fin {
+            tcp = tcp.fin();
+        }
+        if flags.rst {
+            tcp = tcp.rst();
+        }
+        let mut out = Vec::with_capacity(payload.len() + 80);
+        tcp.write(&mut out, payload).unwrap();
+        out
+    }
+
+    pub fn handshake(&mut self, w: &mut PcapWriter) {
+        let syn = Flags {
+            syn: true,
+            ..Flags::default()
+        };
+        let synack = Flags {
+            syn: true,
+            ack: true,
+            ..Flags::default()
+        };
+        w.record(&self.packet(true, self.client_seq, syn, &[]), 0);
+        w.record(&self.packet(false, self.server_seq, synack, &[]), 0);
+        self.client_seq = self.client_seq.wrapping_add(1);
+        self.server_seq = self.server_seq.wrapping_add(1);
+    }
+
+    /// Sends `data` in segments of at most `mss` bytes.
+    pub fn send(&mut self, w: &mut PcapWriter, from_client: bool, data: &[u8], mss: usize) {
+        let ack = Flags {
+            ack: true,
+            ..Flags::default()
+        };
+        for chunk in data.chunks(mss) {
+            let seq = if from_client {
+                self.client_seq
+            } else {
+                self.server_seq
+            };
+            w.record(&self.packet(from_client, seq, ack, chunk), 0);
+            if from_client {
+                self.client_seq = self.client_seq.wrapping_add(chunk.len() as u32);
+            } else {
+                self.server_seq = self.server_seq.wrapping_add(chunk.len() as u32);
+            }
+        }
+    }
+
+    pub fn close(&mut self, w: &mut PcapWriter) {
+        let fin = Flags {
+            fin: true,
+            ack: true,
+            ..Flags::default()
+        };
+        w.record(&self.packet(true, self.client_seq, fin, &[]), 0);
+        w.record(&self.packet(false, self.server_seq, fin, &[]), 0);
+        self.client_seq = self.client_seq.wrapping_add(1);
+        self.server_seq = self.server_seq.wrapping_add(1);
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests: the binary on committed fixtures and on synthetic captures.
+
+mod common;
+
+mod cli;
+mod golden;
+mod synthetic;
+mod truth;

@@ -1,0 +1,171 @@
+//! Reports compared field by field with the ground truth that
+//! `scripts/make-loopback-fixtures.py` recorded while it played controller and brokers.
+
+use serde_json::Value;
+
+use crate::common::{fixture, report};
+
+fn truth(name: &str) -> Value {
+    let text = std::fs::read_to_string(fixture(&format!("{name}.truth.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn error_name(code: i64) -> String {
+    let tsv = include_str!("../src/kafka/data/errors.tsv");
+    tsv.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .find(|(c, _)| c.parse::<i64>().ok() == Some(code))
+        .map(|(_, n)| n.to_owned())
+        .unwrap_or_else(|| format!("UNKNOWN({code})"))
+}
+
+/// Every exchange the script sent is in the report with the same values, and no other.
+fn check_against_truth(name: &str) -> Value {
+    let truth = truth(name);
+    let report = report(&[&format!("fixtures/{name}.pcap")]);
+    let expected = truth["exchanges"].as_array().unwrap();
+    let actual = report["exchanges"].as_array().unwrap();
+    assert_eq!(actual.len(), expected.len(), "{name}: number of exchanges");
+    for want in expected {
+        let got = actual
+            .iter()
+            .find(|ex| {
+                ex["client"] == want["client"]
+                    && ex["server"] == want["server"]
+                    && ex["correlation_id"] == want["correlation_id"]
+            })
+            .unwrap_or_else(|| panic!("{name}: exchange {want} missing from the report"));
+        let ctx = format!("{name}: correlation id {}", want["correlation_id"]);
+        for field in [
+            "api_version",
+            "client_id",
+            "header_tagged_fields",
+            "broker_id",
+            "broker_epoch",
+            "tagged_fields",
+        ] {
+            assert_eq!(
+                got["request"][field], want["request"][field],
+                "{ctx}: request.{field}"
+            );
+        }
+        assert_eq!(got["request"]["api_key"], 67, "{ctx}");
+        assert!(got["request"].get("decode_error").is_none(), "{ctx}");
+        if want["response"].is_null() {
+            assert_eq!(got["status"], "unanswered", "{ctx}");
+            assert!(got["response"].is_null(), "{ctx}");
+            assert!(got["latency_us"].is_null(), "{ctx}");
+            continue;
+        }
+        assert_eq!(got["status"], "complete", "{ctx}");
+        for field in [
+            "header_tagged_fields",
+            "throttle_time_ms",
+            "error_code",
+            "producer_id_start",
+            "producer_id_len",
+            "tagged_fields",
+        ] {
+            assert_eq!(
+                got["response"][field], want["response"][field],
+                "{ctx}: response.{field}"
+            );
+        }
+        let code = want["response"]["error_code"].as_i64().unwrap();
+        assert_eq!(got["response"]["error"], error_name(code).as_str(), "{ctx}");
+        assert!(got["latency_us"].as_f64().unwrap() >= 0.0, "{ctx}");
+        assert!(
+            got["response"]["frame"].as_u64() > got["request"]["frame"].as_u64(),
+            "{ctx}: response after request"
+        );
+    }
+    assert_eq!(
+        report["summary"]["api_keys"], truth["other_api_frames"],
+        "{name}: frames counted per API"
+    );
+    assert_eq!(
+        report["summary"]["tcp_connections"], truth["connections"],
+        "{name}: TCP connections"
+    );
+    report
+}
+
+#[test]
+fn seed_v0_matches_truth_and_seed_values() {
+    let report = check_against_truth("seed-v0");
+    let ex = &report["exchanges"][0];
+    assert_eq!(ex["status"], "complete");
+    assert_eq!(ex["request"]["size"], 28);
+    assert_eq!(ex["response"]["size"], 28);
+    assert_eq!(ex["request"]["client_id"], "");
+    assert_eq!(ex["request"]["broker_id"], 0);
+    assert_eq!(ex["request"]["broker_epoch"], 0);
+    assert_eq!(ex["response"]["producer_id_start"], 0);
+    assert_eq!(ex["response"]["producer_id_len"], 0);
+    assert_eq!(ex["response"]["error"], "NONE");
+    assert_eq!(report["diagnostics"], serde_json::json!([]));
+}
+
+#[test]
+fn controller_loopback_matches_truth() {
+    let report = check_against_truth("controller-loopback");
+    let summary = &report["summary"];
+    assert_eq!(summary["kafka_connections"], 4);
+    assert_eq!(summary["exchanges"]["unanswered"], 1);
+    assert_eq!(summary["unmatched_responses"], 0);
+    assert_eq!(summary["error_codes"]["NOT_CONTROLLER"], 1);
+    assert_eq!(summary["error_codes"]["STALE_BROKER_EPOCH"], 1);
+    assert_eq!(summary["latency_us"]["count"], 8);
+    // The IPv6 connection and the non-default port are reported as such.
+    assert!(report["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|ex| ex["server"] == "[::1]:19093"));
+}
+
+#[test]
+fn pipelined_requests_answered_out_of_order_pair_by_correlation_id() {
+    let report = report(&["fixtures/controller-loopback.pcap"]);
+    let by_corr = |corr: i64| {
+        report["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|ex| ex["correlation_id"] == corr)
+            .unwrap()
+            .clone()
+    };
+    // 12 was answered first, then 10 and 11 together.
+    let (r10, r11, r12) = (by_corr(10), by_corr(11), by_corr(12));
+    assert!(r12["response"]["frame"].as_u64() < r10["response"]["frame"].as_u64());
+    assert_eq!(r10["response"]["frame"], r11["response"]["frame"]);
+    assert_eq!(r10["request"]["frame"], r11["request"]["frame"]);
+}
+
+#[test]
+fn noise_gives_no_exchange_and_no_kafka() {
+    let report = check_against_truth("noise");
+    assert_eq!(report["summary"]["kafka_connections"], 0);
+    assert_eq!(report["summary"]["kafka_requests"], 0);
+    assert_eq!(report["summary"]["tcp_connections"], 3);
+}
+
+#[test]
+fn truncated_capture_keeps_what_came_before() {
+    let report = check_against_truth("truncated");
+    let diags = report["diagnostics"].as_array().unwrap();
+    assert!(diags.iter().any(|d| d["kind"] == "capture_truncated"));
+    let truth = truth("truncated");
+    let partial = &truth["partial_frames"][0];
+    assert!(
+        diags.iter().any(|d| d["kind"] == "kafka_frame_incomplete"
+            && d["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("after {} of its bytes", partial["bytes_present"]))),
+        "{diags:?}"
+    );
+    let truncation = &truth["truncation"];
+    assert_eq!(report["summary"]["packets"], truncation["complete_records"]);
+}
