@@ -11,7 +11,7 @@ fn truth(name: &str) -> Value {
 }
 
 fn error_name(code: i64) -> String {
-    let tsv = include_str!("../src/kafka/data/errors.tsv");
+    let tsv = include_str!("../../src/kafka/data/errors.tsv");
     tsv.lines()
         .filter_map(|l| l.split_once('\t'))
         .find(|(c, _)| c.parse::<i64>().ok() == Some(code))
