@@ -1,1 +1,342 @@
+//! Synthetic captures for exact edge cases: segmentation, reordering, retransmission,
+//! connection reuse, framing, versions, decode errors, detection.
 
+use serde_json::Value;
+
+use crate::common::*;
+
+fn run_capture(build: impl FnOnce(&mut PcapWriter), extra: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("synthetic.pcap");
+    let mut w = PcapWriter::create(&path);
+    build(&mut w);
+    w.finish();
+    let path = path.to_str().unwrap().to_owned();
+    let mut args = vec![path.as_str()];
+    args.extend(extra);
+    report(&args)
+}
+
+fn apid_pair(corr: i32, broker: i32, start: i64) -> (Vec<u8>, Vec<u8>) {
+    (
+        request(67, 0, corr, true, &apid_request_body(broker, 7)),
+        response(corr, true, &apid_response_body(0, start, 1000)),
+    )
+}
+
+fn kinds(report: &Value) -> Vec<String> {
+    report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn exchanges(report: &Value) -> &Vec<Value> {
+    report["exchanges"].as_array().unwrap()
+}
+
+#[test]
+fn frame_spanning_one_byte_segments_and_frames_sharing_a_segment() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:29093");
+            c.handshake(w);
+            let (req1, resp1) = apid_pair(1, 5, 0);
+            let (req2, resp2) = apid_pair(2, 5, 1000);
+            c.send(w, true, &req1, 1);
+            c.send(w, false, &resp1, 1000);
+            let mut both = req2;
+            both.extend(request(
+                12,
+                3,
+                3,
+                false,
+                &[0, 1, b'g', 0, 0, 0, 1, 0, 1, b'm', 0xff, 0xff],
+            ));
+            c.send(w, true, &both, 1000);
+            let mut answers = resp2;
+            answers.extend(response(3, false, &[0, 0, 0, 0, 0, 0]));
+            c.send(w, false, &answers, 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 2);
+    // 3 handshake-ish frames: SYN=1, SYN-ACK=2, first request byte in 3, last in 3+size-1.
+    let size = ex[0]["request"]["size"].as_u64().unwrap();
+    assert_eq!(ex[0]["request"]["first_frame"], 3);
+    assert_eq!(ex[0]["request"]["frame"].as_u64().unwrap(), 3 + size - 1);
+    assert_eq!(ex[1]["response"]["producer_id_start"], 1000);
+    assert_eq!(report["summary"]["api_keys"]["Heartbeat"]["requests"], 1);
+    assert_eq!(report["summary"]["api_keys"]["Heartbeat"]["responses"], 1);
+    assert_eq!(report["summary"]["kafka_connections"], 1);
+    assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+}
+
+#[test]
+fn reordered_and_retransmitted_segments_give_the_clean_result() {
+    let (req, resp) = apid_pair(9, 4, 4000);
+    let clean = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40001", "10.0.0.2:29093");
+            c.handshake(w);
+            c.send(w, true, &req, 10);
+            c.send(w, false, &resp, 10);
+            c.close(w);
+        },
+        &[],
+    );
+    let messy = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40001", "10.0.0.2:29093");
+            c.handshake(w);
+            let ack = Flags {
+                ack: true,
+                ..Flags::default()
+            };
+            let base = c.client_seq;
+            let chunks: Vec<(u32, &[u8])> = req
+                .chunks(10)
+                .enumerate()
+                .map(|(i, ch)| (base + (i * 10) as u32, ch))
+                .collect();
+            // last chunk first, then all in order with the second one sent twice
+            let (seq, ch) = chunks[chunks.len() - 1];
+            w.record(&c.packet(true, seq, ack, ch), 0);
+            for (idx, (seq, ch)) in chunks.iter().enumerate() {
+                w.record(&c.packet(true, *seq, ack, ch), 0);
+                if idx == 1 {
+                    w.record(&c.packet(true, *seq, ack, ch), 0);
+                }
+            }
+            c.client_seq = base + req.len() as u32;
+            c.send(w, false, &resp, 10);
+            c.close(w);
+        },
+        &[],
+    );
+    let strip = |r: &Value| {
+        let mut ex = r["exchanges"][0].clone();
+        for side in ["request", "response"] {
+            for f in ["frame", "first_frame", "timestamp"] {
+                ex[side].as_object_mut().unwrap().remove(f);
+            }
+        }
+        ex.as_object_mut().unwrap().remove("latency_us");
+        ex
+    };
+    assert_eq!(exchanges(&messy).len(), 1);
+    assert_eq!(strip(&messy), strip(&clean));
+    assert_eq!(messy["exchanges"][0]["request"]["broker_id"], 4);
+    assert!(kinds(&messy).is_empty(), "{:?}", messy["diagnostics"]);
+}
+
+#[test]
+fn new_syn_after_close_is_a_new_connection() {
+    let report = run_capture(
+        |w| {
+            for (corr, start) in [(1, 0), (1, 1000)] {
+                let mut c = Conn::new("10.0.0.1:40002", "10.0.0.2:29093");
+                let (req, resp) = apid_pair(corr, 1, start);
+                c.handshake(w);
+                c.send(w, true, &req, 1000);
+                c.send(w, false, &resp, 1000);
+                c.close(w);
+            }
+        },
+        &[],
+    );
+    assert_eq!(report["summary"]["tcp_connections"], 2);
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 2);
+    assert_eq!(ex[0]["connection"], 0);
+    assert_eq!(ex[1]["connection"], 1);
+    assert_eq!(ex[1]["response"]["producer_id_start"], 1000);
+    assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+}
+
+#[test]
+fn connection_reset_leaves_request_unanswered() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40003", "10.0.0.2:29093");
+            c.handshake(w);
+            let (req, _) = apid_pair(4, 2, 0);
+            c.send(w, true, &req, 1000);
+            let rst = Flags {
+                rst: true,
+                ..Flags::default()
+            };
+            w.record(&c.packet(false, c.server_seq, rst, &[]), 0);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 1);
+    assert_eq!(ex[0]["status"], "unanswered");
+    assert_eq!(report["summary"]["exchanges"]["unanswered"], 1);
+}
+
+#[test]
+fn unsupported_version_is_flagged_not_guessed() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40004", "10.0.0.2:29093");
+            c.handshake(w);
+            c.send(
+                w,
+                true,
+                &request(67, 1, 5, true, &apid_request_body(1, 1)),
+                1000,
+            );
+            c.send(
+                w,
+                false,
+                &response(5, true, &apid_response_body(0, 0, 10)),
+                1000,
+            );
+            c.close(w);
+        },
+        &["--port", "29093"],
+    );
+    let ex = &exchanges(&report)[0];
+    assert_eq!(ex["request"]["api_version"], 1);
+    assert!(ex["request"].get("broker_id").is_none());
+    assert!(ex["response"].get("producer_id_start").is_none());
+    assert!(ex["request"]["decode_error"]
+        .as_str()
+        .unwrap()
+        .contains("version 1"));
+    assert!(kinds(&report).contains(&"kafka_unsupported_version".to_owned()));
+}
+
+#[test]
+fn body_that_does_not_decode_keeps_what_was_read() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40005", "10.0.0.2:29093");
+            c.handshake(w);
+            // BrokerEpoch cut to 3 bytes
+            let body = [0, 0, 0, 9, 0, 0, 0];
+            c.send(w, true, &request(67, 0, 6, true, &body), 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = &exchanges(&report)[0];
+    assert_eq!(ex["request"]["broker_id"], 9);
+    assert!(ex["request"].get("broker_epoch").is_none());
+    assert!(ex["request"]["decode_error"]
+        .as_str()
+        .unwrap()
+        .contains("BrokerEpoch"));
+    assert!(kinds(&report).contains(&"kafka_decode_error".to_owned()));
+}
+
+#[test]
+fn duplicate_correlation_id_and_unmatched_response() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40006", "10.0.0.2:29093");
+            c.handshake(w);
+            let (req, resp) = apid_pair(8, 1, 0);
+            c.send(w, true, &req, 1000);
+            c.send(w, true, &req, 1000);
+            c.send(w, false, &resp, 1000);
+            c.send(w, false, &response(99, false, &[0, 0]), 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    assert!(kinds(&report).contains(&"duplicate_correlation_id".to_owned()));
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 2);
+    assert_eq!(ex[0]["status"], "unanswered");
+    assert_eq!(ex[1]["status"], "complete");
+    assert_eq!(report["summary"]["unmatched_responses"], 1);
+    assert_eq!(report["summary"]["kafka_responses"], 2);
+}
+
+#[test]
+fn implausible_first_request_is_not_kafka_unless_port_forced() {
+    // Produce v99 does not exist: not recognised as Kafka on an unknown port.
+    let build = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40007", "10.0.0.2:29093");
+        c.handshake(w);
+        c.send(w, true, &request(0, 99, 1, true, &[0; 20]), 1000);
+        let (req, resp) = apid_pair(2, 3, 0);
+        c.send(w, true, &req, 1000);
+        c.send(w, false, &response(1, true, &[0; 8]), 1000);
+        c.send(w, false, &resp, 1000);
+        c.close(w);
+    };
+    let detected = run_capture(build, &[]);
+    assert_eq!(detected["summary"]["kafka_connections"], 0);
+    assert_eq!(exchanges(&detected).len(), 0);
+    let forced = run_capture(build, &["--port", "29093"]);
+    assert_eq!(forced["summary"]["kafka_connections"], 1);
+    assert_eq!(exchanges(&forced).len(), 1);
+    assert_eq!(forced["summary"]["api_keys"]["Produce"]["requests"], 1);
+}
+
+#[test]
+fn client_is_the_side_sending_requests_on_any_port() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("[2001:db8::1]:7777", "[2001:db8::2]:45000");
+            c.handshake(w);
+            let (req, resp) = apid_pair(1, 1, 0);
+            c.send(w, true, &req, 1000);
+            c.send(w, false, &resp, 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = &exchanges(&report)[0];
+    assert_eq!(ex["client"], "[2001:db8::1]:7777");
+    assert_eq!(ex["server"], "[2001:db8::2]:45000");
+}
+
+#[test]
+fn snaplen_cut_packet_is_flagged_and_its_exchange_not_invented() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40008", "10.0.0.2:29093");
+            c.handshake(w);
+            let (req, resp) = apid_pair(1, 1, 0);
+            let ack = Flags {
+                ack: true,
+                ..Flags::default()
+            };
+            w.record(&c.packet(true, c.client_seq, ack, &req), 10);
+            c.client_seq += req.len() as u32;
+            c.send(w, false, &resp, 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    assert_eq!(exchanges(&report).len(), 0);
+    let k = kinds(&report);
+    assert!(k.contains(&"packet_truncated".to_owned()), "{k:?}");
+    assert!(k.contains(&"tcp_gap".to_owned()), "{k:?}");
+}
+
+#[test]
+fn unsupported_link_type_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weird.pcap");
+    let mut w = PcapWriter::with_link_type(&path, 147);
+    w.record(&[1, 2, 3, 4], 0);
+    w.record(&[5, 6, 7, 8], 0);
+    w.finish();
+    let report = report(&[path.to_str().unwrap()]);
+    assert_eq!(kinds(&report), vec!["unsupported_link_type".to_owned()]);
+    assert_eq!(report["summary"]["packets"], 2);
+    assert_eq!(
+        report["captures"][0]["link_types"],
+        serde_json::json!(["LINKTYPE_147"])
+    );
+}
