@@ -169,3 +169,51 @@ fn truncated_capture_keeps_what_came_before() {
     let truncation = &truth["truncation"];
     assert_eq!(report["summary"]["packets"], truncation["complete_records"]);
 }
+
+/// The seed capture's TCP payloads are exactly the seed document's 28-byte request and
+/// response (shared/seed/allocate-producer-ids-v0.txt), read back through our own
+/// capture and decode stages.
+#[test]
+fn seed_capture_carries_the_seed_bytes() {
+    use pidshark::capture::read_capture;
+    use pidshark::decode::{decode, Decoded};
+    use pidshark::diag::Diagnostics;
+
+    #[rustfmt::skip]
+    const REQUEST: [u8; 28] = [
+        0x00, 0x00, 0x00, 0x18, // size 24
+        0x00, 0x43,             // request_api_key 67
+        0x00, 0x00,             // request_api_version 0
+        0x00, 0x00, 0x00, 0x00, // correlation_id 0
+        0x00, 0x00,             // client_id "" (int16 length 0)
+        0x00,                   // header tagged fields: 0
+        0x00, 0x00, 0x00, 0x00, // BrokerId 0
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // BrokerEpoch 0
+        0x00,                   // tagged fields: 0
+    ];
+    #[rustfmt::skip]
+    const RESPONSE: [u8; 28] = [
+        0x00, 0x00, 0x00, 0x18, // size 24
+        0x00, 0x00, 0x00, 0x00, // correlation_id 0
+        0x00,                   // header tagged fields: 0
+        0x00, 0x00, 0x00, 0x00, // ThrottleTimeMs 0
+        0x00, 0x00,             // ErrorCode 0
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // ProducerIdStart 0
+        0x00, 0x00, 0x00, 0x00, // ProducerIdLen 0
+        0x00,                   // tagged fields: 0
+    ];
+    let file = std::fs::File::open(fixture("seed-v0.pcap")).unwrap();
+    let mut payloads = Vec::new();
+    let mut frame = 1;
+    let mut diags = Diagnostics::default();
+    read_capture(file, "seed-v0.pcap", &mut frame, &mut diags, |packet, _| {
+        if let Decoded::Tcp(seg) = decode(packet) {
+            if !seg.payload.is_empty() {
+                payloads.push(seg.payload.to_vec());
+            }
+        }
+    })
+    .unwrap();
+    assert_eq!(payloads, vec![REQUEST.to_vec(), RESPONSE.to_vec()]);
+    assert!(diags.is_empty());
+}
