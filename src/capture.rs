@@ -101,6 +101,26 @@ impl Interface {
     }
 }
 
+/// Makes every read fill the buffer unless the input ends: pcap-parser reads the file
+/// header with a single `read`, which a pipe may answer with a few bytes only.
+struct FullReads<R>(R);
+
+impl<R: Read> Read for FullReads<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut filled = 0;
+        while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
+            match self.0.read(rest) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) if filled > 0 => break, // hand over what we have; the error comes back
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(filled)
+    }
+}
+
 /// Reads one capture, calling `on_packet` for each packet record. Frames are numbered
 /// from `next_frame` on; the caller keeps numbering across files.
 pub fn read_capture<R: Read + Send>(
@@ -110,7 +130,7 @@ pub fn read_capture<R: Read + Send>(
     diags: &mut Diagnostics,
     mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
 ) -> Result<CaptureInfo, Error> {
-    let mut reader = pcap_parser::create_reader(READ_BUFFER, input).map_err(|e| {
+    let mut reader = pcap_parser::create_reader(READ_BUFFER, FullReads(input)).map_err(|e| {
         let reason = match e {
             PcapError::Eof => "the file is empty".to_owned(),
             PcapError::HeaderNotRecognized => "not a pcap or pcapng capture".to_owned(),

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 
+use time::format_description::FormatItem;
+use time::macros::format_description;
 use time::OffsetDateTime;
 
 use crate::capture::{link_type_name, CaptureInfo, Timestamp};
@@ -32,26 +34,16 @@ pub struct Findings {
 
 /// RFC 3339 in UTC with 6 or 9 fractional digits, as the capture carries.
 pub fn format_timestamp(ts: Timestamp) -> String {
-    let Ok(dt) = OffsetDateTime::from_unix_timestamp(ts.secs) else {
-        return format!("@{}.{:09}", ts.secs, ts.nanos); // beyond year 9999: not RFC 3339
-    };
-    let mut out = String::with_capacity(30);
-    let _ = write!(
-        out,
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        dt.year(),
-        u8::from(dt.month()),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second()
-    );
-    if ts.nano {
-        let _ = write!(out, ".{:09}Z", ts.nanos);
-    } else {
-        let _ = write!(out, ".{:06}Z", ts.nanos / 1000);
-    }
-    out
+    const MICROS: &[FormatItem<'_>] =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
+    const NANOS: &[FormatItem<'_>] =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:9]Z");
+    let formatted = OffsetDateTime::from_unix_timestamp(ts.secs)
+        .ok()
+        .and_then(|dt| dt.replace_nanosecond(ts.nanos).ok())
+        .and_then(|dt| dt.format(if ts.nano { NANOS } else { MICROS }).ok());
+    // Only a timestamp beyond year 9999 fails; say so rather than invent a date.
+    formatted.unwrap_or_else(|| format!("out-of-range:{}.{:09}", ts.secs, ts.nanos))
 }
 
 /// `ip:port`, IPv6 as `[addr]:port` (Rust's `SocketAddr` display does exactly this).
@@ -253,6 +245,11 @@ mod tests {
             format_timestamp(Timestamp::default()),
             "1970-01-01T00:00:00.000000Z"
         );
+        let far = Timestamp {
+            secs: i64::MAX,
+            ..micro
+        };
+        assert!(format_timestamp(far).starts_with("out-of-range:"));
     }
 
     #[test]

@@ -179,3 +179,28 @@ fn no_capture_is_a_usage_error() {
         .code(2)
         .stderr(predicate::str::contains("CAPTURE"));
 }
+
+#[test]
+fn dash_reads_standard_input_from_a_slow_pipe() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let bytes = std::fs::read(fixture("seed-v0.pcap")).unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("pidshark"))
+        .args(["-", "--compact"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A slow producer: the first read sees 7 bytes of the 24-byte file header.
+    stdin.write_all(&bytes[..7]).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    stdin.write_all(&bytes[7..]).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["captures"][0]["path"], "-");
+    assert_eq!(report["summary"]["exchanges"]["complete"], 1);
+}
