@@ -242,6 +242,35 @@ mod tests {
     }
 
     #[test]
+    fn decodes_qinq_double_tagged_ethernet() {
+        let builder = PacketBuilder::ethernet2([1; 6], [2; 6])
+            .double_vlan(100.try_into().unwrap(), 200.try_into().unwrap())
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(40000, 9093, 7, 64000);
+        let mut data = Vec::new();
+        builder.write(&mut data, b"qinq").unwrap();
+        let seg = expect_tcp(decode(&packet(1, &data, data.len() as u32)));
+        assert_eq!(seg.payload, b"qinq");
+        assert_eq!(seg.dst.to_string(), "10.0.0.2:9093");
+    }
+
+    #[test]
+    fn decodes_ipv4_and_ipv6_link_types() {
+        let v4 = tcp_packet_ipv4(b"four");
+        assert_eq!(
+            expect_tcp(decode(&packet(228, &v4, v4.len() as u32))).payload,
+            b"four"
+        );
+        let builder = PacketBuilder::ipv6([1; 16], [2; 16], 64).tcp(1, 2, 3, 4);
+        let mut v6 = Vec::new();
+        builder.write(&mut v6, b"six").unwrap();
+        assert_eq!(
+            expect_tcp(decode(&packet(229, &v6, v6.len() as u32))).payload,
+            b"six"
+        );
+    }
+
+    #[test]
     fn snaplen_cut_payload_counts_missing_bytes() {
         let data = tcp_packet_ipv4(&[7u8; 100]);
         let cut = &data[..data.len() - 60];

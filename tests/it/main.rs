@@ -3,6 +3,7 @@
 mod common;
 
 mod cli;
+mod contract;
 mod golden;
 mod synthetic;
 mod truth;

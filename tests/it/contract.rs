@@ -1,0 +1,200 @@
+//! The report read back through types written from `shared/design/report-v1.md`, with
+//! `deny_unknown_fields`: a renamed, missing or mistyped field fails here. (A field added
+//! on purpose must be added here too.)
+
+#![allow(dead_code)] // fields exist to be checked by serde, not read
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::common::report;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Report {
+    format_version: u32,
+    tool: Tool,
+    captures: Vec<Capture>,
+    summary: Summary,
+    exchanges: Vec<Exchange>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Tool {
+    name: String,
+    version: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Capture {
+    path: String,
+    format: String,
+    link_types: Vec<String>,
+    packets: u64,
+    bytes: u64,
+    first_timestamp: Option<String>,
+    last_timestamp: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Summary {
+    packets: u64,
+    tcp_connections: u64,
+    kafka_connections: u64,
+    kafka_requests: u64,
+    kafka_responses: u64,
+    api_keys: BTreeMap<String, ApiKeyCount>,
+    exchanges: ExchangeCounts,
+    unmatched_responses: u64,
+    error_codes: BTreeMap<String, u64>,
+    latency_us: Option<Latency>,
+    diagnostics: BTreeMap<String, u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiKeyCount {
+    api_key: i16,
+    requests: u64,
+    responses: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExchangeCounts {
+    total: u64,
+    complete: u64,
+    unanswered: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Latency {
+    count: u64,
+    min: f64,
+    mean: f64,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Exchange {
+    connection: u64,
+    client: String,
+    server: String,
+    correlation_id: i32,
+    status: String,
+    request: Request,
+    response: Option<Response>,
+    latency_us: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Tagged {
+    tag: u32,
+    data: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    frame: u64,
+    first_frame: u64,
+    timestamp: String,
+    size: u64,
+    api_key: i16,
+    api_version: i16,
+    client_id: Option<String>,
+    header_tagged_fields: Vec<Tagged>,
+    broker_id: i32,
+    broker_epoch: i64,
+    tagged_fields: Vec<Tagged>,
+    decode_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Response {
+    frame: u64,
+    first_frame: u64,
+    timestamp: String,
+    size: u64,
+    header_tagged_fields: Vec<Tagged>,
+    throttle_time_ms: i32,
+    error_code: i16,
+    error: String,
+    producer_id_start: i64,
+    producer_id_len: i32,
+    tagged_fields: Vec<Tagged>,
+    decode_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Diagnostic {
+    severity: String,
+    kind: String,
+    connection: Option<u64>,
+    frame: Option<u64>,
+    message: String,
+}
+
+fn is_rfc3339_utc(ts: &str, digits: usize) -> bool {
+    let Some((_, frac)) = ts.strip_suffix('Z').and_then(|t| t.split_once('.')) else {
+        return false;
+    };
+    ts.len() == 20 + digits + 1 && frac.len() == digits && frac.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[test]
+fn reports_follow_the_contract() {
+    for name in ["seed-v0", "controller-loopback", "noise", "truncated"] {
+        let value = report(&[&format!("fixtures/{name}.pcap")]);
+        let parsed: Report = serde_json::from_value(value)
+            .unwrap_or_else(|e| panic!("{name}: report does not match the contract: {e}"));
+        assert_eq!(parsed.format_version, 1);
+        for ex in &parsed.exchanges {
+            assert_eq!(ex.request.api_key, 67);
+            assert!(
+                is_rfc3339_utc(&ex.request.timestamp, 6),
+                "{}",
+                ex.request.timestamp
+            );
+            assert!(matches!(ex.status.as_str(), "complete" | "unanswered"));
+            assert_eq!(ex.status == "complete", ex.response.is_some());
+        }
+        for d in &parsed.diagnostics {
+            assert!(matches!(d.severity.as_str(), "info" | "warning" | "error"));
+        }
+        // exchanges ordered by request frame, then connection
+        let keys: Vec<(u64, u64)> = parsed
+            .exchanges
+            .iter()
+            .map(|e| (e.request.frame, e.connection))
+            .collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted, "{name}: exchange order");
+        // diagnostics in packet order
+        let frames: Vec<u64> = parsed
+            .diagnostics
+            .iter()
+            .map(|d| d.frame.unwrap_or(u64::MAX))
+            .collect();
+        assert!(
+            frames.windows(2).all(|w| w[0] <= w[1]),
+            "{name}: diagnostic order"
+        );
+        let counted: u64 = parsed.summary.diagnostics.values().sum();
+        assert_eq!(counted, parsed.diagnostics.len() as u64);
+    }
+}
