@@ -94,23 +94,28 @@ impl Assembler {
         if self.finished {
             return;
         }
-        let space = *self.space.get_or_insert_with(|| {
-            // Data on a SYN starts one after the SYN's own sequence number.
-            SeqSpace::new(if seg.syn {
-                seg.seq.wrapping_add(1)
-            } else {
-                seg.seq
-            })
-        });
+        let claimed = seg.payload.len() as u64 + u64::from(seg.missing_len);
+        // Data on a SYN starts one after the SYN's own sequence number.
         let data_seq = if seg.syn {
             seg.seq.wrapping_add(1)
         } else {
             seg.seq
         };
+        if self.space.is_none() {
+            // Without a SYN, only a segment that carries data or a FIN fixes where the
+            // stream starts: a bare ACK or a keep-alive (seq one below the next byte)
+            // would put the origin one byte early.
+            if !seg.syn && claimed == 0 && !seg.fin {
+                return;
+            }
+            self.space = Some(SeqSpace::new(data_seq));
+        }
+        let Some(space) = self.space else {
+            return;
+        };
         let Some(start) = space.offset(data_seq, self.next) else {
             return; // before the stream began: an old retransmission
         };
-        let claimed = seg.payload.len() as u64 + u64::from(seg.missing_len);
         let end = start.saturating_add(claimed);
         if seg.fin && self.fin_at.is_none() {
             self.fin_at = Some(end);
@@ -118,8 +123,8 @@ impl Assembler {
         if end > self.next {
             if start <= self.next {
                 self.deliver(start, seg.payload, seg.missing_len, seg.at, out);
-                self.drain(out);
-            } else {
+                self.drain(Some(seg.at), out);
+            } else if claimed > 0 {
                 self.hold(start, seg, out);
             }
         }
@@ -152,8 +157,10 @@ impl Assembler {
         }
     }
 
-    /// Delivers held segments that the stream has reached.
-    fn drain(&mut self, out: &mut impl FnMut(Delivery<'_>)) {
+    /// Delivers held segments that the stream has reached. Their bytes became readable
+    /// with packet `filled_by` (the one that closed the hole), or, at the end of the
+    /// capture, with the packet that carried them.
+    fn drain(&mut self, filled_by: Option<PacketRef>, out: &mut impl FnMut(Delivery<'_>)) {
         while let Some(entry) = self.held.first_entry() {
             if *entry.key() > self.next {
                 break;
@@ -162,43 +169,59 @@ impl Assembler {
             let held = entry.remove();
             self.held_len -= held.data.len();
             if start + held.data.len() as u64 + u64::from(held.missing_len) > self.next {
-                self.deliver(start, &held.data, held.missing_len, held.at, out);
+                let at = filled_by.unwrap_or(held.at);
+                self.deliver(start, &held.data, held.missing_len, at, out);
             }
         }
     }
 
     fn hold(&mut self, start: u64, seg: Segment<'_>, out: &mut impl FnMut(Delivery<'_>)) {
-        // First seen wins: a later segment at the same offset is a retransmission.
-        if self.held.contains_key(&start) {
-            return;
+        match self.held.get_mut(&start) {
+            // A retransmission at the same offset: first seen wins for the bytes both
+            // carry; a longer copy adds its extra bytes (and real bytes replace ones the
+            // first copy lacked because snaplen cut them).
+            Some(held) => {
+                let claimed = held.data.len() as u64 + u64::from(held.missing_len);
+                if let Some(extra) = seg.payload.get(held.data.len()..) {
+                    self.held_len += extra.len();
+                    held.data.extend_from_slice(extra);
+                }
+                let new_claimed = seg.payload.len() as u64 + u64::from(seg.missing_len);
+                let total = claimed.max(new_claimed);
+                held.missing_len =
+                    u32::try_from(total.saturating_sub(held.data.len() as u64)).unwrap_or(u32::MAX);
+            }
+            None => {
+                self.held_len += seg.payload.len();
+                self.held.insert(
+                    start,
+                    Held {
+                        data: seg.payload.to_vec(),
+                        missing_len: seg.missing_len,
+                        at: seg.at,
+                    },
+                );
+            }
         }
-        self.held_len += seg.payload.len();
-        self.held.insert(
-            start,
-            Held {
-                data: seg.payload.to_vec(),
-                missing_len: seg.missing_len,
-                at: seg.at,
-            },
-        );
         while self.held_len > self.max_held_len {
-            self.skip_hole(seg.at, out);
+            self.skip_hole(Some(seg.at), out);
         }
     }
 
     /// Declares the hole before the first held segment lost and delivers what follows.
-    fn skip_hole(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
-        let Some(&first) = self.held.keys().next() else {
+    /// The gap is placed at the first packet after the hole.
+    fn skip_hole(&mut self, filled_by: Option<PacketRef>, out: &mut impl FnMut(Delivery<'_>)) {
+        let Some((&first, held)) = self.held.iter().next() else {
             return;
         };
         if first > self.next {
             out(Delivery::Gap {
                 len: first - self.next,
-                at,
+                at: held.at,
             });
             self.next = first;
         }
-        self.drain(out);
+        self.drain(filled_by, out);
     }
 
     fn check_fin(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
@@ -212,7 +235,7 @@ impl Assembler {
     /// End of capture: what is held is delivered after declaring the holes lost.
     pub fn flush(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
         while !self.held.is_empty() {
-            self.skip_hole(at, out);
+            self.skip_hole(None, out);
         }
         if let Some(fin) = self.fin_at {
             if fin > self.next && !self.finished {
@@ -400,5 +423,80 @@ mod tests {
         );
         assert_eq!(seen.len(), 2);
         assert!(seen[1].contains("Gap { len: 5"), "{seen:?}");
+    }
+
+    #[test]
+    fn bare_ack_ahead_of_a_hole_does_not_block_data() {
+        // pure ACK at offset 4 (no payload), then data at 4, then the hole fills
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (5, b"", false, false),
+                (5, b"efg", false, false),
+                (1, b"abcd", false, false),
+            ],
+        );
+        assert_eq!(s, "abcdefg");
+    }
+
+    #[test]
+    fn keepalive_before_data_does_not_shift_the_origin() {
+        // capture starts mid-stream with a keep-alive one below the next byte
+        let s = run(
+            1024,
+            &[(4999, b"", false, false), (5000, b"abc", false, false)],
+        );
+        assert_eq!(s, "abc");
+    }
+
+    #[test]
+    fn ack_after_fin_is_not_a_gap() {
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (1, b"ab", false, false),
+                (3, b"", false, true),
+                (4, b"", false, false),
+            ],
+        );
+        assert_eq!(s, "ab<fin>");
+    }
+
+    #[test]
+    fn longer_retransmission_at_same_offset_extends_held_data() {
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (4, b"de", false, false),
+                (4, b"XYfg", false, false),
+                (1, b"abc", false, false),
+            ],
+        );
+        assert_eq!(s, "abcdefg");
+    }
+
+    #[test]
+    fn held_bytes_are_tagged_with_the_packet_that_filled_the_hole() {
+        let mut asm = Assembler::new(1024);
+        let mut frames = Vec::new();
+        let seg = |seq, payload, frame| Segment {
+            seq,
+            syn: seq == 0,
+            fin: false,
+            payload,
+            missing_len: 0,
+            at: at(frame),
+        };
+        asm.segment(seg(0, b"", 1), &mut |_| {});
+        asm.segment(seg(3, b"cd", 2), &mut |_| {});
+        asm.segment(seg(1, b"ab", 3), &mut |d| {
+            if let Delivery::Data(bytes, at) = d {
+                frames.push((bytes.to_vec(), at.frame));
+            }
+        });
+        assert_eq!(frames, vec![(b"ab".to_vec(), 3), (b"cd".to_vec(), 3)]);
     }
 }

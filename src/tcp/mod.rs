@@ -83,13 +83,32 @@ pub trait StreamHandler {
     fn close(&mut self, conn: Self::Conn, info: &ConnInfo, at: PacketRef, diags: &mut Diagnostics);
 }
 
+/// Reassembly and next-stage state of a connection we still follow.
+#[derive(Debug)]
+struct Live<C> {
+    streams: [Assembler; 2],
+    state: C,
+}
+
+/// A connection. Once it is closed or no longer followed only this small record stays,
+/// so that later packets of it are recognised instead of opening a new connection.
 #[derive(Debug)]
 struct Connection<C> {
     info: ConnInfo,
-    streams: [Assembler; 2],
-    followed: bool,
+    /// Sequence number of the initiator's SYN, when captured.
+    isn: Option<u32>,
+    /// FIN seen from the initiator, from the responder.
+    fins: [bool; 2],
     closed: bool,
-    state: C,
+    live: Option<Box<Live<C>>>,
+}
+
+/// What a SYN does to the connection its address pair already has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reuse {
+    Same,
+    Restart,
+    NewConnection,
 }
 
 /// Key of an address pair, the same for both directions.
@@ -114,6 +133,38 @@ pub struct Tracker<C> {
     max_held_len: usize,
 }
 
+fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
+    diags.push(
+        Kind::TcpGap,
+        Some(info.index),
+        Some(at.frame),
+        format!(
+            "{len} bytes from {} to {} are missing from the capture",
+            info.source(dir),
+            info.destination(dir)
+        ),
+    );
+}
+
+/// Runs one delivery through the handler unless the connection stopped being followed.
+fn forward<H: StreamHandler>(
+    handler: &mut H,
+    state: &mut H::Conn,
+    info: &ConnInfo,
+    dir: Dir,
+    followed: &mut bool,
+    delivery: Delivery<'_>,
+    diags: &mut Diagnostics,
+) {
+    if !*followed {
+        return;
+    }
+    if let Delivery::Gap { len, at } = delivery {
+        gap_diagnostic(info, dir, len, at, diags);
+    }
+    *followed = handler.delivery(state, info, dir, delivery, diags);
+}
+
 impl<C: Default> Tracker<C> {
     /// `max_held_len` caps out-of-order bytes held per direction.
     pub fn new(max_held_len: usize) -> Self {
@@ -129,14 +180,14 @@ impl<C: Default> Tracker<C> {
         self.next_index
     }
 
+    /// A fresh connection numbered `index`, starting with `seg`.
     fn open(
-        &mut self,
+        &self,
+        index: u64,
         seg: &TcpSegmentView<'_>,
         at: PacketRef,
         diags: &mut Diagnostics,
     ) -> Connection<C> {
-        let index = self.next_index;
-        self.next_index += 1;
         // A SYN+ACK as first packet means the SYN was missed: its sender is the responder.
         let (initiator, responder) = if seg.syn && seg.ack {
             (seg.dst, seg.src)
@@ -162,13 +213,33 @@ impl<C: Default> Tracker<C> {
                 responder,
                 midstream,
             },
-            streams: [
-                Assembler::new(self.max_held_len),
-                Assembler::new(self.max_held_len),
-            ],
-            followed: true,
+            isn: (seg.syn && !seg.ack).then_some(seg.seq),
+            fins: [false; 2],
             closed: false,
-            state: C::default(),
+            live: Some(Box::new(Live {
+                streams: [
+                    Assembler::new(self.max_held_len),
+                    Assembler::new(self.max_held_len),
+                ],
+                state: C::default(),
+            })),
+        }
+    }
+
+    /// What a segment on an address pair that has a connection does to it. As in
+    /// Wireshark, a SYN without ACK whose sequence number is not the connection's ISN
+    /// starts a new connection (a SYN with the same ISN is a retransmission). A SYN with
+    /// the same ISN after the connection closed keeps Wireshark's number but starts the
+    /// streams afresh, so that a replayed connection is read again rather than dropped.
+    fn reuse(conn: &Connection<C>, seg: &TcpSegmentView<'_>) -> Reuse {
+        if !seg.syn || seg.ack {
+            Reuse::Same
+        } else if conn.isn != Some(seg.seq) {
+            Reuse::NewConnection
+        } else if conn.closed {
+            Reuse::Restart
+        } else {
+            Reuse::Same
         }
     }
 
@@ -181,93 +252,114 @@ impl<C: Default> Tracker<C> {
         diags: &mut Diagnostics,
     ) {
         let key = PairKey::new(seg.src, seg.dst);
-        let reopen = self
-            .conns
-            .get(&key)
-            .is_some_and(|c| c.closed && seg.syn && !seg.ack);
-        if reopen || !self.conns.contains_key(&key) {
-            let conn = self.open(seg, at, diags);
-            if let Some(old) = self.conns.insert(key, conn) {
-                if !old.closed {
-                    handler.close(old.state, &old.info, at, diags);
+        match self.conns.get(&key).map(|conn| Self::reuse(conn, seg)) {
+            Some(Reuse::Same) => {}
+            Some(Reuse::Restart) => {
+                let index = self.conns.get(&key).map_or(0, |c| c.info.index);
+                let conn = self.open(index, seg, at, diags);
+                self.conns.insert(key, conn);
+            }
+            Some(Reuse::NewConnection) | None => {
+                let index = self.next_index;
+                self.next_index += 1;
+                let conn = self.open(index, seg, at, diags);
+                if let Some(old) = self.conns.insert(key, conn) {
+                    Self::end(old, at, handler, diags);
                 }
             }
         }
         let Some(conn) = self.conns.get_mut(&key) else {
             return;
         };
-        if conn.closed || !conn.followed {
-            return;
-        }
         let dir = if seg.src == conn.info.initiator {
             Dir::FromInitiator
         } else {
             Dir::FromResponder
         };
-        let Connection {
-            info,
-            streams,
-            followed,
-            state,
-            ..
-        } = conn;
-        if seg.missing_len > 0 {
-            diags.push(
-                Kind::PacketTruncated,
-                Some(info.index),
-                Some(at.frame),
-                format!(
-                    "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
-                    seg.missing_len
-                ),
-            );
-        }
-        let mut deliver = |d: Delivery<'_>| {
-            if !*followed {
-                return;
+        if seg.fin {
+            if let Some(fin) = conn.fins.get_mut(dir.idx()) {
+                *fin = true;
             }
-            if let Delivery::Gap { len, at } = d {
+        }
+        if conn.closed {
+            return;
+        }
+        let mut followed = conn.live.is_some();
+        if let Some(live) = conn.live.as_deref_mut() {
+            let Live { streams, state } = live;
+            let info = &conn.info;
+            if seg.missing_len > 0 {
                 diags.push(
-                    Kind::TcpGap,
+                    Kind::PacketTruncated,
                     Some(info.index),
                     Some(at.frame),
                     format!(
-                        "{len} bytes from {} to {} are missing from the capture",
-                        info.source(dir),
-                        info.destination(dir)
+                        "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
+                        seg.missing_len
                     ),
                 );
             }
-            *followed = handler.delivery(state, info, dir, d, diags);
+            let mut deliver =
+                |d: Delivery<'_>| forward(handler, state, info, dir, &mut followed, d, diags);
+            if let Some(stream) = streams.get_mut(dir.idx()) {
+                stream.segment(
+                    Segment {
+                        seq: seg.seq,
+                        syn: seg.syn,
+                        fin: seg.fin,
+                        payload: seg.payload,
+                        missing_len: seg.missing_len,
+                        at,
+                    },
+                    &mut deliver,
+                );
+            }
+            if seg.rst {
+                for stream in streams.iter_mut() {
+                    stream.flush(at, &mut deliver);
+                }
+            }
+        }
+        // A followed connection closes when both streams reached their FIN in order (a
+        // late retransmission may still fill a hole before that); one no longer followed
+        // closes on seeing both FINs, so that its address pair can be reused.
+        let finished = match &conn.live {
+            Some(live) => live.streams.iter().all(Assembler::is_finished),
+            None => conn.fins == [true; 2],
         };
-        let Some(stream) = streams.get_mut(dir.idx()) else {
+        if seg.rst || finished {
+            conn.closed = true;
+        }
+        if conn.closed || !followed {
+            if let Some(live) = conn.live.take() {
+                handler.close(live.state, &conn.info, at, diags);
+            }
+        }
+    }
+
+    /// Ends a connection that is being replaced: what it holds is flushed first.
+    fn end<H: StreamHandler<Conn = C>>(
+        mut conn: Connection<C>,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
+        let Some(mut live) = conn.live.take() else {
             return;
         };
-        stream.segment(
-            Segment {
-                seq: seg.seq,
-                syn: seg.syn,
-                fin: seg.fin,
-                payload: seg.payload,
-                missing_len: seg.missing_len,
-                at,
-            },
-            &mut deliver,
-        );
-        if seg.rst {
-            for stream in streams.iter_mut() {
-                stream.flush(at, &mut deliver);
+        if !conn.closed {
+            let mut followed = true;
+            let Live { streams, state } = &mut *live;
+            for (stream, dir) in streams
+                .iter_mut()
+                .zip([Dir::FromInitiator, Dir::FromResponder])
+            {
+                stream.flush(at, &mut |d: Delivery<'_>| {
+                    forward(handler, state, &conn.info, dir, &mut followed, d, diags);
+                });
             }
         }
-        let done = seg.rst || streams.iter().all(Assembler::is_finished);
-        if done || !*followed {
-            conn.closed = done;
-            conn.streams = [Assembler::new(0), Assembler::new(0)];
-            if done {
-                let state = std::mem::take(&mut conn.state);
-                handler.close(state, &conn.info, at, diags);
-            }
-        }
+        handler.close(live.state, &conn.info, at, diags);
     }
 
     /// End of capture: held data is flushed and every open connection closed, in
@@ -282,44 +374,11 @@ impl<C: Default> Tracker<C> {
             .conns
             .drain()
             .map(|(_, conn)| conn)
-            .filter(|conn| !conn.closed)
+            .filter(|conn| conn.live.is_some())
             .collect();
         open.sort_by_key(|conn| conn.info.index);
-        for mut conn in open {
-            if conn.followed {
-                let Connection {
-                    info,
-                    streams,
-                    followed,
-                    state,
-                    ..
-                } = &mut conn;
-                for (idx, stream) in streams.iter_mut().enumerate() {
-                    let dir = if idx == 0 {
-                        Dir::FromInitiator
-                    } else {
-                        Dir::FromResponder
-                    };
-                    stream.flush(at, &mut |d: Delivery<'_>| {
-                        if let Delivery::Gap { len, at } = d {
-                            diags.push(
-                                Kind::TcpGap,
-                                Some(info.index),
-                                Some(at.frame),
-                                format!(
-                                    "{len} bytes from {} to {} are missing from the capture",
-                                    info.source(dir),
-                                    info.destination(dir)
-                                ),
-                            );
-                        }
-                        if *followed {
-                            *followed = handler.delivery(state, info, dir, d, diags);
-                        }
-                    });
-                }
-            }
-            handler.close(conn.state, &conn.info, at, diags);
+        for conn in open {
+            Self::end(conn, at, handler, diags);
         }
     }
 }

@@ -134,28 +134,76 @@ fn reordered_and_retransmitted_segments_give_the_clean_result() {
     assert!(kinds(&messy).is_empty(), "{:?}", messy["diagnostics"]);
 }
 
-#[test]
-fn new_syn_after_close_is_a_new_connection() {
-    let report = run_capture(
+/// Two connections on one address pair, the second opened with `second_isn`.
+fn reused_pair(second_isn: u32, close_first: bool) -> Value {
+    run_capture(
         |w| {
-            for (corr, start) in [(1, 0), (1, 1000)] {
+            for (idx, (corr, start)) in [(1, 0), (1, 1000)].into_iter().enumerate() {
                 let mut c = Conn::new("10.0.0.1:40002", "10.0.0.2:29093");
+                if idx == 1 {
+                    c.client_seq = second_isn;
+                }
                 let (req, resp) = apid_pair(corr, 1, start);
                 c.handshake(w);
                 c.send(w, true, &req, 1000);
                 c.send(w, false, &resp, 1000);
-                c.close(w);
+                if close_first || idx == 1 {
+                    c.close(w);
+                }
             }
+        },
+        &[],
+    )
+}
+
+#[test]
+fn new_syn_with_new_isn_is_a_new_connection() {
+    for close_first in [true, false] {
+        let report = reused_pair(3_000_000_000, close_first);
+        assert_eq!(report["summary"]["tcp_connections"], 2);
+        let ex = exchanges(&report);
+        assert_eq!(ex.len(), 2, "close_first {close_first}");
+        assert_eq!(ex[0]["connection"], 0);
+        assert_eq!(ex[1]["connection"], 1);
+        assert_eq!(ex[1]["response"]["producer_id_start"], 1000);
+        assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+    }
+}
+
+#[test]
+fn syn_with_same_isn_after_close_keeps_the_number_and_is_read_again() {
+    // Wireshark keeps such a SYN in the same tcp.stream; we read its data too.
+    let report = reused_pair(1000, true);
+    assert_eq!(report["summary"]["tcp_connections"], 1);
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 2);
+    assert_eq!(ex[1]["connection"], 0);
+    assert_eq!(ex[1]["response"]["producer_id_start"], 1000);
+}
+
+#[test]
+fn pair_reused_after_a_non_kafka_connection() {
+    let report = run_capture(
+        |w| {
+            let mut http = Conn::new("10.0.0.1:40010", "10.0.0.2:29093");
+            http.handshake(w);
+            http.send(w, true, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1000);
+            http.send(w, false, b"HTTP/1.1 200 OK\r\n\r\n", 1000);
+            http.close(w);
+            let mut c = Conn::new("10.0.0.1:40010", "10.0.0.2:29093");
+            c.client_seq = 77_000;
+            c.handshake(w);
+            let (req, resp) = apid_pair(1, 1, 0);
+            c.send(w, true, &req, 1000);
+            c.send(w, false, &resp, 1000);
+            c.close(w);
         },
         &[],
     );
     assert_eq!(report["summary"]["tcp_connections"], 2);
-    let ex = exchanges(&report);
-    assert_eq!(ex.len(), 2);
-    assert_eq!(ex[0]["connection"], 0);
-    assert_eq!(ex[1]["connection"], 1);
-    assert_eq!(ex[1]["response"]["producer_id_start"], 1000);
-    assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+    assert_eq!(report["summary"]["kafka_connections"], 1);
+    assert_eq!(exchanges(&report).len(), 1);
+    assert_eq!(exchanges(&report)[0]["connection"], 1);
 }
 
 #[test]
@@ -339,4 +387,79 @@ fn unsupported_link_type_reported_once() {
         report["captures"][0]["link_types"],
         serde_json::json!(["LINKTYPE_147"])
     );
+}
+
+#[test]
+fn pure_ack_during_a_hole_does_not_block_the_data_behind_it() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40011", "10.0.0.2:29093");
+            c.handshake(w);
+            let ack = Flags {
+                ack: true,
+                ..Flags::default()
+            };
+            let (r1, p1) = apid_pair(1, 1, 0);
+            let (r2, p2) = apid_pair(2, 1, 1000);
+            let base = c.client_seq;
+            // r1 lost on the way, then a bare ACK and r2 beyond the hole, then r1 again
+            w.record(&c.packet(true, base + r1.len() as u32, ack, &[]), 0);
+            w.record(&c.packet(true, base + r1.len() as u32, ack, &r2), 0);
+            w.record(&c.packet(true, base, ack, &r1), 0);
+            c.client_seq = base + (r1.len() + r2.len()) as u32;
+            c.send(w, false, &p1, 1000);
+            c.send(w, false, &p2, 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    assert_eq!(exchanges(&report).len(), 2);
+    assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+}
+
+#[test]
+fn message_completed_by_a_late_segment_is_placed_at_that_segment() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40012", "10.0.0.2:29093");
+            c.handshake(w); // frames 1, 2
+            let ack = Flags {
+                ack: true,
+                ..Flags::default()
+            };
+            let (req, resp) = apid_pair(1, 1, 0);
+            let base = c.client_seq;
+            w.record(&c.packet(true, base + 10, ack, &req[10..]), 0); // frame 3: the tail
+            w.record(&c.packet(true, base, ack, &req[..10]), 0); // frame 4: the head
+            c.client_seq = base + req.len() as u32;
+            c.send(w, false, &resp, 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = &exchanges(&report)[0];
+    assert_eq!(ex["request"]["first_frame"], 4);
+    assert_eq!(ex["request"]["frame"], 4);
+}
+
+#[test]
+fn keepalive_before_the_first_data_of_a_midstream_connection() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40013", "10.0.0.2:29093");
+            let ack = Flags {
+                ack: true,
+                ..Flags::default()
+            };
+            // no handshake: a keep-alive one below the next byte, then traffic
+            w.record(&c.packet(true, c.client_seq - 1, ack, &[]), 0);
+            let (req, resp) = apid_pair(1, 1, 0);
+            c.send(w, true, &req, 1000);
+            c.send(w, false, &resp, 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    assert_eq!(exchanges(&report).len(), 1);
+    assert_eq!(kinds(&report), vec!["midstream_start".to_owned()]);
 }
