@@ -274,7 +274,8 @@ pub fn read_capture<R: Read + Send>(
                 diags.push(
                     Kind::CaptureTruncated,
                     None,
-                    None,
+                    // the frame number the broken record would have had
+                    Some(*next_frame),
                     format!(
                         "{path} ends inside a record that starts at byte {offset}; the {} packets before it were read",
                         info.packets
@@ -287,7 +288,7 @@ pub fn read_capture<R: Read + Send>(
                     diags.push(
                         Kind::CaptureCorrupt,
                         None,
-                        None,
+                        Some(*next_frame),
                         format!(
                             "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",
                             MAX_RECORD_BUFFER >> 20
@@ -306,7 +307,8 @@ pub fn read_capture<R: Read + Send>(
                 diags.push(
                     Kind::CaptureCorrupt,
                     None,
-                    None,
+                    // the frame number the broken record would have had
+                    Some(*next_frame),
                     format!(
                         "{path} is corrupt at byte {offset} ({other}); the {} packets before it were read",
                         info.packets

@@ -43,6 +43,10 @@ pub enum Kind {
     KafkaDecodeError,
     KafkaUnsupportedVersion,
     DuplicateCorrelationId,
+    /// Too many requests waiting for responses on one connection; the oldest were dropped.
+    PendingLimit,
+    /// More diagnostics of one kind than are listed; the count says how many.
+    DiagnosticsLimited,
 }
 
 impl Kind {
@@ -61,12 +65,16 @@ impl Kind {
             Self::KafkaDecodeError => "kafka_decode_error",
             Self::KafkaUnsupportedVersion => "kafka_unsupported_version",
             Self::DuplicateCorrelationId => "duplicate_correlation_id",
+            Self::PendingLimit => "pending_limit",
+            Self::DiagnosticsLimited => "diagnostics_limited",
         }
     }
 
     pub fn severity(self) -> Severity {
         match self {
-            Self::MidstreamStart | Self::UnsupportedLinkType => Severity::Info,
+            Self::MidstreamStart | Self::UnsupportedLinkType | Self::DiagnosticsLimited => {
+                Severity::Info
+            }
             Self::CaptureCorrupt | Self::KafkaDecodeError => Severity::Error,
             _ => Severity::Warning,
         }
@@ -82,10 +90,15 @@ pub struct Diagnostic {
     pub message: String,
 }
 
+/// Diagnostics of one kind listed in the report; further ones are only counted, so a
+/// capture with a million cut packets cannot grow the report without bound.
+pub const MAX_LISTED_PER_KIND: u64 = 1000;
+
 /// Collects diagnostics as the pipeline finds them.
 #[derive(Debug, Default)]
 pub struct Diagnostics {
     items: Vec<Diagnostic>,
+    counts: BTreeMap<Kind, u64>,
 }
 
 impl Diagnostics {
@@ -96,6 +109,11 @@ impl Diagnostics {
         frame: Option<u64>,
         message: String,
     ) {
+        let count = self.counts.entry(kind).or_default();
+        *count += 1;
+        if *count > MAX_LISTED_PER_KIND {
+            return;
+        }
         self.items.push(Diagnostic {
             severity: kind.severity(),
             kind,
@@ -105,17 +123,42 @@ impl Diagnostics {
         });
     }
 
-    /// All diagnostics in packet order; those without a frame (end of input) last.
+    /// All listed diagnostics in packet order; those without a frame (end of input)
+    /// last, then one `diagnostics_limited` per kind that had more than were listed.
     /// The sort is stable, so equal frames keep the order they were found in.
     pub fn into_sorted(mut self) -> Vec<Diagnostic> {
         self.items.sort_by_key(|d| d.frame.unwrap_or(u64::MAX));
+        for (kind, count) in &self.counts {
+            if *count > MAX_LISTED_PER_KIND {
+                self.items.push(Diagnostic {
+                    severity: Kind::DiagnosticsLimited.severity(),
+                    kind: Kind::DiagnosticsLimited,
+                    connection: None,
+                    frame: None,
+                    message: format!(
+                        "{count} {} diagnostics were found; only the first {MAX_LISTED_PER_KIND} are listed",
+                        kind.as_str()
+                    ),
+                });
+            }
+        }
         self.items
     }
 
+    /// Diagnostics found, by kind, including those not listed.
     pub fn counts(&self) -> BTreeMap<&'static str, u64> {
-        let mut counts = BTreeMap::new();
-        for item in &self.items {
-            *counts.entry(item.kind.as_str()).or_default() += 1;
+        let mut counts: BTreeMap<&'static str, u64> = self
+            .counts
+            .iter()
+            .map(|(kind, count)| (kind.as_str(), *count))
+            .collect();
+        let limited = self
+            .counts
+            .values()
+            .filter(|count| **count > MAX_LISTED_PER_KIND)
+            .count() as u64;
+        if limited > 0 {
+            counts.insert(Kind::DiagnosticsLimited.as_str(), limited);
         }
         counts
     }
@@ -126,5 +169,28 @@ impl Diagnostics {
 
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_at_most_the_limit_per_kind_and_counts_all() {
+        let mut diags = Diagnostics::default();
+        for frame in 0..MAX_LISTED_PER_KIND + 5 {
+            diags.push(Kind::PacketTruncated, None, Some(frame), "cut".into());
+        }
+        diags.push(Kind::TcpGap, None, Some(3), "gap".into());
+        let counts = diags.counts();
+        assert_eq!(counts["packet_truncated"], MAX_LISTED_PER_KIND + 5);
+        assert_eq!(counts["diagnostics_limited"], 1);
+        let items = diags.into_sorted();
+        assert_eq!(items.len() as u64, MAX_LISTED_PER_KIND + 2);
+        let last = items.last().unwrap();
+        assert_eq!(last.kind, Kind::DiagnosticsLimited);
+        assert!(last.message.starts_with("1005 packet_truncated"));
+        assert_eq!(items[4].kind, Kind::TcpGap); // frame order, stable
     }
 }

@@ -5,7 +5,7 @@
 //! request's API. AllocateProducerIds requests keep their decoded fields until their
 //! response arrives or the connection ends, and then become [`Exchange`]s.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use crate::capture::Timestamp;
@@ -47,16 +47,26 @@ pub struct Exchange {
 
 #[derive(Debug)]
 struct Pending {
+    seq: u64,
     api_key: ApiKey,
     api_version: i16,
     /// Decoded request, for AllocateProducerIds only.
     allocate: Option<Box<(MessageMeta, Request)>>,
 }
 
+/// Requests one connection may have waiting before the oldest is forgotten. Requests
+/// that are never answered (Produce with acks=0) would otherwise grow without end.
+pub const MAX_PENDING_PER_CONNECTION: usize = 4096;
+
 /// Requests of one connection still waiting for their response.
 #[derive(Debug, Default)]
 pub struct PendingRequests {
     by_correlation_id: HashMap<i32, Pending>,
+    /// Correlation ids in the order their requests were registered, with the request's
+    /// sequence number so a re-used id is not mistaken for its older namesake.
+    order: VecDeque<(i32, u64)>,
+    registered: u64,
+    evicted: u64,
 }
 
 /// Per-API frame counts.
@@ -86,11 +96,16 @@ impl Pairing {
         diags: &mut Diagnostics,
     ) {
         self.api_counts.entry(prefix.api_key).or_default().requests += 1;
+        pending.registered += 1;
         let entry = Pending {
+            seq: pending.registered,
             api_key: prefix.api_key,
             api_version: prefix.api_version,
             allocate: allocate.map(|req| Box::new((meta, req))),
         };
+        pending
+            .order
+            .push_back((prefix.correlation_id, pending.registered));
         if let Some(old) = pending
             .by_correlation_id
             .insert(prefix.correlation_id, entry)
@@ -105,6 +120,43 @@ impl Pairing {
                 ),
             );
             self.unanswered(ends, prefix.correlation_id, old);
+        }
+        while pending.by_correlation_id.len() > MAX_PENDING_PER_CONNECTION {
+            let Some((corr, seq)) = pending.order.pop_front() else {
+                break;
+            };
+            if pending
+                .by_correlation_id
+                .get(&corr)
+                .is_some_and(|p| p.seq == seq)
+            {
+                if let Some(old) = pending.by_correlation_id.remove(&corr) {
+                    if pending.evicted == 0 {
+                        diags.push(
+                            Kind::PendingLimit,
+                            Some(ends.connection),
+                            Some(meta.frame),
+                            format!(
+                                "more than {MAX_PENDING_PER_CONNECTION} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
+                            ),
+                        );
+                    }
+                    pending.evicted += 1;
+                    self.unanswered(ends, corr, old);
+                }
+            }
+        }
+        // Forget answered ids so the queue stays about as short as the map.
+        if pending.order.len() > 2 * MAX_PENDING_PER_CONNECTION {
+            let live = &pending.by_correlation_id;
+            pending
+                .order
+                .retain(|(corr, seq)| live.get(corr).is_some_and(|p| p.seq == *seq));
+        }
+        while pending.order.front().is_some_and(|(corr, seq)| {
+            pending.by_correlation_id.get(corr).map(|p| p.seq) != Some(*seq)
+        }) {
+            pending.order.pop_front();
         }
     }
 

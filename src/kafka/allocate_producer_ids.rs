@@ -19,6 +19,11 @@ pub enum Problem {
     /// A version we have no schema for; the body is left alone.
     UnsupportedVersion(i16),
     Decode(DecodeError),
+    /// Larger than we buffer to decode: counted, not read.
+    TooLarge {
+        len: u32,
+        limit: u32,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -29,6 +34,10 @@ impl fmt::Display for Problem {
                 "AllocateProducerIds version {v} is not supported (only version 0 is); the body was not decoded"
             ),
             Self::Decode(err) => err.fmt(f),
+            Self::TooLarge { len, limit } => write!(
+                f,
+                "the message is {len} bytes, above the {limit} bytes we decode; it was not read"
+            ),
         }
     }
 }

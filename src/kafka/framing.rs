@@ -11,6 +11,8 @@ use crate::capture::PacketRef;
 
 /// Bytes of the int32 size that starts every frame.
 pub const SIZE_LEN: usize = 4;
+/// Buffer reserved up front for a kept message.
+const INITIAL_KEEP_CAPACITY: usize = 4096;
 /// Longest head we need: size plus a request header prefix.
 const MAX_HEAD_LEN: usize = SIZE_LEN + 8;
 
@@ -178,7 +180,8 @@ impl Framer {
         self.state = match decision {
             Decision::Reject => State::Lost,
             Decision::Keep => {
-                let mut buf = Vec::with_capacity(len as usize);
+                // Reserve what a real message needs; a lying size grows the buffer only as bytes come.
+                let mut buf = Vec::with_capacity((len as usize).min(INITIAL_KEEP_CAPACITY));
                 buf.extend_from_slice(prefix);
                 State::Keep { len, buf }
             }

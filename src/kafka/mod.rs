@@ -156,16 +156,7 @@ impl FrameHandler for RequestSide<'_> {
             return Decision::Skip;
         }
         if u32::try_from(len).is_ok_and(|l| l > MAX_DECODED_LEN) {
-            self.diags.push(
-                Kind::KafkaDecodeError,
-                Some(self.ends.connection),
-                Some(at.frame),
-                format!(
-                    "AllocateProducerIds request with correlation id {} is {len} bytes, above the {MAX_DECODED_LEN} bytes we decode; it is counted but not decoded",
-                    prefix.correlation_id
-                ),
-            );
-            return Decision::Skip;
+            return Decision::Skip; // reported as an exchange with a decode error
         }
         Decision::Keep
     }
@@ -175,23 +166,22 @@ impl FrameHandler for RequestSide<'_> {
             return;
         };
         let meta = meta(&frame);
-        let decoded = frame.message.map(|message| {
-            let req = allocate_producer_ids::decode_request(message, &prefix);
+        let decoded = (prefix.api_key == ApiKey::ALLOCATE_PRODUCER_IDS).then(|| {
+            let req = match frame.message {
+                Some(message) => allocate_producer_ids::decode_request(message, &prefix),
+                None => allocate_producer_ids::Request {
+                    problem: Some(too_large(frame.len)),
+                    ..Default::default()
+                },
+            };
             if let Some(problem) = &req.problem {
-                let kind = match problem {
-                    allocate_producer_ids::Problem::UnsupportedVersion(_) => {
-                        Kind::KafkaUnsupportedVersion
-                    }
-                    allocate_producer_ids::Problem::Decode(_) => Kind::KafkaDecodeError,
-                };
-                self.diags.push(
-                    kind,
-                    Some(self.ends.connection),
-                    Some(meta.frame),
-                    format!(
-                        "AllocateProducerIds request with correlation id {}: {problem}",
-                        prefix.correlation_id
-                    ),
+                report_problem(
+                    self.diags,
+                    self.ends,
+                    meta,
+                    "request",
+                    prefix.correlation_id,
+                    problem,
                 );
             }
             req
@@ -199,6 +189,34 @@ impl FrameHandler for RequestSide<'_> {
         self.pairing
             .request(self.pending, self.ends, prefix, meta, decoded, self.diags);
     }
+}
+
+fn too_large(len: u32) -> allocate_producer_ids::Problem {
+    allocate_producer_ids::Problem::TooLarge {
+        len,
+        limit: MAX_DECODED_LEN,
+    }
+}
+
+/// One diagnostic for an AllocateProducerIds message that did not fully decode.
+fn report_problem(
+    diags: &mut Diagnostics,
+    ends: Endpoints,
+    meta: MessageMeta,
+    what: &str,
+    correlation_id: i32,
+    problem: &allocate_producer_ids::Problem,
+) {
+    let kind = match problem {
+        allocate_producer_ids::Problem::UnsupportedVersion(_) => Kind::KafkaUnsupportedVersion,
+        _ => Kind::KafkaDecodeError,
+    };
+    diags.push(
+        kind,
+        Some(ends.connection),
+        Some(meta.frame),
+        format!("AllocateProducerIds {what} with correlation id {correlation_id}: {problem}"),
+    );
 }
 
 /// Frame handler for the server's direction.
@@ -240,41 +258,33 @@ impl FrameHandler for ResponseSide<'_> {
             return;
         };
         let meta = meta(&frame);
-        let decoded = match (
-            frame.message,
-            Pairing::answered_request(self.pending, correlation_id),
-        ) {
-            (Some(message), Some((ApiKey::ALLOCATE_PRODUCER_IDS, version))) => {
-                let resp = allocate_producer_ids::decode_response(message, version);
-                if let Some(problem @ allocate_producer_ids::Problem::Decode(_)) = &resp.problem {
-                    self.diags.push(
-                        Kind::KafkaDecodeError,
-                        Some(self.ends.connection),
-                        Some(meta.frame),
-                        format!(
-                            "AllocateProducerIds response with correlation id {correlation_id}: {problem}"
-                        ),
-                    );
-                }
-                Some(resp)
-            }
-            (None, Some((ApiKey::ALLOCATE_PRODUCER_IDS, _))) => {
-                Some(allocate_producer_ids::Response {
-                    problem: Some(allocate_producer_ids::Problem::Decode(
-                        reader::DecodeError::Invalid {
-                            field: "response",
-                            offset: 0,
-                            reason: format!(
-                                "{} bytes is above the {MAX_DECODED_LEN} bytes we decode",
-                                frame.len
-                            ),
+        let decoded =
+            match Pairing::answered_request(self.pending, correlation_id) {
+                Some((ApiKey::ALLOCATE_PRODUCER_IDS, version)) => {
+                    let resp = match frame.message {
+                        Some(message) => allocate_producer_ids::decode_response(message, version),
+                        None => allocate_producer_ids::Response {
+                            problem: Some(too_large(frame.len)),
+                            ..Default::default()
                         },
-                    )),
-                    ..Default::default()
-                })
-            }
-            _ => None,
-        };
+                    };
+                    // An unsupported version was reported with the request already.
+                    if let Some(problem) = resp.problem.as_ref().filter(|p| {
+                        !matches!(p, allocate_producer_ids::Problem::UnsupportedVersion(_))
+                    }) {
+                        report_problem(
+                            self.diags,
+                            self.ends,
+                            meta,
+                            "response",
+                            correlation_id,
+                            problem,
+                        );
+                    }
+                    Some(resp)
+                }
+                _ => None,
+            };
         self.pairing
             .response(self.pending, self.ends, correlation_id, meta, decoded);
     }
@@ -337,13 +347,13 @@ impl StreamHandler for Dissector {
     ) -> bool {
         if conn.role == Role::Unknown {
             conn.role = match (self.forced_client(info), &delivery) {
-                (Some(client), _) => {
+                // Nothing to go on yet; a connection counts as Kafka from its first byte.
+                (_, Delivery::Gap { .. } | Delivery::Fin(_)) => return true,
+                (Some(client), Delivery::Data(..)) => {
                     self.kafka_connections += 1;
                     Role::Kafka { client }
                 }
                 (None, Delivery::Data(..)) => Role::Probing { client: dir },
-                // Nothing to go on yet.
-                (None, Delivery::Gap { .. } | Delivery::Fin(_)) => return true,
             };
         }
         let (client, probing) = match conn.role {

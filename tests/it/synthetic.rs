@@ -463,3 +463,60 @@ fn keepalive_before_the_first_data_of_a_midstream_connection() {
     assert_eq!(exchanges(&report).len(), 1);
     assert_eq!(kinds(&report), vec!["midstream_start".to_owned()]);
 }
+
+#[test]
+fn oversized_allocate_producer_ids_request_is_an_exchange_with_a_decode_error() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40014", "10.0.0.2:29093");
+            c.handshake(w);
+            let mut body = apid_request_body(1, 1);
+            body.resize(2 << 20, 0);
+            c.send(w, true, &request(67, 0, 3, true, &body), 60_000);
+            c.send(
+                w,
+                false,
+                &response(3, true, &apid_response_body(0, 0, 10)),
+                1000,
+            );
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 1);
+    assert_eq!(ex[0]["status"], "complete");
+    assert!(ex[0]["request"]["decode_error"]
+        .as_str()
+        .unwrap()
+        .contains("above the"));
+    assert!(ex[0]["request"].get("broker_id").is_none());
+    assert_eq!(ex[0]["response"]["producer_id_len"], 10);
+    assert!(kinds(&report).contains(&"kafka_decode_error".to_owned()));
+}
+
+#[test]
+fn requests_never_answered_are_bounded_per_connection() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40015", "10.0.0.2:29093");
+            c.handshake(w);
+            let (req, _) = apid_pair(0, 1, 0);
+            c.send(w, true, &req, 1000);
+            // Produce with acks=0 is never answered
+            let mut batch = Vec::new();
+            for corr in 1..=5000 {
+                batch.extend(request(0, 9, corr, true, &[0; 8]));
+            }
+            c.send(w, true, &batch, 60_000);
+            c.close(w);
+        },
+        &[],
+    );
+    assert_eq!(report["summary"]["api_keys"]["Produce"]["requests"], 5000);
+    assert!(kinds(&report).contains(&"pending_limit".to_owned()));
+    // the AllocateProducerIds request given up is still reported, as unanswered
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 1);
+    assert_eq!(ex[0]["status"], "unanswered");
+}
