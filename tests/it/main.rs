@@ -7,3 +7,4 @@ mod contract;
 mod golden;
 mod synthetic;
 mod truth;
+mod wireshark;

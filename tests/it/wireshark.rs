@@ -1,0 +1,129 @@
+//! Agreement with Wireshark: for every fixture, each Kafka AllocateProducerIds frame that
+//! both tools see has the same frame number, connection number (`tcp.stream`) and
+//! correlation id. Needs `tshark` (`.ci/run` installs it from Debian's packages).
+//!
+//! Wireshark 4.0 (Debian 12) decodes Kafka headers up to the correlation id for every API
+//! key, even the ones it does not know (67 shows as "Unknown 67"), which is all we compare.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{fixture, report};
+
+/// (frame, tcp.stream, correlation id) of Wireshark's Kafka frames, split into requests
+/// with API key 67 and responses whose request frame is one of those.
+fn tshark_frames(
+    capture: &str,
+    port: u16,
+) -> (BTreeSet<(u64, u64, i64)>, BTreeSet<(u64, u64, i64)>) {
+    let out = Command::new("tshark")
+        .args(["-r", capture, "-n"])
+        .args(["-d", &format!("tcp.port=={port},kafka")])
+        .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
+        .args([
+            "-Y",
+            "kafka",
+            "-T",
+            "fields",
+            "-E",
+            "separator=/t",
+            "-E",
+            "aggregator=;",
+        ])
+        .args([
+            "-e",
+            "frame.number",
+            "-e",
+            "tcp.stream",
+            "-e",
+            "kafka.request_key",
+        ])
+        .args(["-e", "kafka.correlation_id", "-e", "kafka.request_frame"])
+        .output()
+        .expect("tshark runs: install it (apt-get install tshark) to run this test");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // tshark exits 2 on a file cut inside a packet, after printing what it read.
+    assert!(
+        out.status.success() || stderr.contains("cut short"),
+        "tshark failed: {stderr}"
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut requests = BTreeSet::new();
+    let mut responses = Vec::new();
+    for line in text.lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [frame, stream, keys, corrs, request_frames] = cols[..] else {
+            panic!("unexpected tshark line {line:?}");
+        };
+        let frame: u64 = frame.parse().unwrap();
+        let stream: u64 = stream.parse().unwrap();
+        let corrs: Vec<i64> = corrs
+            .split(';')
+            .filter(|c| !c.is_empty())
+            .map(|c| c.parse().unwrap())
+            .collect();
+        if !keys.is_empty() {
+            for (key, corr) in keys.split(';').zip(&corrs) {
+                if key == "67" {
+                    requests.insert((frame, stream, *corr));
+                }
+            }
+        } else {
+            for (req_frame, corr) in request_frames.split(';').zip(&corrs) {
+                if let Ok(req_frame) = req_frame.parse::<u64>() {
+                    responses.push((frame, stream, *corr, req_frame));
+                }
+            }
+        }
+    }
+    let responses = responses
+        .into_iter()
+        .filter(|(_, stream, corr, req_frame)| {
+            requests.iter().any(|r| *r == (*req_frame, *stream, *corr))
+        })
+        .map(|(frame, stream, corr, _)| (frame, stream, corr))
+        .collect();
+    (requests, responses)
+}
+
+fn ours(report: &Value) -> (BTreeSet<(u64, u64, i64)>, BTreeSet<(u64, u64, i64)>) {
+    let mut requests = BTreeSet::new();
+    let mut responses = BTreeSet::new();
+    for ex in report["exchanges"].as_array().unwrap() {
+        let conn = ex["connection"].as_u64().unwrap();
+        let corr = ex["correlation_id"].as_i64().unwrap();
+        requests.insert((ex["request"]["frame"].as_u64().unwrap(), conn, corr));
+        if let Some(frame) = ex["response"]["frame"].as_u64() {
+            responses.insert((frame, conn, corr));
+        }
+    }
+    (requests, responses)
+}
+
+fn check(name: &str, port: u16) {
+    let path = fixture(&format!("{name}.pcap"));
+    let (their_req, their_resp) = tshark_frames(path.to_str().unwrap(), port);
+    let (our_req, our_resp) = ours(&report(&[&format!("fixtures/{name}.pcap")]));
+    assert_eq!(
+        our_req, their_req,
+        "{name}: AllocateProducerIds requests (frame, tcp.stream, correlation id)"
+    );
+    assert_eq!(our_resp, their_resp, "{name}: their responses");
+}
+
+#[test]
+fn seed_agrees_with_wireshark() {
+    check("seed-v0", 9093);
+}
+
+#[test]
+fn controller_loopback_agrees_with_wireshark() {
+    check("controller-loopback", 19093);
+}
+
+#[test]
+fn truncated_agrees_with_wireshark() {
+    check("truncated", 19093);
+}
