@@ -12,12 +12,12 @@ use serde_json::Value;
 
 use crate::common::{fixture, report};
 
+/// (frame, tcp.stream, correlation id) of each message.
+type Messages = BTreeSet<(u64, u64, i64)>;
+
 /// (frame, tcp.stream, correlation id) of Wireshark's Kafka frames, split into requests
 /// with API key 67 and responses whose request frame is one of those.
-fn tshark_frames(
-    capture: &str,
-    port: u16,
-) -> (BTreeSet<(u64, u64, i64)>, BTreeSet<(u64, u64, i64)>) {
+fn tshark_frames(capture: &str, port: u16) -> (Messages, Messages) {
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
         .args(["-d", &format!("tcp.port=={port},kafka")])
@@ -88,7 +88,7 @@ fn tshark_frames(
     (requests, responses)
 }
 
-fn ours(report: &Value) -> (BTreeSet<(u64, u64, i64)>, BTreeSet<(u64, u64, i64)>) {
+fn ours(report: &Value) -> (Messages, Messages) {
     let mut requests = BTreeSet::new();
     let mut responses = BTreeSet::new();
     for ex in report["exchanges"].as_array().unwrap() {
