@@ -9,6 +9,7 @@
 //! is kept.
 
 use std::io::Read;
+use std::sync::{Arc, Mutex};
 
 use pcap_parser::pcapng::Block;
 use pcap_parser::{Linktype, PcapBlockOwned, PcapError};
@@ -102,21 +103,39 @@ impl Interface {
 }
 
 /// Makes every read fill the buffer unless the input ends: pcap-parser reads the file
-/// header with a single `read`, which a pipe may answer with a few bytes only.
-struct FullReads<R>(R);
+/// header with a single `read`, which a pipe may answer with a few bytes only. A read
+/// error after the header is kept aside and seen as the end of the input, so that what
+/// came before is still reported (pcap-parser would turn it into a bare `ReadError`).
+struct FullReads<R> {
+    inner: R,
+    started: bool,
+    error: Arc<Mutex<Option<std::io::Error>>>,
+}
 
 impl<R: Read> Read for FullReads<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let mut filled = 0;
         while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
-            match self.0.read(rest) {
+            match self.inner.read(rest) {
                 Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) if filled > 0 => break, // hand over what we have; the error comes back
-                Err(e) => return Err(e),
+                Err(e) if !self.started && filled == 0 => {
+                    let kind = e.kind();
+                    if let Ok(mut slot) = self.error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    return Err(kind.into());
+                }
+                Err(e) => {
+                    if let Ok(mut slot) = self.error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    break;
+                }
             }
         }
+        self.started = true;
         Ok(filled)
     }
 }
@@ -130,14 +149,23 @@ pub fn read_capture<R: Read + Send>(
     diags: &mut Diagnostics,
     mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
 ) -> Result<CaptureInfo, Error> {
-    let mut reader = pcap_parser::create_reader(READ_BUFFER, FullReads(input)).map_err(|e| {
+    let read_error = Arc::new(Mutex::new(None));
+    let input = FullReads {
+        inner: input,
+        started: false,
+        error: Arc::clone(&read_error),
+    };
+    let mut reader = pcap_parser::create_reader(READ_BUFFER, input).map_err(|e| {
         let reason = match e {
             PcapError::Eof => "the file is empty".to_owned(),
             PcapError::HeaderNotRecognized => "not a pcap or pcapng capture".to_owned(),
             PcapError::Incomplete(_) | PcapError::UnexpectedEof => {
                 "the capture header is cut short".to_owned()
             }
-            PcapError::ReadError => "could not read the file".to_owned(),
+            PcapError::ReadError => match read_error.lock().ok().and_then(|mut e| e.take()) {
+                Some(err) => format!("could not read the file: {err}"),
+                None => "could not read the file".to_owned(),
+            },
             other => format!("the capture header is invalid ({other})"),
         };
         Error::NotACapture {
@@ -317,6 +345,18 @@ pub fn read_capture<R: Read + Send>(
                 break;
             }
         }
+    }
+    let read_error = read_error.lock().ok().and_then(|mut slot| slot.take());
+    if let Some(err) = read_error {
+        diags.push(
+            Kind::CaptureCorrupt,
+            None,
+            Some(*next_frame),
+            format!(
+                "{path}: reading failed after {} packets ({err}); what came before is reported",
+                info.packets
+            ),
+        );
     }
     Ok(info)
 }

@@ -35,6 +35,34 @@ pub struct Args {
     /// taken as Kafka.
     #[arg(long = "port", value_name = "P")]
     pub ports: Vec<u16>,
+
+    /// Out-of-order bytes held per connection direction while waiting for a hole to
+    /// fill; past it the hole is declared lost (`tcp_gap`). Bytes, or with K, M or G
+    /// (powers of 1024).
+    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
+    pub max_buffer: usize,
+}
+
+/// `4096`, `64K`, `4M`, `1G` (also `KiB`, `MiB`, `GiB`): a byte count.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let digits_end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(digits_end);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        other => return Err(format!("unknown size unit {other:?} (use K, M or G)")),
+    };
+    let value: usize = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size"))?;
+    value
+        .checked_mul(1usize << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// What a run needs, validated.
@@ -44,6 +72,8 @@ pub struct Config {
     pub output: Option<PathBuf>,
     pub compact: bool,
     pub kafka: KafkaConfig,
+    /// Out-of-order bytes held per direction.
+    pub max_held_len: usize,
 }
 
 impl Config {
@@ -54,6 +84,7 @@ impl Config {
             output: None,
             compact: false,
             kafka: KafkaConfig::default(),
+            max_held_len: crate::DEFAULT_MAX_HELD_LEN,
         }
     }
 }
@@ -71,6 +102,24 @@ impl From<Args> for Config {
                 ports,
                 ..KafkaConfig::default()
             },
+            max_held_len: args.max_buffer,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("4M"), Ok(4 << 20));
+        assert_eq!(parse_size("4MiB"), Ok(4 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("4X").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
     }
 }

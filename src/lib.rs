@@ -26,7 +26,9 @@ pub mod tcp;
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
+
+use flate2::read::MultiGzDecoder;
 
 pub use cli::Config;
 pub use error::Error;
@@ -40,27 +42,40 @@ use tcp::Tracker;
 /// Out-of-order bytes held per direction before a hole is declared lost.
 pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
 
+/// gzip's magic bytes (RFC 1952): a compressed capture is recognised by content, not name.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
 fn open(path: &str) -> Result<Box<dyn Read + Send>, Error> {
-    if path == "-" {
-        return Ok(Box::new(std::io::stdin()));
-    }
-    let file = File::open(path).map_err(|source| Error::Open {
+    let raw: Box<dyn Read + Send> = if path == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        let file = File::open(path).map_err(|source| Error::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            return Err(Error::IsDirectory {
+                path: path.to_owned(),
+            });
+        }
+        Box::new(file)
+    };
+    let mut buffered = BufReader::with_capacity(64 * 1024, raw);
+    let head = buffered.fill_buf().map_err(|source| Error::Read {
         path: path.to_owned(),
         source,
     })?;
-    let is_dir = file.metadata().map(|m| m.is_dir()).unwrap_or(false);
-    if is_dir {
-        return Err(Error::IsDirectory {
-            path: path.to_owned(),
-        });
+    if head.starts_with(&GZIP_MAGIC) {
+        Ok(Box::new(MultiGzDecoder::new(buffered)))
+    } else {
+        Ok(Box::new(buffered))
     }
-    Ok(Box::new(file))
 }
 
 /// Reads every capture of `config` as one and returns the report.
 pub fn run(config: &Config) -> Result<report::model::Report, Error> {
     let mut diags = Diagnostics::default();
-    let mut tracker: Tracker<KafkaConn> = Tracker::new(DEFAULT_MAX_HELD_LEN);
+    let mut tracker: Tracker<KafkaConn> = Tracker::new(config.max_held_len);
     let mut dissector = Dissector::new(config.kafka.clone());
     let mut next_frame = 1u64;
     let mut last = PacketRef::default();

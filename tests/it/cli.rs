@@ -204,3 +204,63 @@ fn dash_reads_standard_input_from_a_slow_pipe() {
     assert_eq!(report["captures"][0]["path"], "-");
     assert_eq!(report["summary"]["exchanges"]["complete"], 1);
 }
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+#[test]
+fn gzip_capture_is_recognised_by_content_not_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("capture.bin"); // no .gz: the magic decides
+    std::fs::write(
+        &path,
+        gzip(&std::fs::read(fixture("controller-loopback.pcap")).unwrap()),
+    )
+    .unwrap();
+    let plain = report(&["fixtures/controller-loopback.pcap", "--compact"]);
+    let zipped = report(&[path.to_str().unwrap(), "--compact"]);
+    assert_eq!(zipped["exchanges"], plain["exchanges"]);
+    assert_eq!(zipped["summary"], plain["summary"]);
+}
+
+#[test]
+fn truncated_gzip_reports_what_came_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.pcap.gz");
+    let zipped = gzip(&std::fs::read(fixture("controller-loopback.pcap")).unwrap());
+    std::fs::write(&path, &zipped[..zipped.len() / 2]).unwrap();
+    let report = report(&[path.to_str().unwrap()]);
+    assert!(report["summary"]["packets"].as_u64().unwrap() > 0);
+    let kinds: Vec<&str> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"capture_corrupt") || kinds.contains(&"capture_truncated"),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn corrupt_gzip_header_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.gz");
+    std::fs::write(
+        &path,
+        [
+            0x1f, 0x8b, 0x08, 0x00, 0xde, 0xad, 0xbe, 0xef, 0xff, 0xff, 1, 2, 3,
+        ],
+    )
+    .unwrap();
+    pidshark()
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.gz"));
+}

@@ -520,3 +520,41 @@ fn requests_never_answered_are_bounded_per_connection() {
     assert_eq!(ex.len(), 1);
     assert_eq!(ex[0]["status"], "unanswered");
 }
+
+#[test]
+fn max_buffer_bounds_what_is_held_for_a_hole() {
+    let build = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40016", "10.0.0.2:29093");
+        c.handshake(w);
+        let ack = Flags {
+            ack: true,
+            ..Flags::default()
+        };
+        let (first, first_resp) = apid_pair(0, 1, 0);
+        let base = c.client_seq;
+        // the first request is late: 100 requests (2.8 KB) arrive before it
+        let mut later = Vec::new();
+        let mut answers = first_resp;
+        for corr in 1..=100 {
+            let (req, resp) = apid_pair(corr, 1, i64::from(corr) * 1000);
+            later.extend(req);
+            answers.extend(resp);
+        }
+        let mut seq = base + first.len() as u32;
+        for chunk in later.chunks(280) {
+            w.record(&c.packet(true, seq, ack, chunk), 0);
+            seq += chunk.len() as u32;
+        }
+        w.record(&c.packet(true, base, ack, &first), 0);
+        c.client_seq = seq;
+        c.send(w, false, &answers, 1400);
+        c.close(w);
+    };
+    let roomy = run_capture(build, &[]);
+    assert_eq!(exchanges(&roomy).len(), 101);
+    assert!(kinds(&roomy).is_empty(), "{:?}", roomy["diagnostics"]);
+    let tight = run_capture(build, &["--max-buffer", "1K"]);
+    assert!(kinds(&tight).contains(&"tcp_gap".to_owned()));
+    // the late request's bytes were given up for lost: it is not invented
+    assert!(exchanges(&tight).iter().all(|ex| ex["correlation_id"] != 0));
+}
