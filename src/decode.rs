@@ -19,6 +19,8 @@ pub struct TcpSegmentView<'a> {
     pub src: SocketAddr,
     pub dst: SocketAddr,
     pub seq: u32,
+    /// Acknowledgment number; meaningful when `ack` is set.
+    pub ack_number: u32,
     pub syn: bool,
     pub ack: bool,
     pub fin: bool,
@@ -145,6 +147,7 @@ pub fn decode<'a>(packet: &Packet<'a>) -> Decoded<'a> {
         src: SocketAddr::new(src_ip, tcp.source_port()),
         dst: SocketAddr::new(dst_ip, tcp.destination_port()),
         seq: tcp.sequence_number(),
+        ack_number: tcp.acknowledgment_number(),
         syn: tcp.syn(),
         ack: tcp.ack(),
         fin: tcp.fin(),

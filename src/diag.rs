@@ -36,7 +36,9 @@ pub enum Kind {
     MidstreamStart,
     TcpGap,
     KafkaFrameTooLarge,
-    /// Kafka framing was lost (bad length prefix or a gap inside a needed frame).
+    /// Framing found again after bytes were passed over.
+    KafkaResync,
+    /// Kafka framing was lost (bad length prefix or a gap inside a frame); a resync follows.
     KafkaFramingLost,
     /// A Kafka frame was still incomplete when its stream ended.
     KafkaFrameIncomplete,
@@ -60,6 +62,7 @@ impl Kind {
             Self::MidstreamStart => "midstream_start",
             Self::TcpGap => "tcp_gap",
             Self::KafkaFrameTooLarge => "kafka_frame_too_large",
+            Self::KafkaResync => "kafka_resync",
             Self::KafkaFramingLost => "kafka_framing_lost",
             Self::KafkaFrameIncomplete => "kafka_frame_incomplete",
             Self::KafkaDecodeError => "kafka_decode_error",

@@ -1,11 +1,16 @@
 //! Kafka framing: splits one direction's reassembled bytes into length-prefixed frames.
 //!
 //! Each frame is an int32 size followed by that many bytes. Once the size and the header
-//! prefix (`prefix_len` bytes: key, version and correlation id for requests, correlation id
-//! for responses) are in, the [`FrameHandler`] decides: keep the frame (its bytes are
-//! buffered, for the few frames we decode), skip it (only a byte count is kept, so a
-//! 100 MB Produce costs nothing), or reject the size (framing is lost). A gap inside a
-//! skipped frame costs nothing either: we know how many bytes to skip regardless.
+//! prefix (`prefix_len` bytes: key, version, correlation id and client_id length for
+//! requests, correlation id for responses) are in, the [`FrameHandler`] decides: keep the
+//! frame (its bytes are buffered, for the few frames we decode), skip it (only a byte count
+//! is kept, so a 100 MB Produce costs nothing), or reject it. A gap inside a skipped frame
+//! costs nothing either: we know how many bytes to skip regardless.
+//!
+//! When framing is lost (a rejected size, a gap we cannot step over, or a stream picked up
+//! in the middle) the framer resynchronises: it scans the bytes that follow, through a
+//! window of at most [`MAX_RESYNC_WINDOW`] bytes, for a position where the handler finds a
+//! plausible frame head, and reports how many bytes it passed over.
 
 use crate::capture::PacketRef;
 
@@ -13,8 +18,12 @@ use crate::capture::PacketRef;
 pub const SIZE_LEN: usize = 4;
 /// Buffer reserved up front for a kept message.
 const INITIAL_KEEP_CAPACITY: usize = 4096;
-/// Longest head we need: size plus a request header prefix.
-const MAX_HEAD_LEN: usize = SIZE_LEN + 8;
+/// Longest header prefix a framer looks at.
+pub const MAX_PREFIX_LEN: usize = 10;
+/// Longest head: size plus prefix.
+const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
+/// Bytes kept while scanning for a frame head after framing was lost.
+pub const MAX_RESYNC_WINDOW: usize = 64 * 1024;
 
 /// What to do with a frame once its size and header prefix are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +57,11 @@ pub trait FrameHandler {
     /// than `prefix_len` when the whole message is shorter).
     fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision;
     fn frame(&mut self, frame: Frame<'_>);
+    /// While resynchronising: could a frame start here? Should be strict: a wrong yes
+    /// misreads what follows.
+    fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool;
+    /// Framing was found again after passing over `skipped` bytes.
+    fn resynced(&mut self, skipped: u64, at: PacketRef);
 }
 
 #[derive(Debug)]
@@ -58,8 +72,13 @@ enum State {
     Keep { len: u32, buf: Vec<u8> },
     /// Stepping over a skipped message; `left` bytes still to come.
     Skip { len: u32, left: u32 },
-    /// Framing was lost (bad size, or a gap inside a frame we needed); bytes are dropped.
-    Lost,
+    /// Scanning for a frame head. `window` holds bytes not yet ruled out, from offset
+    /// `scanned` on not yet tried; `skipped` counts bytes passed over so far.
+    Resync {
+        window: Vec<u8>,
+        scanned: usize,
+        skipped: u64,
+    },
 }
 
 /// Frame splitter for one direction of one connection.
@@ -77,16 +96,27 @@ pub struct Framer {
 pub enum GapEffect {
     /// The gap fell inside a skipped frame; framing continues.
     Absorbed,
-    /// Framing is lost from here on; `frame_lost` tells whether a started frame went with it.
+    /// Framing is lost and a resync starts; `frame_lost` tells whether a started frame
+    /// went with it.
     Lost { frame_lost: bool },
+    /// Framing was already being searched for.
+    AlreadyLost,
+}
+
+fn resync_state() -> State {
+    State::Resync {
+        window: Vec::new(),
+        scanned: 0,
+        skipped: 0,
+    }
 }
 
 impl Framer {
-    /// A framer whose head holds the size and `prefix_len` bytes of header (8 for
-    /// requests, 4 for responses; at most 8).
+    /// A framer whose head holds the size and `prefix_len` bytes of header (1 to
+    /// [`MAX_PREFIX_LEN`]).
     pub fn new(prefix_len: usize) -> Self {
         Self {
-            prefix_len: prefix_len.min(MAX_HEAD_LEN - SIZE_LEN),
+            prefix_len: prefix_len.clamp(1, MAX_PREFIX_LEN),
             head: [0; MAX_HEAD_LEN],
             head_len: 0,
             first: None,
@@ -94,8 +124,33 @@ impl Framer {
         }
     }
 
+    /// A framer that starts by looking for a frame head: for a stream picked up midway.
+    pub fn resyncing(prefix_len: usize) -> Self {
+        Self {
+            state: resync_state(),
+            ..Self::new(prefix_len)
+        }
+    }
+
+    /// True while framing is being searched for.
     pub fn is_lost(&self) -> bool {
-        matches!(self.state, State::Lost)
+        matches!(self.state, State::Resync { .. })
+    }
+
+    /// Bytes looked at while searching, not yet ruled out.
+    pub fn resync_window_len(&self) -> usize {
+        match &self.state {
+            State::Resync { window, .. } => window.len(),
+            _ => 0,
+        }
+    }
+
+    /// Bytes passed over in the current search, 0 when framing is not lost.
+    pub fn resync_skipped(&self) -> u64 {
+        match &self.state {
+            State::Resync { skipped, .. } => *skipped,
+            _ => 0,
+        }
     }
 
     /// True when the framer sits between frames, holding nothing.
@@ -103,29 +158,30 @@ impl Framer {
         matches!(self.state, State::Head) && self.head_len == 0
     }
 
-    /// Bytes of the size field once the 4 size bytes are in.
+    /// The size field once its 4 bytes are in.
     fn size(&self) -> Option<i32> {
         let bytes: [u8; SIZE_LEN] = self.head.get(..SIZE_LEN)?.try_into().ok()?;
         (self.head_len >= SIZE_LEN).then(|| i32::from_be_bytes(bytes))
     }
 
-    /// Head bytes wanted before a decision: the size, then the prefix or the whole
-    /// message if it is shorter.
+    /// Head bytes wanted for a frame of size `size`: the size, then the prefix or the
+    /// whole message if it is shorter.
+    fn head_len_for(&self, size: i32) -> usize {
+        SIZE_LEN + usize::try_from(size).unwrap_or(0).min(self.prefix_len)
+    }
+
     fn head_wanted(&self) -> usize {
-        match self.size() {
-            None => SIZE_LEN,
-            Some(size) => {
-                let body = usize::try_from(size).unwrap_or(0);
-                SIZE_LEN + body.min(self.prefix_len)
-            }
-        }
+        self.size().map_or(SIZE_LEN, |size| self.head_len_for(size))
     }
 
     /// Feeds in-order stream bytes carried by packet `at`.
     pub fn push(&mut self, mut data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
         while !data.is_empty() {
             match &mut self.state {
-                State::Lost => return,
+                State::Resync { .. } => {
+                    self.scan(data, at, handler);
+                    return;
+                }
                 State::Head => {
                     if self.head_len == 0 {
                         self.first = Some(at);
@@ -138,9 +194,9 @@ impl Framer {
                     }
                     self.head_len += take;
                     data = rest;
+                    let size = self.size();
                     if self.head_len == self.head_wanted() && self.head_len > SIZE_LEN
-                        || self.size() == Some(0)
-                        || self.size().is_some_and(|s| s < 0)
+                        || size.is_some_and(|s| s <= 0)
                     {
                         self.start_frame(at, handler);
                     }
@@ -167,31 +223,90 @@ impl Framer {
         }
     }
 
+    /// Resync: adds `data` to the window and looks for a plausible head in it. Once one
+    /// is found, framing restarts there and the rest of the window is framed normally.
+    fn scan(&mut self, data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
+        let State::Resync {
+            window,
+            scanned,
+            skipped,
+        } = &mut self.state
+        else {
+            return;
+        };
+        window.extend_from_slice(data);
+        let mut found = None;
+        while let Some(size_bytes) = window.get(*scanned..*scanned + SIZE_LEN) {
+            let size = size_bytes.try_into().map(i32::from_be_bytes).unwrap_or(-1);
+            let head_len = SIZE_LEN + usize::try_from(size).unwrap_or(0).min(self.prefix_len);
+            let Some(prefix) = window.get(*scanned + SIZE_LEN..*scanned + head_len) else {
+                break; // wait for the rest of this candidate's head
+            };
+            if size > 0 && handler.plausible(size, prefix) {
+                found = Some(*scanned);
+                break;
+            }
+            *scanned += 1;
+        }
+        match found {
+            Some(offset) => {
+                let passed = *skipped + offset as u64;
+                let rest = window.split_off(offset);
+                self.state = State::Head;
+                self.head_len = 0;
+                if passed > 0 {
+                    handler.resynced(passed, at);
+                }
+                self.push(&rest, at, handler);
+            }
+            None => {
+                // Keep what may still start a head; pass over the rest.
+                let keep_from = (*scanned).min(window.len());
+                let overflow = window.len().saturating_sub(MAX_RESYNC_WINDOW);
+                let drop = keep_from.max(overflow);
+                if drop > 0 {
+                    window.drain(..drop.min(window.len()));
+                    *skipped += drop as u64;
+                    *scanned = scanned.saturating_sub(drop);
+                }
+            }
+        }
+    }
+
     /// Called when the size and prefix are in: asks the handler what to do.
     fn start_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
         let size = self.size().unwrap_or(-1);
         let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
         let decision = handler.decide(size, prefix, at);
-        let Ok(len) = u32::try_from(size) else {
-            self.state = State::Lost;
-            return;
+        let len = match u32::try_from(size) {
+            Ok(len) if decision != Decision::Reject => len,
+            _ => {
+                // Framing is lost: look again from the byte after this bad size.
+                let rest = self.head.get(1..self.head_len).unwrap_or_default().to_vec();
+                self.state = State::Resync {
+                    window: Vec::new(),
+                    scanned: 0,
+                    skipped: 1,
+                };
+                self.head_len = 0;
+                self.first = None;
+                self.scan(&rest, at, handler);
+                return;
+            }
         };
         let got = prefix.len();
-        self.state = match decision {
-            Decision::Reject => State::Lost,
-            Decision::Keep => {
-                // Reserve what a real message needs; a lying size grows the buffer only as bytes come.
-                let mut buf = Vec::with_capacity((len as usize).min(INITIAL_KEEP_CAPACITY));
-                buf.extend_from_slice(prefix);
-                State::Keep { len, buf }
-            }
-            Decision::Skip => State::Skip {
+        self.state = if decision == Decision::Keep {
+            let mut buf = Vec::with_capacity((len as usize).min(INITIAL_KEEP_CAPACITY));
+            buf.extend_from_slice(prefix);
+            State::Keep { len, buf }
+        } else {
+            State::Skip {
                 len,
                 left: len.saturating_sub(got as u32),
-            },
+            }
         };
         // A message no longer than its prefix is complete already.
-        if got as u32 == len && !matches!(self.state, State::Lost) {
+        if got as u32 == len {
             self.finish_frame(at, handler);
         }
     }
@@ -215,7 +330,7 @@ impl Framer {
                 first,
                 last: at,
             }),
-            State::Head | State::Lost => {}
+            State::Head | State::Resync { .. } => {}
         }
         self.head_len = 0;
         self.first = None;
@@ -231,11 +346,26 @@ impl Framer {
                 }
                 GapEffect::Absorbed
             }
-            State::Lost => GapEffect::Lost { frame_lost: false },
+            State::Resync {
+                window,
+                scanned,
+                skipped,
+            } => {
+                // No head spans a gap: what was waiting in the window is passed over.
+                *skipped += window.len() as u64;
+                window.clear();
+                *scanned = 0;
+                GapEffect::AlreadyLost
+            }
+            State::Head if self.head_len == 0 => {
+                self.state = resync_state();
+                GapEffect::Lost { frame_lost: false }
+            }
             _ => {
-                let frame_lost = !self.is_idle();
-                self.state = State::Lost;
-                GapEffect::Lost { frame_lost }
+                self.state = resync_state();
+                self.head_len = 0;
+                self.first = None;
+                GapEffect::Lost { frame_lost: true }
             }
         }
     }
@@ -265,6 +395,7 @@ mod tests {
         frames: Vec<Seen>,
         decisions: Vec<(i32, Vec<u8>)>,
         keep_key: Option<u8>,
+        resyncs: Vec<u64>,
     }
 
     impl FrameHandler for Recorder {
@@ -277,6 +408,13 @@ mod tests {
             } else {
                 Decision::Skip
             }
+        }
+        /// Test heads start with 7 or 9 and are short.
+        fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool {
+            len < 1000 && matches!(prefix.first(), Some(7 | 9))
+        }
+        fn resynced(&mut self, skipped: u64, _at: PacketRef) {
+            self.resyncs.push(skipped);
         }
         fn frame(&mut self, f: Frame<'_>) {
             self.frames.push((
@@ -363,7 +501,7 @@ mod tests {
     }
 
     #[test]
-    fn gap_in_kept_frame_loses_framing() {
+    fn gap_in_kept_frame_drops_it_and_resyncs_on_the_next_head() {
         let mut framer = Framer::new(4);
         let mut rec = Recorder {
             keep_key: Some(7),
@@ -374,9 +512,59 @@ mod tests {
             framer.gap(2, at(2), &mut rec),
             GapEffect::Lost { frame_lost: true }
         );
-        framer.push(&frame_bytes(&[7, 0, 0, 0]), at(3), &mut rec);
-        assert!(rec.frames.is_empty());
         assert!(framer.is_lost());
+        // the rest of the dropped frame, then a good frame
+        let mut data = vec![5];
+        data.extend(frame_bytes(&[7, 0, 0, 0]));
+        framer.push(&data, at(3), &mut rec);
+        assert_eq!(rec.frames.len(), 1);
+        assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 0, 0, 0][..]));
+        assert_eq!(rec.resyncs, vec![1]);
+        assert!(framer.is_idle());
+    }
+
+    #[test]
+    fn resync_finds_a_head_split_across_pushes_after_garbage() {
+        let mut framer = Framer::resyncing(4);
+        let mut rec = Recorder {
+            keep_key: Some(9),
+            ..Default::default()
+        };
+        let mut data = vec![0xaa; 10];
+        data.extend(frame_bytes(&[9, 1, 2]));
+        framer.push(&data[..12], at(1), &mut rec);
+        assert!(framer.is_lost());
+        framer.push(&data[12..], at(2), &mut rec);
+        assert_eq!(rec.resyncs, vec![10]);
+        assert_eq!(rec.frames.len(), 1);
+        assert_eq!(rec.frames[0].2.as_deref(), Some(&[9, 1, 2][..]));
+    }
+
+    #[test]
+    fn resync_window_stays_bounded() {
+        let mut framer = Framer::resyncing(4);
+        let mut rec = Recorder::default();
+        let junk = vec![0xaa; 4096];
+        for _ in 0..100 {
+            framer.push(&junk, at(1), &mut rec);
+        }
+        assert!(framer.resync_window_len() <= MAX_RESYNC_WINDOW);
+        assert!(framer.resync_skipped() >= 400_000 - MAX_RESYNC_WINDOW as u64);
+        assert!(rec.frames.is_empty());
+    }
+
+    #[test]
+    fn gap_between_frames_resyncs_without_skipping() {
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder::default();
+        framer.push(&frame_bytes(&[9, 9]), at(1), &mut rec);
+        assert_eq!(
+            framer.gap(6, at(2), &mut rec),
+            GapEffect::Lost { frame_lost: false }
+        );
+        framer.push(&frame_bytes(&[9, 8]), at(3), &mut rec);
+        assert_eq!(rec.frames.len(), 2);
+        assert!(rec.resyncs.is_empty(), "found at once: nothing skipped");
     }
 
     #[test]

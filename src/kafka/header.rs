@@ -10,6 +10,9 @@ use super::tables::ApiKey;
 
 /// Bytes of a request header that every version shares.
 pub const REQUEST_PREFIX_LEN: usize = 8;
+/// Request head looked at by the framer: the shared prefix and the int16 client_id
+/// length that request headers v1 and v2 (all but a few ancient APIs) carry next.
+pub const REQUEST_HEAD_PREFIX_LEN: usize = REQUEST_PREFIX_LEN + 2;
 /// Bytes of a response header that every version shares.
 pub const RESPONSE_PREFIX_LEN: usize = 4;
 /// Smallest legal request after the length prefix: the shared prefix plus an int16 client_id length.
@@ -39,6 +42,15 @@ impl RequestPrefix {
     pub fn is_plausible(&self) -> bool {
         self.api_key.accepts_request_version(self.api_version) && self.correlation_id >= 0
     }
+}
+
+/// The int16 `client_id` length right after the shared prefix, when present.
+pub fn client_id_len(prefix: &[u8]) -> Option<i16> {
+    let bytes: [u8; 2] = prefix
+        .get(REQUEST_PREFIX_LEN..REQUEST_HEAD_PREFIX_LEN)?
+        .try_into()
+        .ok()?;
+    Some(i16::from_be_bytes(bytes))
 }
 
 /// Reads the `correlation_id` that starts every response header.

@@ -2,31 +2,43 @@
 //! AllocateProducerIds messages and hands every frame to [`crate::pairing`].
 //!
 //! In: ordered stream deliveries from [`crate::tcp`]. Out: counts, exchanges and
-//! diagnostics in [`Dissector::pairing`]. A connection is Kafka when its server port was
-//! given with `--port`, or when the first message of the side that speaks first is a
-//! plausible request header (an API key Kafka defines, a version in that key's range, a
-//! sane length); otherwise it is dropped and costs nothing more.
+//! diagnostics in [`Dissector::pairing`].
+//!
+//! Which side is the client, and whether a connection is Kafka at all:
+//! - a server port given with `--port` decides both;
+//! - with the handshake captured, the initiator is the client, and its first message
+//!   must be a plausible request header (an API key Kafka defines, a version in that
+//!   key's range, a sane size and client_id length); a server that speaks first, or an
+//!   implausible first message, means not Kafka;
+//! - picked up mid-stream, both directions are searched for a plausible request head;
+//!   when exactly one port is below the ephemeral range (32768) that side is taken as
+//!   the server, otherwise the first direction to show a request head is the client.
+//!
+//! A connection found not to be Kafka is dropped and costs nothing more.
 
 pub mod allocate_producer_ids;
 pub mod framing;
 pub mod header;
 pub mod reader;
+mod sides;
 pub mod tables;
 
-use framing::{Decision, Frame, FrameHandler, Framer, GapEffect};
-use header::{RequestPrefix, MIN_REQUEST_LEN, REQUEST_PREFIX_LEN, RESPONSE_PREFIX_LEN};
-use tables::ApiKey;
+use framing::{FrameHandler, Framer, GapEffect, MAX_RESYNC_WINDOW};
+use header::{REQUEST_HEAD_PREFIX_LEN, RESPONSE_PREFIX_LEN};
+use sides::{RequestSide, ResponseSide, Side};
 
 use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Kind};
-use crate::pairing::{Endpoints, MessageMeta, Pairing, PendingRequests};
+use crate::pairing::{Endpoints, Pairing, PendingRequests};
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir, StreamHandler};
 
+pub use sides::MAX_DECODED_LEN;
+
 /// Kafka's default `socket.request.max.bytes`: larger size prefixes are not Kafka.
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 100 * 1024 * 1024;
-/// Largest AllocateProducerIds message we buffer to decode; real ones are under 100 bytes.
-const MAX_DECODED_LEN: u32 = 1024 * 1024;
+/// Ports from here up are taken for clients' ephemeral ports when guessing sides.
+const EPHEMERAL_PORTS_START: u16 = 32768;
 
 /// How Kafka is recognised.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,12 +59,13 @@ impl Default for KafkaConfig {
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Role {
-    /// Nothing seen yet.
+    /// No data seen yet.
     #[default]
     Unknown,
-    /// `client` sent first; its first header decides whether this is Kafka.
+    /// Deciding whether this is Kafka. `client` is known (handshake seen, or guessed
+    /// from the ports) or not (mid-stream: either direction may prove to be the client).
     Probing {
-        client: Dir,
+        client: Option<Dir>,
     },
     Kafka {
         client: Dir,
@@ -60,23 +73,13 @@ enum Role {
 }
 
 /// Kafka state of one TCP connection.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct KafkaConn {
     role: Role,
-    requests: Framer,
-    responses: Framer,
+    /// Framers by direction (`Dir::idx`); set up when the role is first decided.
+    framers: Option<Box<[Framer; 2]>>,
     pending: PendingRequests,
-}
-
-impl Default for KafkaConn {
-    fn default() -> Self {
-        Self {
-            role: Role::Unknown,
-            requests: Framer::new(REQUEST_PREFIX_LEN),
-            responses: Framer::new(RESPONSE_PREFIX_LEN),
-            pending: PendingRequests::default(),
-        }
-    }
+    last_correlation_id: Option<i32>,
 }
 
 /// The Kafka stage over all connections.
@@ -87,207 +90,26 @@ pub struct Dissector {
     pub kafka_connections: u64,
 }
 
-fn meta(frame: &Frame<'_>) -> MessageMeta {
-    MessageMeta {
-        frame: frame.last.frame,
-        first_frame: frame.first.frame,
-        timestamp: frame.last.timestamp,
-        size: u64::from(frame.len) + framing::SIZE_LEN as u64,
-    }
-}
-
-/// Frame handler for the client's direction.
-struct RequestSide<'a> {
-    config: &'a KafkaConfig,
-    pairing: &'a mut Pairing,
-    pending: &'a mut PendingRequests,
-    ends: Endpoints,
-    diags: &'a mut Diagnostics,
-    /// Still deciding whether this is Kafka: the first header must be plausible.
-    probing: bool,
-    /// Set when probing found a plausible request.
-    recognised: bool,
-}
-
-/// Why a size prefix cannot start a Kafka message: the kind and one sentence.
-fn bad_size(len: i32, min: usize, max: u32, what: &str) -> Option<(Kind, String)> {
-    if u32::try_from(len).is_ok_and(|l| l > max) {
-        return Some((
-            Kind::KafkaFrameTooLarge,
-            format!(
-                "{what} size prefix says {len} bytes, above the {max} byte limit; Kafka framing is lost for the rest of this direction"
-            ),
-        ));
-    }
-    if usize::try_from(len).map_or(true, |l| l < min) {
-        return Some((
-            Kind::KafkaFramingLost,
-            format!(
-                "{what} size prefix says {len} bytes, too small for a Kafka message; Kafka framing is lost for the rest of this direction"
-            ),
-        ));
-    }
-    None
-}
-
-impl FrameHandler for RequestSide<'_> {
-    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
-        if let Some((kind, message)) =
-            bad_size(len, MIN_REQUEST_LEN, self.config.max_frame_len, "request")
-        {
-            // While probing, a bad size only means this is not Kafka.
-            if !self.probing {
-                self.diags
-                    .push(kind, Some(self.ends.connection), Some(at.frame), message);
-            }
-            return Decision::Reject;
-        }
-        let Ok(prefix) = RequestPrefix::parse(prefix) else {
-            return Decision::Reject;
-        };
-        if self.probing {
-            if !prefix.is_plausible() {
-                return Decision::Reject;
-            }
-            self.recognised = true;
-            self.probing = false;
-        }
-        if prefix.api_key != ApiKey::ALLOCATE_PRODUCER_IDS {
-            return Decision::Skip;
-        }
-        if u32::try_from(len).is_ok_and(|l| l > MAX_DECODED_LEN) {
-            return Decision::Skip; // reported as an exchange with a decode error
-        }
-        Decision::Keep
-    }
-
-    fn frame(&mut self, frame: Frame<'_>) {
-        let Ok(prefix) = RequestPrefix::parse(frame.prefix) else {
-            return;
-        };
-        let meta = meta(&frame);
-        let decoded = (prefix.api_key == ApiKey::ALLOCATE_PRODUCER_IDS).then(|| {
-            let req = match frame.message {
-                Some(message) => allocate_producer_ids::decode_request(message, &prefix),
-                None => allocate_producer_ids::Request {
-                    problem: Some(too_large(frame.len)),
-                    ..Default::default()
-                },
-            };
-            if let Some(problem) = &req.problem {
-                report_problem(
-                    self.diags,
-                    self.ends,
-                    meta,
-                    "request",
-                    prefix.correlation_id,
-                    problem,
-                );
-            }
-            req
-        });
-        self.pairing
-            .request(self.pending, self.ends, prefix, meta, decoded, self.diags);
-    }
-}
-
-fn too_large(len: u32) -> allocate_producer_ids::Problem {
-    allocate_producer_ids::Problem::TooLarge {
-        len,
-        limit: MAX_DECODED_LEN,
-    }
-}
-
-/// One diagnostic for an AllocateProducerIds message that did not fully decode.
-fn report_problem(
-    diags: &mut Diagnostics,
-    ends: Endpoints,
-    meta: MessageMeta,
-    what: &str,
-    correlation_id: i32,
-    problem: &allocate_producer_ids::Problem,
-) {
-    let kind = match problem {
-        allocate_producer_ids::Problem::UnsupportedVersion(_) => Kind::KafkaUnsupportedVersion,
-        _ => Kind::KafkaDecodeError,
+fn framer_for(client: bool, resync: bool) -> Framer {
+    let prefix_len = if client {
+        REQUEST_HEAD_PREFIX_LEN
+    } else {
+        RESPONSE_PREFIX_LEN
     };
-    diags.push(
-        kind,
-        Some(ends.connection),
-        Some(meta.frame),
-        format!("AllocateProducerIds {what} with correlation id {correlation_id}: {problem}"),
-    );
+    if resync {
+        Framer::resyncing(prefix_len)
+    } else {
+        Framer::new(prefix_len)
+    }
 }
 
-/// Frame handler for the server's direction.
-struct ResponseSide<'a> {
-    config: &'a KafkaConfig,
-    pairing: &'a mut Pairing,
-    pending: &'a mut PendingRequests,
-    ends: Endpoints,
-    diags: &'a mut Diagnostics,
-}
-
-impl FrameHandler for ResponseSide<'_> {
-    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
-        if let Some((kind, message)) = bad_size(
-            len,
-            RESPONSE_PREFIX_LEN,
-            self.config.max_frame_len,
-            "response",
-        ) {
-            self.diags
-                .push(kind, Some(self.ends.connection), Some(at.frame), message);
-            return Decision::Reject;
-        }
-        let Ok(correlation_id) = header::response_correlation_id(prefix) else {
-            return Decision::Reject;
-        };
-        match Pairing::answered_request(self.pending, correlation_id) {
-            Some((ApiKey::ALLOCATE_PRODUCER_IDS, _))
-                if u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN) =>
-            {
-                Decision::Keep
-            }
-            _ => Decision::Skip,
-        }
-    }
-
-    fn frame(&mut self, frame: Frame<'_>) {
-        let Ok(correlation_id) = header::response_correlation_id(frame.prefix) else {
-            return;
-        };
-        let meta = meta(&frame);
-        let decoded =
-            match Pairing::answered_request(self.pending, correlation_id) {
-                Some((ApiKey::ALLOCATE_PRODUCER_IDS, version)) => {
-                    let resp = match frame.message {
-                        Some(message) => allocate_producer_ids::decode_response(message, version),
-                        None => allocate_producer_ids::Response {
-                            problem: Some(too_large(frame.len)),
-                            ..Default::default()
-                        },
-                    };
-                    // An unsupported version was reported with the request already.
-                    if let Some(problem) = resp.problem.as_ref().filter(|p| {
-                        !matches!(p, allocate_producer_ids::Problem::UnsupportedVersion(_))
-                    }) {
-                        report_problem(
-                            self.diags,
-                            self.ends,
-                            meta,
-                            "response",
-                            correlation_id,
-                            problem,
-                        );
-                    }
-                    Some(resp)
-                }
-                _ => None,
-            };
-        self.pairing
-            .response(self.pending, self.ends, correlation_id, meta, decoded);
-    }
+/// Framers for a connection whose client is `client`.
+fn framers(client: Dir, resync: bool) -> Box<[Framer; 2]> {
+    let is_client = |dir: Dir| dir == client;
+    Box::new([
+        framer_for(is_client(Dir::FromInitiator), resync),
+        framer_for(is_client(Dir::FromResponder), resync),
+    ])
 }
 
 impl Dissector {
@@ -317,21 +139,73 @@ impl Dissector {
         }
     }
 
-    fn report_unfinished(conn: &KafkaConn, ends: Endpoints, diags: &mut Diagnostics) {
-        for (framer, what) in [(&conn.requests, "request"), (&conn.responses, "response")] {
-            if let Some((len, first)) = framer.unfinished() {
+    /// For a connection picked up mid-stream: the client is the side on an ephemeral
+    /// port when the other side's port is below that range.
+    fn guessed_client(info: &ConnInfo) -> Option<Dir> {
+        let low = |port: u16| port < EPHEMERAL_PORTS_START;
+        match (low(info.initiator.port()), low(info.responder.port())) {
+            (false, true) => Some(Dir::FromInitiator),
+            (true, false) => Some(Dir::FromResponder),
+            _ => None,
+        }
+    }
+
+    /// Decides the role from the first data. `false`: not Kafka.
+    fn start(&mut self, conn: &mut KafkaConn, info: &ConnInfo, dir: Dir) -> bool {
+        if let Some(client) = self.forced_client(info) {
+            conn.role = Role::Kafka { client };
+            conn.framers = Some(framers(client, info.midstream));
+            self.kafka_connections += 1;
+        } else if !info.midstream {
+            if dir != Dir::FromInitiator {
+                return false; // the server spoke first: not Kafka
+            }
+            conn.role = Role::Probing { client: Some(dir) };
+            conn.framers = Some(framers(dir, false));
+        } else {
+            let client = Self::guessed_client(info);
+            conn.role = Role::Probing { client };
+            // Unknown client: both directions look for request heads.
+            conn.framers = Some(match client {
+                Some(client) => framers(client, true),
+                None => Box::new([framer_for(true, true), framer_for(true, true)]),
+            });
+        }
+        true
+    }
+
+    fn report_unfinished(
+        framers: &[Framer; 2],
+        client: Dir,
+        ends: Endpoints,
+        diags: &mut Diagnostics,
+    ) {
+        for dir in [client, client.reverse()] {
+            let side = if dir == client {
+                Side::Client
+            } else {
+                Side::Server
+            };
+            let what = if dir == client { "request" } else { "response" };
+            if let Some((len, first)) = framers.get(dir.idx()).and_then(Framer::unfinished) {
                 diags.push(
                     Kind::KafkaFrameIncomplete,
                     Some(ends.connection),
                     Some(first.frame),
                     format!(
-                        "the stream from the {} ended inside a Kafka {what} after {len} of its bytes; the message is not reported",
-                        if what == "request" { "client" } else { "server" }
+                        "the {}'s stream ended inside a Kafka {what} after {len} of its bytes; the message is not reported",
+                        side.name()
                     ),
                 );
             }
         }
     }
+}
+
+/// What the client side's handler found while probing.
+struct Probe {
+    recognised: bool,
+    given_up: bool,
 }
 
 impl StreamHandler for Dissector {
@@ -346,96 +220,155 @@ impl StreamHandler for Dissector {
         diags: &mut Diagnostics,
     ) -> bool {
         if conn.role == Role::Unknown {
-            conn.role = match (self.forced_client(info), &delivery) {
+            match delivery {
                 // Nothing to go on yet; a connection counts as Kafka from its first byte.
-                (_, Delivery::Gap { .. } | Delivery::Fin(_)) => return true,
-                (Some(client), Delivery::Data(..)) => {
-                    self.kafka_connections += 1;
-                    Role::Kafka { client }
+                Delivery::Gap { .. } | Delivery::Fin(_) => return true,
+                Delivery::Data(..) => {
+                    if !self.start(conn, info, dir) {
+                        return false;
+                    }
                 }
-                (None, Delivery::Data(..)) => Role::Probing { client: dir },
-            };
+            }
         }
         let (client, probing) = match conn.role {
             Role::Kafka { client } => (client, false),
-            Role::Probing { client } => (client, true),
+            Role::Probing {
+                client: Some(client),
+            } => (client, true),
+            // Mid-stream, client unknown: this direction is tried as the client.
+            Role::Probing { client: None } => (dir, true),
             Role::Unknown => return true,
         };
         let ends = Self::endpoints(info, client);
-        let from_client = dir == client;
-        let framer = if from_client {
-            &conn.requests
-        } else {
-            &conn.responses
+        let KafkaConn {
+            framers: Some(framers),
+            pending,
+            last_correlation_id,
+            ..
+        } = conn
+        else {
+            return true;
+        };
+        let Some(framer) = framers.get_mut(dir.idx()) else {
+            return true;
         };
         let was_lost = framer.is_lost();
-        let mut gap_effect = None;
-        let mut recognised = false;
-        if from_client {
+        let mut probe = None;
+        let gap_effect = if dir == client {
             let mut handler = RequestSide {
                 config: &self.config,
                 pairing: &mut self.pairing,
-                pending: &mut conn.pending,
+                pending,
                 ends,
                 diags,
+                last_correlation_id,
                 probing,
                 recognised: false,
+                given_up: false,
             };
-            match delivery {
-                Delivery::Data(bytes, at) => conn.requests.push(bytes, at, &mut handler),
-                Delivery::Gap { len, at } => {
-                    gap_effect = Some((conn.requests.gap(len, at, &mut handler), len, at));
-                }
-                Delivery::Fin(_) => {}
-            }
-            recognised = handler.recognised;
+            let effect = feed(framer, delivery, &mut handler);
+            probe = Some(Probe {
+                recognised: handler.recognised,
+                given_up: handler.given_up,
+            });
+            effect
         } else {
             let mut handler = ResponseSide {
                 config: &self.config,
                 pairing: &mut self.pairing,
-                pending: &mut conn.pending,
+                pending,
                 ends,
                 diags,
             };
-            match delivery {
-                Delivery::Data(bytes, at) => conn.responses.push(bytes, at, &mut handler),
-                Delivery::Gap { len, at } => {
-                    gap_effect = Some((conn.responses.gap(len, at, &mut handler), len, at));
-                }
-                Delivery::Fin(_) => {}
-            }
-        }
-        if probing && from_client {
-            if recognised {
-                conn.role = Role::Kafka { client };
-                self.kafka_connections += 1;
-            } else if conn.requests.is_lost() || gap_effect.is_some() {
-                return false; // the first bytes are not a Kafka request: stop following
-            }
-        }
+            feed(framer, delivery, &mut handler)
+        };
         if let Some((GapEffect::Lost { frame_lost }, len, at)) = gap_effect {
             if !was_lost {
-                let side = if from_client { "client" } else { "server" };
+                let side = if dir == client {
+                    Side::Client
+                } else {
+                    Side::Server
+                };
                 diags.push(
                     Kind::KafkaFramingLost,
                     Some(info.index),
                     Some(at.frame),
                     format!(
-                        "a gap of {len} bytes in the {side}'s stream fell inside a Kafka message{}; framing of this direction is lost",
-                        if frame_lost { ", which is dropped" } else { "" }
+                        "a gap of {len} bytes in the {}'s stream came {}; looking for the next frame",
+                        side.name(),
+                        if frame_lost {
+                            "inside a Kafka message, which is dropped"
+                        } else {
+                            "between Kafka messages"
+                        }
                     ),
                 );
+            }
+        }
+        if let (true, Some(probe)) = (probing, probe) {
+            if probe.recognised {
+                if conn.role == (Role::Probing { client: None }) {
+                    // The other direction was tried as a client too; it carries responses.
+                    if let Some(other) = conn
+                        .framers
+                        .as_deref_mut()
+                        .and_then(|f| f.get_mut(client.reverse().idx()))
+                    {
+                        *other = framer_for(false, true);
+                    }
+                }
+                conn.role = Role::Kafka { client };
+                self.kafka_connections += 1;
+            } else if probe.given_up {
+                return false; // the first message is no Kafka request
+            } else if info.midstream && Self::searched_too_long(conn) {
+                return false; // no request head in a whole window of bytes
             }
         }
         true
     }
 
     fn close(&mut self, conn: KafkaConn, info: &ConnInfo, _at: PacketRef, diags: &mut Diagnostics) {
-        let Role::Kafka { client } = conn.role else {
+        let (Role::Kafka { client }, Some(framers)) = (conn.role, &conn.framers) else {
             return;
         };
         let ends = Self::endpoints(info, client);
-        Self::report_unfinished(&conn, ends, diags);
+        Self::report_unfinished(framers, client, ends, diags);
         self.pairing.close(conn.pending, ends);
+    }
+}
+
+impl Dissector {
+    /// Mid-stream probing gives up once every direction tried as the client has passed
+    /// over a whole resync window without finding a request head.
+    fn searched_too_long(conn: &KafkaConn) -> bool {
+        let Some(framers) = &conn.framers else {
+            return true;
+        };
+        let tried: Vec<&Framer> = match conn.role {
+            Role::Probing {
+                client: Some(client),
+            } => framers.get(client.idx()).into_iter().collect(),
+            _ => framers.iter().collect(),
+        };
+        tried
+            .iter()
+            .all(|f| f.resync_skipped() >= MAX_RESYNC_WINDOW as u64)
+    }
+}
+
+/// Passes one delivery to a framer; for a gap, returns what it did with its length and place.
+fn feed(
+    framer: &mut Framer,
+    delivery: Delivery<'_>,
+    handler: &mut impl FrameHandler,
+) -> Option<(GapEffect, u64, PacketRef)> {
+    match delivery {
+        Delivery::Data(bytes, at) => {
+            framer.push(bytes, at, handler);
+            None
+        }
+        Delivery::Gap { len, at } => Some((framer.gap(len, at, handler), len, at)),
+        Delivery::Fin(_) => None,
     }
 }

@@ -232,6 +232,27 @@ impl Assembler {
         }
     }
 
+    /// The peer acknowledged everything before sequence number `ack`. A hole that lies
+    /// before the end of a held segment the peer has acknowledged will never be filled:
+    /// its bytes reached the peer but not the capture. It is declared lost now, so that
+    /// what follows is not held back while the other direction goes on.
+    pub fn acked(&mut self, ack: u32, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
+        let Some(space) = self.space else {
+            return;
+        };
+        let Some(acked_to) = space.offset(ack, self.next) else {
+            return;
+        };
+        while let Some((&first, held)) = self.held.iter().next() {
+            let held_end = first + held.data.len() as u64 + u64::from(held.missing_len);
+            if first <= self.next || acked_to < held_end {
+                break;
+            }
+            self.skip_hole(Some(at), out);
+        }
+        self.check_fin(at, out);
+    }
+
     /// End of capture: what is held is delivered after declaring the holes lost.
     pub fn flush(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
         while !self.held.is_empty() {

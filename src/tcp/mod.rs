@@ -28,7 +28,16 @@ pub enum Dir {
 }
 
 impl Dir {
-    fn idx(self) -> usize {
+    /// The other direction.
+    pub fn reverse(self) -> Self {
+        match self {
+            Self::FromInitiator => Self::FromResponder,
+            Self::FromResponder => Self::FromInitiator,
+        }
+    }
+
+    /// 0 for the initiator's direction, 1 for the responder's.
+    pub fn idx(self) -> usize {
         match self {
             Self::FromInitiator => 0,
             Self::FromResponder => 1,
@@ -298,6 +307,15 @@ impl<C: Default> Tracker<C> {
                         seg.missing_len
                     ),
                 );
+            }
+            // What this packet acknowledges may show that the other direction lost bytes.
+            if seg.ack {
+                if let Some(stream) = streams.get_mut(dir.reverse().idx()) {
+                    let reverse = dir.reverse();
+                    stream.acked(seg.ack_number, at, &mut |d: Delivery<'_>| {
+                        forward(handler, state, info, reverse, &mut followed, d, diags);
+                    });
+                }
             }
             let mut deliver =
                 |d: Delivery<'_>| forward(handler, state, info, dir, &mut followed, d, diags);

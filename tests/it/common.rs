@@ -193,7 +193,12 @@ impl Conn {
             tcp = tcp.syn();
         }
         if flags.ack {
-            tcp = tcp.ack(1);
+            // acknowledge everything the peer has sent so far, as a real stack would
+            tcp = tcp.ack(if from_client {
+                self.server_seq
+            } else {
+                self.client_seq
+            });
         }
         if flags.fin {
             tcp = tcp.fin();

@@ -558,3 +558,104 @@ fn max_buffer_bounds_what_is_held_for_a_hole() {
     // the late request's bytes were given up for lost: it is not invented
     assert!(exchanges(&tight).iter().all(|ex| ex["correlation_id"] != 0));
 }
+
+#[test]
+fn request_lost_between_frames_costs_only_its_own_exchange() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40017", "10.0.0.2:29093");
+            c.handshake(w);
+            let (r1, p1) = apid_pair(1, 1, 0);
+            c.send(w, true, &r1, 1000);
+            c.send(w, false, &p1, 1000);
+            // a Metadata request the capture missed, and its response
+            let lost = request(3, 9, 2, true, &[0, 0, 0, 0, 0]);
+            c.client_seq += lost.len() as u32;
+            c.send(w, false, &response(2, true, &[0; 20]), 1000);
+            for corr in 3..=5 {
+                let (req, resp) = apid_pair(corr, 1, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1000);
+                c.send(w, false, &resp, 1000);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    let complete: Vec<i64> = ex
+        .iter()
+        .filter(|e| e["status"] == "complete")
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(complete, vec![1, 3, 4, 5], "{:?}", report["diagnostics"]);
+    assert_eq!(ex.len(), 4);
+    assert_eq!(report["summary"]["unmatched_responses"], 1);
+    assert!(kinds(&report).contains(&"tcp_gap".to_owned()));
+}
+
+#[test]
+fn midstream_connection_whose_first_bytes_are_a_response() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40018", "10.0.0.2:9093");
+            // capture starts as the server answers correlation id 3
+            c.send(
+                w,
+                false,
+                &response(3, true, &apid_response_body(0, 0, 10)),
+                1000,
+            );
+            for corr in 4..=5 {
+                let (req, resp) = apid_pair(corr, 1, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1000);
+                c.send(w, false, &resp, 1000);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 2, "{:?}", report["diagnostics"]);
+    assert!(ex.iter().all(|e| e["status"] == "complete"));
+    assert_eq!(ex[0]["client"], "10.0.0.1:40018");
+    assert!(kinds(&report).contains(&"midstream_start".to_owned()));
+}
+
+#[test]
+fn garbage_size_prefix_is_followed_by_a_resync() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40019", "10.0.0.2:29093");
+            c.handshake(w);
+            let (r1, p1) = apid_pair(1, 1, 0);
+            c.send(w, true, &r1, 1000);
+            c.send(w, false, &p1, 1000);
+            // a broken frame: size -5, then junk, then proper requests
+            let mut junk = (-5i32).to_be_bytes().to_vec();
+            junk.extend([0xee; 13]);
+            c.send(w, true, &junk, 1000);
+            let (r2, p2) = apid_pair(2, 1, 1000);
+            c.send(w, true, &r2, 1000);
+            c.send(w, false, &p2, 1000);
+            c.close(w);
+        },
+        &["--port", "29093"],
+    );
+    assert_eq!(exchanges(&report).len(), 2);
+    let k = kinds(&report);
+    assert!(k.contains(&"kafka_framing_lost".to_owned()), "{k:?}");
+    assert!(k.contains(&"kafka_resync".to_owned()), "{k:?}");
+    let resync = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "kafka_resync")
+        .unwrap();
+    assert!(
+        resync["message"]
+            .as_str()
+            .unwrap()
+            .contains("passing over 17 bytes"),
+        "{resync}"
+    );
+}

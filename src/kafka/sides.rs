@@ -1,0 +1,323 @@
+//! The two frame handlers of a Kafka connection: the client's requests and the server's
+//! responses. Each decides per frame what to keep, judges candidate heads while framing
+//! is being searched for, decodes AllocateProducerIds messages and passes every finished
+//! frame to pairing.
+
+use super::allocate_producer_ids::{self, Problem};
+use super::framing::{Decision, Frame, FrameHandler, SIZE_LEN};
+use super::header::{self, RequestPrefix, MIN_REQUEST_LEN, RESPONSE_PREFIX_LEN};
+use super::tables::ApiKey;
+use super::KafkaConfig;
+use crate::capture::PacketRef;
+use crate::diag::{Diagnostics, Kind};
+use crate::pairing::{Endpoints, MessageMeta, Pairing, PendingRequests};
+
+/// Largest AllocateProducerIds message we buffer to decode; real ones are under 100 bytes.
+pub const MAX_DECODED_LEN: u32 = 1024 * 1024;
+/// While resynchronising, a request's correlation id must follow the last one seen
+/// within this many (clients count up by one per request; a gap loses some).
+const MAX_CORRELATION_STEP: i64 = 1 << 20;
+
+/// Which side of the connection a handler reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Server => "server",
+        }
+    }
+}
+
+fn meta(frame: &Frame<'_>) -> MessageMeta {
+    MessageMeta {
+        frame: frame.last.frame,
+        first_frame: frame.first.frame,
+        timestamp: frame.last.timestamp,
+        size: u64::from(frame.len) + SIZE_LEN as u64,
+    }
+}
+
+/// Why a size prefix cannot start a Kafka message: the kind and one sentence.
+fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<(Kind, String)> {
+    let what = side.name();
+    if u32::try_from(len).is_ok_and(|l| l > max) {
+        return Some((
+            Kind::KafkaFrameTooLarge,
+            format!(
+                "a Kafka size prefix from the {what} says {len} bytes, above the {max} byte limit; looking for the next frame"
+            ),
+        ));
+    }
+    if usize::try_from(len).map_or(true, |l| l < min) {
+        return Some((
+            Kind::KafkaFramingLost,
+            format!(
+                "a Kafka size prefix from the {what} says {len} bytes, too small for a message; looking for the next frame"
+            ),
+        ));
+    }
+    None
+}
+
+fn too_large(len: u32) -> Problem {
+    Problem::TooLarge {
+        len,
+        limit: MAX_DECODED_LEN,
+    }
+}
+
+/// One diagnostic for an AllocateProducerIds message that did not fully decode.
+fn report_problem(
+    diags: &mut Diagnostics,
+    ends: Endpoints,
+    meta: MessageMeta,
+    what: &str,
+    correlation_id: i32,
+    problem: &Problem,
+) {
+    let kind = match problem {
+        Problem::UnsupportedVersion(_) => Kind::KafkaUnsupportedVersion,
+        _ => Kind::KafkaDecodeError,
+    };
+    diags.push(
+        kind,
+        Some(ends.connection),
+        Some(meta.frame),
+        format!("AllocateProducerIds {what} with correlation id {correlation_id}: {problem}"),
+    );
+}
+
+fn report_resync(
+    diags: &mut Diagnostics,
+    ends: Endpoints,
+    side: Side,
+    skipped: u64,
+    at: PacketRef,
+) {
+    diags.push(
+        Kind::KafkaResync,
+        Some(ends.connection),
+        Some(at.frame),
+        format!(
+            "Kafka framing of the {}'s stream was found after passing over {skipped} bytes",
+            side.name()
+        ),
+    );
+}
+
+/// Frame handler for the client's direction.
+pub struct RequestSide<'a> {
+    pub config: &'a KafkaConfig,
+    pub pairing: &'a mut Pairing,
+    pub pending: &'a mut PendingRequests,
+    pub ends: Endpoints,
+    pub diags: &'a mut Diagnostics,
+    /// Correlation id of the last request of this connection, to check candidates
+    /// against when resynchronising.
+    pub last_correlation_id: &'a mut Option<i32>,
+    /// Still deciding whether this is Kafka: heads must be plausible, and a bad one
+    /// ends the search instead of starting a resync.
+    pub probing: bool,
+    /// Set when probing found a plausible request.
+    pub recognised: bool,
+    /// Set when probing met a head that cannot be Kafka.
+    pub given_up: bool,
+}
+
+impl RequestSide<'_> {
+    /// A plausible request head: a size Kafka accepts, an API key Kafka defines with a
+    /// version in its range, a non-negative correlation id, a client_id length that fits
+    /// (header v1+), and a correlation id that follows the last one seen, if any.
+    fn plausible_request(&self, len: i32, prefix: &[u8]) -> bool {
+        if bad_size(
+            len,
+            MIN_REQUEST_LEN,
+            self.config.max_frame_len,
+            Side::Client,
+        )
+        .is_some()
+        {
+            return false;
+        }
+        let Ok(head) = RequestPrefix::parse(prefix) else {
+            return false;
+        };
+        if !head.is_plausible() {
+            return false;
+        }
+        let fits = header::client_id_len(prefix).is_some_and(|id_len| {
+            id_len == -1 || (0..=len - MIN_REQUEST_LEN as i32).contains(&i32::from(id_len))
+        });
+        let follows = self.last_correlation_id.is_none_or(|last| {
+            let step = i64::from(head.correlation_id) - i64::from(last);
+            (1..=MAX_CORRELATION_STEP).contains(&step)
+        });
+        fits && follows
+    }
+}
+
+impl FrameHandler for RequestSide<'_> {
+    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
+        if self.probing {
+            if self.given_up || !self.plausible_request(len, prefix) {
+                self.given_up = true;
+                return Decision::Reject;
+            }
+            self.recognised = true;
+            self.probing = false;
+        }
+        if let Some((kind, message)) = bad_size(
+            len,
+            MIN_REQUEST_LEN,
+            self.config.max_frame_len,
+            Side::Client,
+        ) {
+            self.diags
+                .push(kind, Some(self.ends.connection), Some(at.frame), message);
+            return Decision::Reject;
+        }
+        let Ok(head) = RequestPrefix::parse(prefix) else {
+            return Decision::Reject;
+        };
+        if head.api_key != ApiKey::ALLOCATE_PRODUCER_IDS {
+            return Decision::Skip;
+        }
+        if u32::try_from(len).is_ok_and(|l| l > MAX_DECODED_LEN) {
+            return Decision::Skip; // reported as an exchange with a decode error
+        }
+        Decision::Keep
+    }
+
+    fn frame(&mut self, frame: Frame<'_>) {
+        let Ok(head) = RequestPrefix::parse(frame.prefix) else {
+            return;
+        };
+        *self.last_correlation_id = Some(head.correlation_id);
+        let meta = meta(&frame);
+        let decoded = (head.api_key == ApiKey::ALLOCATE_PRODUCER_IDS).then(|| {
+            let req = match frame.message {
+                Some(message) => allocate_producer_ids::decode_request(message, &head),
+                None => allocate_producer_ids::Request {
+                    problem: Some(too_large(frame.len)),
+                    ..Default::default()
+                },
+            };
+            if let Some(problem) = &req.problem {
+                report_problem(
+                    self.diags,
+                    self.ends,
+                    meta,
+                    "request",
+                    head.correlation_id,
+                    problem,
+                );
+            }
+            req
+        });
+        self.pairing
+            .request(self.pending, self.ends, head, meta, decoded, self.diags);
+    }
+
+    fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool {
+        !self.given_up && self.plausible_request(len, prefix)
+    }
+
+    fn resynced(&mut self, skipped: u64, at: PacketRef) {
+        report_resync(self.diags, self.ends, Side::Client, skipped, at);
+    }
+}
+
+/// Frame handler for the server's direction.
+pub struct ResponseSide<'a> {
+    pub config: &'a KafkaConfig,
+    pub pairing: &'a mut Pairing,
+    pub pending: &'a mut PendingRequests,
+    pub ends: Endpoints,
+    pub diags: &'a mut Diagnostics,
+}
+
+impl FrameHandler for ResponseSide<'_> {
+    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
+        if let Some((kind, message)) = bad_size(
+            len,
+            RESPONSE_PREFIX_LEN,
+            self.config.max_frame_len,
+            Side::Server,
+        ) {
+            self.diags
+                .push(kind, Some(self.ends.connection), Some(at.frame), message);
+            return Decision::Reject;
+        }
+        let Ok(correlation_id) = header::response_correlation_id(prefix) else {
+            return Decision::Reject;
+        };
+        match Pairing::answered_request(self.pending, correlation_id) {
+            Some((ApiKey::ALLOCATE_PRODUCER_IDS, _))
+                if u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN) =>
+            {
+                Decision::Keep
+            }
+            _ => Decision::Skip,
+        }
+    }
+
+    fn frame(&mut self, frame: Frame<'_>) {
+        let Ok(correlation_id) = header::response_correlation_id(frame.prefix) else {
+            return;
+        };
+        let meta = meta(&frame);
+        let decoded = match Pairing::answered_request(self.pending, correlation_id) {
+            Some((ApiKey::ALLOCATE_PRODUCER_IDS, version)) => {
+                let resp = match frame.message {
+                    Some(message) => allocate_producer_ids::decode_response(message, version),
+                    None => allocate_producer_ids::Response {
+                        problem: Some(too_large(frame.len)),
+                        ..Default::default()
+                    },
+                };
+                // An unsupported version was reported with the request already.
+                if let Some(problem) = resp
+                    .problem
+                    .as_ref()
+                    .filter(|p| !matches!(p, Problem::UnsupportedVersion(_)))
+                {
+                    report_problem(
+                        self.diags,
+                        self.ends,
+                        meta,
+                        "response",
+                        correlation_id,
+                        problem,
+                    );
+                }
+                Some(resp)
+            }
+            _ => None,
+        };
+        self.pairing
+            .response(self.pending, self.ends, correlation_id, meta, decoded);
+    }
+
+    /// A plausible response head answers a request we are waiting for.
+    fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool {
+        bad_size(
+            len,
+            RESPONSE_PREFIX_LEN,
+            self.config.max_frame_len,
+            Side::Server,
+        )
+        .is_none()
+            && header::response_correlation_id(prefix)
+                .is_ok_and(|corr| Pairing::answered_request(self.pending, corr).is_some())
+    }
+
+    fn resynced(&mut self, skipped: u64, at: PacketRef) {
+        report_resync(self.diags, self.ends, Side::Server, skipped, at);
+    }
+}
