@@ -62,6 +62,10 @@ pub trait FrameHandler {
     fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool;
     /// Framing was found again after passing over `skipped` bytes.
     fn resynced(&mut self, skipped: u64, at: PacketRef);
+    /// Whether a candidate head must be confirmed by the one after it.
+    fn wants_confirmation(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug)]
@@ -78,6 +82,8 @@ enum State {
         window: Vec<u8>,
         scanned: usize,
         skipped: u64,
+        /// Offset of a plausible candidate too large to confirm.
+        fallback: Option<usize>,
     },
 }
 
@@ -108,6 +114,7 @@ fn resync_state() -> State {
         window: Vec::new(),
         scanned: 0,
         skipped: 0,
+        fallback: None,
     }
 }
 
@@ -223,53 +230,113 @@ impl Framer {
         }
     }
 
-    /// Resync: adds `data` to the window and looks for a plausible head in it. Once one
-    /// is found, framing restarts there and the rest of the window is framed normally.
+    /// The size and prefix of a candidate head at `offset` of `window`, once all its
+    /// bytes are there.
+    fn head_at(&self, window: &[u8], offset: usize) -> Option<(i32, std::ops::Range<usize>)> {
+        let size_end = offset.checked_add(SIZE_LEN)?;
+        let size = i32::from_be_bytes(window.get(offset..size_end)?.try_into().ok()?);
+        let prefix_end = size_end + usize::try_from(size).unwrap_or(0).min(self.prefix_len);
+        window.get(size_end..prefix_end)?;
+        Some((size, size_end..prefix_end))
+    }
+
+    /// Resync: adds `data` to the window and looks for a frame head in it.
+    ///
+    /// A candidate must be plausible to the handler. If the handler asks for it, the
+    /// candidate must also be confirmed: the next frame's head, right after it, is
+    /// plausible too, or the candidate ends exactly where the bytes seen so far end. The
+    /// first confirmed candidate wins, even past one still waiting for the bytes that
+    /// would confirm it (those are looked at again as bytes arrive). A candidate too
+    /// large to be confirmed within the window is kept as a fallback, taken only when
+    /// the window is full and nothing better was found.
     fn scan(&mut self, data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
+        let confirm = handler.wants_confirmation();
         let State::Resync {
-            window,
-            scanned,
-            skipped,
-        } = &mut self.state
+            mut window,
+            mut scanned,
+            mut skipped,
+            mut fallback,
+        } = std::mem::replace(&mut self.state, State::Head)
         else {
             return;
         };
         window.extend_from_slice(data);
         let mut found = None;
-        while let Some(size_bytes) = window.get(*scanned..*scanned + SIZE_LEN) {
-            let size = size_bytes.try_into().map(i32::from_be_bytes).unwrap_or(-1);
-            let head_len = SIZE_LEN + usize::try_from(size).unwrap_or(0).min(self.prefix_len);
-            let Some(prefix) = window.get(*scanned + SIZE_LEN..*scanned + head_len) else {
-                break; // wait for the rest of this candidate's head
-            };
-            if size > 0 && handler.plausible(size, prefix) {
-                found = Some(*scanned);
-                break;
+        // First candidate that still waits for bytes; scanning resumes there next time.
+        let mut waiting = None;
+        let mut offset = scanned;
+        while let Some((size, prefix)) = self.head_at(&window, offset) {
+            let candidate =
+                size > 0 && handler.plausible(size, window.get(prefix).unwrap_or_default());
+            if candidate {
+                let next = offset + SIZE_LEN + usize::try_from(size).unwrap_or(usize::MAX);
+                if !confirm || next == window.len() {
+                    found = Some(offset);
+                    break;
+                }
+                if next < window.len() {
+                    match self.head_at(&window, next) {
+                        None => {
+                            waiting.get_or_insert(offset);
+                        }
+                        Some((next_size, next_prefix)) => {
+                            let next_prefix = window.get(next_prefix).unwrap_or_default();
+                            if next_size > 0 && handler.plausible(next_size, next_prefix) {
+                                found = Some(offset);
+                                break;
+                            }
+                        }
+                    }
+                } else if next - offset > MAX_RESYNC_WINDOW {
+                    fallback.get_or_insert(offset);
+                } else {
+                    waiting.get_or_insert(offset);
+                }
             }
-            *scanned += 1;
+            offset += 1;
+        }
+        scanned = waiting.unwrap_or(offset);
+        let overflow = window.len().saturating_sub(MAX_RESYNC_WINDOW);
+        if found.is_none() && overflow > 0 {
+            match fallback {
+                Some(offset) if offset < overflow => found = Some(offset),
+                _ => {
+                    window.drain(..overflow);
+                    skipped += overflow as u64;
+                    scanned = scanned.saturating_sub(overflow);
+                    fallback = fallback.map(|f| f - overflow);
+                }
+            }
         }
         match found {
             Some(offset) => {
-                let passed = *skipped + offset as u64;
+                let passed = skipped + offset as u64;
                 let rest = window.split_off(offset);
-                self.state = State::Head;
                 self.head_len = 0;
+                self.first = None;
                 if passed > 0 {
                     handler.resynced(passed, at);
                 }
                 self.push(&rest, at, handler);
             }
             None => {
-                // Keep what may still start a head; pass over the rest.
-                let keep_from = (*scanned).min(window.len());
-                let overflow = window.len().saturating_sub(MAX_RESYNC_WINDOW);
-                let drop = keep_from.max(overflow);
-                if drop > 0 {
-                    window.drain(..drop.min(window.len()));
-                    *skipped += drop as u64;
-                    *scanned = scanned.saturating_sub(drop);
-                }
+                self.state = State::Resync {
+                    window,
+                    scanned,
+                    skipped,
+                    fallback,
+                };
             }
+        }
+    }
+
+    /// Looks again through the bytes held while resynchronising, from the start: the
+    /// handler's idea of what is plausible has changed (a response side that now waits
+    /// for more requests).
+    pub fn rescan(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
+        if let State::Resync { scanned, .. } = &mut self.state {
+            *scanned = 0;
+            self.scan(&[], at, handler);
         }
     }
 
@@ -287,6 +354,7 @@ impl Framer {
                     window: Vec::new(),
                     scanned: 0,
                     skipped: 1,
+                    fallback: None,
                 };
                 self.head_len = 0;
                 self.first = None;
@@ -350,11 +418,13 @@ impl Framer {
                 window,
                 scanned,
                 skipped,
+                fallback,
             } => {
                 // No head spans a gap: what was waiting in the window is passed over.
                 *skipped += window.len() as u64;
                 window.clear();
                 *scanned = 0;
+                *fallback = None;
                 GapEffect::AlreadyLost
             }
             State::Head if self.head_len == 0 => {
@@ -396,6 +466,7 @@ mod tests {
         decisions: Vec<(i32, Vec<u8>)>,
         keep_key: Option<u8>,
         resyncs: Vec<u64>,
+        confirm: bool,
     }
 
     impl FrameHandler for Recorder {
@@ -415,6 +486,9 @@ mod tests {
         }
         fn resynced(&mut self, skipped: u64, _at: PacketRef) {
             self.resyncs.push(skipped);
+        }
+        fn wants_confirmation(&self) -> bool {
+            self.confirm
         }
         fn frame(&mut self, f: Frame<'_>) {
             self.frames.push((

@@ -240,17 +240,16 @@ impl StreamHandler for Dissector {
             Role::Unknown => return true,
         };
         let ends = Self::endpoints(info, client);
-        let KafkaConn {
-            framers: Some(framers),
-            pending,
-            last_correlation_id,
-            ..
-        } = conn
-        else {
+        let at = match delivery {
+            Delivery::Data(_, at) | Delivery::Gap { at, .. } | Delivery::Fin(at) => at,
+        };
+        let Some(framers) = conn.framers.as_deref_mut() else {
             return true;
         };
-        let Some(framer) = framers.get_mut(dir.idx()) else {
-            return true;
+        let [initiator_side, responder_side] = framers;
+        let (framer, other) = match dir {
+            Dir::FromInitiator => (initiator_side, responder_side),
+            Dir::FromResponder => (responder_side, initiator_side),
         };
         let was_lost = framer.is_lost();
         let mut probe = None;
@@ -258,10 +257,10 @@ impl StreamHandler for Dissector {
             let mut handler = RequestSide {
                 config: &self.config,
                 pairing: &mut self.pairing,
-                pending,
+                pending: &mut conn.pending,
                 ends,
                 diags,
-                last_correlation_id,
+                last_correlation_id: &mut conn.last_correlation_id,
                 probing,
                 recognised: false,
                 given_up: false,
@@ -271,12 +270,23 @@ impl StreamHandler for Dissector {
                 recognised: handler.recognised,
                 given_up: handler.given_up,
             });
+            // New requests may be what responses held while resynchronising wait for.
+            if other.is_lost() && conn.role != (Role::Probing { client: None }) {
+                let mut handler = ResponseSide {
+                    config: &self.config,
+                    pairing: &mut self.pairing,
+                    pending: &mut conn.pending,
+                    ends,
+                    diags,
+                };
+                other.rescan(at, &mut handler);
+            }
             effect
         } else {
             let mut handler = ResponseSide {
                 config: &self.config,
                 pairing: &mut self.pairing,
-                pending,
+                pending: &mut conn.pending,
                 ends,
                 diags,
             };

@@ -231,6 +231,12 @@ impl FrameHandler for RequestSide<'_> {
     fn resynced(&mut self, skipped: u64, at: PacketRef) {
         report_resync(self.diags, self.ends, Side::Client, skipped, at);
     }
+
+    /// Request heads are easy to fake in zero-filled bytes (a small size, then key 0
+    /// version 0): a candidate must be followed by another plausible head.
+    fn wants_confirmation(&self) -> bool {
+        true
+    }
 }
 
 /// Frame handler for the server's direction.

@@ -659,3 +659,31 @@ fn garbage_size_prefix_is_followed_by_a_resync() {
         "{resync}"
     );
 }
+
+#[test]
+fn capture_starting_inside_a_request_resyncs_on_the_next_one() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40020", "10.0.0.2:9093");
+            // the capture starts 10 bytes into a request: its zero-filled tail looks
+            // like the head of a 156 KB Produce v0 and of a 256-byte one
+            let (r9, _) = apid_pair(9, 1, 0);
+            c.send(w, true, &r9[10..], 1000);
+            for corr in 10..=12 {
+                let (req, resp) = apid_pair(corr, 1, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1000);
+                c.send(w, false, &resp, 1000);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    let corrs: Vec<i64> = ex
+        .iter()
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(corrs, vec![10, 11, 12], "{:?}", report["diagnostics"]);
+    assert!(ex.iter().all(|e| e["status"] == "complete"));
+    assert!(kinds(&report).contains(&"kafka_resync".to_owned()));
+}
