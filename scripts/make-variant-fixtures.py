@@ -383,3 +383,338 @@ def to_ethernet(rec: Rec) -> Rec:
 
 def vlan_tag(tpid: int, vid: int) -> bytes:
     return struct.pack(">HH", tpid, vid & 0x0FFF)
+
+
+# ---------------------------------------------------------------------------
+# recording with tcpdump and dumpcap
+
+
+class Recorder:
+    """One tcpdump or dumpcap process writing `path`; start() returns once it captures."""
+
+    def __init__(self, path: Path, argv: list[str], what: str):
+        self.path, self.argv, self.what = path, argv, what
+        self.proc: subprocess.Popen | None = None
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+
+    @classmethod
+    def tcpdump(cls, path: Path, iface: str, *extra: str, port: int = PORT) -> "Recorder":
+        tool = shutil.which("tcpdump") or sys.exit("tcpdump not found (apt-get install -y tcpdump)")
+        # as make-loopback-fixtures.py: -Z root to write anywhere, --immediate-mode so that
+        # nothing is left in the kernel's ring when SIGINT comes
+        argv = [tool, "-i", iface, "-U", "--immediate-mode", "-n", "-Z", "root", *extra,
+                "-w", str(path), f"tcp port {port}"]
+        shown = ["tcpdump", "-i", iface, *extra, "-w", path.name, f"'tcp port {port}'"]
+        return cls(path, argv, " ".join(shown))
+
+    @classmethod
+    def dumpcap(cls, path: Path, ifaces: list[str], port: int = PORT) -> "Recorder":
+        tool = shutil.which("dumpcap") or sys.exit("dumpcap not found (apt-get install -y wireshark-common)")
+        argv = [tool, "-q"]
+        for i in ifaces:  # a capture filter applies to the -i before it
+            argv += ["-i", i, "-f", f"tcp port {port}"]
+        shown = ["dumpcap"] + [x for i in ifaces for x in ("-i", i, "-f", f"'tcp port {port}'")]
+        return cls(path, argv + ["-w", str(path)], " ".join(shown + ["-w", path.name]))
+
+    def _read(self) -> None:
+        assert self.proc and self.proc.stderr
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+            if "listening on" in line or "Capturing on" in line:
+                self._ready.set()
+
+    def start(self) -> "Recorder":
+        if self.path.exists():
+            self.path.unlink()
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self._ready.wait(15):
+            self.proc.kill()
+            sys.exit(f"{self.what} did not start: {' '.join(self.lines)}")
+        time.sleep(0.3)
+        return self
+
+    def stop(self) -> None:
+        assert self.proc
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        time.sleep(0.1)
+        drops = [int(n) for n in re.findall(r"(\d+) packets dropped by kernel", "\n".join(self.lines))]
+        drops += [int(d) for _, d in re.findall(r"received/dropped on interface '[^']*': (\d+)/(\d+)",
+                                                "\n".join(self.lines))]
+        if any(drops):
+            sys.exit(f"{self.what} dropped packets: {self.lines}")
+        if not self.path.exists():
+            sys.exit(f"{self.what} wrote nothing: {self.lines}")
+
+
+def stop_all(recorders: list[Recorder]) -> None:
+    time.sleep(0.5)  # the last FIN/ACKs
+    for r in recorders:
+        r.stop()
+
+
+# ---------------------------------------------------------------------------
+# the scenarios: what each side sent, byte for byte
+
+
+@dataclass
+class RefConn:
+    """One TCP connection as it was sent: the client's and the server's byte streams."""
+    client: str
+    server: str
+    c2s: bytes = b""
+    s2c: bytes = b""
+
+
+class Conv:
+    """Sends on a connection and keeps a copy of every byte, per direction."""
+
+    def __init__(self):
+        self.c2s, self.s2c = bytearray(), bytearray()
+
+    def csend(self, sock, data: bytes) -> None:
+        self.c2s += data
+        lf.send(sock, data)
+
+    def ssend(self, sock, data: bytes) -> None:
+        self.s2c += data
+        lf.send(sock, data)
+
+
+def run_conv(lsock, conv: Conv, server, client, family, host) -> RefConn:
+    caddr, saddr = lf.one_connection(lsock, server, client, family, host, PORT)
+    return RefConn(caddr, saddr, bytes(conv.c2s), bytes(conv.s2c))
+
+
+def listeners():
+    return lf.listener(socket.AF_INET, "127.0.0.1", PORT), lf.listener(socket.AF_INET6, "::1", PORT)
+
+
+def block(start: int, **kw) -> dict:
+    return {"throttle": 0, "error": lf.NONE, "start": start, "len": 1000, **kw}
+
+
+LONG_TAG = b"snaplen-cuts-this-forty-byte-tag-#######"
+assert len(LONG_TAG) == 40
+
+
+def controller_scenario() -> tuple[list[RefConn], list]:
+    """Four brokers, one after another, eleven AllocateProducerIds exchanges (see README)."""
+    ls4, ls6 = listeners()
+    refs, apids = [], []
+    try:
+        # A: broker 1: ApiVersions, APID 1, APID 2 in two writes, Heartbeat, APID 4
+        cv = Conv()
+        a = [lf.Apid(1, "broker-1", 1, 42, response=block(0)),
+             lf.Apid(2, "broker-1", 1, 42, response=block(1000)),
+             lf.Apid(4, "broker-1", 1, 42, response=block(2000))]
+        av_req, av_resp = lf.api_versions_v3_request(0, "broker-1"), lf.api_versions_v3_response(0)
+        hb_req, hb_resp = lf.heartbeat_v3_request(3, "broker-1"), lf.heartbeat_v3_response(3)
+
+        def server_a(conn):
+            lf.expect(conn, av_req); cv.ssend(conn, av_resp)
+            for ex in a[:2]:
+                lf.expect(conn, ex.request_bytes()); cv.ssend(conn, ex.response_bytes())
+            lf.expect(conn, hb_req); cv.ssend(conn, hb_resp)
+            lf.expect(conn, a[2].request_bytes()); cv.ssend(conn, a[2].response_bytes())
+            lf.wait_eof(conn)
+
+        def client_a(c):
+            cv.csend(c, av_req); lf.expect(c, av_resp)
+            cv.csend(c, a[0].request_bytes()); lf.expect(c, a[0].response_bytes())
+            req = a[1].request_bytes()
+            cv.csend(c, req[:6]); cv.csend(c, req[6:])  # size + api key, then the rest
+            lf.expect(c, a[1].response_bytes())
+            cv.csend(c, hb_req); lf.expect(c, hb_resp)
+            cv.csend(c, a[2].request_bytes()); lf.expect(c, a[2].response_bytes())
+
+        refs.append(run_conv(ls4, cv, server_a, client_a, socket.AF_INET, "127.0.0.1"))
+        apids.append(a)
+
+        # B: broker 2, null client id: 10 and 11 in one write, answered 11 then 10 in one write; 12
+        cv_b = Conv()
+        b = [lf.Apid(10, None, 2, 7, response=block(3000)),
+             lf.Apid(11, None, 2, 7, response=block(4000)),
+             lf.Apid(12, None, 2, 7, response={"throttle": 0, "error": lf.NOT_CONTROLLER, "start": -1, "len": 0})]
+
+        def server_b(conn):
+            lf.expect(conn, b[0].request_bytes()); lf.expect(conn, b[1].request_bytes())
+            cv_b.ssend(conn, b[1].response_bytes() + b[0].response_bytes())
+            lf.expect(conn, b[2].request_bytes()); cv_b.ssend(conn, b[2].response_bytes())
+            lf.wait_eof(conn)
+
+        def client_b(c):
+            cv_b.csend(c, b[0].request_bytes() + b[1].request_bytes())
+            lf.expect(c, b[1].response_bytes()); lf.expect(c, b[0].response_bytes())
+            cv_b.csend(c, b[2].request_bytes()); lf.expect(c, b[2].response_bytes())
+
+        refs.append(run_conv(ls4, cv_b, server_b, client_b, socket.AF_INET, "127.0.0.1"))
+        apids.append(b)
+
+        # C: broker 3: a long request (20), a long response (21), then a short exchange (22)
+        cv_c = Conv()
+        c_ex = [lf.Apid(20, "broker-3", 3, 13, header_tags=[(0, bytes.fromhex("aabbcc")), (5, b"\x01")],
+                        body_tags=[(1, LONG_TAG)],
+                        response=block(5000, throttle=25, header_tags=[(0, bytes.fromhex("0102"))],
+                                       body_tags=[(3, bytes.fromhex("deadbeef")), (7, b"")])),
+                lf.Apid(21, "broker-3", 3, 13, response=block(6000, body_tags=[(2, LONG_TAG)])),
+                lf.Apid(22, "broker-3", 3, 13, response=block(7000))]
+
+        def server_c(conn):
+            for ex in c_ex:
+                lf.expect(conn, ex.request_bytes()); cv_c.ssend(conn, ex.response_bytes())
+            lf.wait_eof(conn)
+
+        def client_c(c):
+            for ex in c_ex:
+                cv_c.csend(c, ex.request_bytes()); lf.expect(c, ex.response_bytes())
+
+        refs.append(run_conv(ls4, cv_c, server_c, client_c, socket.AF_INET, "127.0.0.1"))
+        apids.append(c_ex)
+
+        # D: broker 4 over IPv6: STALE_BROKER_EPOCH, then a request never answered
+        cv_d = Conv()
+        d = [lf.Apid(30, "broker-4", 4, 3, response={"throttle": 0, "error": lf.STALE_BROKER_EPOCH,
+                                                     "start": -1, "len": 0}),
+             lf.Apid(31, "broker-4", 4, 3, response=None)]
+
+        def server_d(conn):
+            lf.expect(conn, d[0].request_bytes()); cv_d.ssend(conn, d[0].response_bytes())
+            lf.expect(conn, d[1].request_bytes())
+            lf.wait_eof(conn)
+
+        def client_d(c):
+            cv_d.csend(c, d[0].request_bytes()); lf.expect(c, d[0].response_bytes())
+            cv_d.csend(c, d[1].request_bytes())
+            time.sleep(0.2)
+
+        refs.append(run_conv(ls6, cv_d, server_d, client_d, socket.AF_INET6, "::1"))
+        apids.append(d)
+    finally:
+        ls4.close()
+        ls6.close()
+    for ref, exs in zip(refs, apids):
+        for ex in exs:
+            ex.client_addr, ex.server_addr = ref.client, ref.server
+    return refs, [ex for exs in apids for ex in exs]
+
+
+def midstream_scenario(rec: Recorder) -> tuple[list[RefConn], list]:
+    """Broker 5: ApiVersions and APID 40, then the capture starts; APID 41, 42, Heartbeat 43, APID 44."""
+    ls4, ls6 = listeners()
+    cv = Conv()
+    ex = {n: lf.Apid(n, "broker-5", 5, 9, response=block(10000 + 1000 * (n - 40))) for n in (40, 41, 42, 44)}
+    av = (lf.api_versions_v3_request(0, "broker-5"), lf.api_versions_v3_response(0))
+    hb = (lf.heartbeat_v3_request(43, "broker-5"), lf.heartbeat_v3_response(43))
+    plan = [av, (ex[40].request_bytes(), ex[40].response_bytes()), None,
+            (ex[41].request_bytes(), ex[41].response_bytes()), (ex[42].request_bytes(), ex[42].response_bytes()),
+            hb, (ex[44].request_bytes(), ex[44].response_bytes())]
+    capturing = threading.Event()
+
+    def server(conn):
+        for step in plan:
+            if step:
+                lf.expect(conn, step[0]); cv.ssend(conn, step[1])
+        lf.wait_eof(conn)
+
+    def client(c):
+        for step in plan:
+            if step is None:  # the connection is up and two exchanges are done: start capturing
+                rec.start()
+                capturing.set()
+                continue
+            cv.csend(c, step[0]); lf.expect(c, step[1])
+
+    try:
+        ref = run_conv(ls4, cv, server, client, socket.AF_INET, "127.0.0.1")
+    finally:
+        ls4.close()
+        ls6.close()
+    assert capturing.is_set()
+    for e in ex.values():
+        e.client_addr, e.server_addr = ref.client, ref.server
+    return [ref], [ex[n] for n in (40, 41, 42, 44)]
+
+
+def produce_v9_request_with(corr: int, client_id: str, value: bytes) -> bytes:
+    """make-loopback-fixtures.py's Produce v9 request, with a given record value."""
+    records = lf.record_batch(value, 1_700_000_000_000)
+    partition = lf.i32(0) + lf.uvarint(len(records) + 1) + records + lf.tagged([])
+    topic = lf.compact_string(lf.PRODUCE_TOPIC) + lf.compact_array([partition]) + lf.tagged([])
+    return lf.frame(lf.req_header_v2(0, 9, corr, client_id) + lf.compact_string(None) + lf.i16(-1)
+                    + lf.i32(30000) + lf.compact_array([topic]) + lf.tagged([]))
+
+
+INSIDE_CHUNK = 10_000
+INSIDE_BEFORE = 4  # chunks sent before the capture starts
+
+
+def lax_plausible_header(buf: bytes, i: int) -> bool:
+    """A very lax "could a Kafka request or response start here" (to keep the Produce filler
+    free of look-alikes): size 4..16 MiB, and either a request key 0..99 with version 0..30
+    or anything as a response."""
+    size, key, ver = struct.unpack(">ihh", buf[i:i + 8])
+    return 4 <= size <= 1 << 24 and (0 <= key < 100 and 0 <= ver <= 30)
+
+
+def inside_request_scenario(rec: Recorder) -> tuple[list[RefConn], list]:
+    """Broker 6: ApiVersions, then a ~100 KB Produce request written in 10 KB chunks; the
+    capture starts after 4 of them; then the Produce response, APID 2, 3, Heartbeat 4, APID 5."""
+    ls4, ls6 = listeners()
+    cv = Conv()
+    seed = 20241103
+    while True:  # random record value with no plausible frame header anywhere in it
+        value = random.Random(seed).randbytes(100_000)
+        if not any(lax_plausible_header(value, i) for i in range(len(value) - 8)):
+            break
+        seed += 1
+    produce = produce_v9_request_with(1, "broker-6", value)
+    produce_resp = lf.produce_v9_response(1)
+    ex = {n: lf.Apid(n, "broker-6", 6, 11, response=block(20000 + 1000 * n)) for n in (2, 3, 5)}
+    av = (lf.api_versions_v3_request(0, "broker-6"), lf.api_versions_v3_response(0))
+    hb = (lf.heartbeat_v3_request(4, "broker-6"), lf.heartbeat_v3_response(4))
+    after = [(ex[2].request_bytes(), ex[2].response_bytes()), (ex[3].request_bytes(), ex[3].response_bytes()),
+             hb, (ex[5].request_bytes(), ex[5].response_bytes())]
+    capturing = threading.Event()
+
+    def server(conn):
+        lf.expect(conn, av[0]); cv.ssend(conn, av[1])
+        lf.expect(conn, produce); cv.ssend(conn, produce_resp)
+        for q, r in after:
+            lf.expect(conn, q); cv.ssend(conn, r)
+        lf.wait_eof(conn)
+
+    def client(c):
+        cv.csend(c, av[0]); lf.expect(c, av[1])
+        chunks = [produce[i:i + INSIDE_CHUNK] for i in range(0, len(produce), INSIDE_CHUNK)]
+        for i, chunk in enumerate(chunks):
+            if i == INSIDE_BEFORE:
+                rec.start()  # the server is still waiting for the rest of the Produce request
+                capturing.set()
+            cv.csend(c, chunk)
+        lf.expect(c, produce_resp)
+        for q, r in after:
+            cv.csend(c, q); lf.expect(c, r)
+
+    try:
+        ref = run_conv(ls4, cv, server, client, socket.AF_INET, "127.0.0.1")
+    finally:
+        ls4.close()
+        ls6.close()
+    assert capturing.is_set()
+    for e in ex.values():
+        e.client_addr, e.server_addr = ref.client, ref.server
+    return [ref], [ex[n] for n in (2, 3, 5)]
+
+
+def refs_from_clean_capture(recs: list[Rec]) -> list[RefConn]:
+    """The byte streams of a complete, in-order capture, through make-loopback-fixtures.py's reader."""
+    eth = pcap_bytes([to_ethernet(r) for r in recs], 1, nano=True)
+    return [RefConn(c["client"], c["server"], bytes(c["data"][c["client"]]), bytes(c["data"][c["server"]]))
+            for c in lf.tcp_streams(lf.pcap_records(eth))]

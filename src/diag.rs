@@ -35,6 +35,7 @@ pub enum Kind {
     PacketMalformed,
     MidstreamStart,
     TcpGap,
+    TcpOverlapConflict,
     KafkaFrameTooLarge,
     /// Framing found again after bytes were passed over.
     KafkaResync,
@@ -61,6 +62,7 @@ impl Kind {
             Self::PacketMalformed => "packet_malformed",
             Self::MidstreamStart => "midstream_start",
             Self::TcpGap => "tcp_gap",
+            Self::TcpOverlapConflict => "tcp_overlap_conflict",
             Self::KafkaFrameTooLarge => "kafka_frame_too_large",
             Self::KafkaResync => "kafka_resync",
             Self::KafkaFramingLost => "kafka_framing_lost",

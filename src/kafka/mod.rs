@@ -222,7 +222,7 @@ impl StreamHandler for Dissector {
         if conn.role == Role::Unknown {
             match delivery {
                 // Nothing to go on yet; a connection counts as Kafka from its first byte.
-                Delivery::Gap { .. } | Delivery::Fin(_) => return true,
+                Delivery::Gap { .. } | Delivery::Fin(_) | Delivery::Conflict { .. } => return true,
                 Delivery::Data(..) => {
                     if !self.start(conn, info, dir) {
                         return false;
@@ -241,7 +241,10 @@ impl StreamHandler for Dissector {
         };
         let ends = Self::endpoints(info, client);
         let at = match delivery {
-            Delivery::Data(_, at) | Delivery::Gap { at, .. } | Delivery::Fin(at) => at,
+            Delivery::Data(_, at)
+            | Delivery::Gap { at, .. }
+            | Delivery::Fin(at)
+            | Delivery::Conflict { at, .. } => at,
         };
         let Some(framers) = conn.framers.as_deref_mut() else {
             return true;
@@ -379,6 +382,7 @@ fn feed(
             None
         }
         Delivery::Gap { len, at } => Some((framer.gap(len, at, handler), len, at)),
-        Delivery::Fin(_) => None,
+        // Reported by the TCP stage; the bytes kept are the first ones.
+        Delivery::Fin(_) | Delivery::Conflict { .. } => None,
     }
 }

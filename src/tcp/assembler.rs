@@ -23,7 +23,17 @@ pub enum Delivery<'a> {
     Gap { len: u64, at: PacketRef },
     /// The sender closed its side (FIN reached in order).
     Fin(PacketRef),
+    /// A retransmission carried bytes different from those first seen for the same
+    /// sequence numbers; the first ones were kept. `offset` is in the stream.
+    Conflict {
+        offset: u64,
+        len: u64,
+        at: PacketRef,
+    },
 }
+
+/// Most recent delivered bytes kept per direction to check retransmissions against.
+pub const RECENT_LEN: usize = 4096;
 
 /// A segment held because it arrived ahead of a hole.
 #[derive(Debug)]
@@ -49,6 +59,9 @@ pub struct Assembler {
     held: BTreeMap<u64, Held>,
     held_len: usize,
     max_held_len: usize,
+    /// The last bytes delivered (at most [`RECENT_LEN`]), ending at `next`; a gap
+    /// clears them.
+    recent: Vec<u8>,
 }
 
 /// A segment as the assembler sees it.
@@ -72,6 +85,7 @@ impl Assembler {
             held: BTreeMap::new(),
             held_len: 0,
             max_held_len,
+            recent: Vec::new(),
         }
     }
 
@@ -120,6 +134,9 @@ impl Assembler {
         if seg.fin && self.fin_at.is_none() {
             self.fin_at = Some(end);
         }
+        if start < self.next {
+            self.check_overlap(start, seg.payload, seg.at, out);
+        }
         if end > self.next {
             if start <= self.next {
                 self.deliver(start, seg.payload, seg.missing_len, seg.at, out);
@@ -144,6 +161,7 @@ impl Assembler {
         if let Some(fresh) = payload.get(skip..) {
             if !fresh.is_empty() {
                 out(Delivery::Data(fresh, at));
+                self.remember(fresh);
             }
             self.next += fresh.len() as u64;
         }
@@ -154,6 +172,52 @@ impl Assembler {
                 at,
             });
             self.next = end;
+            self.recent.clear();
+        }
+    }
+
+    /// Keeps the tail of what was just delivered for [`Self::check_overlap`].
+    fn remember(&mut self, fresh: &[u8]) {
+        let tail = fresh
+            .get(fresh.len().saturating_sub(RECENT_LEN)..)
+            .unwrap_or(fresh);
+        let excess = (self.recent.len() + tail.len()).saturating_sub(RECENT_LEN);
+        self.recent.drain(..excess.min(self.recent.len()));
+        self.recent.extend_from_slice(tail);
+    }
+
+    /// A segment at `start` re-sends bytes already delivered: compares the part we still
+    /// remember and reports a conflict if they differ (the first bytes stand).
+    fn check_overlap(
+        &self,
+        start: u64,
+        payload: &[u8],
+        at: PacketRef,
+        out: &mut impl FnMut(Delivery<'_>),
+    ) {
+        let remembered_from = self.next - self.recent.len() as u64;
+        let from = start.max(remembered_from);
+        let to = (start + payload.len() as u64).min(self.next);
+        if from >= to {
+            return;
+        }
+        let (Ok(new_at), Ok(old_at), Ok(len)) = (
+            usize::try_from(from - start),
+            usize::try_from(from - remembered_from),
+            usize::try_from(to - from),
+        ) else {
+            return;
+        };
+        let new = payload.get(new_at..new_at + len);
+        let old = self.recent.get(old_at..old_at + len);
+        if let (Some(new), Some(old)) = (new, old) {
+            if new != old {
+                out(Delivery::Conflict {
+                    offset: from,
+                    len: len as u64,
+                    at,
+                });
+            }
         }
     }
 
@@ -181,6 +245,14 @@ impl Assembler {
             // carry; a longer copy adds its extra bytes (and real bytes replace ones the
             // first copy lacked because snaplen cut them).
             Some(held) => {
+                let common = held.data.len().min(seg.payload.len());
+                if held.data.get(..common) != seg.payload.get(..common) {
+                    out(Delivery::Conflict {
+                        offset: start,
+                        len: common as u64,
+                        at: seg.at,
+                    });
+                }
                 let claimed = held.data.len() as u64 + u64::from(held.missing_len);
                 if let Some(extra) = seg.payload.get(held.data.len()..) {
                     self.held_len += extra.len();
@@ -291,6 +363,7 @@ mod tests {
             Delivery::Data(bytes, _) => out.push_str(std::str::from_utf8(bytes).unwrap()),
             Delivery::Gap { len, .. } => out.push_str(&format!("<gap {len}>")),
             Delivery::Fin(_) => out.push_str("<fin>"),
+            Delivery::Conflict { len, .. } => out.push_str(&format!("<conflict {len}>")),
         };
         for (idx, (seq, payload, syn, fin)) in segments.iter().enumerate() {
             asm.segment(
@@ -349,7 +422,7 @@ mod tests {
                 (6, b"f", false, false),
             ],
         );
-        assert_eq!(s, "abcdefg");
+        assert_eq!(s, "abcde<conflict 1>fg");
     }
 
     #[test]
@@ -362,7 +435,16 @@ mod tests {
                 (3, b"XYZ", false, false),
             ],
         );
-        assert_eq!(s, "abcYZ");
+        assert_eq!(s, "abc<conflict 1>YZ");
+        let same = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (1, b"abc", false, false),
+                (3, b"cYZ", false, false),
+            ],
+        );
+        assert_eq!(same, "abcYZ");
     }
 
     #[test]
@@ -447,6 +529,20 @@ mod tests {
     }
 
     #[test]
+    fn conflicting_copies_of_held_data_are_reported() {
+        let s = run(
+            1024,
+            &[
+                (0, b"", true, false),
+                (3, b"cd", false, false),
+                (3, b"Cd", false, false),
+                (1, b"ab", false, false),
+            ],
+        );
+        assert_eq!(s, "<conflict 2>abcd");
+    }
+
+    #[test]
     fn bare_ack_ahead_of_a_hole_does_not_block_data() {
         // pure ACK at offset 4 (no payload), then data at 4, then the hole fills
         let s = run(
@@ -496,7 +592,7 @@ mod tests {
                 (1, b"abc", false, false),
             ],
         );
-        assert_eq!(s, "abcdefg");
+        assert_eq!(s, "<conflict 2>abcdefg");
     }
 
     #[test]

@@ -168,8 +168,21 @@ fn forward<H: StreamHandler>(
     if !*followed {
         return;
     }
-    if let Delivery::Gap { len, at } = delivery {
-        gap_diagnostic(info, dir, len, at, diags);
+    match delivery {
+        Delivery::Gap { len, at } => gap_diagnostic(info, dir, len, at, diags),
+        Delivery::Conflict { offset, len, at } => {
+            diags.push(
+                Kind::TcpOverlapConflict,
+                Some(info.index),
+                Some(at.frame),
+                format!(
+                    "a retransmission from {} differs from the first copy within the {len} bytes at stream offset {offset}; the first copy was kept",
+                    info.source(dir)
+                ),
+            );
+            return;
+        }
+        _ => {}
     }
     *followed = handler.delivery(state, info, dir, delivery, diags);
 }
