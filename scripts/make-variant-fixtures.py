@@ -402,8 +402,11 @@ class Recorder:
     def tcpdump(cls, path: Path, iface: str, *extra: str, port: int = PORT) -> "Recorder":
         tool = shutil.which("tcpdump") or sys.exit("tcpdump not found (apt-get install -y tcpdump)")
         # as make-loopback-fixtures.py: -Z root to write anywhere, --immediate-mode so that
-        # nothing is left in the kernel's ring when SIGINT comes
-        argv = [tool, "-i", iface, "-U", "--immediate-mode", "-n", "-Z", "root", *extra,
+        # nothing is left in the kernel's ring when SIGINT comes. -B: in immediate mode libpcap
+        # uses a TPACKET_V2 ring of snaplen-sized slots, only 8 of them in the default 2 MiB,
+        # and on `any` each loopback packet takes two (the outgoing copy is dropped in user
+        # space): the handshake and first exchange overflowed it.
+        argv = [tool, "-i", iface, "-U", "--immediate-mode", "-B", "65536", "-n", "-Z", "root", *extra,
                 "-w", str(path), f"tcp port {port}"]
         shown = ["tcpdump", "-i", iface, *extra, "-w", path.name, f"'tcp port {port}'"]
         return cls(path, argv, " ".join(shown))
@@ -656,9 +659,8 @@ INSIDE_BEFORE = 4  # chunks sent before the capture starts
 
 
 def lax_plausible_header(buf: bytes, i: int) -> bool:
-    """A very lax "could a Kafka request or response start here" (to keep the Produce filler
-    free of look-alikes): size 4..16 MiB, and either a request key 0..99 with version 0..30
-    or anything as a response."""
+    """A very lax "could a Kafka request start here" (to keep the Produce filler free of
+    look-alikes): size 4..16 MiB, API key 0..99, version 0..30."""
     size, key, ver = struct.unpack(">ihh", buf[i:i + 8])
     return 4 <= size <= 1 << 24 and (0 <= key < 100 and 0 <= ver <= 30)
 
@@ -718,3 +720,1034 @@ def refs_from_clean_capture(recs: list[Rec]) -> list[RefConn]:
     eth = pcap_bytes([to_ethernet(r) for r in recs], 1, nano=True)
     return [RefConn(c["client"], c["server"], bytes(c["data"][c["client"]]), bytes(c["data"][c["server"]]))
             for c in lf.tcp_streams(lf.pcap_records(eth))]
+
+
+# ---------------------------------------------------------------------------
+# ground truth: which of the sent bytes a capture holds, and what that leaves
+
+
+@dataclass(eq=False)
+class Msg:
+    """A Kafka frame as sent: `off` is the offset of its size prefix in the sender's stream."""
+    conn: int
+    is_req: bool
+    off: int
+    body: bytes
+    api: int | None
+    corr: int
+    peer: "Msg | None" = None
+
+    @property
+    def size(self) -> int:
+        return 4 + len(self.body)
+
+    @property
+    def end(self) -> int:
+        return self.off + self.size
+
+    @property
+    def head(self) -> int:
+        """Bytes a reader needs to classify the frame: size, key, version, correlation id
+        (requests) or size and correlation id (responses)."""
+        return min(self.size, 12 if self.is_req else 8)
+
+    def api_name(self) -> str:
+        return lf.API_NAMES.get(self.api, f"Unknown({self.api})")
+
+
+def split_frames(stream: bytes) -> list[tuple[int, bytes]]:
+    out, off = [], 0
+    for body in lf.kafka_frames(stream):
+        out.append((off, body))
+        off += 4 + len(body)
+    assert off == len(stream), "a sent stream is not a whole number of Kafka frames"
+    return out
+
+
+def stream_messages(ref: RefConn, ci: int) -> tuple[list[Msg], list[Msg]]:
+    reqs = []
+    for off, body in split_frames(ref.c2s):
+        key, _, corr = struct.unpack(">hhi", body[:8])
+        reqs.append(Msg(ci, True, off, body, key, corr))
+    resps = []
+    for off, body in split_frames(ref.s2c):
+        (corr,) = struct.unpack(">i", body[:4])
+        m = Msg(ci, False, off, body, None, corr)
+        req = next((r for r in reqs if r.corr == corr and r.peer is None), None)
+        if req:
+            m.peer, req.peer, m.api = req, m, req.api
+        resps.append(m)
+    return reqs, resps
+
+
+def decode_apid(req: bytes, resp: bytes | None, client: str, server: str) -> dict:
+    """One exchange in the truth format (the decoding of make-loopback-fixtures.py's
+    decode_capture, for one request body and its response body)."""
+    key, ver, corr, clen = struct.unpack(">hhih", req[:10])
+    assert key == 67
+    off, client_id = 10, None
+    if clen >= 0:
+        client_id = req[off:off + clen].decode()
+        off += clen
+    htags, off = lf.read_tags(req, off)
+    broker_id, epoch = struct.unpack(">iq", req[off:off + 12])
+    btags, end = lf.read_tags(req, off + 12)
+    assert end == len(req), "trailing bytes in a request"
+    response = None
+    if resp is not None:
+        rhtags, o = lf.read_tags(resp, 4)
+        thr, err, start, ln = struct.unpack(">ihqi", resp[o:o + 18])
+        rbtags, end = lf.read_tags(resp, o + 18)
+        assert end == len(resp), "trailing bytes in a response"
+        response = {"header_tagged_fields": lf.tags_json(rhtags), "throttle_time_ms": thr, "error_code": err,
+                    "producer_id_start": start, "producer_id_len": ln, "tagged_fields": lf.tags_json(rbtags)}
+    return {"client": client, "server": server, "correlation_id": corr,
+            "request": {"api_version": ver, "client_id": client_id, "header_tagged_fields": lf.tags_json(htags),
+                        "broker_id": broker_id, "broker_epoch": epoch, "tagged_fields": lf.tags_json(btags)},
+            "response": response}
+
+
+class Cover:
+    """Which bytes of one sent stream a capture holds: `first[i]` is the frame that first
+    carried byte i (0: never), `seen[i]` the value it carried there."""
+
+    def __init__(self, n: int):
+        self.first = [0] * n
+        self.seen = bytearray(n)
+        self._pre: list[int] | None = None
+
+    def done(self) -> None:
+        pre = [0]
+        for f in self.first:
+            pre.append(pre[-1] + (f > 0))
+        self._pre = pre
+
+    def count(self, a: int, b: int) -> int:
+        a, b = max(a, 0), min(b, len(self.first))
+        return self._pre[b] - self._pre[a] if b > a else 0
+
+    def all(self, a: int, b: int) -> bool:
+        return self.count(a, b) == b - a
+
+    def first_missing(self, a: int, b: int) -> int | None:
+        return next((i for i in range(a, b) if not self.first[i]), None)
+
+    def next_present(self, p: int) -> int:
+        while p < len(self.first) and not self.first[p]:
+            p += 1
+        return p
+
+    def holes(self, a: int, b: int) -> list[tuple[int, int]]:
+        out, i = [], a
+        while i < b:
+            if i < len(self.first) and self.first[i]:
+                i += 1
+                continue
+            j = i
+            while j < b and (j >= len(self.first) or not self.first[j]):
+                j += 1
+            out.append((i, j))
+            i = j
+        return out
+
+
+def signed32(v: int) -> int:
+    v %= WRAP
+    return v - WRAP if v >= WRAP // 2 else v
+
+
+def _direction(segs: list[Tcp], stream: bytes, msgs: list[Msg], ci: int, side: str,
+               counted: set[int], details: list[dict]) -> tuple[Cover, int]:
+    """Coverage of one direction's sent stream by the captured segments; adds the
+    diagnostics it implies to `details` and the frames a reader can count to `counted`.
+    Returns the coverage and the offset where the capture's view of the stream starts."""
+    cov = Cover(len(stream))
+    syn = next((s for s in segs if s.syn), None)
+    base = None
+    if syn:
+        base = syn.seq + 1
+    else:  # no handshake: place the first segment whose bytes occur once in the stream
+        for s in segs:
+            if len(s.payload) >= 16 and stream.count(s.payload) == 1:
+                base = s.seq - stream.index(s.payload)
+                break
+    fin_end = None
+    for s in segs:
+        if base is None:
+            break
+        off = signed32(s.seq - base)
+        if s.fin:
+            fin_end = max(fin_end or 0, off + s.wire_len)
+        if not s.payload:
+            continue
+        assert 0 <= off and off + len(s.payload) <= len(stream), f"segment outside the stream ({s.frame})"
+        differ = 0
+        for k, byte in enumerate(s.payload):
+            pos = off + k
+            if cov.first[pos]:
+                differ += cov.seen[pos] != byte
+            else:
+                assert byte == stream[pos], f"frame {s.frame}: byte {pos} is not what was sent"
+                cov.first[pos], cov.seen[pos] = s.frame, byte
+        if differ:
+            details.append({"kind": "tcp_overlap_conflict", "connection": ci, "direction": side,
+                            "frame": s.frame, "offset": off, "bytes_differing": differ})
+    cov.done()
+    present = [i for i, f in enumerate(cov.first) if f]
+    if not present and fin_end is None:
+        return cov, len(stream)
+    start = 0 if syn else (present[0] if present else fin_end)
+    end = max(fin_end or 0, (present[-1] + 1) if present else 0)  # what a reader knows was sent
+    for a, b in cov.holes(start, end):
+        details.append({"kind": "tcp_gap", "connection": ci, "direction": side, "offset": a, "bytes": b - a,
+                        "next_frame": cov.first[b] if b < len(stream) else None})
+    # Framing, as a reader that keeps AllocateProducerIds frames (a gap in one loses the
+    # framing) and steps over the others by their length (a gap wholly inside one costs
+    # nothing); after a loss it scans for the next frame whose header is present.
+    lost, resume = all(m.off != start for m in msgs) and start < len(stream), start
+    for m in msgs:
+        if m.off < start:
+            continue
+        if lost:
+            if m.off < resume or not cov.all(m.off, m.off + m.head):
+                continue
+            details.append({"kind": "kafka_resync", "connection": ci, "direction": side,
+                            "frame": cov.first[m.off], "offset": m.off, "bytes_skipped": cov.count(resume, m.off),
+                            "resumed_at": {"api": m.api_name() if m.api is not None else None,
+                                           "correlation_id": m.corr}})
+            lost = False
+        if cov.all(m.off, m.end):
+            counted.add(id(m))
+            continue
+        whole = m.api == 67 and (m.is_req or id(m.peer) in counted)
+        holes = cov.holes(m.off, m.end)
+        absorbed = (not whole and m.end <= end and cov.all(m.off, m.off + m.head)
+                    and all(b < m.end or m.end == len(stream) or cov.first[m.end] for _, b in holes))
+        if absorbed:
+            counted.add(id(m))
+            continue
+        lost = True
+        resume = cov.next_present(cov.first_missing(m.off, m.end))
+    return cov, start
+
+
+def analyse(recs: list[Rec], refs: list[RefConn]) -> dict:
+    """Truth for a capture (`recs`, frames numbered from 1 on) of connections sent as `refs`."""
+    conns: dict[frozenset, dict] = {}
+    order: list[dict] = []
+    truncated = []
+    for i, r in enumerate(recs):
+        t = parse_tcp(r, i + 1)
+        if t is None:
+            continue
+        if len(r.data) < r.orig_len:
+            truncated.append({"kind": "packet_truncated", "frame": t.frame, "captured": len(r.data),
+                              "on_wire": r.orig_len})
+        key = frozenset((t.src, t.dst))
+        c = conns.get(key)
+        if c is None:
+            ref_i = next(j for j, ref in enumerate(refs) if {ref.client, ref.server} == key)
+            c = {"index": len(order), "ref": ref_i, "first": t, "segs": {True: [], False: []}}
+            conns[key] = c
+            order.append(c)
+        c["segs"][t.src == refs[c["ref"]].client].append(t)
+
+    details = list(truncated)
+    exchanges, frames, partial = [], [], []
+    counts: dict[str, dict] = {}
+    unmatched = 0
+    for c in order:
+        ref = refs[c["ref"]]
+        ci = c["index"]
+        reqs, resps = stream_messages(ref, ci)
+        if not c["first"].syn:
+            details.append({"kind": "midstream_start", "connection": ci, "frame": c["first"].frame})
+        counted: set[int] = set()
+        state = {}
+        for is_c2s, stream, msgs in ((True, ref.c2s, reqs), (False, ref.s2c, resps)):
+            state[is_c2s] = _direction(c["segs"][is_c2s], stream, msgs, ci, "client" if is_c2s else "server",
+                                       counted, details)
+        (ccov, cstart), (scov, sstart) = state[True], state[False]
+        for m in reqs + resps:
+            cov, start = (ccov, cstart) if m.is_req else (scov, sstart)
+            if (not cov.all(m.off, m.end)) and (id(m) in counted or m.end > start):
+                partial.append({"connection": ci, "direction": "client" if m.is_req else "server",
+                                "kind": "request" if m.is_req else "response",
+                                "api": m.api_name() if m.api is not None else None, "correlation_id": m.corr,
+                                "size": m.size, "bytes_present": cov.count(m.off, m.end),
+                                "header_present": cov.all(m.off, m.off + m.head),
+                                "counted": id(m) in counted})
+        for m in reqs:
+            if id(m) not in counted:
+                continue
+            ent = counts.setdefault(m.api_name(), {"api_key": m.api, "requests": 0, "responses": 0})
+            ent["requests"] += 1
+            resp = m.peer if m.peer is not None and id(m.peer) in counted else None
+            if resp is not None:
+                ent["responses"] += 1
+            if m.api != 67:
+                continue
+            resp_whole = resp is not None and scov.all(resp.off, resp.end)
+            exchanges.append(decode_apid(m.body, resp.body if resp_whole else None, ref.client, ref.server))
+            frames.append({"connection": ci, "correlation_id": m.corr,
+                           "request_first_frame": ccov.first[m.off], "request_frame": max(ccov.first[m.off:m.end]),
+                           "response_first_frame": scov.first[resp.off] if resp_whole else None,
+                           "response_frame": max(scov.first[resp.off:resp.end]) if resp_whole else None})
+        unmatched += sum(1 for m in resps if id(m) in counted and (m.peer is None or id(m.peer) not in counted))
+
+    def sort_key(d):
+        return (d.get("connection", -1), d.get("frame") or d.get("next_frame") or 0)
+
+    details.sort(key=sort_key)
+    return {
+        "exchanges": exchanges,
+        "exchange_frames": frames,
+        "other_api_frames": {k: counts[k] for k in sorted(counts)},
+        "unmatched_responses": unmatched,
+        "connections": len(order),
+        "partial_frames": partial,
+        "expected_diagnostics": sorted({d["kind"] for d in details}),
+        "diagnostic_details": details,
+    }
+
+
+# ---------------------------------------------------------------------------
+# an independent reader: reassembles and frames a capture without knowing what was sent,
+# to check the truth worked out above
+
+
+KNOWN_KEYS = set(lf.API_NAMES)
+
+
+class _Stream:
+    def __init__(self):
+        self.base: int | None = None
+        self.data, self.have = bytearray(), bytearray()
+        self.fin: int | None = None
+        self.conflict = False
+        self.first_data_frame: int | None = None
+
+    def put(self, off: int, payload: bytes) -> None:
+        if off < 0:
+            payload, off = payload[-off:], 0
+        need = off + len(payload)
+        if need > len(self.data):
+            self.data += bytes(need - len(self.data))
+            self.have += bytes(need - len(self.have))
+        for k, b in enumerate(payload):
+            if self.have[off + k]:
+                self.conflict |= self.data[off + k] != b
+            else:
+                self.data[off + k], self.have[off + k] = b, 1
+
+
+def _frames(st: _Stream, is_req: bool, keep_whole, scan_ok) -> tuple[list[dict], int]:
+    """Frames of one direction ({"off", "complete", "body"}; only the head of the body for
+    frames stepped over across a gap) and how many times framing was found again."""
+    data, have, n = st.data, st.have, len(st.data)
+    pre = [0]
+    for h in have:
+        pre.append(pre[-1] + h)
+
+    def allp(a: int, b: int) -> bool:
+        return b <= n and pre[b] - pre[a] == b - a
+
+    def plausible(p: int, scanning: bool) -> bool:
+        if not allp(p, p + (14 if is_req else 8)):
+            return False
+        size = struct.unpack(">i", data[p:p + 4])[0]
+        if is_req:
+            key, ver, _, clen = struct.unpack(">hhih", data[p + 4:p + 14])
+            if not (10 <= size <= 1 << 24 and key in KNOWN_KEYS and 0 <= ver <= 20 and -1 <= clen <= size - 10):
+                return False
+        elif not 4 <= size <= 1 << 24:
+            return False
+        if scanning:
+            if not scan_ok(data, p):
+                return False
+            if keep_whole(data, p):
+                return allp(p, p + 4 + size)
+        return True
+
+    out, resyncs, p, lost = [], 0, 0, False
+    while p < n:
+        if lost:
+            q = next((q for q in range(p, n) if plausible(q, True)), None)
+            if q is None:
+                break
+            resyncs, p, lost = resyncs + 1, q, False
+        if not plausible(p, False):
+            lost, p = True, p + 1
+            continue
+        size = struct.unpack(">i", data[p:p + 4])[0]
+        end = p + 4 + size
+        if allp(p, end):
+            out.append({"off": p, "complete": True, "body": bytes(data[p + 4:end])})
+            p = end
+            continue
+        if end > n and st.fin is None:
+            break  # unfinished when the capture ends
+        known = max(n, st.fin or 0)  # a FIN tells how far the stream went
+        if not keep_whole(data, p) and end <= known and (
+                end == known or (end < n and have[end]) or (end - 1 < n and have[end - 1])):
+            # a frame we step over by its length: the gaps end inside it and cost nothing
+            out.append({"off": p, "complete": False, "body": bytes(data[p + 4:p + 12])})
+            p = end
+            continue
+        lost = True
+        miss = next(i for i in range(p, min(end, n)) if not have[i])
+        p = next((i for i in range(miss, n) if have[i]), n)
+    return out, resyncs
+
+
+def independent_decode(recs: list[Rec]) -> dict:
+    conns: dict[frozenset, dict] = {}
+    order: list[dict] = []
+    kinds = set()
+    for i, r in enumerate(recs):
+        t = parse_tcp(r, i + 1)
+        if t is None:
+            continue
+        if len(r.data) < r.orig_len:
+            kinds.add("packet_truncated")
+        key = frozenset((t.src, t.dst))
+        c = conns.get(key)
+        if c is not None and t.syn and not t.flags & 0x10 and c["isn"].get(t.src, t.seq) != t.seq:
+            c = None  # a new SYN: a new connection on the same ports
+        if c is None:
+            c = {"index": len(order), "dirs": {}, "isn": {}, "client": None}
+            conns[key] = c
+            order.append(c)
+            if not t.syn:
+                kinds.add("midstream_start")
+        if t.syn:
+            c["isn"].setdefault(t.src, t.seq)
+            c["client"] = c["client"] or (t.src if not t.flags & 0x10 else t.dst)
+        st = c["dirs"].setdefault(t.src, _Stream())
+        if st.base is None and (t.syn or t.payload):
+            st.base = t.seq + 1 if t.syn else t.seq
+        if st.base is None:
+            continue
+        off = signed32(t.seq - st.base)
+        if t.fin:
+            st.fin = max(st.fin or 0, off + t.wire_len)
+        if t.payload:
+            st.put(off, t.payload)
+
+    exchanges, counts, unmatched = [], {}, 0
+    for c in order:
+        ends = list(c["dirs"])
+        if c["client"] is None:  # no handshake: the side whose bytes frame as requests
+            scores = {e: len(_frames(c["dirs"][e], True, lambda d, p: False, lambda d, p: True)[0]) for e in ends}
+            c["client"] = max(ends, key=lambda e: scores[e])
+        cst, sst = c["dirs"].get(c["client"], _Stream()), next(
+            (c["dirs"][e] for e in ends if e != c["client"]), _Stream())
+        server = next(iter(set(next(k for k, v in conns.items() if v is c)) - {c["client"]}))
+        for st in (cst, sst):
+            end = max(st.fin or 0, len(st.data))
+            if any(not h for h in st.have) or end > len(st.data):
+                kinds.add("tcp_gap")
+            if st.conflict:
+                kinds.add("tcp_overlap_conflict")
+
+        def req_apid(d, p):
+            try:
+                body = bytes(d[p + 4:p + 4 + struct.unpack(">i", d[p:p + 4])[0]])
+                return struct.unpack(">h", d[p + 4:p + 6])[0] != 67 or bool(decode_apid(body, None, "", ""))
+            except Exception:
+                return False
+
+        reqs, rs = _frames(cst, True, lambda d, p: struct.unpack(">h", d[p + 4:p + 6])[0] == 67, req_apid)
+        by_corr = {}
+        for q in reqs:
+            key, _, corr = struct.unpack(">hhi", q["body"][:8])
+            q["key"], q["corr"] = key, corr
+            by_corr.setdefault(corr, q)
+        apid_corrs = {q["corr"] for q in reqs if q["key"] == 67}
+
+        def resp_ok(d, p):
+            corr = struct.unpack(">i", d[p + 4:p + 8])[0]
+            if corr not in by_corr:
+                return False
+            if corr in apid_corrs:
+                try:
+                    size = struct.unpack(">i", d[p:p + 4])[0]
+                    decode_apid(by_corr[corr]["body"], bytes(d[p + 4:p + 4 + size]), "", "")
+                except Exception:
+                    return False
+            return True
+
+        resps, rs2 = _frames(sst, False, lambda d, p: struct.unpack(">i", d[p + 4:p + 8])[0] in apid_corrs, resp_ok)
+        if rs or rs2:
+            kinds.add("kafka_resync")
+        resp_by_corr = {}
+        for r in resps:
+            corr = struct.unpack(">i", r["body"][:4])[0]
+            if corr in by_corr and corr not in resp_by_corr:
+                resp_by_corr[corr] = r
+            else:
+                unmatched += 1
+        for q in reqs:
+            name = lf.API_NAMES.get(q["key"], f"Unknown({q['key']})")
+            ent = counts.setdefault(name, {"api_key": q["key"], "requests": 0, "responses": 0})
+            ent["requests"] += 1
+            r = resp_by_corr.get(q["corr"])
+            ent["responses"] += r is not None
+            if q["key"] == 67:
+                resp = r["body"] if r is not None and r["complete"] else None
+                exchanges.append(decode_apid(q["body"], resp, c["client"], server))
+    return {"exchanges": exchanges, "other_api_frames": {k: counts[k] for k in sorted(counts)},
+            "unmatched_responses": unmatched, "connections": len(order), "kinds": sorted(kinds)}
+
+
+# ---------------------------------------------------------------------------
+# Wireshark's view
+
+TSHARK_FIELDS = ["frame.number", "tcp.stream", "kafka.request_key", "kafka.correlation_id", "kafka.request_frame"]
+TOLERATED = ("Unknown 67 API key", "Unsupported Produce version")  # see make-loopback-fixtures.py
+
+
+def tshark_args(port: int) -> list[str]:
+    return ["-n", "-d", f"tcp.port=={port},kafka", "-o", "tcp.reassemble_out_of_order:TRUE"]
+
+
+def tshark_view(path: Path, port: int, shown: str) -> dict:
+    cmd = (["tshark", "-r", str(path), *tshark_args(port), "-Y", "kafka", "-T", "fields",
+            "-E", "separator=/t", "-E", "aggregator=;"] + [x for f in TSHARK_FIELDS for x in ("-e", f)])
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    stderr = [l for l in res.stderr.splitlines() if "Running as user" not in l and l.strip()]
+    if res.returncode not in (0, 2) or res.returncode == 2 and not any("cut short" in l for l in stderr):
+        sys.exit(f"tshark failed on {path}: {stderr}")
+    view = {"command": " ".join(["tshark", "-r", shown] + cmd[3:]),
+            "fields": TSHARK_FIELDS,
+            "rows": [line.split("\t") for line in res.stdout.splitlines()]}
+    if stderr:
+        view["stderr"] = stderr
+    return view
+
+
+def tshark_problems(path: Path, port: int) -> tuple[list[str], int]:
+    """Frames Wireshark flags as malformed or with expert errors, minus its known Kafka gaps."""
+    res = subprocess.run(["tshark", "-r", str(path), *tshark_args(port), "-Y",
+                          "_ws.malformed or _ws.expert.severity >= error", "-T", "fields", "-e", "frame.number",
+                          "-e", "_ws.expert.message", "-E", "occurrence=a", "-E", "aggregator=|"],
+                         capture_output=True, text=True)
+    bad, tolerated = [], 0
+    for line in res.stdout.splitlines():
+        num, _, msgs = line.partition("\t")
+        if any(m in msgs for m in TOLERATED):
+            tolerated += 1
+        else:
+            bad.append(f"frame {num}: {msgs}")
+    return bad, tolerated
+
+
+def wireshark_differences(view: dict, truth: dict) -> dict:
+    """AllocateProducerIds requests and their responses, as (frame, tcp.stream, correlation
+    id), that only one of Wireshark and the truth has."""
+    reqs, resps = set(), []
+    for row in view["rows"]:
+        frame, stream, keys, corrs, req_frames = (row + [""] * 5)[:5]
+        corr_l = [int(c) for c in corrs.split(";") if c]
+        if keys:
+            reqs |= {(int(frame), int(stream), c) for k, c in zip(keys.split(";"), corr_l) if k == "67"}
+        else:
+            resps += [(int(frame), int(stream), c, int(r)) for r, c in zip(req_frames.split(";"), corr_l) if r]
+    ws_resps = {(f, s, c) for f, s, c, r in resps if (r, s, c) in reqs}
+    t_reqs = {(e["request_frame"], e["connection"], e["correlation_id"]) for e in truth["exchange_frames"]}
+    t_resps = {(e["response_frame"], e["connection"], e["correlation_id"]) for e in truth["exchange_frames"]
+               if e["response_frame"] is not None}
+    as_list = lambda s: [list(x) for x in sorted(s)]  # noqa: E731
+    return {"requests_only_in_truth": as_list(t_reqs - reqs), "requests_only_in_wireshark": as_list(reqs - t_reqs),
+            "responses_only_in_truth": as_list(t_resps - ws_resps),
+            "responses_only_in_wireshark": as_list(ws_resps - t_resps)}
+
+
+# ---------------------------------------------------------------------------
+# the fixtures
+
+
+EXPECTED = {  # contract diagnostic kinds each fixture must give, checked against the analysis
+    "base": [], "nano": [], "any-sll2": [], "any-sll": [], "dumpcap": [], "dumpcap-lo-any": [], "multi-if": [],
+    "snaplen": ["kafka_resync", "packet_truncated", "tcp_gap"],
+    "midstream": ["midstream_start"], "midstream-inside-request": ["kafka_resync", "midstream_start"],
+    "dropped": ["kafka_resync", "tcp_gap"], "swapped": [], "duplicated": [],
+    "conflict": ["tcp_overlap_conflict"], "vlan": [], "qinq": [], "bigendian": [], "bigendian-nano": [],
+    "capture": [], "rotated": [], "rotated-1": [], "rotated-2": ["kafka_resync", "midstream_start"],
+    "one-sided": [], "one-sided-responses": [], "seqwrap": [],
+    "raw": [], "null": [], "loop": [], "ipv4-ipv6": [],
+}
+# in-order, lossless captures that make-loopback-fixtures.py's decoder can read (after the
+# link layer is turned into Ethernet)
+LF_DECODES = {"base", "nano", "any-sll2", "any-sll", "dumpcap", "multi-if", "duplicated", "conflict", "vlan",
+              "qinq", "bigendian", "bigendian-nano", "capture", "rotated", "one-sided", "seqwrap", "raw", "null",
+              "loop", "ipv4-ipv6"}
+
+
+def capture_info(name: str, raw: bytes) -> dict:
+    cap = read_capture(raw)
+    seen = []
+    for r in cap.recs:
+        lt = LINKTYPES.get(r.linktype, str(r.linktype))
+        if lt not in seen:
+            seen.append(lt)
+    info = {"file": name, "format": cap.format, "gzip": cap.gzip, "byte_order": cap.byte_order,
+            "link_types": seen, "timestamp_digits": sorted({r.tsres for r in cap.recs}),
+            "packets": len(cap.recs), "bytes": sum(len(r.data) for r in cap.recs)}
+    if cap.format == "pcapng":
+        info["interfaces"] = [{"link_type": LINKTYPES.get(i["linktype"], str(i["linktype"])),
+                               "tsresol": i["tsresol"], "name": i["name"]} for i in cap.ifaces]
+    return info
+
+
+class Maker:
+    def __init__(self, out: Path, tmp: Path):
+        self.out, self.tmp = out, tmp
+        self.made: list[tuple[str, dict]] = []
+        self.lf_skipped: dict[str, str] = {}
+
+    def emit(self, name: str, files: list[tuple[str, bytes]], refs: list[RefConn], port: int, how: dict,
+             note: str, check=None) -> dict:
+        """Write the capture file(s) and `<name>.truth.json`; check them."""
+        for fname, raw in files:
+            (self.out / fname).write_bytes(raw)
+            assert len(raw) < 300_000, f"{fname} is {len(raw)} bytes"
+        recs = [r for fname, _ in files for r in read_capture((self.out / fname).read_bytes()).recs]
+        truth = {"fixture": files[0][0] if len(files) == 1 else name, "files": [f for f, _ in files],
+                 "made_by": MADE_BY, "kafka_port": port, **how,
+                 "capture": [capture_info(f, raw) for f, raw in files]}
+        truth.update(analyse(recs, refs))
+        truth["note"] = note
+        if truth["expected_diagnostics"] != EXPECTED[name]:
+            sys.exit(f"{name}: diagnostics {truth['expected_diagnostics']}, expected {EXPECTED[name]}: "
+                     f"{truth['diagnostic_details']}")
+        if check:
+            check(truth)
+        # an independent reassembly of the file must find the same
+        ind = independent_decode(recs)
+        for k in ("exchanges", "other_api_frames", "unmatched_responses", "connections"):
+            if ind[k] != truth[k]:
+                sys.exit(f"{name}: independent decoder differs on {k}:\n{ind[k]}\n{truth[k]}")
+        if ind["kinds"] != truth["expected_diagnostics"]:
+            sys.exit(f"{name}: independent decoder sees {ind['kinds']}")
+        # make-loopback-fixtures.py's decoder, where it applies
+        if name in LF_DECODES:
+            eth = pcap_bytes([to_ethernet(r) for r in recs], 1, nano=True)
+            ex, counts, nconns = lf.decode_capture(eth)
+            want = {k: v for k, v in truth["other_api_frames"].items() if v["requests"] or v["responses"]}
+            assert (ex, counts, nconns) == (truth["exchanges"], want, truth["connections"]), f"{name}: lf decoder"
+        else:
+            self.lf_skipped[name] = "lossy, reordered, mid-stream or duplicated across interfaces"
+        # Wireshark
+        if len(files) == 1:
+            path, shown = self.out / files[0][0], files[0][0]
+        else:
+            path, shown = self.tmp / f"{name}.pcap", f"<mergecap -a -w - {' '.join(f for f, _ in files)}>"
+            subprocess.run(["mergecap", "-a", "-w", str(path)] + [str(self.out / f) for f, _ in files], check=True)
+        truth["wireshark"] = tshark_view(path, port, shown)
+        truth["wireshark"]["differences"] = wireshark_differences(truth["wireshark"], truth)
+        bad, tolerated = tshark_problems(path, port)
+        lossless = not truth["expected_diagnostics"]
+        if bad and lossless:
+            sys.exit(f"{name}: tshark finds malformed packets: {bad}")
+        truth["wireshark"]["flagged_frames"] = {"unsupported_kafka": tolerated, "other": len(bad)}
+        streams = {row[1] for row in truth["wireshark"]["rows"]}
+        diffs = truth["wireshark"]["differences"]
+        if lossless and any(diffs.values()):
+            sys.exit(f"{name}: Wireshark disagrees on a lossless capture: {diffs}")
+        lf.write_json(self.out / f"{name}.truth.json", truth)
+        self.made.append((name, truth))
+        print(f"  {name}: {', '.join(f for f, _ in files)}: {len(truth['exchanges'])} exchanges, "
+              f"{truth['connections']} connections, diagnostics {truth['expected_diagnostics']}, "
+              f"tshark kafka rows {len(truth['wireshark']['rows'])} in {len(streams)} streams"
+              + (f", wireshark differs: { {k: len(v) for k, v in diffs.items() if v} }" if any(diffs.values()) else ""))
+        return truth
+
+
+def locate(recs: list[Rec], refs: list[RefConn]) -> list[dict]:
+    """For each record: its connection (capture order), direction and stream offset (clean captures)."""
+    conns, out, bases = {}, [], {}
+    for i, r in enumerate(recs):
+        t = parse_tcp(r, i + 1)
+        key = frozenset((t.src, t.dst))
+        ci = conns.setdefault(key, len(conns))
+        ref_i = next(j for j, ref in enumerate(refs) if {ref.client, ref.server} == key)
+        if t.syn:
+            bases.setdefault((ci, t.src), t.seq + 1)
+        base = bases[(ci, t.src)]
+        out.append({"i": i, "t": t, "conn": ci, "ref": ref_i, "c2s": t.src == refs[ref_i].client,
+                    "off": signed32(t.seq - base), "base": base})
+    return out
+
+
+def seg_at(loc: list[dict], conn: int, c2s: bool, off: int) -> dict:
+    return next(p for p in loc if p["conn"] == conn and p["c2s"] == c2s and p["t"].payload and p["off"] == off)
+
+
+def msg(refs: list[RefConn], conn_ref: int, is_req: bool, corr: int) -> Msg:
+    reqs, resps = stream_messages(refs[conn_ref], conn_ref)
+    return next(m for m in (reqs if is_req else resps) if m.corr == corr)
+
+
+def record_main(out: Path, tmp: Path) -> tuple[list[RefConn], list, dict[str, Recorder]]:
+    """One run of the controller scenario, recorded by eight capture processes at once."""
+    recs = {
+        "base": Recorder.tcpdump(out / "base.pcap", "lo", "-s", "0"),
+        "nano": Recorder.tcpdump(out / "nano.pcap", "lo", "-s", "0", "--time-stamp-precision=nano"),
+        "snaplen": Recorder.tcpdump(out / "snaplen.pcap", "lo", "-s", str(SNAPLEN)),
+        "any-sll2": Recorder.tcpdump(out / "any-sll2.pcap", "any", "-s", "0"),
+        "any-sll": Recorder.tcpdump(out / "any-sll.pcap", "any", "-s", "0", "-y", "LINUX_SLL"),
+        "any-nano": Recorder.tcpdump(tmp / "any-nano.pcap", "any", "-s", "0", "--time-stamp-precision=nano"),
+        "dumpcap": Recorder.dumpcap(out / "dumpcap.pcapng", ["lo"]),
+        "dumpcap-lo-any": Recorder.dumpcap(out / "dumpcap-lo-any.pcapng", ["lo", "any"]),
+    }
+    started = []
+    try:
+        for r in recs.values():
+            started.append(r.start())
+        refs, apids = controller_scenario()
+    finally:
+        stop_all(started)
+    return refs, apids, recs
+
+
+SCENARIO = ("the controller scenario (README, Variants): connections A (IPv4, broker-1: ApiVersions, "
+            "APID 1, APID 2 written as 6 + 30 bytes, Heartbeat 3, APID 4), B (IPv4, null client id: "
+            "10 and 11 pipelined in one segment and answered 11+10 in one segment, then 12 -> "
+            "NOT_CONTROLLER), C (IPv4, broker-3: 20 with a 40-byte body tag, 21 with a 40-byte tag in "
+            "its response, 22 plain), D (IPv6, broker-4: 30 -> STALE_BROKER_EPOCH, 31 unanswered)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=HERE.parent / "fixtures" / "variants")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (tcpdump and dumpcap capture on lo and any)")
+    for tool in ("tcpdump", "dumpcap", "tshark", "mergecap", "capinfos"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} not found (apt-get install -y tcpdump tshark wireshark-common)")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="pidshark-variants-"))
+    mk = Maker(out, tmp)
+    read = lambda p: read_capture(p.read_bytes()).recs  # noqa: E731
+
+    # ---- A: real captures --------------------------------------------------------------
+    print("capturing the controller scenario (8 captures of one run):")
+    refs, apids, rec = record_main(out, tmp)
+    sent = [ex.truth() for ex in apids]
+    base = read(out / "base.pcap")
+    clean = refs_from_clean_capture(base)
+    assert [(r.client, r.server, r.c2s, r.s2c) for r in clean] == [(r.client, r.server, r.c2s, r.s2c) for r in refs], \
+        "base.pcap does not hold exactly what was sent"
+
+    def all_sent(t):
+        assert t["exchanges"] == sent, "not every exchange sent"
+
+    for name, fname, what in (
+            ("base", "base.pcap", "the reference of the rewritten copies: classic pcap, little-endian, "
+                                  "microseconds, ETHERNET (-i lo)"),
+            ("nano", "nano.pcap", "nanosecond pcap (magic a1b23c4d), ETHERNET"),
+            ("any-sll2", "any-sll2.pcap", "tcpdump -i any: LINUX_SLL2 (tcpdump 4.99's default for any)"),
+            ("any-sll", "any-sll.pcap", "tcpdump -i any -y LINUX_SLL: Linux cooked v1"),
+            ("dumpcap", "dumpcap.pcapng", "dumpcap's pcapng: SHB, one IDB (ETHERNET, if_tsresol 9), EPBs, ISB"),
+            ("dumpcap-lo-any", "dumpcap-lo-any.pcapng",
+             "dumpcap on lo and any at once: two IDBs (ETHERNET and LINUX_SLL, both nanoseconds) and every "
+             "packet twice, once per interface; dumpcap writes them in batches, so the any copies come in "
+             "runs after the lo ones (timestamps not in order), and Wireshark takes the second copies as "
+             "retransmissions of one connection")):
+        mk.emit(name, [(fname, (out / fname).read_bytes())], refs, PORT,
+                {"recorded_with": rec[name].what},
+                f"{what}. Same run as base.pcap: {SCENARIO}. Every exchange is complete except 31 "
+                f"(unanswered).", all_sent)
+
+    def snaplen_check(t):
+        corrs = [e["correlation_id"] for e in t["exchanges"]]
+        assert 20 not in corrs and 21 in corrs and 22 in corrs, corrs
+        assert next(e for e in t["exchanges"] if e["correlation_id"] == 21)["response"] is None
+        assert t["unmatched_responses"] == 1
+
+    mk.emit("snaplen", [("snaplen.pcap", (out / "snaplen.pcap").read_bytes())], refs, PORT,
+            {"recorded_with": rec["snaplen"].what},
+            f"Same run as base.pcap ({SCENARIO}), captured with a {SNAPLEN}-byte snaplen: Ethernet + IPv4 "
+            f"+ TCP with timestamps is 66 bytes, so at most 62 payload bytes of an IPv4 segment (42 over "
+            f"IPv6) are kept. Everything fits except request 20 (86 bytes: lost, its response is "
+            f"unmatched) and the response to 21 (70 bytes: 21 is unanswered here); 22 comes after both "
+            f"cuts and needs a resync on each side. The packets longer than {SNAPLEN} bytes are exactly "
+            f"those two (packet_truncated, see diagnostic_details).", snaplen_check)
+
+    # the hand-built two-interface pcapng: connections 0 and 2 from lo (ETHERNET, us), 1 and 3 from any
+    # (LINUX_SLL2, ns), merged by time
+    anyn = read(tmp / "any-nano.pcap")
+    lo_loc, any_loc = locate(base, refs), locate(anyn, refs)
+    multi = ([replace(base[p["i"]], iface=0) for p in lo_loc if p["conn"] % 2 == 0]
+             + [replace(anyn[p["i"]], iface=1) for p in any_loc if p["conn"] % 2 == 1])
+    multi.sort(key=lambda r: r.ts)
+    assert len(multi) == len(base)
+    mk.emit("multi-if", [("multi-if.pcapng", pcapng_bytes(
+        [{"linktype": 1, "tsresol": 6, "name": "lo"}, {"linktype": 276, "tsresol": 9, "name": "any"}], multi))],
+        refs, PORT, {"source": ["base.pcap", f"a simultaneous `{rec['any-nano'].what}` of the same run (not kept)"]},
+        f"Built by hand (dumpcap on two interfaces writes every packet twice, see dumpcap-lo-any): "
+        f"IDB 0 = ETHERNET, if_tsresol 6 (microseconds), IDB 1 = LINUX_SLL2, if_tsresol 9 "
+        f"(nanoseconds); connections 0 and 2 (A, C) come from the lo capture on interface 0, "
+        f"connections 1 and 3 (B, D) from the any capture on interface 1, merged by time. Same run "
+        f"as base.pcap: {SCENARIO}.", all_sent)
+
+    print("capturing mid-stream:")
+    mrec = Recorder.tcpdump(out / "midstream.pcap", "lo", "-s", "0")
+    try:
+        mrefs, mapids = midstream_scenario(mrec)
+    finally:
+        stop_all([mrec])
+
+    def mid_check(t):
+        assert t["exchanges"] == [e.truth() for e in mapids if e.corr != 40], "midstream"
+
+    mk.emit("midstream", [("midstream.pcap", (out / "midstream.pcap").read_bytes())], mrefs, PORT,
+            {"recorded_with": mrec.what + ", started by the client after the connection was up"},
+            "One connection (broker-5): handshake, ApiVersions (0) and APID 40 happen before tcpdump "
+            "starts (the client starts it between two exchanges, so the capture begins on a frame "
+            "boundary in both directions), then APID 41, 42, Heartbeat 43, APID 44. No SYN in the file: "
+            "the reader must take the side that sends request headers as the client. Exchange 40 and the "
+            "ApiVersions exchange are not in the capture at all.", mid_check)
+
+    irec = Recorder.tcpdump(out / "midstream-inside-request.pcap", "lo", "-s", "0")
+    try:
+        irefs, iapids = inside_request_scenario(irec)
+    finally:
+        stop_all([irec])
+
+    def inside_check(t):
+        assert t["exchanges"] == [e.truth() for e in iapids], "midstream-inside-request"
+        assert t["unmatched_responses"] == 1  # the Produce response
+
+    mk.emit("midstream-inside-request", [("midstream-inside-request.pcap",
+                                          (out / "midstream-inside-request.pcap").read_bytes())],
+            irefs, PORT, {"recorded_with": irec.what + ", started by the client in the middle of a request"},
+            f"One connection (broker-6): handshake, ApiVersions (0), then a Produce v9 request (1) of "
+            f"{msg(irefs, 0, True, 1).size} "
+            f"bytes (one record of 100,000 seeded random bytes, chosen so that no offset in it looks "
+            f"like a Kafka request header) written in {INSIDE_CHUNK}-byte chunks; tcpdump starts after "
+            f"{INSIDE_BEFORE} chunks, so the capture begins {INSIDE_BEFORE * INSIDE_CHUNK} bytes into "
+            f"the request. Then the Produce response (unmatched: its request header is not "
+            f"captured), APID 2, 3, Heartbeat 4, APID 5. The reader must scan the client's stream for "
+            f"the next plausible request header (kafka_resync, skipping the rest of the Produce "
+            f"request); the server's stream starts on a frame boundary.", inside_check)
+
+    # ---- B: rewritten copies -----------------------------------------------------------
+    print("rewriting:")
+    loc = locate(base, refs)
+    m2 = msg(refs, 0, True, 2)
+    p1, p2 = seg_at(loc, 0, True, m2.off), seg_at(loc, 0, True, m2.off + 6)
+    assert len(p1["t"].payload) == 6 and len(p2["t"].payload) == 30
+
+    # dropped: from ../controller-loopback.pcap (it has the Produce request)
+    cl_path = out.parent / "controller-loopback.pcap"
+    cl = read(cl_path)
+    cl_refs = refs_from_clean_capture(cl)
+    cl_truth = json.loads((out.parent / "controller-loopback.truth.json").read_text())
+    cl_an = analyse(cl, cl_refs)
+    assert cl_an["exchanges"] == cl_truth["exchanges"] and cl_an["other_api_frames"] == cl_truth["other_api_frames"]
+    cl_loc = locate(cl, cl_refs)
+    cm2 = msg(cl_refs, 0, True, 2)
+    drop1 = seg_at(cl_loc, 0, True, cm2.off)
+    assert len(drop1["t"].payload) == 6
+    prod = msg(cl_refs, 0, True, 5)
+    prod_segs = [p for p in cl_loc if p["conn"] == 0 and p["c2s"] and p["t"].payload
+                 and prod.off <= p["off"] < prod.end]
+    assert len(prod_segs) >= 3 and prod_segs[0]["off"] == prod.off
+    drop2 = prod_segs[len(prod_segs) // 2]
+    dropped = [r for i, r in enumerate(cl) if i not in (drop1["i"], drop2["i"])]
+    cl_port = lf.CONTROLLER_PORT
+
+    def dropped_check(t):
+        want = [e for e in cl_truth["exchanges"] if not (e["correlation_id"] == 2 and e["client"] == cl_refs[0].client)]
+        assert t["exchanges"] == want and t["unmatched_responses"] == 1
+        assert t["other_api_frames"]["Produce"] == {"api_key": 0, "requests": 1, "responses": 1}
+
+    mk.emit("dropped", [("dropped.pcap", pcap_bytes(dropped, 1))], cl_refs, cl_port,
+            {"source": "../controller-loopback.pcap",
+             "rewrite": f"records {drop1['i'] + 1} and {drop2['i'] + 1} of the source removed"},
+            f"controller-loopback.pcap (see ../README.md) with two client data packets removed: "
+            f"record {drop1['i'] + 1}, the first 6 bytes (size and API key) of AllocateProducerIds "
+            f"request 2 on connection 0 (it was written in two parts), so the stream continues with "
+            f"the other 30 bytes of that request: tcp_gap of 6 bytes, then kafka_resync skipping those "
+            f"30 bytes to request 3; exchange 2 is lost and its response is unmatched. And record "
+            f"{drop2['i'] + 1}, a {len(drop2['t'].payload)}-byte segment in the middle of the Produce "
+            f"request (correlation id 5): tcp_gap only, since the Produce frame's length is known and "
+            f"the hole lies inside it; the Produce request (its header is present) and its response "
+            f"are still counted. Source record numbers are 1-based; after the first removal the "
+            f"file's frame numbers shift by one.", dropped_check)
+
+    # swapped: the two parts of request 2 change places (the timestamps stay in file order)
+    swapped = list(base)
+    a, b = p1["i"], p2["i"]
+    swapped[a], swapped[b] = replace(base[b], ts=base[a].ts), replace(base[a], ts=base[b].ts)
+    mk.emit("swapped", [("swapped.pcap", pcap_bytes(swapped, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": f"records {a + 1} and {b + 1} exchanged (timestamps kept in place)"},
+            f"base.pcap with records {a + 1} and {b + 1} swapped: the last 30 bytes of APID request 2 "
+            f"(connection 0) arrive before its first 6 bytes. Timestamps stay in file order (the "
+            f"reordering happened before the capture point). Every exchange is complete.", all_sent)
+
+    # duplicated: exact copies, plus a retransmission straddling the two parts of request 2
+    av_seg = seg_at(loc, 0, True, 0)
+    b_pair = seg_at(loc, 1, True, 0)
+    b_resp = seg_at(loc, 1, False, 0)
+    overlap = rewrite_tcp(base[p2["i"]], seq=p1["t"].seq + 2, payload=refs[0].c2s[m2.off + 2:m2.off + 6 + 20])
+    inserts = {av_seg["i"]: [base[av_seg["i"]]],            # right after the original
+               p2["i"]: [overlap],                           # bytes 2..26 of request 2: 4 of part 1, 20 of part 2
+               b_resp["i"]: [base[b_resp["i"]], base[b_pair["i"]]]}  # response copy, then a late request copy
+    duplicated = []
+    for i, r in enumerate(base):
+        duplicated.append(r)
+        duplicated += [replace(x, ts=r.ts) for x in inserts.get(i, [])]
+    mk.emit("duplicated", [("duplicated.pcap", pcap_bytes(duplicated, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": "4 records inserted"},
+            f"base.pcap with four packets added: an exact copy of the ApiVersions request segment "
+            f"right after it (connection 0); a retransmission of bytes 2..25 of APID request 2 "
+            f"(24 bytes: the last 4 of its 6-byte first segment and the first 20 of its 30-byte second "
+            f"segment) right after the second segment; on connection 1, an exact copy of the segment "
+            f"holding responses 11+10 right after it, followed by a late exact copy of the segment "
+            f"holding requests 10+11. Copies carry the timestamp of the record they follow. Same "
+            f"bytes everywhere, so every exchange is complete and no diagnostic is due.", all_sent)
+
+    # conflict: request 4 retransmitted with one byte changed
+    m4 = msg(refs, 0, True, 4)
+    r4 = seg_at(loc, 0, True, m4.off)
+    bad = bytearray(r4["t"].payload)
+    epoch_last = 4 + 2 + 2 + 4 + 2 + len("broker-1") + 1 + 4 + 7
+    assert bad[epoch_last] == 42
+    bad[epoch_last] = 43
+    conflict = list(base)
+    conflict.insert(r4["i"] + 1, replace(rewrite_tcp(base[r4["i"]], payload=bytes(bad)), ts=base[r4["i"]].ts))
+    mk.emit("conflict", [("conflict.pcap", pcap_bytes(conflict, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": f"record {r4['i'] + 1} repeated with one byte changed"},
+            f"base.pcap with a retransmission of APID request 4 (connection 0, record {r4['i'] + 1}) "
+            f"inserted right after it, same sequence numbers and length but the last byte of "
+            f"BrokerEpoch changed from 42 to 43 (stream offset {m4.off + epoch_last}). First copy "
+            f"wins: request 4 has broker_epoch 42; tcp_overlap_conflict. TCP checksum redone in the "
+            f"loopback's convention (see README).", all_sent)
+
+    # VLAN and QinQ
+    vlan = [replace(r, data=r.data[:12] + vlan_tag(0x8100, 100) + r.data[12:], orig_len=r.orig_len + 4) for r in base]
+    mk.emit("vlan", [("vlan.pcap", pcap_bytes(vlan, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": "802.1Q tag (TPID 0x8100, VLAN 100) after the MAC addresses"},
+            f"base.pcap with every Ethernet frame tagged 802.1Q VLAN 100 (priority 0). {SCENARIO}.", all_sent)
+    qinq = [replace(r, data=r.data[:12] + vlan_tag(0x88A8, 200) + vlan_tag(0x8100, 100) + r.data[12:],
+                    orig_len=r.orig_len + 8) for r in base]
+    mk.emit("qinq", [("qinq.pcap", pcap_bytes(qinq, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": "802.1ad outer tag (0x88a8, VLAN 200), 802.1Q inner tag (0x8100, VLAN 100)"},
+            "base.pcap with every Ethernet frame double-tagged: outer 802.1ad S-tag (TPID 0x88a8, VLAN "
+            "200), inner 802.1Q C-tag (0x8100, VLAN 100).", all_sent)
+
+    # byte order
+    mk.emit("bigendian", [("bigendian.pcap", pcap_bytes(base, 1, ">"))], refs, PORT,
+            {"source": "base.pcap", "rewrite": "file and record headers written big-endian"},
+            "base.pcap written as a big-endian microsecond pcap (magic bytes a1 b2 c3 d4); packet bytes "
+            "unchanged.", all_sent)
+    nano = read(out / "nano.pcap")
+    mk.emit("bigendian-nano", [("bigendian-nano.pcap", pcap_bytes(nano, 1, ">", nano=True))], refs, PORT,
+            {"source": "nano.pcap", "rewrite": "file and record headers written big-endian"},
+            "nano.pcap written as a big-endian nanosecond pcap (magic bytes a1 b2 3c 4d).", all_sent)
+
+    # gzip and rotation
+    mk.emit("capture", [("capture.pcap.gz", gzip.compress((out / "base.pcap").read_bytes(), 9, mtime=0))],
+            refs, PORT, {"source": "base.pcap", "rewrite": "gzip -9 (no name, mtime 0)"},
+            "base.pcap, gzip-compressed byte for byte (read it by its magic 1f 8b, not by its name).", all_sent)
+    cut = p2["i"]
+    r1, r2 = base[:cut], base[cut:]
+    mk.emit("rotated", [("rotated-1.pcap", pcap_bytes(r1, 1)), ("rotated-2.pcap", pcap_bytes(r2, 1))],
+            refs, PORT, {"source": "base.pcap", "rewrite": f"records 1..{cut} and {cut + 1}..{len(base)}"},
+            f"base.pcap split into two files before record {cut + 1}, the second part of APID request 2 "
+            f"(connection 0): the file boundary falls inside a Kafka frame. Read together in this order "
+            f"(frames numbered on, as `mergecap -a`) they are one capture with one connection 0 and "
+            f"every exchange.", all_sent)
+    mk.emit("rotated-1", [("rotated-1.pcap", pcap_bytes(r1, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": f"records 1..{cut}"},
+            "rotated-1.pcap alone: connection 0 up to the first 6 bytes of APID request 2, which is "
+            "unfinished at the end of the file (not an exchange); exchange 1 complete.")
+    mk.emit("rotated-2", [("rotated-2.pcap", pcap_bytes(r2, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": f"records {cut + 1}..{len(base)}"},
+            "rotated-2.pcap alone: connection 0 picked up mid-stream, inside APID request 2 (its last "
+            "30 bytes come first): midstream_start, then kafka_resync skipping those 30 bytes; response "
+            "2 is unmatched; connections 1..3 are whole.")
+
+    # one-sided
+    mk.emit("one-sided", [("one-sided.pcap", pcap_bytes([base[p["i"]] for p in loc if p["c2s"]], 1))],
+            refs, PORT, {"source": "base.pcap", "rewrite": "only client-to-server packets kept"},
+            "base.pcap with only the client-to-server packets (SYN, requests, ACKs, FIN): every "
+            "request is there and no response, so every exchange is unanswered (response null).")
+    resp_only = [base[p["i"]] for p in loc if not p["c2s"]]
+    n_resp = sum(len(stream_messages(r, i)[1]) for i, r in enumerate(refs))
+    mk.emit("one-sided-responses", [("one-sided-responses.pcap", pcap_bytes(resp_only, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": "only server-to-client packets kept"},
+            f"base.pcap with only the server-to-client packets (SYN-ACK, responses, ACKs, FIN): "
+            f"{n_resp} Kafka responses ({n_resp - 1} AllocateProducerIds, ApiVersions, Heartbeat; "
+            f"two of them, 11+10, in one segment) and no request, so no exchange and no API can be "
+            f"told; unmatched_responses counts them. A reader that only recognises Kafka by its "
+            f"requests will see no Kafka at all here.")
+
+    # sequence numbers across 2^32 on connection 0, both directions
+    r2m = msg(refs, 0, False, 2)
+    cbase, sbase = p1["base"], seg_at(loc, 0, False, r2m.off)["base"]
+    kc = (WRAP - (m2.off + 6 + 10)) - cbase
+    ks = (WRAP - (r2m.off + 10)) - sbase
+    seqwrap = []
+    for p in loc:
+        r = base[p["i"]]
+        if p["conn"] != 0:
+            seqwrap.append(r)
+            continue
+        assert 5 not in tcp_option_kinds(r), "SACK blocks would need rewriting too"
+        t = p["t"]
+        acked = t.flags & 0x10
+        if p["c2s"]:
+            seqwrap.append(rewrite_tcp(r, seq=t.seq + kc, ack=t.ack + ks if acked else None))
+        else:
+            seqwrap.append(rewrite_tcp(r, seq=t.seq + ks, ack=t.ack + kc if acked else None))
+    mk.emit("seqwrap", [("seqwrap.pcap", pcap_bytes(seqwrap, 1))], refs, PORT,
+            {"source": "base.pcap", "rewrite": "connection 0's sequence and acknowledgement numbers shifted"},
+            f"base.pcap with connection 0's initial sequence numbers changed (a constant added modulo "
+            f"2^32 to each side's seq and to the other side's ack) so that the client's sequence "
+            f"numbers wrap from 2^32-1 to 0 at stream byte {m2.off + 16} (10 bytes into the second "
+            f"segment of APID request 2) and the server's at stream byte {r2m.off + 10} (10 bytes into "
+            f"response 2). Client ISN {(cbase + kc - 1) % WRAP}, server ISN {(sbase + ks - 1) % WRAP}. "
+            f"No SACK blocks to fix; TCP checksums unchanged (loopback partial checksums do not cover "
+            f"seq/ack).", all_sent)
+
+    # other link types of the report contract
+    for name, lt, hdr, endian, what in (
+            ("raw", 101, lambda v: b"", "<", "LINKTYPE_RAW (101): the IP packet, no link header"),
+            ("null", 0, lambda v: struct.pack("<I", 2 if v == 4 else 30), "<",
+             "LINKTYPE_NULL (0): a 4-byte address family in the capturing host's byte order, here "
+             "little-endian as on macOS: AF_INET 2, AF_INET6 30"),
+            ("loop", 108, lambda v: struct.pack(">I", 2 if v == 4 else 24), ">",
+             "LINKTYPE_LOOP (108, OpenBSD loopback): the address family in network byte order: "
+             "AF_INET 2, AF_INET6 24; the file itself is big-endian too")):
+        recs_lt = [relink(r, lt, hdr(ip_version(r))) for r in base]
+        mk.emit(name, [(f"{name}.pcap", pcap_bytes(recs_lt, lt, endian))], refs, PORT,
+                {"source": "base.pcap", "rewrite": f"Ethernet header replaced ({what.split(':')[0]})"},
+                f"base.pcap as {what}.", all_sent)
+    fam = [replace(relink(r, 228 if ip_version(r) == 4 else 229, b""), iface=0 if ip_version(r) == 4 else 1)
+           for r in base]
+    mk.emit("ipv4-ipv6", [("ipv4-ipv6.pcapng", pcapng_bytes(
+        [{"linktype": 228, "tsresol": 6, "name": "ipv4"}, {"linktype": 229, "tsresol": 6, "name": "ipv6"}], fam))],
+        refs, PORT, {"source": "base.pcap", "rewrite": "Ethernet header removed; IPv4 packets on IDB 0, IPv6 on IDB 1"},
+        "base.pcap as a pcapng with two interfaces: IDB 0 LINKTYPE_IPV4 (228) carries the IPv4 "
+        "connections 0..2, IDB 1 LINKTYPE_IPV6 (229) the IPv6 connection 3.", all_sent)
+
+    # ---- summary -----------------------------------------------------------------------
+    shutil.rmtree(tmp)
+    print("capinfos:")
+    for name, t in mk.made:
+        for f in t["files"]:
+            res = subprocess.run(["capinfos", "-t", "-E", "-c", "-M", str(out / f)], capture_output=True, text=True)
+            fields = dict(l.split(":", 1) for l in res.stdout.splitlines() if ":" in l)
+            print(f"  {f}: {fields.get('File type', '?').strip()}; {fields.get('File encapsulation', '?').strip()}; "
+                  f"{fields.get('Number of packets', '?').strip()} packets; {(out / f).stat().st_size} bytes")
+    print("make-loopback-fixtures.py's decoder agreed on:", ", ".join(n for n, _ in mk.made if n in LF_DECODES))
+
+
+if __name__ == "__main__":
+    main()

@@ -220,6 +220,18 @@ impl StreamHandler for Dissector {
         diags: &mut Diagnostics,
     ) -> bool {
         if conn.role == Role::Unknown {
+            if let (Delivery::Gap { .. }, Dir::FromInitiator, false) =
+                (&delivery, dir, info.midstream)
+            {
+                if self.forced_client(info).is_none() {
+                    // The client's first bytes are lost: look for its next request head.
+                    conn.role = Role::Probing {
+                        client: Some(Dir::FromInitiator),
+                    };
+                    conn.framers = Some(framers(Dir::FromInitiator, true));
+                    return true;
+                }
+            }
             match delivery {
                 // Nothing to go on yet; a connection counts as Kafka from its first byte.
                 Delivery::Gap { .. } | Delivery::Fin(_) | Delivery::Conflict { .. } => return true,

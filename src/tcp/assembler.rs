@@ -307,12 +307,21 @@ impl Assembler {
     /// The peer acknowledged everything before sequence number `ack`. A hole that lies
     /// before the end of a held segment the peer has acknowledged will never be filled:
     /// its bytes reached the peer but not the capture. It is declared lost now, so that
-    /// what follows is not held back while the other direction goes on.
-    pub fn acked(&mut self, ack: u32, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
+    /// what follows is not held back while the other direction goes on. When the
+    /// acknowledging segment `carries_data` (the peer answered), bytes acknowledged
+    /// beyond all we saw are declared lost as well: a peer does not answer data it has
+    /// not received, so they are not merely late in the capture.
+    pub fn acked(
+        &mut self,
+        ack: u32,
+        carries_data: bool,
+        at: PacketRef,
+        out: &mut impl FnMut(Delivery<'_>),
+    ) {
         let Some(space) = self.space else {
             return;
         };
-        let Some(acked_to) = space.offset(ack, self.next) else {
+        let Some(mut acked_to) = space.offset(ack, self.next) else {
             return;
         };
         while let Some((&first, held)) = self.held.iter().next() {
@@ -321,6 +330,17 @@ impl Assembler {
                 break;
             }
             self.skip_hole(Some(at), out);
+        }
+        if let Some(fin) = self.fin_at {
+            acked_to = acked_to.min(fin); // the FIN's own sequence number is no data
+        }
+        if carries_data && self.held.is_empty() && !self.finished && acked_to > self.next {
+            out(Delivery::Gap {
+                len: acked_to - self.next,
+                at,
+            });
+            self.next = acked_to;
+            self.recent.clear();
         }
         self.check_fin(at, out);
     }

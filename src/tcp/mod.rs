@@ -325,7 +325,8 @@ impl<C: Default> Tracker<C> {
             if seg.ack {
                 if let Some(stream) = streams.get_mut(dir.reverse().idx()) {
                     let reverse = dir.reverse();
-                    stream.acked(seg.ack_number, at, &mut |d: Delivery<'_>| {
+                    let carries_data = !seg.payload.is_empty() || seg.missing_len > 0;
+                    stream.acked(seg.ack_number, carries_data, at, &mut |d: Delivery<'_>| {
                         forward(handler, state, info, reverse, &mut followed, d, diags);
                     });
                 }

@@ -5,6 +5,7 @@ mod common;
 mod cli;
 mod contract;
 mod golden;
+mod properties;
 mod synthetic;
 mod truth;
 mod wireshark;
