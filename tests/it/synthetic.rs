@@ -687,3 +687,29 @@ fn capture_starting_inside_a_request_resyncs_on_the_next_one() {
     assert!(ex.iter().all(|e| e["status"] == "complete"));
     assert!(kinds(&report).contains(&"kafka_resync".to_owned()));
 }
+
+#[test]
+fn connection_crossing_rotated_files_is_one_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("a.pcap"), dir.path().join("b.pcap"));
+    let mut c = Conn::new("10.0.0.1:40021", "10.0.0.2:29093");
+    let mut w = PcapWriter::create(&first);
+    c.handshake(&mut w);
+    let (req, resp) = apid_pair(1, 1, 0);
+    c.send(&mut w, true, &req[..10], 1000);
+    w.finish();
+    let mut w = PcapWriter::create(&second);
+    c.send(&mut w, true, &req[10..], 1000);
+    c.send(&mut w, false, &resp, 1000);
+    c.close(&mut w);
+    w.finish();
+    let report = report(&[first.to_str().unwrap(), second.to_str().unwrap()]);
+    assert_eq!(report["summary"]["tcp_connections"], 1);
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 1);
+    assert_eq!(ex[0]["request"]["first_frame"], 3);
+    assert_eq!(ex[0]["request"]["frame"], 4);
+    assert_eq!(ex[0]["status"], "complete");
+    assert_eq!(report["captures"][0]["packets"], 3);
+    assert_eq!(report["captures"][1]["packets"], 4);
+}
