@@ -563,6 +563,34 @@ mod tests {
     }
 
     #[test]
+    fn data_on_syn_is_delivered() {
+        let s = run(1024, &[(100, b"hi", true, false), (103, b"!", false, true)]);
+        assert_eq!(s, "hi!<fin>");
+    }
+
+    #[test]
+    fn peer_answer_acknowledging_unseen_bytes_is_a_gap() {
+        let mut asm = Assembler::new(1024);
+        let mut seen = Vec::new();
+        let seg = Segment {
+            seq: 0,
+            syn: true,
+            fin: false,
+            payload: b"",
+            missing_len: 0,
+            at: at(1),
+        };
+        asm.segment(seg, &mut |_| {});
+        // a bare ACK for unseen bytes proves nothing yet (the data may come later)
+        asm.acked(11, false, at(2), &mut |d| seen.push(format!("{d:?}")));
+        assert!(seen.is_empty());
+        // an answer does: the peer received 10 bytes we never saw
+        asm.acked(11, true, at(3), &mut |d| seen.push(format!("{d:?}")));
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].starts_with("Gap { len: 10"), "{seen:?}");
+    }
+
+    #[test]
     fn bare_ack_ahead_of_a_hole_does_not_block_data() {
         // pure ACK at offset 4 (no payload), then data at 4, then the hole fills
         let s = run(
