@@ -91,13 +91,14 @@ pub fn apid_response_body(error: i16, start: i64, len: i32) -> Vec<u8> {
     body
 }
 
-/// Writes a little-endian microsecond pcap, one Ethernet/IPv4/TCP packet per record,
-/// straight to a file so large captures never sit in memory.
+/// Writes a pcap, one packet per record, straight to a file so large captures never
+/// sit in memory. Little-endian microseconds unless told otherwise.
 pub struct PcapWriter {
     out: std::io::BufWriter<std::fs::File>,
-    usec: u64,
+    nanos: u64,
     pub packets: u64,
-    link_type: u32,
+    big_endian: bool,
+    nano: bool,
 }
 
 impl PcapWriter {
@@ -106,35 +107,60 @@ impl PcapWriter {
     }
 
     pub fn with_link_type(path: &Path, link_type: u32) -> Self {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-        out.write_all(&0xa1b2c3d4u32.to_le_bytes()).unwrap();
-        out.write_all(&2u16.to_le_bytes()).unwrap();
-        out.write_all(&4u16.to_le_bytes()).unwrap();
-        out.write_all(&[0; 8]).unwrap();
-        out.write_all(&262144u32.to_le_bytes()).unwrap();
-        out.write_all(&link_type.to_le_bytes()).unwrap();
-        Self {
-            out,
-            usec: 1_700_000_000_000_000,
+        Self::with_format(path, link_type, false, false)
+    }
+
+    /// `big_endian`: byte order of the file; `nano`: nanosecond timestamps.
+    pub fn with_format(path: &Path, link_type: u32, big_endian: bool, nano: bool) -> Self {
+        let mut w = Self {
+            out: std::io::BufWriter::new(std::fs::File::create(path).unwrap()),
+            nanos: 1_700_000_000_000_000_000,
             packets: 0,
-            link_type,
-        }
+            big_endian,
+            nano,
+        };
+        w.u32(if nano { 0xa1b23c4d } else { 0xa1b2c3d4 });
+        w.u16(2);
+        w.u16(4);
+        w.u32(0);
+        w.u32(0);
+        w.u32(262144);
+        w.u32(link_type);
+        w
+    }
+
+    fn u32(&mut self, v: u32) {
+        let bytes = if self.big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        };
+        self.out.write_all(&bytes).unwrap();
+    }
+
+    fn u16(&mut self, v: u16) {
+        let bytes = if self.big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        };
+        self.out.write_all(&bytes).unwrap();
     }
 
     /// Writes one record; `cut` bytes are dropped from its end as snaplen would.
+    /// Packets are 100.000123 µs apart, so nanosecond files show their extra digits.
     pub fn record(&mut self, data: &[u8], cut: usize) {
-        self.usec += 100;
+        self.nanos += 100_123;
         let caplen = data.len() - cut;
-        self.out
-            .write_all(&((self.usec / 1_000_000) as u32).to_le_bytes())
-            .unwrap();
-        self.out
-            .write_all(&((self.usec % 1_000_000) as u32).to_le_bytes())
-            .unwrap();
-        self.out.write_all(&(caplen as u32).to_le_bytes()).unwrap();
-        self.out
-            .write_all(&(data.len() as u32).to_le_bytes())
-            .unwrap();
+        let frac = self.nanos % 1_000_000_000;
+        self.u32((self.nanos / 1_000_000_000) as u32);
+        self.u32(if self.nano {
+            frac as u32
+        } else {
+            (frac / 1000) as u32
+        });
+        self.u32(caplen as u32);
+        self.u32(data.len() as u32);
         self.out.write_all(&data[..caplen]).unwrap();
         self.packets += 1;
     }

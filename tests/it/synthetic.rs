@@ -713,3 +713,41 @@ fn connection_crossing_rotated_files_is_one_connection() {
     assert_eq!(report["captures"][0]["packets"], 3);
     assert_eq!(report["captures"][1]["packets"], 4);
 }
+
+#[test]
+fn every_pcap_byte_order_and_precision_gives_the_same_exchanges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut reports = Vec::new();
+    for (big_endian, nano) in [(false, false), (true, false), (false, true), (true, true)] {
+        let path = dir.path().join(format!("be{big_endian}-ns{nano}.pcap"));
+        let mut w = PcapWriter::with_format(&path, 1, big_endian, nano);
+        let mut c = Conn::new("10.0.0.1:40022", "10.0.0.2:29093");
+        c.handshake(&mut w);
+        let (req, resp) = apid_pair(1, 1, 0);
+        c.send(&mut w, true, &req, 1000);
+        c.send(&mut w, false, &resp, 1000);
+        c.close(&mut w);
+        w.finish();
+        let report = report(&[path.to_str().unwrap()]);
+        let ts = report["exchanges"][0]["request"]["timestamp"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let digits = ts.trim_end_matches('Z').rsplit('.').next().unwrap().len();
+        assert_eq!(digits, if nano { 9 } else { 6 }, "{ts}");
+        let latency = report["exchanges"][0]["latency_us"].as_f64().unwrap();
+        if nano {
+            assert_eq!(latency, 100.123);
+        } else {
+            assert!(latency == 100.0 || latency == 101.0, "{latency}");
+        }
+        reports.push(report);
+    }
+    for r in &reports[1..] {
+        assert_eq!(
+            r["summary"]["exchanges"],
+            reports[0]["summary"]["exchanges"]
+        );
+        assert_eq!(r["exchanges"][0]["request"]["broker_id"], 1);
+    }
+}
