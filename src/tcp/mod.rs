@@ -112,14 +112,6 @@ struct Connection<C> {
     live: Option<Box<Live<C>>>,
 }
 
-/// What a SYN does to the connection its address pair already has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reuse {
-    Same,
-    Restart,
-    NewConnection,
-}
-
 /// Key of an address pair, the same for both directions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct PairKey(SocketAddr, SocketAddr);
@@ -248,21 +240,12 @@ impl<C: Default> Tracker<C> {
         }
     }
 
-    /// What a segment on an address pair that has a connection does to it. As in
-    /// Wireshark, a SYN without ACK whose sequence number is not the connection's ISN
-    /// starts a new connection (a SYN with the same ISN is a retransmission). A SYN with
-    /// the same ISN after the connection closed keeps Wireshark's number but starts the
-    /// streams afresh, so that a replayed connection is read again rather than dropped.
-    fn reuse(conn: &Connection<C>, seg: &TcpSegmentView<'_>) -> Reuse {
-        if !seg.syn || seg.ack {
-            Reuse::Same
-        } else if conn.isn != Some(seg.seq) {
-            Reuse::NewConnection
-        } else if conn.closed {
-            Reuse::Restart
-        } else {
-            Reuse::Same
-        }
+    /// Whether a segment on an address pair that has a connection starts a new one. As
+    /// in Wireshark, a SYN without ACK whose sequence number is not the connection's ISN
+    /// does; a SYN with the same ISN is a retransmission, even after the connection
+    /// closed (a capture on two interfaces at once repeats whole connections so).
+    fn starts_new(conn: &Connection<C>, seg: &TcpSegmentView<'_>) -> bool {
+        seg.syn && !seg.ack && conn.isn != Some(seg.seq)
     }
 
     /// Takes one TCP segment.
@@ -274,20 +257,16 @@ impl<C: Default> Tracker<C> {
         diags: &mut Diagnostics,
     ) {
         let key = PairKey::new(seg.src, seg.dst);
-        match self.conns.get(&key).map(|conn| Self::reuse(conn, seg)) {
-            Some(Reuse::Same) => {}
-            Some(Reuse::Restart) => {
-                let index = self.conns.get(&key).map_or(0, |c| c.info.index);
-                let conn = self.open(index, seg, at, diags);
-                self.conns.insert(key, conn);
-            }
-            Some(Reuse::NewConnection) | None => {
-                let index = self.next_index;
-                self.next_index += 1;
-                let conn = self.open(index, seg, at, diags);
-                if let Some(old) = self.conns.insert(key, conn) {
-                    Self::end(old, at, handler, diags);
-                }
+        if self
+            .conns
+            .get(&key)
+            .is_none_or(|conn| Self::starts_new(conn, seg))
+        {
+            let index = self.next_index;
+            self.next_index += 1;
+            let conn = self.open(index, seg, at, diags);
+            if let Some(old) = self.conns.insert(key, conn) {
+                Self::end(old, at, handler, diags);
             }
         }
         let Some(conn) = self.conns.get_mut(&key) else {

@@ -138,20 +138,29 @@ fn default_output_is_indented() {
 
 #[test]
 fn several_captures_are_one_run_with_frames_numbered_on() {
-    let report = report(&["fixtures/seed-v0.pcap", "fixtures/seed-v0.pcap"]);
+    let report = report(&["fixtures/seed-v0.pcap", "fixtures/controller-loopback.pcap"]);
     let captures = report["captures"].as_array().unwrap();
     assert_eq!(captures.len(), 2);
     assert_eq!(captures[0]["packets"], 10);
     assert_eq!(captures[0]["format"], "pcap");
     assert_eq!(captures[0]["link_types"], serde_json::json!(["ETHERNET"]));
-    let frames: Vec<u64> = report["exchanges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|ex| ex["request"]["frame"].as_u64().unwrap())
-        .collect();
-    assert_eq!(frames, vec![4, 14]);
-    assert_eq!(report["summary"]["packets"], 20);
+    let alone = crate::common::report(&["fixtures/controller-loopback.pcap"]);
+    let frames = |r: &serde_json::Value| -> Vec<u64> {
+        r["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ex| ex["request"]["frame"].as_u64().unwrap())
+            .collect()
+    };
+    let mut expected = vec![4];
+    expected.extend(frames(&alone).iter().map(|f| f + 10));
+    assert_eq!(frames(&report), expected);
+    assert_eq!(
+        report["summary"]["packets"],
+        10 + alone["summary"]["packets"].as_u64().unwrap()
+    );
+    assert_eq!(report["summary"]["tcp_connections"], 5);
 }
 
 #[test]

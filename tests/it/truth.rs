@@ -21,11 +21,27 @@ fn error_name(code: i64) -> String {
 
 /// Every exchange the script sent is in the report with the same values, and no other.
 fn check_against_truth(name: &str) -> Value {
-    let truth = truth(name);
     let report = report(&[&format!("fixtures/{name}.pcap")]);
-    let expected = truth["exchanges"].as_array().unwrap();
-    let actual = report["exchanges"].as_array().unwrap();
-    assert_eq!(actual.len(), expected.len(), "{name}: number of exchanges");
+    if let Err(problem) = compare_with_truth(&report, &truth(name)) {
+        panic!("{name}: {problem}");
+    }
+    report
+}
+
+/// The report against a ground truth: the same exchanges field by field, the same
+/// frames per API and connections. The first difference, in words.
+pub fn compare_with_truth(report: &Value, truth: &Value) -> Result<(), String> {
+    let expected = truth["exchanges"]
+        .as_array()
+        .ok_or("truth has no exchanges")?;
+    let actual = report["exchanges"]
+        .as_array()
+        .ok_or("report has no exchanges")?;
+    let check = |ok: bool, what: String| if ok { Ok(()) } else { Err(what) };
+    check(
+        actual.len() == expected.len(),
+        format!("{} exchanges, truth has {}", actual.len(), expected.len()),
+    )?;
     for want in expected {
         let got = actual
             .iter()
@@ -34,8 +50,8 @@ fn check_against_truth(name: &str) -> Value {
                     && ex["server"] == want["server"]
                     && ex["correlation_id"] == want["correlation_id"]
             })
-            .unwrap_or_else(|| panic!("{name}: exchange {want} missing from the report"));
-        let ctx = format!("{name}: correlation id {}", want["correlation_id"]);
+            .ok_or_else(|| format!("exchange {want} missing from the report"))?;
+        let ctx = format!("correlation id {}", want["correlation_id"]);
         for field in [
             "api_version",
             "client_id",
@@ -44,20 +60,34 @@ fn check_against_truth(name: &str) -> Value {
             "broker_epoch",
             "tagged_fields",
         ] {
-            assert_eq!(
-                got["request"][field], want["request"][field],
-                "{ctx}: request.{field}"
-            );
+            check(
+                got["request"][field] == want["request"][field],
+                format!(
+                    "{ctx}: request.{field} {} != {}",
+                    got["request"][field], want["request"][field]
+                ),
+            )?;
         }
-        assert_eq!(got["request"]["api_key"], 67, "{ctx}");
-        assert!(got["request"].get("decode_error").is_none(), "{ctx}");
+        check(got["request"]["api_key"] == 67, format!("{ctx}: api_key"))?;
+        check(
+            got["request"].get("decode_error").is_none(),
+            format!("{ctx}: decode_error"),
+        )?;
         if want["response"].is_null() {
-            assert_eq!(got["status"], "unanswered", "{ctx}");
-            assert!(got["response"].is_null(), "{ctx}");
-            assert!(got["latency_us"].is_null(), "{ctx}");
+            check(
+                got["status"] == "unanswered",
+                format!("{ctx}: should be unanswered"),
+            )?;
+            check(
+                got["response"].is_null() && got["latency_us"].is_null(),
+                format!("{ctx}: response"),
+            )?;
             continue;
         }
-        assert_eq!(got["status"], "complete", "{ctx}");
+        check(
+            got["status"] == "complete",
+            format!("{ctx}: should be complete"),
+        )?;
         for field in [
             "header_tagged_fields",
             "throttle_time_ms",
@@ -66,28 +96,42 @@ fn check_against_truth(name: &str) -> Value {
             "producer_id_len",
             "tagged_fields",
         ] {
-            assert_eq!(
-                got["response"][field], want["response"][field],
-                "{ctx}: response.{field}"
-            );
+            check(
+                got["response"][field] == want["response"][field],
+                format!(
+                    "{ctx}: response.{field} {} != {}",
+                    got["response"][field], want["response"][field]
+                ),
+            )?;
         }
-        let code = want["response"]["error_code"].as_i64().unwrap();
-        assert_eq!(got["response"]["error"], error_name(code).as_str(), "{ctx}");
-        assert!(got["latency_us"].as_f64().unwrap() >= 0.0, "{ctx}");
-        assert!(
+        let code = want["response"]["error_code"].as_i64().unwrap_or_default();
+        check(
+            got["response"]["error"] == error_name(code).as_str(),
+            format!("{ctx}: error name"),
+        )?;
+        check(
+            got["latency_us"].as_f64().is_some_and(|l| l >= 0.0),
+            format!("{ctx}: latency"),
+        )?;
+        check(
             got["response"]["frame"].as_u64() > got["request"]["frame"].as_u64(),
-            "{ctx}: response after request"
-        );
+            format!("{ctx}: response before request"),
+        )?;
     }
-    assert_eq!(
-        report["summary"]["api_keys"], truth["other_api_frames"],
-        "{name}: frames counted per API"
-    );
-    assert_eq!(
-        report["summary"]["tcp_connections"], truth["connections"],
-        "{name}: TCP connections"
-    );
-    report
+    check(
+        report["summary"]["api_keys"] == truth["other_api_frames"],
+        format!(
+            "frames per API {} != {}",
+            report["summary"]["api_keys"], truth["other_api_frames"]
+        ),
+    )?;
+    check(
+        report["summary"]["tcp_connections"] == truth["connections"],
+        format!(
+            "{} TCP connections, truth has {}",
+            report["summary"]["tcp_connections"], truth["connections"]
+        ),
+    )
 }
 
 #[test]
