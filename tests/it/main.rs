@@ -7,5 +7,6 @@ mod contract;
 mod golden;
 mod properties;
 mod synthetic;
-mod truth;
+pub mod truth;
+pub mod variants;
 mod wireshark;

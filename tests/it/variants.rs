@@ -1,0 +1,159 @@
+//! The capture variants of `fixtures/variants/` (made by `scripts/make-variant-fixtures.py`:
+//! other link types and formats, mid-stream starts, losses, reordering, retransmissions,
+//! conflicts, rotation, compression) against their ground truth, the diagnostics each is
+//! expected to produce, and their golden reports.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{pidshark, root};
+use crate::truth::compare_with_truth;
+
+/// Every variant: (name, capture paths relative to the repository, truth).
+pub fn variants() -> Vec<(String, Vec<String>, Value)> {
+    let dir = root().join("fixtures/variants");
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".truth.json"))
+        else {
+            continue;
+        };
+        let truth: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let files = truth["files"]
+            .as_array()
+            .expect("variant truth lists its files")
+            .iter()
+            .map(|f| format!("fixtures/variants/{}", f.as_str().unwrap()))
+            .collect();
+        out.push((name.to_owned(), files, truth));
+    }
+    out
+}
+
+fn run(files: &[String]) -> (String, Value) {
+    let out = pidshark()
+        .args(files)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let report = serde_json::from_str(&text).unwrap();
+    (text, report)
+}
+
+#[test]
+fn variants_match_their_ground_truth() {
+    let mut failures = Vec::new();
+    for (name, files, truth) in variants() {
+        let (_, report) = run(&files);
+        if let Err(problem) = compare_with_truth(&report, &truth) {
+            failures.push(format!("{name}: {problem}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The diagnostic kinds a variant produces are those its truth expects. Kinds the truth
+/// does not list but that follow from what it records are allowed, each for a reason:
+/// `midstream_start` is informational; `kafka_framing_lost` accompanies a `tcp_gap` that
+/// fell inside a frame; `kafka_frame_incomplete` is what a frame cut by the end of the
+/// capture (a `partial_frames` entry with bytes present) gives.
+///
+/// Deliberate differences from the truth's wider counts: responses passed over while
+/// framing is searched for are in `kafka_resync`'s byte count, not in
+/// `unmatched_responses` (the truth of `midstream-inside-request`, `rotated-2` and
+/// `one-sided-responses` counts them); a connection with no request at all is not
+/// recognised as Kafka.
+#[test]
+fn variants_give_exactly_their_expected_diagnostics() {
+    let mut failures = Vec::new();
+    for (name, files, truth) in variants() {
+        let (_, report) = run(&files);
+        let want: BTreeSet<String> = truth["expected_diagnostics"]
+            .as_array()
+            .map(|a| a.iter().map(|k| k.as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default();
+        let cut_frame = truth["partial_frames"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|f| f["bytes_present"].as_u64() > Some(0)));
+        let allowed = |kind: &str| match kind {
+            "midstream_start" => true,
+            "kafka_framing_lost" => want.contains("tcp_gap"),
+            "kafka_frame_incomplete" => cut_frame,
+            _ => false,
+        };
+        let got: BTreeSet<String> = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["kind"].as_str().unwrap().to_owned())
+            .collect();
+        let missing: Vec<&String> = want
+            .iter()
+            .filter(|k| !got.contains(*k) && *k != "midstream_start")
+            .collect();
+        let extra: Vec<&String> = got
+            .iter()
+            .filter(|k| !want.contains(*k) && !allowed(k))
+            .collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            failures.push(format!("{name}: missing {missing:?}, unexpected {extra:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn variants_match_their_golden_reports() {
+    let mut failures = Vec::new();
+    for (name, files, _) in variants() {
+        let (text, _) = run(&files);
+        let golden = root().join(format!("fixtures/variants/{name}.report.json"));
+        match std::fs::read_to_string(&golden) {
+            Ok(expected) if expected == text => {}
+            Ok(_) => failures.push(format!("{name}: differs from {}", golden.display())),
+            Err(_) => failures.push(format!(
+                "{name}: no golden report; run scripts/bless-golden"
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Link types and formats the contract names, each covered by some fixture.
+#[test]
+fn fixtures_cover_every_link_type_and_format() {
+    let mut link_types = BTreeSet::new();
+    let mut formats = BTreeSet::new();
+    for (_, files, _) in variants() {
+        let (_, report) = run(&files);
+        for capture in report["captures"].as_array().unwrap() {
+            formats.insert(capture["format"].as_str().unwrap().to_owned());
+            for lt in capture["link_types"].as_array().unwrap() {
+                link_types.insert(lt.as_str().unwrap().to_owned());
+            }
+        }
+    }
+    for lt in ["ETHERNET", "LINUX_SLL", "LINUX_SLL2", "RAW", "NULL", "LOOP"] {
+        assert!(
+            link_types.contains(lt),
+            "no fixture has link type {lt}: {link_types:?}"
+        );
+    }
+    for f in ["pcap", "pcapng"] {
+        assert!(formats.contains(f), "no fixture in {f}");
+    }
+    assert!(Path::new(&root().join("fixtures/variants/capture.pcap.gz")).exists());
+}
