@@ -750,3 +750,29 @@ fn every_pcap_byte_order_and_precision_gives_the_same_exchanges() {
         assert_eq!(r["exchanges"][0]["request"]["broker_id"], 1);
     }
 }
+
+#[test]
+fn zero_window_probe_byte_is_sent_again_with_the_rest() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40023", "10.0.0.2:29093");
+            c.handshake(w);
+            let ack = Flags {
+                ack: true,
+                ..Flags::default()
+            };
+            let (req, resp) = apid_pair(1, 1, 0);
+            // the receiver's window is closed: a one-byte probe, probed again, then
+            // the whole request from the same sequence number once it opens
+            w.record(&c.packet(true, c.client_seq, ack, &req[..1]), 0);
+            w.record(&c.packet(true, c.client_seq, ack, &req[..1]), 0);
+            w.record(&c.packet(true, c.client_seq, ack, &req), 0);
+            c.client_seq += req.len() as u32;
+            c.send(w, false, &resp, 1000);
+            c.close(w);
+        },
+        &[],
+    );
+    assert_eq!(exchanges(&report).len(), 1);
+    assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+}
