@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::analysis::SlowRule;
 use crate::kafka::KafkaConfig;
 
 /// Finds Kafka AllocateProducerIds (API key 67) exchanges in packet captures and writes
@@ -41,6 +42,12 @@ pub struct Args {
     /// (powers of 1024).
     #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
     pub max_buffer: usize,
+
+    /// Report AllocateProducerIds responses slower than MS milliseconds
+    /// (`pid_slow_response`). Default: slower than 10 times the capture's median latency
+    /// and than 100 ms.
+    #[arg(long, value_name = "MS")]
+    pub slow_ms: Option<f64>,
 }
 
 /// `4096`, `64K`, `4M`, `1G` (also `KiB`, `MiB`, `GiB`): a byte count.
@@ -66,7 +73,7 @@ fn parse_size(text: &str) -> Result<usize, String> {
 }
 
 /// What a run needs, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub inputs: Vec<String>,
     pub output: Option<PathBuf>,
@@ -74,6 +81,7 @@ pub struct Config {
     pub kafka: KafkaConfig,
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
+    pub slow: SlowRule,
 }
 
 impl Config {
@@ -85,6 +93,7 @@ impl Config {
             compact: false,
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
+            slow: SlowRule::Default,
         }
     }
 }
@@ -103,6 +112,7 @@ impl From<Args> for Config {
                 ..KafkaConfig::default()
             },
             max_held_len: args.max_buffer,
+            slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
         }
     }
 }

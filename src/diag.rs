@@ -50,6 +50,15 @@ pub enum Kind {
     PendingLimit,
     /// More diagnostics of one kind than are listed; the count says how many.
     DiagnosticsLimited,
+    // Findings of the producer-ID analysis (src/analysis).
+    PidBlockOverlap,
+    PidBlockRegression,
+    PidBlockGap,
+    PidBlockIrregular,
+    PidErrorStreak,
+    PidRetry,
+    PidBrokerEpochChange,
+    PidSlowResponse,
 }
 
 impl Kind {
@@ -72,15 +81,29 @@ impl Kind {
             Self::DuplicateCorrelationId => "duplicate_correlation_id",
             Self::PendingLimit => "pending_limit",
             Self::DiagnosticsLimited => "diagnostics_limited",
+            Self::PidBlockOverlap => "pid_block_overlap",
+            Self::PidBlockRegression => "pid_block_regression",
+            Self::PidBlockGap => "pid_block_gap",
+            Self::PidBlockIrregular => "pid_block_irregular",
+            Self::PidErrorStreak => "pid_error_streak",
+            Self::PidRetry => "pid_retry",
+            Self::PidBrokerEpochChange => "pid_broker_epoch_change",
+            Self::PidSlowResponse => "pid_slow_response",
         }
     }
 
     pub fn severity(self) -> Severity {
         match self {
-            Self::MidstreamStart | Self::UnsupportedLinkType | Self::DiagnosticsLimited => {
-                Severity::Info
-            }
-            Self::CaptureCorrupt | Self::KafkaDecodeError => Severity::Error,
+            Self::MidstreamStart
+            | Self::UnsupportedLinkType
+            | Self::DiagnosticsLimited
+            | Self::PidBlockGap
+            | Self::PidRetry
+            | Self::PidBrokerEpochChange => Severity::Info,
+            Self::CaptureCorrupt
+            | Self::KafkaDecodeError
+            | Self::PidBlockOverlap
+            | Self::PidBlockRegression => Severity::Error,
             _ => Severity::Warning,
         }
     }

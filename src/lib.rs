@@ -14,6 +14,7 @@
 //! [`run`] drives it for a [`Config`]; findings about the input become diagnostics in the
 //! report, and only a file that cannot be read as a capture at all is an [`Error`].
 
+pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod decode;
@@ -116,8 +117,11 @@ pub fn run(config: &Config) -> Result<report::model::Report, Error> {
     }
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);
+    dissector.pairing.sort_exchanges();
+    let analysis = analysis::analyse(&dissector.pairing.exchanges, config.slow, &mut diags);
     Ok(report::build(report::Findings {
         captures,
+        analysis,
         tcp_connections,
         kafka_connections: dissector.kafka_connections,
         pairing: dissector.pairing,

@@ -85,6 +85,18 @@ pub struct Pairing {
 }
 
 impl Pairing {
+    /// Puts exchanges in report order: by request frame, then connection, then
+    /// correlation id.
+    pub fn sort_exchanges(&mut self) {
+        self.exchanges.sort_by_key(|ex| {
+            (
+                ex.request_meta.frame,
+                ex.endpoints.connection,
+                ex.correlation_id,
+            )
+        });
+    }
+
     /// A request frame. `allocate` is the decoded AllocateProducerIds request, if it is one.
     pub fn request(
         &mut self,

@@ -15,6 +15,7 @@ use time::format_description::FormatItem;
 use time::macros::format_description;
 use time::OffsetDateTime;
 
+use crate::analysis::Analysis;
 use crate::capture::{link_type_name, CaptureInfo, Timestamp};
 use crate::diag::Diagnostics;
 use crate::kafka::allocate_producer_ids;
@@ -26,6 +27,7 @@ use crate::pairing::{self, MessageMeta};
 #[derive(Debug)]
 pub struct Findings {
     pub captures: Vec<CaptureInfo>,
+    pub analysis: Analysis,
     pub tcp_connections: u64,
     pub kafka_connections: u64,
     pub pairing: pairing::Pairing,
@@ -134,13 +136,7 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
 
 /// Builds the report.
 pub fn build(mut findings: Findings) -> model::Report {
-    findings.pairing.exchanges.sort_by_key(|ex| {
-        (
-            ex.request_meta.frame,
-            ex.endpoints.connection,
-            ex.correlation_id,
-        )
-    });
+    findings.pairing.sort_exchanges();
     let exchanges: Vec<model::Exchange> = findings.pairing.exchanges.iter().map(exchange).collect();
 
     let mut api_keys = BTreeMap::new();
@@ -184,6 +180,61 @@ pub fn build(mut findings: Findings) -> model::Report {
         error_codes,
         latency_us: stats::latency(&latencies),
         diagnostics: findings.diagnostics.counts(),
+        brokers: findings
+            .analysis
+            .brokers
+            .iter()
+            .map(|(id, b)| {
+                let broker = model::Broker {
+                    requests: b.requests,
+                    complete: b.complete,
+                    unanswered: b.unanswered,
+                    errors: b.errors.clone(),
+                    ids_granted: b.ids_granted,
+                    epochs_seen: b.epochs_seen.clone(),
+                    latency_us: b
+                        .latency_p50_us
+                        .zip(b.latency_p99_us)
+                        .map(|(p50, p99)| model::BrokerLatency { p50, p99 }),
+                };
+                (*id, broker)
+            })
+            .collect(),
+    };
+    let analysis = &findings.analysis;
+    let producer_id_blocks = model::ProducerIdBlocks {
+        usual_len: analysis.usual_len,
+        slow_threshold_us: analysis.slow_threshold_us,
+        blocks: analysis
+            .blocks
+            .iter()
+            .map(|b| model::PidBlock {
+                start: b.start,
+                end: b.end,
+                len: b.len,
+                broker_id: b.broker_id,
+                broker_epoch: b.broker_epoch,
+                connection: b.connection,
+                client: address(b.client),
+                server: address(b.server),
+                correlation_id: b.correlation_id,
+                request_frame: b.request_frame,
+                response_frame: b.response_frame,
+                timestamp: format_timestamp(b.timestamp),
+            })
+            .collect(),
+        findings: analysis
+            .findings
+            .iter()
+            .map(|f| model::PidFinding {
+                severity: f.kind.severity().as_str(),
+                kind: f.kind.as_str(),
+                broker_id: f.broker_id,
+                connection: f.connection,
+                frames: f.frames.clone(),
+                message: f.message.clone(),
+            })
+            .collect(),
     };
     let captures = findings
         .captures
@@ -219,6 +270,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         captures,
         summary,
         exchanges,
+        producer_id_blocks,
         diagnostics,
     }
 }

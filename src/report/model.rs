@@ -13,6 +13,7 @@ pub struct Report {
     pub captures: Vec<Capture>,
     pub summary: Summary,
     pub exchanges: Vec<Exchange>,
+    pub producer_id_blocks: ProducerIdBlocks,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -46,6 +47,72 @@ pub struct Summary {
     pub error_codes: BTreeMap<String, u64>,
     pub latency_us: Option<Latency>,
     pub diagnostics: BTreeMap<&'static str, u64>,
+    /// AllocateProducerIds per broker id (as found in requests).
+    pub brokers: BTreeMap<i32, Broker>,
+}
+
+/// One broker's AllocateProducerIds traffic.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Broker {
+    pub requests: u64,
+    pub complete: u64,
+    pub unanswered: u64,
+    /// Non-NONE error responses by Kafka error name.
+    pub errors: BTreeMap<String, u64>,
+    /// Producer ids in the blocks this broker was granted.
+    pub ids_granted: i64,
+    pub epochs_seen: Vec<i64>,
+    /// Over its complete exchanges, microseconds; null when there are none.
+    pub latency_us: Option<BrokerLatency>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct BrokerLatency {
+    pub p50: f64,
+    pub p99: f64,
+}
+
+/// Every block of producer ids granted, and what is wrong with them.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ProducerIdBlocks {
+    /// The most common block length; null without blocks.
+    pub usual_len: Option<i32>,
+    /// Latency above which a response is reported slow, microseconds; null without latencies.
+    pub slow_threshold_us: Option<f64>,
+    /// In time order of their responses.
+    pub blocks: Vec<PidBlock>,
+    /// In packet order; each is also in `diagnostics`.
+    pub findings: Vec<PidFinding>,
+}
+
+/// A block granted by a successful (NONE) response.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PidBlock {
+    pub start: i64,
+    /// Inclusive.
+    pub end: i64,
+    pub len: i32,
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    pub connection: u64,
+    pub client: String,
+    pub server: String,
+    pub correlation_id: i32,
+    pub request_frame: u64,
+    pub response_frame: u64,
+    /// Time of the response.
+    pub timestamp: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PidFinding {
+    pub severity: &'static str,
+    pub kind: &'static str,
+    pub broker_id: Option<i32>,
+    pub connection: Option<u64>,
+    /// Frames involved, in packet order.
+    pub frames: Vec<u64>,
+    pub message: String,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

@@ -18,7 +18,64 @@ struct Report {
     captures: Vec<Capture>,
     summary: Summary,
     exchanges: Vec<Exchange>,
+    producer_id_blocks: ProducerIdBlocks,
     diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProducerIdBlocks {
+    usual_len: Option<i32>,
+    slow_threshold_us: Option<f64>,
+    blocks: Vec<PidBlock>,
+    findings: Vec<PidFinding>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PidBlock {
+    start: i64,
+    end: i64,
+    len: i32,
+    broker_id: i32,
+    broker_epoch: i64,
+    connection: u64,
+    client: String,
+    server: String,
+    correlation_id: i32,
+    request_frame: u64,
+    response_frame: u64,
+    timestamp: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PidFinding {
+    severity: String,
+    kind: String,
+    broker_id: Option<i32>,
+    connection: Option<u64>,
+    frames: Vec<u64>,
+    message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Broker {
+    requests: u64,
+    complete: u64,
+    unanswered: u64,
+    errors: BTreeMap<String, u64>,
+    ids_granted: i64,
+    epochs_seen: Vec<i64>,
+    latency_us: Option<BrokerLatency>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BrokerLatency {
+    p50: f64,
+    p99: f64,
 }
 
 #[derive(Deserialize)]
@@ -54,6 +111,7 @@ struct Summary {
     error_codes: BTreeMap<String, u64>,
     latency_us: Option<Latency>,
     diagnostics: BTreeMap<String, u64>,
+    brokers: BTreeMap<String, Broker>,
 }
 
 #[derive(Deserialize)]
@@ -200,6 +258,13 @@ fn reports_follow_the_contract() {
                 .diagnostics
                 .get(&d.kind)
                 .is_some_and(|n| *n > 0));
+        }
+        for b in &parsed.producer_id_blocks.blocks {
+            assert_eq!(
+                b.end - b.start + 1,
+                i64::from(b.len),
+                "{name}: block bounds"
+            );
         }
         let counted: u64 = parsed.summary.diagnostics.values().sum();
         assert!(counted >= parsed.diagnostics.len() as u64);

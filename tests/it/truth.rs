@@ -147,7 +147,18 @@ fn seed_v0_matches_truth_and_seed_values() {
     assert_eq!(ex["response"]["producer_id_start"], 0);
     assert_eq!(ex["response"]["producer_id_len"], 0);
     assert_eq!(ex["response"]["error"], "NONE");
-    assert_eq!(report["diagnostics"], serde_json::json!([]));
+    // A NONE response granting no ids is flagged, and is no block.
+    let kinds: Vec<&str> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["pid_block_irregular"]);
+    assert_eq!(
+        report["producer_id_blocks"]["blocks"],
+        serde_json::json!([])
+    );
 }
 
 #[test]
