@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::analysis::SlowRule;
+use crate::gate::Condition;
 use crate::kafka::KafkaConfig;
 
 /// Finds Kafka AllocateProducerIds (API key 67) exchanges in packet captures and writes
@@ -13,14 +14,17 @@ use crate::kafka::KafkaConfig;
 #[command(
     name = "pidshark",
     version,
-    after_help = "Exit status: 0 when a report was written; 2 when a capture could not be read \
-                  (missing, empty, a directory, not a pcap/pcapng file) or the report could not \
-                  be written, with one line on stderr naming the file and the reason."
+    after_help = "Exit status: 0 when a report was written and no --fail-on condition held and \
+                  --expect found no difference; 1 when the report was written but a --fail-on \
+                  condition held or --expect found differences (named on stderr); 2 when a \
+                  capture could not be read (missing, empty, a directory, not a pcap/pcapng \
+                  file), the --expect file could not be read, or the report could not be \
+                  written, with one line on stderr naming the file and the reason."
 )]
 pub struct Args {
     /// Capture files (pcap or pcapng), read as one capture in the order given; `-` reads
     /// standard input.
-    #[arg(required = true, value_name = "CAPTURE")]
+    #[arg(required_unless_present = "schema", value_name = "CAPTURE")]
     pub captures: Vec<String>,
 
     /// Write the report to FILE instead of standard output.
@@ -48,6 +52,21 @@ pub struct Args {
     /// and than 100 ms.
     #[arg(long, value_name = "MS")]
     pub slow_ms: Option<f64>,
+
+    /// After writing the report, exit 1 if COND holds: a diagnostic kind, a severity
+    /// (`warning`: any warning or error), `error-response` (a non-NONE error code) or
+    /// `unanswered`. Repeatable or comma-separated.
+    #[arg(long, value_name = "COND", value_delimiter = ',', value_parser = Condition::parse)]
+    pub fail_on: Vec<Condition>,
+
+    /// After writing the report, compare its exchanges with those of the report in FILE
+    /// (a golden file) and exit 1, listing the differences on stderr, if they differ.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+
+    /// Print the JSON Schema of the report and exit.
+    #[arg(long, exclusive = true)]
+    pub schema: bool,
 }
 
 /// `4096`, `64K`, `4M`, `1G` (also `KiB`, `MiB`, `GiB`): a byte count.
@@ -82,6 +101,8 @@ pub struct Config {
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
     pub slow: SlowRule,
+    pub fail_on: Vec<Condition>,
+    pub expect: Option<PathBuf>,
 }
 
 impl Config {
@@ -94,6 +115,8 @@ impl Config {
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
             slow: SlowRule::Default,
+            fail_on: Vec::new(),
+            expect: None,
         }
     }
 }
@@ -113,6 +136,8 @@ impl From<Args> for Config {
             },
             max_held_len: args.max_buffer,
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
+            fail_on: args.fail_on,
+            expect: args.expect,
         }
     }
 }

@@ -14,6 +14,15 @@ pub enum Severity {
 }
 
 impl Severity {
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "info" => Some(Self::Info),
+            "warning" => Some(Self::Warning),
+            "error" => Some(Self::Error),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Info => "info",
@@ -62,6 +71,40 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, for listing and for parsing names.
+    pub const ALL: [Self; 25] = [
+        Self::CaptureTruncated,
+        Self::CaptureCorrupt,
+        Self::PacketTruncated,
+        Self::UnsupportedLinkType,
+        Self::PacketMalformed,
+        Self::MidstreamStart,
+        Self::TcpGap,
+        Self::TcpOverlapConflict,
+        Self::KafkaFrameTooLarge,
+        Self::KafkaResync,
+        Self::KafkaFramingLost,
+        Self::KafkaFrameIncomplete,
+        Self::KafkaDecodeError,
+        Self::KafkaUnsupportedVersion,
+        Self::DuplicateCorrelationId,
+        Self::PendingLimit,
+        Self::DiagnosticsLimited,
+        Self::PidBlockOverlap,
+        Self::PidBlockRegression,
+        Self::PidBlockGap,
+        Self::PidBlockIrregular,
+        Self::PidErrorStreak,
+        Self::PidRetry,
+        Self::PidBrokerEpochChange,
+        Self::PidSlowResponse,
+    ];
+
+    /// The kind with this contract name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::CaptureTruncated => "capture_truncated",
@@ -203,6 +246,17 @@ impl Diagnostics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_listed_once_and_parses_back() {
+        let names: std::collections::BTreeSet<&str> =
+            Kind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), Kind::ALL.len());
+        for kind in Kind::ALL {
+            assert_eq!(Kind::from_name(kind.as_str()), Some(kind));
+        }
+        assert_eq!(Kind::from_name("nope"), None);
+    }
 
     #[test]
     fn lists_at_most_the_limit_per_kind_and_counts_all() {

@@ -21,6 +21,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("{}: cannot use as --expect: {reason}", path.display())]
+    Expect { path: PathBuf, reason: String },
     #[error("{}: cannot write the report: {source}", path.display())]
     Write {
         path: PathBuf,

@@ -20,6 +20,8 @@ pub mod cli;
 pub mod decode;
 pub mod diag;
 pub mod error;
+pub mod expect;
+pub mod gate;
 pub mod kafka;
 pub mod pairing;
 pub mod report;

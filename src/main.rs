@@ -1,5 +1,5 @@
-//! `pidshark`: parse arguments, run the library, write the report, map the outcome to an
-//! exit code (0 report written, 2 fatal error).
+//! `pidshark`: parse arguments, run the library, write the report, check `--expect` and
+//! `--fail-on`, map the outcome to an exit code (0 clean, 1 a check failed, 2 fatal).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pidshark::cli::Args;
-use pidshark::{Config, Error};
+use pidshark::report::model::{self, Report};
+use pidshark::{expect, gate, Config, Error};
 
-fn write_report(config: &Config, report: &pidshark::report::model::Report) -> Result<(), Error> {
+fn write_report(config: &Config, report: &Report) -> Result<(), Error> {
     let (mut out, path): (Box<dyn Write>, _) = match &config.output {
         Some(path) => {
             let file = File::create(path).map_err(|source| Error::Write {
@@ -35,11 +36,62 @@ fn write_report(config: &Config, report: &pidshark::report::model::Report) -> Re
         .map_err(|source| Error::Write { path, source })
 }
 
+/// Reads the `--expect` file before anything runs, so a bad path fails fast.
+fn read_expected(config: &Config) -> Result<Option<serde_json::Value>, Error> {
+    let Some(path) = &config.expect else {
+        return Ok(None);
+    };
+    let fail = |reason: String| Error::Expect {
+        path: path.clone(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| fail(format!("not JSON ({e})")))
+}
+
+/// Runs everything; `Ok(true)` when every check passed.
+fn run(config: &Config) -> Result<bool, Error> {
+    let expected = read_expected(config)?;
+    let report = pidshark::run(config)?;
+    write_report(config, &report)?;
+    let mut passed = true;
+    if let (Some(expected), Some(path)) = (&expected, &config.expect) {
+        let differences = expect::compare(expected, &report).map_err(|reason| Error::Expect {
+            path: path.clone(),
+            reason,
+        })?;
+        if !differences.is_empty() {
+            eprintln!(
+                "pidshark: the exchanges differ from {} in {} place(s):",
+                path.display(),
+                differences.len()
+            );
+            for line in differences {
+                eprintln!("  {line}");
+            }
+            passed = false;
+        }
+    }
+    let failing = gate::failing(&config.fail_on, &report);
+    if !failing.is_empty() {
+        let list: Vec<String> = failing.iter().map(|(c, n)| format!("{c} ({n})")).collect();
+        eprintln!("pidshark: --fail-on conditions hold: {}", list.join(", "));
+        passed = false;
+    }
+    Ok(passed)
+}
+
 fn main() -> ExitCode {
-    let config = Config::from(Args::parse());
-    let outcome = pidshark::run(&config).and_then(|report| write_report(&config, &report));
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+    let args = Args::parse();
+    if args.schema {
+        print!("{}", model::schema());
+        return ExitCode::SUCCESS;
+    }
+    match run(&Config::from(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("pidshark: {err}");
             ExitCode::from(2)

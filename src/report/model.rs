@@ -1,12 +1,22 @@
 //! Serde types of the JSON report, field for field as `shared/design/report-v1.md`
 //! (format version 1) names them. Fields that may not have been read are `Option`s left
-//! out of the output when absent; nothing here is computed.
+//! out of the output when absent; nothing here is computed. The JSON Schema of the report
+//! is derived from these types ([`schema`]) and committed as `schema/report-v1.schema.json`.
+
+/// The JSON Schema of [`Report`], pretty-printed, as `pidshark --schema` prints it.
+pub fn schema() -> String {
+    let schema = schemars::schema_for!(Report);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Report {
     pub format_version: u32,
     pub tool: Tool,
@@ -17,13 +27,13 @@ pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Tool {
     pub name: &'static str,
     pub version: &'static str,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Capture {
     pub path: String,
     pub format: &'static str,
@@ -34,7 +44,7 @@ pub struct Capture {
     pub last_timestamp: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Summary {
     pub packets: u64,
     pub tcp_connections: u64,
@@ -52,7 +62,7 @@ pub struct Summary {
 }
 
 /// One broker's AllocateProducerIds traffic.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Broker {
     pub requests: u64,
     pub complete: u64,
@@ -66,14 +76,14 @@ pub struct Broker {
     pub latency_us: Option<BrokerLatency>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, JsonSchema)]
 pub struct BrokerLatency {
     pub p50: f64,
     pub p99: f64,
 }
 
 /// Every block of producer ids granted, and what is wrong with them.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct ProducerIdBlocks {
     /// The most common block length; null without blocks.
     pub usual_len: Option<i32>,
@@ -86,7 +96,7 @@ pub struct ProducerIdBlocks {
 }
 
 /// A block granted by a successful (NONE) response.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct PidBlock {
     pub start: i64,
     /// Inclusive.
@@ -104,7 +114,7 @@ pub struct PidBlock {
     pub timestamp: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct PidFinding {
     pub severity: &'static str,
     pub kind: &'static str,
@@ -115,14 +125,14 @@ pub struct PidFinding {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct ApiKeyCount {
     pub api_key: i16,
     pub requests: u64,
     pub responses: u64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct ExchangeCounts {
     pub total: u64,
     pub complete: u64,
@@ -130,7 +140,7 @@ pub struct ExchangeCounts {
 }
 
 /// Latency over complete exchanges, in microseconds.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, JsonSchema)]
 pub struct Latency {
     pub count: u64,
     pub min: f64,
@@ -141,7 +151,7 @@ pub struct Latency {
     pub max: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Exchange {
     pub connection: u64,
     pub client: String,
@@ -153,14 +163,14 @@ pub struct Exchange {
     pub latency_us: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct TaggedField {
     pub tag: u32,
     /// Lowercase hex.
     pub data: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Request {
     pub frame: u64,
     pub first_frame: u64,
@@ -182,7 +192,7 @@ pub struct Request {
     pub decode_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Response {
     pub frame: u64,
     pub first_frame: u64,
@@ -206,7 +216,7 @@ pub struct Response {
     pub decode_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Diagnostic {
     pub severity: &'static str,
     pub kind: &'static str,

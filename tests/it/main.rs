@@ -2,10 +2,13 @@
 
 mod common;
 
+mod analysis;
 mod cli;
 mod contract;
+mod gates;
 mod golden;
 mod properties;
+mod schema;
 mod synthetic;
 pub mod truth;
 pub mod variants;

@@ -1,0 +1,111 @@
+//! CI gates: `--fail-on` conditions checked against a finished report.
+//!
+//! A condition is a diagnostic kind (`pid_block_overlap`), a severity (`warning` means any
+//! warning or error, `error` any error, `info` anything), `error-response` (any
+//! AllocateProducerIds response with a non-NONE error code) or `unanswered` (any request
+//! without a response). Counts include diagnostics beyond the listing limit.
+
+use std::fmt;
+
+use crate::diag::{Kind, Severity};
+use crate::report::model::Report;
+
+/// One `--fail-on` condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    Kind(Kind),
+    Severity(Severity),
+    ErrorResponse,
+    Unanswered,
+}
+
+impl Condition {
+    /// Parses one condition name, with a message listing what is accepted.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "error-response" => Ok(Self::ErrorResponse),
+            "unanswered" => Ok(Self::Unanswered),
+            _ => Severity::from_name(name)
+                .map(Self::Severity)
+                .or_else(|| Kind::from_name(name).map(Self::Kind))
+                .ok_or_else(|| {
+                    format!(
+                        "unknown condition {name:?}: use a diagnostic kind, info, warning, error, error-response or unanswered"
+                    )
+                }),
+        }
+    }
+
+    /// How many times the condition holds in `report`.
+    pub fn count(self, report: &Report) -> u64 {
+        let diag_count = |pred: &dyn Fn(Kind) -> bool| -> u64 {
+            report
+                .summary
+                .diagnostics
+                .iter()
+                .filter(|(name, _)| Kind::from_name(name).is_some_and(pred))
+                .map(|(_, n)| *n)
+                .sum()
+        };
+        match self {
+            Self::Kind(kind) => diag_count(&|k| k == kind),
+            Self::Severity(min) => diag_count(&|k| k.severity() >= min),
+            Self::ErrorResponse => report
+                .exchanges
+                .iter()
+                .filter(|ex| {
+                    ex.response
+                        .as_ref()
+                        .and_then(|r| r.error_code)
+                        .is_some_and(|c| c != 0)
+                })
+                .count() as u64,
+            Self::Unanswered => report.summary.exchanges.unanswered,
+        }
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Kind(kind) => f.write_str(kind.as_str()),
+            Self::Severity(s) => f.write_str(s.as_str()),
+            Self::ErrorResponse => f.write_str("error-response"),
+            Self::Unanswered => f.write_str("unanswered"),
+        }
+    }
+}
+
+/// The conditions that hold, each with its count.
+pub fn failing(conditions: &[Condition], report: &Report) -> Vec<(Condition, u64)> {
+    conditions
+        .iter()
+        .map(|c| (*c, c.count(report)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_of_condition() {
+        assert_eq!(Condition::parse("unanswered"), Ok(Condition::Unanswered));
+        assert_eq!(
+            Condition::parse("error-response"),
+            Ok(Condition::ErrorResponse)
+        );
+        assert_eq!(
+            Condition::parse("warning"),
+            Ok(Condition::Severity(Severity::Warning))
+        );
+        assert_eq!(
+            Condition::parse("pid_block_overlap"),
+            Ok(Condition::Kind(Kind::PidBlockOverlap))
+        );
+        assert!(Condition::parse("pid_block_overlaps")
+            .unwrap_err()
+            .contains("unknown condition"));
+    }
+}

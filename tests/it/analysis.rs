@@ -1,0 +1,226 @@
+//! The producer-ID analysis on captures of a misbehaving fake controller
+//! (`fixtures/analysis/`, made by `scripts/make-analysis-fixtures.py`): the blocks and
+//! every finding its truth expects, none of the kinds it must not show, and the
+//! exchanges, field by field.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::common::{pidshark, root};
+use crate::truth::compare_with_truth;
+
+fn fixtures() -> Vec<(String, Vec<String>, Value)> {
+    let dir = root().join("fixtures/analysis");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".truth.json").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(dir.join(format!("{name}.truth.json"))).unwrap();
+            let truth: Value = serde_json::from_str(&text).unwrap();
+            let files = truth["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| format!("fixtures/analysis/{}", f.as_str().unwrap()))
+                .collect();
+            (name, files, truth)
+        })
+        .collect()
+}
+
+fn report(files: &[String]) -> Value {
+    let out = pidshark()
+        .args(files)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// (kind, correlation ids) of each finding, the ids found through the frames it names.
+fn findings_by_correlation(report: &Value) -> BTreeMap<(String, Vec<i64>), usize> {
+    let mut frame_to_corr: BTreeMap<u64, BTreeSet<i64>> = BTreeMap::new();
+    for ex in report["exchanges"].as_array().unwrap() {
+        let corr = ex["correlation_id"].as_i64().unwrap();
+        for frame in [&ex["request"]["frame"], &ex["response"]["frame"]] {
+            if let Some(f) = frame.as_u64() {
+                frame_to_corr.entry(f).or_default().insert(corr);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for f in report["producer_id_blocks"]["findings"].as_array().unwrap() {
+        let corrs: BTreeSet<i64> = f["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|fr| {
+                frame_to_corr
+                    .get(&fr.as_u64().unwrap())
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        *out.entry((
+            f["kind"].as_str().unwrap().to_owned(),
+            corrs.into_iter().collect(),
+        ))
+        .or_default() += 1;
+    }
+    out
+}
+
+#[test]
+fn analysis_fixtures_show_exactly_their_findings() {
+    let mut failures = Vec::new();
+    for (name, files, truth) in fixtures() {
+        let report = report(&files);
+        let got = findings_by_correlation(&report);
+        let mut want: BTreeMap<(String, Vec<i64>), usize> = BTreeMap::new();
+        for f in truth["expected_findings"].as_array().unwrap() {
+            let mut corrs: Vec<i64> = f["correlation_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_i64().unwrap())
+                .collect();
+            corrs.sort_unstable();
+            *want
+                .entry((f["kind"].as_str().unwrap().to_owned(), corrs))
+                .or_default() += 1;
+        }
+        if got != want {
+            failures.push(format!(
+                "{name}: findings\n    got  {got:?}\n    want {want:?}"
+            ));
+        }
+        let kinds: BTreeSet<&str> = report["producer_id_blocks"]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap())
+            .collect();
+        for clean in truth["expected_clean_kinds"].as_array().unwrap() {
+            if kinds.contains(clean.as_str().unwrap()) {
+                failures.push(format!("{name}: shows {clean}, which it must not"));
+            }
+        }
+        // every finding is also a diagnostic
+        let diag_kinds: BTreeSet<&str> = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["kind"].as_str().unwrap())
+            .collect();
+        if !kinds.is_subset(&diag_kinds) {
+            failures.push(format!("{name}: findings missing from diagnostics"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn analysis_fixtures_blocks_and_exchanges_match_their_truth() {
+    let mut failures = Vec::new();
+    for (name, files, truth) in fixtures() {
+        let report = report(&files);
+        if let Err(problem) = compare_with_truth(&report, &truth) {
+            failures.push(format!("{name}: {problem}"));
+        }
+        let got: Vec<Value> = report["producer_id_blocks"]["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                serde_json::json!({
+                    "start": b["start"], "end": b["end"], "len": b["len"],
+                    "broker_id": b["broker_id"], "broker_epoch": b["broker_epoch"],
+                    "client": b["client"], "server": b["server"], "correlation_id": b["correlation_id"],
+                })
+            })
+            .collect();
+        if got.as_slice() != truth["blocks"].as_array().unwrap().as_slice() {
+            failures.push(format!(
+                "{name}: blocks\n    got  {got:?}\n    want {}",
+                truth["blocks"]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn analysis_fixtures_match_their_golden_reports() {
+    let mut failures = Vec::new();
+    for (name, files, _) in fixtures() {
+        let out = pidshark()
+            .args(&files)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let golden = root().join(format!("fixtures/analysis/{name}.report.json"));
+        match std::fs::read(&golden) {
+            Ok(expected) if expected == out => {}
+            Ok(_) => failures.push(format!("{name}: differs from {}", golden.display())),
+            Err(_) => failures.push(format!(
+                "{name}: no golden report; run scripts/bless-golden"
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn per_broker_table_on_the_failover() {
+    let report = report(&["fixtures/analysis/failover-regression.pcap".to_owned()]);
+    let brokers = &report["summary"]["brokers"];
+    let one = &brokers["1"];
+    assert_eq!(one["errors"]["NOT_CONTROLLER"], 2);
+    assert_eq!(brokers["3"]["epochs_seen"], serde_json::json!([30, 31]));
+    let granted: i64 = brokers
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|b| b["ids_granted"].as_i64().unwrap())
+        .sum();
+    let blocks: i64 = report["producer_id_blocks"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["len"].as_i64().unwrap())
+        .sum();
+    assert_eq!(granted, blocks);
+}
+
+#[test]
+fn fail_on_overlap_gates_the_bad_controller_but_not_the_healthy_one() {
+    pidshark()
+        .args([
+            "fixtures/analysis/healthy.pcap",
+            "--fail-on",
+            "pid_block_overlap,pid_block_regression,warning",
+        ])
+        .assert()
+        .code(0);
+    pidshark()
+        .args([
+            "fixtures/analysis/overlap.pcap",
+            "--fail-on",
+            "pid_block_overlap",
+        ])
+        .assert()
+        .code(1)
+        .stderr("pidshark: --fail-on conditions hold: pid_block_overlap (1)\n");
+}

@@ -1,0 +1,122 @@
+//! `--fail-on` and `--expect`: the report is always written first; the exit code says
+//! whether the checks passed (0), failed (1) or could not run (2).
+
+use predicates::prelude::*;
+
+use crate::common::{fixture, pidshark};
+
+#[test]
+fn fail_on_passes_when_nothing_holds() {
+    pidshark()
+        .args([
+            "fixtures/controller-loopback.pcap",
+            "--fail-on",
+            "pid_block_overlap,tcp_gap",
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("\"exchanges\""));
+}
+
+#[test]
+fn fail_on_fails_after_writing_the_report_and_names_the_conditions() {
+    pidshark()
+        .args(["fixtures/controller-loopback.pcap", "--compact"])
+        .args([
+            "--fail-on",
+            "unanswered",
+            "--fail-on",
+            "error-response,warning,pid_block_gap",
+        ])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::starts_with("{\"format_version\":1"))
+        .stderr("pidshark: --fail-on conditions hold: unanswered (1), error-response (2)\n");
+}
+
+#[test]
+fn fail_on_severity_counts_warnings_and_errors() {
+    pidshark()
+        .args(["fixtures/truncated.pcap", "--fail-on", "warning"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("warning (2)"));
+    pidshark()
+        .args(["fixtures/truncated.pcap", "--fail-on", "error"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn fail_on_rejects_unknown_conditions() {
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--fail-on", "pid_overlap"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unknown condition \"pid_overlap\"",
+        ));
+}
+
+#[test]
+fn expect_passes_against_its_own_golden_file() {
+    pidshark()
+        .args([
+            "fixtures/controller-loopback.pcap",
+            "--expect",
+            "fixtures/controller-loopback.report.json",
+        ])
+        .assert()
+        .code(0)
+        .stderr("");
+}
+
+#[test]
+fn expect_fails_with_readable_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = dir.path().join("golden.json");
+    let text = std::fs::read_to_string(fixture("controller-loopback.report.json")).unwrap();
+    let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    report["tool"]["version"] = serde_json::json!("0.0.0-ignored");
+    report["exchanges"][3]["response"]["error_code"] = serde_json::json!(0);
+    report["exchanges"][8]["request"]["broker_epoch"] = serde_json::json!(1);
+    let removed = report["exchanges"].as_array_mut().unwrap().remove(0);
+    assert_eq!(removed["correlation_id"], 1);
+    std::fs::write(&golden, serde_json::to_string(&report).unwrap()).unwrap();
+    pidshark()
+        .args(["fixtures/controller-loopback.pcap", "--compact", "--expect"])
+        .arg(&golden)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::starts_with("{"))
+        .stderr(
+            predicate::str::contains("differ from")
+                .and(predicate::str::contains(
+                    "exchange (connection 1, correlation id 10, request frame 34): response.error_code: 0 → 41",
+                ))
+                .and(predicate::str::contains("correlation id 30, request frame 60): request.broker_epoch: 1 → 3"))
+                .and(predicate::str::contains("exchange (connection 0, correlation id 1, request frame 8) is new"))
+                .and(predicate::str::contains("version").not()),
+        );
+}
+
+#[test]
+fn expect_with_an_unreadable_file_exits_2() {
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--expect", "fixtures/nope.json"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "fixtures/nope.json: cannot use as --expect",
+        ));
+    pidshark()
+        .args([
+            "fixtures/seed-v0.pcap",
+            "--expect",
+            "fixtures/not-a-capture.txt",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not JSON"));
+}
