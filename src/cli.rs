@@ -35,6 +35,12 @@ pub struct Args {
     #[arg(long)]
     pub compact: bool,
 
+    /// Output format: `json` (the report), `ndjson` (one line per exchange as it
+    /// completes, then a summary line), `tree` (each message's fields and bytes, like the
+    /// seed document) or `text` (a summary for a terminal).
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+
     /// Treat TCP port P as a Kafka server port, whatever the bytes look like (repeatable).
     /// Without it, every connection whose first message is a plausible Kafka request is
     /// taken as Kafka.
@@ -91,12 +97,22 @@ fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{text:?} is too large"))
 }
 
+/// Output formats; all come from the same decoded data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Ndjson,
+    Tree,
+    Text,
+}
+
 /// What a run needs, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub inputs: Vec<String>,
     pub output: Option<PathBuf>,
     pub compact: bool,
+    pub format: Format,
     pub kafka: KafkaConfig,
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
@@ -112,6 +128,7 @@ impl Config {
             inputs,
             output: None,
             compact: false,
+            format: Format::Json,
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
             slow: SlowRule::Default,
@@ -130,6 +147,7 @@ impl From<Args> for Config {
             inputs: args.captures,
             output: args.output,
             compact: args.compact,
+            format: args.format,
             kafka: KafkaConfig {
                 ports,
                 ..KafkaConfig::default()

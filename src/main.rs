@@ -6,8 +6,9 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use pidshark::cli::Args;
+use pidshark::cli::{Args, Format};
 use pidshark::report::model::{self, Report};
+use pidshark::report::{text, tree};
 use pidshark::{expect, gate, Config, Error};
 
 fn write_report(config: &Config, report: &Report) -> Result<(), Error> {
@@ -24,14 +25,25 @@ fn write_report(config: &Config, report: &Report) -> Result<(), Error> {
             "<stdout>".into(),
         ),
     };
-    let result = if config.compact {
-        serde_json::to_writer(&mut out, report)
-    } else {
-        serde_json::to_writer_pretty(&mut out, report)
+    let result = match config.format {
+        Format::Json if config.compact => {
+            serde_json::to_writer(&mut out, report).map_err(io::Error::from)
+        }
+        Format::Json | Format::Ndjson => {
+            serde_json::to_writer_pretty(&mut out, report).map_err(io::Error::from)
+        }
+        Format::Tree => out.write_all(tree::render(report).as_bytes()),
+        Format::Text => text::write(&mut out, report, text::use_colour(config.output.is_none())),
     };
+    let needs_newline = config.format == Format::Json;
     result
-        .map_err(io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| {
+            if needs_newline {
+                out.write_all(b"\n")
+            } else {
+                Ok(())
+            }
+        })
         .and_then(|()| out.flush())
         .map_err(|source| Error::Write { path, source })
 }

@@ -193,6 +193,7 @@ pub(crate) mod test_support {
                 broker_epoch: Some(epoch),
                 tagged_fields: Some(vec![]),
                 problem: None,
+                raw: vec![],
             },
             response: response.map(|(error, start, len, latency_ms)| {
                 (
@@ -205,6 +206,7 @@ pub(crate) mod test_support {
                         producer_id_len: Some(len),
                         tagged_fields: Some(vec![]),
                         problem: None,
+                        raw: vec![],
                     },
                 )
             }),

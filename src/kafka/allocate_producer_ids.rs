@@ -8,7 +8,9 @@
 use std::fmt;
 
 use super::header::RequestPrefix;
+use super::layout::{Ignore, Visitor};
 use super::reader::{DecodeError, Reader, TaggedField};
+use super::tables::{ApiKey, ErrorCode};
 
 /// Offset of the message inside the frame: the int32 length prefix.
 const LENGTH_PREFIX_LEN: usize = 4;
@@ -54,6 +56,8 @@ pub struct Request {
     pub broker_epoch: Option<i64>,
     pub tagged_fields: Option<Vec<TaggedField>>,
     pub problem: Option<Problem>,
+    /// The message as captured (without its size prefix), for the tree view.
+    pub raw: Vec<u8>,
 }
 
 /// AllocateProducerIdsResponse with response header v1. `None` means "not read".
@@ -70,27 +74,156 @@ pub struct Response {
     pub producer_id_len: Option<i32>,
     pub tagged_fields: Option<Vec<TaggedField>>,
     pub problem: Option<Problem>,
+    /// The message as captured (without its size prefix), for the tree view.
+    pub raw: Vec<u8>,
+}
+
+/// Reads one field with `read` and tells the visitor where it was.
+fn traced<T>(
+    r: &mut Reader<'_>,
+    v: &mut dyn Visitor,
+    (name, wire, about): (&'static str, &'static str, &'static str),
+    read: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+    show: impl Fn(&T) -> String,
+) -> Result<T, DecodeError> {
+    let at = r.position();
+    let value = read(r)?;
+    v.field(name, wire, &|| show(&value), (at, r.position() - at), about);
+    Ok(value)
+}
+
+/// A tagged-field section, as one node with the count and a child per field.
+fn tagged_section(
+    r: &mut Reader<'_>,
+    v: &mut dyn Visitor,
+    about: &'static str,
+) -> Result<Vec<TaggedField>, DecodeError> {
+    v.open("tagged_fields", "uvarint", about, r.position());
+    let fields = r.tagged_fields_with(|field, span| v.tagged(field, span))?;
+    v.value(&|| fields.len().to_string());
+    v.close(r.position());
+    Ok(fields)
+}
+
+fn show_string(s: &Option<String>) -> String {
+    match s {
+        None => "null (int16 len=-1)".to_owned(),
+        Some(text) => format!("{text:?} (int16 len={})", text.len()),
+    }
+}
+
+/// Request header v2 (KIP-482), the same for every flexible request.
+fn request_header(
+    r: &mut Reader<'_>,
+    v: &mut dyn Visitor,
+    out: &mut Request,
+) -> Result<(), DecodeError> {
+    v.open("RequestHeader", "v2", "common request header", r.position());
+    traced(
+        r,
+        v,
+        (
+            "request_api_key",
+            "int16",
+            "numeric id of the API being invoked",
+        ),
+        |r| r.i16("request_api_key"),
+        |k| format!("{k} ({})", ApiKey(*k).name()),
+    )?;
+    traced(
+        r,
+        v,
+        (
+            "request_api_version",
+            "int16",
+            "version of the API being invoked",
+        ),
+        |r| r.i16("request_api_version"),
+        ToString::to_string,
+    )?;
+    traced(
+        r,
+        v,
+        (
+            "correlation_id",
+            "int32",
+            "echoed back by the broker in the response",
+        ),
+        |r| r.i32("correlation_id"),
+        ToString::to_string,
+    )?;
+    out.client_id = Some(traced(
+        r,
+        v,
+        (
+            "client_id",
+            "nullable_string",
+            "always a non-flexible int16-prefixed string",
+        ),
+        |r| r.nullable_string("client_id"),
+        show_string,
+    )?);
+    out.header_tagged_fields = Some(tagged_section(
+        r,
+        v,
+        "number of tagged fields in the header",
+    )?);
+    v.close(r.position());
+    Ok(())
 }
 
 /// Decodes a request message (the frame without its length prefix) whose prefix says key 67.
 pub fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
-    let mut out = Request::default();
+    decode_request_with(message, prefix, &mut Ignore)
+}
+
+/// [`decode_request`], telling `v` the structure it reads.
+pub fn decode_request_with(message: &[u8], prefix: &RequestPrefix, v: &mut dyn Visitor) -> Request {
+    let mut out = Request {
+        raw: message.to_vec(),
+        ..Request::default()
+    };
     let mut r = Reader::new(message);
     let result = (|| -> Result<(), DecodeError> {
-        // Prefix fields were read already by the framer; step over them.
-        r.i16("request_api_key")?;
-        r.i16("request_api_version")?;
-        r.i32("correlation_id")?;
-        out.client_id = Some(r.nullable_string("client_id")?);
-        out.header_tagged_fields = Some(r.tagged_fields()?);
+        request_header(&mut r, v, &mut out)?;
         if prefix.api_version != 0 {
             return Ok(());
         }
-        out.broker_id = Some(r.i32("BrokerId")?);
-        out.broker_epoch = Some(r.i64("BrokerEpoch")?);
-        out.tagged_fields = Some(r.tagged_fields()?);
+        v.open(
+            "AllocateProducerIdsRequest",
+            "struct",
+            "message body, version 0",
+            r.position(),
+        );
+        out.broker_id = Some(traced(
+            &mut r,
+            v,
+            ("BrokerId", "int32", "The ID of the requesting broker."),
+            |r| r.i32("BrokerId"),
+            ToString::to_string,
+        )?);
+        out.broker_epoch = Some(traced(
+            &mut r,
+            v,
+            (
+                "BrokerEpoch",
+                "int64",
+                "The epoch of the requesting broker.",
+            ),
+            |r| r.i64("BrokerEpoch"),
+            ToString::to_string,
+        )?);
+        out.tagged_fields = Some(tagged_section(
+            &mut r,
+            v,
+            "number of tagged fields in this struct",
+        )?);
+        v.close(r.position());
         r.finish()
     })();
+    if let Err(err) = &result {
+        v.failed(err);
+    }
     out.problem = problem(result, prefix.api_version);
     out
 }
@@ -98,21 +231,90 @@ pub fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
 /// Decodes a response message (the frame without its length prefix) to a key-67 request
 /// of `api_version`.
 pub fn decode_response(message: &[u8], api_version: i16) -> Response {
-    let mut out = Response::default();
+    decode_response_with(message, api_version, &mut Ignore)
+}
+
+/// [`decode_response`], telling `v` the structure it reads.
+pub fn decode_response_with(message: &[u8], api_version: i16, v: &mut dyn Visitor) -> Response {
+    let mut out = Response {
+        raw: message.to_vec(),
+        ..Response::default()
+    };
     let mut r = Reader::new(message);
     let result = (|| -> Result<(), DecodeError> {
-        r.i32("correlation_id")?;
-        out.header_tagged_fields = Some(r.tagged_fields()?);
+        v.open(
+            "ResponseHeader",
+            "v1",
+            "common response header",
+            r.position(),
+        );
+        traced(
+            &mut r,
+            v,
+            (
+                "correlation_id",
+                "int32",
+                "matches the correlation_id of the request",
+            ),
+            |r| r.i32("correlation_id"),
+            ToString::to_string,
+        )?;
+        out.header_tagged_fields = Some(tagged_section(
+            &mut r,
+            v,
+            "number of tagged fields in the header",
+        )?);
+        v.close(r.position());
         if api_version != 0 {
             return Ok(());
         }
-        out.throttle_time_ms = Some(r.i32("ThrottleTimeMs")?);
-        out.error_code = Some(r.i16("ErrorCode")?);
-        out.producer_id_start = Some(r.i64("ProducerIdStart")?);
-        out.producer_id_len = Some(r.i32("ProducerIdLen")?);
-        out.tagged_fields = Some(r.tagged_fields()?);
+        v.open(
+            "AllocateProducerIdsResponse",
+            "struct",
+            "message body, version 0",
+            r.position(),
+        );
+        out.throttle_time_ms = Some(traced(&mut r, v, ("ThrottleTimeMs", "int32", "The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota."), |r| r.i32("ThrottleTimeMs"), ToString::to_string)?);
+        out.error_code = Some(traced(
+            &mut r,
+            v,
+            ("ErrorCode", "int16", "The top level response error code."),
+            |r| r.i16("ErrorCode"),
+            |c| format!("{c} ({})", ErrorCode(*c).name()),
+        )?);
+        out.producer_id_start = Some(traced(
+            &mut r,
+            v,
+            (
+                "ProducerIdStart",
+                "int64",
+                "The first producer ID in this range, inclusive.",
+            ),
+            |r| r.i64("ProducerIdStart"),
+            ToString::to_string,
+        )?);
+        out.producer_id_len = Some(traced(
+            &mut r,
+            v,
+            (
+                "ProducerIdLen",
+                "int32",
+                "The number of producer IDs in this range.",
+            ),
+            |r| r.i32("ProducerIdLen"),
+            ToString::to_string,
+        )?);
+        out.tagged_fields = Some(tagged_section(
+            &mut r,
+            v,
+            "number of tagged fields in this struct",
+        )?);
+        v.close(r.position());
         r.finish()
     })();
+    if let Err(err) = &result {
+        v.failed(err);
+    }
     out.problem = problem(result, api_version);
     out
 }
@@ -168,6 +370,7 @@ mod tests {
                 broker_epoch: Some(0),
                 tagged_fields: Some(vec![]),
                 problem: None,
+                raw: SEED_REQUEST.to_vec(),
             }
         );
     }
@@ -185,6 +388,7 @@ mod tests {
                 producer_id_len: Some(0),
                 tagged_fields: Some(vec![]),
                 problem: None,
+                raw: SEED_RESPONSE.to_vec(),
             }
         );
     }

@@ -19,6 +19,7 @@
 pub mod allocate_producer_ids;
 pub mod framing;
 pub mod header;
+pub mod layout;
 pub mod reader;
 mod sides;
 pub mod tables;

@@ -192,6 +192,15 @@ impl<'a> Reader<'a> {
     /// A tagged-field section (KIP-482): uvarint count, then per field uvarint tag,
     /// uvarint size and the data. Tags must be strictly increasing, as Kafka requires.
     pub fn tagged_fields(&mut self) -> Result<Vec<TaggedField>, DecodeError> {
+        self.tagged_fields_with(|_, _| {})
+    }
+
+    /// [`Self::tagged_fields`], telling `each` where every field sat: `(offset, size)` of
+    /// its tag, size and data.
+    pub fn tagged_fields_with(
+        &mut self,
+        mut each: impl FnMut(&TaggedField, (usize, usize)),
+    ) -> Result<Vec<TaggedField>, DecodeError> {
         let count_at = self.pos;
         let count = self.uvarint("tagged field count")?;
         // Each field takes at least two bytes, so a count above that is a lie we can
@@ -219,7 +228,9 @@ impl<'a> Reader<'a> {
             let size = self.uvarint("tagged field size")?;
             let size = usize::try_from(size).unwrap_or(usize::MAX);
             let data = self.take("tagged field data", size)?.to_vec();
-            fields.push(TaggedField { tag, data });
+            let field = TaggedField { tag, data };
+            each(&field, (tag_at, self.pos - tag_at));
+            fields.push(field);
         }
         Ok(fields)
     }

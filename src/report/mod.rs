@@ -6,6 +6,8 @@
 
 pub mod model;
 pub mod stats;
+pub mod text;
+pub mod tree;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -93,6 +95,7 @@ fn exchange(ex: &pairing::Exchange) -> model::Exchange {
         broker_epoch: req.broker_epoch,
         tagged_fields: tagged(&req.tagged_fields),
         decode_error: req.problem.as_ref().map(ToString::to_string),
+        raw: req.raw.clone(),
     };
     let response = ex
         .response
@@ -131,6 +134,7 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
         producer_id_len: resp.producer_id_len,
         tagged_fields: tagged(&resp.tagged_fields),
         decode_error: resp.problem.as_ref().map(ToString::to_string),
+        raw: resp.raw.clone(),
     }
 }
 

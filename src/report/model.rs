@@ -190,6 +190,10 @@ pub struct Request {
     pub tagged_fields: Option<Vec<TaggedField>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_error: Option<String>,
+    /// The message as captured (without its size prefix); only for the tree view.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub raw: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
@@ -214,6 +218,10 @@ pub struct Response {
     pub tagged_fields: Option<Vec<TaggedField>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_error: Option<String>,
+    /// The message as captured (without its size prefix); only for the tree view.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub raw: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]

@@ -5,6 +5,7 @@ mod common;
 mod analysis;
 mod cli;
 mod contract;
+mod formats;
 mod gates;
 mod golden;
 mod properties;

@@ -1,0 +1,192 @@
+//! `--format text`: a report a person skims in a terminal: what was read, the Kafka APIs
+//! seen, one line per AllocateProducerIds exchange, the blocks' findings and the
+//! diagnostics grouped by kind. Colour only on a terminal and without `NO_COLOR`.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use anstyle::{AnsiColor, Style};
+
+use super::model::{Diagnostic, Exchange, Report};
+
+const BOLD: Style = Style::new().bold();
+const DIM: Style = Style::new().dimmed();
+const RED: Style = AnsiColor::Red.on_default().bold();
+const YELLOW: Style = AnsiColor::Yellow.on_default();
+const GREEN: Style = AnsiColor::Green.on_default();
+
+fn severity_style(severity: &str) -> Style {
+    match severity {
+        "error" => RED,
+        "warning" => YELLOW,
+        _ => DIM,
+    }
+}
+
+/// Time of day from an RFC 3339 timestamp, for compact lines.
+fn clock(timestamp: &str) -> &str {
+    timestamp
+        .split_once('T')
+        .map_or(timestamp, |(_, t)| t.trim_end_matches('Z'))
+}
+
+fn exchange_line(ex: &Exchange) -> (String, Style) {
+    let req = &ex.request;
+    let broker = match (req.broker_id, req.broker_epoch) {
+        (Some(id), Some(epoch)) => format!("broker {id}/{epoch}"),
+        _ => "broker ?".to_owned(),
+    };
+    let (outcome, style) = match &ex.response {
+        None => ("unanswered".to_owned(), YELLOW),
+        Some(resp) => match (&resp.error, resp.producer_id_start, resp.producer_id_len) {
+            (Some(err), Some(start), Some(len)) if err == "NONE" && len > 0 => (
+                format!("NONE ids {start}..={}", start + i64::from(len) - 1),
+                GREEN,
+            ),
+            (Some(err), _, _) if err == "NONE" => ("NONE (no block)".to_owned(), YELLOW),
+            (Some(err), _, _) => (err.clone(), RED),
+            (None, _, _) => ("undecoded".to_owned(), RED),
+        },
+    };
+    let latency = ex
+        .latency_us
+        .map(|us| format!("  {:.3} ms", us / 1000.0))
+        .unwrap_or_default();
+    let line = format!(
+        "  {}  conn {}  {} -> {}  corr {}  {broker}  {outcome}{latency}",
+        clock(&req.timestamp),
+        ex.connection,
+        ex.client,
+        ex.server,
+        ex.correlation_id
+    );
+    (line, style)
+}
+
+/// Colour when writing to standard output that is a terminal and `NO_COLOR` is unset
+/// (<https://no-color.org>).
+pub fn use_colour(to_stdout: bool) -> bool {
+    use std::io::IsTerminal;
+    to_stdout
+        && io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Writes the text report, with colour only when `colour`.
+pub fn write(out: &mut dyn Write, report: &Report, colour: bool) -> io::Result<()> {
+    let mut buf: Vec<u8> = Vec::new();
+    render(&mut buf, report)?;
+    if colour {
+        out.write_all(&buf)
+    } else {
+        out.write_all(&anstream::adapter::strip_bytes(&buf).into_vec())
+    }
+}
+
+fn heading(w: &mut dyn Write, text: &str) -> io::Result<()> {
+    writeln!(w, "\n{BOLD}{text}{BOLD:#}")
+}
+
+fn render(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let s = &report.summary;
+    writeln!(
+        w,
+        "{BOLD}pidshark {}{BOLD:#}: {} packets, {} TCP connections, {} with Kafka",
+        report.tool.version, s.packets, s.tcp_connections, s.kafka_connections
+    )?;
+    heading(w, "Captures")?;
+    for c in &report.captures {
+        writeln!(
+            w,
+            "  {}  {} {}  {} packets  {} -> {}",
+            c.path,
+            c.format,
+            c.link_types.join(","),
+            c.packets,
+            c.first_timestamp.as_deref().unwrap_or("-"),
+            c.last_timestamp.as_deref().unwrap_or("-")
+        )?;
+    }
+    heading(w, "Kafka APIs")?;
+    if s.api_keys.is_empty() {
+        writeln!(w, "  none")?;
+    }
+    for (name, count) in &s.api_keys {
+        writeln!(
+            w,
+            "  {name} ({})  {} requests, {} responses",
+            count.api_key, count.requests, count.responses
+        )?;
+    }
+    if s.unmatched_responses > 0 {
+        writeln!(
+            w,
+            "  {} responses matched no captured request",
+            s.unmatched_responses
+        )?;
+    }
+    heading(
+        w,
+        &format!(
+            "AllocateProducerIds exchanges: {} ({} complete, {} unanswered)",
+            s.exchanges.total, s.exchanges.complete, s.exchanges.unanswered
+        ),
+    )?;
+    for ex in &report.exchanges {
+        let (line, style) = exchange_line(ex);
+        writeln!(w, "{style}{line}{style:#}")?;
+    }
+    if let Some(l) = &s.latency_us {
+        writeln!(
+            w,
+            "  latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms over {}",
+            l.p50 / 1000.0,
+            l.p99 / 1000.0,
+            l.max / 1000.0,
+            l.count
+        )?;
+    }
+    let blocks = &report.producer_id_blocks;
+    heading(
+        w,
+        &format!(
+            "Producer ID blocks: {} granted, {} findings",
+            blocks.blocks.len(),
+            blocks.findings.len()
+        ),
+    )?;
+    for f in &blocks.findings {
+        let style = severity_style(f.severity);
+        writeln!(
+            w,
+            "  {style}{} {}{style:#}: {}",
+            f.severity, f.kind, f.message
+        )?;
+    }
+    heading(w, "Diagnostics")?;
+    if report.diagnostics.is_empty() {
+        writeln!(w, "  none")?;
+    }
+    let mut by_kind: BTreeMap<&str, Vec<&Diagnostic>> = BTreeMap::new();
+    for d in &report.diagnostics {
+        by_kind.entry(d.kind).or_default().push(d);
+    }
+    for (kind, list) in by_kind {
+        let total = s
+            .diagnostics
+            .get(kind)
+            .copied()
+            .unwrap_or(list.len() as u64);
+        let style = severity_style(list.first().map_or("info", |d| d.severity));
+        writeln!(w, "  {style}{kind}{style:#} ({total})")?;
+        for d in list {
+            let place = match (d.frame, d.connection) {
+                (Some(f), Some(c)) => format!("frame {f}, conn {c}: "),
+                (Some(f), None) => format!("frame {f}: "),
+                _ => String::new(),
+            };
+            writeln!(w, "    {DIM}{place}{DIM:#}{}", d.message)?;
+        }
+    }
+    Ok(())
+}

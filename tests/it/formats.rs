@@ -1,0 +1,172 @@
+//! The other output formats: `tree` against the seed document's own object trees, and
+//! golden files for `tree`, `text` and `ndjson` on the fixtures.
+
+use crate::common::{pidshark, root};
+
+/// (name, type, value, offset, size) of every node line of an object tree, as the seed
+/// draws it: `+-- name  type  = value  [0x0000, 4B]  about`. Values are compared by
+/// their first word, as our tree adds names (`0 (NONE)`).
+fn nodes(tree: &str) -> Vec<(String, String, String, usize, usize)> {
+    let mut out = Vec::new();
+    for line in tree.lines() {
+        let Some((left, right)) = line.split_once('[') else {
+            continue;
+        };
+        let Some((span, _)) = right.split_once(']') else {
+            continue;
+        };
+        let Some((offset, size)) = span.split_once(", ") else {
+            continue;
+        };
+        let Ok(offset) = usize::from_str_radix(offset.trim_start_matches("0x"), 16) else {
+            continue;
+        };
+        let Ok(size) = size.trim_end_matches('B').parse::<usize>() else {
+            continue;
+        };
+        let left = left.trim_start_matches(['|', '+', '-', ' ']);
+        let (head, value) = match left.split_once("= ") {
+            Some((h, v)) => (h, v.split_whitespace().next().unwrap_or("").to_owned()),
+            None => (left, String::new()),
+        };
+        let mut words = head.split_whitespace();
+        let name = words.next().unwrap_or("").to_owned();
+        let kind = words.collect::<Vec<_>>().join(" ");
+        out.push((name, kind, value, offset, size));
+    }
+    out
+}
+
+/// The seed document's object trees: the request's, then the response's.
+fn seed_trees() -> (String, String) {
+    let text =
+        std::fs::read_to_string(root().join("fixtures/seed/allocate-producer-ids-v0.txt")).unwrap();
+    let mut trees = text.split("object tree").skip(1).map(|part| {
+        part.split("kafka message schema")
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    });
+    (trees.next().unwrap(), trees.next().unwrap())
+}
+
+#[test]
+fn seed_copy_matches_the_shared_document() {
+    let shared = root().join("../shared/seed/allocate-producer-ids-v0.txt");
+    if let Ok(original) = std::fs::read(shared) {
+        assert_eq!(
+            std::fs::read(root().join("fixtures/seed/allocate-producer-ids-v0.txt")).unwrap(),
+            original
+        );
+    }
+}
+
+#[test]
+fn tree_of_the_seed_capture_draws_the_seed_trees() {
+    let out = pidshark()
+        .args(["fixtures/seed-v0.pcap", "--format", "tree"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let ours = String::from_utf8(out).unwrap();
+    let (request, response) = seed_trees();
+    let (our_request, our_response) = ours.split_once("== AllocateProducerIds response").unwrap();
+    let want_req = nodes(&request);
+    let want_resp = nodes(&response);
+    assert_eq!(want_req.len(), 13, "seed request tree parsed");
+    assert_eq!(want_resp.len(), 12, "seed response tree parsed");
+    assert_eq!(nodes(our_request), want_req);
+    assert_eq!(nodes(our_response), want_resp);
+    // and the bytes follow each tree, 16 per row
+    assert!(our_request
+        .contains("0000  00 00 00 18 00 43 00 00 00 00 00 00 00 00 00 00  .....C.........."));
+    assert!(our_request.contains("response in frame 6"));
+    assert!(our_response.contains("request in frame 4"));
+}
+
+fn check_golden(args: &[&str], golden: &str) {
+    let out = pidshark()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let expected = std::fs::read(root().join(golden))
+        .unwrap_or_else(|_| panic!("{golden} missing: run scripts/bless-golden"));
+    assert!(
+        out == expected,
+        "{golden} differs from `pidshark {}`",
+        args.join(" ")
+    );
+}
+
+#[test]
+fn tree_golden_on_tagged_fields_and_errors() {
+    check_golden(
+        &["fixtures/controller-loopback.pcap", "--format", "tree"],
+        "fixtures/controller-loopback.tree.txt",
+    );
+}
+
+#[test]
+fn text_golden_without_colour_when_piped() {
+    check_golden(
+        &[
+            "fixtures/analysis/failover-regression.pcap",
+            "--format",
+            "text",
+        ],
+        "fixtures/analysis/failover-regression.text.txt",
+    );
+    let out = pidshark()
+        .args(["fixtures/controller-loopback.pcap", "--format", "text"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(
+        !out.contains(&0x1b),
+        "no escape codes when stdout is not a terminal"
+    );
+}
+
+#[test]
+fn tree_shows_what_was_read_and_where_decoding_stopped() {
+    use crate::common::*;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:29093");
+    c.handshake(&mut w);
+    // BrokerEpoch cut to 3 bytes
+    c.send(
+        &mut w,
+        true,
+        &request(67, 0, 6, true, &[0, 0, 0, 9, 0, 0, 0]),
+        1000,
+    );
+    c.close(&mut w);
+    w.finish();
+    let out = pidshark()
+        .arg(&path)
+        .args(["--format", "tree"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("no response in the capture"), "{text}");
+    assert!(text.contains("+-- BrokerId                int32"), "{text}");
+    assert!(!text.contains("BrokerEpoch    "), "{text}");
+    assert!(
+        text.contains(
+            "!! decoding stopped: BrokerEpoch at offset 23 needs 8 bytes but only 3 are left"
+        ),
+        "{text}"
+    );
+}
