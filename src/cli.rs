@@ -119,6 +119,9 @@ pub struct Config {
     pub slow: SlowRule,
     pub fail_on: Vec<Condition>,
     pub expect: Option<PathBuf>,
+    /// Blocks of producer ids compared one by one before older ones are folded into
+    /// ranges (bounds the analysis's memory).
+    pub max_recent_blocks: usize,
 }
 
 impl Config {
@@ -134,6 +137,7 @@ impl Config {
             slow: SlowRule::Default,
             fail_on: Vec::new(),
             expect: None,
+            max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
         }
     }
 }
@@ -156,6 +160,7 @@ impl From<Args> for Config {
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
             fail_on: args.fail_on,
             expect: args.expect,
+            max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
         }
     }
 }

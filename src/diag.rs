@@ -194,6 +194,13 @@ impl Diagnostics {
         });
     }
 
+    /// Counts `n` more diagnostics of `kind` that are not listed.
+    pub fn count_more(&mut self, kind: Kind, n: u64) {
+        if n > 0 {
+            *self.counts.entry(kind).or_default() += n;
+        }
+    }
+
     /// All listed diagnostics in packet order; those without a frame (end of input)
     /// last, then one `diagnostics_limited` per kind that had more than were listed.
     /// The sort is stable, so equal frames keep the order they were found in.

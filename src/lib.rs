@@ -36,6 +36,7 @@ use flate2::read::MultiGzDecoder;
 pub use cli::Config;
 pub use error::Error;
 
+use analysis::Analyzer;
 use capture::PacketRef;
 use decode::Decoded;
 use diag::{Diagnostics, Kind};
@@ -75,11 +76,76 @@ fn open(path: &str) -> Result<Box<dyn Read + Send>, Error> {
     }
 }
 
-/// Reads every capture of `config` as one and returns the report.
+/// Receives each exchange as soon as it is complete (or given up as unanswered).
+pub type ExchangeSink<'a> = &'a mut dyn FnMut(&report::model::Exchange) -> std::io::Result<()>;
+
+/// Reads every capture of `config` as one and returns the report, every exchange in it.
 pub fn run(config: &Config) -> Result<report::model::Report, Error> {
+    process(config, None)
+}
+
+/// Reads every capture of `config` as one, handing each exchange to `sink` as it
+/// completes and keeping none of them: memory does not grow with the number of
+/// exchanges. The report returned has the summary, findings and diagnostics, but no
+/// exchanges or blocks; latency percentiles come from a histogram (within 0.1%).
+pub fn run_streaming(
+    config: &Config,
+    sink: ExchangeSink<'_>,
+) -> Result<report::model::Report, Error> {
+    process(config, Some(sink))
+}
+
+/// Hands what pairing finished to the analysis, then to the sink when streaming or to
+/// `kept` otherwise. Exchanges completed by the same packet go in request order, so that
+/// responses a server sends together count as simultaneous.
+fn drain(
+    pairing: &mut pairing::Pairing,
+    analyzer: &mut Analyzer,
+    sink: &mut Option<ExchangeSink<'_>>,
+    kept: &mut Vec<pairing::Exchange>,
+    sink_error: &mut Option<std::io::Error>,
+) {
+    if pairing.exchanges.is_empty() {
+        return;
+    }
+    pairing.exchanges.sort_by_key(|ex| {
+        (
+            ex.request_meta.frame,
+            ex.endpoints.connection,
+            ex.correlation_id,
+        )
+    });
+    for ex in pairing.exchanges.drain(..) {
+        analyzer.add(&ex);
+        match sink.as_mut() {
+            Some(sink) => {
+                if sink_error.is_none() {
+                    if let Err(e) = sink(&report::exchange(&ex)) {
+                        *sink_error = Some(e);
+                    }
+                }
+            }
+            None => kept.push(ex),
+        }
+    }
+}
+
+fn process(
+    config: &Config,
+    mut sink: Option<ExchangeSink<'_>>,
+) -> Result<report::model::Report, Error> {
+    let streaming = sink.is_some();
     let mut diags = Diagnostics::default();
     let mut tracker: Tracker<KafkaConn> = Tracker::new(config.max_held_len);
     let mut dissector = Dissector::new(config.kafka.clone());
+    let mut analyzer = Analyzer::new(
+        config.slow,
+        !streaming,
+        !streaming,
+        config.max_recent_blocks,
+    );
+    let mut sink_error = None;
+    let mut kept = Vec::new();
     let mut next_frame = 1u64;
     let mut last = PacketRef::default();
     let mut unsupported = BTreeSet::new();
@@ -91,7 +157,14 @@ pub fn run(config: &Config) -> Result<report::model::Report, Error> {
                 last = packet.at;
                 match decode::decode(packet) {
                     Decoded::Tcp(segment) => {
-                        tracker.segment(&segment, packet.at, &mut dissector, diags)
+                        tracker.segment(&segment, packet.at, &mut dissector, diags);
+                        drain(
+                            &mut dissector.pairing,
+                            &mut analyzer,
+                            &mut sink,
+                            &mut kept,
+                            &mut sink_error,
+                        );
                     }
                     Decoded::Other => {}
                     Decoded::UnsupportedLinkType => {
@@ -119,8 +192,21 @@ pub fn run(config: &Config) -> Result<report::model::Report, Error> {
     }
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);
-    dissector.pairing.sort_exchanges();
-    let analysis = analysis::analyse(&dissector.pairing.exchanges, config.slow, &mut diags);
+    drain(
+        &mut dissector.pairing,
+        &mut analyzer,
+        &mut sink,
+        &mut kept,
+        &mut sink_error,
+    );
+    if let Some(source) = sink_error {
+        return Err(Error::Write {
+            path: "<stdout>".into(),
+            source,
+        });
+    }
+    dissector.pairing.exchanges = kept;
+    let analysis = analyzer.finish(&mut diags);
     Ok(report::build(report::Findings {
         captures,
         analysis,

@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -11,20 +12,25 @@ use pidshark::report::model::{self, Report};
 use pidshark::report::{text, tree};
 use pidshark::{expect, gate, Config, Error};
 
-fn write_report(config: &Config, report: &Report) -> Result<(), Error> {
-    let (mut out, path): (Box<dyn Write>, _) = match &config.output {
+/// Where the output goes: the `-o` file or standard output.
+fn open_output(config: &Config) -> Result<(Box<dyn Write>, PathBuf), Error> {
+    match &config.output {
         Some(path) => {
             let file = File::create(path).map_err(|source| Error::Write {
                 path: path.clone(),
                 source,
             })?;
-            (Box::new(BufWriter::new(file)), path.clone())
+            Ok((Box::new(BufWriter::new(file)), path.clone()))
         }
-        None => (
+        None => Ok((
             Box::new(BufWriter::new(io::stdout().lock())),
             "<stdout>".into(),
-        ),
-    };
+        )),
+    }
+}
+
+fn write_report(config: &Config, report: &Report) -> Result<(), Error> {
+    let (mut out, path) = open_output(config)?;
     let result = match config.format {
         Format::Json if config.compact => {
             serde_json::to_writer(&mut out, report).map_err(io::Error::from)
@@ -48,6 +54,34 @@ fn write_report(config: &Config, report: &Report) -> Result<(), Error> {
         .map_err(|source| Error::Write { path, source })
 }
 
+/// `--format ndjson`: a line per exchange as it completes, flushed at once, then a line
+/// with everything else the report holds (no `exchanges`, no `producer_id_blocks.blocks`).
+fn stream(config: &Config) -> Result<Report, Error> {
+    let (mut out, path) = open_output(config)?;
+    let mut sink = |ex: &model::Exchange| -> io::Result<()> {
+        serde_json::to_writer(&mut out, ex)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    };
+    let report = pidshark::run_streaming(config, &mut sink)?;
+    let mut last = serde_json::to_value(&report).map_err(|e| Error::Write {
+        path: path.clone(),
+        source: e.into(),
+    })?;
+    if let Some(obj) = last.as_object_mut() {
+        obj.remove("exchanges");
+    }
+    if let Some(blocks) = last["producer_id_blocks"].as_object_mut() {
+        blocks.remove("blocks");
+    }
+    serde_json::to_writer(&mut out, &last)
+        .map_err(io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|source| Error::Write { path, source })?;
+    Ok(report)
+}
+
 /// Reads the `--expect` file before anything runs, so a bad path fails fast.
 fn read_expected(config: &Config) -> Result<Option<serde_json::Value>, Error> {
     let Some(path) = &config.expect else {
@@ -66,8 +100,21 @@ fn read_expected(config: &Config) -> Result<Option<serde_json::Value>, Error> {
 /// Runs everything; `Ok(true)` when every check passed.
 fn run(config: &Config) -> Result<bool, Error> {
     let expected = read_expected(config)?;
-    let report = pidshark::run(config)?;
-    write_report(config, &report)?;
+    let report = if config.format == Format::Ndjson {
+        if let Some(path) = &config.expect {
+            return Err(Error::Expect {
+                path: path.clone(),
+                reason:
+                    "--expect compares the exchanges of a JSON report; use it with --format json"
+                        .into(),
+            });
+        }
+        stream(config)?
+    } else {
+        let report = pidshark::run(config)?;
+        write_report(config, &report)?;
+        report
+    };
     let mut passed = true;
     if let (Some(expected), Some(path)) = (&expected, &config.expect) {
         let differences = expect::compare(expected, &report).map_err(|reason| Error::Expect {

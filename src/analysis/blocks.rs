@@ -1,7 +1,7 @@
 //! Blocks of producer IDs and what is wrong with them: overlaps, regressions, gaps and
 //! irregular lengths.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::{Block, Finding};
 use crate::diag::Kind;
@@ -60,17 +60,10 @@ fn granted(ex: &Exchange) -> Granted {
     })
 }
 
-/// The most common length; on a tie, the one seen first.
-fn usual_len(blocks: &[Block]) -> Option<i32> {
-    let mut counts: BTreeMap<i32, (usize, usize)> = BTreeMap::new();
-    for (idx, b) in blocks.iter().enumerate() {
-        counts.entry(b.len).or_insert((0, idx)).0 += 1;
-    }
-    counts
-        .into_iter()
-        .max_by(|(_, (n1, first1)), (_, (n2, first2))| n1.cmp(n2).then(first2.cmp(first1)))
-        .map(|(len, _)| len)
-}
+/// Blocks compared one by one before they are folded into ranges.
+pub const MAX_TRACKED_BLOCKS: usize = 65_536;
+/// Blocks of one unusual length listed as irregular; more are only counted.
+const MAX_LEN_SAMPLES: usize = 1000;
 
 fn ids(from: i64, to: i64) -> String {
     if from == to {
@@ -93,12 +86,62 @@ fn finding(kind: Kind, block: &Block, frames: Vec<u64>, message: String) -> Find
     }
 }
 
-/// Blocks in time order of their responses, the usual length, and findings about them.
-pub fn find(exchanges: &[Exchange], findings: &mut Vec<Finding>) -> (Vec<Block>, Option<i32>) {
-    let mut blocks = Vec::new();
-    for ex in exchanges {
-        match granted(ex) {
-            Granted::Block(block) => blocks.push(block),
+/// Blocks of one length: how many, when first seen, and the first few.
+#[derive(Debug, Default)]
+struct LenStats {
+    count: u64,
+    first_seen: u64,
+    samples: Vec<Block>,
+}
+
+/// Blocks seen so far, compared with each new one.
+///
+/// The most recent [`MAX_TRACKED_BLOCKS`] are kept whole; older ones are folded into
+/// merged id ranges that remember the frames of their first and last block, so memory
+/// stays bounded however many blocks a capture holds.
+#[derive(Debug)]
+pub struct Tracker {
+    /// Blocks kept whole before folding.
+    max_recent: usize,
+    /// Recent blocks by (start, response frame).
+    recent: BTreeMap<(i64, u64), Block>,
+    /// Keys of `recent` in arrival order, for folding the oldest.
+    arrival: VecDeque<(i64, u64)>,
+    /// Folded ranges: start -> (end, first response frame, last response frame).
+    folded: BTreeMap<i64, (i64, u64, u64)>,
+    /// Longest block seen, to bound searches by start.
+    longest: i64,
+    /// The block reaching highest so far.
+    furthest: Option<Block>,
+    lens: BTreeMap<i32, LenStats>,
+    seen: u64,
+}
+
+impl Default for Tracker {
+    fn default() -> Self {
+        Self::new(MAX_TRACKED_BLOCKS)
+    }
+}
+
+impl Tracker {
+    /// A tracker comparing up to `max_recent` blocks one by one.
+    pub fn new(max_recent: usize) -> Self {
+        Self {
+            max_recent: max_recent.max(1),
+            recent: BTreeMap::new(),
+            arrival: VecDeque::new(),
+            folded: BTreeMap::new(),
+            longest: 0,
+            furthest: None,
+            lens: BTreeMap::new(),
+            seen: 0,
+        }
+    }
+
+    /// Takes one exchange; returns its block if it granted one.
+    pub fn add(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) -> Option<Block> {
+        let block = match granted(ex) {
+            Granted::Block(block) => block,
             Granted::Irregular(message) => {
                 let frame = ex
                     .response
@@ -114,45 +157,79 @@ pub fn find(exchanges: &[Exchange], findings: &mut Vec<Finding>) -> (Vec<Block>,
                         ex.correlation_id
                     ),
                 });
+                return None;
             }
-            Granted::Nothing => {}
+            Granted::Nothing => return None,
+        };
+        self.overlaps(&block, findings);
+        self.order(&block, findings);
+        self.seen += 1;
+        let stats = self.lens.entry(block.len).or_insert_with(|| LenStats {
+            first_seen: self.seen,
+            ..LenStats::default()
+        });
+        stats.count += 1;
+        if stats.samples.len() < MAX_LEN_SAMPLES {
+            stats.samples.push(block.clone());
         }
-    }
-    blocks.sort_by_key(|b| (b.timestamp, b.response_frame));
-    let usual = usual_len(&blocks);
-
-    // Overlaps: sweep by start, against the block reaching furthest so far.
-    let mut by_start: Vec<&Block> = blocks.iter().collect();
-    by_start.sort_by_key(|b| (b.start, b.response_frame));
-    let mut reach: Option<&Block> = None;
-    for b in by_start {
-        if let Some(r) = reach {
-            if b.start <= r.end {
-                let shared_to = b.end.min(r.end);
-                findings.push(finding(
-                    Kind::PidBlockOverlap,
-                    b,
-                    vec![r.response_frame, b.response_frame],
-                    format!(
-                        "{} were given twice: to broker {} (frame {}) and to broker {} (frame {})",
-                        ids(b.start, shared_to),
-                        r.broker_id,
-                        r.response_frame,
-                        b.broker_id,
-                        b.response_frame
-                    ),
-                ));
-            }
+        self.longest = self.longest.max(i64::from(block.len));
+        let key = (block.start, block.response_frame);
+        self.recent.insert(key, block.clone());
+        self.arrival.push_back(key);
+        while self.recent.len() > self.max_recent {
+            self.fold_oldest();
         }
-        if reach.is_none_or(|r| b.end > r.end) {
-            reach = Some(b);
-        }
+        Some(block)
     }
 
-    // Regressions and gaps: in time order, against what was handed out before.
-    let mut furthest: Option<&Block> = None;
-    for b in &blocks {
-        if let Some(f) = furthest {
+    /// Every earlier block sharing ids with `b`: one finding per pair.
+    fn overlaps(&self, b: &Block, findings: &mut Vec<Finding>) {
+        let lowest_start = b.start.saturating_sub(self.longest);
+        for earlier in self
+            .recent
+            .range((lowest_start, 0)..=(b.end, u64::MAX))
+            .map(|(_, e)| e)
+        {
+            if earlier.end < b.start {
+                continue;
+            }
+            findings.push(finding(
+                Kind::PidBlockOverlap,
+                b,
+                vec![earlier.response_frame, b.response_frame],
+                format!(
+                    "{} were given twice: to broker {} (frame {}) and to broker {} (frame {})",
+                    ids(b.start.max(earlier.start), b.end.min(earlier.end)),
+                    earlier.broker_id,
+                    earlier.response_frame,
+                    b.broker_id,
+                    b.response_frame
+                ),
+            ));
+        }
+        let folded = self
+            .folded
+            .range(..=b.end)
+            .next_back()
+            .filter(|(_, (end, _, _))| *end >= b.start);
+        if let Some((start, (end, first, last))) = folded {
+            findings.push(finding(
+                Kind::PidBlockOverlap,
+                b,
+                vec![*last, b.response_frame],
+                format!(
+                    "{} given to broker {} (frame {}) were already given in an earlier block, between frames {first} and {last}",
+                    ids(b.start.max(*start), b.end.min(*end)),
+                    b.broker_id,
+                    b.response_frame
+                ),
+            ));
+        }
+    }
+
+    /// Regressions and gaps against the block reaching highest so far.
+    fn order(&mut self, b: &Block, findings: &mut Vec<Finding>) {
+        if let Some(f) = &self.furthest {
             if b.start <= f.end {
                 findings.push(finding(
                     Kind::PidBlockRegression,
@@ -163,41 +240,82 @@ pub fn find(exchanges: &[Exchange], findings: &mut Vec<Finding>) -> (Vec<Block>,
                         b.start, b.broker_id, b.response_frame, f.end, f.broker_id, f.response_frame
                     ),
                 ));
+            } else if b.start > f.end.saturating_add(1) {
+                let skipped = b.start - f.end - 1;
+                findings.push(finding(
+                    Kind::PidBlockGap,
+                    b,
+                    vec![f.response_frame, b.response_frame],
+                    format!(
+                        "{skipped} ids ({}) were skipped between the block for broker {} (frame {}) and the next, for broker {} (frame {})",
+                        ids(f.end + 1, b.start - 1),
+                        f.broker_id,
+                        f.response_frame,
+                        b.broker_id,
+                        b.response_frame
+                    ),
+                ));
             }
         }
-        // Ids never handed out between the furthest block so far and this one.
-        if let Some(f) = furthest.filter(|f| b.start > f.end.saturating_add(1)) {
-            let skipped = b.start - f.end - 1;
-            findings.push(finding(
-                Kind::PidBlockGap,
-                b,
-                vec![f.response_frame, b.response_frame],
-                format!(
-                    "{skipped} ids ({}) were skipped between the block for broker {} (frame {}) and the next, for broker {} (frame {})",
-                    ids(f.end + 1, b.start - 1),
-                    f.broker_id,
-                    f.response_frame,
-                    b.broker_id,
-                    b.response_frame
-                ),
-            ));
-        }
-        if furthest.is_none_or(|f| b.end > f.end) {
-            furthest = Some(b);
-        }
-        if let Some(usual) = usual.filter(|u| *u != b.len) {
-            findings.push(finding(
-                Kind::PidBlockIrregular,
-                b,
-                vec![b.request_frame, b.response_frame],
-                format!(
-                    "broker {} got a block of {} ids (frame {}) where this capture's blocks are usually {usual}",
-                    b.broker_id, b.len, b.response_frame
-                ),
-            ));
+        if self.furthest.as_ref().is_none_or(|f| b.end > f.end) {
+            self.furthest = Some(b.clone());
         }
     }
-    (blocks, usual)
+
+    /// Folds the oldest recent block into the merged ranges.
+    fn fold_oldest(&mut self) {
+        let Some(key) = self.arrival.pop_front() else {
+            return;
+        };
+        let Some(b) = self.recent.remove(&key) else {
+            return;
+        };
+        let (mut start, mut end, mut first, mut last) =
+            (b.start, b.end, b.response_frame, b.response_frame);
+        // absorb every folded range touching this one
+        let touching: Vec<i64> = self
+            .folded
+            .range(..=end.saturating_add(1))
+            .filter(|(_, (e, _, _))| e.saturating_add(1) >= start)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in touching {
+            if let Some((e, f, l)) = self.folded.remove(&s) {
+                start = start.min(s);
+                end = end.max(e);
+                first = first.min(f);
+                last = last.max(l);
+            }
+        }
+        self.folded.insert(start, (end, first, last));
+    }
+
+    /// Ends the analysis: blocks whose length is not the usual one are irregular.
+    /// Returns the usual length (the most common; on a tie, the one seen first).
+    pub fn finish(self, findings: &mut Vec<Finding>) -> Option<i32> {
+        let usual = self
+            .lens
+            .iter()
+            .max_by(|(_, a), (_, b)| a.count.cmp(&b.count).then(b.first_seen.cmp(&a.first_seen)))
+            .map(|(len, _)| *len)?;
+        for (len, stats) in &self.lens {
+            if *len == usual {
+                continue;
+            }
+            for b in &stats.samples {
+                findings.push(finding(
+                    Kind::PidBlockIrregular,
+                    b,
+                    vec![b.request_frame, b.response_frame],
+                    format!(
+                        "broker {} got a block of {} ids (frame {}) where this capture's blocks are usually {usual}",
+                        b.broker_id, b.len, b.response_frame
+                    ),
+                ));
+            }
+        }
+        Some(usual)
+    }
 }
 
 #[cfg(test)]
@@ -207,7 +325,12 @@ mod tests {
 
     fn run(ex: &[Exchange]) -> (Vec<Block>, Vec<Finding>) {
         let mut findings = Vec::new();
-        let (blocks, _) = find(ex, &mut findings);
+        let mut tracker = Tracker::default();
+        let blocks = ex
+            .iter()
+            .filter_map(|e| tracker.add(e, &mut findings))
+            .collect();
+        tracker.finish(&mut findings);
         (blocks, findings)
     }
 
@@ -264,6 +387,39 @@ mod tests {
         ]);
         assert_eq!(blocks.len(), 3);
         assert_eq!(kinds(&f), vec!["pid_block_irregular"; 3]);
+    }
+
+    #[test]
+    fn overlap_with_a_block_folded_long_ago_is_still_found() {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        let n = MAX_TRACKED_BLOCKS as u64 + 10;
+        for i in 0..n {
+            tracker.add(
+                &exchange(i + 1, 1, 5, Some((0, (i as i64) * 10, 10, 1))),
+                &mut findings,
+            );
+        }
+        assert!(findings.is_empty());
+        assert_eq!(tracker.recent.len(), MAX_TRACKED_BLOCKS);
+        assert_eq!(
+            tracker.folded.len(),
+            1,
+            "contiguous old blocks fold into one range"
+        );
+        tracker.add(&exchange(n + 1, 2, 5, Some((0, 55, 10, 1))), &mut findings);
+        let overlaps: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.kind == Kind::PidBlockOverlap)
+            .collect();
+        assert_eq!(overlaps.len(), 1);
+        assert!(
+            overlaps[0]
+                .message
+                .starts_with("ids 55..=64 given to broker 2"),
+            "{}",
+            overlaps[0].message
+        );
     }
 
     #[test]

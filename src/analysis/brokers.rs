@@ -1,12 +1,13 @@
-//! Per broker: error streaks, retries, epoch changes, and the summary table.
+//! Per broker: error streaks, retries, epoch changes, and the summary table, kept as
+//! running state per broker id while exchanges arrive.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{latency_us, Block, Finding};
+use super::{latency_us, Finding};
 use crate::diag::Kind;
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
-use crate::report::stats;
+use crate::report::stats::Latencies;
 
 /// One broker's row of `summary.brokers`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,15 +25,44 @@ pub struct BrokerStats {
     pub latency_p99_us: Option<f64>,
 }
 
-/// Exchanges per broker id, in request order.
-fn by_broker(exchanges: &[Exchange]) -> BTreeMap<i32, Vec<&Exchange>> {
-    let mut map: BTreeMap<i32, Vec<&Exchange>> = BTreeMap::new();
-    for ex in exchanges {
-        if let Some(broker) = ex.request.broker_id {
-            map.entry(broker).or_default().push(ex);
-        }
-    }
-    map
+/// What the previous exchange of a broker left behind.
+#[derive(Debug, Clone)]
+struct Previous {
+    request_frame: u64,
+    last_frame: u64,
+    /// `Some(code)` for a decoded response, `None` when unanswered or undecoded.
+    error: Option<i16>,
+    answered: bool,
+    epoch: Option<i64>,
+}
+
+/// A run of the same error to one broker.
+#[derive(Debug, Clone)]
+struct Streak {
+    code: i16,
+    frames: Vec<u64>,
+    connections: BTreeSet<u64>,
+    last_connection: u64,
+}
+
+/// Frames of a streak listed in its finding; a longer streak is counted.
+const MAX_STREAK_FRAMES: usize = 1000;
+
+#[derive(Debug)]
+struct Broker {
+    stats: BrokerStats,
+    epochs: BTreeSet<i64>,
+    latencies: Latencies,
+    previous: Option<Previous>,
+    streak: Option<Streak>,
+    streak_len: u64,
+}
+
+/// Running state of every broker.
+#[derive(Debug)]
+pub struct Tracker {
+    exact_latency: bool,
+    brokers: BTreeMap<i32, Broker>,
 }
 
 fn error_of(ex: &Exchange) -> Option<i16> {
@@ -49,7 +79,7 @@ fn last_frame(ex: &Exchange) -> u64 {
 fn finding(
     kind: Kind,
     broker: i32,
-    ex: &Exchange,
+    connection: u64,
     mut frames: Vec<u64>,
     message: String,
 ) -> Finding {
@@ -58,128 +88,173 @@ fn finding(
     Finding {
         kind,
         broker_id: Some(broker),
-        connection: Some(ex.endpoints.connection),
+        connection: Some(connection),
         frames,
         message,
     }
 }
 
-/// Error streaks, retries and epoch changes.
-pub fn sequences(exchanges: &[Exchange], findings: &mut Vec<Finding>) {
-    for (broker, list) in by_broker(exchanges) {
-        // Streaks: consecutive answered requests with the same non-NONE error.
-        let answered: Vec<&&Exchange> = list.iter().filter(|ex| error_of(ex).is_some()).collect();
-        let mut run_start = 0;
-        for idx in 1..=answered.len() {
-            let same = |a: usize, b: usize| {
-                let (Some(x), Some(y)) = (answered.get(a), answered.get(b)) else {
-                    return false;
-                };
-                error_of(x) == error_of(y) && error_of(x) != Some(0)
-            };
-            if idx < answered.len() && same(run_start, idx) {
-                continue;
-            }
-            let run = answered.get(run_start..idx).unwrap_or_default();
-            if let (true, Some(first), Some(last)) = (run.len() >= 2, run.first(), run.last()) {
-                let code = error_of(first).unwrap_or_default();
-                let connections: BTreeSet<u64> =
-                    run.iter().map(|ex| ex.endpoints.connection).collect();
-                findings.push(finding(
-                    Kind::PidErrorStreak,
-                    broker,
-                    last,
-                    run.iter().map(|ex| last_frame(ex)).collect(),
-                    format!(
-                        "broker {broker} got {} {} responses in a row (frames {} to {}, over {} connection{})",
-                        run.len(),
-                        ErrorCode(code).name(),
-                        last_frame(first),
-                        last_frame(last),
-                        connections.len(),
-                        if connections.len() == 1 { "" } else { "s" }
-                    ),
-                ));
-            }
-            run_start = idx;
+fn close_streak(broker: i32, streak: Option<Streak>, len: u64, findings: &mut Vec<Finding>) {
+    let Some(streak) = streak else { return };
+    if len < 2 {
+        return;
+    }
+    let (first, last) = (
+        streak.frames.first().copied().unwrap_or_default(),
+        streak.frames.last().copied().unwrap_or_default(),
+    );
+    let n = streak.connections.len();
+    findings.push(finding(
+        Kind::PidErrorStreak,
+        broker,
+        streak.last_connection,
+        streak.frames,
+        format!(
+            "broker {broker} got {len} {} responses in a row (frames {first} to {last}, over {n} connection{})",
+            ErrorCode(streak.code).name(),
+            if n == 1 { "" } else { "s" }
+        ),
+    ));
+}
+
+impl Tracker {
+    pub fn new(exact_latency: bool) -> Self {
+        Self {
+            exact_latency,
+            brokers: BTreeMap::new(),
         }
-        // Retries and epoch changes: each request against the one before.
-        for pair in list.windows(2) {
-            let [before, after] = pair else { continue };
-            // A request pipelined before the error came back is no retry.
-            let asked_after = after.request_meta.frame > last_frame(before);
-            let failed = match error_of(before) {
+    }
+
+    /// One exchange of a broker, in the order exchanges complete.
+    pub fn add(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) {
+        let Some(id) = ex.request.broker_id else {
+            return;
+        };
+        let exact = self.exact_latency;
+        let b = self.brokers.entry(id).or_insert_with(|| Broker {
+            stats: BrokerStats::default(),
+            epochs: BTreeSet::new(),
+            latencies: Latencies::new(exact),
+            previous: None,
+            streak: None,
+            streak_len: 0,
+        });
+        let connection = ex.endpoints.connection;
+        // the table
+        b.stats.requests += 1;
+        match &ex.response {
+            Some(_) => b.stats.complete += 1,
+            None => b.stats.unanswered += 1,
+        }
+        let error = error_of(ex);
+        if let Some(code) = error.filter(|c| *c != 0) {
+            *b.stats.errors.entry(ErrorCode(code).name()).or_default() += 1;
+        }
+        b.epochs.extend(ex.request.broker_epoch);
+        if let Some(l) = latency_us(ex) {
+            b.latencies.add(l);
+        }
+        if let (Some(0), Some((_, resp))) = (error, &ex.response) {
+            if let (Some(start), Some(len)) = (resp.producer_id_start, resp.producer_id_len) {
+                if start >= 0 && len > 0 {
+                    b.stats.ids_granted = b.stats.ids_granted.saturating_add(i64::from(len));
+                }
+            }
+        }
+        // retries and epoch changes, against the previous exchange
+        if let Some(before) = &b.previous {
+            // a request pipelined before the error came back is no retry
+            let asked_after = ex.request_meta.frame > before.last_frame;
+            let failed = match before.error {
                 Some(0) => None,
                 Some(code) if asked_after => Some(format!("a {} response", ErrorCode(code).name())),
-                None if before.response.is_none() => Some("no response".to_owned()),
+                None if !before.answered => Some("no response".to_owned()),
                 _ => None,
             };
             if let Some(why) = failed {
                 findings.push(finding(
                     Kind::PidRetry,
-                    broker,
-                    after,
-                    vec![last_frame(before), after.request_meta.frame],
+                    id,
+                    connection,
+                    vec![before.last_frame, ex.request_meta.frame],
                     format!(
-                        "broker {broker} asked again (frame {}) after {why} to its request in frame {}",
-                        after.request_meta.frame, before.request_meta.frame
+                        "broker {id} asked again (frame {}) after {why} to its request in frame {}",
+                        ex.request_meta.frame, before.request_frame
                     ),
                 ));
             }
-            if let (Some(old), Some(new)) =
-                (before.request.broker_epoch, after.request.broker_epoch)
-            {
+            if let (Some(old), Some(new)) = (before.epoch, ex.request.broker_epoch) {
                 if old != new {
                     findings.push(finding(
                         Kind::PidBrokerEpochChange,
-                        broker,
-                        after,
-                        vec![before.request_meta.frame, after.request_meta.frame],
+                        id,
+                        connection,
+                        vec![before.request_frame, ex.request_meta.frame],
                         format!(
-                            "broker {broker} changed its epoch from {old} to {new} (frame {})",
-                            after.request_meta.frame
+                            "broker {id} changed its epoch from {old} to {new} (frame {})",
+                            ex.request_meta.frame
                         ),
                     ));
                 }
             }
         }
+        b.previous = Some(Previous {
+            request_frame: ex.request_meta.frame,
+            last_frame: last_frame(ex),
+            error,
+            answered: ex.response.is_some(),
+            epoch: ex.request.broker_epoch,
+        });
+        // streaks: answered exchanges only
+        if let Some(code) = error {
+            let continues = code != 0 && b.streak.as_ref().is_some_and(|s| s.code == code);
+            if continues {
+                b.streak_len += 1;
+                if let Some(s) = b.streak.as_mut() {
+                    if s.frames.len() < MAX_STREAK_FRAMES {
+                        s.frames.push(last_frame(ex));
+                    }
+                    s.connections.insert(connection);
+                    s.last_connection = connection;
+                }
+            } else {
+                close_streak(id, b.streak.take(), b.streak_len, findings);
+                b.streak_len = 0;
+                if code != 0 {
+                    b.streak = Some(Streak {
+                        code,
+                        frames: vec![last_frame(ex)],
+                        connections: BTreeSet::from([connection]),
+                        last_connection: connection,
+                    });
+                    b.streak_len = 1;
+                }
+            }
+        }
     }
-}
 
-/// The per-broker table of the summary.
-pub fn table(exchanges: &[Exchange], blocks: &[Block]) -> BTreeMap<i32, BrokerStats> {
-    let mut table = BTreeMap::new();
-    for (broker, list) in by_broker(exchanges) {
-        let mut row = BrokerStats {
-            requests: list.len() as u64,
-            ..BrokerStats::default()
-        };
-        let mut epochs = BTreeSet::new();
-        let mut latencies = Vec::new();
-        for ex in &list {
-            match &ex.response {
-                Some(_) => row.complete += 1,
-                None => row.unanswered += 1,
-            }
-            if let Some(code) = error_of(ex).filter(|c| *c != 0) {
-                *row.errors.entry(ErrorCode(code).name()).or_default() += 1;
-            }
-            epochs.extend(ex.request.broker_epoch);
-            latencies.extend(latency_us(ex));
+    /// Closes the streaks still running at the end.
+    pub fn finish(&mut self, findings: &mut Vec<Finding>) {
+        for (id, b) in &mut self.brokers {
+            close_streak(*id, b.streak.take(), b.streak_len, findings);
         }
-        row.ids_granted = blocks
-            .iter()
-            .filter(|b| b.broker_id == broker)
-            .map(|b| i64::from(b.len))
-            .fold(0i64, i64::saturating_add);
-        row.epochs_seen = epochs.into_iter().collect();
-        if let Some(l) = stats::latency(&latencies) {
-            row.latency_p50_us = Some(l.p50);
-            row.latency_p99_us = Some(l.p99);
-        }
-        table.insert(broker, row);
     }
-    table
+
+    /// The per-broker table of the summary.
+    pub fn table(&self) -> BTreeMap<i32, BrokerStats> {
+        self.brokers
+            .iter()
+            .map(|(id, b)| {
+                let mut stats = b.stats.clone();
+                stats.epochs_seen = b.epochs.iter().copied().collect();
+                if let Some(l) = b.latencies.summary() {
+                    stats.latency_p50_us = Some(l.p50);
+                    stats.latency_p99_us = Some(l.p99);
+                }
+                (*id, stats)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -189,7 +264,11 @@ mod tests {
 
     fn run(ex: &[Exchange]) -> Vec<Finding> {
         let mut findings = Vec::new();
-        sequences(ex, &mut findings);
+        let mut tracker = Tracker::new(true);
+        for e in ex {
+            tracker.add(e, &mut findings);
+        }
+        tracker.finish(&mut findings);
         findings
     }
 
@@ -256,8 +335,11 @@ mod tests {
             exchange(4, 2, 9, Some((0, 1000, 500, 6))),
         ];
         let mut findings = Vec::new();
-        let (blocks, _) = super::super::blocks::find(&ex, &mut findings);
-        let t = table(&ex, &blocks);
+        let mut tracker = Tracker::new(true);
+        for e in &ex {
+            tracker.add(e, &mut findings);
+        }
+        let t = tracker.table();
         let one = &t[&1];
         assert_eq!((one.requests, one.complete, one.unanswered), (3, 2, 1));
         assert_eq!(one.errors.get("NOT_CONTROLLER"), Some(&1));

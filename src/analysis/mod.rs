@@ -2,21 +2,26 @@
 //! needs: which blocks of producer IDs the controller handed out, to whom and when, and
 //! what was wrong with them.
 //!
-//! In: the AllocateProducerIds exchanges, sorted. Out: [`Analysis`]: the blocks in time
-//! order, the findings (each also a diagnostic, with the frames involved) and a table per
-//! broker. Only decoded values are used: an exchange missing a field takes no part in
+//! In: AllocateProducerIds exchanges one at a time, as they complete ([`Analyzer`]). Out:
+//! [`Analysis`]: the blocks in time order, the findings (each also a diagnostic, with the
+//! frames involved), a table per broker and the totals of the summary. Memory is bounded
+//! (recent blocks, per-broker state, the slowest responses) unless the blocks are listed. Only decoded values are used: an exchange missing a field takes no part in
 //! the rules that need it.
 
 mod blocks;
 mod brokers;
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::capture::Timestamp;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, Kind, MAX_LISTED_PER_KIND};
+use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
+use crate::report::stats::Latencies;
 
+pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
 
 /// Default floor for a slow response, in microseconds.
@@ -63,18 +68,6 @@ pub struct Finding {
     pub message: String,
 }
 
-/// Everything the analysis found.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Analysis {
-    pub blocks: Vec<Block>,
-    /// The most common block length, if there are blocks.
-    pub usual_len: Option<i32>,
-    pub findings: Vec<Finding>,
-    pub brokers: BTreeMap<i32, BrokerStats>,
-    /// Latency above which a response is slow, in microseconds, when there are latencies.
-    pub slow_threshold_us: Option<f64>,
-}
-
 /// Latency of a complete exchange in microseconds.
 pub(crate) fn latency_us(ex: &Exchange) -> Option<f64> {
     let (meta, _) = ex.response.as_ref()?;
@@ -82,73 +75,218 @@ pub(crate) fn latency_us(ex: &Exchange) -> Option<f64> {
     Some(nanos as f64 / 1000.0)
 }
 
-/// The median of `values` (the lower middle for an even count); `None` when empty.
-fn median(values: &mut [f64]) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let idx = values.len().checked_sub(1)? / 2;
-    values.get(idx).copied()
+/// Slowest responses kept as candidates for `pid_slow_response` (the threshold is known
+/// only at the end).
+const MAX_SLOW_CANDIDATES: usize = 1000;
+
+/// A slow-response candidate: latency in nanoseconds first, so the heap orders by it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SlowCandidate {
+    latency_ns: i128,
+    request_frame: u64,
+    response_frame: u64,
+    broker_id: Option<i32>,
+    connection: u64,
+    correlation_id: i32,
 }
 
-fn slow_responses(
-    exchanges: &[Exchange],
-    rule: SlowRule,
-    findings: &mut Vec<Finding>,
-) -> Option<f64> {
-    let mut latencies: Vec<f64> = exchanges.iter().filter_map(latency_us).collect();
-    let threshold = match rule {
-        SlowRule::Millis(ms) => ms * 1000.0,
-        SlowRule::Default => (median(&mut latencies)? * SLOW_MEDIAN_FACTOR).max(SLOW_FLOOR_US),
-    };
-    for ex in exchanges {
-        let (Some(latency), Some((meta, _))) = (latency_us(ex), &ex.response) else {
-            continue;
-        };
-        if latency > threshold {
-            findings.push(Finding {
-                kind: Kind::PidSlowResponse,
+/// Counts over all AllocateProducerIds exchanges, for the summary.
+#[derive(Debug, Clone)]
+pub struct Totals {
+    pub total: u64,
+    pub complete: u64,
+    pub unanswered: u64,
+    /// Response error names and counts.
+    pub error_codes: BTreeMap<String, u64>,
+    pub latencies: Latencies,
+}
+
+/// Everything the analysis found.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Every block in time order (kept only when the report lists them).
+    pub blocks: Vec<Block>,
+    /// The most common block length, if there are blocks.
+    pub usual_len: Option<i32>,
+    /// In packet order; at most [`MAX_LISTED_PER_KIND`] of each kind (they are all
+    /// diagnostics too, where all are counted).
+    pub findings: Vec<Finding>,
+    pub brokers: BTreeMap<i32, BrokerStats>,
+    /// Latency above which a response is slow, in microseconds, when there are latencies.
+    pub slow_threshold_us: Option<f64>,
+    pub totals: Totals,
+}
+
+/// The analysis, fed one exchange at a time as exchanges complete, in bounded memory
+/// unless blocks are to be listed.
+#[derive(Debug)]
+pub struct Analyzer {
+    slow: SlowRule,
+    list_blocks: bool,
+    listed: Vec<Block>,
+    blocks: blocks::Tracker,
+    brokers: brokers::Tracker,
+    slow_candidates: BinaryHeap<Reverse<SlowCandidate>>,
+    findings: Vec<Finding>,
+    finding_counts: BTreeMap<Kind, u64>,
+    totals: Totals,
+}
+
+impl Analyzer {
+    /// `list_blocks`: keep every block for the report (the JSON report lists them);
+    /// `exact_latency`: keep every latency for exact percentiles; `max_recent_blocks`:
+    /// blocks compared one by one before they are folded into id ranges.
+    pub fn new(
+        slow: SlowRule,
+        list_blocks: bool,
+        exact_latency: bool,
+        max_recent_blocks: usize,
+    ) -> Self {
+        Self {
+            slow,
+            list_blocks,
+            listed: Vec::new(),
+            blocks: blocks::Tracker::new(max_recent_blocks),
+            brokers: brokers::Tracker::new(exact_latency),
+            slow_candidates: BinaryHeap::new(),
+            findings: Vec::new(),
+            finding_counts: BTreeMap::new(),
+            totals: Totals {
+                total: 0,
+                complete: 0,
+                unanswered: 0,
+                error_codes: BTreeMap::new(),
+                latencies: Latencies::new(exact_latency),
+            },
+        }
+    }
+
+    fn note(&mut self, finding: Finding) {
+        let count = self.finding_counts.entry(finding.kind).or_default();
+        *count += 1;
+        if *count <= MAX_LISTED_PER_KIND {
+            self.findings.push(finding);
+        }
+    }
+
+    /// One exchange, complete or given up as unanswered.
+    pub fn add(&mut self, ex: &Exchange) {
+        self.totals.total += 1;
+        match &ex.response {
+            Some((_, resp)) => {
+                self.totals.complete += 1;
+                if let Some(code) = resp.error_code {
+                    *self
+                        .totals
+                        .error_codes
+                        .entry(ErrorCode(code).name())
+                        .or_default() += 1;
+                }
+            }
+            None => self.totals.unanswered += 1,
+        }
+        if let (Some(latency), Some((meta, _))) = (latency_us(ex), &ex.response) {
+            self.totals.latencies.add(latency);
+            self.slow_candidates.push(Reverse(SlowCandidate {
+                latency_ns: meta.timestamp.as_nanos() - ex.request_meta.timestamp.as_nanos(),
+                request_frame: ex.request_meta.frame,
+                response_frame: meta.frame,
                 broker_id: ex.request.broker_id,
-                connection: Some(ex.endpoints.connection),
-                frames: vec![ex.request_meta.frame, meta.frame],
+                connection: ex.endpoints.connection,
+                correlation_id: ex.correlation_id,
+            }));
+            if self.slow_candidates.len() > MAX_SLOW_CANDIDATES {
+                self.slow_candidates.pop();
+            }
+        }
+        let mut found = Vec::new();
+        if let Some(block) = self.blocks.add(ex, &mut found) {
+            if self.list_blocks {
+                self.listed.push(block);
+            }
+        }
+        self.brokers.add(ex, &mut found);
+        for f in found {
+            self.note(f);
+        }
+    }
+
+    /// Ends the analysis; findings are also pushed to `diags`.
+    pub fn finish(mut self, diags: &mut Diagnostics) -> Analysis {
+        let mut found = Vec::new();
+        let usual_len = std::mem::take(&mut self.blocks).finish(&mut found);
+        self.brokers.finish(&mut found);
+        let slow_threshold_us = self.slow_findings(&mut found);
+        for f in found {
+            self.note(f);
+        }
+        self.findings.sort_by(|a, b| {
+            a.frames
+                .last()
+                .cmp(&b.frames.last())
+                .then(a.kind.cmp(&b.kind))
+        });
+        for f in &self.findings {
+            diags.push(
+                f.kind,
+                f.connection,
+                f.frames.last().copied(),
+                f.message.clone(),
+            );
+        }
+        // findings beyond the listing limit are still counted as diagnostics
+        for (kind, count) in &self.finding_counts {
+            diags.count_more(*kind, count.saturating_sub(MAX_LISTED_PER_KIND));
+        }
+        self.listed.sort_by_key(|b| (b.timestamp, b.response_frame));
+        Analysis {
+            blocks: self.listed,
+            usual_len,
+            findings: self.findings,
+            brokers: self.brokers.table(),
+            slow_threshold_us,
+            totals: self.totals,
+        }
+    }
+
+    fn slow_findings(&mut self, found: &mut Vec<Finding>) -> Option<f64> {
+        let threshold = match self.slow {
+            SlowRule::Millis(ms) => ms * 1000.0,
+            SlowRule::Default => {
+                (self.totals.latencies.median()? * SLOW_MEDIAN_FACTOR).max(SLOW_FLOOR_US)
+            }
+        };
+        let mut slow: Vec<SlowCandidate> = std::mem::take(&mut self.slow_candidates)
+            .into_iter()
+            .map(|Reverse(c)| c)
+            .filter(|c| c.latency_ns as f64 / 1000.0 > threshold)
+            .collect();
+        slow.sort_by_key(|c| c.response_frame);
+        for c in slow {
+            found.push(Finding {
+                kind: Kind::PidSlowResponse,
+                broker_id: c.broker_id,
+                connection: Some(c.connection),
+                frames: vec![c.request_frame, c.response_frame],
                 message: format!(
                     "the response to correlation id {} took {:.1} ms, above the {:.1} ms threshold",
-                    ex.correlation_id,
-                    latency / 1000.0,
+                    c.correlation_id,
+                    c.latency_ns as f64 / 1_000_000.0,
                     threshold / 1000.0
                 ),
             });
         }
+        Some(threshold)
     }
-    Some(threshold)
 }
 
-/// Runs every rule over `exchanges` (sorted by request frame). Findings are also pushed
-/// to `diags`.
+/// Runs every rule over `exchanges` in order; findings are also pushed to `diags`.
 pub fn analyse(exchanges: &[Exchange], slow: SlowRule, diags: &mut Diagnostics) -> Analysis {
-    let mut findings = Vec::new();
-    let (blocks, usual_len) = blocks::find(exchanges, &mut findings);
-    brokers::sequences(exchanges, &mut findings);
-    let slow_threshold_us = slow_responses(exchanges, slow, &mut findings);
-    findings.sort_by(|a, b| {
-        a.frames
-            .last()
-            .cmp(&b.frames.last())
-            .then(a.kind.cmp(&b.kind))
-    });
-    for f in &findings {
-        diags.push(
-            f.kind,
-            f.connection,
-            f.frames.last().copied(),
-            f.message.clone(),
-        );
+    let mut analyzer = Analyzer::new(slow, true, true, MAX_TRACKED_BLOCKS);
+    for ex in exchanges {
+        analyzer.add(ex);
     }
-    Analysis {
-        brokers: brokers::table(exchanges, &blocks),
-        blocks,
-        usual_len,
-        findings,
-        slow_threshold_us,
-    }
+    analyzer.finish(diags)
 }
 
 #[cfg(test)]

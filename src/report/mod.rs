@@ -80,7 +80,8 @@ fn latency_us(request: &MessageMeta, response: &MessageMeta) -> f64 {
     nanos as f64 / 1000.0
 }
 
-fn exchange(ex: &pairing::Exchange) -> model::Exchange {
+/// One exchange in the report's form.
+pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
     let req = &ex.request;
     let request = model::Request {
         frame: ex.request_meta.frame,
@@ -157,17 +158,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             },
         );
     }
-    let mut error_codes = BTreeMap::new();
-    let mut latencies = Vec::new();
-    for ex in &exchanges {
-        if let Some(resp) = &ex.response {
-            if let Some(name) = &resp.error {
-                *error_codes.entry(name.clone()).or_insert(0) += 1;
-            }
-        }
-        latencies.extend(ex.latency_us);
-    }
-    let complete = exchanges.iter().filter(|e| e.response.is_some()).count() as u64;
+    let totals = &findings.analysis.totals;
     let summary = model::Summary {
         packets: findings.captures.iter().map(|c| c.packets).sum(),
         tcp_connections: findings.tcp_connections,
@@ -176,13 +167,13 @@ pub fn build(mut findings: Findings) -> model::Report {
         kafka_responses,
         api_keys,
         exchanges: model::ExchangeCounts {
-            total: exchanges.len() as u64,
-            complete,
-            unanswered: exchanges.len() as u64 - complete,
+            total: totals.total,
+            complete: totals.complete,
+            unanswered: totals.unanswered,
         },
         unmatched_responses: findings.pairing.unmatched_responses,
-        error_codes,
-        latency_us: stats::latency(&latencies),
+        error_codes: totals.error_codes.clone(),
+        latency_us: totals.latencies.summary(),
         diagnostics: findings.diagnostics.counts(),
         brokers: findings
             .analysis

@@ -149,6 +149,8 @@ pub struct Latency {
     pub p90: f64,
     pub p99: f64,
     pub max: f64,
+    /// False when percentiles come from a histogram (within 0.1%), as in `--format ndjson`.
+    pub percentiles_exact: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]

@@ -2,8 +2,106 @@
 //!
 //! Percentiles use the nearest-rank method: pN is the smallest sample with at least N%
 //! of the samples at or below it, so every reported value is a latency that occurred.
+//! When exchanges are streamed (`--format ndjson`) samples are not kept: percentiles then
+//! come from a histogram with three significant digits (within 0.1%), and the report says
+//! so; count, min, mean and max stay exact.
+
+use hdrhistogram::Histogram;
 
 use super::model::Latency;
+
+/// Highest latency the histogram resolves, in nanoseconds (one day); above it, values
+/// are counted at the top.
+const HISTOGRAM_MAX_NS: u64 = 86_400 * 1_000_000_000;
+
+/// Latency samples in microseconds, kept whole or folded into a histogram.
+#[derive(Debug, Clone)]
+pub enum Latencies {
+    Exact(Vec<f64>),
+    Approx {
+        histogram: Box<Histogram<u64>>,
+        count: u64,
+        sum: f64,
+        min: f64,
+        max: f64,
+    },
+}
+
+impl Latencies {
+    /// Exact samples, or a histogram of bounded size when `exact` is false.
+    pub fn new(exact: bool) -> Self {
+        if exact {
+            return Self::Exact(Vec::new());
+        }
+        match Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3) {
+            Ok(histogram) => Self::Approx {
+                histogram: Box::new(histogram),
+                count: 0,
+                sum: 0.0,
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+            },
+            Err(_) => Self::Exact(Vec::new()),
+        }
+    }
+
+    pub fn add(&mut self, us: f64) {
+        if !us.is_finite() {
+            return;
+        }
+        match self {
+            Self::Exact(samples) => samples.push(us),
+            Self::Approx {
+                histogram,
+                count,
+                sum,
+                min,
+                max,
+            } => {
+                // negative latencies (timestamps out of order) count as 0
+                histogram.saturating_record((us.max(0.0) * 1000.0) as u64);
+                *count += 1;
+                *sum += us;
+                *min = min.min(us);
+                *max = max.max(us);
+            }
+        }
+    }
+
+    /// The summary; `None` without samples.
+    pub fn summary(&self) -> Option<Latency> {
+        match self {
+            Self::Exact(samples) => latency(samples),
+            Self::Approx {
+                histogram,
+                count,
+                sum,
+                min,
+                max,
+            } => {
+                if *count == 0 {
+                    return None;
+                }
+                let pct = |q: f64| histogram.value_at_quantile(q) as f64 / 1000.0;
+                Some(Latency {
+                    count: *count,
+                    min: *min,
+                    mean: round3(sum / *count as f64),
+                    p50: pct(0.50),
+                    p90: pct(0.90),
+                    p99: pct(0.99),
+                    max: *max,
+                    percentiles_exact: false,
+                })
+            }
+        }
+    }
+
+    /// The median, for thresholds.
+    pub fn median(&self) -> Option<f64> {
+        self.summary().map(|l| l.p50)
+    }
+}
 
 /// Summary of `samples` (microseconds); `None` when there are none.
 pub fn latency(samples: &[f64]) -> Option<Latency> {
@@ -27,6 +125,7 @@ pub fn latency(samples: &[f64]) -> Option<Latency> {
         p90: rank(90),
         p99: rank(99),
         max: sorted.last().copied().unwrap_or(f64::NAN),
+        percentiles_exact: true,
     })
 }
 
@@ -51,6 +150,25 @@ mod tests {
         assert_eq!((l.count, l.min, l.max), (100, 1.0, 100.0));
         assert_eq!((l.p50, l.p90, l.p99), (50.0, 90.0, 99.0));
         assert_eq!(l.mean, 50.5);
+    }
+
+    #[test]
+    fn histogram_percentiles_within_a_tenth_of_a_percent() {
+        let mut exact = Latencies::new(true);
+        let mut approx = Latencies::new(false);
+        for v in 1..=10_000 {
+            exact.add(f64::from(v) * 1.5);
+            approx.add(f64::from(v) * 1.5);
+        }
+        let (e, a) = (exact.summary().unwrap(), approx.summary().unwrap());
+        assert!(e.percentiles_exact && !a.percentiles_exact);
+        assert_eq!(
+            (a.count, a.min, a.max, a.mean),
+            (e.count, e.min, e.max, e.mean)
+        );
+        for (x, y) in [(e.p50, a.p50), (e.p90, a.p90), (e.p99, a.p99)] {
+            assert!((x - y).abs() / x < 0.001, "{x} vs {y}");
+        }
     }
 
     #[test]

@@ -140,6 +140,7 @@ struct Latency {
     p90: f64,
     p99: f64,
     max: f64,
+    percentiles_exact: bool,
 }
 
 #[derive(Deserialize)]

@@ -170,3 +170,71 @@ fn tree_shows_what_was_read_and_where_decoding_stopped() {
         "{text}"
     );
 }
+
+#[test]
+fn ndjson_lines_are_the_reports_exchanges_then_the_rest() {
+    let json = crate::common::report(&["fixtures/controller-loopback.pcap"]);
+    let out = pidshark()
+        .args(["fixtures/controller-loopback.pcap", "--format", "ndjson"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is one JSON object"))
+        .collect();
+    let (last, exchanges) = lines.split_last().unwrap();
+    let mut ours: Vec<String> = exchanges.iter().map(|e| e.to_string()).collect();
+    let mut theirs: Vec<String> = json["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    ours.sort();
+    theirs.sort();
+    assert_eq!(ours, theirs, "the same exchanges, field for field");
+    assert!(last.get("exchanges").is_none());
+    assert_eq!(last["diagnostics"], json["diagnostics"]);
+    assert_eq!(last["captures"], json["captures"]);
+    assert_eq!(
+        last["producer_id_blocks"]["findings"],
+        json["producer_id_blocks"]["findings"]
+    );
+    let (mut a, mut b) = (last["summary"].clone(), json["summary"].clone());
+    for s in [&mut a, &mut b] {
+        for f in ["p50", "p90", "p99", "percentiles_exact"] {
+            s["latency_us"].as_object_mut().unwrap().remove(f);
+        }
+        for broker in s["brokers"].as_object_mut().unwrap().values_mut() {
+            broker.as_object_mut().unwrap().remove("latency_us");
+        }
+    }
+    assert_eq!(a, b, "the same summary but for approximate percentiles");
+    assert_eq!(last["summary"]["latency_us"]["percentiles_exact"], false);
+}
+
+#[test]
+fn ndjson_golden() {
+    check_golden(
+        &["fixtures/controller-loopback.pcap", "--format", "ndjson"],
+        "fixtures/controller-loopback.ndjson",
+    );
+}
+
+#[test]
+fn ndjson_refuses_expect() {
+    pidshark()
+        .args([
+            "fixtures/seed-v0.pcap",
+            "--format",
+            "ndjson",
+            "--expect",
+            "fixtures/seed-v0.report.json",
+        ])
+        .assert()
+        .code(2);
+}
