@@ -48,6 +48,8 @@ pub struct Exchange {
 #[derive(Debug)]
 struct Pending {
     seq: u64,
+    /// Packet that completed the request.
+    frame: u64,
     api_key: ApiKey,
     api_version: i16,
     /// Decoded request, for AllocateProducerIds only.
@@ -84,6 +86,13 @@ pub struct Pairing {
     pub unmatched_responses: u64,
 }
 
+impl PendingRequests {
+    /// Requests registered so far: changes whenever one is added.
+    pub fn registered(&self) -> u64 {
+        self.registered
+    }
+}
+
 impl Pairing {
     /// Puts exchanges in report order: by request frame, then connection, then
     /// correlation id.
@@ -111,6 +120,7 @@ impl Pairing {
         pending.registered += 1;
         let entry = Pending {
             seq: pending.registered,
+            frame: meta.frame,
             api_key: prefix.api_key,
             api_version: prefix.api_version,
             allocate: allocate.map(|req| Box::new((meta, req))),
@@ -170,6 +180,14 @@ impl Pairing {
         }) {
             pending.order.pop_front();
         }
+    }
+
+    /// Frame of the waiting request with this correlation id.
+    pub fn request_frame(pending: &PendingRequests, correlation_id: i32) -> Option<u64> {
+        pending
+            .by_correlation_id
+            .get(&correlation_id)
+            .map(|p| p.frame)
     }
 
     /// API key and version of the request a response with this correlation id answers.

@@ -8,9 +8,13 @@
 //! costs nothing either: we know how many bytes to skip regardless.
 //!
 //! When framing is lost (a rejected size, a gap we cannot step over, or a stream picked up
-//! in the middle) the framer resynchronises: it scans the bytes that follow, through a
-//! window of at most [`MAX_RESYNC_WINDOW`] bytes, for a position where the handler finds a
-//! plausible frame head, and reports how many bytes it passed over.
+//! in the middle) the framer resynchronises: it keeps the bytes that follow in a window of
+//! at most [`MAX_RESYNC_WINDOW`] bytes, remembering which packet brought each, and looks
+//! for a position where the handler finds a plausible head, confirmed (if the handler
+//! asks) by a plausible head right after it. It then frames the window from there, in
+//! place and with each byte's own packet; a rejection inside the window resumes the
+//! search after the rejected head. Nothing recurses and nothing is copied twice, so the
+//! work per byte is bounded.
 
 use crate::capture::PacketRef;
 
@@ -22,7 +26,7 @@ const INITIAL_KEEP_CAPACITY: usize = 4096;
 pub const MAX_PREFIX_LEN: usize = 10;
 /// Longest head: size plus prefix.
 const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
-/// Bytes kept while scanning for a frame head after framing was lost.
+/// Bytes kept while looking for a frame head after framing was lost.
 pub const MAX_RESYNC_WINDOW: usize = 64 * 1024;
 
 /// What to do with a frame once its size and header prefix are known.
@@ -57,14 +61,96 @@ pub trait FrameHandler {
     /// than `prefix_len` when the whole message is shorter).
     fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision;
     fn frame(&mut self, frame: Frame<'_>);
-    /// While resynchronising: could a frame start here? Should be strict: a wrong yes
-    /// misreads what follows.
-    fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool;
-    /// Framing was found again after passing over `skipped` bytes.
-    fn resynced(&mut self, skipped: u64, at: PacketRef);
+    /// While resynchronising: could a frame start here, in a byte that packet `at`
+    /// brought? Should be strict and cheap: it is asked at every position.
+    fn plausible(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool;
+    /// Whether `next` (the head right after `first`) confirms `first`. By default: it
+    /// is plausible too.
+    fn confirms(&mut self, first: (i32, &[u8]), next: (i32, &[u8]), at: PacketRef) -> bool {
+        let _ = first;
+        self.plausible(next.0, next.1, at)
+    }
     /// Whether a candidate head must be confirmed by the one after it.
     fn wants_confirmation(&self) -> bool {
         false
+    }
+    /// Whether a candidate that ends exactly where the bytes seen so far end counts as
+    /// confirmed (a message alone in its segments). Not while deciding what a
+    /// connection is: a response misread as a request ends there just as well.
+    fn confirms_at_data_end(&self) -> bool {
+        true
+    }
+    /// Framing was found again after passing over `skipped` bytes.
+    fn resynced(&mut self, skipped: u64, at: PacketRef);
+}
+
+/// What a run of the ordinary states did with a slice.
+enum Step {
+    Consumed,
+    /// A head was rejected; it ended just before index `end` of the slice and was
+    /// `head_len` bytes long.
+    Rejected {
+        end: usize,
+        head_len: usize,
+    },
+}
+
+/// The bytes held while looking for a head.
+#[derive(Debug, Default)]
+struct Window {
+    bytes: Vec<u8>,
+    /// Where each push's bytes start in `bytes`, and the packet that brought them.
+    arrivals: Vec<(usize, PacketRef)>,
+    /// Bytes before this offset are done with (passed over or framed).
+    base: usize,
+    /// First offset not yet looked at as a candidate.
+    scanned: usize,
+    /// Candidates waiting for more bytes: (offset, length the window needs to decide).
+    waiting: Vec<(usize, usize)>,
+    /// A plausible candidate too large to confirm within the window.
+    fallback: Option<usize>,
+    /// Bytes passed over before `base` in this search.
+    skipped: u64,
+}
+
+impl Window {
+    fn append(&mut self, data: &[u8], at: PacketRef) {
+        if data.is_empty() {
+            return;
+        }
+        self.arrivals.push((self.bytes.len(), at));
+        self.bytes.extend_from_slice(data);
+    }
+
+    /// The packet that brought the byte at `offset`.
+    fn packet_at(&self, offset: usize) -> PacketRef {
+        let idx = self.arrivals.partition_point(|(start, _)| *start <= offset);
+        self.arrivals
+            .get(idx.saturating_sub(1))
+            .map(|(_, at)| *at)
+            .unwrap_or_default()
+    }
+
+    /// Forgets everything before `offset`.
+    fn compact(&mut self, offset: usize) {
+        let offset = offset.min(self.bytes.len());
+        self.bytes.drain(..offset);
+        let keep_from = self
+            .arrivals
+            .partition_point(|(start, _)| *start <= offset)
+            .saturating_sub(1);
+        self.arrivals.drain(..keep_from);
+        for (start, _) in &mut self.arrivals {
+            *start = start.saturating_sub(offset);
+        }
+        self.base = self.base.saturating_sub(offset);
+        self.scanned = self.scanned.saturating_sub(offset);
+        self.waiting.retain(|(c, _)| *c >= offset);
+        for (c, need) in &mut self.waiting {
+            *c -= offset;
+            *need = need.saturating_sub(offset);
+        }
+        self.fallback = self.fallback.filter(|f| *f >= offset).map(|f| f - offset);
     }
 }
 
@@ -76,15 +162,8 @@ enum State {
     Keep { len: u32, buf: Vec<u8> },
     /// Stepping over a skipped message; `left` bytes still to come.
     Skip { len: u32, left: u32 },
-    /// Scanning for a frame head. `window` holds bytes not yet ruled out, from offset
-    /// `scanned` on not yet tried; `skipped` counts bytes passed over so far.
-    Resync {
-        window: Vec<u8>,
-        scanned: usize,
-        skipped: u64,
-        /// Offset of a plausible candidate too large to confirm.
-        fallback: Option<usize>,
-    },
+    /// Looking for a frame head.
+    Resync(Box<Window>),
 }
 
 /// Frame splitter for one direction of one connection.
@@ -109,13 +188,27 @@ pub enum GapEffect {
     AlreadyLost,
 }
 
-fn resync_state() -> State {
-    State::Resync {
-        window: Vec::new(),
-        scanned: 0,
-        skipped: 0,
-        fallback: None,
-    }
+/// A candidate head at `offset`: its size and the range of its prefix, once all there.
+fn head_at(
+    bytes: &[u8],
+    offset: usize,
+    prefix_len: usize,
+) -> Option<(i32, std::ops::Range<usize>)> {
+    let size_end = offset.checked_add(SIZE_LEN)?;
+    let size = i32::from_be_bytes(bytes.get(offset..size_end)?.try_into().ok()?);
+    let prefix_end = size_end + usize::try_from(size).unwrap_or(0).min(prefix_len);
+    bytes.get(size_end..prefix_end)?;
+    Some((size, size_end..prefix_end))
+}
+
+/// What is known about a candidate so far.
+enum Verdict {
+    Yes,
+    No,
+    /// Decidable once the window holds this many bytes.
+    Wait(usize),
+    /// Plausible but too large to confirm.
+    TooLarge,
 }
 
 impl Framer {
@@ -134,20 +227,33 @@ impl Framer {
     /// A framer that starts by looking for a frame head: for a stream picked up midway.
     pub fn resyncing(prefix_len: usize) -> Self {
         Self {
-            state: resync_state(),
+            state: State::Resync(Box::default()),
             ..Self::new(prefix_len)
         }
     }
 
-    /// True while framing is being searched for.
-    pub fn is_lost(&self) -> bool {
-        matches!(self.state, State::Resync { .. })
+    /// The same stream read as the other side's: a framer with `prefix_len` that starts
+    /// by searching the bytes this one still holds (while it was searching too).
+    pub fn retarget(self, prefix_len: usize) -> Self {
+        let mut next = Self::resyncing(prefix_len);
+        if let State::Resync(mut w) = self.state {
+            w.scanned = w.base;
+            w.waiting.clear();
+            w.fallback = None;
+            next.state = State::Resync(w);
+        }
+        next
     }
 
-    /// Bytes looked at while searching, not yet ruled out.
+    /// True while framing is being searched for.
+    pub fn is_lost(&self) -> bool {
+        matches!(self.state, State::Resync(_))
+    }
+
+    /// Bytes held while searching.
     pub fn resync_window_len(&self) -> usize {
         match &self.state {
-            State::Resync { window, .. } => window.len(),
+            State::Resync(w) => w.bytes.len() - w.base,
             _ => 0,
         }
     }
@@ -155,7 +261,7 @@ impl Framer {
     /// Bytes passed over in the current search, 0 when framing is not lost.
     pub fn resync_skipped(&self) -> u64 {
         match &self.state {
-            State::Resync { skipped, .. } => *skipped,
+            State::Resync(w) => w.skipped + w.scanned.saturating_sub(w.base) as u64,
             _ => 0,
         }
     }
@@ -171,24 +277,51 @@ impl Framer {
         (self.head_len >= SIZE_LEN).then(|| i32::from_be_bytes(bytes))
     }
 
-    /// Head bytes wanted for a frame of size `size`: the size, then the prefix or the
-    /// whole message if it is shorter.
-    fn head_len_for(&self, size: i32) -> usize {
-        SIZE_LEN + usize::try_from(size).unwrap_or(0).min(self.prefix_len)
-    }
-
     fn head_wanted(&self) -> usize {
-        self.size().map_or(SIZE_LEN, |size| self.head_len_for(size))
+        self.size().map_or(SIZE_LEN, |size| {
+            SIZE_LEN + usize::try_from(size).unwrap_or(0).min(self.prefix_len)
+        })
     }
 
     /// Feeds in-order stream bytes carried by packet `at`.
-    pub fn push(&mut self, mut data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
+    pub fn push(&mut self, data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
+        if let State::Resync(w) = &mut self.state {
+            w.append(data, at);
+            self.search(handler);
+            return;
+        }
+        if let Step::Rejected { end, head_len } = self.run(data, at, handler) {
+            // Look again from the byte after the rejected head's first one. The head's
+            // last `in_data` bytes came with this push, the rest with earlier ones.
+            let mut w = Box::<Window>::default();
+            let in_data = head_len.min(end);
+            let from_before = head_len - in_data;
+            if from_before > 1 {
+                w.append(
+                    self.head.get(1..from_before).unwrap_or_default(),
+                    self.first.unwrap_or(at),
+                );
+            }
+            let data_from = end - in_data + usize::from(from_before == 0);
+            w.append(data.get(data_from..).unwrap_or_default(), at);
+            w.skipped = 1;
+            self.reset_head();
+            self.state = State::Resync(w);
+            self.search(handler);
+        }
+    }
+
+    fn reset_head(&mut self) {
+        self.head_len = 0;
+        self.first = None;
+    }
+
+    /// The ordinary states over `data`, until it is used up or a head is rejected.
+    fn run(&mut self, mut data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) -> Step {
+        let total = data.len();
         while !data.is_empty() {
             match &mut self.state {
-                State::Resync { .. } => {
-                    self.scan(data, at, handler);
-                    return;
-                }
+                State::Resync(_) => return Step::Consumed,
                 State::Head => {
                     if self.head_len == 0 {
                         self.first = Some(at);
@@ -202,10 +335,16 @@ impl Framer {
                     self.head_len += take;
                     data = rest;
                     let size = self.size();
-                    if self.head_len == self.head_wanted() && self.head_len > SIZE_LEN
+                    if (self.head_len == self.head_wanted() && self.head_len > SIZE_LEN)
                         || size.is_some_and(|s| s <= 0)
                     {
-                        self.start_frame(at, handler);
+                        let head_len = self.head_len;
+                        if !self.start_frame(at, handler) {
+                            return Step::Rejected {
+                                end: total - data.len(),
+                                head_len,
+                            };
+                        }
                     }
                 }
                 State::Keep { len, buf } => {
@@ -228,139 +367,190 @@ impl Framer {
                 }
             }
         }
+        Step::Consumed
     }
 
-    /// The size and prefix of a candidate head at `offset` of `window`, once all its
-    /// bytes are there.
-    fn head_at(&self, window: &[u8], offset: usize) -> Option<(i32, std::ops::Range<usize>)> {
-        let size_end = offset.checked_add(SIZE_LEN)?;
-        let size = i32::from_be_bytes(window.get(offset..size_end)?.try_into().ok()?);
-        let prefix_end = size_end + usize::try_from(size).unwrap_or(0).min(self.prefix_len);
-        window.get(size_end..prefix_end)?;
-        Some((size, size_end..prefix_end))
-    }
-
-    /// Resync: adds `data` to the window and looks for a frame head in it.
-    ///
-    /// A candidate must be plausible to the handler. If the handler asks for it, the
-    /// candidate must also be confirmed: the next frame's head, right after it, is
-    /// plausible too, or the candidate ends exactly where the bytes seen so far end. The
-    /// first confirmed candidate wins, even past one still waiting for the bytes that
-    /// would confirm it (those are looked at again as bytes arrive). A candidate too
-    /// large to be confirmed within the window is kept as a fallback, taken only when
-    /// the window is full and nothing better was found.
-    fn scan(&mut self, data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
-        let confirm = handler.wants_confirmation();
-        let State::Resync {
-            mut window,
-            mut scanned,
-            mut skipped,
-            mut fallback,
-        } = std::mem::replace(&mut self.state, State::Head)
-        else {
-            return;
+    /// Judges the candidate at `offset` of the window.
+    fn verdict(&self, w: &Window, offset: usize, handler: &mut impl FrameHandler) -> Verdict {
+        let bytes = &w.bytes;
+        let Some((size, prefix)) = head_at(bytes, offset, self.prefix_len) else {
+            return Verdict::Wait(offset + SIZE_LEN + self.prefix_len);
         };
-        window.extend_from_slice(data);
-        let mut found = None;
-        // First candidate that still waits for bytes; scanning resumes there next time.
-        let mut waiting = None;
-        let mut offset = scanned;
-        while let Some((size, prefix)) = self.head_at(&window, offset) {
-            let candidate =
-                size > 0 && handler.plausible(size, window.get(prefix).unwrap_or_default());
-            if candidate {
-                let next = offset + SIZE_LEN + usize::try_from(size).unwrap_or(usize::MAX);
-                if !confirm || next == window.len() {
-                    found = Some(offset);
-                    break;
-                }
-                if next < window.len() {
-                    match self.head_at(&window, next) {
-                        None => {
-                            waiting.get_or_insert(offset);
-                        }
-                        Some((next_size, next_prefix)) => {
-                            let next_prefix = window.get(next_prefix).unwrap_or_default();
-                            if next_size > 0 && handler.plausible(next_size, next_prefix) {
-                                found = Some(offset);
-                                break;
-                            }
-                        }
-                    }
-                } else if next - offset > MAX_RESYNC_WINDOW {
-                    fallback.get_or_insert(offset);
+        let prefix = bytes.get(prefix).unwrap_or_default();
+        let at = w.packet_at(offset);
+        if size <= 0 || !handler.plausible(size, prefix, at) {
+            return Verdict::No;
+        }
+        if !handler.wants_confirmation() {
+            return Verdict::Yes;
+        }
+        let next = offset + SIZE_LEN + size as usize;
+        if next == bytes.len() && handler.confirms_at_data_end() {
+            return Verdict::Yes; // it ends where the data seen so far ends
+        }
+        if next > bytes.len() {
+            return if next - offset > MAX_RESYNC_WINDOW {
+                Verdict::TooLarge
+            } else {
+                Verdict::Wait(next + SIZE_LEN)
+            };
+        }
+        match head_at(bytes, next, self.prefix_len) {
+            None => Verdict::Wait(next + SIZE_LEN + self.prefix_len),
+            Some((next_size, next_prefix)) => {
+                let next_prefix = bytes.get(next_prefix).unwrap_or_default();
+                if next_size > 0
+                    && handler.confirms((size, prefix), (next_size, next_prefix), w.packet_at(next))
+                {
+                    Verdict::Yes
                 } else {
-                    waiting.get_or_insert(offset);
+                    Verdict::No
                 }
-            }
-            offset += 1;
-        }
-        scanned = waiting.unwrap_or(offset);
-        let overflow = window.len().saturating_sub(MAX_RESYNC_WINDOW);
-        if found.is_none() && overflow > 0 {
-            match fallback {
-                Some(offset) if offset < overflow => found = Some(offset),
-                _ => {
-                    window.drain(..overflow);
-                    skipped += overflow as u64;
-                    scanned = scanned.saturating_sub(overflow);
-                    fallback = fallback.map(|f| f - overflow);
-                }
-            }
-        }
-        match found {
-            Some(offset) => {
-                let passed = skipped + offset as u64;
-                let rest = window.split_off(offset);
-                self.head_len = 0;
-                self.first = None;
-                if passed > 0 {
-                    handler.resynced(passed, at);
-                }
-                self.push(&rest, at, handler);
-            }
-            None => {
-                self.state = State::Resync {
-                    window,
-                    scanned,
-                    skipped,
-                    fallback,
-                };
             }
         }
     }
 
-    /// Looks again through the bytes held while resynchronising, from the start: the
-    /// handler's idea of what is plausible has changed (a response side that now waits
-    /// for more requests).
-    pub fn rescan(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
-        if let State::Resync { scanned, .. } = &mut self.state {
-            *scanned = 0;
-            self.scan(&[], at, handler);
+    /// The first confirmed candidate in the window, if any. Candidates waiting for bytes
+    /// are looked at again as bytes arrive; every other position is looked at once.
+    fn find(&self, w: &mut Window, handler: &mut impl FrameHandler) -> Option<usize> {
+        let len = w.bytes.len();
+        let mut found: Option<usize> = None;
+        let waiting = std::mem::take(&mut w.waiting);
+        for (candidate, need) in waiting {
+            if need > len {
+                w.waiting.push((candidate, need));
+                continue;
+            }
+            match self.verdict(w, candidate, handler) {
+                Verdict::Yes => found = Some(found.map_or(candidate, |f| f.min(candidate))),
+                Verdict::Wait(need) => w.waiting.push((candidate, need)),
+                Verdict::TooLarge => {
+                    w.fallback.get_or_insert(candidate);
+                }
+                Verdict::No => {}
+            }
+        }
+        while found.is_none() && w.scanned + SIZE_LEN <= len {
+            let offset = w.scanned;
+            match self.verdict(w, offset, handler) {
+                Verdict::Yes => found = Some(offset),
+                Verdict::No => {}
+                Verdict::TooLarge => {
+                    w.fallback.get_or_insert(offset);
+                }
+                Verdict::Wait(need) => {
+                    if head_at(&w.bytes, offset, self.prefix_len).is_none() {
+                        break; // this position's own head is not all there yet
+                    }
+                    w.waiting.push((offset, need));
+                }
+            }
+            w.scanned += 1;
+        }
+        found
+    }
+
+    /// Looks for a head and frames from there, as long as the window allows.
+    fn search(&mut self, handler: &mut impl FrameHandler) {
+        loop {
+            let State::Resync(w) = &mut self.state else {
+                return;
+            };
+            let mut w = std::mem::take(w);
+            let found = self.find(&mut w, handler).or_else(|| {
+                // A full window with nothing better: take a candidate too large to confirm.
+                let full = w.bytes.len() - w.base > MAX_RESYNC_WINDOW;
+                w.fallback.filter(|_| full)
+            });
+            let Some(offset) = found else {
+                // Keep at most a window's worth, from what may still start a head.
+                let keep_from = w
+                    .waiting
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .chain(w.fallback)
+                    .chain([w.scanned])
+                    .min()
+                    .unwrap_or(w.scanned)
+                    .max(w.bytes.len().saturating_sub(MAX_RESYNC_WINDOW));
+                if keep_from > w.base {
+                    w.skipped += (keep_from - w.base) as u64;
+                    w.base = keep_from;
+                    w.waiting.retain(|(c, _)| *c >= keep_from);
+                    w.fallback = w.fallback.filter(|f| *f >= keep_from);
+                    w.scanned = w.scanned.max(keep_from);
+                }
+                if w.base > MAX_RESYNC_WINDOW {
+                    w.compact(w.base);
+                }
+                self.state = State::Resync(w);
+                return;
+            };
+            let passed = w.skipped + (offset - w.base) as u64;
+            if passed > 0 {
+                handler.resynced(passed, w.packet_at(offset));
+            }
+            // Frame the window from `offset`, each byte with the packet that brought it.
+            self.state = State::Head;
+            self.reset_head();
+            let mut pos = offset;
+            let mut rejected = None;
+            let chunks: Vec<(usize, usize, PacketRef)> = w
+                .arrivals
+                .iter()
+                .enumerate()
+                .map(|(i, (start, at))| {
+                    let end = w.arrivals.get(i + 1).map_or(w.bytes.len(), |(s, _)| *s);
+                    (*start, end, *at)
+                })
+                .filter(|(_, end, _)| *end > offset)
+                .collect();
+            for (start, end, at) in chunks {
+                let from = start.max(pos);
+                let slice = w.bytes.get(from..end).unwrap_or_default();
+                match self.run(slice, at, handler) {
+                    Step::Consumed => pos = end,
+                    Step::Rejected { end: e, head_len } => {
+                        rejected = Some((from + e).saturating_sub(head_len) + 1);
+                        break;
+                    }
+                }
+            }
+            match rejected {
+                None => return, // the window is framed; ordinary states go on
+                Some(restart) => {
+                    self.reset_head();
+                    w.skipped = 1;
+                    w.base = restart;
+                    w.scanned = restart;
+                    w.waiting.clear();
+                    w.fallback = None;
+                    self.state = State::Resync(w);
+                }
+            }
         }
     }
 
-    /// Called when the size and prefix are in: asks the handler what to do.
-    fn start_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
+    /// Looks through the held bytes again from where the search started: the handler's
+    /// idea of what is plausible has changed (a response side that now waits for more
+    /// requests).
+    pub fn rescan(&mut self, handler: &mut impl FrameHandler) {
+        if let State::Resync(w) = &mut self.state {
+            w.scanned = w.base;
+            w.waiting.clear();
+            self.search(handler);
+        }
+    }
+
+    /// Called when the size and prefix are in: asks the handler what to do. `false`
+    /// when the head is rejected.
+    fn start_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) -> bool {
         let size = self.size().unwrap_or(-1);
         let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
         let decision = handler.decide(size, prefix, at);
         let len = match u32::try_from(size) {
             Ok(len) if decision != Decision::Reject => len,
-            _ => {
-                // Framing is lost: look again from the byte after this bad size.
-                let rest = self.head.get(1..self.head_len).unwrap_or_default().to_vec();
-                self.state = State::Resync {
-                    window: Vec::new(),
-                    scanned: 0,
-                    skipped: 1,
-                    fallback: None,
-                };
-                self.head_len = 0;
-                self.first = None;
-                self.scan(&rest, at, handler);
-                return;
-            }
+            _ => return false,
         };
         let got = prefix.len();
         self.state = if decision == Decision::Keep {
@@ -377,6 +567,7 @@ impl Framer {
         if got as u32 == len {
             self.finish_frame(at, handler);
         }
+        true
     }
 
     fn finish_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
@@ -398,10 +589,9 @@ impl Framer {
                 first,
                 last: at,
             }),
-            State::Head | State::Resync { .. } => {}
+            State::Head | State::Resync(_) => {}
         }
-        self.head_len = 0;
-        self.first = None;
+        self.reset_head();
     }
 
     /// `len` bytes of the stream are missing at the current position.
@@ -414,27 +604,22 @@ impl Framer {
                 }
                 GapEffect::Absorbed
             }
-            State::Resync {
-                window,
-                scanned,
-                skipped,
-                fallback,
-            } => {
+            State::Resync(w) => {
                 // No head spans a gap: what was waiting in the window is passed over.
-                *skipped += window.len() as u64;
-                window.clear();
-                *scanned = 0;
-                *fallback = None;
+                w.skipped += (w.bytes.len() - w.base) as u64;
+                **w = Window {
+                    skipped: w.skipped,
+                    ..Window::default()
+                };
                 GapEffect::AlreadyLost
             }
             State::Head if self.head_len == 0 => {
-                self.state = resync_state();
+                self.state = State::Resync(Box::default());
                 GapEffect::Lost { frame_lost: false }
             }
             _ => {
-                self.state = resync_state();
-                self.head_len = 0;
-                self.first = None;
+                self.state = State::Resync(Box::default());
+                self.reset_head();
                 GapEffect::Lost { frame_lost: true }
             }
         }
@@ -481,7 +666,7 @@ mod tests {
             }
         }
         /// Test heads start with 7 or 9 and are short.
-        fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool {
+        fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
             len < 1000 && matches!(prefix.first(), Some(7 | 9))
         }
         fn resynced(&mut self, skipped: u64, _at: PacketRef) {

@@ -81,6 +81,8 @@ pub struct KafkaConn {
     framers: Option<Box<[Framer; 2]>>,
     pending: PendingRequests,
     last_correlation_id: Option<i32>,
+    /// `pending.registered()` when the server side was last searched again.
+    rescanned_at: u64,
 }
 
 /// The Kafka stage over all connections.
@@ -253,12 +255,6 @@ impl StreamHandler for Dissector {
             Role::Unknown => return true,
         };
         let ends = Self::endpoints(info, client);
-        let at = match delivery {
-            Delivery::Data(_, at)
-            | Delivery::Gap { at, .. }
-            | Delivery::Fin(at)
-            | Delivery::Conflict { at, .. } => at,
-        };
         let Some(framers) = conn.framers.as_deref_mut() else {
             return true;
         };
@@ -280,6 +276,7 @@ impl StreamHandler for Dissector {
                 probing,
                 recognised: false,
                 given_up: false,
+                role_unsure: conn.role == (Role::Probing { client: None }),
             };
             let effect = feed(framer, delivery, &mut handler);
             probe = Some(Probe {
@@ -287,7 +284,12 @@ impl StreamHandler for Dissector {
                 given_up: handler.given_up,
             });
             // New requests may be what responses held while resynchronising wait for.
-            if other.is_lost() && conn.role != (Role::Probing { client: None }) {
+            let registered = conn.pending.registered();
+            if other.is_lost()
+                && conn.role != (Role::Probing { client: None })
+                && registered != conn.rescanned_at
+            {
+                conn.rescanned_at = registered;
                 let mut handler = ResponseSide {
                     config: &self.config,
                     pairing: &mut self.pairing,
@@ -295,7 +297,7 @@ impl StreamHandler for Dissector {
                     ends,
                     diags,
                 };
-                other.rescan(at, &mut handler);
+                other.rescan(&mut handler);
             }
             effect
         } else {
@@ -334,13 +336,23 @@ impl StreamHandler for Dissector {
         if let (true, Some(probe)) = (probing, probe) {
             if probe.recognised {
                 if conn.role == (Role::Probing { client: None }) {
-                    // The other direction was tried as a client too; it carries responses.
+                    // The other direction was tried as a client too; it carries responses,
+                    // and the bytes it holds may answer the requests just found.
                     if let Some(other) = conn
                         .framers
                         .as_deref_mut()
                         .and_then(|f| f.get_mut(client.reverse().idx()))
                     {
-                        *other = framer_for(false, true);
+                        let old = std::mem::replace(other, framer_for(false, true));
+                        *other = old.retarget(RESPONSE_PREFIX_LEN);
+                        let mut handler = ResponseSide {
+                            config: &self.config,
+                            pairing: &mut self.pairing,
+                            pending: &mut conn.pending,
+                            ends,
+                            diags,
+                        };
+                        other.rescan(&mut handler);
                     }
                 }
                 conn.role = Role::Kafka { client };

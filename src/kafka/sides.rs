@@ -43,6 +43,11 @@ fn meta(frame: &Frame<'_>) -> MessageMeta {
     }
 }
 
+/// Whether a size prefix can start a Kafka message of at least `min` bytes.
+fn size_ok(len: i32, min: usize, max: u32) -> bool {
+    usize::try_from(len).is_ok_and(|l| l >= min) && u32::try_from(len).is_ok_and(|l| l <= max)
+}
+
 /// Why a size prefix cannot start a Kafka message: the kind and one sentence.
 fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<(Kind, String)> {
     let what = side.name();
@@ -128,6 +133,9 @@ pub struct RequestSide<'a> {
     pub recognised: bool,
     /// Set when probing met a head that cannot be Kafka.
     pub given_up: bool,
+    /// Either side may turn out to be the client (mid-stream, ports tell nothing): a
+    /// candidate needs a following head to be believed.
+    pub role_unsure: bool,
 }
 
 impl RequestSide<'_> {
@@ -224,8 +232,15 @@ impl FrameHandler for RequestSide<'_> {
             .request(self.pending, self.ends, head, meta, decoded, self.diags);
     }
 
-    fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool {
+    fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
         !self.given_up && self.plausible_request(len, prefix)
+    }
+
+    /// The next request must be plausible and count up from the candidate: a response
+    /// misread as a request gives the same made-up correlation id every time.
+    fn confirms(&mut self, first: (i32, &[u8]), next: (i32, &[u8]), at: PacketRef) -> bool {
+        let corr = |prefix: &[u8]| RequestPrefix::parse(prefix).map(|p| p.correlation_id).ok();
+        self.plausible(next.0, next.1, at) && corr(next.1) > corr(first.1)
     }
 
     fn resynced(&mut self, skipped: u64, at: PacketRef) {
@@ -236,6 +251,10 @@ impl FrameHandler for RequestSide<'_> {
     /// version 0): a candidate must be followed by another plausible head.
     fn wants_confirmation(&self) -> bool {
         true
+    }
+
+    fn confirms_at_data_end(&self) -> bool {
+        !self.role_unsure
     }
 }
 
@@ -310,17 +329,20 @@ impl FrameHandler for ResponseSide<'_> {
             .response(self.pending, self.ends, correlation_id, meta, decoded);
     }
 
-    /// A plausible response head answers a request we are waiting for.
-    fn plausible(&mut self, len: i32, prefix: &[u8]) -> bool {
-        bad_size(
-            len,
-            RESPONSE_PREFIX_LEN,
-            self.config.max_frame_len,
-            Side::Server,
-        )
-        .is_none()
-            && header::response_correlation_id(prefix)
-                .is_ok_and(|corr| Pairing::answered_request(self.pending, corr).is_some())
+    /// A plausible response head answers a request we are waiting for, one sent before
+    /// the packet that brought the candidate.
+    fn plausible(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool {
+        size_ok(len, RESPONSE_PREFIX_LEN, self.config.max_frame_len)
+            && header::response_correlation_id(prefix).is_ok_and(|corr| {
+                Pairing::request_frame(self.pending, corr).is_some_and(|frame| frame < at.frame)
+            })
+    }
+
+    /// A response candidate must be followed by another answer to a waiting request
+    /// (or end where the data ends): one correlation id alone is too easy to meet in
+    /// the middle of another message.
+    fn wants_confirmation(&self) -> bool {
+        true
     }
 
     fn resynced(&mut self, skipped: u64, at: PacketRef) {

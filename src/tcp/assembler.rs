@@ -34,6 +34,12 @@ pub enum Delivery<'a> {
 
 /// Most recent delivered bytes kept per direction to check retransmissions against.
 pub const RECENT_LEN: usize = 4096;
+/// What one held segment costs beyond its bytes, counted against the cap so that
+/// segments with few or no captured bytes cannot pile up unbounded.
+const HELD_OVERHEAD: usize = 64;
+/// An acknowledgment further ahead than this is not believed (a stray packet from an
+/// earlier use of the address pair, or garbage).
+const MAX_ACK_JUMP: u64 = 64 << 20;
 
 /// A segment held because it arrived ahead of a hole.
 #[derive(Debug)]
@@ -231,7 +237,9 @@ impl Assembler {
             }
             let start = *entry.key();
             let held = entry.remove();
-            self.held_len -= held.data.len();
+            self.held_len = self
+                .held_len
+                .saturating_sub(held.data.len() + HELD_OVERHEAD);
             if start + held.data.len() as u64 + u64::from(held.missing_len) > self.next {
                 let at = filled_by.unwrap_or(held.at);
                 self.deliver(start, &held.data, held.missing_len, at, out);
@@ -239,44 +247,103 @@ impl Assembler {
         }
     }
 
+    /// Holds a segment that arrived ahead of a hole. Bytes already held stay as first
+    /// seen: only the parts of the new segment no held segment covers are kept, and a
+    /// copy that differs where they overlap is reported as a conflict.
     fn hold(&mut self, start: u64, seg: Segment<'_>, out: &mut impl FnMut(Delivery<'_>)) {
-        match self.held.get_mut(&start) {
-            // A retransmission at the same offset: first seen wins for the bytes both
-            // carry; a longer copy adds its extra bytes (and real bytes replace ones the
-            // first copy lacked because snaplen cut them).
-            Some(held) => {
-                let common = held.data.len().min(seg.payload.len());
-                if held.data.get(..common) != seg.payload.get(..common) {
+        let data_end = start + seg.payload.len() as u64;
+        let mut cursor = start;
+        let mut pieces: Vec<(u64, u64)> = Vec::new();
+        // Held segments never overlap one another, so only the one before `start` and
+        // those starting inside the new segment can overlap it.
+        let before = self
+            .held
+            .range(..start)
+            .next_back()
+            .filter(|(s, h)| **s + h.data.len() as u64 + u64::from(h.missing_len) > start)
+            .map(|(s, _)| *s);
+        let overlapping: Vec<u64> = before
+            .into_iter()
+            .chain(
+                self.held
+                    .range(start..data_end.max(start + 1))
+                    .map(|(s, _)| *s),
+            )
+            .collect();
+        for held_start in overlapping {
+            let Some(held) = self.held.get_mut(&held_start) else {
+                continue;
+            };
+            let held_data_end = held_start + held.data.len() as u64;
+            // compare the bytes both copies carry
+            let from = held_start.max(start);
+            let to = held_data_end.min(data_end);
+            if from < to {
+                let old = held
+                    .data
+                    .get((from - held_start) as usize..(to - held_start) as usize);
+                let new = seg
+                    .payload
+                    .get((from - start) as usize..(to - start) as usize);
+                if old != new {
                     out(Delivery::Conflict {
-                        offset: start,
-                        len: common as u64,
+                        offset: from,
+                        len: to - from,
                         at: seg.at,
                     });
                 }
-                let claimed = held.data.len() as u64 + u64::from(held.missing_len);
-                if let Some(extra) = seg.payload.get(held.data.len()..) {
-                    self.held_len += extra.len();
-                    held.data.extend_from_slice(extra);
-                }
-                let new_claimed = seg.payload.len() as u64 + u64::from(seg.missing_len);
-                let total = claimed.max(new_claimed);
-                held.missing_len =
-                    u32::try_from(total.saturating_sub(held.data.len() as u64)).unwrap_or(u32::MAX);
             }
-            None => {
-                self.held_len += seg.payload.len();
-                self.held.insert(
-                    start,
-                    Held {
-                        data: seg.payload.to_vec(),
-                        missing_len: seg.missing_len,
-                        at: seg.at,
-                    },
-                );
+            // real bytes where the held copy had only a snaplen-cut tail
+            if held.missing_len > 0 && data_end > held_data_end {
+                let claimed_end = held_data_end + u64::from(held.missing_len);
+                held.missing_len = u32::try_from(claimed_end.saturating_sub(data_end)).unwrap_or(0);
             }
+            if held_start > cursor {
+                pieces.push((cursor, held_start.min(data_end)));
+            }
+            cursor = cursor.max(held_data_end);
         }
-        while self.held_len > self.max_held_len {
-            self.skip_hole(Some(seg.at), out);
+        if cursor < data_end {
+            pieces.push((cursor, data_end));
+        }
+        let last_piece_end = pieces.last().map(|p| p.1);
+        for (from, to) in pieces {
+            let Some(bytes) = seg
+                .payload
+                .get((from - start) as usize..(to - start) as usize)
+            else {
+                continue;
+            };
+            // the segment's cut tail goes with its last piece
+            let missing_len = if Some(to) == last_piece_end && to == data_end {
+                seg.missing_len
+            } else {
+                0
+            };
+            self.held_len += bytes.len() + HELD_OVERHEAD;
+            self.held.insert(
+                from,
+                Held {
+                    data: bytes.to_vec(),
+                    missing_len,
+                    at: seg.at,
+                },
+            );
+        }
+        if seg.payload.is_empty() && seg.missing_len > 0 && !self.held.contains_key(&start) {
+            // a segment captured with none of its payload: a known gap, held as such
+            self.held_len += HELD_OVERHEAD;
+            self.held.insert(
+                start,
+                Held {
+                    data: Vec::new(),
+                    missing_len: seg.missing_len,
+                    at: seg.at,
+                },
+            );
+        }
+        while self.held_len > self.max_held_len && !self.held.is_empty() {
+            self.skip_hole(None, out);
         }
     }
 
@@ -324,17 +391,22 @@ impl Assembler {
         let Some(mut acked_to) = space.offset(ack, self.next) else {
             return;
         };
+        // Only an answer proves the peer had the bytes: a bare ACK may overtake the
+        // data it covers in a capture (two CPUs, two queues).
+        if !carries_data || acked_to.saturating_sub(self.next) > MAX_ACK_JUMP {
+            return;
+        }
         while let Some((&first, held)) = self.held.iter().next() {
             let held_end = first + held.data.len() as u64 + u64::from(held.missing_len);
             if first <= self.next || acked_to < held_end {
                 break;
             }
-            self.skip_hole(Some(at), out);
+            self.skip_hole(None, out);
         }
         if let Some(fin) = self.fin_at {
             acked_to = acked_to.min(fin); // the FIN's own sequence number is no data
         }
-        if carries_data && self.held.is_empty() && !self.finished && acked_to > self.next {
+        if self.held.is_empty() && !self.finished && acked_to > self.next {
             out(Delivery::Gap {
                 len: acked_to - self.next,
                 at,

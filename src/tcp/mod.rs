@@ -106,6 +106,9 @@ struct Connection<C> {
     info: ConnInfo,
     /// Sequence number of the initiator's SYN, when captured.
     isn: Option<u32>,
+    /// The acknowledgment number of a SYN+ACK that opened the connection: the SYN it
+    /// answers, if captured later, belongs to this connection.
+    syn_ack_ack: Option<u32>,
     /// FIN seen from the initiator, from the responder.
     fins: [bool; 2],
     closed: bool,
@@ -228,6 +231,7 @@ impl<C: Default> Tracker<C> {
                 midstream,
             },
             isn: (seg.syn && !seg.ack).then_some(seg.seq),
+            syn_ack_ack: (seg.syn && seg.ack).then_some(seg.ack_number),
             fins: [false; 2],
             closed: false,
             live: Some(Box::new(Live {
@@ -245,7 +249,8 @@ impl<C: Default> Tracker<C> {
     /// does; a SYN with the same ISN is a retransmission, even after the connection
     /// closed (a capture on two interfaces at once repeats whole connections so).
     fn starts_new(conn: &Connection<C>, seg: &TcpSegmentView<'_>) -> bool {
-        seg.syn && !seg.ack && conn.isn != Some(seg.seq)
+        let answered_syn = conn.isn.is_none() && conn.syn_ack_ack == Some(seg.seq.wrapping_add(1));
+        seg.syn && !seg.ack && conn.isn != Some(seg.seq) && !answered_syn
     }
 
     /// Takes one TCP segment.
@@ -272,6 +277,9 @@ impl<C: Default> Tracker<C> {
         let Some(conn) = self.conns.get_mut(&key) else {
             return;
         };
+        if seg.syn && !seg.ack && conn.isn.is_none() {
+            conn.isn = Some(seg.seq); // the SYN of a connection first seen by its SYN+ACK
+        }
         let dir = if seg.src == conn.info.initiator {
             Dir::FromInitiator
         } else {

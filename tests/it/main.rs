@@ -9,6 +9,7 @@ mod formats;
 mod gates;
 mod golden;
 mod properties;
+mod regression;
 mod schema;
 mod synthetic;
 pub mod truth;
