@@ -119,30 +119,44 @@ fn run_conversation(msgs: &[Msg], manglings: &[Mangling], with_losses: bool) -> 
     };
     let mut lost_any = false;
     for ((req, resp), m) in encode(msgs).iter().zip(manglings.iter().cycle()) {
-        let base = c.client_seq;
-        let mut order = segments(req.len(), &m.cuts);
-        if m.reverse {
-            order.reverse();
-        }
-        let mut sends: Vec<(usize, usize)> = Vec::new();
-        for (idx, seg) in order.iter().enumerate() {
-            if with_losses && m.lose == Some(idx) {
-                lost_any = true;
-                continue;
+        // the same mangling for the request and for its response
+        for (from_client, message) in [(true, req), (false, resp)] {
+            let base = if from_client {
+                c.client_seq
+            } else {
+                c.server_seq
+            };
+            let mut order = segments(message.len(), &m.cuts);
+            if m.reverse {
+                order.reverse();
             }
-            sends.push(*seg);
-            if m.duplicate == Some(idx) {
+            let mut sends: Vec<(usize, usize)> = Vec::new();
+            for (idx, seg) in order.iter().enumerate() {
+                if with_losses && m.lose == Some(idx) {
+                    lost_any = true;
+                    continue;
+                }
                 sends.push(*seg);
+                if m.duplicate == Some(idx) {
+                    sends.push(*seg);
+                }
+            }
+            if m.retransmit && !(with_losses && m.lose.is_some()) {
+                sends.push((0, message.len()));
+            }
+            for (from, to) in sends {
+                w.record(
+                    &c.packet(from_client, base + from as u32, ack, &message[from..to]),
+                    0,
+                );
+            }
+            let end = base + message.len() as u32;
+            if from_client {
+                c.client_seq = end;
+            } else {
+                c.server_seq = end;
             }
         }
-        if m.retransmit && !(with_losses && m.lose.is_some()) {
-            sends.push((0, req.len()));
-        }
-        for (from, to) in sends {
-            w.record(&c.packet(true, base + from as u32, ack, &req[from..to]), 0);
-        }
-        c.client_seq = base + req.len() as u32;
-        c.send(&mut w, false, resp, 1000);
     }
     c.close(&mut w);
     w.finish();
