@@ -1,6 +1,8 @@
 //! Command line: the clap definition as typed, and the validated [`Config`] built from it.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use clap::Parser;
 
@@ -70,6 +72,10 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
 
+    /// No progress bar (one is shown on stderr only when it is a terminal).
+    #[arg(short, long)]
+    pub quiet: bool,
+
     /// Print the JSON Schema of the report and exit.
     #[arg(long, exclusive = true)]
     pub schema: bool,
@@ -107,7 +113,7 @@ pub enum Format {
 }
 
 /// What a run needs, validated.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Config {
     pub inputs: Vec<String>,
     pub output: Option<PathBuf>,
@@ -122,6 +128,8 @@ pub struct Config {
     /// Blocks of producer ids compared one by one before older ones are folded into
     /// ranges (bounds the analysis's memory).
     pub max_recent_blocks: usize,
+    /// Counts capture bytes read, for a progress display.
+    pub bytes_read: Option<Arc<AtomicU64>>,
 }
 
 impl Config {
@@ -138,6 +146,7 @@ impl Config {
             fail_on: Vec::new(),
             expect: None,
             max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
+            bytes_read: None,
         }
     }
 }
@@ -161,6 +170,7 @@ impl From<Args> for Config {
             fail_on: args.fail_on,
             expect: args.expect,
             max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
+            bytes_read: None,
         }
     }
 }

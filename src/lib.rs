@@ -30,6 +30,8 @@ pub mod tcp;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 
@@ -49,7 +51,21 @@ pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
 /// gzip's magic bytes (RFC 1952): a compressed capture is recognised by content, not name.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-fn open(path: &str) -> Result<Box<dyn Read + Send>, Error> {
+/// Counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+fn open(path: &str, bytes_read: Option<&Arc<AtomicU64>>) -> Result<Box<dyn Read + Send>, Error> {
     let raw: Box<dyn Read + Send> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -63,6 +79,13 @@ fn open(path: &str) -> Result<Box<dyn Read + Send>, Error> {
             });
         }
         Box::new(file)
+    };
+    let raw: Box<dyn Read + Send> = match bytes_read {
+        Some(count) => Box::new(Counting {
+            inner: raw,
+            count: Arc::clone(count),
+        }),
+        None => raw,
     };
     let mut buffered = BufReader::with_capacity(64 * 1024, raw);
     let head = buffered.fill_buf().map_err(|source| Error::Read {
@@ -151,7 +174,7 @@ fn process(
     let mut unsupported = BTreeSet::new();
     let mut captures = Vec::new();
     for path in &config.inputs {
-        let input = open(path)?;
+        let input = open(path, config.bytes_read.as_ref())?;
         let info =
             capture::read_capture(input, path, &mut next_frame, &mut diags, |packet, diags| {
                 last = packet.at;

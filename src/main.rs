@@ -5,8 +5,11 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use clap::Parser;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
 use pidshark::report::model::{self, Report};
 use pidshark::report::{text, tree};
@@ -142,13 +145,58 @@ fn run(config: &Config) -> Result<bool, Error> {
     Ok(passed)
 }
 
+/// A progress bar on stderr while the captures are read: only when stderr is a terminal
+/// and `--quiet` was not given. Returns what stops it.
+fn progress(
+    config: &mut Config,
+    quiet: bool,
+) -> Option<(ProgressBar, std::thread::JoinHandle<()>, Arc<AtomicBool>)> {
+    use std::io::IsTerminal;
+    if quiet || !io::stderr().is_terminal() {
+        return None;
+    }
+    let total: u64 = config
+        .inputs
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let count = Arc::new(AtomicU64::new(0));
+    config.bytes_read = Some(Arc::clone(&count));
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let done = Arc::new(AtomicBool::new(false));
+    let (b, d) = (bar.clone(), Arc::clone(&done));
+    let ticker = std::thread::spawn(move || {
+        while !d.load(Ordering::Relaxed) {
+            b.set_position(count.load(Ordering::Relaxed));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    });
+    Some((bar, ticker, done))
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     if args.schema {
         print!("{}", model::schema());
         return ExitCode::SUCCESS;
     }
-    match run(&Config::from(args)) {
+    let quiet = args.quiet;
+    let mut config = Config::from(args);
+    let bar = progress(&mut config, quiet);
+    let outcome = run(&config);
+    if let Some((bar, ticker, done)) = bar {
+        done.store(true, Ordering::Relaxed);
+        let _ = ticker.join();
+        bar.finish_and_clear();
+    }
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(err) => {

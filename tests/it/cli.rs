@@ -273,3 +273,41 @@ fn corrupt_gzip_header_exits_2() {
         .code(2)
         .stderr(predicate::str::contains("bad.gz"));
 }
+
+#[test]
+fn progress_bar_only_on_a_terminal_and_not_with_quiet() {
+    use std::process::Command;
+    let bin = assert_cmd::cargo::cargo_bin("pidshark");
+    let on_tty = |extra: &str| -> Option<Vec<u8>> {
+        // util-linux `script` gives the command a terminal
+        let cmd = format!(
+            "{} {extra} fixtures/controller-loopback.pcap -o /dev/null",
+            bin.display()
+        );
+        let out = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(crate::common::root())
+            .output()
+            .ok()?;
+        Some(out.stdout)
+    };
+    let Some(with_bar) = on_tty("") else {
+        eprintln!("no `script` here to give pidshark a terminal; skipped");
+        return;
+    };
+    assert!(
+        String::from_utf8_lossy(&with_bar).contains("KiB"),
+        "a progress bar on a terminal"
+    );
+    assert_eq!(
+        on_tty("--quiet").unwrap(),
+        Vec::<u8>::new(),
+        "--quiet: no bar"
+    );
+    // piped stderr: never a bar
+    pidshark()
+        .args(["fixtures/controller-loopback.pcap", "-o", "/dev/null"])
+        .assert()
+        .success()
+        .stderr("");
+}
