@@ -13,18 +13,26 @@ use crate::report::model::Report;
 /// Differences listed before the rest are only counted.
 const MAX_LISTED: usize = 50;
 
+/// A field by JSON pointer, `null` when absent (`Value`'s indexing never panics either,
+/// but this keeps the crate free of indexing).
+fn at<'a>(ex: &'a Value, pointer: &str) -> &'a Value {
+    ex.pointer(pointer).unwrap_or(&Value::Null)
+}
+
 fn key(ex: &Value) -> (Value, Value, Value) {
     (
-        ex["connection"].clone(),
-        ex["correlation_id"].clone(),
-        ex["request"]["frame"].clone(),
+        at(ex, "/connection").clone(),
+        at(ex, "/correlation_id").clone(),
+        at(ex, "/request/frame").clone(),
     )
 }
 
 fn describe(ex: &Value) -> String {
     format!(
         "exchange (connection {}, correlation id {}, request frame {})",
-        ex["connection"], ex["correlation_id"], ex["request"]["frame"]
+        at(ex, "/connection"),
+        at(ex, "/correlation_id"),
+        at(ex, "/request/frame")
     )
 }
 
@@ -61,10 +69,13 @@ fn diff_values(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
 /// `actual`, one line each; empty when they agree.
 pub fn compare(expected: &Value, actual: &Report) -> Result<Vec<String>, String> {
     let actual = serde_json::to_value(actual).map_err(|e| e.to_string())?;
-    let old = expected["exchanges"]
+    let old = at(expected, "/exchanges")
         .as_array()
         .ok_or("it has no \"exchanges\" array: not a pidshark report")?;
-    let new = actual["exchanges"].as_array().cloned().unwrap_or_default();
+    let new = at(&actual, "/exchanges")
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut lines = Vec::new();
     for ex in old {
         match new.iter().find(|n| key(n) == key(ex)) {

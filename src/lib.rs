@@ -14,6 +14,20 @@
 //! [`run`] drives it for a [`Config`]; findings about the input become diagnostics in the
 //! report, and only a file that cannot be read as a capture at all is an [`Error`].
 
+// No input may make us panic: no indexing, unwrap, expect or panic in library code
+// (tests may); arithmetic on input values is checked or saturating where it could
+// overflow (see README "Hostile input").
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
+
 pub mod analysis;
 pub mod capture;
 pub mod cli;

@@ -69,11 +69,19 @@ impl ErrorCode {
     }
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "the table is compiled in and a test parses it"
+)]
 fn api_table() -> &'static HashMap<i16, ApiInfo> {
     static TABLE: OnceLock<HashMap<i16, ApiInfo>> = OnceLock::new();
     TABLE.get_or_init(|| parse_api_keys(API_KEYS_TSV).expect("checked-in api_keys.tsv parses"))
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "the table is compiled in and a test parses it"
+)]
 fn error_table() -> &'static HashMap<i16, &'static str> {
     static TABLE: OnceLock<HashMap<i16, &'static str>> = OnceLock::new();
     TABLE.get_or_init(|| parse_errors(ERRORS_TSV).expect("checked-in errors.tsv parses"))
