@@ -55,6 +55,16 @@ pub struct Args {
     #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
     pub max_buffer: usize,
 
+    /// Connections tracked at once (open ones and closed ones remembered); past it the
+    /// least recently active is forgotten (`connection_limit`).
+    #[arg(long, value_name = "N", default_value_t = crate::tcp::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+
+    /// Largest Kafka frame believed; a larger size prefix is `kafka_frame_too_large`
+    /// (Kafka's own default `socket.request.max.bytes` is 100 MiB).
+    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size)]
+    pub max_frame: usize,
+
     /// Report AllocateProducerIds responses slower than MS milliseconds
     /// (`pid_slow_response`). Default: slower than 10 times the capture's median latency
     /// and than 100 ms.
@@ -122,6 +132,8 @@ pub struct Config {
     pub kafka: KafkaConfig,
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
+    /// Connections tracked at once.
+    pub max_connections: usize,
     pub slow: SlowRule,
     pub fail_on: Vec<Condition>,
     pub expect: Option<PathBuf>,
@@ -142,6 +154,7 @@ impl Config {
             format: Format::Json,
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
+            max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
             slow: SlowRule::Default,
             fail_on: Vec::new(),
             expect: None,
@@ -163,9 +176,10 @@ impl From<Args> for Config {
             format: args.format,
             kafka: KafkaConfig {
                 ports,
-                ..KafkaConfig::default()
+                max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),
             },
             max_held_len: args.max_buffer,
+            max_connections: args.max_connections,
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
             fail_on: args.fail_on,
             expect: args.expect,

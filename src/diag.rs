@@ -59,6 +59,8 @@ pub enum Kind {
     PendingLimit,
     /// More diagnostics of one kind than are listed; the count says how many.
     DiagnosticsLimited,
+    /// More connections at once than tracked; the least recently active were dropped.
+    ConnectionLimit,
     // Findings of the producer-ID analysis (src/analysis).
     PidBlockOverlap,
     PidBlockRegression,
@@ -72,7 +74,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 25] = [
+    pub const ALL: [Self; 26] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -90,6 +92,7 @@ impl Kind {
         Self::DuplicateCorrelationId,
         Self::PendingLimit,
         Self::DiagnosticsLimited,
+        Self::ConnectionLimit,
         Self::PidBlockOverlap,
         Self::PidBlockRegression,
         Self::PidBlockGap,
@@ -124,6 +127,7 @@ impl Kind {
             Self::DuplicateCorrelationId => "duplicate_correlation_id",
             Self::PendingLimit => "pending_limit",
             Self::DiagnosticsLimited => "diagnostics_limited",
+            Self::ConnectionLimit => "connection_limit",
             Self::PidBlockOverlap => "pid_block_overlap",
             Self::PidBlockRegression => "pid_block_regression",
             Self::PidBlockGap => "pid_block_gap",

@@ -173,7 +173,8 @@ fn process(
 ) -> Result<report::model::Report, Error> {
     let streaming = sink.is_some();
     let mut diags = Diagnostics::default();
-    let mut tracker: Tracker<KafkaConn> = Tracker::new(config.max_held_len);
+    let mut tracker: Tracker<KafkaConn> =
+        Tracker::with_limits(config.max_held_len, config.max_connections);
     let mut dissector = Dissector::new(config.kafka.clone());
     let mut analyzer = Analyzer::new(
         config.slow,

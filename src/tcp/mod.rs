@@ -11,7 +11,7 @@
 pub mod assembler;
 pub mod seq;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use assembler::{Assembler, Delivery, Segment};
@@ -112,6 +112,8 @@ struct Connection<C> {
     /// FIN seen from the initiator, from the responder.
     fins: [bool; 2],
     closed: bool,
+    /// Frame of the latest packet.
+    last_frame: u64,
     live: Option<Box<Live<C>>>,
 }
 
@@ -135,7 +137,17 @@ pub struct Tracker<C> {
     conns: HashMap<PairKey, Connection<C>>,
     next_index: u64,
     max_held_len: usize,
+    /// Connections (open or closed) tracked at once; past it the least recently active
+    /// one is forgotten.
+    max_connections: usize,
+    /// Address pairs in the order they were (re)queued, with the frame then: a clock
+    /// that finds the least recently active connection in amortised constant time.
+    clock: VecDeque<(PairKey, u64)>,
+    evicted: u64,
 }
+
+/// Connections tracked at once by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
 
 fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
     diags.push(
@@ -185,10 +197,60 @@ fn forward<H: StreamHandler>(
 impl<C: Default> Tracker<C> {
     /// `max_held_len` caps out-of-order bytes held per direction.
     pub fn new(max_held_len: usize) -> Self {
+        Self::with_limits(max_held_len, DEFAULT_MAX_CONNECTIONS)
+    }
+
+    /// A tracker holding `max_held_len` out-of-order bytes per direction and at most
+    /// `max_connections` connections.
+    pub fn with_limits(max_held_len: usize, max_connections: usize) -> Self {
         Self {
             conns: HashMap::new(),
             next_index: 0,
             max_held_len,
+            max_connections: max_connections.max(1),
+            clock: VecDeque::new(),
+            evicted: 0,
+        }
+    }
+
+    /// Forgets the least recently active connection: one that saw a packet since it was
+    /// queued goes round again. An open one is ended as at the end of the capture.
+    fn evict_one<H: StreamHandler<Conn = C>>(
+        &mut self,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
+        while let Some((key, queued)) = self.clock.pop_front() {
+            let Some(conn) = self.conns.get(&key) else {
+                continue; // already gone
+            };
+            if conn.last_frame > queued {
+                let last = conn.last_frame;
+                self.clock.push_back((key, last));
+                continue;
+            }
+            let Some(conn) = self.conns.remove(&key) else {
+                continue;
+            };
+            if conn.live.is_some() {
+                if self.evicted == 0 {
+                    diags.push(
+                        Kind::ConnectionLimit,
+                        Some(conn.info.index),
+                        Some(at.frame),
+                        format!(
+                            "more than {} connections at once: the least recently active are no longer followed (connection {} first)",
+                            self.max_connections, conn.info.index
+                        ),
+                    );
+                } else {
+                    diags.count_more(Kind::ConnectionLimit, 1);
+                }
+                self.evicted += 1;
+                Self::end(conn, at, handler, diags);
+            }
+            return;
         }
     }
 
@@ -234,6 +296,7 @@ impl<C: Default> Tracker<C> {
             syn_ack_ack: (seg.syn && seg.ack).then_some(seg.ack_number),
             fins: [false; 2],
             closed: false,
+            last_frame: at.frame,
             live: Some(Box::new(Live {
                 streams: [
                     Assembler::new(self.max_held_len),
@@ -273,10 +336,15 @@ impl<C: Default> Tracker<C> {
             if let Some(old) = self.conns.insert(key, conn) {
                 Self::end(old, at, handler, diags);
             }
+            self.clock.push_back((key, at.frame));
+            while self.conns.len() > self.max_connections {
+                self.evict_one(at, handler, diags);
+            }
         }
         let Some(conn) = self.conns.get_mut(&key) else {
             return;
         };
+        conn.last_frame = at.frame;
         if seg.syn && !seg.ack && conn.isn.is_none() {
             conn.isn = Some(seg.seq); // the SYN of a connection first seen by its SYN+ACK
         }
