@@ -101,6 +101,11 @@ fn open(path: &str, bytes_read: Option<&Arc<AtomicU64>>) -> Result<Box<dyn Read 
         }),
         None => raw,
     };
+    decompress(path, raw)
+}
+
+/// Reads gzip-compressed input through a decoder, whatever its name.
+fn decompress(path: &str, raw: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>, Error> {
     let mut buffered = BufReader::with_capacity(64 * 1024, raw);
     let head = buffered.fill_buf().map_err(|source| Error::Read {
         path: path.to_owned(),
@@ -118,7 +123,20 @@ pub type ExchangeSink<'a> = &'a mut dyn FnMut(&report::model::Exchange) -> std::
 
 /// Reads every capture of `config` as one and returns the report, every exchange in it.
 pub fn run(config: &Config) -> Result<report::model::Report, Error> {
-    process(config, None)
+    process(config, None, None)
+}
+
+/// [`run`] over captures given as readers (name, bytes) instead of `config.inputs`: for
+/// fuzzing and embedding. The bytes may be gzip-compressed, as files may.
+pub fn run_readers(
+    config: &Config,
+    readers: Vec<(String, Box<dyn Read + Send>)>,
+) -> Result<report::model::Report, Error> {
+    let readers = readers
+        .into_iter()
+        .map(|(name, r)| Ok((name.clone(), decompress(&name, r)?)))
+        .collect::<Result<Vec<_>, Error>>()?;
+    process(config, None, Some(readers))
 }
 
 /// Reads every capture of `config` as one, handing each exchange to `sink` as it
@@ -129,7 +147,7 @@ pub fn run_streaming(
     config: &Config,
     sink: ExchangeSink<'_>,
 ) -> Result<report::model::Report, Error> {
-    process(config, Some(sink))
+    process(config, Some(sink), None)
 }
 
 /// Hands what pairing finished to the analysis, then to the sink when streaming or to
@@ -170,6 +188,7 @@ fn drain(
 fn process(
     config: &Config,
     mut sink: Option<ExchangeSink<'_>>,
+    mut readers: Option<Vec<(String, Box<dyn Read + Send>)>>,
 ) -> Result<report::model::Report, Error> {
     let streaming = sink.is_some();
     let mut diags = Diagnostics::default();
@@ -188,8 +207,17 @@ fn process(
     let mut last = PacketRef::default();
     let mut unsupported = BTreeSet::new();
     let mut captures = Vec::new();
-    for path in &config.inputs {
-        let input = open(path, config.bytes_read.as_ref())?;
+    // Files are opened one after the other, as they are read.
+    let mut inputs: Vec<(String, Option<Box<dyn Read + Send>>)> = match readers.take() {
+        Some(given) => given.into_iter().map(|(name, r)| (name, Some(r))).collect(),
+        None => config.inputs.iter().map(|p| (p.clone(), None)).collect(),
+    };
+    for (path, reader) in &mut inputs {
+        let path = path.as_str();
+        let input = match reader.take() {
+            Some(r) => r,
+            None => open(path, config.bytes_read.as_ref())?,
+        };
         let info =
             capture::read_capture(input, path, &mut next_frame, &mut diags, |packet, diags| {
                 last = packet.at;
