@@ -19,6 +19,9 @@ use crate::error::Error;
 
 /// Initial read buffer: large enough for any packet of a 262144-byte snaplen.
 const READ_BUFFER: usize = 1 << 20;
+/// Longest packet a record may hold whatever the file's snaplen says (Wireshark's
+/// `WTAP_MAX_PACKET_SIZE_STANDARD`).
+pub const MAX_SNAPLEN: usize = 262_144;
 /// Largest record we accept; pcapng blocks over this are reported, not allocated.
 pub const MAX_RECORD_BUFFER: usize = 64 << 20;
 
@@ -186,6 +189,7 @@ pub fn read_capture<R: Read + Send>(
     let mut interfaces: Vec<Interface> = Vec::new();
     let mut last_ts = Timestamp::default();
     let mut buffer_len = READ_BUFFER;
+    let mut snaplen: u32 = 0;
     loop {
         let offset = reader.consumed();
         match reader.next() {
@@ -193,6 +197,7 @@ pub fn read_capture<R: Read + Send>(
                 let packet = match block {
                     PcapBlockOwned::LegacyHeader(header) => {
                         legacy = Some((header.network, header.is_nanosecond_precision()));
+                        snaplen = header.snaplen;
                         None
                     }
                     PcapBlockOwned::Legacy(record) => legacy.map(|(link_type, nano)| {
@@ -265,6 +270,24 @@ pub fn read_capture<R: Read + Send>(
                         }
                     }
                 };
+                // A record longer than the file's snaplen (and than any packet Wireshark
+                // accepts) is corruption, not a packet.
+                let packet = packet.filter(|(_, _, _, data)| {
+                    let limit = (snaplen as usize).max(MAX_SNAPLEN);
+                    if data.len() <= limit {
+                        return true;
+                    }
+                    diags.push(
+                        Kind::CaptureCorrupt,
+                        None,
+                        Some(*next_frame),
+                        format!(
+                            "{path}: the record at byte {offset} holds {} bytes, more than the capture's snaplen of {snaplen} and the {MAX_SNAPLEN} any packet may have; it was skipped",
+                            data.len()
+                        ),
+                    );
+                    false
+                });
                 if let Some((link_type, timestamp, orig_len, data)) = packet {
                     let at = PacketRef {
                         frame: *next_frame,

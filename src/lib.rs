@@ -112,9 +112,48 @@ fn decompress(path: &str, raw: Box<dyn Read + Send>) -> Result<Box<dyn Read + Se
         source,
     })?;
     if head.starts_with(&GZIP_MAGIC) {
-        Ok(Box::new(MultiGzDecoder::new(buffered)))
+        let compressed = Arc::new(AtomicU64::new(0));
+        let counted = Counting {
+            inner: buffered,
+            count: Arc::clone(&compressed),
+        };
+        Ok(Box::new(BombGuard {
+            inner: MultiGzDecoder::new(counted),
+            compressed,
+            produced: 0,
+        }))
     } else {
         Ok(Box::new(buffered))
+    }
+}
+
+/// Largest expansion believed of gzip input: real captures compress a few times to a
+/// few dozen times; a "gzip bomb" of zeros expands a thousandfold.
+pub const MAX_GZIP_RATIO: u64 = 1000;
+
+/// Stops decompression that expands more than [`MAX_GZIP_RATIO`] times (after the first
+/// MiB), as an error: what was read before is still reported.
+struct BombGuard<R> {
+    inner: R,
+    compressed: Arc<AtomicU64>,
+    produced: u64,
+}
+
+impl<R: Read> Read for BombGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.produced = self.produced.saturating_add(n as u64);
+        let allowed = self
+            .compressed
+            .load(Ordering::Relaxed)
+            .saturating_mul(MAX_GZIP_RATIO)
+            .max(1 << 20);
+        if self.produced > allowed {
+            return Err(std::io::Error::other(format!(
+                "gzip data expands more than {MAX_GZIP_RATIO} times; not read further"
+            )));
+        }
+        Ok(n)
     }
 }
 

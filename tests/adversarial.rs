@@ -1,0 +1,291 @@
+//! Hostile captures: each finishes quickly, with peak memory under a stated bound, and
+//! says what it hit. Peak RSS is measured with GNU time (`.ci/run` installs it) on the
+//! test build of the binary; the bounds are those README "Hostile input" states.
+
+#[path = "it/common.rs"]
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Runs pidshark on `path` with `args`; returns (report, peak RSS in MiB, wall time).
+fn run(path: &Path, args: &[&str]) -> (serde_json::Value, u64, Duration) {
+    let start = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(assert_cmd::cargo::cargo_bin("pidshark"))
+        .arg(path)
+        .args(["--compact", "--quiet"])
+        .args(args)
+        .output()
+        .expect("GNU time at /usr/bin/time (apt-get install time)");
+    let elapsed = start.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let kib: u64 = stderr
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("peak RSS");
+    let report = serde_json::from_slice(&out.stdout).expect("a report");
+    (report, kib / 1024, elapsed)
+}
+
+fn kinds(r: &serde_json::Value) -> Vec<String> {
+    r["summary"]["diagnostics"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn many_syns_with_distinct_ports_stay_under_the_connection_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("syns.pcap");
+    let mut w = PcapWriter::create(&path);
+    let syn = Flags {
+        syn: true,
+        ..Flags::default()
+    };
+    for i in 0..300_000u32 {
+        let c = Conn::new(
+            &format!(
+                "10.{}.{}.{}:{}",
+                i >> 16 & 0xff,
+                i >> 8 & 0xff,
+                i & 0xff,
+                1024 + i % 60_000
+            ),
+            "10.255.0.1:9093",
+        );
+        w.record(&c.packet(true, i, syn, &[]), 0);
+    }
+    w.finish();
+    let (report, rss, took) = run(&path, &["--max-connections", "10000"]);
+    assert_eq!(report["summary"]["tcp_connections"], 300_000);
+    assert!(kinds(&report).contains(&"connection_limit".to_owned()));
+    assert_eq!(
+        report["summary"]["diagnostics"]["connection_limit"],
+        290_000
+    );
+    assert!(rss < 100, "peak RSS {rss} MiB");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+#[test]
+fn largest_size_prefix_is_too_large_not_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge-prefix.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    let (req, resp) = (
+        request(67, 0, 1, true, &apid_request_body(1, 1)),
+        response(1, true, &apid_response_body(0, 0, 10)),
+    );
+    c.send(&mut w, true, &req, 1460);
+    c.send(&mut w, false, &resp, 1460);
+    let mut evil = 0x7fff_ffffu32.to_be_bytes().to_vec();
+    evil.extend([0u8; 100]);
+    c.send(&mut w, true, &evil, 1460);
+    c.close(&mut w);
+    w.finish();
+    let (report, rss, _) = run(&path, &[]);
+    assert!(kinds(&report).contains(&"kafka_frame_too_large".to_owned()));
+    assert_eq!(report["summary"]["exchanges"]["complete"], 1);
+    assert!(rss < 64, "peak RSS {rss} MiB");
+}
+
+#[test]
+fn endless_out_of_order_flood_is_held_to_the_buffer_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flood.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    let ack = Flags {
+        ack: true,
+        ..Flags::default()
+    };
+    let chunk = vec![0x11u8; 1400];
+    // the first byte never comes: 40 MB arrive behind the hole
+    for i in 0..30_000u32 {
+        w.record(&c.packet(true, c.client_seq + 1 + i * 1400, ack, &chunk), 0);
+    }
+    w.finish();
+    let (report, rss, took) = run(&path, &["--port", "9093"]);
+    assert!(kinds(&report).contains(&"tcp_gap".to_owned()));
+    assert!(rss < 64, "peak RSS {rss} MiB");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+#[test]
+fn sequence_numbers_jumping_by_half_the_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jumps.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    let ack = Flags {
+        ack: true,
+        ..Flags::default()
+    };
+    for i in 0..20_000u32 {
+        let seq = c
+            .client_seq
+            .wrapping_add(i.wrapping_mul(1 << 31))
+            .wrapping_add(i);
+        w.record(&c.packet(true, seq, ack, &[0x22; 64]), 0);
+    }
+    w.finish();
+    let (_, rss, took) = run(&path, &["--port", "9093"]);
+    assert!(rss < 64, "peak RSS {rss} MiB");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+/// A pcapng section with one Ethernet interface, then `blocks`.
+fn pcapng(path: &Path, blocks: &[Vec<u8>]) {
+    let mut f = std::fs::File::create(path).unwrap();
+    let shb = [
+        0x0a0d0d0a_u32.to_le_bytes(),
+        28u32.to_le_bytes(),
+        0x1a2b3c4d_u32.to_le_bytes(),
+    ]
+    .concat();
+    f.write_all(&shb).unwrap();
+    f.write_all(&[1, 0, 0, 0]).unwrap(); // version 1.0
+    f.write_all(&(-1i64).to_le_bytes()).unwrap();
+    f.write_all(&28u32.to_le_bytes()).unwrap();
+    let idb = [
+        1u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+        1u32.to_le_bytes(),
+        0u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+    ]
+    .concat();
+    f.write_all(&idb).unwrap();
+    for b in blocks {
+        f.write_all(b).unwrap();
+    }
+}
+
+fn epb(if_id: u32, packet: &[u8], claimed_len: Option<u32>) -> Vec<u8> {
+    let padded = packet.len().div_ceil(4) * 4;
+    let len = 32 + padded as u32;
+    let mut b = Vec::new();
+    b.extend(6u32.to_le_bytes());
+    b.extend(claimed_len.unwrap_or(len).to_le_bytes());
+    b.extend(if_id.to_le_bytes());
+    b.extend([0u8; 8]);
+    b.extend((packet.len() as u32).to_le_bytes());
+    b.extend((packet.len() as u32).to_le_bytes());
+    b.extend(packet);
+    b.extend(vec![0u8; padded - packet.len()]);
+    b.extend(len.to_le_bytes());
+    b
+}
+
+#[test]
+fn pcapng_block_length_that_lies_and_unknown_interface() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    let packet = c.packet(
+        true,
+        1,
+        Flags {
+            syn: true,
+            ..Flags::default()
+        },
+        &[],
+    );
+    let path = dir.path().join("lies.pcapng");
+    pcapng(
+        &path,
+        &[
+            epb(0, &packet, None),
+            epb(7, &packet, None),
+            epb(0, &packet, Some(0x7fff_fff0)),
+        ],
+    );
+    let (report, rss, _) = run(&path, &[]);
+    assert_eq!(report["summary"]["packets"], 1, "the good packet is read");
+    let diags = report["diagnostics"].as_array().unwrap();
+    assert!(diags
+        .iter()
+        .any(|d| d["message"].as_str().unwrap().contains("names interface 7")));
+    assert!(kinds(&report)
+        .iter()
+        .any(|k| k == "capture_corrupt" || k == "capture_truncated"));
+    assert!(rss < 200, "peak RSS {rss} MiB");
+}
+
+#[test]
+fn record_longer_than_the_snaplen_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.pcap");
+    let mut f = std::fs::File::create(&path).unwrap();
+    for v in [0xa1b2c3d4u32] {
+        f.write_all(&v.to_le_bytes()).unwrap();
+    }
+    f.write_all(&2u16.to_le_bytes()).unwrap();
+    f.write_all(&4u16.to_le_bytes()).unwrap();
+    f.write_all(&[0; 8]).unwrap();
+    f.write_all(&64u32.to_le_bytes()).unwrap(); // snaplen 64
+    f.write_all(&1u32.to_le_bytes()).unwrap();
+    let long = vec![0u8; 300_000];
+    for v in [0u32, 0, long.len() as u32, long.len() as u32] {
+        f.write_all(&v.to_le_bytes()).unwrap();
+    }
+    f.write_all(&long).unwrap();
+    drop(f);
+    let (report, _, _) = run(&path, &[]);
+    assert_eq!(report["summary"]["packets"], 0);
+    assert!(report["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("more than the capture's snaplen"));
+}
+
+#[test]
+fn gzip_bomb_stops_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.pcap.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::best(),
+    );
+    let mut header = Vec::new();
+    for v in [0xa1b2c3d4u32] {
+        header.extend(v.to_le_bytes());
+    }
+    header.extend(2u16.to_le_bytes());
+    header.extend(4u16.to_le_bytes());
+    header.extend([0; 8]);
+    header.extend(65535u32.to_le_bytes());
+    header.extend(1u32.to_le_bytes());
+    enc.write_all(&header).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..2048 {
+        enc.write_all(&zeros).unwrap(); // 2 GiB of empty records
+    }
+    enc.finish().unwrap();
+    let (report, rss, took) = run(&path, &[]);
+    assert!(report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["message"].as_str().unwrap().contains("expands more than")));
+    assert!(rss < 64, "peak RSS {rss} MiB");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
