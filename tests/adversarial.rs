@@ -235,9 +235,7 @@ fn record_longer_than_the_snaplen_is_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("long.pcap");
     let mut f = std::fs::File::create(&path).unwrap();
-    for v in [0xa1b2c3d4u32] {
-        f.write_all(&v.to_le_bytes()).unwrap();
-    }
+    f.write_all(&0xa1b2c3d4u32.to_le_bytes()).unwrap();
     f.write_all(&2u16.to_le_bytes()).unwrap();
     f.write_all(&4u16.to_le_bytes()).unwrap();
     f.write_all(&[0; 8]).unwrap();
@@ -266,9 +264,7 @@ fn gzip_bomb_stops_quickly() {
         flate2::Compression::best(),
     );
     let mut header = Vec::new();
-    for v in [0xa1b2c3d4u32] {
-        header.extend(v.to_le_bytes());
-    }
+    header.extend(0xa1b2c3d4u32.to_le_bytes());
     header.extend(2u16.to_le_bytes());
     header.extend(4u16.to_le_bytes());
     header.extend([0; 8]);
