@@ -177,6 +177,7 @@ impl From<Args> for Config {
             kafka: KafkaConfig {
                 ports,
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),
+                keep_raw: args.format == Format::Tree,
             },
             max_held_len: args.max_buffer,
             max_connections: args.max_connections,

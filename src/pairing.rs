@@ -63,7 +63,7 @@ pub const MAX_PENDING_PER_CONNECTION: usize = 4096;
 /// Requests of one connection still waiting for their response.
 #[derive(Debug, Default)]
 pub struct PendingRequests {
-    by_correlation_id: HashMap<i32, Pending>,
+    by_correlation_id: HashMap<i32, Pending, foldhash::fast::RandomState>,
     /// Correlation ids in the order their requests were registered, with the request's
     /// sequence number so a re-used id is not mistaken for its older namesake.
     order: VecDeque<(i32, u64)>,

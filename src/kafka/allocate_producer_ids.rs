@@ -56,7 +56,8 @@ pub struct Request {
     pub broker_epoch: Option<i64>,
     pub tagged_fields: Option<Vec<TaggedField>>,
     pub problem: Option<Problem>,
-    /// The message as captured (without its size prefix), for the tree view.
+    /// The message as captured (without its size prefix), kept for the tree view only;
+    /// the decoder leaves it empty.
     pub raw: Vec<u8>,
 }
 
@@ -74,7 +75,8 @@ pub struct Response {
     pub producer_id_len: Option<i32>,
     pub tagged_fields: Option<Vec<TaggedField>>,
     pub problem: Option<Problem>,
-    /// The message as captured (without its size prefix), for the tree view.
+    /// The message as captured (without its size prefix), kept for the tree view only;
+    /// the decoder leaves it empty.
     pub raw: Vec<u8>,
 }
 
@@ -179,10 +181,7 @@ pub fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
 
 /// [`decode_request`], telling `v` the structure it reads.
 pub fn decode_request_with(message: &[u8], prefix: &RequestPrefix, v: &mut dyn Visitor) -> Request {
-    let mut out = Request {
-        raw: message.to_vec(),
-        ..Request::default()
-    };
+    let mut out = Request::default();
     let mut r = Reader::new(message);
     let result = (|| -> Result<(), DecodeError> {
         request_header(&mut r, v, &mut out)?;
@@ -236,10 +235,7 @@ pub fn decode_response(message: &[u8], api_version: i16) -> Response {
 
 /// [`decode_response`], telling `v` the structure it reads.
 pub fn decode_response_with(message: &[u8], api_version: i16, v: &mut dyn Visitor) -> Response {
-    let mut out = Response {
-        raw: message.to_vec(),
-        ..Response::default()
-    };
+    let mut out = Response::default();
     let mut r = Reader::new(message);
     let result = (|| -> Result<(), DecodeError> {
         v.open(
@@ -370,7 +366,7 @@ mod tests {
                 broker_epoch: Some(0),
                 tagged_fields: Some(vec![]),
                 problem: None,
-                raw: SEED_REQUEST.to_vec(),
+                raw: vec![],
             }
         );
     }
@@ -388,7 +384,7 @@ mod tests {
                 producer_id_len: Some(0),
                 tagged_fields: Some(vec![]),
                 problem: None,
-                raw: SEED_RESPONSE.to_vec(),
+                raw: vec![],
             }
         );
     }

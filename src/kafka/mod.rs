@@ -47,6 +47,8 @@ pub struct KafkaConfig {
     /// Server ports that are Kafka without looking at the bytes.
     pub ports: Vec<u16>,
     pub max_frame_len: u32,
+    /// Keep the bytes of AllocateProducerIds messages (for `--format tree`).
+    pub keep_raw: bool,
 }
 
 impl Default for KafkaConfig {
@@ -54,6 +56,7 @@ impl Default for KafkaConfig {
         Self {
             ports: Vec::new(),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            keep_raw: false,
         }
     }
 }

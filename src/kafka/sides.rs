@@ -210,7 +210,13 @@ impl FrameHandler for RequestSide<'_> {
         let meta = meta(&frame);
         let decoded = (head.api_key == ApiKey::ALLOCATE_PRODUCER_IDS).then(|| {
             let req = match frame.message {
-                Some(message) => allocate_producer_ids::decode_request(message, &head),
+                Some(message) => {
+                    let mut req = allocate_producer_ids::decode_request(message, &head);
+                    if self.config.keep_raw {
+                        req.raw = message.to_vec();
+                    }
+                    req
+                }
                 None => allocate_producer_ids::Request {
                     problem: Some(too_large(frame.len)),
                     ..Default::default()
@@ -300,7 +306,13 @@ impl FrameHandler for ResponseSide<'_> {
         let decoded = match Pairing::answered_request(self.pending, correlation_id) {
             Some((ApiKey::ALLOCATE_PRODUCER_IDS, version)) => {
                 let resp = match frame.message {
-                    Some(message) => allocate_producer_ids::decode_response(message, version),
+                    Some(message) => {
+                        let mut resp = allocate_producer_ids::decode_response(message, version);
+                        if self.config.keep_raw {
+                            resp.raw = message.to_vec();
+                        }
+                        resp
+                    }
                     None => allocate_producer_ids::Response {
                         problem: Some(too_large(frame.len)),
                         ..Default::default()

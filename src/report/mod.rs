@@ -36,18 +36,39 @@ pub struct Findings {
     pub diagnostics: Diagnostics,
 }
 
-/// RFC 3339 in UTC with 6 or 9 fractional digits, as the capture carries.
+/// RFC 3339 in UTC with 6 or 9 fractional digits, as the capture carries. The part
+/// down to the second is formatted by the `time` crate once per second of capture and
+/// reused, since consecutive packets share it.
 pub fn format_timestamp(ts: Timestamp) -> String {
-    const MICROS: &[FormatItem<'_>] =
-        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
-    const NANOS: &[FormatItem<'_>] =
-        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:9]Z");
-    let formatted = OffsetDateTime::from_unix_timestamp(ts.secs)
-        .ok()
-        .and_then(|dt| dt.replace_nanosecond(ts.nanos).ok())
-        .and_then(|dt| dt.format(if ts.nano { NANOS } else { MICROS }).ok());
-    // Only a timestamp beyond year 9999 fails; say so rather than invent a date.
-    formatted.unwrap_or_else(|| format!("out-of-range:{}.{:09}", ts.secs, ts.nanos))
+    const SECONDS: &[FormatItem<'_>] =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(i64, String)>> = const { std::cell::RefCell::new(None) };
+    }
+    let prefix = LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((secs, text)) = last.as_ref() {
+            if *secs == ts.secs {
+                return Some(text.clone());
+            }
+        }
+        let text = OffsetDateTime::from_unix_timestamp(ts.secs)
+            .ok()
+            .and_then(|dt| dt.format(SECONDS).ok())?;
+        *last = Some((ts.secs, text.clone()));
+        Some(text)
+    });
+    let Some(mut out) = prefix else {
+        // Only a timestamp beyond year 9999 fails; say so rather than invent a date.
+        return format!("out-of-range:{}.{:09}", ts.secs, ts.nanos);
+    };
+    let nanos = ts.nanos.min(999_999_999);
+    if ts.nano {
+        let _ = write!(out, ".{nanos:09}Z");
+    } else {
+        let _ = write!(out, ".{:06}Z", nanos / 1000);
+    }
+    out
 }
 
 /// `ip:port`, IPv6 as `[addr]:port` (Rust's `SocketAddr` display does exactly this).

@@ -134,7 +134,7 @@ impl PairKey {
 /// Tracks every TCP connection of the capture.
 #[derive(Debug)]
 pub struct Tracker<C> {
-    conns: HashMap<PairKey, Connection<C>>,
+    conns: HashMap<PairKey, Connection<C>, foldhash::fast::RandomState>,
     next_index: u64,
     max_held_len: usize,
     /// Connections (open or closed) tracked at once; past it the least recently active
@@ -204,7 +204,7 @@ impl<C: Default> Tracker<C> {
     /// `max_connections` connections.
     pub fn with_limits(max_held_len: usize, max_connections: usize) -> Self {
         Self {
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             next_index: 0,
             max_held_len,
             max_connections: max_connections.max(1),
