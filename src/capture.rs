@@ -312,7 +312,8 @@ pub fn read_capture<R: Read + Send>(
                         diags,
                     );
                 }
-                reader.consume(len);
+                // no shift per record: refill() shifts what is left once per buffer
+                reader.consume_noshift(len);
             }
             Err(PcapError::Eof) => break,
             Err(PcapError::Incomplete(_)) => {

@@ -43,7 +43,7 @@ pub mod tcp;
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -105,16 +105,29 @@ fn open(path: &str, bytes_read: Option<&Arc<AtomicU64>>) -> Result<Box<dyn Read 
 }
 
 /// Reads gzip-compressed input through a decoder, whatever its name.
-fn decompress(path: &str, raw: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>, Error> {
-    let mut buffered = BufReader::with_capacity(64 * 1024, raw);
-    let head = buffered.fill_buf().map_err(|source| Error::Read {
+fn decompress(path: &str, mut raw: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>, Error> {
+    // Peek at the first two bytes and put them back in front: no second buffer (and no
+    // second copy of every byte) between the file and pcap-parser's own.
+    let mut head = Vec::with_capacity(GZIP_MAGIC.len());
+    let read_error = |source| Error::Read {
         path: path.to_owned(),
         source,
-    })?;
-    if head.starts_with(&GZIP_MAGIC) {
+    };
+    while head.len() < GZIP_MAGIC.len() {
+        let mut byte = [0u8; 1];
+        match raw.read(&mut byte) {
+            Ok(0) => break,
+            Ok(_) => head.extend_from_slice(&byte),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(read_error(e)),
+        }
+    }
+    let is_gzip = head == GZIP_MAGIC;
+    let whole = std::io::Cursor::new(head).chain(raw);
+    if is_gzip {
         let compressed = Arc::new(AtomicU64::new(0));
         let counted = Counting {
-            inner: buffered,
+            inner: whole,
             count: Arc::clone(&compressed),
         };
         Ok(Box::new(BombGuard {
@@ -123,7 +136,7 @@ fn decompress(path: &str, raw: Box<dyn Read + Send>) -> Result<Box<dyn Read + Se
             produced: 0,
         }))
     } else {
-        Ok(Box::new(buffered))
+        Ok(Box::new(whole))
     }
 }
 

@@ -41,6 +41,55 @@ const HELD_OVERHEAD: usize = 64;
 /// earlier use of the address pair, or garbage).
 const MAX_ACK_JUMP: u64 = 64 << 20;
 
+/// The last bytes delivered, in a ring of [`RECENT_LEN`] allocated on first use: each
+/// delivery copies its tail once, nothing is moved.
+#[derive(Debug, Default)]
+struct Recent {
+    buf: Vec<u8>,
+    /// Bytes held, at most [`RECENT_LEN`].
+    len: usize,
+    /// Where the next byte goes.
+    head: usize,
+}
+
+impl Recent {
+    fn push(&mut self, data: &[u8]) {
+        if self.buf.is_empty() {
+            self.buf = vec![0; RECENT_LEN];
+        }
+        let tail = data
+            .get(data.len().saturating_sub(RECENT_LEN)..)
+            .unwrap_or(data);
+        let first = tail.len().min(RECENT_LEN - self.head);
+        let (a, b) = tail.split_at(first);
+        if let Some(dst) = self.buf.get_mut(self.head..self.head + a.len()) {
+            dst.copy_from_slice(a);
+        }
+        if let Some(dst) = self.buf.get_mut(..b.len()) {
+            dst.copy_from_slice(b);
+        }
+        self.head = (self.head + tail.len()) % RECENT_LEN;
+        self.len = (self.len + tail.len()).min(RECENT_LEN);
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Whether the held bytes from `offset` (0 = the oldest held) equal `data`.
+    fn matches(&self, offset: usize, data: &[u8]) -> bool {
+        let oldest = (self.head + RECENT_LEN - self.len) % RECENT_LEN;
+        let start = (oldest + offset) % RECENT_LEN;
+        let first = data.len().min(RECENT_LEN - start);
+        let (a, b) = data.split_at(first);
+        self.buf.get(start..start + a.len()) == Some(a) && self.buf.get(..b.len()) == Some(b)
+    }
+}
+
 /// A segment held because it arrived ahead of a hole.
 #[derive(Debug)]
 struct Held {
@@ -67,7 +116,7 @@ pub struct Assembler {
     max_held_len: usize,
     /// The last bytes delivered (at most [`RECENT_LEN`]), ending at `next`; a gap
     /// clears them.
-    recent: Vec<u8>,
+    recent: Recent,
 }
 
 /// A segment as the assembler sees it.
@@ -91,7 +140,7 @@ impl Assembler {
             held: BTreeMap::new(),
             held_len: 0,
             max_held_len,
-            recent: Vec::new(),
+            recent: Recent::default(),
         }
     }
 
@@ -184,12 +233,7 @@ impl Assembler {
 
     /// Keeps the tail of what was just delivered for [`Self::check_overlap`].
     fn remember(&mut self, fresh: &[u8]) {
-        let tail = fresh
-            .get(fresh.len().saturating_sub(RECENT_LEN)..)
-            .unwrap_or(fresh);
-        let excess = (self.recent.len() + tail.len()).saturating_sub(RECENT_LEN);
-        self.recent.drain(..excess.min(self.recent.len()));
-        self.recent.extend_from_slice(tail);
+        self.recent.push(fresh);
     }
 
     /// A segment at `start` re-sends bytes already delivered: compares the part we still
@@ -215,9 +259,8 @@ impl Assembler {
             return;
         };
         let new = payload.get(new_at..new_at + len);
-        let old = self.recent.get(old_at..old_at + len);
-        if let (Some(new), Some(old)) = (new, old) {
-            if new != old {
+        if let Some(new) = new {
+            if !self.recent.matches(old_at, new) {
                 out(Delivery::Conflict {
                     offset: from,
                     len: len as u64,
@@ -632,6 +675,21 @@ mod tests {
             ],
         );
         assert_eq!(s, "<conflict 2>abcd");
+    }
+
+    #[test]
+    fn recent_ring_compares_across_its_wrap() {
+        let mut r = Recent::default();
+        let data: Vec<u8> = (0..=255u8).cycle().take(RECENT_LEN + 1000).collect();
+        r.push(&data[..3000]);
+        r.push(&data[3000..]);
+        assert_eq!(r.len(), RECENT_LEN);
+        let held = &data[data.len() - RECENT_LEN..];
+        assert!(r.matches(0, held));
+        assert!(r.matches(100, &held[100..2000]));
+        let mut wrong = held[3000..3500].to_vec();
+        wrong[7] ^= 1;
+        assert!(!r.matches(3000, &wrong));
     }
 
     #[test]

@@ -325,11 +325,11 @@ impl<C: Default> Tracker<C> {
         diags: &mut Diagnostics,
     ) {
         let key = PairKey::new(seg.src, seg.dst);
-        if self
+        let known = self
             .conns
             .get(&key)
-            .is_none_or(|conn| Self::starts_new(conn, seg))
-        {
+            .is_some_and(|conn| !Self::starts_new(conn, seg));
+        if !known {
             let index = self.next_index;
             self.next_index += 1;
             let conn = self.open(index, seg, at, diags);
