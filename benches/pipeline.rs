@@ -4,7 +4,6 @@
 //! with cat, the floor and tshark is `scripts/bench`.
 
 #[path = "../tests/it/common.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::hint::black_box;
