@@ -134,7 +134,8 @@ impl Tracker {
         let b = self.brokers.entry(id).or_insert_with(|| Broker {
             stats: BrokerStats::default(),
             epochs: BTreeSet::new(),
-            latencies: Latencies::new(exact),
+            // per broker within 1%: a broker's p50/p99 need no more, and there may be many
+            latencies: Latencies::with_digits(exact, 2),
             previous: None,
             streak: None,
             streak_len: 0,

@@ -30,10 +30,16 @@ pub enum Latencies {
 impl Latencies {
     /// Exact samples, or a histogram of bounded size when `exact` is false.
     pub fn new(exact: bool) -> Self {
+        Self::with_digits(exact, 3)
+    }
+
+    /// Like [`Self::new`], the histogram keeping `digits` significant digits (2: within
+    /// 1%, a tenth of the memory; for the per-broker table).
+    pub fn with_digits(exact: bool, digits: u8) -> Self {
         if exact {
             return Self::Exact(Vec::new());
         }
-        match Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3) {
+        match Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, digits) {
             Ok(histogram) => Self::Approx {
                 histogram: Box::new(histogram),
                 count: 0,
