@@ -60,6 +60,11 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = crate::tcp::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
 
+    /// Requests waiting for a response per connection before the oldest is given up
+    /// (`pending_limit`; Produce with acks=0 is never answered).
+    #[arg(long, value_name = "N", default_value_t = crate::pairing::MAX_PENDING_PER_CONNECTION)]
+    pub max_pending: usize,
+
     /// Largest Kafka frame believed; a larger size prefix is `kafka_frame_too_large`
     /// (Kafka's own default `socket.request.max.bytes` is 100 MiB).
     #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size)]
@@ -178,6 +183,7 @@ impl From<Args> for Config {
                 ports,
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),
                 keep_raw: args.format == Format::Tree,
+                max_pending: args.max_pending,
             },
             max_held_len: args.max_buffer,
             max_connections: args.max_connections,

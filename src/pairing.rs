@@ -56,8 +56,8 @@ struct Pending {
     allocate: Option<Box<(MessageMeta, Request)>>,
 }
 
-/// Requests one connection may have waiting before the oldest is forgotten. Requests
-/// that are never answered (Produce with acks=0) would otherwise grow without end.
+/// Requests one connection may have waiting by default before the oldest is forgotten.
+/// Requests that are never answered (Produce with acks=0) would otherwise grow without end.
 pub const MAX_PENDING_PER_CONNECTION: usize = 4096;
 
 /// Requests of one connection still waiting for their response.
@@ -79,11 +79,24 @@ pub struct ApiCounts {
 }
 
 /// Everything pairing learns over the whole capture.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pairing {
     pub exchanges: Vec<Exchange>,
     pub api_counts: BTreeMap<ApiKey, ApiCounts>,
     pub unmatched_responses: u64,
+    /// Requests one connection may have waiting before the oldest is given up.
+    pub max_pending: usize,
+}
+
+impl Default for Pairing {
+    fn default() -> Self {
+        Self {
+            exchanges: Vec::new(),
+            api_counts: BTreeMap::new(),
+            unmatched_responses: 0,
+            max_pending: MAX_PENDING_PER_CONNECTION,
+        }
+    }
 }
 
 impl PendingRequests {
@@ -143,7 +156,8 @@ impl Pairing {
             );
             self.unanswered(ends, prefix.correlation_id, old);
         }
-        while pending.by_correlation_id.len() > MAX_PENDING_PER_CONNECTION {
+        let max_pending = self.max_pending.max(1);
+        while pending.by_correlation_id.len() > max_pending {
             let Some((corr, seq)) = pending.order.pop_front() else {
                 break;
             };
@@ -159,7 +173,7 @@ impl Pairing {
                             Some(ends.connection),
                             Some(meta.frame),
                             format!(
-                                "more than {MAX_PENDING_PER_CONNECTION} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
+                                "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
                             ),
                         );
                     }
@@ -169,7 +183,7 @@ impl Pairing {
             }
         }
         // Forget answered ids so the queue stays about as short as the map.
-        if pending.order.len() > 2 * MAX_PENDING_PER_CONNECTION {
+        if pending.order.len() > 2 * max_pending {
             let live = &pending.by_correlation_id;
             pending
                 .order

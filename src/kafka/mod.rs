@@ -49,6 +49,8 @@ pub struct KafkaConfig {
     pub max_frame_len: u32,
     /// Keep the bytes of AllocateProducerIds messages (for `--format tree`).
     pub keep_raw: bool,
+    /// Requests waiting for a response per connection.
+    pub max_pending: usize,
 }
 
 impl Default for KafkaConfig {
@@ -57,6 +59,7 @@ impl Default for KafkaConfig {
             ports: Vec::new(),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             keep_raw: false,
+            max_pending: crate::pairing::MAX_PENDING_PER_CONNECTION,
         }
     }
 }
@@ -120,10 +123,12 @@ fn framers(client: Dir, resync: bool) -> Box<[Framer; 2]> {
 
 impl Dissector {
     pub fn new(config: KafkaConfig) -> Self {
-        Self {
+        let mut dissector = Self {
             config,
             ..Self::default()
-        }
+        };
+        dissector.pairing.max_pending = dissector.config.max_pending;
+        dissector
     }
 
     fn endpoints(info: &ConnInfo, client: Dir) -> Endpoints {

@@ -776,3 +776,24 @@ fn zero_window_probe_byte_is_sent_again_with_the_rest() {
     assert_eq!(exchanges(&report).len(), 1);
     assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
 }
+
+#[test]
+fn max_pending_option_sets_the_per_connection_limit() {
+    let build = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40024", "10.0.0.2:29093");
+        c.handshake(w);
+        let mut batch = Vec::new();
+        for corr in 1..=100 {
+            batch.extend(request(0, 9, corr, true, &[0; 8]));
+        }
+        c.send(w, true, &batch, 60_000);
+        c.close(w);
+    };
+    assert!(!kinds(&run_capture(build, &[])).contains(&"pending_limit".to_owned()));
+    let tight = run_capture(build, &["--max-pending", "10"]);
+    assert!(kinds(&tight).contains(&"pending_limit".to_owned()));
+    assert!(tight["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("more than 10 requests"));
+}
