@@ -144,12 +144,25 @@ impl<R: Read> Read for FullReads<R> {
 }
 
 /// Reads one capture, calling `on_packet` for each packet record. Frames are numbered
-/// from `next_frame` on; the caller keeps numbering across files.
+/// from `next_frame` on; the caller keeps numbering across files. Records up to
+/// [`MAX_RECORD_BUFFER`].
 pub fn read_capture<R: Read + Send>(
     input: R,
     path: &str,
     next_frame: &mut u64,
     diags: &mut Diagnostics,
+    on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
+) -> Result<CaptureInfo, Error> {
+    read_capture_with(input, path, next_frame, diags, MAX_RECORD_BUFFER, on_packet)
+}
+
+/// [`read_capture`] accepting records (pcapng blocks) up to `max_record` bytes.
+pub fn read_capture_with<R: Read + Send>(
+    input: R,
+    path: &str,
+    next_frame: &mut u64,
+    diags: &mut Diagnostics,
+    max_record: usize,
     mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
 ) -> Result<CaptureInfo, Error> {
     let read_error = Arc::new(Mutex::new(None));
@@ -336,14 +349,14 @@ pub fn read_capture<R: Read + Send>(
                 break;
             }
             Err(PcapError::BufferTooSmall) => {
-                if buffer_len >= MAX_RECORD_BUFFER {
+                if buffer_len >= max_record {
                     diags.push(
                         Kind::CaptureCorrupt,
                         None,
                         Some(*next_frame),
                         format!(
                             "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",
-                            MAX_RECORD_BUFFER >> 20
+                            max_record >> 20
                         ),
                     );
                     break;

@@ -65,6 +65,11 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = crate::pairing::MAX_PENDING_PER_CONNECTION)]
     pub max_pending: usize,
 
+    /// Largest capture record (pcapng block) read; a larger one is `capture_corrupt`
+    /// and reading that file stops there.
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
+    pub max_record: usize,
+
     /// Largest Kafka frame believed; a larger size prefix is `kafka_frame_too_large`
     /// (Kafka's own default `socket.request.max.bytes` is 100 MiB).
     #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size)]
@@ -139,6 +144,8 @@ pub struct Config {
     pub max_held_len: usize,
     /// Connections tracked at once.
     pub max_connections: usize,
+    /// Largest capture record read.
+    pub max_record: usize,
     pub slow: SlowRule,
     pub fail_on: Vec<Condition>,
     pub expect: Option<PathBuf>,
@@ -160,6 +167,7 @@ impl Config {
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
             max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
+            max_record: crate::capture::MAX_RECORD_BUFFER,
             slow: SlowRule::Default,
             fail_on: Vec::new(),
             expect: None,
@@ -187,6 +195,7 @@ impl From<Args> for Config {
             },
             max_held_len: args.max_buffer,
             max_connections: args.max_connections,
+            max_record: args.max_record,
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
             fail_on: args.fail_on,
             expect: args.expect,

@@ -270,8 +270,13 @@ fn process(
             Some(r) => r,
             None => open(path, config.bytes_read.as_ref())?,
         };
-        let info =
-            capture::read_capture(input, path, &mut next_frame, &mut diags, |packet, diags| {
+        let info = capture::read_capture_with(
+            input,
+            path,
+            &mut next_frame,
+            &mut diags,
+            config.max_record,
+            |packet, diags| {
                 last = packet.at;
                 match decode::decode(packet) {
                     Decoded::Tcp(segment) => {
@@ -305,7 +310,8 @@ fn process(
                         format!("packet could not be decoded: {reason}"),
                     ),
                 }
-            })?;
+            },
+        )?;
         captures.push(info);
     }
     let tcp_connections = tracker.connections();

@@ -285,3 +285,39 @@ fn gzip_bomb_stops_quickly() {
     assert!(rss < 64, "peak RSS {rss} MiB");
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
+
+#[test]
+fn max_record_bounds_the_read_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    let packet = c.packet(
+        true,
+        1,
+        Flags {
+            syn: true,
+            ..Flags::default()
+        },
+        &[],
+    );
+    let path = dir.path().join("lies.pcapng");
+    pcapng(
+        &path,
+        &[
+            epb(0, &packet, None),
+            epb(0, &packet, Some(0x7fff_fff0)),
+            vec![0u8; 4 << 20],
+        ],
+    );
+    let (report, rss, _) = run(&path, &["--max-record", "2M"]);
+    assert_eq!(report["summary"]["packets"], 1);
+    assert!(
+        report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["message"].as_str().unwrap().contains("larger than 2 MiB")),
+        "{}",
+        report["diagnostics"]
+    );
+    assert!(rss < 32, "peak RSS {rss} MiB");
+}
