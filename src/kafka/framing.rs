@@ -630,8 +630,13 @@ impl Framer {
         let first = self.first?;
         match &self.state {
             State::Head if self.head_len > 0 => Some((self.head_len as u32, first)),
-            State::Keep { buf, .. } => Some((buf.len() as u32 + SIZE_LEN as u32, first)),
-            State::Skip { len, left } => Some((len - left + SIZE_LEN as u32, first)),
+            State::Keep { buf, .. } => {
+                Some(((buf.len() as u32).saturating_add(SIZE_LEN as u32), first))
+            }
+            State::Skip { len, left } => Some((
+                len.saturating_sub(*left).saturating_add(SIZE_LEN as u32),
+                first,
+            )),
             _ => None,
         }
     }
