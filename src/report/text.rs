@@ -39,10 +39,13 @@ fn exchange_line(ex: &Exchange) -> (String, Style) {
     let (outcome, style) = match &ex.response {
         None => ("unanswered".to_owned(), YELLOW),
         Some(resp) => match (&resp.error, resp.producer_id_start, resp.producer_id_len) {
-            (Some(err), Some(start), Some(len)) if err == "NONE" && len > 0 => (
-                format!("NONE ids {start}..={}", start + i64::from(len) - 1),
-                GREEN,
-            ),
+            // the same rule as the analysis: a range past the largest id is no block
+            (Some(err), Some(start), Some(len)) if err == "NONE" && len > 0 && start >= 0 => {
+                match start.checked_add(i64::from(len) - 1) {
+                    Some(end) => (format!("NONE ids {start}..={end}"), GREEN),
+                    None => ("NONE (no block)".to_owned(), YELLOW),
+                }
+            }
             (Some(err), _, _) if err == "NONE" => ("NONE (no block)".to_owned(), YELLOW),
             (Some(err), _, _) => (err.clone(), RED),
             (None, _, _) => ("undecoded".to_owned(), RED),

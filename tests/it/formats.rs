@@ -238,3 +238,36 @@ fn ndjson_refuses_expect() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn text_survives_a_block_past_the_largest_producer_id() {
+    use crate::common::*;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edge.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:29093");
+    c.handshake(&mut w);
+    c.send(
+        &mut w,
+        true,
+        &request(67, 0, 1, true, &apid_request_body(1, 1)),
+        1000,
+    );
+    c.send(
+        &mut w,
+        false,
+        &response(1, true, &apid_response_body(0, i64::MAX - 5, 1000)),
+        1000,
+    );
+    c.close(&mut w);
+    w.finish();
+    let out = pidshark()
+        .arg(&path)
+        .args(["--format", "text"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8(out).unwrap().contains("NONE (no block)"));
+}
