@@ -41,10 +41,12 @@ const HELD_OVERHEAD: usize = 64;
 /// earlier use of the address pair, or garbage).
 const MAX_ACK_JUMP: u64 = 64 << 20;
 
-/// The last bytes delivered, in a ring of [`RECENT_LEN`] allocated on first use: each
-/// delivery copies its tail once, nothing is moved.
+/// The last bytes delivered, in a ring of [`RECENT_LEN`]: each delivery copies its tail
+/// once, nothing is moved. The ring grows with the first bytes of the stream, so that the
+/// many short connections of a busy listener cost what they carried, not a full ring.
 #[derive(Debug, Default)]
 struct Recent {
+    /// While shorter than [`RECENT_LEN`], written at its end (`head == buf.len()`).
     buf: Vec<u8>,
     /// Bytes held, at most [`RECENT_LEN`].
     len: usize,
@@ -54,12 +56,18 @@ struct Recent {
 
 impl Recent {
     fn push(&mut self, data: &[u8]) {
-        if self.buf.is_empty() {
-            self.buf = vec![0; RECENT_LEN];
-        }
         let tail = data
             .get(data.len().saturating_sub(RECENT_LEN)..)
             .unwrap_or(data);
+        if self.buf.len() < RECENT_LEN {
+            if self.buf.len() + tail.len() <= RECENT_LEN {
+                self.buf.extend_from_slice(tail);
+                self.head = self.buf.len() % RECENT_LEN;
+                self.len = (self.len + tail.len()).min(RECENT_LEN);
+                return;
+            }
+            self.buf.resize(RECENT_LEN, 0);
+        }
         let first = tail.len().min(RECENT_LEN - self.head);
         let (a, b) = tail.split_at(first);
         if let Some(dst) = self.buf.get_mut(self.head..self.head + a.len()) {
@@ -690,6 +698,32 @@ mod tests {
         let mut wrong = held[3000..3500].to_vec();
         wrong[7] ^= 1;
         assert!(!r.matches(3000, &wrong));
+    }
+
+    #[test]
+    fn recent_ring_grows_only_with_what_it_holds() {
+        let data: Vec<u8> = (0..=255u8).cycle().take(3 * RECENT_LEN).collect();
+        let mut r = Recent::default();
+        r.push(&data[..50]);
+        assert!(
+            r.buf.capacity() < RECENT_LEN,
+            "a short stream needs no full ring"
+        );
+        assert!(r.matches(10, &data[10..50]));
+        r.clear();
+        r.push(&data[50..90]);
+        assert_eq!(r.len(), 40);
+        assert!(r.matches(0, &data[50..90]));
+        // Small pushes across the point where the ring fills and wraps.
+        let mut end = 90;
+        for step in [1000, 1500, 2000, 700, 3000, 33] {
+            r.push(&data[end..end + step]);
+            end += step;
+            let held = r.len();
+            assert!(r.matches(0, &data[end - held..end]), "after {end} bytes");
+        }
+        assert_eq!(r.len(), RECENT_LEN);
+        assert_eq!(r.buf.len(), RECENT_LEN);
     }
 
     #[test]
