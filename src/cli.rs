@@ -55,8 +55,8 @@ pub struct Args {
     #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
     pub max_buffer: usize,
 
-    /// Connections tracked at once (open ones and closed ones remembered); past it the
-    /// least recently active is forgotten (`connection_limit`).
+    /// Open connections tracked at once; past it the least recently active is forgotten
+    /// (`connection_limit`). Two to four times as many closed ones are remembered.
     #[arg(long, value_name = "N", default_value_t = crate::tcp::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
 
@@ -142,7 +142,7 @@ pub struct Config {
     pub kafka: KafkaConfig,
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
-    /// Connections tracked at once.
+    /// Open connections tracked at once.
     pub max_connections: usize,
     /// Largest capture record read.
     pub max_record: usize,

@@ -99,11 +99,13 @@ struct Live<C> {
     state: C,
 }
 
-/// A connection. Once it is closed or no longer followed only this small record stays,
-/// so that later packets of it are recognised instead of opening a new connection.
+/// An open connection, followed or not. Once closed it leaves the table and a
+/// [`Closed`] record stays in its place.
 #[derive(Debug)]
 struct Connection<C> {
     info: ConnInfo,
+    /// Frame of its first packet.
+    opened_frame: u64,
     /// Sequence number of the initiator's SYN, when captured.
     isn: Option<u32>,
     /// The acknowledgment number of a SYN+ACK that opened the connection: the SYN it
@@ -131,14 +133,104 @@ impl PairKey {
     }
 }
 
+/// What stays of a closed connection: enough to tell its late packets (retransmitted
+/// FINs, final ACKs) from the SYN of a new connection on the same address pair. Twelve
+/// bytes, so that a capture of many short connections keeps its memory flat.
+#[derive(Debug, Clone, Copy)]
+struct Closed {
+    isn: u32,
+    syn_ack_ack: u32,
+    /// Bit 0: `isn` is known; bit 1: `syn_ack_ack` is.
+    known: u8,
+}
+
+impl Closed {
+    fn new(isn: Option<u32>, syn_ack_ack: Option<u32>) -> Self {
+        Self {
+            isn: isn.unwrap_or(0),
+            syn_ack_ack: syn_ack_ack.unwrap_or(0),
+            known: u8::from(isn.is_some()) | u8::from(syn_ack_ack.is_some()) << 1,
+        }
+    }
+
+    fn isn(&self) -> Option<u32> {
+        (self.known & 1 != 0).then_some(self.isn)
+    }
+
+    fn syn_ack_ack(&self) -> Option<u32> {
+        (self.known & 2 != 0).then_some(self.syn_ack_ack)
+    }
+}
+
+/// Records of the most recently closed connections, in two generations: when the newer
+/// holds `per_generation` records, the older is forgotten whole. No queue, no per-record
+/// bookkeeping beyond the record itself.
+#[derive(Debug)]
+struct ClosedRecords<K> {
+    current: HashMap<K, Closed, foldhash::fast::RandomState>,
+    previous: HashMap<K, Closed, foldhash::fast::RandomState>,
+    per_generation: usize,
+}
+
+impl<K: std::hash::Hash + Eq> ClosedRecords<K> {
+    fn new(max: usize) -> Self {
+        Self {
+            current: HashMap::default(),
+            previous: HashMap::default(),
+            per_generation: (max / 2).max(1),
+        }
+    }
+
+    fn get_mut(&mut self, key: &K) -> Option<&mut Closed> {
+        match self.current.get_mut(key) {
+            Some(closed) => Some(closed),
+            None => self.previous.get_mut(key),
+        }
+    }
+
+    fn remove(&mut self, key: &K) {
+        if self.current.remove(key).is_none() {
+            self.previous.remove(key);
+        }
+    }
+
+    /// Remembers a connection that just closed (its address pair has no record).
+    fn insert(&mut self, key: K, closed: Closed) {
+        if self.current.len() >= self.per_generation {
+            self.previous = std::mem::take(&mut self.current);
+        }
+        self.current.insert(key, closed);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.current.is_empty() && self.previous.is_empty()
+    }
+}
+
+/// An IPv4 address pair in twelve bytes (addresses, then ports).
+fn v4_pair(key: &PairKey) -> Option<[u32; 3]> {
+    match (key.0, key.1) {
+        (SocketAddr::V4(a), SocketAddr::V4(b)) => Some([
+            u32::from(*a.ip()),
+            u32::from(*b.ip()),
+            u32::from(a.port()) << 16 | u32::from(b.port()),
+        ]),
+        _ => None,
+    }
+}
+
 /// Tracks every TCP connection of the capture.
 #[derive(Debug)]
 pub struct Tracker<C> {
+    /// Open connections.
     conns: HashMap<PairKey, Connection<C>, foldhash::fast::RandomState>,
+    /// Closed connections on IPv4 address pairs, and on others.
+    closed_v4: ClosedRecords<[u32; 3]>,
+    closed_other: ClosedRecords<PairKey>,
     next_index: u64,
     max_held_len: usize,
-    /// Connections (open or closed) tracked at once; past it the least recently active
-    /// one is forgotten.
+    /// Open connections tracked at once; past it the least recently active one is
+    /// forgotten.
     max_connections: usize,
     /// Address pairs in the order they were (re)queued, with the frame then: a clock
     /// that finds the least recently active connection in amortised constant time.
@@ -146,8 +238,11 @@ pub struct Tracker<C> {
     evicted: u64,
 }
 
-/// Connections tracked at once by default.
+/// Open connections tracked at once by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
+/// Closed connections remembered (between half and all of this many times the open ones
+/// allowed), so that their late packets are not taken for new connections.
+pub const CLOSED_PER_CONNECTION: usize = 4;
 
 fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
     diags.push(
@@ -194,6 +289,96 @@ fn forward<H: StreamHandler>(
     *followed = handler.delivery(state, info, dir, delivery, diags);
 }
 
+/// One segment of a connection it belongs to: FINs, reassembly and delivery to the
+/// handler. Returns whether the connection is now closed.
+fn track<C, H: StreamHandler<Conn = C>>(
+    conn: &mut Connection<C>,
+    seg: &TcpSegmentView<'_>,
+    at: PacketRef,
+    handler: &mut H,
+    diags: &mut Diagnostics,
+) -> bool {
+    conn.last_frame = at.frame;
+    if seg.syn && !seg.ack && conn.isn.is_none() {
+        conn.isn = Some(seg.seq); // the SYN of a connection first seen by its SYN+ACK
+    }
+    let dir = if seg.src == conn.info.initiator {
+        Dir::FromInitiator
+    } else {
+        Dir::FromResponder
+    };
+    if seg.fin {
+        if let Some(fin) = conn.fins.get_mut(dir.idx()) {
+            *fin = true;
+        }
+    }
+    if conn.closed {
+        return true;
+    }
+    let mut followed = conn.live.is_some();
+    if let Some(live) = conn.live.as_deref_mut() {
+        let Live { streams, state } = live;
+        let info = &conn.info;
+        if seg.missing_len > 0 {
+            diags.push(
+                Kind::PacketTruncated,
+                Some(info.index),
+                Some(at.frame),
+                format!(
+                    "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
+                    seg.missing_len
+                ),
+            );
+        }
+        // What this packet acknowledges may show that the other direction lost bytes.
+        if seg.ack {
+            if let Some(stream) = streams.get_mut(dir.reverse().idx()) {
+                let reverse = dir.reverse();
+                let carries_data = !seg.payload.is_empty() || seg.missing_len > 0;
+                stream.acked(seg.ack_number, carries_data, at, &mut |d: Delivery<'_>| {
+                    forward(handler, state, info, reverse, &mut followed, d, diags);
+                });
+            }
+        }
+        let mut deliver =
+            |d: Delivery<'_>| forward(handler, state, info, dir, &mut followed, d, diags);
+        if let Some(stream) = streams.get_mut(dir.idx()) {
+            stream.segment(
+                Segment {
+                    seq: seg.seq,
+                    syn: seg.syn,
+                    fin: seg.fin,
+                    payload: seg.payload,
+                    missing_len: seg.missing_len,
+                    at,
+                },
+                &mut deliver,
+            );
+        }
+        if seg.rst {
+            for stream in streams.iter_mut() {
+                stream.flush(at, &mut deliver);
+            }
+        }
+    }
+    // A followed connection closes when both streams reached their FIN in order (a late
+    // retransmission may still fill a hole before that); one no longer followed closes on
+    // seeing both FINs, so that its address pair can be reused.
+    let finished = match &conn.live {
+        Some(live) => live.streams.iter().all(Assembler::is_finished),
+        None => conn.fins == [true; 2],
+    };
+    if seg.rst || finished {
+        conn.closed = true;
+    }
+    if conn.closed || !followed {
+        if let Some(live) = conn.live.take() {
+            handler.close(live.state, &conn.info, at, diags);
+        }
+    }
+    conn.closed
+}
+
 impl<C: Default> Tracker<C> {
     /// `max_held_len` caps out-of-order bytes held per direction.
     pub fn new(max_held_len: usize) -> Self {
@@ -203,11 +388,14 @@ impl<C: Default> Tracker<C> {
     /// A tracker holding `max_held_len` out-of-order bytes per direction and at most
     /// `max_connections` connections.
     pub fn with_limits(max_held_len: usize, max_connections: usize) -> Self {
+        let max_connections = max_connections.max(1);
         Self {
             conns: HashMap::default(),
+            closed_v4: ClosedRecords::new(max_connections.saturating_mul(CLOSED_PER_CONNECTION)),
+            closed_other: ClosedRecords::new(max_connections.saturating_mul(CLOSED_PER_CONNECTION)),
             next_index: 0,
             max_held_len,
-            max_connections: max_connections.max(1),
+            max_connections,
             clock: VecDeque::new(),
             evicted: 0,
         }
@@ -292,6 +480,7 @@ impl<C: Default> Tracker<C> {
                 responder,
                 midstream,
             },
+            opened_frame: at.frame,
             isn: (seg.syn && !seg.ack).then_some(seg.seq),
             syn_ack_ack: (seg.syn && seg.ack).then_some(seg.ack_number),
             fins: [false; 2],
@@ -307,16 +496,17 @@ impl<C: Default> Tracker<C> {
         }
     }
 
-    /// Whether a segment on an address pair that has a connection starts a new one. As
-    /// in Wireshark, a SYN without ACK whose sequence number is not the connection's ISN
-    /// does; a SYN with the same ISN is a retransmission, even after the connection
+    /// Whether a segment on an address pair that has a connection (whose initiator's SYN
+    /// had `isn`, and whose opening SYN+ACK acknowledged `syn_ack_ack`) starts a new one.
+    /// As in Wireshark, a SYN without ACK whose sequence number is not the connection's
+    /// ISN does; a SYN with the same ISN is a retransmission, even after the connection
     /// closed (a capture on two interfaces at once repeats whole connections so).
-    fn starts_new(conn: &Connection<C>, seg: &TcpSegmentView<'_>) -> bool {
-        let answered_syn = conn.isn.is_none() && conn.syn_ack_ack == Some(seg.seq.wrapping_add(1));
-        seg.syn && !seg.ack && conn.isn != Some(seg.seq) && !answered_syn
+    fn starts_new(isn: Option<u32>, syn_ack_ack: Option<u32>, seg: &TcpSegmentView<'_>) -> bool {
+        let answered_syn = isn.is_none() && syn_ack_ack == Some(seg.seq.wrapping_add(1));
+        seg.syn && !seg.ack && isn != Some(seg.seq) && !answered_syn
     }
 
-    /// Takes one TCP segment.
+    /// Takes one TCP segment. A packet of a known connection costs one lookup.
     pub fn segment<H: StreamHandler<Conn = C>>(
         &mut self,
         seg: &TcpSegmentView<'_>,
@@ -325,102 +515,74 @@ impl<C: Default> Tracker<C> {
         diags: &mut Diagnostics,
     ) {
         let key = PairKey::new(seg.src, seg.dst);
-        let known = self
-            .conns
-            .get(&key)
-            .is_some_and(|conn| !Self::starts_new(conn, seg));
-        if !known {
-            let index = self.next_index;
-            self.next_index += 1;
-            let conn = self.open(index, seg, at, diags);
-            if let Some(old) = self.conns.insert(key, conn) {
-                Self::end(old, at, handler, diags);
+        if let Some(conn) = self.conns.get_mut(&key) {
+            if !Self::starts_new(conn.isn, conn.syn_ack_ack, seg) {
+                if track(conn, seg, at, handler, diags) {
+                    self.retire(&key);
+                }
+                return;
             }
-            self.clock.push_back((key, at.frame));
-            while self.conns.len() > self.max_connections {
-                self.evict_one(at, handler, diags);
+        } else if let Some(closed) = self.closed_record(&key) {
+            if !Self::starts_new(closed.isn(), closed.syn_ack_ack(), seg) {
+                if seg.syn && !seg.ack && closed.isn().is_none() {
+                    *closed = Closed::new(Some(seg.seq), closed.syn_ack_ack()); // its SYN, after the SYN+ACK
+                }
+                return; // a late packet of a closed connection
             }
+            self.forget_closed(&key);
+        }
+        let index = self.next_index;
+        self.next_index += 1;
+        let conn = self.open(index, seg, at, diags);
+        if let Some(old) = self.conns.insert(key, conn) {
+            Self::end(old, at, handler, diags);
+        }
+        self.clock.push_back((key, at.frame));
+        while self.conns.len() > self.max_connections {
+            self.evict_one(at, handler, diags);
         }
         let Some(conn) = self.conns.get_mut(&key) else {
             return;
         };
-        conn.last_frame = at.frame;
-        if seg.syn && !seg.ack && conn.isn.is_none() {
-            conn.isn = Some(seg.seq); // the SYN of a connection first seen by its SYN+ACK
+        if track(conn, seg, at, handler, diags) {
+            self.retire(&key);
         }
-        let dir = if seg.src == conn.info.initiator {
-            Dir::FromInitiator
-        } else {
-            Dir::FromResponder
-        };
-        if seg.fin {
-            if let Some(fin) = conn.fins.get_mut(dir.idx()) {
-                *fin = true;
-            }
+    }
+
+    /// The record of a closed connection on this address pair, if any.
+    fn closed_record(&mut self, key: &PairKey) -> Option<&mut Closed> {
+        match v4_pair(key) {
+            Some(pair) if !self.closed_v4.is_empty() => self.closed_v4.get_mut(&pair),
+            Some(_) => None,
+            None if !self.closed_other.is_empty() => self.closed_other.get_mut(key),
+            None => None,
         }
-        if conn.closed {
+    }
+
+    fn forget_closed(&mut self, key: &PairKey) {
+        match v4_pair(key) {
+            Some(pair) => self.closed_v4.remove(&pair),
+            None => self.closed_other.remove(key),
+        }
+    }
+
+    /// Moves a connection that closed from the table of open ones to the records of
+    /// closed ones.
+    fn retire(&mut self, key: &PairKey) {
+        let Some(conn) = self.conns.remove(key) else {
             return;
-        }
-        let mut followed = conn.live.is_some();
-        if let Some(live) = conn.live.as_deref_mut() {
-            let Live { streams, state } = live;
-            let info = &conn.info;
-            if seg.missing_len > 0 {
-                diags.push(
-                    Kind::PacketTruncated,
-                    Some(info.index),
-                    Some(at.frame),
-                    format!(
-                        "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
-                        seg.missing_len
-                    ),
-                );
-            }
-            // What this packet acknowledges may show that the other direction lost bytes.
-            if seg.ack {
-                if let Some(stream) = streams.get_mut(dir.reverse().idx()) {
-                    let reverse = dir.reverse();
-                    let carries_data = !seg.payload.is_empty() || seg.missing_len > 0;
-                    stream.acked(seg.ack_number, carries_data, at, &mut |d: Delivery<'_>| {
-                        forward(handler, state, info, reverse, &mut followed, d, diags);
-                    });
-                }
-            }
-            let mut deliver =
-                |d: Delivery<'_>| forward(handler, state, info, dir, &mut followed, d, diags);
-            if let Some(stream) = streams.get_mut(dir.idx()) {
-                stream.segment(
-                    Segment {
-                        seq: seg.seq,
-                        syn: seg.syn,
-                        fin: seg.fin,
-                        payload: seg.payload,
-                        missing_len: seg.missing_len,
-                        at,
-                    },
-                    &mut deliver,
-                );
-            }
-            if seg.rst {
-                for stream in streams.iter_mut() {
-                    stream.flush(at, &mut deliver);
-                }
-            }
-        }
-        // A followed connection closes when both streams reached their FIN in order (a
-        // late retransmission may still fill a hole before that); one no longer followed
-        // closes on seeing both FINs, so that its address pair can be reused.
-        let finished = match &conn.live {
-            Some(live) => live.streams.iter().all(Assembler::is_finished),
-            None => conn.fins == [true; 2],
         };
-        if seg.rst || finished {
-            conn.closed = true;
+        let closed = Closed::new(conn.isn, conn.syn_ack_ack);
+        match v4_pair(key) {
+            Some(pair) => self.closed_v4.insert(pair, closed),
+            None => self.closed_other.insert(*key, closed),
         }
-        if conn.closed || !followed {
-            if let Some(live) = conn.live.take() {
-                handler.close(live.state, &conn.info, at, diags);
-            }
+        // Clock entries of connections no longer open are dropped once they outnumber
+        // the open ones: amortised constant time.
+        if self.clock.len() > 2 * self.conns.len() + 1024 {
+            let conns = &self.conns;
+            self.clock
+                .retain(|(k, queued)| conns.get(k).is_some_and(|c| *queued >= c.opened_frame));
         }
     }
 
@@ -467,5 +629,148 @@ impl<C: Default> Tracker<C> {
         for conn in open {
             Self::end(conn, at, handler, diags);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts what it is handed; follows every connection.
+    #[derive(Default)]
+    struct Opened {
+        closed: Vec<u64>,
+    }
+
+    impl StreamHandler for Opened {
+        type Conn = ();
+
+        fn delivery(
+            &mut self,
+            _: &mut (),
+            _: &ConnInfo,
+            _: Dir,
+            _: Delivery<'_>,
+            _: &mut Diagnostics,
+        ) -> bool {
+            true
+        }
+
+        fn close(&mut self, _: (), info: &ConnInfo, _: PacketRef, _: &mut Diagnostics) {
+            self.closed.push(info.index);
+        }
+    }
+
+    fn addr(host: u8, port: u16) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, host], port))
+    }
+
+    struct Run {
+        tracker: Tracker<()>,
+        handler: Opened,
+        diags: Diagnostics,
+        frame: u64,
+    }
+
+    impl Run {
+        fn new(max_connections: usize) -> Self {
+            Self {
+                tracker: Tracker::with_limits(1 << 16, max_connections),
+                handler: Opened::default(),
+                diags: Diagnostics::default(),
+                frame: 0,
+            }
+        }
+
+        /// A segment from `src` to `dst`: flags "S", "SA", "A", "FA", "R".
+        fn send(&mut self, src: SocketAddr, dst: SocketAddr, seq: u32, flags: &str) {
+            self.frame += 1;
+            let seg = TcpSegmentView {
+                src,
+                dst,
+                seq,
+                ack_number: 0,
+                syn: flags.contains('S'),
+                ack: flags.contains('A'),
+                fin: flags.contains('F'),
+                rst: flags.contains('R'),
+                payload: b"",
+                missing_len: 0,
+            };
+            let at = PacketRef {
+                frame: self.frame,
+                ..PacketRef::default()
+            };
+            self.tracker
+                .segment(&seg, at, &mut self.handler, &mut self.diags);
+        }
+
+        /// A whole connection from client port `port`: handshake, then FINs both ways.
+        fn connection(&mut self, port: u16) {
+            let (c, s) = (addr(1, port), addr(2, 9093));
+            self.send(c, s, 100, "S");
+            self.send(s, c, 500, "SA");
+            self.send(c, s, 101, "FA");
+            self.send(s, c, 501, "FA");
+        }
+    }
+
+    #[test]
+    fn a_late_packet_of_a_closed_connection_is_not_a_new_one() {
+        let mut run = Run::new(10);
+        run.connection(40000);
+        assert_eq!(run.tracker.connections(), 1);
+        assert_eq!(run.handler.closed, vec![0]);
+        assert!(
+            run.tracker.conns.is_empty(),
+            "a closed connection leaves the table"
+        );
+        run.send(addr(1, 40000), addr(2, 9093), 102, "A"); // the last ACK
+        run.send(addr(1, 40000), addr(2, 9093), 100, "S"); // a retransmitted SYN
+        assert_eq!(run.tracker.connections(), 1);
+        // A SYN with another ISN is a new connection on the same pair.
+        run.send(addr(1, 40000), addr(2, 9093), 7000, "S");
+        assert_eq!(run.tracker.connections(), 2);
+    }
+
+    #[test]
+    fn closed_records_and_the_clock_stay_bounded() {
+        // 2 open connections allowed: 8 closed ones remembered, in generations of 4.
+        let mut run = Run::new(2);
+        for port in 0..5000 {
+            run.connection(10000 + port);
+        }
+        assert_eq!(run.tracker.connections(), 5000);
+        let remembered = run.tracker.closed_v4.current.len() + run.tracker.closed_v4.previous.len();
+        assert!((4..=8).contains(&remembered), "{remembered} closed records");
+        assert!(
+            run.tracker.clock.len() <= 1024 + 2,
+            "{} clock entries",
+            run.tracker.clock.len()
+        );
+        // The newest closed connection is still known; the oldest was forgotten, so a late
+        // packet of it opens a connection (as one already open when the capture started).
+        run.send(addr(1, 14999), addr(2, 9093), 102, "A");
+        assert_eq!(run.tracker.connections(), 5000);
+        run.send(addr(1, 10000), addr(2, 9093), 102, "A");
+        assert_eq!(run.tracker.connections(), 5001);
+    }
+
+    #[test]
+    fn ipv6_pairs_have_closed_records_too() {
+        let mut run = Run::new(10);
+        let (c, s): (SocketAddr, SocketAddr) = (
+            "[fd00::1]:40000".parse().unwrap(),
+            "[fd00::2]:9093".parse().unwrap(),
+        );
+        run.send(c, s, 100, "S");
+        run.send(s, c, 500, "SA");
+        run.send(c, s, 101, "R");
+        run.send(s, c, 501, "A");
+        assert_eq!(run.tracker.connections(), 1);
+        assert_eq!(run.tracker.closed_other.current.len(), 1);
+        run.send(c, s, 9000, "S");
+        assert_eq!(run.tracker.connections(), 2);
+        assert!(run.tracker.closed_other.is_empty());
     }
 }
