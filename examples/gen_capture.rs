@@ -18,9 +18,9 @@
 //!   (a few hundred connections at 1G), and brokers asking the controller for producer ids with
 //!   AllocateProducerIds v0 a few dozen times (two of the answers are NOT_CONTROLLER);
 //! - `control` (about `--packets` packets, default 2,000,000): tens of thousands of short
-//!   connections opening and closing throughout the capture, carrying AllocateProducerIds v0
-//!   (brokers to the controller; about 0.2% of the answers are NOT_CONTROLLER) or Heartbeat v4
-//!   (consumers to their group coordinator).
+//!   connections (0.4 s to 8 s) opening and closing throughout the capture, carrying
+//!   AllocateProducerIds v0 (brokers to the controller; about 0.2% of the answers are
+//!   NOT_CONTROLLER) or Heartbeat v4 (consumers to their group coordinator).
 //!
 //! Successful AllocateProducerIds responses grant contiguous blocks of 1000 ids, in the order the
 //! responses are sent. The same options always give the same bytes. Record batches carry their
@@ -57,6 +57,12 @@ const FILLER_LEN: usize = 1 << 16;
 const CONTROL_BYTES_PER_PACKET: u64 = 112;
 /// Microseconds of capture planned per packet (packets are 10-50 µs apart when busy).
 const US_PER_PACKET: u64 = 40;
+/// A control connection lasts 0.5% to 10% of this (0.4 s to 8 s), however long the
+/// capture: a longer capture has more connections, not longer ones, so that as many are
+/// open at once, as on a real listener.
+const CONTROL_SPAN_SCALE_US: u64 = 2_000_000 * US_PER_PACKET;
+/// Brokers asking the controller for producer ids in the control shape.
+const CONTROL_BROKERS: usize = 16;
 
 const C2S: usize = 0;
 const S2C: usize = 1;
@@ -739,7 +745,9 @@ fn plan_control(rng: &mut Rng, packets: u64) -> Vec<Spec> {
     let duration = packets.max(1000) * US_PER_PACKET;
     // 8 packets of handshake, ApiVersions and FINs, then 2 per exchange, 5 to 40 exchanges.
     let connections = (packets / 53).max(1);
-    let brokers = max(12, connections * 45 / 100 / 1000) as usize;
+    // A cluster does not grow with the length of the capture (this is the count that 2M
+    // packets had when it scaled with them, keeping that file as it was).
+    let brokers = CONTROL_BROKERS;
     let members = max(50, connections * 55 / 100 / 200) as usize;
     let mut broker_hosts = Hosts::new(rng, [10, 0], brokers);
     let mut member_hosts = Hosts::new(rng, [10, 1], members);
@@ -754,7 +762,7 @@ fn plan_control(rng: &mut Rng, packets: u64) -> Vec<Spec> {
             .min(((packets - planned).saturating_sub(8) / 2).max(1));
         planned += 8 + 2 * requests;
         let start = (rng.unit() * 0.95 * duration as f64) as u64;
-        let span = ((0.005 + 0.095 * rng.unit()) * duration as f64) as u64;
+        let span = ((0.005 + 0.095 * rng.unit()) * CONTROL_SPAN_SCALE_US as f64) as u64;
         let spec = if rng.chance(0.45) {
             let broker = rng.below(brokers as u64) as usize;
             Spec {
