@@ -8,6 +8,7 @@
 use std::fmt;
 
 use crate::diag::{Kind, Severity};
+use crate::kafka::tables::ErrorCode;
 use crate::report::model::Report;
 
 /// One `--fail-on` condition.
@@ -50,16 +51,18 @@ impl Condition {
         match self {
             Self::Kind(kind) => diag_count(&|k| k == kind),
             Self::Severity(min) => diag_count(&|k| k.severity() >= min),
-            Self::ErrorResponse => report
-                .exchanges
-                .iter()
-                .filter(|ex| {
-                    ex.response
-                        .as_ref()
-                        .and_then(|r| r.error_code)
-                        .is_some_and(|c| c != 0)
-                })
-                .count() as u64,
+            // From the summary, which every format has (ndjson and the serialized JSON
+            // path keep no exchanges): responses whose error code is not NONE.
+            Self::ErrorResponse => {
+                let none = ErrorCode(0).name();
+                report
+                    .summary
+                    .error_codes
+                    .iter()
+                    .filter(|(name, _)| **name != none)
+                    .map(|(_, n)| *n)
+                    .sum()
+            }
             Self::Unanswered => report.summary.exchanges.unanswered,
         }
     }

@@ -35,6 +35,19 @@ fn fail_on_fails_after_writing_the_report_and_names_the_conditions() {
 }
 
 #[test]
+fn fail_on_error_response_holds_in_every_format() {
+    // Counted from the summary: ndjson keeps no exchanges to count them from.
+    for format in ["json", "ndjson", "text", "tree"] {
+        pidshark()
+            .args(["fixtures/controller-loopback.pcap", "--format", format])
+            .args(["--fail-on", "error-response"])
+            .assert()
+            .code(1)
+            .stderr("pidshark: --fail-on conditions hold: error-response (2)\n");
+    }
+}
+
+#[test]
 fn fail_on_severity_counts_warnings_and_errors() {
     pidshark()
         .args(["fixtures/truncated.pcap", "--fail-on", "warning"])
