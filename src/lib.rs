@@ -8,6 +8,8 @@
 //! tcp       connections, reassembly         -> ordered bytes per direction, gaps, FINs
 //! kafka     framing, headers, API 67 decode -> request and response frames
 //! pairing   correlation ids per connection  -> exchanges, per-API counts
+//! ---------------------------- (worker: the rest on a second thread) ----------------------
+//! analysis  blocks of ids, brokers, latency -> findings
 //! report    ordering, statistics            -> the JSON report of report-v1.md
 //! ```
 //!
@@ -40,6 +42,7 @@ pub mod kafka;
 pub mod pairing;
 pub mod report;
 pub mod tcp;
+pub mod worker;
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -57,7 +60,9 @@ use capture::PacketRef;
 use decode::Decoded;
 use diag::{Diagnostics, Kind};
 use kafka::{Dissector, KafkaConn};
+use report::serialized::SerializedExchanges;
 use tcp::Tracker;
+use worker::{Batcher, Outlet};
 
 /// Out-of-order bytes held per direction before a hole is declared lost.
 pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
@@ -170,12 +175,11 @@ impl<R: Read> Read for BombGuard<R> {
     }
 }
 
-/// Receives each exchange as soon as it is complete (or given up as unanswered).
-pub type ExchangeSink<'a> = &'a mut dyn FnMut(&report::model::Exchange) -> std::io::Result<()>;
+pub use worker::ExchangeSink;
 
 /// Reads every capture of `config` as one and returns the report, every exchange in it.
 pub fn run(config: &Config) -> Result<report::model::Report, Error> {
-    process(config, None, None)
+    process(config, Outlet::Keep, None).map(|(report, _)| report)
 }
 
 /// [`run`] over captures given as readers (name, bytes) instead of `config.inputs`: for
@@ -188,31 +192,42 @@ pub fn run_readers(
         .into_iter()
         .map(|(name, r)| Ok((name.clone(), decompress(&name, r)?)))
         .collect::<Result<Vec<_>, Error>>()?;
-    process(config, None, Some(readers))
+    process(config, Outlet::Keep, Some(readers)).map(|(report, _)| report)
 }
 
-/// Reads every capture of `config` as one, handing each exchange to `sink` as it
-/// completes and keeping none of them: memory does not grow with the number of
-/// exchanges. The report returned has the summary, findings and diagnostics, but no
-/// exchanges or blocks; latency percentiles come from a histogram (within 0.1%).
+/// Reads every capture of `config` as one, handing each exchange to `sink` (on the
+/// analysis thread) as it completes and keeping none of them: memory does not grow with
+/// the number of exchanges. The report returned has the summary, findings and
+/// diagnostics, but no exchanges or blocks; latency percentiles come from a histogram
+/// (within 0.1%).
 pub fn run_streaming(
     config: &Config,
     sink: ExchangeSink<'_>,
 ) -> Result<report::model::Report, Error> {
-    process(config, Some(sink), None)
+    process(config, Outlet::Sink(sink), None).map(|(report, _)| report)
 }
 
-/// Hands what pairing finished to the analysis, then to the sink when streaming or to
-/// `kept` otherwise. Exchanges completed by the same packet go in request order, so that
-/// responses a server sends together count as simultaneous.
-fn drain(
-    pairing: &mut pairing::Pairing,
-    analyzer: &mut Analyzer,
-    sink: &mut Option<ExchangeSink<'_>>,
-    kept: &mut Vec<pairing::Exchange>,
-    sink_error: &mut Option<std::io::Error>,
-) {
+/// Like [`run`], but each exchange is serialized as JSON (pretty or compact) as it
+/// completes, on the analysis thread, and only that text is kept: the report returned
+/// has no exchanges; write it with [`SerializedExchanges::write_report`].
+pub fn run_serialized(
+    config: &Config,
+    pretty: bool,
+) -> Result<(report::model::Report, SerializedExchanges), Error> {
+    let outlet = Outlet::Serialize(SerializedExchanges::new(pretty));
+    let (report, serialized) = process(config, outlet, None)?;
+    Ok((
+        report,
+        serialized.unwrap_or_else(|| SerializedExchanges::new(pretty)),
+    ))
+}
+
+/// Hands what pairing finished to the analysis thread. Exchanges completed by the same
+/// packet go in request order, so that responses a server sends together count as
+/// simultaneous.
+fn drain(pairing: &mut pairing::Pairing, batcher: &mut Batcher) {
     if pairing.exchanges.is_empty() {
+        batcher.tick();
         return;
     }
     pairing.exchanges.sort_by_key(|ex| {
@@ -223,38 +238,64 @@ fn drain(
         )
     });
     for ex in pairing.exchanges.drain(..) {
-        analyzer.add(&ex);
-        match sink.as_mut() {
-            Some(sink) => {
-                if sink_error.is_none() {
-                    if let Err(e) = sink(&report::exchange(&ex)) {
-                        *sink_error = Some(e);
-                    }
-                }
-            }
-            None => kept.push(ex),
-        }
+        batcher.push(ex);
     }
+    batcher.tick();
 }
 
+/// Reads the captures on this thread while a second one analyses the exchanges and hands
+/// them to `outlet` (see [`worker`]).
 fn process(
     config: &Config,
-    mut sink: Option<ExchangeSink<'_>>,
+    outlet: Outlet<'_>,
+    readers: Option<Vec<(String, Box<dyn Read + Send>)>>,
+) -> Result<(report::model::Report, Option<SerializedExchanges>), Error> {
+    let keep_all = !matches!(outlet, Outlet::Sink(_));
+    let analyzer = Analyzer::new(config.slow, keep_all, keep_all, config.max_recent_blocks);
+    let (mut batcher, rx) = worker::channel();
+    std::thread::scope(|scope| {
+        let analysis = scope.spawn(move || worker::consume(rx, analyzer, outlet));
+        let read = read_all(config, readers, &mut batcher);
+        batcher.finish();
+        let outcome = match analysis.join() {
+            Ok(outcome) => outcome,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let (mut diags, captures, tcp_connections, mut dissector) = read?;
+        if let Some(source) = outcome.sink_error {
+            return Err(Error::Write {
+                path: "<stdout>".into(),
+                source,
+            });
+        }
+        dissector.pairing.exchanges = outcome.kept;
+        let analysis = outcome.analyzer.finish(&mut diags);
+        let report = report::build(report::Findings {
+            captures,
+            analysis,
+            tcp_connections,
+            kafka_connections: dissector.kafka_connections,
+            pairing: dissector.pairing,
+            diagnostics: diags,
+        });
+        Ok((report, outcome.serialized))
+    })
+}
+
+/// What reading the captures leaves for the report besides the exchanges.
+type ReadOutcome = (Diagnostics, Vec<capture::CaptureInfo>, u64, Dissector);
+
+/// Reads every capture, in order, through decoding, reassembly, framing and pairing;
+/// exchanges go to `batcher` as they complete.
+fn read_all(
+    config: &Config,
     mut readers: Option<Vec<(String, Box<dyn Read + Send>)>>,
-) -> Result<report::model::Report, Error> {
-    let streaming = sink.is_some();
+    batcher: &mut Batcher,
+) -> Result<ReadOutcome, Error> {
     let mut diags = Diagnostics::default();
     let mut tracker: Tracker<KafkaConn> =
         Tracker::with_limits(config.max_held_len, config.max_connections);
     let mut dissector = Dissector::new(config.kafka.clone());
-    let mut analyzer = Analyzer::new(
-        config.slow,
-        !streaming,
-        !streaming,
-        config.max_recent_blocks,
-    );
-    let mut sink_error = None;
-    let mut kept = Vec::new();
     let mut next_frame = 1u64;
     let mut last = PacketRef::default();
     let mut unsupported = BTreeSet::new();
@@ -281,13 +322,7 @@ fn process(
                 match decode::decode(packet) {
                     Decoded::Tcp(segment) => {
                         tracker.segment(&segment, packet.at, &mut dissector, diags);
-                        drain(
-                            &mut dissector.pairing,
-                            &mut analyzer,
-                            &mut sink,
-                            &mut kept,
-                            &mut sink_error,
-                        );
+                        drain(&mut dissector.pairing, batcher);
                     }
                     Decoded::Other => {}
                     Decoded::UnsupportedLinkType => {
@@ -316,27 +351,6 @@ fn process(
     }
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);
-    drain(
-        &mut dissector.pairing,
-        &mut analyzer,
-        &mut sink,
-        &mut kept,
-        &mut sink_error,
-    );
-    if let Some(source) = sink_error {
-        return Err(Error::Write {
-            path: "<stdout>".into(),
-            source,
-        });
-    }
-    dissector.pairing.exchanges = kept;
-    let analysis = analyzer.finish(&mut diags);
-    Ok(report::build(report::Findings {
-        captures,
-        analysis,
-        tcp_connections,
-        kafka_connections: dissector.kafka_connections,
-        pairing: dissector.pairing,
-        diagnostics: diags,
-    }))
+    drain(&mut dissector.pairing, batcher);
+    Ok((diags, captures, tcp_connections, dissector))
 }

@@ -12,11 +12,12 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
 use pidshark::report::model::{self, Report};
+use pidshark::report::serialized::SerializedExchanges;
 use pidshark::report::{text, tree};
 use pidshark::{expect, gate, Config, Error};
 
 /// Where the output goes: the `-o` file or standard output.
-fn open_output(config: &Config) -> Result<(Box<dyn Write>, PathBuf), Error> {
+fn open_output(config: &Config) -> Result<(Box<dyn Write + Send>, PathBuf), Error> {
     match &config.output {
         Some(path) => {
             let file = File::create(path).map_err(|source| Error::Write {
@@ -25,24 +26,33 @@ fn open_output(config: &Config) -> Result<(Box<dyn Write>, PathBuf), Error> {
             })?;
             Ok((Box::new(BufWriter::new(file)), path.clone()))
         }
+        // Not locked: ndjson lines are written from the analysis thread.
         None => Ok((
-            Box::new(BufWriter::new(io::stdout().lock())),
+            Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
             "<stdout>".into(),
         )),
     }
 }
 
-fn write_report(config: &Config, report: &Report) -> Result<(), Error> {
+fn write_report(
+    config: &Config,
+    report: &Report,
+    serialized: Option<SerializedExchanges>,
+) -> Result<(), Error> {
     let (mut out, path) = open_output(config)?;
-    let result = match config.format {
-        Format::Json if config.compact => {
+    let pretty = !config.compact;
+    let result = match (config.format, serialized) {
+        (Format::Json, Some(serialized)) => serialized.write_report(report, &mut out),
+        (Format::Json, None) if !pretty => {
             serde_json::to_writer(&mut out, report).map_err(io::Error::from)
         }
-        Format::Json | Format::Ndjson => {
+        (Format::Json | Format::Ndjson, _) => {
             serde_json::to_writer_pretty(&mut out, report).map_err(io::Error::from)
         }
-        Format::Tree => out.write_all(tree::render(report).as_bytes()),
-        Format::Text => text::write(&mut out, report, text::use_colour(config.output.is_none())),
+        (Format::Tree, _) => out.write_all(tree::render(report).as_bytes()),
+        (Format::Text, _) => {
+            text::write(&mut out, report, text::use_colour(config.output.is_none()))
+        }
     };
     let needs_newline = config.format == Format::Json;
     result
@@ -119,9 +129,14 @@ fn run(config: &Config) -> Result<bool, Error> {
             });
         }
         stream(config)?
+    } else if config.format == Format::Json && config.expect.is_none() {
+        // The exchanges are serialized as they complete, beside the reading.
+        let (report, serialized) = pidshark::run_serialized(config, !config.compact)?;
+        write_report(config, &report, Some(serialized))?;
+        report
     } else {
         let report = pidshark::run(config)?;
-        write_report(config, &report)?;
+        write_report(config, &report, None)?;
         report
     };
     let mut passed = true;

@@ -5,6 +5,7 @@
 //! every map is a `BTreeMap`. Time comes only from the capture.
 
 pub mod model;
+pub mod serialized;
 pub mod stats;
 pub mod text;
 pub mod tree;

@@ -11,6 +11,7 @@ mod golden;
 mod properties;
 mod regression;
 mod schema;
+mod serialized;
 mod synthetic;
 pub mod truth;
 pub mod variants;

@@ -1,0 +1,131 @@
+//! The analysis thread. Exchanges go from the capture thread (reading, reassembly,
+//! decoding, pairing), in batches and in the order they complete, to a second thread that
+//! analyses them and then keeps, streams or serializes them: both cores work, and the
+//! order every exchange is seen in is the same as on one thread.
+
+use std::io;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::analysis::Analyzer;
+use crate::pairing::Exchange;
+use crate::report::{self, serialized::SerializedExchanges};
+
+/// Receives each exchange in the report's form as soon as it is complete (or given up as
+/// unanswered), on the analysis thread.
+pub type ExchangeSink<'a> = &'a mut (dyn FnMut(&report::model::Exchange) -> io::Result<()> + Send);
+
+/// What becomes of the exchanges once analysed.
+pub enum Outlet<'a> {
+    /// Kept whole, for a report that holds them.
+    Keep,
+    /// Handed to a sink one by one and not kept.
+    Sink(ExchangeSink<'a>),
+    /// Serialized as JSON for the report and kept as bytes only.
+    Serialize(SerializedExchanges),
+}
+
+/// What the analysis thread hands back at the end.
+pub struct Outcome {
+    pub analyzer: Analyzer,
+    pub kept: Vec<Exchange>,
+    pub serialized: Option<SerializedExchanges>,
+    /// The first error of the sink; later exchanges were not handed to it.
+    pub sink_error: Option<io::Error>,
+}
+
+/// Exchanges sent at once: a channel operation per few hundred exchanges, not per one.
+const BATCH: usize = 256;
+/// Batches queued before the capture thread waits: bounds the memory between the threads.
+const QUEUE: usize = 4;
+/// Longest an exchange waits in a partial batch (when more packets come), so that
+/// streamed output stays prompt on a slow live capture.
+const BATCH_WAIT: Duration = Duration::from_millis(20);
+
+/// The capture thread's end: collects exchanges into batches.
+pub struct Batcher {
+    tx: mpsc::SyncSender<Vec<Exchange>>,
+    batch: Vec<Exchange>,
+    started: Option<Instant>,
+}
+
+/// A connected [`Batcher`] and the receiving end for [`consume`].
+pub fn channel() -> (Batcher, mpsc::Receiver<Vec<Exchange>>) {
+    let (tx, rx) = mpsc::sync_channel(QUEUE);
+    let batcher = Batcher {
+        tx,
+        batch: Vec::with_capacity(BATCH),
+        started: None,
+    };
+    (batcher, rx)
+}
+
+impl Batcher {
+    pub fn push(&mut self, ex: Exchange) {
+        if self.batch.is_empty() {
+            self.started = Some(Instant::now());
+        }
+        self.batch.push(ex);
+        if self.batch.len() >= BATCH {
+            self.send();
+        }
+    }
+
+    /// Sends a partial batch that has waited long enough.
+    pub fn tick(&mut self) {
+        if self.started.is_some_and(|t| t.elapsed() >= BATCH_WAIT) {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        self.started = None;
+        if self.batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        // The receiver only goes away after this end is dropped, unless it panicked,
+        // which the join reports.
+        let _ = self.tx.send(batch);
+    }
+
+    /// Sends what is left; dropping the batcher then ends [`consume`].
+    pub fn finish(mut self) {
+        self.send();
+    }
+}
+
+/// The analysis thread's loop: every exchange through the analysis, then the outlet.
+pub fn consume(
+    rx: mpsc::Receiver<Vec<Exchange>>,
+    mut analyzer: Analyzer,
+    mut outlet: Outlet<'_>,
+) -> Outcome {
+    let mut kept = Vec::new();
+    let mut sink_error = None;
+    for batch in rx {
+        for ex in batch {
+            analyzer.add(&ex);
+            match &mut outlet {
+                Outlet::Keep => kept.push(ex),
+                Outlet::Sink(sink) => {
+                    if sink_error.is_none() {
+                        if let Err(e) = sink(&report::exchange(&ex)) {
+                            sink_error = Some(e);
+                        }
+                    }
+                }
+                Outlet::Serialize(serialized) => serialized.push(&ex),
+            }
+        }
+    }
+    Outcome {
+        analyzer,
+        kept,
+        serialized: match outlet {
+            Outlet::Serialize(serialized) => Some(serialized),
+            _ => None,
+        },
+        sink_error,
+    }
+}
