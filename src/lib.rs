@@ -250,8 +250,14 @@ fn process(
     outlet: Outlet<'_>,
     readers: Option<Vec<(String, Box<dyn Read + Send>)>>,
 ) -> Result<(report::model::Report, Option<SerializedExchanges>), Error> {
-    let keep_all = !matches!(outlet, Outlet::Sink(_));
-    let analyzer = Analyzer::new(config.slow, keep_all, keep_all, config.max_recent_blocks);
+    let list_blocks = matches!(outlet, Outlet::Keep);
+    let exact_latency = !matches!(outlet, Outlet::Sink(_));
+    let analyzer = Analyzer::new(
+        config.slow,
+        list_blocks,
+        exact_latency,
+        config.max_recent_blocks,
+    );
     let (mut batcher, rx) = worker::channel();
     std::thread::scope(|scope| {
         let analysis = scope.spawn(move || worker::consume(rx, analyzer, outlet));

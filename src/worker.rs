@@ -21,7 +21,8 @@ pub enum Outlet<'a> {
     Keep,
     /// Handed to a sink one by one and not kept.
     Sink(ExchangeSink<'a>),
-    /// Serialized as JSON for the report and kept as bytes only.
+    /// Serialized as JSON for the report, with the blocks they grant, and kept as bytes
+    /// only (the analysis then lists no blocks itself).
     Serialize(SerializedExchanges),
 }
 
@@ -45,20 +46,43 @@ const BATCH_WAIT: Duration = Duration::from_millis(20);
 /// The capture thread's end: collects exchanges into batches.
 pub struct Batcher {
     tx: mpsc::SyncSender<Vec<Exchange>>,
+    /// Emptied batches coming back, so that their memory is reused, not freed on one
+    /// thread and allocated again on the other.
+    spare: mpsc::Receiver<Vec<Exchange>>,
     batch: Vec<Exchange>,
     started: Option<Instant>,
+    ticks: u32,
 }
 
-/// A connected [`Batcher`] and the receiving end for [`consume`].
-pub fn channel() -> (Batcher, mpsc::Receiver<Vec<Exchange>>) {
+/// The analysis thread's end, for [`consume`].
+pub struct Receiver {
+    rx: mpsc::Receiver<Vec<Exchange>>,
+    spare: mpsc::SyncSender<Vec<Exchange>>,
+}
+
+/// A connected [`Batcher`] and [`Receiver`].
+pub fn channel() -> (Batcher, Receiver) {
     let (tx, rx) = mpsc::sync_channel(QUEUE);
+    // Batches in flight are at most the queue, one being filled and one being read.
+    let (spare_tx, spare_rx) = mpsc::sync_channel(QUEUE + 2);
     let batcher = Batcher {
         tx,
+        spare: spare_rx,
         batch: Vec::with_capacity(BATCH),
         started: None,
+        ticks: 0,
     };
-    (batcher, rx)
+    (
+        batcher,
+        Receiver {
+            rx,
+            spare: spare_tx,
+        },
+    )
 }
+
+/// Packets between two looks at the clock while a partial batch waits.
+const TICKS_PER_CLOCK_READ: u32 = 32;
 
 impl Batcher {
     pub fn push(&mut self, ex: Exchange) {
@@ -71,9 +95,12 @@ impl Batcher {
         }
     }
 
-    /// Sends a partial batch that has waited long enough.
+    /// Once per packet: sends a partial batch that has waited long enough.
     pub fn tick(&mut self) {
-        if self.started.is_some_and(|t| t.elapsed() >= BATCH_WAIT) {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks.is_multiple_of(TICKS_PER_CLOCK_READ)
+            && self.started.is_some_and(|t| t.elapsed() >= BATCH_WAIT)
+        {
             self.send();
         }
     }
@@ -83,7 +110,11 @@ impl Batcher {
         if self.batch.is_empty() {
             return;
         }
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let next = self
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let batch = std::mem::replace(&mut self.batch, next);
         // The receiver only goes away after this end is dropped, unless it panicked,
         // which the join reports.
         let _ = self.tx.send(batch);
@@ -96,16 +127,12 @@ impl Batcher {
 }
 
 /// The analysis thread's loop: every exchange through the analysis, then the outlet.
-pub fn consume(
-    rx: mpsc::Receiver<Vec<Exchange>>,
-    mut analyzer: Analyzer,
-    mut outlet: Outlet<'_>,
-) -> Outcome {
+pub fn consume(rx: Receiver, mut analyzer: Analyzer, mut outlet: Outlet<'_>) -> Outcome {
     let mut kept = Vec::new();
     let mut sink_error = None;
-    for batch in rx {
-        for ex in batch {
-            analyzer.add(&ex);
+    for mut batch in rx.rx {
+        for ex in batch.drain(..) {
+            let block = analyzer.add(&ex);
             match &mut outlet {
                 Outlet::Keep => kept.push(ex),
                 Outlet::Sink(sink) => {
@@ -115,9 +142,16 @@ pub fn consume(
                         }
                     }
                 }
-                Outlet::Serialize(serialized) => serialized.push(&ex),
+                Outlet::Serialize(serialized) => {
+                    serialized.push(&ex);
+                    if let Some(block) = &block {
+                        serialized.push_block(block);
+                    }
+                }
             }
         }
+        // Back for reuse; when the capture thread has enough, dropped here.
+        let _ = rx.spare.try_send(batch);
     }
     Outcome {
         analyzer,

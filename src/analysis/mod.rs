@@ -169,8 +169,8 @@ impl Analyzer {
         }
     }
 
-    /// One exchange, complete or given up as unanswered.
-    pub fn add(&mut self, ex: &Exchange) {
+    /// One exchange, complete or given up as unanswered. Returns the block it granted.
+    pub fn add(&mut self, ex: &Exchange) -> Option<Block> {
         self.totals.total += 1;
         match &ex.response {
             Some((_, resp)) => {
@@ -200,15 +200,15 @@ impl Analyzer {
             }
         }
         let mut found = Vec::new();
-        if let Some(block) = self.blocks.add(ex, &mut found) {
-            if self.list_blocks {
-                self.listed.push(block);
-            }
+        let block = self.blocks.add(ex, &mut found);
+        if let (Some(block), true) = (&block, self.list_blocks) {
+            self.listed.push(block.clone());
         }
         self.brokers.add(ex, &mut found);
         for f in found {
             self.note(f);
         }
+        block
     }
 
     /// Ends the analysis; findings are also pushed to `diags`.

@@ -18,7 +18,7 @@ use time::format_description::FormatItem;
 use time::macros::format_description;
 use time::OffsetDateTime;
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Block};
 use crate::capture::{link_type_name, CaptureInfo, Timestamp};
 use crate::diag::Diagnostics;
 use crate::kafka::allocate_producer_ids;
@@ -161,6 +161,24 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
     }
 }
 
+/// One block in the report's form.
+pub fn pid_block(b: &Block) -> model::PidBlock {
+    model::PidBlock {
+        start: b.start,
+        end: b.end,
+        len: b.len,
+        broker_id: b.broker_id,
+        broker_epoch: b.broker_epoch,
+        connection: b.connection,
+        client: address(b.client),
+        server: address(b.server),
+        correlation_id: b.correlation_id,
+        request_frame: b.request_frame,
+        response_frame: b.response_frame,
+        timestamp: format_timestamp(b.timestamp),
+    }
+}
+
 /// Builds the report.
 pub fn build(mut findings: Findings) -> model::Report {
     findings.pairing.sort_exchanges();
@@ -222,24 +240,7 @@ pub fn build(mut findings: Findings) -> model::Report {
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,
         slow_threshold_us: analysis.slow_threshold_us,
-        blocks: analysis
-            .blocks
-            .iter()
-            .map(|b| model::PidBlock {
-                start: b.start,
-                end: b.end,
-                len: b.len,
-                broker_id: b.broker_id,
-                broker_epoch: b.broker_epoch,
-                connection: b.connection,
-                client: address(b.client),
-                server: address(b.server),
-                correlation_id: b.correlation_id,
-                request_frame: b.request_frame,
-                response_frame: b.response_frame,
-                timestamp: format_timestamp(b.timestamp),
-            })
-            .collect(),
+        blocks: analysis.blocks.iter().map(pid_block).collect(),
         findings: analysis
             .findings
             .iter()

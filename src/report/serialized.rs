@@ -1,105 +1,173 @@
-//! Exchanges serialized as JSON as they complete (on the analysis thread), and the JSON
-//! report written around them. What is held until the end is their text, a few hundred
-//! bytes each, rather than their decoded and converted forms, and the serialization runs
-//! beside the reading of the capture instead of after it.
+//! Exchanges and blocks serialized as JSON as they complete (on the analysis thread), and
+//! the JSON report written around them. What is held until the end is their text, a few
+//! hundred bytes each, rather than their decoded and converted forms, and the
+//! serialization runs beside the reading of the capture instead of after it.
 //!
 //! The bytes written are exactly those of `serde_json` on the whole [`Report`], compact
-//! or pretty (a test holds the two side by side).
+//! or pretty (a test holds the two side by side for every fixture).
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::model::{Capture, Diagnostic, ProducerIdBlocks, Report, Summary, Tool};
+use super::model::{Capture, Diagnostic, PidFinding, ProducerIdBlocks, Report, Summary, Tool};
+use crate::analysis::Block;
+use crate::capture::Timestamp;
 use crate::pairing;
 
-/// Where one serialized exchange sits, and the key it is ordered by in the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
-    request_frame: u64,
-    connection: u64,
-    correlation_id: i32,
-    start: usize,
-    end: usize,
+/// Items of one array of the report, serialized one by one in the order they come and
+/// ordered by `K` (then arrival) when written.
+#[derive(Debug)]
+struct List<K> {
+    /// Indentation of the array's elements in the pretty report.
+    indent: &'static [u8],
+    bytes: Vec<u8>,
+    /// Sort key and byte range of each item.
+    entries: Vec<(K, usize, usize)>,
 }
 
-/// The report's exchanges as JSON text, in the order they completed.
+impl<K: Ord + Copy> List<K> {
+    fn new(indent: &'static [u8]) -> Self {
+        Self {
+            indent,
+            bytes: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    fn push<T: Serialize>(
+        &mut self,
+        key: K,
+        item: &T,
+        pretty: bool,
+        scratch: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
+        let start = self.bytes.len();
+        let result = if pretty {
+            scratch.clear();
+            let result = serde_json::to_writer_pretty(&mut *scratch, item);
+            indent_into(&mut self.bytes, scratch, self.indent);
+            result
+        } else {
+            serde_json::to_writer(&mut self.bytes, item)
+        };
+        if result.is_err() {
+            self.bytes.truncate(start);
+        } else {
+            self.entries.push((key, start, self.bytes.len()));
+        }
+        result
+    }
+
+    /// The array, `[` to `]`, its items in key order.
+    fn write(&mut self, pretty: bool, out: &mut dyn Write) -> io::Result<()> {
+        self.entries
+            .sort_unstable_by_key(|(key, start, _)| (*key, *start));
+        out.write_all(b"[")?;
+        for (i, (_, start, end)) in self.entries.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            if pretty {
+                out.write_all(b"\n")?;
+                out.write_all(self.indent)?;
+            }
+            out.write_all(self.bytes.get(*start..*end).unwrap_or_default())?;
+        }
+        if pretty && !self.entries.is_empty() {
+            out.write_all(b"\n")?;
+            out.write_all(self.indent.get(2..).unwrap_or_default())?;
+        }
+        out.write_all(b"]")
+    }
+}
+
+/// Appends pretty JSON laid out at depth 0 as it sits `indent` deep: every line after the
+/// first moves right (JSON strings hold no raw newline, so each one is layout).
+fn indent_into(out: &mut Vec<u8>, json: &[u8], indent: &[u8]) {
+    let mut lines = json.split(|b| *b == b'\n');
+    if let Some(first) = lines.next() {
+        out.extend_from_slice(first);
+    }
+    for line in lines {
+        out.push(b'\n');
+        out.extend_from_slice(indent);
+        out.extend_from_slice(line);
+    }
+}
+
+/// The report's exchanges and blocks as JSON text.
 #[derive(Debug)]
 pub struct SerializedExchanges {
     pretty: bool,
-    bytes: Vec<u8>,
+    /// By request frame, connection, correlation id, as [`super::build`] orders them.
+    exchanges: List<(u64, u64, i32)>,
+    /// By response time and frame, as the analysis orders them.
+    blocks: List<(Timestamp, u64)>,
     scratch: Vec<u8>,
-    entries: Vec<Entry>,
     error: Option<String>,
 }
-
-/// Indentation of an exchange in the pretty report: an element of a top-level array.
-const PRETTY_DEPTH_INDENT: &[u8] = b"    ";
 
 impl SerializedExchanges {
     /// `pretty`: as `serde_json::to_writer_pretty` lays the report out; otherwise compact.
     pub fn new(pretty: bool) -> Self {
         Self {
             pretty,
-            bytes: Vec::new(),
+            // elements of `exchanges` (depth 2) and of `producer_id_blocks.blocks` (3)
+            exchanges: List::new(b"    "),
+            blocks: List::new(b"      "),
             scratch: Vec::new(),
-            entries: Vec::new(),
             error: None,
         }
     }
 
+    /// Exchanges held.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.exchanges.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.exchanges.entries.is_empty()
     }
 
     /// Bytes of JSON held.
     pub fn held_bytes(&self) -> usize {
-        self.bytes.len()
+        self.exchanges.bytes.len() + self.blocks.bytes.len()
+    }
+
+    fn note(&mut self, result: serde_json::Result<()>) {
+        if let Err(e) = result {
+            self.error.get_or_insert_with(|| e.to_string());
+        }
     }
 
     /// Converts one exchange to the report's form and serializes it.
     pub fn push(&mut self, ex: &pairing::Exchange) {
-        let model = super::exchange(ex);
-        let start = self.bytes.len();
-        let result = if self.pretty {
-            self.scratch.clear();
-            let result = serde_json::to_writer_pretty(&mut self.scratch, &model);
-            // Every line after the first moves right to the exchange's depth in the
-            // report (JSON strings hold no raw newline, so each one is layout).
-            let mut lines = self.scratch.split(|b| *b == b'\n');
-            if let Some(first) = lines.next() {
-                self.bytes.extend_from_slice(first);
-            }
-            for line in lines {
-                self.bytes.push(b'\n');
-                self.bytes.extend_from_slice(PRETTY_DEPTH_INDENT);
-                self.bytes.extend_from_slice(line);
-            }
-            result
-        } else {
-            serde_json::to_writer(&mut self.bytes, &model)
-        };
-        if let Err(e) = result {
-            self.bytes.truncate(start);
-            self.error.get_or_insert_with(|| e.to_string());
-            return;
-        }
-        self.entries.push(Entry {
-            request_frame: ex.request_meta.frame,
-            connection: ex.endpoints.connection,
-            correlation_id: ex.correlation_id,
-            start,
-            end: self.bytes.len(),
-        });
+        let key = (
+            ex.request_meta.frame,
+            ex.endpoints.connection,
+            ex.correlation_id,
+        );
+        let result = self
+            .exchanges
+            .push(key, &super::exchange(ex), self.pretty, &mut self.scratch);
+        self.note(result);
     }
 
-    /// Writes `report` as JSON with these exchanges in place of its own (which are
-    /// ignored): ordered by request frame, connection and correlation id, as
-    /// [`super::build`] orders them.
+    /// Converts one block to the report's form and serializes it.
+    pub fn push_block(&mut self, block: &Block) {
+        let key = (block.timestamp, block.response_frame);
+        let result = self.blocks.push(
+            key,
+            &super::pid_block(block),
+            self.pretty,
+            &mut self.scratch,
+        );
+        self.note(result);
+    }
+
+    /// Writes `report` as JSON with these exchanges and blocks in place of its own
+    /// (which are ignored).
     pub fn write_report(mut self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(io::Error::other(format!(
@@ -114,85 +182,104 @@ impl SerializedExchanges {
             summary: &'a Summary,
         }
         #[derive(Serialize)]
+        struct BlocksHead {
+            usual_len: Option<i32>,
+            slow_threshold_us: Option<f64>,
+        }
+        #[derive(Serialize)]
+        struct BlocksTail<'a> {
+            findings: &'a [PidFinding],
+        }
+        #[derive(Serialize)]
         struct Tail<'a> {
-            producer_id_blocks: &'a ProducerIdBlocks,
             diagnostics: &'a [Diagnostic],
         }
-        let head = Head {
-            format_version: report.format_version,
-            tool: &report.tool,
-            captures: &report.captures,
-            summary: &report.summary,
-        };
-        let tail = Tail {
-            producer_id_blocks: &report.producer_id_blocks,
-            diagnostics: &report.diagnostics,
-        };
-        self.entries.sort_unstable();
         let pretty = self.pretty;
-        let head = if pretty {
-            serde_json::to_vec_pretty(&head)
-        } else {
-            serde_json::to_vec(&head)
-        }?;
-        // The head object without its closing brace (and, pretty, the newline before it).
-        let open = head
-            .strip_suffix(if pretty { &b"\n}"[..] } else { &b"}"[..] })
-            .unwrap_or(&head);
-        out.write_all(open)?;
-        out.write_all(if pretty {
-            b",\n  \"exchanges\": ["
-        } else {
-            b",\"exchanges\":["
-        })?;
-        for (i, entry) in self.entries.iter().enumerate() {
-            let separator: &[u8] = match (pretty, i) {
-                (true, 0) => b"\n    ",
-                (true, _) => b",\n    ",
-                (false, 0) => b"",
-                (false, _) => b",",
-            };
-            out.write_all(separator)?;
-            out.write_all(self.bytes.get(entry.start..entry.end).unwrap_or_default())?;
-        }
-        out.write_all(if pretty && !self.entries.is_empty() {
-            b"\n  ],"
-        } else {
-            b"],"
-        })?;
-        // The tail object without its opening brace, streamed (its block list is long).
-        let mut rest = SkipFirst {
-            inner: out,
-            skipped: false,
+        let ProducerIdBlocks {
+            usual_len,
+            slow_threshold_us,
+            findings,
+            ..
+        } = &report.producer_id_blocks;
+        // Each part is an object written without its braces: `{"a":1,"b":2}` gives
+        // `"a":1,"b":2`, pretty at depth 1 or 2.
+        let fields = |value: &dyn erased::Json, depth: usize| -> io::Result<Vec<u8>> {
+            value.inner_fields(pretty, depth)
         };
-        if pretty {
-            serde_json::to_writer_pretty(&mut rest, &tail)
-        } else {
-            serde_json::to_writer(&mut rest, &tail)
-        }
-        .map_err(io::Error::from)
+        out.write_all(b"{")?;
+        out.write_all(&fields(
+            &Head {
+                format_version: report.format_version,
+                tool: &report.tool,
+                captures: &report.captures,
+                summary: &report.summary,
+            },
+            1,
+        )?)?;
+        out.write_all(&key(pretty, 1, "exchanges"))?;
+        self.exchanges.write(pretty, out)?;
+        out.write_all(&key(pretty, 1, "producer_id_blocks"))?;
+        out.write_all(b"{")?;
+        out.write_all(&fields(
+            &BlocksHead {
+                usual_len: *usual_len,
+                slow_threshold_us: *slow_threshold_us,
+            },
+            2,
+        )?)?;
+        out.write_all(&key(pretty, 2, "blocks"))?;
+        self.blocks.write(pretty, out)?;
+        out.write_all(b",")?;
+        out.write_all(&fields(&BlocksTail { findings }, 2)?)?;
+        out.write_all(if pretty { b"\n  }," } else { b"}," })?;
+        out.write_all(&fields(
+            &Tail {
+                diagnostics: &report.diagnostics,
+            },
+            1,
+        )?)?;
+        out.write_all(if pretty { b"\n}" } else { b"}" })
     }
 }
 
-/// Drops the first byte written through it.
-struct SkipFirst<'a> {
-    inner: &'a mut dyn Write,
-    skipped: bool,
+/// `,"name":` as it follows an earlier field at `depth`.
+fn key(pretty: bool, depth: usize, name: &str) -> Vec<u8> {
+    if pretty {
+        format!(",\n{}\"{name}\": ", "  ".repeat(depth)).into_bytes()
+    } else {
+        format!(",\"{name}\":").into_bytes()
+    }
 }
 
-impl Write for SkipFirst<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if !self.skipped {
-            let Some((_, rest)) = buf.split_first() else {
-                return Ok(0);
-            };
-            self.skipped = true;
-            return self.inner.write(rest).map(|n| n + 1);
-        }
-        self.inner.write(buf)
+mod erased {
+    //! Serializes a struct as the fields between its braces.
+
+    use serde::Serialize;
+
+    pub trait Json {
+        /// The fields of this object at `depth`, without the braces (pretty: from the
+        /// newline before the first field to the last field's end).
+        fn inner_fields(&self, pretty: bool, depth: usize) -> std::io::Result<Vec<u8>>;
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+    impl<T: Serialize> Json for T {
+        fn inner_fields(&self, pretty: bool, depth: usize) -> std::io::Result<Vec<u8>> {
+            let whole = if pretty {
+                serde_json::to_vec_pretty(self)
+            } else {
+                serde_json::to_vec(self)
+            }?;
+            let (open, close): (&[u8], &[u8]) = if pretty { (b"{", b"\n}") } else { (b"{", b"}") };
+            let inner = whole
+                .strip_prefix(open)
+                .and_then(|rest| rest.strip_suffix(close))
+                .unwrap_or_default();
+            if !pretty || depth <= 1 {
+                return Ok(inner.to_vec());
+            }
+            let mut out = Vec::with_capacity(inner.len());
+            super::indent_into(&mut out, inner, &b"  ".repeat(depth - 1));
+            Ok(out)
+        }
     }
 }

@@ -60,6 +60,10 @@ impl Recent {
             .get(data.len().saturating_sub(RECENT_LEN)..)
             .unwrap_or(data);
         if self.buf.len() < RECENT_LEN {
+            if self.buf.capacity() == 0 {
+                // A quarter ring first: a short connection fits, a longer one grows twice.
+                self.buf.reserve_exact(RECENT_LEN / 4);
+            }
             if self.buf.len() + tail.len() <= RECENT_LEN {
                 self.buf.extend_from_slice(tail);
                 self.head = self.buf.len() % RECENT_LEN;
