@@ -64,17 +64,43 @@ pub fn format_timestamp(ts: Timestamp) -> String {
         return format!("out-of-range:{}.{:09}", ts.secs, ts.nanos);
     };
     let nanos = ts.nanos.min(999_999_999);
+    out.push('.');
     if ts.nano {
-        let _ = write!(out, ".{nanos:09}Z");
+        push_zero_padded(&mut out, nanos, 9);
     } else {
-        let _ = write!(out, ".{:06}Z", nanos / 1000);
+        push_zero_padded(&mut out, nanos / 1000, 6);
     }
+    out.push('Z');
     out
 }
 
-/// `ip:port`, IPv6 as `[addr]:port` (Rust's `SocketAddr` display does exactly this).
+/// `value` in `width` decimal digits with leading zeros (`value` has at most `width`).
+fn push_zero_padded(out: &mut String, value: u32, width: usize) {
+    let mut digits = itoa::Buffer::new();
+    let text = digits.format(value);
+    for _ in text.len()..width {
+        out.push('0');
+    }
+    out.push_str(text);
+}
+
+/// `ip:port`, IPv6 as `[addr]:port`, as Rust's `SocketAddr` displays them; IPv4 (nearly
+/// every address of a capture, two per exchange and block) without `fmt`'s machinery.
 fn address(addr: SocketAddr) -> String {
-    addr.to_string()
+    let SocketAddr::V4(v4) = addr else {
+        return addr.to_string();
+    };
+    let mut out = String::with_capacity(21);
+    let mut digits = itoa::Buffer::new();
+    for (i, octet) in v4.ip().octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        out.push_str(digits.format(octet));
+    }
+    out.push(':');
+    out.push_str(digits.format(v4.port()));
+    out
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -315,6 +341,13 @@ mod tests {
             format_timestamp(Timestamp::default()),
             "1970-01-01T00:00:00.000000Z"
         );
+        let small = Timestamp {
+            nanos: 7_000,
+            ..micro
+        };
+        assert_eq!(format_timestamp(small), "2023-11-14T22:13:20.000007Z");
+        let tiny = Timestamp { nanos: 7, ..nano };
+        assert_eq!(format_timestamp(tiny), "2023-11-14T22:13:20.000000007Z");
         let far = Timestamp {
             secs: i64::MAX,
             ..micro
@@ -326,6 +359,9 @@ mod tests {
     fn addresses_and_hex() {
         assert_eq!(address("[::1]:9093".parse().unwrap()), "[::1]:9093");
         assert_eq!(address("127.0.0.1:9093".parse().unwrap()), "127.0.0.1:9093");
+        for text in ["0.0.0.0:0", "255.255.255.255:65535", "10.0.200.3:40001"] {
+            assert_eq!(address(text.parse().unwrap()), text);
+        }
         assert_eq!(hex(&[0x00, 0xab, 0x0f]), "00ab0f");
     }
 }

@@ -15,23 +15,30 @@ use crate::analysis::Block;
 use crate::capture::Timestamp;
 use crate::pairing;
 
+/// Bytes of serialized items per chunk: chunks are filled and never moved, so that
+/// holding hundreds of megabytes costs no reallocation copies.
+const CHUNK_LEN: usize = 1 << 20;
+
 /// Items of one array of the report, serialized one by one in the order they come and
 /// ordered by `K` (then arrival) when written.
 #[derive(Debug)]
 struct List<K> {
     /// Indentation of the array's elements in the pretty report.
     indent: &'static [u8],
-    bytes: Vec<u8>,
-    /// Sort key and byte range of each item.
-    entries: Vec<(K, usize, usize)>,
+    /// Filled chunks, then the one being filled (an item never spans two).
+    chunks: Vec<Vec<u8>>,
+    /// Sort key, arrival number, chunk and byte range of each item.
+    entries: Vec<(K, usize, u32, u32, u32)>,
+    held: usize,
 }
 
 impl<K: Ord + Copy> List<K> {
     fn new(indent: &'static [u8]) -> Self {
         Self {
             indent,
-            bytes: Vec::new(),
+            chunks: Vec::new(),
             entries: Vec::new(),
+            held: 0,
         }
     }
 
@@ -42,29 +49,59 @@ impl<K: Ord + Copy> List<K> {
         pretty: bool,
         scratch: &mut Vec<u8>,
     ) -> serde_json::Result<()> {
-        let start = self.bytes.len();
+        if self.chunks.last().is_none_or(|c| c.len() >= CHUNK_LEN) {
+            self.chunks
+                .push(Vec::with_capacity(CHUNK_LEN + CHUNK_LEN / 8));
+        }
+        let chunk_index = self.chunks.len() - 1;
+        let Some(chunk) = self.chunks.last_mut() else {
+            return Ok(());
+        };
+        let start = chunk.len();
         let result = if pretty {
             scratch.clear();
             let result = serde_json::to_writer_pretty(&mut *scratch, item);
-            indent_into(&mut self.bytes, scratch, self.indent);
+            indent_into(chunk, scratch, self.indent);
             result
         } else {
-            serde_json::to_writer(&mut self.bytes, item)
+            serde_json::to_writer(&mut *chunk, item)
         };
         if result.is_err() {
-            self.bytes.truncate(start);
-        } else {
-            self.entries.push((key, start, self.bytes.len()));
+            chunk.truncate(start);
+            return result;
         }
+        let end = chunk.len();
+        // Chunks stay far below 4 GiB (one item is at most a decoded message's JSON).
+        let (Ok(chunk_index), Ok(start32), Ok(end32)) = (
+            u32::try_from(chunk_index),
+            u32::try_from(start),
+            u32::try_from(end),
+        ) else {
+            chunk.truncate(start);
+            return Err(serde::ser::Error::custom(
+                "serialized exchanges past 4 GiB per chunk",
+            ));
+        };
+        self.held += end - start;
+        let arrival = self.entries.len();
+        self.entries
+            .push((key, arrival, chunk_index, start32, end32));
         result
+    }
+
+    fn item(&self, chunk: u32, start: u32, end: u32) -> &[u8] {
+        self.chunks
+            .get(chunk as usize)
+            .and_then(|c| c.get(start as usize..end as usize))
+            .unwrap_or_default()
     }
 
     /// The array, `[` to `]`, its items in key order.
     fn write(&mut self, pretty: bool, out: &mut dyn Write) -> io::Result<()> {
         self.entries
-            .sort_unstable_by_key(|(key, start, _)| (*key, *start));
+            .sort_unstable_by_key(|(key, arrival, ..)| (*key, *arrival));
         out.write_all(b"[")?;
-        for (i, (_, start, end)) in self.entries.iter().enumerate() {
+        for (i, (_, _, chunk, start, end)) in self.entries.iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
             }
@@ -72,7 +109,7 @@ impl<K: Ord + Copy> List<K> {
                 out.write_all(b"\n")?;
                 out.write_all(self.indent)?;
             }
-            out.write_all(self.bytes.get(*start..*end).unwrap_or_default())?;
+            out.write_all(self.item(*chunk, *start, *end))?;
         }
         if pretty && !self.entries.is_empty() {
             out.write_all(b"\n")?;
@@ -132,7 +169,7 @@ impl SerializedExchanges {
 
     /// Bytes of JSON held.
     pub fn held_bytes(&self) -> usize {
-        self.exchanges.bytes.len() + self.blocks.bytes.len()
+        self.exchanges.held + self.blocks.held
     }
 
     fn note(&mut self, result: serde_json::Result<()>) {
