@@ -61,6 +61,9 @@ const US_PER_PACKET: u64 = 40;
 /// capture: a longer capture has more connections, not longer ones, so that as many are
 /// open at once, as on a real listener.
 const CONTROL_SPAN_SCALE_US: u64 = 2_000_000 * US_PER_PACKET;
+/// A bulk connection lasts 5% to 30% of this (the length of a 1 GiB capture), however
+/// long the capture, for the same reason.
+const BULK_SPAN_SCALE_US: u64 = ((1 << 30) / MSS as u64 * 3 / 2) * US_PER_PACKET;
 /// Brokers asking the controller for producer ids in the control shape.
 const CONTROL_BROKERS: usize = 16;
 
@@ -669,7 +672,7 @@ fn plan_bulk(rng: &mut Rng, size: u64) -> (Vec<Spec>, Vec<u64>) {
         );
         let partition = rng.below(12) as i32;
         let start = (rng.unit() * 0.9 * duration as f64) as u64;
-        let span = ((0.05 + 0.25 * rng.unit()) * duration as f64) as u64;
+        let span = ((0.05 + 0.25 * rng.unit()) * BULK_SPAN_SCALE_US as f64) as u64;
         let broker = rng.below(brokers as u64) as usize;
         let (role, client_id) = if producer {
             (
