@@ -8,7 +8,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use etherparse::{EtherType, IpNumber, LaxNetSlice, LaxSlicedPacket, TcpSlice};
+use etherparse::{
+    EtherType, Ethernet2Slice, IpNumber, LaxIpPayloadSlice, LaxIpSlice, LaxNetSlice,
+    LaxSlicedPacket, TcpSlice,
+};
 use pcap_parser::Linktype;
 
 use crate::capture::Packet;
@@ -107,6 +110,14 @@ fn slice_link<'a>(link_type: Linktype, data: &'a [u8]) -> Result<LaxSlicedPacket
 
 /// Decodes a packet record down to TCP.
 pub fn decode<'a>(packet: &Packet<'a>) -> Decoded<'a> {
+    match decode_ethernet_ip(packet) {
+        Some(decoded) => decoded,
+        None => decode_sliced(packet),
+    }
+}
+
+/// Any link type, through etherparse's whole lax slicing.
+fn decode_sliced<'a>(packet: &Packet<'a>) -> Decoded<'a> {
     let sliced = match slice_link(packet.link_type, packet.data) {
         Ok(sliced) => sliced,
         Err(other) => return other,
@@ -131,6 +142,46 @@ pub fn decode<'a>(packet: &Packet<'a>) -> Decoded<'a> {
             }
         }
     };
+    tcp_segment(packet, src_ip, dst_ip, ip_payload)
+}
+
+/// The common case, Ethernet II straight to IPv4 or IPv6, sliced with the same etherparse
+/// calls as [`LaxSlicedPacket::from_ethernet`] makes but without building its whole
+/// result (which also slices TCP, again). `None` (anything else, any error, any stop in
+/// IP extension headers) leaves the packet to the general path, so results and messages
+/// are the same either way.
+fn decode_ethernet_ip<'a>(packet: &Packet<'a>) -> Option<Decoded<'a>> {
+    if packet.link_type.0 != 1 {
+        return None;
+    }
+    let ethernet = Ethernet2Slice::from_slice_without_fcs(packet.data).ok()?;
+    if !matches!(ethernet.ether_type(), EtherType::IPV4 | EtherType::IPV6) {
+        return None;
+    }
+    let (ip, stop) = LaxIpSlice::from_slice(ethernet.payload_slice()).ok()?;
+    if stop.is_some() {
+        return None;
+    }
+    let (src_ip, dst_ip): (IpAddr, IpAddr) = match &ip {
+        LaxIpSlice::Ipv4(v4) => (
+            v4.header().source_addr().into(),
+            v4.header().destination_addr().into(),
+        ),
+        LaxIpSlice::Ipv6(v6) => (
+            v6.header().source_addr().into(),
+            v6.header().destination_addr().into(),
+        ),
+    };
+    Some(tcp_segment(packet, src_ip, dst_ip, ip.payload()))
+}
+
+/// The TCP segment in an IP payload, if it is one.
+fn tcp_segment<'a>(
+    packet: &Packet<'a>,
+    src_ip: IpAddr,
+    dst_ip: IpAddr,
+    ip_payload: &LaxIpPayloadSlice<'a>,
+) -> Decoded<'a> {
     if ip_payload.ip_number != IpNumber::TCP || ip_payload.fragmented {
         return Decoded::Other;
     }
@@ -172,6 +223,39 @@ mod tests {
     use super::*;
     use crate::capture::PacketRef;
     use etherparse::PacketBuilder;
+
+    proptest::proptest! {
+        /// The Ethernet fast path decides every frame exactly as the general path does:
+        /// valid TCP over IPv4 and IPv6, then the same frames with bytes changed or cut.
+        #[test]
+        fn fast_path_agrees_with_the_general_one(
+            v6 in proptest::bool::ANY,
+            payload in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+            edits in proptest::collection::vec((0usize..120, proptest::num::u8::ANY), 0..4),
+            cut in 0usize..140,
+            orig_extra in 0u32..100,
+        ) {
+            let builder = if v6 {
+                PacketBuilder::ethernet2([1; 6], [2; 6]).ipv6([1; 16], [2; 16], 64)
+            } else {
+                PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            };
+            let mut frame = Vec::new();
+            builder.tcp(40000, 9093, 7, 64000).ack(9).write(&mut frame, &payload).unwrap();
+            for (at, byte) in edits {
+                if let Some(b) = frame.get_mut(at) {
+                    *b = byte;
+                }
+            }
+            let wire = frame.len() as u32 + orig_extra;
+            frame.truncate(frame.len().saturating_sub(cut % (frame.len() + 1)));
+            let packet = packet(1, &frame, wire);
+            proptest::prop_assert_eq!(
+                format!("{:?}", decode(&packet)),
+                format!("{:?}", decode_sliced(&packet))
+            );
+        }
+    }
 
     fn tcp_packet_ipv4(payload: &[u8]) -> Vec<u8> {
         let builder = PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
