@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
 use pidshark::report::model::{self, Report};
 use pidshark::report::serialized::SerializedExchanges;
-use pidshark::report::{text, tree};
+use pidshark::report::{compact, text, tree};
 use pidshark::{expect, gate, Config, Error};
 
 /// Where the output goes: the `-o` file or standard output.
@@ -73,9 +73,12 @@ fn stream(config: &Config) -> Result<Report, Error> {
     let (mut out, path) = open_output(config)?;
     // Lines reach the reader within a tenth of a second, without a write per line.
     let mut last_flush = std::time::Instant::now();
+    let mut line = Vec::new();
     let mut sink = |ex: &model::Exchange| -> io::Result<()> {
-        serde_json::to_writer(&mut out, ex)?;
-        out.write_all(b"\n")?;
+        line.clear();
+        compact::exchange(&mut line, ex);
+        line.push(b'\n');
+        out.write_all(&line)?;
         if last_flush.elapsed() >= std::time::Duration::from_millis(100) {
             last_flush = std::time::Instant::now();
             out.flush()?;

@@ -4,6 +4,7 @@
 //! request frame, then connection, then correlation id; diagnostics in packet order;
 //! every map is a `BTreeMap`. Time comes only from the capture.
 
+pub mod compact;
 pub mod model;
 pub mod serialized;
 pub mod stats;

@@ -42,10 +42,13 @@ impl<K: Ord + Copy> List<K> {
         }
     }
 
+    /// Appends one item: `compact` writes its compact JSON (the same bytes as
+    /// `serde_json::to_writer`).
     fn push<T: Serialize>(
         &mut self,
         key: K,
         item: &T,
+        compact: fn(&mut Vec<u8>, &T),
         pretty: bool,
         scratch: &mut Vec<u8>,
     ) -> serde_json::Result<()> {
@@ -64,7 +67,8 @@ impl<K: Ord + Copy> List<K> {
             indent_into(chunk, scratch, self.indent);
             result
         } else {
-            serde_json::to_writer(&mut *chunk, item)
+            compact(chunk, item);
+            Ok(())
         };
         if result.is_err() {
             chunk.truncate(start);
@@ -185,9 +189,13 @@ impl SerializedExchanges {
             ex.endpoints.connection,
             ex.correlation_id,
         );
-        let result = self
-            .exchanges
-            .push(key, &super::exchange(ex), self.pretty, &mut self.scratch);
+        let result = self.exchanges.push(
+            key,
+            &super::exchange(ex),
+            super::compact::exchange,
+            self.pretty,
+            &mut self.scratch,
+        );
         self.note(result);
     }
 
@@ -197,6 +205,7 @@ impl SerializedExchanges {
         let result = self.blocks.push(
             key,
             &super::pid_block(block),
+            super::compact::pid_block,
             self.pretty,
             &mut self.scratch,
         );
