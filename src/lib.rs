@@ -40,6 +40,7 @@ pub mod expect;
 pub mod gate;
 pub mod kafka;
 pub mod pairing;
+pub mod readahead;
 pub mod report;
 pub mod tcp;
 pub mod worker;
@@ -69,6 +70,8 @@ pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
 
 /// gzip's magic bytes (RFC 1952): a compressed capture is recognised by content, not name.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Bytes read first, to look for [`GZIP_MAGIC`].
+const HEAD_LEN: usize = 64 << 10;
 
 /// Counts the bytes read through it.
 struct Counting<R> {
@@ -106,28 +109,32 @@ fn open(path: &str, bytes_read: Option<&Arc<AtomicU64>>) -> Result<Box<dyn Read 
         }),
         None => raw,
     };
-    decompress(path, raw)
+    // Reading (and inflating) goes on beside the parsing.
+    let input = decompress(path, raw)?;
+    Ok(Box::new(readahead::ReadAhead::new(input)))
 }
 
 /// Reads gzip-compressed input through a decoder, whatever its name.
 fn decompress(path: &str, mut raw: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>, Error> {
-    // Peek at the first two bytes and put them back in front: no second buffer (and no
-    // second copy of every byte) between the file and pcap-parser's own.
-    let mut head = Vec::with_capacity(GZIP_MAGIC.len());
+    // Peek at the start and put it back in front. A whole first block, not just the two
+    // bytes needed: the file is then read on at page-aligned offsets (reads at odd
+    // offsets copy out of the page cache at half the speed).
+    let mut head = vec![0u8; HEAD_LEN];
+    let mut filled = 0;
     let read_error = |source| Error::Read {
         path: path.to_owned(),
         source,
     };
-    while head.len() < GZIP_MAGIC.len() {
-        let mut byte = [0u8; 1];
-        match raw.read(&mut byte) {
+    while filled < GZIP_MAGIC.len() {
+        match raw.read(head.get_mut(filled..).unwrap_or_default()) {
             Ok(0) => break,
-            Ok(_) => head.extend_from_slice(&byte),
+            Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(read_error(e)),
         }
     }
-    let is_gzip = head == GZIP_MAGIC;
+    head.truncate(filled);
+    let is_gzip = head.starts_with(&GZIP_MAGIC);
     let whole = std::io::Cursor::new(head).chain(raw);
     if is_gzip {
         let compressed = Arc::new(AtomicU64::new(0));
