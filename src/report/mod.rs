@@ -47,18 +47,25 @@ pub fn format_timestamp(ts: Timestamp) -> String {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(i64, String)>> = const { std::cell::RefCell::new(None) };
     }
+    // The whole timestamp is at most 30 bytes: one allocation, no growth.
     let prefix = LAST.with(|last| {
         let mut last = last.borrow_mut();
+        let copy = |text: &str| {
+            let mut out = String::with_capacity(text.len() + 11);
+            out.push_str(text);
+            out
+        };
         if let Some((secs, text)) = last.as_ref() {
             if *secs == ts.secs {
-                return Some(text.clone());
+                return Some(copy(text));
             }
         }
         let text = OffsetDateTime::from_unix_timestamp(ts.secs)
             .ok()
             .and_then(|dt| dt.format(SECONDS).ok())?;
-        *last = Some((ts.secs, text.clone()));
-        Some(text)
+        let out = copy(&text);
+        *last = Some((ts.secs, text));
+        Some(out)
     });
     let Some(mut out) = prefix else {
         // Only a timestamp beyond year 9999 fails; say so rather than invent a date.

@@ -103,6 +103,14 @@ impl Latencies {
         }
     }
 
+    /// Puts exact samples in order, once: every later summary then sorts them in
+    /// linear time.
+    pub fn sort(&mut self) {
+        if let Self::Exact(samples) = self {
+            samples.sort_by(f64::total_cmp);
+        }
+    }
+
     /// The median, for thresholds.
     pub fn median(&self) -> Option<f64> {
         self.summary().map(|l| l.p50)

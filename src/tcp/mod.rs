@@ -120,8 +120,24 @@ struct Connection<C> {
 }
 
 /// Key of an address pair, the same for both directions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct PairKey(SocketAddr, SocketAddr);
+
+/// Hashed once per packet: an IPv4 pair as two words rather than field by field.
+impl std::hash::Hash for PairKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match v4_pair(self) {
+            Some([a, b, ports]) => {
+                state.write_u64(u64::from(a) << 32 | u64::from(b));
+                state.write_u32(ports);
+            }
+            None => {
+                self.0.hash(state);
+                self.1.hash(state);
+            }
+        }
+    }
+}
 
 impl PairKey {
     fn new(a: SocketAddr, b: SocketAddr) -> Self {
