@@ -3,12 +3,13 @@
 //! The pipeline, one module per stage, data flowing one way:
 //!
 //! ```text
+//! readahead file or stdin, gzip inflated   -> bytes, read on a thread of their own
 //! capture   pcap/pcapng records            -> Packet (frame number, time, link type, bytes)
 //! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed)
 //! tcp       connections, reassembly         -> ordered bytes per direction, gaps, FINs
 //! kafka     framing, headers, API 67 decode -> request and response frames
 //! pairing   correlation ids per connection  -> exchanges, per-API counts
-//! ---------------------------- (worker: the rest on a second thread) ----------------------
+//! --------------------------- (worker: the rest on the output thread) ---------------------
 //! analysis  blocks of ids, brokers, latency -> findings
 //! report    ordering, statistics            -> the JSON report of report-v1.md
 //! ```
