@@ -2,38 +2,65 @@
 //! and a block. The bytes are exactly those of `serde_json::to_writer` on the same values
 //! (a property test compares the two on arbitrary values), written without serde's call
 //! per token: keys go out as literals, integers through itoa, strings as they are unless
-//! they need escaping, floats and escaped strings through serde_json itself.
+//! they need escaping, floats and escaped strings through serde_json itself. Each writer
+//! names every field of its type, so that a field added to the model does not compile
+//! until it is written here too.
 
 use super::model::{Exchange, PidBlock, Request, Response, TaggedField};
 
 /// Appends `ex` as compact JSON.
 pub fn exchange(out: &mut Vec<u8>, ex: &Exchange) {
+    let Exchange {
+        connection,
+        client,
+        server,
+        correlation_id,
+        status,
+        request: req,
+        response: resp,
+        latency_us,
+    } = ex;
     out.extend_from_slice(b"{\"connection\":");
-    int(out, ex.connection);
+    int(out, *connection);
     out.extend_from_slice(b",\"client\":");
-    string(out, &ex.client);
+    string(out, client);
     out.extend_from_slice(b",\"server\":");
-    string(out, &ex.server);
+    string(out, server);
     out.extend_from_slice(b",\"correlation_id\":");
-    int(out, ex.correlation_id);
+    int(out, *correlation_id);
     out.extend_from_slice(b",\"status\":");
-    string(out, ex.status);
+    string(out, status);
     out.extend_from_slice(b",\"request\":");
-    request(out, &ex.request);
+    request(out, req);
     out.extend_from_slice(b",\"response\":");
-    match &ex.response {
+    match resp {
         Some(r) => response(out, r),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b",\"latency_us\":");
-    match ex.latency_us {
-        Some(us) => float(out, us),
+    match latency_us {
+        Some(us) => float(out, *us),
         None => out.extend_from_slice(b"null"),
     }
     out.push(b'}');
 }
 
 fn request(out: &mut Vec<u8>, r: &Request) {
+    let Request {
+        frame: _,
+        first_frame: _,
+        timestamp: _,
+        size: _,
+        api_key: _,
+        api_version: _,
+        client_id: _,
+        header_tagged_fields: _,
+        broker_id: _,
+        broker_epoch: _,
+        tagged_fields: _,
+        decode_error: _,
+        raw: _, // not in the JSON
+    } = r;
     out.extend_from_slice(b"{\"frame\":");
     int(out, r.frame);
     out.extend_from_slice(b",\"first_frame\":");
@@ -77,6 +104,21 @@ fn request(out: &mut Vec<u8>, r: &Request) {
 }
 
 fn response(out: &mut Vec<u8>, r: &Response) {
+    let Response {
+        frame: _,
+        first_frame: _,
+        timestamp: _,
+        size: _,
+        header_tagged_fields: _,
+        throttle_time_ms: _,
+        error_code: _,
+        error: _,
+        producer_id_start: _,
+        producer_id_len: _,
+        tagged_fields: _,
+        decode_error: _,
+        raw: _, // not in the JSON
+    } = r;
     out.extend_from_slice(b"{\"frame\":");
     int(out, r.frame);
     out.extend_from_slice(b",\"first_frame\":");
@@ -126,8 +168,9 @@ fn tagged(out: &mut Vec<u8>, fields: &[TaggedField]) {
         if i > 0 {
             out.push(b',');
         }
+        let TaggedField { tag, data: _ } = field;
         out.extend_from_slice(b"{\"tag\":");
-        int(out, field.tag);
+        int(out, *tag);
         out.extend_from_slice(b",\"data\":");
         string(out, &field.data);
         out.push(b'}');
@@ -137,6 +180,20 @@ fn tagged(out: &mut Vec<u8>, fields: &[TaggedField]) {
 
 /// Appends `b` as compact JSON.
 pub fn pid_block(out: &mut Vec<u8>, b: &PidBlock) {
+    let PidBlock {
+        start: _,
+        end: _,
+        len: _,
+        broker_id: _,
+        broker_epoch: _,
+        connection: _,
+        client: _,
+        server: _,
+        correlation_id: _,
+        request_frame: _,
+        response_frame: _,
+        timestamp: _,
+    } = b;
     out.extend_from_slice(b"{\"start\":");
     int(out, b.start);
     out.extend_from_slice(b",\"end\":");

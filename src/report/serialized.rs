@@ -241,12 +241,23 @@ impl SerializedExchanges {
             diagnostics: &'a [Diagnostic],
         }
         let pretty = self.pretty;
+        // Every field named, none skipped with `..`: a field added to the report fails
+        // to compile here until it is written too.
+        let Report {
+            format_version,
+            tool,
+            captures,
+            summary,
+            exchanges: _,
+            producer_id_blocks,
+            diagnostics,
+        } = report;
         let ProducerIdBlocks {
             usual_len,
             slow_threshold_us,
+            blocks: _,
             findings,
-            ..
-        } = &report.producer_id_blocks;
+        } = producer_id_blocks;
         // Each part is an object written without its braces: `{"a":1,"b":2}` gives
         // `"a":1,"b":2`, pretty at depth 1 or 2.
         let fields = |value: &dyn erased::Json, depth: usize| -> io::Result<Vec<u8>> {
@@ -255,10 +266,10 @@ impl SerializedExchanges {
         out.write_all(b"{")?;
         out.write_all(&fields(
             &Head {
-                format_version: report.format_version,
-                tool: &report.tool,
-                captures: &report.captures,
-                summary: &report.summary,
+                format_version: *format_version,
+                tool,
+                captures,
+                summary,
             },
             1,
         )?)?;
@@ -278,12 +289,7 @@ impl SerializedExchanges {
         out.write_all(b",")?;
         out.write_all(&fields(&BlocksTail { findings }, 2)?)?;
         out.write_all(if pretty { b"\n  }," } else { b"}," })?;
-        out.write_all(&fields(
-            &Tail {
-                diagnostics: &report.diagnostics,
-            },
-            1,
-        )?)?;
+        out.write_all(&fields(&Tail { diagnostics }, 1)?)?;
         out.write_all(if pretty { b"\n}" } else { b"}" })
     }
 }
