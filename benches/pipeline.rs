@@ -1,7 +1,8 @@
 //! Criterion benchmarks per pipeline stage on a generated capture (a few MB of Kafka
 //! traffic: AllocateProducerIds exchanges, Heartbeats and 256 KiB Produce requests over
-//! several connections), in bytes per second. `cargo bench`; the end-to-end comparison
-//! with cat, the floor and tshark is `scripts/bench`.
+//! several connections), in bytes per second, and the JSON output of its exchanges in
+//! exchanges per second. `cargo bench`; the end-to-end comparison with cat, the floor and
+//! tshark is `scripts/bench`.
 
 #[path = "../tests/it/common.rs"]
 mod common;
@@ -148,6 +149,37 @@ fn stages(c: &mut Criterion) {
             let reader: Box<dyn std::io::Read + Send> = Box::new(Cursor::new(bytes.clone()));
             let report = pidshark::run_readers(&config, vec![("bench".into(), reader)]).unwrap();
             black_box(report.summary.exchanges.total)
+        })
+    });
+    group.finish();
+
+    // The output stage: JSON of every exchange, serde_json against the field-by-field
+    // writer used for --compact and ndjson (same bytes; a property test holds them equal).
+    let config = pidshark::Config::for_inputs(Vec::new());
+    let reader: Box<dyn std::io::Read + Send> = Box::new(Cursor::new(bytes.clone()));
+    let exchanges = pidshark::run_readers(&config, vec![("bench".into(), reader)])
+        .unwrap()
+        .exchanges;
+    let mut group = c.benchmark_group("output");
+    group.throughput(Throughput::Elements(exchanges.len() as u64));
+    group.bench_function("exchanges as JSON: serde_json", |b| {
+        let mut out = Vec::new();
+        b.iter(|| {
+            out.clear();
+            for ex in &exchanges {
+                serde_json::to_writer(&mut out, ex).unwrap();
+            }
+            black_box(out.len())
+        })
+    });
+    group.bench_function("exchanges as JSON: report::compact", |b| {
+        let mut out = Vec::new();
+        b.iter(|| {
+            out.clear();
+            for ex in &exchanges {
+                pidshark::report::compact::exchange(&mut out, ex);
+            }
+            black_box(out.len())
         })
     });
     group.finish();
