@@ -90,7 +90,10 @@ impl Read for ReadAhead {
             match self.rx.recv() {
                 Ok(Chunk::Bytes(block)) => {
                     let spent = std::mem::replace(&mut self.block, block);
-                    let _ = self.spent.try_send(spent);
+                    // (The first is the empty placeholder, not one of the ring's blocks.)
+                    if spent.capacity() > 0 {
+                        let _ = self.spent.try_send(spent);
+                    }
                     self.at = 0;
                 }
                 Ok(Chunk::End) => self.finished = true,

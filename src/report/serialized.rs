@@ -29,7 +29,6 @@ struct List<K> {
     chunks: Vec<Vec<u8>>,
     /// Sort key, arrival number, chunk and byte range of each item.
     entries: Vec<(K, usize, u32, u32, u32)>,
-    held: usize,
 }
 
 impl<K: Ord + Copy> List<K> {
@@ -38,7 +37,6 @@ impl<K: Ord + Copy> List<K> {
             indent,
             chunks: Vec::new(),
             entries: Vec::new(),
-            held: 0,
         }
     }
 
@@ -86,7 +84,6 @@ impl<K: Ord + Copy> List<K> {
                 "serialized exchanges past 4 GiB per chunk",
             ));
         };
-        self.held += end - start;
         let arrival = self.entries.len();
         self.entries
             .push((key, arrival, chunk_index, start32, end32));
@@ -169,11 +166,6 @@ impl SerializedExchanges {
 
     pub fn is_empty(&self) -> bool {
         self.exchanges.entries.is_empty()
-    }
-
-    /// Bytes of JSON held.
-    pub fn held_bytes(&self) -> usize {
-        self.exchanges.held + self.blocks.held
     }
 
     fn note(&mut self, result: serde_json::Result<()>) {
