@@ -104,8 +104,9 @@ struct Live<C> {
 #[derive(Debug)]
 struct Connection<C> {
     info: ConnInfo,
-    /// Frame of its first packet.
-    opened_frame: u64,
+    /// Frame of its one current entry in the clock; other entries for its address pair
+    /// are stale (an earlier connection's, or passed over since).
+    queued: u64,
     /// Sequence number of the initiator's SYN, when captured.
     isn: Option<u32>,
     /// The acknowledgment number of a SYN+ACK that opened the connection: the SYN it
@@ -426,12 +427,15 @@ impl<C: Default> Tracker<C> {
         diags: &mut Diagnostics,
     ) {
         while let Some((key, queued)) = self.clock.pop_front() {
-            let Some(conn) = self.conns.get(&key) else {
+            let Some(conn) = self.conns.get_mut(&key) else {
                 continue; // already gone
             };
+            if conn.queued != queued {
+                continue; // stale
+            }
             if conn.last_frame > queued {
-                let last = conn.last_frame;
-                self.clock.push_back((key, last));
+                conn.queued = conn.last_frame;
+                self.clock.push_back((key, conn.last_frame));
                 continue;
             }
             let Some(conn) = self.conns.remove(&key) else {
@@ -496,7 +500,7 @@ impl<C: Default> Tracker<C> {
                 responder,
                 midstream,
             },
-            opened_frame: at.frame,
+            queued: at.frame,
             isn: (seg.syn && !seg.ack).then_some(seg.seq),
             syn_ack_ack: (seg.syn && seg.ack).then_some(seg.ack_number),
             fins: [false; 2],
@@ -554,6 +558,7 @@ impl<C: Default> Tracker<C> {
             Self::end(old, at, handler, diags);
         }
         self.clock.push_back((key, at.frame));
+        self.compact_clock();
         while self.conns.len() > self.max_connections {
             self.evict_one(at, handler, diags);
         }
@@ -593,12 +598,17 @@ impl<C: Default> Tracker<C> {
             Some(pair) => self.closed_v4.insert(pair, closed),
             None => self.closed_other.insert(*key, closed),
         }
-        // Clock entries of connections no longer open are dropped once they outnumber
-        // the open ones: amortised constant time.
+        self.compact_clock();
+    }
+
+    /// Drops stale clock entries (of connections closed or replaced since) once they
+    /// outnumber the open connections, each of which has one current entry: the clock
+    /// stays within twice the open connections, in amortised constant time.
+    fn compact_clock(&mut self) {
         if self.clock.len() > 2 * self.conns.len() + 1024 {
             let conns = &self.conns;
             self.clock
-                .retain(|(k, queued)| conns.get(k).is_some_and(|c| *queued >= c.opened_frame));
+                .retain(|(k, queued)| conns.get(k).is_some_and(|c| c.queued == *queued));
         }
     }
 
@@ -770,6 +780,61 @@ mod tests {
         assert_eq!(run.tracker.connections(), 5000);
         run.send(addr(1, 10000), addr(2, 9093), 102, "A");
         assert_eq!(run.tracker.connections(), 5001);
+    }
+
+    /// Each open connection has one current clock entry, and the clock is within twice
+    /// the open connections (plus slack): compaction is then amortised constant time.
+    fn assert_clock_bounded(tracker: &Tracker<()>) {
+        let n = tracker.conns.len();
+        assert!(
+            tracker.clock.len() <= 2 * n + 1025,
+            "{} clock entries for {n} open connections",
+            tracker.clock.len()
+        );
+        for (key, conn) in &tracker.conns {
+            let current = tracker
+                .clock
+                .iter()
+                .filter(|(k, q)| k == key && *q == conn.queued)
+                .count();
+            assert_eq!(current, 1, "connection {}", conn.info.index);
+        }
+    }
+
+    #[test]
+    fn syns_replacing_an_open_connection_do_not_grow_the_clock() {
+        let mut run = Run::new(10);
+        let (c, s) = (addr(1, 40000), addr(2, 9093));
+        for isn in 0..5000u32 {
+            run.send(c, s, isn * 1000, "S");
+        }
+        assert_eq!(run.tracker.connections(), 5000);
+        assert_eq!(run.tracker.conns.len(), 1);
+        assert_clock_bounded(&run.tracker);
+    }
+
+    #[test]
+    fn stale_entries_are_not_requeued_by_eviction() {
+        // A pair replaced many times leaves stale entries; eviction passing them while
+        // the pair is active must drop them, not queue them again as current.
+        let mut run = Run::new(4);
+        let (c, s) = (addr(1, 40000), addr(2, 9093));
+        for isn in 0..3000u32 {
+            run.send(c, s, isn * 1000, "S");
+        }
+        run.send(c, s, 1, "A");
+        for port in 0..10 {
+            run.send(addr(3, 20000 + port), s, 5, "S");
+        }
+        for port in 0..3000 {
+            run.send(c, s, 1, "A");
+            let fresh = addr(4, 30000 + port);
+            run.send(fresh, s, 5, "S");
+            run.send(fresh, s, 6, "R");
+            // Compaction must bring the clock back down, or every close would scan it.
+            assert!(run.tracker.clock.len() <= 2 * run.tracker.conns.len() + 1025);
+        }
+        assert_clock_bounded(&run.tracker);
     }
 
     #[test]
