@@ -83,6 +83,63 @@ fn many_syns_with_distinct_ports_stay_under_the_connection_cap() {
 }
 
 #[test]
+fn syns_replacing_one_connection_then_evictions_stay_linear() {
+    // A pair replaced by SYN after SYN leaves stale entries in the eviction clock; with
+    // the cap reached and the pair still active, each close once scanned all of them
+    // (a 20 MB capture of this shape took 75 s). Scaled down: 60,000 SYNs on one pair,
+    // the cap of 1,000 filled, then 10,000 rounds of (a packet on that pair, a
+    // connection opened and reset): a minute for the test build of the quadratic code,
+    // under a second now.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clock.pcap");
+    let mut w = PcapWriter::create(&path);
+    let (syn, ack, rst) = (
+        Flags {
+            syn: true,
+            ..Flags::default()
+        },
+        Flags {
+            ack: true,
+            ..Flags::default()
+        },
+        Flags {
+            rst: true,
+            ..Flags::default()
+        },
+    );
+    let one = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    for i in 0..60_000u32 {
+        w.record(&one.packet(true, i.wrapping_mul(7919), syn, &[]), 0);
+    }
+    w.record(&one.packet(true, 1, ack, &[]), 0);
+    for i in 0..1_001u32 {
+        let c = Conn::new(
+            &format!("10.1.{}.{}:20000", i >> 8, i & 0xff),
+            "10.0.0.2:9093",
+        );
+        w.record(&c.packet(true, 5, syn, &[]), 0);
+    }
+    for i in 0..10_000u32 {
+        w.record(&one.packet(true, 1, ack, &[]), 0);
+        let c = Conn::new(
+            &format!("10.2.{}.{}:30000", i >> 8, i & 0xff),
+            "10.0.0.2:9093",
+        );
+        w.record(&c.packet(true, 5, syn, &[]), 0);
+        w.record(&c.packet(true, 6, rst, &[]), 0);
+    }
+    w.finish();
+    let (report, rss, took) = run(&path, &["--max-connections", "1000"]);
+    assert_eq!(
+        report["summary"]["tcp_connections"],
+        60_000 + 1_001 + 10_000
+    );
+    assert!(rss < 64, "peak RSS {rss} MiB");
+    // A hang guard, not a benchmark: linear work here is well under a second.
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}
+
+#[test]
 fn largest_size_prefix_is_too_large_not_allocated() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("huge-prefix.pcap");
