@@ -23,6 +23,11 @@ pub enum Error {
     },
     #[error("{}: cannot use as --expect: {reason}", path.display())]
     Expect { path: PathBuf, reason: String },
+    #[error("cannot start a thread: {source}")]
+    Thread {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{}: cannot write the report: {source}", path.display())]
     Write {
         path: PathBuf,

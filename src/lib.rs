@@ -268,7 +268,10 @@ fn process(
     );
     let (mut batcher, rx) = worker::channel();
     std::thread::scope(|scope| {
-        let analysis = scope.spawn(move || worker::consume(rx, analyzer, outlet));
+        let analysis = std::thread::Builder::new()
+            .name("pidshark-output".into())
+            .spawn_scoped(scope, move || worker::consume(rx, analyzer, outlet))
+            .map_err(|source| Error::Thread { source })?;
         let read = read_all(config, readers, &mut batcher);
         batcher.finish();
         let outcome = match analysis.join() {

@@ -32,57 +32,68 @@ pub struct ReadAhead {
     block: Vec<u8>,
     at: usize,
     finished: bool,
+    /// Why the reading thread could not start, for the first read to say.
+    not_started: Option<io::Error>,
 }
 
 impl ReadAhead {
     pub fn new<R: Read + Send + 'static>(mut input: R) -> Self {
         let (tx, rx) = mpsc::sync_channel(AHEAD);
         let (spent, refill) = mpsc::sync_channel::<Vec<u8>>(BLOCKS);
-        std::thread::spawn(move || {
-            let mut allocated = 0;
-            loop {
-                // A fixed set of blocks goes round: a new one only while there are fewer
-                // than the queue can hold, then each waits for one to come back.
-                let spare = if allocated < BLOCKS {
-                    refill.try_recv().ok()
-                } else {
-                    refill.recv().ok()
-                };
-                let mut block = spare.unwrap_or_else(|| {
-                    allocated += 1;
-                    Vec::with_capacity(BLOCK)
-                });
-                block.resize(BLOCK, 0);
-                let chunk = loop {
-                    match input.read(&mut block) {
-                        Ok(0) => break Chunk::End,
-                        Ok(n) => {
-                            block.truncate(n);
-                            break Chunk::Bytes(block);
+        let started = std::thread::Builder::new()
+            .name("pidshark-read".into())
+            .spawn(move || {
+                let mut allocated = 0;
+                loop {
+                    // A fixed set of blocks goes round: a new one only while there are fewer
+                    // than the queue can hold, then each waits for one to come back.
+                    let spare = if allocated < BLOCKS {
+                        refill.try_recv().ok()
+                    } else {
+                        refill.recv().ok()
+                    };
+                    let mut block = spare.unwrap_or_else(|| {
+                        allocated += 1;
+                        Vec::with_capacity(BLOCK)
+                    });
+                    block.resize(BLOCK, 0);
+                    let chunk = loop {
+                        match input.read(&mut block) {
+                            Ok(0) => break Chunk::End,
+                            Ok(n) => {
+                                block.truncate(n);
+                                break Chunk::Bytes(block);
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => break Chunk::Failed(e),
                         }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => break Chunk::Failed(e),
+                    };
+                    let more = matches!(chunk, Chunk::Bytes(_));
+                    // The reader was dropped (the capture ended early): nothing more to do.
+                    if tx.send(chunk).is_err() || !more {
+                        return;
                     }
-                };
-                let more = matches!(chunk, Chunk::Bytes(_));
-                // The reader was dropped (the capture ended early): nothing more to do.
-                if tx.send(chunk).is_err() || !more {
-                    return;
                 }
-            }
-        });
+            });
         Self {
             rx,
             spent,
             block: Vec::new(),
             at: 0,
             finished: false,
+            not_started: started.err(),
         }
     }
 }
 
 impl Read for ReadAhead {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(e) = self.not_started.take() {
+            self.finished = true;
+            return Err(io::Error::other(format!(
+                "cannot start the thread that reads ahead: {e}"
+            )));
+        }
         while self.at >= self.block.len() {
             if self.finished {
                 return Ok(0);

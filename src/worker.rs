@@ -37,6 +37,10 @@ pub struct Outcome {
 
 /// Exchanges sent at once: a channel operation per few hundred exchanges, not per one.
 const BATCH: usize = 256;
+/// Message bytes (requests and responses, as on the wire) after which a batch goes even
+/// if shorter: exchanges of large messages hold their decoded fields, so the batches in
+/// flight stay within a few MiB however large the messages.
+const BATCH_BYTES: u64 = 1 << 20;
 /// Batches queued before the capture thread waits: bounds the memory between the threads.
 const QUEUE: usize = 4;
 /// Longest an exchange waits in a partial batch (when more packets come), so that
@@ -50,6 +54,8 @@ pub struct Batcher {
     /// thread and allocated again on the other.
     spare: mpsc::Receiver<Vec<Exchange>>,
     batch: Vec<Exchange>,
+    /// Message bytes of the exchanges in `batch`.
+    batch_bytes: u64,
     started: Option<Instant>,
     ticks: u32,
 }
@@ -69,6 +75,7 @@ pub fn channel() -> (Batcher, Receiver) {
         tx,
         spare: spare_rx,
         batch: Vec::with_capacity(BATCH),
+        batch_bytes: 0,
         started: None,
         ticks: 0,
     };
@@ -89,8 +96,13 @@ impl Batcher {
         if self.batch.is_empty() {
             self.started = Some(Instant::now());
         }
+        let response_size = ex.response.as_ref().map_or(0, |(meta, _)| meta.size);
+        self.batch_bytes = self
+            .batch_bytes
+            .saturating_add(ex.request_meta.size)
+            .saturating_add(response_size);
         self.batch.push(ex);
-        if self.batch.len() >= BATCH {
+        if self.batch.len() >= BATCH || self.batch_bytes >= BATCH_BYTES {
             self.send();
         }
     }
@@ -107,6 +119,7 @@ impl Batcher {
 
     fn send(&mut self) {
         self.started = None;
+        self.batch_bytes = 0;
         if self.batch.is_empty() {
             return;
         }

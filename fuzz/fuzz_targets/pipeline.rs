@@ -8,7 +8,10 @@ fuzz_target!(|data: &[u8]| {
     // small caps, so that the fuzzer reaches them
     config.max_held_len = 64 * 1024;
     config.max_connections = 64;
-    let reader: Box<dyn std::io::Read + Send> = Box::new(std::io::Cursor::new(data.to_vec()));
+    // Through the read-ahead thread, as files and standard input are read.
+    let reader: Box<dyn std::io::Read + Send> = Box::new(pidshark::readahead::ReadAhead::new(
+        std::io::Cursor::new(data.to_vec()),
+    ));
     if let Ok(report) = pidshark::run_readers(&config, vec![("fuzz".to_owned(), reader)]) {
         // the tree view decodes the kept bytes again; it must cope with whatever was kept
         let _ = pidshark::report::tree::render(&report);
