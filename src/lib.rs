@@ -49,7 +49,7 @@ pub mod worker;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
@@ -88,7 +88,11 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-fn open(path: &str, bytes_read: Option<&Arc<AtomicU64>>) -> Result<Box<dyn Read + Send>, Error> {
+fn open(
+    path: &str,
+    bytes_read: Option<&Arc<AtomicU64>>,
+    stop: Arc<AtomicBool>,
+) -> Result<Box<dyn Read + Send>, Error> {
     let raw: Box<dyn Read + Send> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -112,7 +116,7 @@ fn open(path: &str, bytes_read: Option<&Arc<AtomicU64>>) -> Result<Box<dyn Read 
     };
     // Reading (and inflating) goes on beside the parsing.
     let input = decompress(path, raw)?;
-    Ok(Box::new(readahead::ReadAhead::new(input)))
+    Ok(Box::new(readahead::ReadAhead::new(input).stop_when(stop)))
 }
 
 /// Reads gzip-compressed input through a decoder, whatever its name.
@@ -326,7 +330,7 @@ fn read_all(
         let path = path.as_str();
         let input = match reader.take() {
             Some(r) => r,
-            None => open(path, config.bytes_read.as_ref())?,
+            None => open(path, config.bytes_read.as_ref(), batcher.stop_flag())?,
         };
         let info = capture::read_capture_with(
             input,

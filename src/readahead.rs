@@ -8,7 +8,8 @@
 //! held until a block fills.
 
 use std::io::{self, Read};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 /// Bytes asked of the input per read.
 const BLOCK: usize = 256 << 10;
@@ -34,6 +35,8 @@ pub struct ReadAhead {
     finished: bool,
     /// Why the reading thread could not start, for the first read to say.
     not_started: Option<io::Error>,
+    /// When set, the input is treated as ended (nobody wants more of it).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl ReadAhead {
@@ -82,7 +85,17 @@ impl ReadAhead {
             at: 0,
             finished: false,
             not_started: started.err(),
+            stop: None,
         }
+    }
+}
+
+impl ReadAhead {
+    /// Ends the input early once `stop` is set: a live capture on standard input would
+    /// otherwise be read on after the output has gone.
+    pub fn stop_when(mut self, stop: Arc<AtomicBool>) -> Self {
+        self.stop = Some(stop);
+        self
     }
 }
 
@@ -93,6 +106,14 @@ impl Read for ReadAhead {
             return Err(io::Error::other(format!(
                 "cannot start the thread that reads ahead: {e}"
             )));
+        }
+        if self
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            self.finished = true;
+            return Ok(0);
         }
         while self.at >= self.block.len() {
             if self.finished {

@@ -4,7 +4,8 @@
 //! order every exchange is seen in is the same as on one thread.
 
 use std::io;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
@@ -54,6 +55,8 @@ pub struct Batcher {
     /// thread and allocated again on the other.
     spare: mpsc::Receiver<Vec<Exchange>>,
     batch: Vec<Exchange>,
+    /// Set by the output thread when its output failed: reading can stop.
+    stop: Arc<AtomicBool>,
     /// Message bytes of the exchanges in `batch`.
     batch_bytes: u64,
     started: Option<Instant>,
@@ -64,6 +67,7 @@ pub struct Batcher {
 pub struct Receiver {
     rx: mpsc::Receiver<Vec<Exchange>>,
     spare: mpsc::SyncSender<Vec<Exchange>>,
+    stop: Arc<AtomicBool>,
 }
 
 /// A connected [`Batcher`] and [`Receiver`].
@@ -71,7 +75,9 @@ pub fn channel() -> (Batcher, Receiver) {
     let (tx, rx) = mpsc::sync_channel(QUEUE);
     // Batches in flight are at most the queue, one being filled and one being read.
     let (spare_tx, spare_rx) = mpsc::sync_channel(QUEUE + 2);
+    let stop = Arc::new(AtomicBool::new(false));
     let batcher = Batcher {
+        stop: Arc::clone(&stop),
         tx,
         spare: spare_rx,
         batch: Vec::with_capacity(BATCH),
@@ -84,6 +90,7 @@ pub fn channel() -> (Batcher, Receiver) {
         Receiver {
             rx,
             spare: spare_tx,
+            stop,
         },
     )
 }
@@ -92,6 +99,12 @@ pub fn channel() -> (Batcher, Receiver) {
 const TICKS_PER_CLOCK_READ: u32 = 32;
 
 impl Batcher {
+    /// Becomes true when nothing more will be written (the output failed, say a closed
+    /// pipe): the input can be treated as ended.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
     pub fn push(&mut self, ex: Exchange) {
         if self.batch.is_empty() {
             self.started = Some(Instant::now());
@@ -152,6 +165,7 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, mut outlet: Outlet<'_>) -> 
                     if sink_error.is_none() {
                         if let Err(e) = sink(&report::exchange(&ex)) {
                             sink_error = Some(e);
+                            rx.stop.store(true, Ordering::Relaxed);
                         }
                     }
                 }

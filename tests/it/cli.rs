@@ -2,7 +2,10 @@
 
 use predicates::prelude::*;
 
-use crate::common::{fixture, pidshark, report};
+use crate::common::{
+    apid_request_body, apid_response_body, fixture, pidshark, report, request, response, Conn,
+    PcapWriter,
+};
 
 #[test]
 fn missing_file_exits_2_naming_it() {
@@ -212,6 +215,69 @@ fn dash_reads_standard_input_from_a_slow_pipe() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["captures"][0]["path"], "-");
     assert_eq!(report["summary"]["exchanges"]["complete"], 1);
+}
+
+#[test]
+fn ndjson_to_a_closed_pipe_stops_reading_a_live_input() {
+    // `... | pidshark --format ndjson - | head -1`: once the reader of the output has
+    // gone, pidshark must end although its input (a live capture) is still open.
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.pcap");
+    {
+        let mut w = PcapWriter::create(&path);
+        let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+        c.handshake(&mut w);
+        for corr in 0..60_000 {
+            let req = request(67, 0, corr, true, &apid_request_body(1, 7));
+            let resp = response(
+                corr,
+                true,
+                &apid_response_body(0, i64::from(corr) * 1000, 1000),
+            );
+            c.send(&mut w, true, &req, 1460);
+            c.send(&mut w, false, &resp, 1460);
+        }
+        w.finish(); // no FIN: the connection is still open
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("pidshark"))
+        .args(["-", "--format", "ndjson"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The producer writes the capture, then keeps its end open, like tcpdump would.
+    let producer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+        std::thread::sleep(Duration::from_secs(30));
+        drop(stdin);
+    });
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.contains("\"correlation_id\":0"), "{first}");
+    drop(stdout); // `head -1` exits
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("pidshark still reads its input after its output was closed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(2), "a write error is fatal");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("cannot write the report"), "{stderr}");
+    drop(producer); // detached: it ends with its sleep
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
