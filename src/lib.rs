@@ -282,13 +282,15 @@ fn process(
             Ok(outcome) => outcome,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        let (mut diags, captures, tcp_connections, mut dissector) = read?;
+        // A failed output first: reading stops early after it, and what that does to the
+        // reading is not the error to report.
         if let Some(source) = outcome.sink_error {
             return Err(Error::Write {
                 path: "<stdout>".into(),
                 source,
             });
         }
+        let (mut diags, captures, tcp_connections, mut dissector) = read?;
         dissector.pairing.exchanges = outcome.kept;
         let analysis = outcome.analyzer.finish(&mut diags);
         let report = report::build(report::Findings {
@@ -326,11 +328,15 @@ fn read_all(
         Some(given) => given.into_iter().map(|(name, r)| (name, Some(r))).collect(),
         None => config.inputs.iter().map(|p| (p.clone(), None)).collect(),
     };
+    let stop = batcher.stop_flag();
     for (path, reader) in &mut inputs {
+        if stop.load(Ordering::Relaxed) {
+            break; // the output failed: nothing more will be written
+        }
         let path = path.as_str();
         let input = match reader.take() {
             Some(r) => r,
-            None => open(path, config.bytes_read.as_ref(), batcher.stop_flag())?,
+            None => open(path, config.bytes_read.as_ref(), Arc::clone(&stop))?,
         };
         let info = capture::read_capture_with(
             input,

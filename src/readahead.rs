@@ -99,6 +99,28 @@ impl ReadAhead {
     }
 }
 
+/// How often a wait for input looks at the stop flag.
+const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl ReadAhead {
+    /// The next chunk; a stop while waiting for one (a quiet live input) is the end.
+    fn next_chunk(&mut self) -> Result<Chunk, mpsc::RecvError> {
+        let Some(stop) = &self.stop else {
+            return self.rx.recv();
+        };
+        loop {
+            match self.rx.recv_timeout(STOP_POLL) {
+                Ok(chunk) => return Ok(chunk),
+                Err(mpsc::RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => {
+                    return Ok(Chunk::End)
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(mpsc::RecvError),
+            }
+        }
+    }
+}
+
 impl Read for ReadAhead {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(e) = self.not_started.take() {
@@ -119,7 +141,7 @@ impl Read for ReadAhead {
             if self.finished {
                 return Ok(0);
             }
-            match self.rx.recv() {
+            match self.next_chunk() {
                 Ok(Chunk::Bytes(block)) => {
                     let spent = std::mem::replace(&mut self.block, block);
                     // (The first is the empty placeholder, not one of the ring's blocks.)

@@ -38,15 +38,39 @@ pub struct Outcome {
 
 /// Exchanges sent at once: a channel operation per few hundred exchanges, not per one.
 const BATCH: usize = 256;
-/// Message bytes (requests and responses, as on the wire) after which a batch goes even
-/// if shorter: exchanges of large messages hold their decoded fields, so the batches in
-/// flight stay within a few MiB however large the messages.
+/// Heap (as [`held_estimate`] reckons it) after which a batch goes even if shorter:
+/// exchanges of large messages hold their decoded fields, so that the batches in flight
+/// stay within a few MiB however large the messages.
 const BATCH_BYTES: u64 = 1 << 20;
 /// Batches queued before the capture thread waits: bounds the memory between the threads.
 const QUEUE: usize = 4;
 /// Longest an exchange waits in a partial batch (when more packets come), so that
 /// streamed output stays prompt on a slow live capture.
 const BATCH_WAIT: Duration = Duration::from_millis(20);
+
+/// Heap an exchange may hold, over-estimated: its messages twice (decoded fields, and the
+/// bytes kept for the tree view), and each tagged field's own record, which can outweigh
+/// the two or three bytes it took on the wire.
+fn held_estimate(ex: &Exchange) -> u64 {
+    const PER_TAGGED_FIELD: u64 = 64;
+    let tagged = |fields: &Option<Vec<crate::kafka::reader::TaggedField>>| {
+        fields.as_ref().map_or(0, |f| f.len() as u64)
+    };
+    let (response_size, response_fields) = ex.response.as_ref().map_or((0, 0), |(meta, r)| {
+        (
+            meta.size,
+            tagged(&r.header_tagged_fields) + tagged(&r.tagged_fields),
+        )
+    });
+    let fields = tagged(&ex.request.header_tagged_fields)
+        + tagged(&ex.request.tagged_fields)
+        + response_fields;
+    ex.request_meta
+        .size
+        .saturating_add(response_size)
+        .saturating_mul(2)
+        .saturating_add(fields.saturating_mul(PER_TAGGED_FIELD))
+}
 
 /// The capture thread's end: collects exchanges into batches.
 pub struct Batcher {
@@ -57,7 +81,7 @@ pub struct Batcher {
     batch: Vec<Exchange>,
     /// Set by the output thread when its output failed: reading can stop.
     stop: Arc<AtomicBool>,
-    /// Message bytes of the exchanges in `batch`.
+    /// [`held_estimate`] of the exchanges in `batch`.
     batch_bytes: u64,
     started: Option<Instant>,
     ticks: u32,
@@ -109,11 +133,7 @@ impl Batcher {
         if self.batch.is_empty() {
             self.started = Some(Instant::now());
         }
-        let response_size = ex.response.as_ref().map_or(0, |(meta, _)| meta.size);
-        self.batch_bytes = self
-            .batch_bytes
-            .saturating_add(ex.request_meta.size)
-            .saturating_add(response_size);
+        self.batch_bytes = self.batch_bytes.saturating_add(held_estimate(&ex));
         self.batch.push(ex);
         if self.batch.len() >= BATCH || self.batch_bytes >= BATCH_BYTES {
             self.send();

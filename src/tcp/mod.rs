@@ -425,7 +425,7 @@ impl<C: Default> Tracker<C> {
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
-    ) {
+    ) -> bool {
         while let Some((key, queued)) = self.clock.pop_front() {
             let Some(conn) = self.conns.get_mut(&key) else {
                 continue; // already gone
@@ -458,8 +458,9 @@ impl<C: Default> Tracker<C> {
                 self.evicted += 1;
                 Self::end(conn, at, handler, diags);
             }
-            return;
+            return true;
         }
+        false // no current entry left: cannot happen while every open connection has one
     }
 
     /// Connections numbered so far.
@@ -551,6 +552,11 @@ impl<C: Default> Tracker<C> {
             }
             self.forget_closed(&key);
         }
+        // Room is made before the new connection is queued, so that it is never the one
+        // forgotten (entries ahead of it get a second chance when they saw packets).
+        if !self.conns.contains_key(&key) {
+            while self.conns.len() >= self.max_connections && self.evict_one(at, handler, diags) {}
+        }
         let index = self.next_index;
         self.next_index += 1;
         let conn = self.open(index, seg, at, diags);
@@ -559,9 +565,6 @@ impl<C: Default> Tracker<C> {
         }
         self.clock.push_back((key, at.frame));
         self.compact_clock();
-        while self.conns.len() > self.max_connections {
-            self.evict_one(at, handler, diags);
-        }
         let Some(conn) = self.conns.get_mut(&key) else {
             return;
         };
@@ -834,6 +837,27 @@ mod tests {
             // Compaction must bring the clock back down, or every close would scan it.
             assert!(run.tracker.clock.len() <= 2 * run.tracker.conns.len() + 1025);
         }
+        assert_clock_bounded(&run.tracker);
+    }
+
+    #[test]
+    fn a_new_connection_is_never_the_one_evicted_for_it() {
+        // Review finding: with the cap reached, the newcomer was queued before the sweep
+        // and could be the one forgotten, its next packet then opening yet another one.
+        let mut run = Run::new(2);
+        let s = addr(2, 9093);
+        let (k, a, b, d) = (addr(1, 1), addr(1, 2), addr(1, 3), addr(1, 4));
+        run.send(k, s, 100, "S");
+        run.send(a, s, 100, "S");
+        run.send(k, s, 900, "S"); // replaces K's connection
+        run.send(k, s, 901, "A");
+        run.send(b, s, 100, "S");
+        run.send(b, s, 101, "A");
+        run.send(d, s, 100, "S");
+        run.send(d, s, 101, "A");
+        assert_eq!(run.tracker.connections(), 5, "D's ACK is D's, not a sixth");
+        assert!(run.tracker.conns.contains_key(&PairKey::new(d, s)));
+        assert!(run.tracker.conns.contains_key(&PairKey::new(b, s)));
         assert_clock_bounded(&run.tracker);
     }
 

@@ -217,6 +217,50 @@ fn dash_reads_standard_input_from_a_slow_pipe() {
     assert_eq!(report["summary"]["exchanges"]["complete"], 1);
 }
 
+/// A capture of 60,000 AllocateProducerIds exchanges on one connection left open.
+fn many_exchanges(path: &std::path::Path) {
+    let mut w = PcapWriter::create(path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    for corr in 0..60_000 {
+        let req = request(67, 0, corr, true, &apid_request_body(1, 7));
+        let resp = response(
+            corr,
+            true,
+            &apid_response_body(0, i64::from(corr) * 1000, 1000),
+        );
+        c.send(&mut w, true, &req, 1460);
+        c.send(&mut w, false, &resp, 1460);
+    }
+    w.finish(); // no FIN: the connection is still open
+}
+
+#[test]
+fn ndjson_to_a_closed_pipe_with_more_files_reports_the_write_error() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.pcap");
+    many_exchanges(&path);
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("pidshark"))
+        .arg(&path)
+        .arg(fixture("controller-loopback.pcap"))
+        .args(["--format", "ndjson"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Not "the file is empty" for the next file, read after the output had gone.
+    assert!(stderr.contains("cannot write the report"), "{stderr}");
+}
+
 #[test]
 fn ndjson_to_a_closed_pipe_stops_reading_a_live_input() {
     // `... | pidshark --format ndjson - | head -1`: once the reader of the output has
@@ -226,22 +270,7 @@ fn ndjson_to_a_closed_pipe_stops_reading_a_live_input() {
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("many.pcap");
-    {
-        let mut w = PcapWriter::create(&path);
-        let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
-        c.handshake(&mut w);
-        for corr in 0..60_000 {
-            let req = request(67, 0, corr, true, &apid_request_body(1, 7));
-            let resp = response(
-                corr,
-                true,
-                &apid_response_body(0, i64::from(corr) * 1000, 1000),
-            );
-            c.send(&mut w, true, &req, 1460);
-            c.send(&mut w, false, &resp, 1460);
-        }
-        w.finish(); // no FIN: the connection is still open
-    }
+    many_exchanges(&path);
     let bytes = std::fs::read(&path).unwrap();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("pidshark"))
         .args(["-", "--format", "ndjson"])
