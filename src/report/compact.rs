@@ -47,119 +47,114 @@ pub fn exchange(out: &mut Vec<u8>, ex: &Exchange) {
 
 fn request(out: &mut Vec<u8>, r: &Request) {
     let Request {
-        frame: _,
-        first_frame: _,
-        timestamp: _,
-        size: _,
-        api_key: _,
-        api_version: _,
-        client_id: _,
-        header_tagged_fields: _,
-        broker_id: _,
-        broker_epoch: _,
-        tagged_fields: _,
-        decode_error: _,
+        frame,
+        first_frame,
+        timestamp,
+        size,
+        api_key,
+        api_version,
+        client_id,
+        header_tagged_fields,
+        broker_id,
+        broker_epoch,
+        tagged_fields,
+        decode_error,
         raw: _, // not in the JSON
     } = r;
-    out.extend_from_slice(b"{\"frame\":");
-    int(out, r.frame);
-    out.extend_from_slice(b",\"first_frame\":");
-    int(out, r.first_frame);
-    out.extend_from_slice(b",\"timestamp\":");
-    string(out, &r.timestamp);
-    out.extend_from_slice(b",\"size\":");
-    int(out, r.size);
+    message_head(out, *frame, *first_frame, timestamp, *size);
     out.extend_from_slice(b",\"api_key\":");
-    int(out, r.api_key);
+    int(out, *api_key);
     out.extend_from_slice(b",\"api_version\":");
-    int(out, r.api_version);
-    if let Some(client_id) = &r.client_id {
-        out.extend_from_slice(b",\"client_id\":");
-        match client_id {
+    int(out, *api_version);
+    optional(
+        out,
+        b",\"client_id\":",
+        client_id.as_ref(),
+        |out, id| match id {
             Some(s) => string(out, s),
             None => out.extend_from_slice(b"null"),
-        }
-    }
-    if let Some(fields) = &r.header_tagged_fields {
-        out.extend_from_slice(b",\"header_tagged_fields\":");
-        tagged(out, fields);
-    }
-    if let Some(id) = r.broker_id {
-        out.extend_from_slice(b",\"broker_id\":");
-        int(out, id);
-    }
-    if let Some(epoch) = r.broker_epoch {
-        out.extend_from_slice(b",\"broker_epoch\":");
-        int(out, epoch);
-    }
-    if let Some(fields) = &r.tagged_fields {
-        out.extend_from_slice(b",\"tagged_fields\":");
-        tagged(out, fields);
-    }
-    if let Some(error) = &r.decode_error {
-        out.extend_from_slice(b",\"decode_error\":");
-        string(out, error);
-    }
+        },
+    );
+    optional(
+        out,
+        b",\"header_tagged_fields\":",
+        header_tagged_fields.as_deref(),
+        tagged,
+    );
+    optional(out, b",\"broker_id\":", *broker_id, int);
+    optional(out, b",\"broker_epoch\":", *broker_epoch, int);
+    optional(
+        out,
+        b",\"tagged_fields\":",
+        tagged_fields.as_deref(),
+        tagged,
+    );
+    optional(out, b",\"decode_error\":", decode_error.as_deref(), string);
     out.push(b'}');
 }
 
 fn response(out: &mut Vec<u8>, r: &Response) {
     let Response {
-        frame: _,
-        first_frame: _,
-        timestamp: _,
-        size: _,
-        header_tagged_fields: _,
-        throttle_time_ms: _,
-        error_code: _,
-        error: _,
-        producer_id_start: _,
-        producer_id_len: _,
-        tagged_fields: _,
-        decode_error: _,
+        frame,
+        first_frame,
+        timestamp,
+        size,
+        header_tagged_fields,
+        throttle_time_ms,
+        error_code,
+        error,
+        producer_id_start,
+        producer_id_len,
+        tagged_fields,
+        decode_error,
         raw: _, // not in the JSON
     } = r;
-    out.extend_from_slice(b"{\"frame\":");
-    int(out, r.frame);
-    out.extend_from_slice(b",\"first_frame\":");
-    int(out, r.first_frame);
-    out.extend_from_slice(b",\"timestamp\":");
-    string(out, &r.timestamp);
-    out.extend_from_slice(b",\"size\":");
-    int(out, r.size);
-    if let Some(fields) = &r.header_tagged_fields {
-        out.extend_from_slice(b",\"header_tagged_fields\":");
-        tagged(out, fields);
-    }
-    if let Some(ms) = r.throttle_time_ms {
-        out.extend_from_slice(b",\"throttle_time_ms\":");
-        int(out, ms);
-    }
-    if let Some(code) = r.error_code {
-        out.extend_from_slice(b",\"error_code\":");
-        int(out, code);
-    }
-    if let Some(error) = &r.error {
-        out.extend_from_slice(b",\"error\":");
-        string(out, error);
-    }
-    if let Some(start) = r.producer_id_start {
-        out.extend_from_slice(b",\"producer_id_start\":");
-        int(out, start);
-    }
-    if let Some(len) = r.producer_id_len {
-        out.extend_from_slice(b",\"producer_id_len\":");
-        int(out, len);
-    }
-    if let Some(fields) = &r.tagged_fields {
-        out.extend_from_slice(b",\"tagged_fields\":");
-        tagged(out, fields);
-    }
-    if let Some(error) = &r.decode_error {
-        out.extend_from_slice(b",\"decode_error\":");
-        string(out, error);
-    }
+    message_head(out, *frame, *first_frame, timestamp, *size);
+    optional(
+        out,
+        b",\"header_tagged_fields\":",
+        header_tagged_fields.as_deref(),
+        tagged,
+    );
+    optional(out, b",\"throttle_time_ms\":", *throttle_time_ms, int);
+    optional(out, b",\"error_code\":", *error_code, int);
+    optional(out, b",\"error\":", error.as_deref(), string);
+    optional(out, b",\"producer_id_start\":", *producer_id_start, int);
+    optional(out, b",\"producer_id_len\":", *producer_id_len, int);
+    optional(
+        out,
+        b",\"tagged_fields\":",
+        tagged_fields.as_deref(),
+        tagged,
+    );
+    optional(out, b",\"decode_error\":", decode_error.as_deref(), string);
     out.push(b'}');
+}
+
+/// The opening fields every request and response has.
+fn message_head(out: &mut Vec<u8>, frame: u64, first_frame: u64, timestamp: &str, size: u64) {
+    out.extend_from_slice(b"{\"frame\":");
+    int(out, frame);
+    out.extend_from_slice(b",\"first_frame\":");
+    int(out, first_frame);
+    out.extend_from_slice(b",\"timestamp\":");
+    string(out, timestamp);
+    out.extend_from_slice(b",\"size\":");
+    int(out, size);
+}
+
+/// `key` and the value when there is one; nothing otherwise (serde's
+/// `skip_serializing_if = "Option::is_none"`).
+fn optional<T>(
+    out: &mut Vec<u8>,
+    key: &[u8],
+    value: Option<T>,
+    write: impl FnOnce(&mut Vec<u8>, T),
+) {
+    if let Some(value) = value {
+        out.extend_from_slice(key);
+        write(out, value);
+    }
 }
 
 fn tagged(out: &mut Vec<u8>, fields: &[TaggedField]) {
@@ -168,11 +163,11 @@ fn tagged(out: &mut Vec<u8>, fields: &[TaggedField]) {
         if i > 0 {
             out.push(b',');
         }
-        let TaggedField { tag, data: _ } = field;
+        let TaggedField { tag, data } = field;
         out.extend_from_slice(b"{\"tag\":");
         int(out, *tag);
         out.extend_from_slice(b",\"data\":");
-        string(out, &field.data);
+        string(out, data);
         out.push(b'}');
     }
     out.push(b']');
@@ -181,43 +176,43 @@ fn tagged(out: &mut Vec<u8>, fields: &[TaggedField]) {
 /// Appends `b` as compact JSON.
 pub fn pid_block(out: &mut Vec<u8>, b: &PidBlock) {
     let PidBlock {
-        start: _,
-        end: _,
-        len: _,
-        broker_id: _,
-        broker_epoch: _,
-        connection: _,
-        client: _,
-        server: _,
-        correlation_id: _,
-        request_frame: _,
-        response_frame: _,
-        timestamp: _,
+        start,
+        end,
+        len,
+        broker_id,
+        broker_epoch,
+        connection,
+        client,
+        server,
+        correlation_id,
+        request_frame,
+        response_frame,
+        timestamp,
     } = b;
     out.extend_from_slice(b"{\"start\":");
-    int(out, b.start);
+    int(out, *start);
     out.extend_from_slice(b",\"end\":");
-    int(out, b.end);
+    int(out, *end);
     out.extend_from_slice(b",\"len\":");
-    int(out, b.len);
+    int(out, *len);
     out.extend_from_slice(b",\"broker_id\":");
-    int(out, b.broker_id);
+    int(out, *broker_id);
     out.extend_from_slice(b",\"broker_epoch\":");
-    int(out, b.broker_epoch);
+    int(out, *broker_epoch);
     out.extend_from_slice(b",\"connection\":");
-    int(out, b.connection);
+    int(out, *connection);
     out.extend_from_slice(b",\"client\":");
-    string(out, &b.client);
+    string(out, client);
     out.extend_from_slice(b",\"server\":");
-    string(out, &b.server);
+    string(out, server);
     out.extend_from_slice(b",\"correlation_id\":");
-    int(out, b.correlation_id);
+    int(out, *correlation_id);
     out.extend_from_slice(b",\"request_frame\":");
-    int(out, b.request_frame);
+    int(out, *request_frame);
     out.extend_from_slice(b",\"response_frame\":");
-    int(out, b.response_frame);
+    int(out, *response_frame);
     out.extend_from_slice(b",\"timestamp\":");
-    string(out, &b.timestamp);
+    string(out, timestamp);
     out.push(b'}');
 }
 
