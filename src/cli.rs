@@ -21,7 +21,10 @@ use crate::kafka::KafkaConfig;
                   condition held or --expect found differences (named on stderr); 2 when a \
                   capture could not be read (missing, empty, a directory, not a pcap/pcapng \
                   file), the --expect file could not be read, or the report could not be \
-                  written, with one line on stderr naming the file and the reason."
+                  written, with one line on stderr naming the file and the reason.\n\n\
+                  The report's fields, diagnostic kinds and exit codes are described in \
+                  docs/report-format.md (in the source repository), and its JSON Schema is \
+                  printed by --schema."
 )]
 pub struct Args {
     /// Capture files (pcap or pcapng), read as one capture in the order given; `-` reads

@@ -1,7 +1,8 @@
-//! Serde types of the JSON report, field for field as `shared/design/report-v1.md`
-//! (format version 1) names them. Fields that may not have been read are `Option`s left
-//! out of the output when absent; nothing here is computed. The JSON Schema of the report
-//! is derived from these types ([`schema`]) and committed as `schema/report-v1.schema.json`.
+//! Serde types of the JSON report, field for field as the contract (format version 1)
+//! names them; `docs/report-format.md` describes each, kept in step by a test. Fields
+//! that may not have been read are `Option`s left out of the output when absent; nothing
+//! here is computed. The JSON Schema of the report is derived from these types
+//! ([`schema`]) and committed as `schema/report-v1.schema.json`.
 
 /// The JSON Schema of [`Report`], pretty-printed, as `pidshark --schema` prints it.
 pub fn schema() -> String {

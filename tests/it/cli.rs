@@ -372,6 +372,13 @@ fn corrupt_gzip_header_exits_2() {
 #[test]
 fn progress_bar_only_on_a_terminal_and_not_with_quiet() {
     use std::process::Command;
+    if !crate::common::have_program(
+        "script",
+        "util-linux `script` gives pidshark a terminal",
+        "apt-get install util-linux (Debian, Ubuntu)",
+    ) {
+        return;
+    }
     let bin = assert_cmd::cargo::cargo_bin("pidshark");
     let on_tty = |extra: &str| -> Option<Vec<u8>> {
         // util-linux `script` gives the command a terminal
@@ -386,10 +393,7 @@ fn progress_bar_only_on_a_terminal_and_not_with_quiet() {
             .ok()?;
         Some(out.stdout)
     };
-    let Some(with_bar) = on_tty("") else {
-        eprintln!("no `script` here to give pidshark a terminal; skipped");
-        return;
-    };
+    let with_bar = on_tty("").expect("`script` runs (have_program checked it)");
     assert!(
         String::from_utf8_lossy(&with_bar).contains("KiB"),
         "a progress bar on a terminal"
@@ -405,4 +409,14 @@ fn progress_bar_only_on_a_terminal_and_not_with_quiet() {
         .assert()
         .success()
         .stderr("");
+}
+
+#[test]
+fn help_points_to_the_report_format_document() {
+    pidshark()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("docs/report-format.md"));
+    assert!(crate::common::root().join("docs/report-format.md").exists());
 }

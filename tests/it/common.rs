@@ -6,11 +6,42 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use etherparse::PacketBuilder;
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Whether `program` runs here, for a test that needs it. Without it the test should return
+/// at once: one line on the real stderr (past libtest's capture, so `cargo test` shows it)
+/// says what is missing and how to install it. When `CI` is set a missing program fails the
+/// test instead, so CI can never go green by skipping.
+pub fn have_program(program: &str, needed_for: &str, install: &str) -> bool {
+    let runs = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if runs {
+        return true;
+    }
+    assert!(
+        !ci(),
+        "`{program}` is not installed ({needed_for}) and CI is set, so this test may not skip: {install}"
+    );
+    let line = format!("skipped: `{program}` not found ({needed_for}); install it: {install}\n");
+    // Written to the file descriptor itself: libtest captures only the print macros.
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    false
+}
+
+/// Whether this run is CI's (`CI` set, as `.ci/run` sets it, and not `false` or `0`).
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 pub fn fixture(name: &str) -> PathBuf {

@@ -10,6 +10,7 @@ mod gates;
 mod golden;
 mod properties;
 mod regression;
+mod report_format;
 mod schema;
 mod serialized;
 mod synthetic;

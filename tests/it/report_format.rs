@@ -1,0 +1,181 @@
+//! `docs/report-format.md` in step with the report types: every object of the JSON Schema
+//! derived from them has a section there, headed by a path to it (`summary.brokers{}`,
+//! `exchanges[].request`), whose table has a row for each of its fields; every diagnostic
+//! kind has a row with its severity; every exit code has a row. A field added to the types
+//! and not to the document fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::common::root;
+
+fn document() -> String {
+    std::fs::read_to_string(root().join("docs/report-format.md")).expect("docs/report-format.md")
+}
+
+/// The `$defs` name an object schema refers to, looking through arrays, maps and the
+/// `anyOf [X, null]` of optional fields.
+fn referenced(schema: &Value) -> Option<(&str, &'static str)> {
+    if let Some(r) = schema["$ref"].as_str() {
+        return Some((r.trim_start_matches("#/$defs/"), ""));
+    }
+    if let Some(items) = schema.get("items") {
+        return referenced(items).map(|(name, _)| (name, "[]"));
+    }
+    if let Some(map) = schema["patternProperties"].as_object() {
+        return map
+            .values()
+            .next()
+            .and_then(referenced)
+            .map(|(n, _)| (n, "{}"));
+    }
+    schema["anyOf"]
+        .as_array()?
+        .iter()
+        .find_map(|s| referenced(s).map(|(name, _)| (name, "")))
+}
+
+/// Every object definition of the schema with the paths that reach it ("" for the root).
+fn object_paths(schema: &Value) -> BTreeMap<String, BTreeSet<String>> {
+    let mut paths: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut todo = vec![(String::new(), schema)];
+    while let Some((path, object)) = todo.pop() {
+        for (field, sub) in object["properties"].as_object().into_iter().flatten() {
+            let Some((name, suffix)) = referenced(sub) else {
+                continue;
+            };
+            let sub_path = if path.is_empty() {
+                format!("{field}{suffix}")
+            } else {
+                format!("{path}.{field}{suffix}")
+            };
+            let def = &schema["$defs"][name];
+            assert!(def.is_object(), "schema has $defs/{name}");
+            paths
+                .entry(name.to_owned())
+                .or_default()
+                .insert(sub_path.clone());
+            todo.push((sub_path, def));
+        }
+    }
+    paths
+}
+
+/// The document's sections: heading text → the first cells of its table rows.
+fn sections(doc: &str) -> Vec<(String, BTreeSet<String>)> {
+    let mut out: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for line in doc.lines() {
+        if line.starts_with('#') {
+            out.push((
+                line.trim_start_matches('#').trim().to_owned(),
+                BTreeSet::new(),
+            ));
+        } else if let (Some(rest), Some(last)) = (line.strip_prefix("| "), out.last_mut()) {
+            if let Some(cell) = rest.split(" |").next() {
+                last.1.insert(cell.trim().to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The first-cell set of the section whose heading names one of `paths` in backticks.
+fn section_for<'a>(
+    sections: &'a [(String, BTreeSet<String>)],
+    paths: &BTreeSet<String>,
+) -> Option<&'a BTreeSet<String>> {
+    sections.iter().find_map(|(heading, rows)| {
+        paths
+            .iter()
+            .any(|p| heading == &format!("`{p}`"))
+            .then_some(rows)
+    })
+}
+
+fn fields(def: &Value) -> Vec<String> {
+    def["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_schema_field_is_documented_under_its_object() {
+    let schema: Value = serde_json::from_str(&pidshark::report::model::schema()).unwrap();
+    let doc = document();
+    let sections = sections(&doc);
+    let mut missing = Vec::new();
+    let top = sections
+        .iter()
+        .find(|(h, _)| h == "Top level")
+        .map(|(_, rows)| rows)
+        .expect("a 'Top level' section");
+    for field in fields(&schema) {
+        if !top.contains(&format!("`{field}`")) {
+            missing.push(format!("top level: `{field}`"));
+        }
+    }
+    for (name, paths) in object_paths(&schema) {
+        let Some(rows) = section_for(&sections, &paths) else {
+            missing.push(format!(
+                "a section headed `{}` ({name})",
+                paths.first().unwrap()
+            ));
+            continue;
+        };
+        for field in fields(&schema["$defs"][&name]) {
+            if !rows.contains(&format!("`{field}`")) {
+                missing.push(format!("`{}`: `{field}`", paths.first().unwrap()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/report-format.md lacks:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_diagnostic_kind_is_documented_with_its_severity() {
+    use pidshark::diag::Kind;
+    let doc = document();
+    let rows: BTreeSet<&str> = doc.lines().collect();
+    let missing: Vec<String> = Kind::ALL
+        .iter()
+        .map(|k| format!("| `{}` | {} |", k.as_str(), k.severity().as_str()))
+        .filter(|prefix| !rows.iter().any(|r| r.starts_with(prefix.as_str())))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/report-format.md lacks the rows starting:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_exit_code_is_documented() {
+    let doc = document();
+    let codes = sections(&doc)
+        .into_iter()
+        .find(|(h, _)| h == "Exit codes")
+        .map(|(_, rows)| rows)
+        .expect("an 'Exit codes' section");
+    for code in ["`0`", "`1`", "`2`"] {
+        assert!(codes.contains(code), "exit code {code}");
+    }
+}
+
+#[test]
+fn the_sync_check_fails_on_a_field_the_document_lacks() {
+    // The test above must be able to fail: a document without `broker_epoch` under the
+    // request misses it.
+    let schema: Value = serde_json::from_str(&pidshark::report::model::schema()).unwrap();
+    let doc = document().replace("| `broker_epoch` | integer | body field", "| epoch | x |");
+    let sections = sections(&doc);
+    let paths = &object_paths(&schema)["Request"];
+    let rows = section_for(&sections, paths).expect("the request section");
+    assert!(!rows.contains("`broker_epoch`"));
+    assert!(rows.contains("`broker_id`"));
+}
