@@ -53,6 +53,8 @@ pub enum Kind {
     /// A Kafka frame was still incomplete when its stream ended.
     KafkaFrameIncomplete,
     KafkaDecodeError,
+    /// An AllocateProducerIds message not all of whose bytes are in the capture.
+    KafkaMessageTruncated,
     KafkaUnsupportedVersion,
     DuplicateCorrelationId,
     /// Too many requests waiting for responses on one connection; the oldest were dropped.
@@ -74,7 +76,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 27] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -88,6 +90,7 @@ impl Kind {
         Self::KafkaFramingLost,
         Self::KafkaFrameIncomplete,
         Self::KafkaDecodeError,
+        Self::KafkaMessageTruncated,
         Self::KafkaUnsupportedVersion,
         Self::DuplicateCorrelationId,
         Self::PendingLimit,
@@ -123,6 +126,7 @@ impl Kind {
             Self::KafkaFramingLost => "kafka_framing_lost",
             Self::KafkaFrameIncomplete => "kafka_frame_incomplete",
             Self::KafkaDecodeError => "kafka_decode_error",
+            Self::KafkaMessageTruncated => "kafka_message_truncated",
             Self::KafkaUnsupportedVersion => "kafka_unsupported_version",
             Self::DuplicateCorrelationId => "duplicate_correlation_id",
             Self::PendingLimit => "pending_limit",

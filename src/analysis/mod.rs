@@ -333,6 +333,7 @@ pub(crate) mod test_support {
                 broker_epoch: Some(epoch),
                 tagged_fields: Some(vec![]),
                 problem: None,
+                bytes_not_captured: None,
                 raw: vec![],
             },
             response: response.map(|(error, start, len, latency_ms)| {
@@ -346,6 +347,7 @@ pub(crate) mod test_support {
                         producer_id_len: Some(len),
                         tagged_fields: Some(vec![]),
                         problem: None,
+                        bytes_not_captured: None,
                         raw: vec![],
                     },
                 )

@@ -26,6 +26,38 @@ pub enum Problem {
         len: u32,
         limit: u32,
     },
+    /// The message's first gap in the capture (snaplen, a lost segment) comes after
+    /// `captured` of its `len` bytes: decoding stopped at `field`, at `offset` in the
+    /// frame, or read every field before the gap (`None`).
+    NotCaptured {
+        len: u32,
+        captured: u32,
+        field: Option<(&'static str, usize)>,
+    },
+}
+
+impl Problem {
+    /// The problem of a message of `len` bytes of which only the first `captured` were
+    /// decoded: running out of bytes there is the capture's doing, not the message's.
+    /// A value that cannot be right, or a version we do not decode, stays what it is.
+    pub fn of_partial(problem: Option<Self>, captured: usize, len: u32) -> Option<Self> {
+        let captured = u32::try_from(captured).unwrap_or(u32::MAX);
+        match problem {
+            Some(Self::Decode(DecodeError::Short { field, offset, .. })) => {
+                Some(Self::NotCaptured {
+                    len,
+                    captured,
+                    field: Some((field, offset)),
+                })
+            }
+            None => Some(Self::NotCaptured {
+                len,
+                captured,
+                field: None,
+            }),
+            other => other,
+        }
+    }
 }
 
 impl fmt::Display for Problem {
@@ -40,6 +72,23 @@ impl fmt::Display for Problem {
                 f,
                 "the message is {len} bytes, above the {limit} bytes we decode; it was not read"
             ),
+            Self::NotCaptured {
+                len,
+                captured,
+                field,
+            } => {
+                write!(
+                    f,
+                    "the message's {len} bytes are not all in the capture: only the first {captured} are decoded"
+                )?;
+                match field {
+                    Some((field, offset)) => write!(
+                        f,
+                        "; `{field}` at offset {offset} of the frame and the fields after it are not known"
+                    ),
+                    None => write!(f, "; every field was read before them"),
+                }
+            }
         }
     }
 }
@@ -56,6 +105,8 @@ pub struct Request {
     pub broker_epoch: Option<i64>,
     pub tagged_fields: Option<Vec<TaggedField>>,
     pub problem: Option<Problem>,
+    /// Bytes of the message that are not in the capture; `None` when it is whole.
+    pub bytes_not_captured: Option<u32>,
     /// The message as captured (without its size prefix), kept for the tree view only;
     /// the decoder leaves it empty.
     pub raw: Vec<u8>,
@@ -75,6 +126,8 @@ pub struct Response {
     pub producer_id_len: Option<i32>,
     pub tagged_fields: Option<Vec<TaggedField>>,
     pub problem: Option<Problem>,
+    /// Bytes of the message that are not in the capture; `None` when it is whole.
+    pub bytes_not_captured: Option<u32>,
     /// The message as captured (without its size prefix), kept for the tree view only;
     /// the decoder leaves it empty.
     pub raw: Vec<u8>,
@@ -179,6 +232,23 @@ pub fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
     decode_request_with(message, prefix, &mut Ignore)
 }
 
+/// Decodes a request of `len` bytes of which `missing` are not in the capture and
+/// `message` holds those before the first gap: the fields whose bytes are all there, and
+/// nothing from the gap on.
+pub fn decode_partial_request(
+    message: &[u8],
+    len: u32,
+    missing: u32,
+    prefix: &RequestPrefix,
+) -> Request {
+    let mut req = decode_request(message, prefix);
+    if missing > 0 {
+        req.problem = Problem::of_partial(req.problem.take(), message.len(), len);
+        req.bytes_not_captured = Some(missing);
+    }
+    req
+}
+
 /// [`decode_request`], telling `v` the structure it reads.
 pub fn decode_request_with(message: &[u8], prefix: &RequestPrefix, v: &mut dyn Visitor) -> Request {
     let mut out = Request::default();
@@ -231,6 +301,21 @@ pub fn decode_request_with(message: &[u8], prefix: &RequestPrefix, v: &mut dyn V
 /// of `api_version`.
 pub fn decode_response(message: &[u8], api_version: i16) -> Response {
     decode_response_with(message, api_version, &mut Ignore)
+}
+
+/// [`decode_partial_request`] for a response.
+pub fn decode_partial_response(
+    message: &[u8],
+    len: u32,
+    missing: u32,
+    api_version: i16,
+) -> Response {
+    let mut resp = decode_response(message, api_version);
+    if missing > 0 {
+        resp.problem = Problem::of_partial(resp.problem.take(), message.len(), len);
+        resp.bytes_not_captured = Some(missing);
+    }
+    resp
 }
 
 /// [`decode_response`], telling `v` the structure it reads.
@@ -366,6 +451,7 @@ mod tests {
                 broker_epoch: Some(0),
                 tagged_fields: Some(vec![]),
                 problem: None,
+                bytes_not_captured: None,
                 raw: vec![],
             }
         );
@@ -384,6 +470,7 @@ mod tests {
                 producer_id_len: Some(0),
                 tagged_fields: Some(vec![]),
                 problem: None,
+                bytes_not_captured: None,
                 raw: vec![],
             }
         );

@@ -4,8 +4,11 @@
 //! prefix (`prefix_len` bytes: key, version, correlation id and client_id length for
 //! requests, correlation id for responses) are in, the [`FrameHandler`] decides: keep the
 //! frame (its bytes are buffered, for the few frames we decode), skip it (only a byte count
-//! is kept, so a 100 MB Produce costs nothing), or reject it. A gap inside a skipped frame
-//! costs nothing either: we know how many bytes to skip regardless.
+//! is kept, so a 100 MB Produce costs nothing), or reject it. A gap inside a frame whose
+//! head was read costs nothing either: its size says where the next frame starts. A kept
+//! frame that a gap went through is handed over with the bytes captured before the gap
+//! and the count of those that were not ([`Frame::missing`]); nothing after the gap is
+//! guessed at.
 //!
 //! When framing is lost (a rejected size, a gap we cannot step over, or a stream picked up
 //! in the middle) the framer resynchronises: it keeps the bytes that follow in a window of
@@ -47,8 +50,12 @@ pub struct Frame<'a> {
     pub len: u32,
     /// The first bytes of the message (header prefix), at most the framer's `prefix_len`.
     pub prefix: &'a [u8],
-    /// The whole message (without the size) for kept frames; `None` for skipped ones.
+    /// The message (without the size) for kept frames; `None` for skipped ones. When
+    /// bytes of it were not captured, only those before the first gap.
     pub message: Option<&'a [u8]>,
+    /// Bytes of the message that are not in the capture (0 when it is whole); those
+    /// captured after the first gap are counted as present but not in `message`.
+    pub missing: u32,
     /// Packet that carried the first byte of the size.
     pub first: PacketRef,
     /// Packet that carried the last byte.
@@ -158,8 +165,14 @@ impl Window {
 enum State {
     /// Collecting the size and header prefix into `head`.
     Head,
-    /// Buffering a kept message; `buf` holds what has arrived so far.
-    Keep { len: u32, buf: Vec<u8> },
+    /// Buffering a kept message: `seen` of its `len` bytes have gone by, `missing` of
+    /// them in gaps; `buf` holds those before the first gap (all while there is none).
+    Keep {
+        len: u32,
+        buf: Vec<u8>,
+        seen: u32,
+        missing: u32,
+    },
     /// Stepping over a skipped message; `left` bytes still to come.
     Skip { len: u32, left: u32 },
     /// Looking for a frame head.
@@ -347,13 +360,16 @@ impl Framer {
                         }
                     }
                 }
-                State::Keep { len, buf } => {
-                    let want = (*len as usize).saturating_sub(buf.len());
+                State::Keep { len, buf, seen, .. } => {
+                    let want = len.saturating_sub(*seen) as usize;
                     let take = want.min(data.len());
                     let (now, rest) = data.split_at(take);
-                    buf.extend_from_slice(now);
+                    if buf.len() == *seen as usize {
+                        buf.extend_from_slice(now); // no gap yet: the bytes run on
+                    }
+                    *seen += take as u32;
                     data = rest;
-                    if buf.len() == *len as usize {
+                    if seen == len {
                         self.finish_frame(at, handler);
                     }
                 }
@@ -556,7 +572,12 @@ impl Framer {
         self.state = if decision == Decision::Keep {
             let mut buf = Vec::with_capacity((len as usize).min(INITIAL_KEEP_CAPACITY));
             buf.extend_from_slice(prefix);
-            State::Keep { len, buf }
+            State::Keep {
+                len,
+                buf,
+                seen: got as u32,
+                missing: 0,
+            }
         } else {
             State::Skip {
                 len,
@@ -575,10 +596,13 @@ impl Framer {
         let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
         let first = self.first.unwrap_or(at);
         match state {
-            State::Keep { len, buf } => handler.frame(Frame {
+            State::Keep {
+                len, buf, missing, ..
+            } => handler.frame(Frame {
                 len,
                 prefix,
                 message: Some(&buf),
+                missing,
                 first,
                 last: at,
             }),
@@ -586,6 +610,7 @@ impl Framer {
                 len,
                 prefix,
                 message: None,
+                missing: 0,
                 first,
                 last: at,
             }),
@@ -594,16 +619,38 @@ impl Framer {
         self.reset_head();
     }
 
-    /// `len` bytes of the stream are missing at the current position.
+    /// `len` bytes of the stream are missing at the current position. Inside a frame whose
+    /// size is known they are stepped over; a gap that runs past the frame's end finishes
+    /// it and loses the framing after it.
     pub fn gap(&mut self, len: u64, at: PacketRef, handler: &mut impl FrameHandler) -> GapEffect {
-        match &mut self.state {
-            State::Skip { left, .. } if u64::from(*left) >= len => {
-                *left -= len as u32;
-                if *left == 0 {
-                    self.finish_frame(at, handler);
+        // Bytes of the current frame still to come, where its size is known.
+        let left = match &self.state {
+            State::Skip { left, .. } => Some(*left),
+            State::Keep { len, seen, .. } => Some(len.saturating_sub(*seen)),
+            _ => None,
+        };
+        if let Some(left) = left {
+            let inside = u32::try_from(len).map_or(left, |len| len.min(left));
+            match &mut self.state {
+                State::Skip { left, .. } => *left -= inside,
+                State::Keep { seen, missing, .. } => {
+                    *seen += inside;
+                    *missing += inside;
                 }
-                GapEffect::Absorbed
+                _ => {}
             }
+            if inside == left {
+                self.finish_frame(at, handler);
+            }
+            if len <= u64::from(left) {
+                return GapEffect::Absorbed;
+            }
+            // The gap runs on past the frame's end: the next frame's head is lost.
+            self.state = State::Resync(Box::default());
+            self.reset_head();
+            return GapEffect::Lost { frame_lost: false };
+        }
+        match &mut self.state {
             State::Resync(w) => {
                 // No head spans a gap: what was waiting in the window is passed over.
                 w.skipped += (w.bytes.len() - w.base) as u64;
@@ -630,9 +677,7 @@ impl Framer {
         let first = self.first?;
         match &self.state {
             State::Head if self.head_len > 0 => Some((self.head_len as u32, first)),
-            State::Keep { buf, .. } => {
-                Some(((buf.len() as u32).saturating_add(SIZE_LEN as u32), first))
-            }
+            State::Keep { seen, .. } => Some((seen.saturating_add(SIZE_LEN as u32), first)),
             State::Skip { len, left } => Some((
                 len.saturating_sub(*left).saturating_add(SIZE_LEN as u32),
                 first,
@@ -657,6 +702,8 @@ mod tests {
         keep_key: Option<u8>,
         resyncs: Vec<u64>,
         confirm: bool,
+        /// `Frame::missing` of each frame.
+        missing: Vec<u32>,
     }
 
     impl FrameHandler for Recorder {
@@ -681,6 +728,7 @@ mod tests {
             self.confirm
         }
         fn frame(&mut self, f: Frame<'_>) {
+            self.missing.push(f.missing);
             self.frames.push((
                 f.len,
                 f.prefix.to_vec(),
@@ -765,26 +813,59 @@ mod tests {
     }
 
     #[test]
-    fn gap_in_kept_frame_drops_it_and_resyncs_on_the_next_head() {
+    fn gap_in_kept_frame_is_stepped_over_and_the_frame_handed_over_cut() {
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder {
+            keep_key: Some(7),
+            ..Default::default()
+        };
+        // 8 of a 10-byte frame's bytes, 1 lost, the last one, then a whole frame.
+        framer.push(&frame_bytes(&[7, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
+        assert_eq!(framer.gap(1, at(2), &mut rec), GapEffect::Absorbed);
+        let mut data = vec![5];
+        data.extend(frame_bytes(&[7, 0, 0, 0]));
+        framer.push(&data, at(3), &mut rec);
+        assert_eq!(rec.frames.len(), 2);
+        // The captured bytes before the gap only: not the one after it.
+        assert_eq!(rec.frames[0].0, 6);
+        assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 1, 2, 3][..]));
+        assert_eq!((rec.frames[0].3, rec.frames[0].4), (1, 3));
+        assert_eq!(
+            rec.missing,
+            vec![1, 0],
+            "one byte lost; the one after it was captured"
+        );
+        assert_eq!(rec.frames[1].2.as_deref(), Some(&[7, 0, 0, 0][..]));
+        assert!(rec.resyncs.is_empty());
+        assert!(framer.is_idle());
+    }
+
+    #[test]
+    fn gap_past_a_frames_end_finishes_it_and_loses_the_framing_after() {
         let mut framer = Framer::new(4);
         let mut rec = Recorder {
             keep_key: Some(7),
             ..Default::default()
         };
         framer.push(&frame_bytes(&[7, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
+        // 2 bytes of the frame and 3 of what came next are lost.
         assert_eq!(
-            framer.gap(2, at(2), &mut rec),
-            GapEffect::Lost { frame_lost: true }
+            framer.gap(5, at(2), &mut rec),
+            GapEffect::Lost { frame_lost: false }
         );
-        assert!(framer.is_lost());
-        // the rest of the dropped frame, then a good frame
-        let mut data = vec![5];
-        data.extend(frame_bytes(&[7, 0, 0, 0]));
-        framer.push(&data, at(3), &mut rec);
         assert_eq!(rec.frames.len(), 1);
-        assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 0, 0, 0][..]));
-        assert_eq!(rec.resyncs, vec![1]);
-        assert!(framer.is_idle());
+        assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 1, 2, 3][..]));
+        assert!(framer.is_lost());
+        // A skipped frame ends inside a gap too, and is counted.
+        let mut framer = Framer::new(4);
+        let mut rec = Recorder::default();
+        framer.push(&frame_bytes(&[8, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
+        assert_eq!(
+            framer.gap(5, at(2), &mut rec),
+            GapEffect::Lost { frame_lost: false }
+        );
+        assert_eq!(rec.frames.len(), 1);
+        assert_eq!(rec.frames[0].2, None);
     }
 
     #[test]

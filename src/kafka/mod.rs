@@ -333,9 +333,9 @@ impl StreamHandler for Dissector {
                         "a gap of {len} bytes in the {}'s stream came {}; looking for the next frame",
                         side.name(),
                         if frame_lost {
-                            "inside a Kafka message, which is dropped"
+                            "inside a Kafka message's head, which is dropped"
                         } else {
-                            "between Kafka messages"
+                            "where the next Kafka message starts"
                         }
                     ),
                 );

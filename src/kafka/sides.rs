@@ -88,6 +88,7 @@ fn report_problem(
 ) {
     let kind = match problem {
         Problem::UnsupportedVersion(_) => Kind::KafkaUnsupportedVersion,
+        Problem::NotCaptured { .. } => Kind::KafkaMessageTruncated,
         _ => Kind::KafkaDecodeError,
     };
     diags.push(
@@ -211,7 +212,12 @@ impl FrameHandler for RequestSide<'_> {
         let decoded = (head.api_key == ApiKey::ALLOCATE_PRODUCER_IDS).then(|| {
             let req = match frame.message {
                 Some(message) => {
-                    let mut req = allocate_producer_ids::decode_request(message, &head);
+                    let mut req = allocate_producer_ids::decode_partial_request(
+                        message,
+                        frame.len,
+                        frame.missing,
+                        &head,
+                    );
                     if self.config.keep_raw {
                         req.raw = message.to_vec();
                     }
@@ -307,7 +313,12 @@ impl FrameHandler for ResponseSide<'_> {
             Some((ApiKey::ALLOCATE_PRODUCER_IDS, version)) => {
                 let resp = match frame.message {
                     Some(message) => {
-                        let mut resp = allocate_producer_ids::decode_response(message, version);
+                        let mut resp = allocate_producer_ids::decode_partial_response(
+                            message,
+                            frame.len,
+                            frame.missing,
+                            version,
+                        );
                         if self.config.keep_raw {
                             resp.raw = message.to_vec();
                         }

@@ -58,6 +58,7 @@ fn request(out: &mut Vec<u8>, r: &Request) {
         broker_id,
         broker_epoch,
         tagged_fields,
+        bytes_not_captured,
         decode_error,
         raw: _, // not in the JSON
     } = r;
@@ -89,6 +90,7 @@ fn request(out: &mut Vec<u8>, r: &Request) {
         tagged_fields.as_deref(),
         tagged,
     );
+    optional(out, b",\"bytes_not_captured\":", *bytes_not_captured, int);
     optional(out, b",\"decode_error\":", decode_error.as_deref(), string);
     out.push(b'}');
 }
@@ -106,6 +108,7 @@ fn response(out: &mut Vec<u8>, r: &Response) {
         producer_id_start,
         producer_id_len,
         tagged_fields,
+        bytes_not_captured,
         decode_error,
         raw: _, // not in the JSON
     } = r;
@@ -127,6 +130,7 @@ fn response(out: &mut Vec<u8>, r: &Response) {
         tagged_fields.as_deref(),
         tagged,
     );
+    optional(out, b",\"bytes_not_captured\":", *bytes_not_captured, int);
     optional(out, b",\"decode_error\":", decode_error.as_deref(), string);
     out.push(b'}');
 }
@@ -270,7 +274,10 @@ mod tests {
                 proptest::option::of(any::<i64>()),
             ),
             tagged_fields(),
-            proptest::option::of(text()),
+            (
+                proptest::option::of(any::<u32>()),
+                proptest::option::of(text()),
+            ),
         )
             .prop_map(
                 |(
@@ -280,7 +287,7 @@ mod tests {
                     header_tagged_fields,
                     (broker_id, broker_epoch),
                     tagged_fields,
-                    decode_error,
+                    (bytes_not_captured, decode_error),
                 )| Request {
                     frame,
                     first_frame,
@@ -293,6 +300,7 @@ mod tests {
                     broker_id,
                     broker_epoch,
                     tagged_fields,
+                    bytes_not_captured,
                     decode_error,
                     raw: vec![1, 2, 3],
                 },
@@ -313,7 +321,10 @@ mod tests {
                 proptest::option::of(any::<i32>()),
             ),
             tagged_fields(),
-            proptest::option::of(text()),
+            (
+                proptest::option::of(any::<u32>()),
+                proptest::option::of(text()),
+            ),
         )
             .prop_map(
                 |(
@@ -322,7 +333,7 @@ mod tests {
                     (throttle_time_ms, error_code, error),
                     (producer_id_start, producer_id_len),
                     tagged_fields,
-                    decode_error,
+                    (bytes_not_captured, decode_error),
                 )| Response {
                     frame,
                     first_frame,
@@ -335,6 +346,7 @@ mod tests {
                     producer_id_start,
                     producer_id_len,
                     tagged_fields,
+                    bytes_not_captured,
                     decode_error,
                     raw: Vec::new(),
                 },

@@ -151,6 +151,7 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
         broker_id: req.broker_id,
         broker_epoch: req.broker_epoch,
         tagged_fields: tagged(&req.tagged_fields),
+        bytes_not_captured: req.bytes_not_captured,
         decode_error: req.problem.as_ref().map(ToString::to_string),
         raw: req.raw.clone(),
     };
@@ -190,6 +191,7 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
         producer_id_start: resp.producer_id_start,
         producer_id_len: resp.producer_id_len,
         tagged_fields: tagged(&resp.tagged_fields),
+        bytes_not_captured: resp.bytes_not_captured,
         decode_error: resp.problem.as_ref().map(ToString::to_string),
         raw: resp.raw.clone(),
     }

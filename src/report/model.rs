@@ -191,6 +191,10 @@ pub struct Request {
     pub broker_epoch: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tagged_fields: Option<Vec<TaggedField>>,
+    /// Bytes of the message that are not in the capture (snaplen, lost segments); the
+    /// fields in them are absent. Left out when the message was captured whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_not_captured: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_error: Option<String>,
     /// The message as captured (without its size prefix); only for the tree view.
@@ -219,6 +223,10 @@ pub struct Response {
     pub producer_id_len: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tagged_fields: Option<Vec<TaggedField>>,
+    /// Bytes of the message that are not in the capture (snaplen, lost segments); the
+    /// fields in them are absent. Left out when the message was captured whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_not_captured: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_error: Option<String>,
     /// The message as captured (without its size prefix); only for the tree view.

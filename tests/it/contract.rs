@@ -177,6 +177,7 @@ struct Request {
     broker_id: i32,
     broker_epoch: i64,
     tagged_fields: Vec<Tagged>,
+    bytes_not_captured: Option<u32>,
     decode_error: Option<String>,
 }
 
@@ -194,6 +195,7 @@ struct Response {
     producer_id_start: i64,
     producer_id_len: i32,
     tagged_fields: Vec<Tagged>,
+    bytes_not_captured: Option<u32>,
     decode_error: Option<String>,
 }
 

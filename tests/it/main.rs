@@ -13,6 +13,7 @@ mod regression;
 mod report_format;
 mod schema;
 mod serialized;
+mod snaplen;
 mod synthetic;
 pub mod truth;
 pub mod variants;

@@ -348,27 +348,53 @@ fn client_is_the_side_sending_requests_on_any_port() {
 }
 
 #[test]
-fn snaplen_cut_packet_is_flagged_and_its_exchange_not_invented() {
+fn snaplen_cut_request_is_reported_with_what_was_captured() {
+    // The request's last 9 bytes (8 of BrokerEpoch, the tagged-field count) are cut; a
+    // second exchange follows on the same connection.
     let report = run_capture(
         |w| {
             let mut c = Conn::new("10.0.0.1:40008", "10.0.0.2:29093");
             c.handshake(w);
-            let (req, resp) = apid_pair(1, 1, 0);
+            let (req, resp) = apid_pair(1, 7, 0);
             let ack = Flags {
                 ack: true,
                 ..Flags::default()
             };
-            w.record(&c.packet(true, c.client_seq, ack, &req), 10);
+            w.record(&c.packet(true, c.client_seq, ack, &req), 9);
             c.client_seq += req.len() as u32;
+            c.send(w, false, &resp, 1000);
+            let (req, resp) = apid_pair(2, 7, 1000);
+            c.send(w, true, &req, 1000);
             c.send(w, false, &resp, 1000);
             c.close(w);
         },
         &[],
     );
-    assert_eq!(exchanges(&report).len(), 0);
+    let ex = exchanges(&report);
+    assert_eq!(ex.len(), 2, "{:?}", report["diagnostics"]);
+    let cut = &ex[0]["request"];
+    assert_eq!(ex[0]["status"], "complete");
+    assert_eq!(cut["broker_id"], 7, "BrokerId's bytes were captured");
+    assert!(cut.get("broker_epoch").is_none(), "BrokerEpoch's were not");
+    assert!(cut.get("tagged_fields").is_none());
+    assert_eq!(cut["bytes_not_captured"], 9);
+    assert_eq!(
+        cut["size"], 32,
+        "the size prefix still says how long it was"
+    );
+    assert!(cut["decode_error"]
+        .as_str()
+        .unwrap()
+        .contains("BrokerEpoch"));
+    assert!(ex[1]["request"].get("bytes_not_captured").is_none());
+    assert_eq!(ex[1]["request"]["broker_epoch"], 7);
     let k = kinds(&report);
-    assert!(k.contains(&"packet_truncated".to_owned()), "{k:?}");
-    assert!(k.contains(&"tcp_gap".to_owned()), "{k:?}");
+    for kind in ["packet_truncated", "tcp_gap", "kafka_message_truncated"] {
+        assert!(k.contains(&kind.to_owned()), "{k:?}");
+    }
+    for kind in ["kafka_decode_error", "kafka_framing_lost", "kafka_resync"] {
+        assert!(!k.contains(&kind.to_owned()), "{k:?}");
+    }
 }
 
 #[test]

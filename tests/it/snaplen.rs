@@ -1,0 +1,201 @@
+//! Snaplen sweep: every multi-exchange fixture, rewritten as `tcpdump -s N` would have
+//! captured it, for every N from 64 to 256 bytes and a few larger ones. Each cut report is
+//! checked against the whole one: no exchange is invented, every field given has the
+//! whole capture's value, a body field is missing only where the message says its bytes
+//! were not all captured, and from the snaplen where every Kafka head fits (80 bytes on
+//! these Ethernet captures with TCP timestamps) every exchange is there with its frames,
+//! correlation id, size and status, except the few listed in [`NOT_YET_RECOVERED`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{pidshark, root};
+
+/// The fixtures with several exchanges, all little-endian microsecond pcap.
+const FIXTURES: [&str; 7] = [
+    "fixtures/controller-loopback.pcap",
+    "fixtures/analysis/error-streak.pcap",
+    "fixtures/analysis/failover-regression.pcap",
+    "fixtures/analysis/gaps-irregular.pcap",
+    "fixtures/analysis/healthy.pcap",
+    "fixtures/analysis/overlap.pcap",
+    "fixtures/analysis/slow.pcap",
+];
+
+/// Smallest snaplen that keeps every Kafka head here: Ethernet 14 + IPv4 20 + TCP with
+/// timestamps 32, then the 14-byte request head (size, key, version, correlation id,
+/// client id length).
+const ALL_HEADS_FIT: usize = 80;
+
+/// The pcap file at `path` as captured with `snaplen`: each record cut to that length.
+fn with_snaplen(path: &Path, snaplen: usize) -> Vec<u8> {
+    let data = std::fs::read(path).unwrap();
+    assert_eq!(
+        &data[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap"
+    );
+    let mut out = data[..24].to_vec();
+    out[16..20].copy_from_slice(&(snaplen as u32).to_le_bytes());
+    let mut at = 24;
+    while at + 16 <= data.len() {
+        let word = |i: usize| u32::from_le_bytes(data[at + i..at + i + 4].try_into().unwrap());
+        let caplen = word(8) as usize;
+        let kept = caplen.min(snaplen);
+        out.extend_from_slice(&data[at..at + 8]);
+        out.extend_from_slice(&(kept as u32).to_le_bytes());
+        out.extend_from_slice(&data[at + 12..at + 16]);
+        out.extend_from_slice(&data[at + 16..at + 16 + kept]);
+        at += 16 + caplen;
+    }
+    out
+}
+
+fn run(path: &Path) -> Value {
+    let out = pidshark()
+        .arg(path)
+        .args(["--compact", "--quiet"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// Exchanges by (connection, correlation id, request frame).
+fn by_key(report: &Value) -> BTreeMap<(u64, i64, u64), Value> {
+    report["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ex| {
+            let key = (
+                ex["connection"].as_u64().unwrap(),
+                ex["correlation_id"].as_i64().unwrap(),
+                ex["request"]["frame"].as_u64().unwrap(),
+            );
+            (key, ex.clone())
+        })
+        .collect()
+}
+
+/// What is wrong with `cut` (a message of the cut capture) against `whole`.
+fn message_faults(what: &str, cut: &Value, whole: &Value, faults: &mut Vec<String>) {
+    let partial = cut.get("bytes_not_captured").is_some();
+    for (field, value) in whole.as_object().unwrap() {
+        if field == "decode_error" {
+            continue;
+        }
+        match cut.get(field) {
+            Some(v) if v == value => {}
+            Some(v) => faults.push(format!("{what}.{field}: {v} instead of {value}")),
+            None if partial => {}
+            None => faults.push(format!("{what}.{field} missing, not flagged")),
+        }
+    }
+    if let Some(field) = cut.as_object().unwrap().keys().find(|f| {
+        whole.get(f.as_str()).is_none()
+            && !["bytes_not_captured", "decode_error"].contains(&f.as_str())
+    }) {
+        faults.push(format!("{what}.{field} given, not in the whole capture"));
+    }
+}
+
+/// Exchanges of `controller-loopback` that a snaplen from 80 to 107 still loses: (connection,
+/// correlation id, request frame). Frame 34 carries two requests (10 and 11) and frame 60
+/// two as well; the snaplen keeps only the first head, so request 11's and 30's heads are
+/// not in the capture at all. The framing after them is lost, and finding it again needs
+/// the next head to be confirmed at its stream offset across the snaplen's gaps (offset
+/// recovery, not done yet), which also loses request 12 (frame 36). None is reported wrong.
+const NOT_YET_RECOVERED: [(u64, i64, u64); 3] = [(1, 11, 34), (1, 12, 36), (3, 30, 60)];
+
+fn sweep_faults(fixture: &str, snaplens: impl Iterator<Item = usize>) -> Vec<String> {
+    let whole = by_key(&run(&root().join(fixture)));
+    assert!(whole.len() > 1, "{fixture} has several exchanges");
+    let dir = tempfile::tempdir().unwrap();
+    let mut faults = Vec::new();
+    for snaplen in snaplens {
+        let path = dir.path().join(format!("s{snaplen}.pcap"));
+        std::fs::write(&path, with_snaplen(&root().join(fixture), snaplen)).unwrap();
+        let cut = by_key(&run(&path));
+        let mut here = Vec::new();
+        for (key, ex) in &cut {
+            let Some(full) = whole.get(key) else {
+                here.push(format!("invented exchange {key:?}"));
+                continue;
+            };
+            if ex["status"] != full["status"] {
+                here.push(format!(
+                    "{key:?}: status {} instead of {}",
+                    ex["status"], full["status"]
+                ));
+            }
+            message_faults("request", &ex["request"], &full["request"], &mut here);
+            if let (Some(_), Some(_)) = (ex["response"].as_object(), full["response"].as_object()) {
+                message_faults("response", &ex["response"], &full["response"], &mut here);
+            }
+        }
+        if snaplen >= ALL_HEADS_FIT {
+            let lost = whole
+                .keys()
+                .filter(|k| !cut.contains_key(k) && !NOT_YET_RECOVERED.contains(k));
+            for key in lost {
+                here.push(format!("exchange {key:?} lost"));
+            }
+        }
+        faults.extend(
+            here.into_iter()
+                .map(|f| format!("{fixture} -s {snaplen}: {f}")),
+        );
+    }
+    faults
+}
+
+fn snaplens() -> impl Iterator<Item = usize> {
+    (64..=256).chain([300, 512, 1500])
+}
+
+#[test]
+fn controller_loopback_at_every_snaplen() {
+    let faults = sweep_faults(FIXTURES[0], snaplens());
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+}
+
+#[test]
+fn analysis_fixtures_at_every_snaplen() {
+    let faults: Vec<String> = FIXTURES[1..]
+        .iter()
+        .flat_map(|f| sweep_faults(f, snaplens()))
+        .collect();
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+}
+
+#[test]
+fn a_cut_body_is_flagged_and_its_fields_are_absent() {
+    // At 88 bytes the 14-byte head and a few body bytes of each request are kept.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s88.pcap");
+    std::fs::write(&path, with_snaplen(&root().join(FIXTURES[0]), 88)).unwrap();
+    let report = run(&path);
+    let flagged: Vec<&Value> = report["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|ex| ex["request"].get("bytes_not_captured").is_some())
+        .collect();
+    assert!(!flagged.is_empty(), "cut requests are flagged");
+    for ex in flagged {
+        assert!(ex["request"].get("broker_epoch").is_none(), "{ex}");
+        assert!(ex["request"]["decode_error"]
+            .as_str()
+            .unwrap()
+            .contains("not all in the capture"));
+    }
+    assert!(report["summary"]["diagnostics"]["kafka_message_truncated"].as_u64() > Some(0));
+    assert!(report["summary"]["diagnostics"]
+        .get("kafka_decode_error")
+        .is_none());
+}
