@@ -63,6 +63,8 @@ pub enum Kind {
     DiagnosticsLimited,
     /// More connections at once than tracked; the least recently active were dropped.
     ConnectionLimit,
+    /// A TCP connection whose bytes were not read as Kafka, with the reason.
+    NotKafka,
     // Findings of the producer-ID analysis (src/analysis).
     PidBlockOverlap,
     PidBlockRegression,
@@ -76,7 +78,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 28] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -96,6 +98,7 @@ impl Kind {
         Self::PendingLimit,
         Self::DiagnosticsLimited,
         Self::ConnectionLimit,
+        Self::NotKafka,
         Self::PidBlockOverlap,
         Self::PidBlockRegression,
         Self::PidBlockGap,
@@ -132,6 +135,7 @@ impl Kind {
             Self::PendingLimit => "pending_limit",
             Self::DiagnosticsLimited => "diagnostics_limited",
             Self::ConnectionLimit => "connection_limit",
+            Self::NotKafka => "not_kafka",
             Self::PidBlockOverlap => "pid_block_overlap",
             Self::PidBlockRegression => "pid_block_regression",
             Self::PidBlockGap => "pid_block_gap",
@@ -148,6 +152,7 @@ impl Kind {
             Self::MidstreamStart
             | Self::UnsupportedLinkType
             | Self::DiagnosticsLimited
+            | Self::NotKafka
             | Self::PidBlockGap
             | Self::PidRetry
             | Self::PidBrokerEpochChange => Severity::Info,

@@ -298,6 +298,7 @@ fn process(
             analysis,
             tcp_connections,
             kafka_connections: dissector.kafka_connections,
+            not_kafka_connections: dissector.not_kafka_connections,
             pairing: dissector.pairing,
             diagnostics: diags,
         });

@@ -407,6 +407,8 @@ impl Framer {
         if next > bytes.len() {
             return if next - offset > MAX_RESYNC_WINDOW {
                 Verdict::TooLarge
+            } else if handler.confirms_at_data_end() {
+                Verdict::Wait(next) // looked at again when the data reaches its end
             } else {
                 Verdict::Wait(next + SIZE_LEN)
             };
@@ -866,6 +868,31 @@ mod tests {
         );
         assert_eq!(rec.frames.len(), 1);
         assert_eq!(rec.frames[0].2, None);
+    }
+
+    #[test]
+    fn a_candidate_is_confirmed_when_a_later_push_ends_where_it_ends() {
+        // Mid-stream: garbage, then a frame whose last bytes come in a second segment.
+        // It is confirmed by that segment's end, not held until more bytes arrive.
+        let mut framer = Framer::resyncing(4);
+        let mut rec = Recorder {
+            keep_key: Some(9),
+            confirm: true,
+            ..Default::default()
+        };
+        let mut data = vec![0xaa; 3];
+        data.extend(frame_bytes(&[9, 1, 2, 3, 4, 5, 6, 7]));
+        // The head (size and 4-byte prefix) and a byte more, then the rest.
+        framer.push(&data[..12], at(1), &mut rec);
+        assert!(rec.frames.is_empty());
+        framer.push(&data[12..], at(2), &mut rec);
+        assert_eq!(rec.frames.len(), 1, "confirmed by the end of the data");
+        assert_eq!(
+            rec.frames[0].2.as_deref(),
+            Some(&[9, 1, 2, 3, 4, 5, 6, 7][..])
+        );
+        assert_eq!(rec.resyncs, vec![3]);
+        assert!(framer.is_idle());
     }
 
     #[test]

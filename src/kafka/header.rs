@@ -38,9 +38,11 @@ impl RequestPrefix {
     }
 
     /// True when this looks like a real Kafka request: a key Kafka defines and a version
-    /// in that key's range. Used to recognise Kafka on unknown ports.
+    /// that some release may send (its range, or a few above for newer releases). Any
+    /// correlation id: Kafka's Java client counts on past `i32::MAX` into negative ids.
+    /// Used to recognise Kafka on unknown ports; whether we can decode is another matter.
     pub fn is_plausible(&self) -> bool {
-        self.api_key.accepts_request_version(self.api_version) && self.correlation_id >= 0
+        self.api_key.may_be_request_version(self.api_version)
     }
 }
 
@@ -83,8 +85,15 @@ mod tests {
     }
 
     #[test]
-    fn version_out_of_range_is_not_plausible() {
+    fn version_far_out_of_range_is_not_plausible() {
         let prefix = RequestPrefix::parse(&[0x00, 0x43, 0x00, 0x05, 0, 0, 0, 1]).unwrap();
         assert!(!prefix.is_plausible());
+    }
+
+    #[test]
+    fn newer_versions_and_negative_correlation_ids_are_plausible() {
+        // AllocateProducerIds v1, correlation id -2147483647
+        let prefix = RequestPrefix::parse(&[0x00, 0x43, 0x00, 0x01, 0x80, 0, 0, 1]).unwrap();
+        assert!(prefix.is_plausible());
     }
 }

@@ -77,6 +77,8 @@ enum Role {
     Kafka {
         client: Dir,
     },
+    /// Given up as not Kafka (and said so); nothing more is read.
+    NotKafka,
 }
 
 /// Kafka state of one TCP connection.
@@ -97,6 +99,8 @@ pub struct Dissector {
     config: KafkaConfig,
     pub pairing: Pairing,
     pub kafka_connections: u64,
+    /// Connections whose bytes were looked at and not read as Kafka.
+    pub not_kafka_connections: u64,
 }
 
 fn framer_for(client: bool, resync: bool) -> Framer {
@@ -169,7 +173,7 @@ impl Dissector {
             self.kafka_connections += 1;
         } else if !info.midstream {
             if dir != Dir::FromInitiator {
-                return false; // the server spoke first: not Kafka
+                return false; // the server spoke first: not Kafka (reported by the caller)
             }
             conn.role = Role::Probing { client: Some(dir) };
             conn.framers = Some(framers(dir, false));
@@ -213,10 +217,35 @@ impl Dissector {
     }
 }
 
-/// What the client side's handler found while probing.
+/// What the client side's handler found while probing, and the packet it looked at.
 struct Probe {
     recognised: bool,
     given_up: bool,
+    at: PacketRef,
+}
+
+/// Why a connection's bytes were not read as Kafka.
+#[derive(Debug, Clone, Copy)]
+enum NotKafka {
+    /// With the handshake captured, the server sent the first bytes.
+    ServerSpokeFirst,
+    /// The client's first message is no Kafka request.
+    FirstMessage,
+    /// Picked up mid-stream, and no request head was found in a window of bytes.
+    NoRequestHead,
+    /// The connection ended before its bytes showed Kafka framing either way.
+    Undecided,
+}
+
+impl NotKafka {
+    fn reason(self) -> String {
+        match self {
+            Self::ServerSpokeFirst => "the server sent the first bytes, which a Kafka server never does".into(),
+            Self::FirstMessage => "the client's first message is not a Kafka request header (a known API key and version, a sane size and client id length)".into(),
+            Self::NoRequestHead => format!("it was picked up mid-stream and no Kafka request head was found in {MAX_RESYNC_WINDOW} bytes of either direction"),
+            Self::Undecided => "it ended before its bytes showed a Kafka request head".into(),
+        }
+    }
 }
 
 impl StreamHandler for Dissector {
@@ -246,8 +275,10 @@ impl StreamHandler for Dissector {
             match delivery {
                 // Nothing to go on yet; a connection counts as Kafka from its first byte.
                 Delivery::Gap { .. } | Delivery::Fin(_) | Delivery::Conflict { .. } => return true,
-                Delivery::Data(..) => {
+                Delivery::Data(_, at) => {
                     if !self.start(conn, info, dir) {
+                        conn.role = Role::NotKafka;
+                        self.not_kafka(info, at, NotKafka::ServerSpokeFirst, diags);
                         return false;
                     }
                 }
@@ -261,6 +292,7 @@ impl StreamHandler for Dissector {
             // Mid-stream, client unknown: this direction is tried as the client.
             Role::Probing { client: None } => (dir, true),
             Role::Unknown => return true,
+            Role::NotKafka => return false,
         };
         let ends = Self::endpoints(info, client);
         let Some(framers) = conn.framers.as_deref_mut() else {
@@ -286,10 +318,12 @@ impl StreamHandler for Dissector {
                 given_up: false,
                 role_unsure: conn.role == (Role::Probing { client: None }),
             };
+            let at = delivery.at();
             let effect = feed(framer, delivery, &mut handler);
             probe = Some(Probe {
                 recognised: handler.recognised,
                 given_up: handler.given_up,
+                at,
             });
             // New requests may be what responses held while resynchronising wait for.
             let registered = conn.pending.registered();
@@ -366,15 +400,23 @@ impl StreamHandler for Dissector {
                 conn.role = Role::Kafka { client };
                 self.kafka_connections += 1;
             } else if probe.given_up {
-                return false; // the first message is no Kafka request
+                conn.role = Role::NotKafka;
+                self.not_kafka(info, probe.at, NotKafka::FirstMessage, diags);
+                return false;
             } else if info.midstream && Self::searched_too_long(conn) {
-                return false; // no request head in a whole window of bytes
+                conn.role = Role::NotKafka;
+                self.not_kafka(info, probe.at, NotKafka::NoRequestHead, diags);
+                return false;
             }
         }
         true
     }
 
-    fn close(&mut self, conn: KafkaConn, info: &ConnInfo, _at: PacketRef, diags: &mut Diagnostics) {
+    fn close(&mut self, conn: KafkaConn, info: &ConnInfo, at: PacketRef, diags: &mut Diagnostics) {
+        if let Role::Probing { .. } = conn.role {
+            self.not_kafka(info, at, NotKafka::Undecided, diags);
+            return;
+        }
         let (Role::Kafka { client }, Some(framers)) = (conn.role, &conn.framers) else {
             return;
         };
@@ -385,6 +427,30 @@ impl StreamHandler for Dissector {
 }
 
 impl Dissector {
+    /// Gives up on a connection that is not Kafka, out loud: a diagnostic with the reason
+    /// and the way to have it read anyway.
+    fn not_kafka(
+        &mut self,
+        info: &ConnInfo,
+        at: PacketRef,
+        why: NotKafka,
+        diags: &mut Diagnostics,
+    ) {
+        self.not_kafka_connections += 1;
+        let (a, b) = (info.initiator, info.responder);
+        let server_port =
+            Self::guessed_client(info).map_or(b.port(), |client| info.destination(client).port());
+        diags.push(
+            Kind::NotKafka,
+            Some(info.index),
+            Some(at.frame),
+            format!(
+                "connection {a} <-> {b} is not read as Kafka: {}; if it is Kafka, run again with --port {server_port}",
+                why.reason()
+            ),
+        );
+    }
+
     /// Mid-stream probing gives up once every direction tried as the client has passed
     /// over a whole resync window without finding a request head.
     fn searched_too_long(conn: &KafkaConn) -> bool {

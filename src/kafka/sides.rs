@@ -18,6 +18,12 @@ pub const MAX_DECODED_LEN: u32 = 1024 * 1024;
 /// within this many (clients count up by one per request; a gap loses some).
 const MAX_CORRELATION_STEP: i64 = 1 << 20;
 
+/// Whether correlation id `next` can follow `last` on one connection: a little higher,
+/// modulo 2^32 (the Java client's counter wraps past `i32::MAX` to negative ids).
+fn follows(last: i32, next: i32) -> bool {
+    (1..=MAX_CORRELATION_STEP).contains(&i64::from(next.wrapping_sub(last) as u32))
+}
+
 /// Which side of the connection a handler reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -141,8 +147,8 @@ pub struct RequestSide<'a> {
 
 impl RequestSide<'_> {
     /// A plausible request head: a size Kafka accepts, an API key Kafka defines with a
-    /// version in its range, a non-negative correlation id, a client_id length that fits
-    /// (header v1+), and a correlation id that follows the last one seen, if any.
+    /// version some release may send, a client_id length that fits (header v1+), and a
+    /// correlation id that follows the last one seen, if any.
     fn plausible_request(&self, len: i32, prefix: &[u8]) -> bool {
         if bad_size(
             len,
@@ -163,10 +169,9 @@ impl RequestSide<'_> {
         let fits = header::client_id_len(prefix).is_some_and(|id_len| {
             id_len == -1 || (0..=len - MIN_REQUEST_LEN as i32).contains(&i32::from(id_len))
         });
-        let follows = self.last_correlation_id.is_none_or(|last| {
-            let step = i64::from(head.correlation_id) - i64::from(last);
-            (1..=MAX_CORRELATION_STEP).contains(&step)
-        });
+        let follows = self
+            .last_correlation_id
+            .is_none_or(|last| follows(last, head.correlation_id));
         fits && follows
     }
 }
@@ -252,7 +257,11 @@ impl FrameHandler for RequestSide<'_> {
     /// misread as a request gives the same made-up correlation id every time.
     fn confirms(&mut self, first: (i32, &[u8]), next: (i32, &[u8]), at: PacketRef) -> bool {
         let corr = |prefix: &[u8]| RequestPrefix::parse(prefix).map(|p| p.correlation_id).ok();
-        self.plausible(next.0, next.1, at) && corr(next.1) > corr(first.1)
+        let counts_up = match (corr(first.1), corr(next.1)) {
+            (Some(first), Some(next)) => follows(first, next),
+            _ => false,
+        };
+        self.plausible(next.0, next.1, at) && counts_up
     }
 
     fn resynced(&mut self, skipped: u64, at: PacketRef) {

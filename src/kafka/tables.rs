@@ -12,6 +12,10 @@ use std::sync::OnceLock;
 const API_KEYS_TSV: &str = include_str!("data/api_keys.tsv");
 const ERRORS_TSV: &str = include_str!("data/errors.tsv");
 
+/// Request versions above the table's newest that a newer Kafka release may send: in
+/// recent releases an API gains at most two versions a year.
+pub const FUTURE_VERSIONS: i16 = 4;
+
 /// One row of `api_keys.tsv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiInfo {
@@ -36,6 +40,16 @@ impl ApiKey {
     pub fn accepts_request_version(self, version: i16) -> bool {
         self.info()
             .is_some_and(|info| info.request_versions.contains(&version))
+    }
+
+    /// True when a Kafka client may send `version` of this key: one the table knows, or
+    /// up to [`FUTURE_VERSIONS`] above the highest, as a release newer than the table may.
+    /// Recognising Kafka rests on this; decoding only on the versions we know.
+    pub fn may_be_request_version(self, version: i16) -> bool {
+        self.info().is_some_and(|info| {
+            let newest = *info.request_versions.end();
+            (0..=newest.saturating_add(FUTURE_VERSIONS)).contains(&version)
+        })
     }
 
     /// Kafka's name, or `Unknown(<key>)`.
@@ -173,6 +187,16 @@ mod tests {
             Some(Some(12))
         );
         assert!(!ApiKey(500).accepts_request_version(0));
+    }
+
+    #[test]
+    fn a_newer_release_may_send_a_few_versions_more() {
+        assert!(ApiKey(67).may_be_request_version(1));
+        assert!(ApiKey(67).may_be_request_version(FUTURE_VERSIONS));
+        assert!(!ApiKey(67).may_be_request_version(FUTURE_VERSIONS + 1));
+        assert!(ApiKey(0).may_be_request_version(13 + FUTURE_VERSIONS));
+        assert!(!ApiKey(0).may_be_request_version(-1));
+        assert!(!ApiKey(1000).may_be_request_version(0));
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub struct Findings {
     pub analysis: Analysis,
     pub tcp_connections: u64,
     pub kafka_connections: u64,
+    pub not_kafka_connections: u64,
     pub pairing: pairing::Pairing,
     pub diagnostics: Diagnostics,
 }
@@ -239,6 +240,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         packets: findings.captures.iter().map(|c| c.packets).sum(),
         tcp_connections: findings.tcp_connections,
         kafka_connections: findings.kafka_connections,
+        not_kafka_connections: findings.not_kafka_connections,
         kafka_requests,
         kafka_responses,
         api_keys,

@@ -50,6 +50,9 @@ pub struct Summary {
     pub packets: u64,
     pub tcp_connections: u64,
     pub kafka_connections: u64,
+    /// TCP connections that carried bytes not read as Kafka (each has a `not_kafka`
+    /// diagnostic saying why).
+    pub not_kafka_connections: u64,
     pub kafka_requests: u64,
     pub kafka_responses: u64,
     pub api_keys: BTreeMap<String, ApiKeyCount>,

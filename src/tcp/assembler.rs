@@ -32,6 +32,18 @@ pub enum Delivery<'a> {
     },
 }
 
+impl Delivery<'_> {
+    /// The packet that brought this delivery.
+    pub fn at(&self) -> PacketRef {
+        match self {
+            Self::Data(_, at)
+            | Self::Gap { at, .. }
+            | Self::Fin(at)
+            | Self::Conflict { at, .. } => *at,
+        }
+    }
+}
+
 /// Most recent delivered bytes kept per direction to check retransmissions against.
 pub const RECENT_LEN: usize = 4096;
 /// What one held segment costs beyond its bytes, counted against the cap so that
