@@ -61,6 +61,8 @@ pub enum Kind {
     DiagnosticsLimited,
     /// More connections at once than tracked; the least recently active were dropped.
     ConnectionLimit,
+    /// IP fragments of a TCP datagram that could not be reassembled, with the reason.
+    IpFragmentsDropped,
     // Findings of the producer-ID analysis (src/analysis).
     PidBlockOverlap,
     PidBlockRegression,
@@ -74,7 +76,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 27] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -93,6 +95,7 @@ impl Kind {
         Self::PendingLimit,
         Self::DiagnosticsLimited,
         Self::ConnectionLimit,
+        Self::IpFragmentsDropped,
         Self::PidBlockOverlap,
         Self::PidBlockRegression,
         Self::PidBlockGap,
@@ -128,6 +131,7 @@ impl Kind {
             Self::PendingLimit => "pending_limit",
             Self::DiagnosticsLimited => "diagnostics_limited",
             Self::ConnectionLimit => "connection_limit",
+            Self::IpFragmentsDropped => "ip_fragments_dropped",
             Self::PidBlockOverlap => "pid_block_overlap",
             Self::PidBlockRegression => "pid_block_regression",
             Self::PidBlockGap => "pid_block_gap",

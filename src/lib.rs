@@ -5,7 +5,8 @@
 //! ```text
 //! readahead file or stdin, gzip inflated   -> bytes, read on a thread of their own
 //! capture   pcap/pcapng records            -> Packet (frame number, time, link type, bytes)
-//! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed)
+//! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed), or an IP fragment
+//! defrag    IP fragments of TCP datagrams   -> reassembled payloads, then TCP as decoded
 //! tcp       connections, reassembly         -> ordered bytes per direction, gaps, FINs
 //! kafka     framing, headers, API 67 decode -> request and response frames
 //! pairing   correlation ids per connection  -> exchanges, per-API counts
@@ -35,6 +36,7 @@ pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod decode;
+pub mod defrag;
 pub mod diag;
 pub mod error;
 pub mod expect;
@@ -322,6 +324,7 @@ fn read_all(
     let mut next_frame = 1u64;
     let mut last = PacketRef::default();
     let mut unsupported = BTreeSet::new();
+    let mut defragmenter = defrag::Defragmenter::default();
     let mut captures = Vec::new();
     // Files are opened one after the other, as they are read.
     let mut inputs: Vec<(String, Option<Box<dyn Read + Send>>)> = match readers.take() {
@@ -351,6 +354,41 @@ fn read_all(
                         tracker.segment(&segment, packet.at, &mut dissector, diags);
                         drain(&mut dissector.pairing, batcher);
                     }
+                    Decoded::Fragment(fragment) => {
+                        let Some(datagram) = defragmenter.fragment(&fragment, packet.at, diags)
+                        else {
+                            return;
+                        };
+                        let cut = datagram.missing_len > 0;
+                        match decode::tcp_in_ip_payload(
+                            datagram.src,
+                            datagram.dst,
+                            &datagram.payload,
+                            datagram.missing_len,
+                            cut,
+                        ) {
+                            Decoded::Tcp(segment) => {
+                                tracker.segment(&segment, packet.at, &mut dissector, diags);
+                                drain(&mut dissector.pairing, batcher);
+                            }
+                            Decoded::Malformed(reason) => diags.push(
+                                Kind::PacketMalformed,
+                                None,
+                                Some(packet.at.frame),
+                                format!(
+                                    "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
+                                    datagram.fragments
+                                ),
+                            ),
+                            _ => {}
+                        }
+                    }
+                    Decoded::FragmentNotReassembled(reason) => diags.push(
+                        Kind::IpFragmentsDropped,
+                        None,
+                        Some(packet.at.frame),
+                        format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
+                    ),
                     Decoded::Other => {}
                     Decoded::UnsupportedLinkType => {
                         if unsupported.insert(packet.link_type.0) {
@@ -376,6 +414,7 @@ fn read_all(
         )?;
         captures.push(info);
     }
+    defragmenter.finish(&mut diags);
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);
     drain(&mut dissector.pairing, batcher);
