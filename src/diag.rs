@@ -63,6 +63,10 @@ pub enum Kind {
     ConnectionLimit,
     /// IP fragments of a TCP datagram that could not be reassembled, with the reason.
     IpFragmentsDropped,
+    /// Two capture files whose time ranges overlap.
+    CaptureFilesOverlap,
+    /// Capture files read in another order than given (by their first packet's time).
+    CaptureFilesReordered,
     // Findings of the producer-ID analysis (src/analysis).
     PidBlockOverlap,
     PidBlockRegression,
@@ -76,7 +80,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 29] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -96,6 +100,8 @@ impl Kind {
         Self::DiagnosticsLimited,
         Self::ConnectionLimit,
         Self::IpFragmentsDropped,
+        Self::CaptureFilesOverlap,
+        Self::CaptureFilesReordered,
         Self::PidBlockOverlap,
         Self::PidBlockRegression,
         Self::PidBlockGap,
@@ -132,6 +138,8 @@ impl Kind {
             Self::DiagnosticsLimited => "diagnostics_limited",
             Self::ConnectionLimit => "connection_limit",
             Self::IpFragmentsDropped => "ip_fragments_dropped",
+            Self::CaptureFilesOverlap => "capture_files_overlap",
+            Self::CaptureFilesReordered => "capture_files_reordered",
             Self::PidBlockOverlap => "pid_block_overlap",
             Self::PidBlockRegression => "pid_block_regression",
             Self::PidBlockGap => "pid_block_gap",
@@ -148,6 +156,7 @@ impl Kind {
             Self::MidstreamStart
             | Self::UnsupportedLinkType
             | Self::DiagnosticsLimited
+            | Self::CaptureFilesReordered
             | Self::PidBlockGap
             | Self::PidRetry
             | Self::PidBrokerEpochChange => Severity::Info,

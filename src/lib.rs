@@ -307,6 +307,70 @@ fn process(
     })
 }
 
+/// The inputs in the order they are read: regular files by the timestamp of their first
+/// packet (rotated captures given in shell-glob order, `cap10` before `cap2`, are read in
+/// time order), files without packets after them, ties in the order given. Standard input
+/// and other inputs that are not regular files (pipes) cannot be read twice, so they keep
+/// their place in the list and the files are ordered around them. A file that cannot be
+/// opened or read is left to the real read to report. When the order differs from the
+/// one given, a `capture_files_reordered` diagnostic lists it.
+fn in_time_order(inputs: &[String], diags: &mut Diagnostics) -> Vec<String> {
+    let peek = |path: &str| -> Option<Option<capture::Timestamp>> {
+        if path == "-" {
+            return None;
+        }
+        let file = File::open(path).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let input = decompress(path, Box::new(file)).ok()?;
+        Some(capture::first_timestamp(input, path))
+    };
+    let peeked: Vec<Option<Option<capture::Timestamp>>> = inputs.iter().map(|p| peek(p)).collect();
+    // indices of the inputs that are ordered, and the same sorted by time
+    let slots: Vec<usize> = (0..inputs.len())
+        .filter(|idx| peeked.get(*idx).is_some_and(Option::is_some))
+        .collect();
+    let first = |idx: usize| peeked.get(idx).copied().flatten().flatten();
+    let mut sorted = slots.clone();
+    sorted.sort_by_key(|idx| (first(*idx).is_none(), first(*idx).map(|t| t.as_nanos())));
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    for (slot, idx) in slots.iter().zip(&sorted) {
+        if let Some(entry) = order.get_mut(*slot) {
+            *entry = *idx;
+        }
+    }
+    let ordered: Vec<String> = order
+        .iter()
+        .filter_map(|idx| inputs.get(*idx).cloned())
+        .collect();
+    if order.iter().enumerate().any(|(at, idx)| at != *idx) {
+        let listed: Vec<String> = order
+            .iter()
+            .filter_map(|idx| {
+                let path = inputs.get(*idx)?;
+                Some(match peeked.get(*idx)? {
+                    Some(Some(ts)) => {
+                        format!("{path} (first packet {})", report::format_timestamp(*ts))
+                    }
+                    Some(None) => format!("{path} (no packets)"),
+                    None => format!("{path} (kept in place: not a regular file)"),
+                })
+            })
+            .collect();
+        diags.push(
+            Kind::CaptureFilesReordered,
+            None,
+            None,
+            format!(
+                "the capture files were read in the time order of their first packets, not in the order given: {}",
+                listed.join(", ")
+            ),
+        );
+    }
+    ordered
+}
+
 /// What reading the captures leaves for the report besides the exchanges.
 type ReadOutcome = (Diagnostics, Vec<capture::CaptureInfo>, u64, Dissector);
 
@@ -329,8 +393,13 @@ fn read_all(
     // Files are opened one after the other, as they are read.
     let mut inputs: Vec<(String, Option<Box<dyn Read + Send>>)> = match readers.take() {
         Some(given) => given.into_iter().map(|(name, r)| (name, Some(r))).collect(),
-        None => config.inputs.iter().map(|p| (p.clone(), None)).collect(),
+        None => in_time_order(&config.inputs, &mut diags)
+            .into_iter()
+            .map(|p| (p, None))
+            .collect(),
     };
+    // The file read so far that ends last, and when.
+    let mut latest_end: Option<(String, capture::Timestamp)> = None;
     let stop = batcher.stop_flag();
     for (path, reader) in &mut inputs {
         if stop.load(Ordering::Relaxed) {
@@ -341,6 +410,7 @@ fn read_all(
             Some(r) => r,
             None => open(path, config.bytes_read.as_ref(), Arc::clone(&stop))?,
         };
+        let first_frame = next_frame;
         let info = capture::read_capture_with(
             input,
             path,
@@ -412,6 +482,28 @@ fn read_all(
                 }
             },
         )?;
+        if let (Some(first), Some((earlier, end))) = (info.first_timestamp, &latest_end) {
+            if first.as_nanos() < end.as_nanos() {
+                diags.push(
+                    Kind::CaptureFilesOverlap,
+                    None,
+                    Some(first_frame),
+                    format!(
+                        "{path} starts at {}, before {earlier} ends at {}: the files are read one after the other, not interleaved, so packets of the two may look out of order",
+                        report::format_timestamp(first),
+                        report::format_timestamp(*end)
+                    ),
+                );
+            }
+        }
+        if let Some(last) = info.last_timestamp {
+            if latest_end
+                .as_ref()
+                .is_none_or(|(_, end)| last.as_nanos() > end.as_nanos())
+            {
+                latest_end = Some((path.to_owned(), last));
+            }
+        }
         captures.push(info);
     }
     defragmenter.finish(&mut diags);

@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use crate::common::*;
 
+const START: u64 = 1_700_000_000_000_000_000;
+
 fn apid_pair(corr: i32, broker: i32, start: i64) -> (Vec<u8>, Vec<u8>) {
     (
         request(67, 0, corr, true, &apid_request_body(broker, 7)),
@@ -99,6 +101,119 @@ fn assert_complete(report: &Value, expected: &[(i32, i64)]) {
         assert_eq!(ex["correlation_id"], *corr);
         assert_eq!(ex["response"]["producer_id_start"], *start);
     }
+}
+
+// ---- A: inputs in time order ----------------------------------------------------------
+
+/// A rotated capture: `cap2` holds the start of one connection and its first block,
+/// `cap10` (later) the second block and the close; `empty` has no packets.
+fn rotated(dir: &Path) -> (String, String, String) {
+    let cap2 = dir.join("cap2.pcap");
+    let cap10 = dir.join("cap10.pcap");
+    let empty = dir.join("empty.pcap");
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:29093");
+    let (req1, resp1) = apid_pair(1, 3, 0);
+    let (req2, resp2) = apid_pair(2, 3, 1000);
+    let mut w = PcapWriter::create(&cap2);
+    c.handshake(&mut w);
+    c.send(&mut w, true, &req1, 1000);
+    c.send(&mut w, false, &resp1, 1000);
+    w.finish();
+    let mut w = PcapWriter::create(&cap10);
+    w.set_time(START + 60_000_000_000);
+    c.send(&mut w, true, &req2, 1000);
+    c.send(&mut w, false, &resp2, 1000);
+    c.close(&mut w);
+    w.finish();
+    PcapWriter::create(&empty).finish();
+    (path_str(&cap2), path_str(&cap10), path_str(&empty))
+}
+
+#[test]
+fn files_given_out_of_time_order_are_read_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap2, cap10, empty) = rotated(dir.path());
+    let right = report(&[&cap2, &cap10]);
+    // shell-glob order: cap10 before cap2, an empty file first
+    let wrong = report(&[&empty, &cap10, &cap2]);
+    assert_complete(&wrong, &[(1, 0), (2, 1000)]);
+    assert_eq!(wrong["exchanges"], right["exchanges"]);
+    assert_eq!(
+        wrong["producer_id_blocks"]["blocks"],
+        right["producer_id_blocks"]["blocks"]
+    );
+    let kinds = kinds(&wrong);
+    assert!(
+        !kinds.contains(&"pid_block_regression".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(!kinds.contains(&"midstream_start".to_owned()), "{kinds:?}");
+    // captures[] in the order read; the file without packets last
+    let paths: Vec<&str> = wrong["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, [cap2.as_str(), cap10.as_str(), empty.as_str()]);
+    let reordered = diagnostics_of(&wrong, "capture_files_reordered");
+    assert_eq!(reordered.len(), 1, "{kinds:?}");
+    assert_eq!(reordered[0]["severity"], "info");
+    let message = reordered[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&cap2) && message.contains("no packets"),
+        "{message}"
+    );
+    // given in time order: nothing to say
+    assert!(diagnostics_of(&right, "capture_files_reordered").is_empty());
+    assert!(diagnostics_of(&right, "capture_files_overlap").is_empty());
+}
+
+#[test]
+fn gzip_files_are_ordered_by_their_first_packet_too() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let (cap2, cap10, _) = rotated(dir.path());
+    let gz = dir.path().join("cap2.pcap.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(&std::fs::read(&cap2).unwrap()).unwrap();
+    enc.finish().unwrap();
+    let report = report(&[&cap10, &path_str(&gz)]);
+    assert_complete(&report, &[(1, 0), (2, 1000)]);
+    assert_eq!(report["captures"][0]["path"], path_str(&gz));
+}
+
+#[test]
+fn overlapping_files_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.pcap");
+    let b = dir.path().join("b.pcap");
+    for (path, port, offset) in [(&a, 40000, 0), (&b, 40001, 250_000)] {
+        let mut w = PcapWriter::create(path);
+        w.set_time(START + offset);
+        let mut c = Conn::new(&format!("10.0.0.1:{port}"), "10.0.0.2:29093");
+        let (req, resp) = apid_pair(1, port, i64::from(port - 40000) * 1000);
+        c.handshake(&mut w);
+        c.send(&mut w, true, &req, 1000);
+        c.send(&mut w, false, &resp, 1000);
+        c.close(&mut w);
+        w.finish();
+    }
+    let report = report(&[&path_str(&a), &path_str(&b)]);
+    assert_complete(&report, &[(1, 0), (1, 1000)]);
+    let overlap = diagnostics_of(&report, "capture_files_overlap");
+    assert_eq!(overlap.len(), 1, "{:#?}", report["diagnostics"]);
+    assert_eq!(overlap[0]["severity"], "warning");
+    assert_eq!(overlap[0]["frame"], 7); // b's first packet
+    let message = overlap[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&path_str(&a)) && message.contains(&path_str(&b)),
+        "{message}"
+    );
+    assert!(message.contains("2023-11-14T22:13:20.000350Z"), "{message}");
 }
 
 // ---- B: VLAN stacks and IP fragments --------------------------------------------------
