@@ -9,6 +9,7 @@
 //! is kept.
 
 use std::io::Read;
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 
 use pcap_parser::pcapng::Block;
@@ -165,6 +166,50 @@ pub fn read_capture_with<R: Read + Send>(
     max_record: usize,
     mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
 ) -> Result<CaptureInfo, Error> {
+    read_records(
+        input,
+        path,
+        next_frame,
+        diags,
+        max_record,
+        |packet, diags| {
+            on_packet(packet, diags);
+            ControlFlow::Continue(())
+        },
+    )
+}
+
+/// The timestamp of the first packet of a capture, reading no further than that packet;
+/// `None` when the capture has none before its end or a fault. Nothing is reported: the
+/// capture is read again in full later, which reports what there is to report.
+pub fn first_timestamp<R: Read + Send>(input: R, path: &str) -> Option<Timestamp> {
+    let mut first = None;
+    let mut frame = 1;
+    let mut diags = Diagnostics::default();
+    read_records(
+        input,
+        path,
+        &mut frame,
+        &mut diags,
+        MAX_RECORD_BUFFER,
+        |packet, _| {
+            first = Some(packet.at.timestamp);
+            ControlFlow::Break(())
+        },
+    )
+    .ok()?;
+    first
+}
+
+/// Reads records until the input ends or `on_packet` breaks.
+fn read_records<R: Read + Send>(
+    input: R,
+    path: &str,
+    next_frame: &mut u64,
+    diags: &mut Diagnostics,
+    max_record: usize,
+    mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
+) -> Result<CaptureInfo, Error> {
     let read_error = Arc::new(Mutex::new(None));
     let input = FullReads {
         inner: input,
@@ -315,7 +360,7 @@ pub fn read_capture_with<R: Read + Send>(
                     if !info.link_types.contains(&link_type) {
                         info.link_types.push(link_type);
                     }
-                    on_packet(
+                    let flow = on_packet(
                         &Packet {
                             at,
                             link_type,
@@ -324,6 +369,9 @@ pub fn read_capture_with<R: Read + Send>(
                         },
                         diags,
                     );
+                    if flow.is_break() {
+                        break;
+                    }
                 }
                 // no shift per record: refill() shifts what is left once per buffer
                 reader.consume_noshift(len);

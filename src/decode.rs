@@ -1,16 +1,19 @@
 //! Link layer, IP and TCP: from a packet record to a borrowed TCP segment view.
 //!
-//! Link types: ETHERNET (802.1Q/QinQ tags included, by etherparse), LINUX_SLL,
-//! LINUX_SLL2, RAW/IPV4/IPV6, NULL and LOOP. IP is sliced laxly so that a packet cut by
-//! snaplen still yields the payload bytes that were captured, plus the count of those
-//! that were not. Everything that is not TCP over IP is passed over quietly; IP fragments
-//! are not reassembled.
+//! Link types: ETHERNET (any number of 802.1Q/802.1ad/QinQ tags, walked here: etherparse
+//! stops after three), LINUX_SLL, LINUX_SLL2, RAW/IPV4/IPV6, NULL and LOOP. IP is sliced
+//! laxly so that a packet cut by snaplen still yields the payload bytes that were
+//! captured, plus the count of those that were not; a TCP header whose options were cut
+//! still places its segment (the fixed 20 bytes give ports, sequence number and flags; the
+//! IP length gives the payload bytes missing). Everything that is not TCP over IP is
+//! passed over quietly. A fragment of a TCP datagram is handed on as an
+//! [`IpFragmentView`] for [`crate::defrag`] to reassemble: decoding keeps no state.
 
 use std::net::{IpAddr, SocketAddr};
 
 use etherparse::{
-    EtherType, Ethernet2Slice, IpNumber, LaxIpPayloadSlice, LaxIpSlice, LaxNetSlice,
-    LaxSlicedPacket, TcpSlice,
+    EtherType, Ethernet2Slice, IpNumber, Ipv6ExtensionSlice, LaxIpSlice, LaxIpv4Slice,
+    LaxIpv6Slice, LaxNetSlice, LaxSlicedPacket, TcpSlice,
 };
 use pcap_parser::Linktype;
 
@@ -34,11 +37,33 @@ pub struct TcpSegmentView<'a> {
     pub missing_len: u32,
 }
 
+/// One fragment of an IP datagram carrying TCP, borrowed from the packet record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IpFragmentView<'a> {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// IPv4 Identification (16 bits) or IPv6 Fragment header Identification (32 bits).
+    pub id: u32,
+    /// Offset of `payload` in the datagram's payload, in bytes.
+    pub offset: u32,
+    /// More Fragments flag: this is not the last fragment.
+    pub more: bool,
+    /// Fragment bytes present in the capture.
+    pub payload: &'a [u8],
+    /// Fragment bytes the IP header claims but the capture cut (snaplen).
+    pub missing_len: u32,
+}
+
 /// What a packet turned out to be.
 #[derive(Debug)]
 pub enum Decoded<'a> {
     Tcp(TcpSegmentView<'a>),
-    /// ARP, UDP, ICMP, IP fragments...: not ours.
+    /// A fragment of an IP datagram carrying TCP, to be reassembled.
+    Fragment(IpFragmentView<'a>),
+    /// An IPv6 fragment that cannot be reassembled (extension headers follow its Fragment
+    /// header); the reason as one phrase.
+    FragmentNotReassembled(String),
+    /// ARP, UDP, ICMP...: not ours.
     Other,
     UnsupportedLinkType,
     /// A TCP/IP packet whose headers do not parse; the reason as one phrase.
@@ -48,7 +73,35 @@ pub enum Decoded<'a> {
 const SLL_HEADER_LEN: usize = 16;
 const SLL2_HEADER_LEN: usize = 20;
 const NULL_HEADER_LEN: usize = 4;
+/// Ethernet II: destination and source MAC, EtherType.
+const ETHERNET_HEADER_LEN: usize = 14;
+/// One 802.1Q/802.1ad tag: TCI, then the next EtherType.
+const VLAN_TAG_LEN: usize = 4;
+/// TCP's fixed header (RFC 9293 section 3.1), options excluded.
+const TCP_FIXED_HEADER_LEN: usize = 20;
 
+/// EtherTypes of a VLAN tag: 802.1Q, 802.1ad, and the pre-standard QinQ 0x9100.
+fn is_vlan_tag(ether_type: EtherType) -> bool {
+    matches!(
+        ether_type,
+        EtherType::VLAN_TAGGED_FRAME
+            | EtherType::PROVIDER_BRIDGING
+            | EtherType::VLAN_DOUBLE_TAGGED_FRAME
+    )
+}
+
+/// The EtherType after every VLAN tag of an Ethernet II frame, and the bytes after it;
+/// `None` when the header or a tag is cut short. Each tag consumes four bytes, so the
+/// walk ends with the data.
+fn walk_vlan_tags(data: &[u8]) -> Option<(EtherType, &[u8])> {
+    let mut ether_type = EtherType(be_u16(data, ETHERNET_HEADER_LEN - 2)?);
+    let mut rest = data.get(ETHERNET_HEADER_LEN..)?;
+    while is_vlan_tag(ether_type) {
+        ether_type = EtherType(be_u16(rest, 2)?);
+        rest = rest.get(VLAN_TAG_LEN..)?;
+    }
+    Some((ether_type, rest))
+}
 /// BSD address families used by NULL/LOOP for IPv4 and the platforms' IPv6 values.
 fn ether_type_for_family(family: u32) -> Option<EtherType> {
     match family {
@@ -63,11 +116,25 @@ fn be_u16(bytes: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes(pair))
 }
 
+fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    let quad: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(u32::from_be_bytes(quad))
+}
+
 /// Slices the packet down to the network layer according to its link type.
 fn slice_link<'a>(link_type: Linktype, data: &'a [u8]) -> Result<LaxSlicedPacket<'a>, Decoded<'a>> {
     let short = |what: &str| Decoded::Malformed(format!("{what} header is cut short"));
     match link_type.0 {
-        1 => LaxSlicedPacket::from_ethernet(data).map_err(|_| short("Ethernet")),
+        1 => {
+            let vlan =
+                be_u16(data, ETHERNET_HEADER_LEN - 2).is_some_and(|t| is_vlan_tag(EtherType(t)));
+            if vlan {
+                let (ether_type, rest) = walk_vlan_tags(data).ok_or_else(|| short("VLAN tag"))?;
+                Ok(LaxSlicedPacket::from_ether_type(ether_type, rest))
+            } else {
+                LaxSlicedPacket::from_ethernet(data).map_err(|_| short("Ethernet"))
+            }
+        }
         113 => {
             let proto = be_u16(data, 14).ok_or_else(|| short("Linux cooked (SLL)"))?;
             let rest = data.get(SLL_HEADER_LEN..).unwrap_or_default();
@@ -122,17 +189,9 @@ fn decode_sliced<'a>(packet: &Packet<'a>) -> Decoded<'a> {
         Ok(sliced) => sliced,
         Err(other) => return other,
     };
-    let (src_ip, dst_ip, ip_payload): (IpAddr, IpAddr, _) = match &sliced.net {
-        Some(LaxNetSlice::Ipv4(ip)) => (
-            ip.header().source_addr().into(),
-            ip.header().destination_addr().into(),
-            ip.payload(),
-        ),
-        Some(LaxNetSlice::Ipv6(ip)) => (
-            ip.header().source_addr().into(),
-            ip.header().destination_addr().into(),
-            ip.payload(),
-        ),
+    let ip = match &sliced.net {
+        Some(LaxNetSlice::Ipv4(ip)) => IpPacket::v4(ip),
+        Some(LaxNetSlice::Ipv6(ip)) => IpPacket::v6(ip),
         _ => {
             return match &sliced.stop_err {
                 Some((err, _)) if is_ip_ether_type(&sliced) => {
@@ -142,7 +201,7 @@ fn decode_sliced<'a>(packet: &Packet<'a>) -> Decoded<'a> {
             }
         }
     };
-    tcp_segment(packet, src_ip, dst_ip, ip_payload)
+    tcp_segment(packet, &ip)
 }
 
 /// The common case, Ethernet II straight to IPv4 or IPv6, sliced with the same etherparse
@@ -162,41 +221,167 @@ fn decode_ethernet_ip<'a>(packet: &Packet<'a>) -> Option<Decoded<'a>> {
     if stop.is_some() {
         return None;
     }
-    let (src_ip, dst_ip): (IpAddr, IpAddr) = match &ip {
-        LaxIpSlice::Ipv4(v4) => (
-            v4.header().source_addr().into(),
-            v4.header().destination_addr().into(),
-        ),
-        LaxIpSlice::Ipv6(v6) => (
-            v6.header().source_addr().into(),
-            v6.header().destination_addr().into(),
-        ),
+    let ip = match &ip {
+        LaxIpSlice::Ipv4(v4) => IpPacket::v4(v4),
+        LaxIpSlice::Ipv6(v6) => IpPacket::v6(v6),
     };
-    Some(tcp_segment(packet, src_ip, dst_ip, ip.payload()))
+    Some(tcp_segment(packet, &ip))
 }
 
-/// The TCP segment in an IP payload, if it is one.
-fn tcp_segment<'a>(
-    packet: &Packet<'a>,
-    src_ip: IpAddr,
-    dst_ip: IpAddr,
-    ip_payload: &LaxIpPayloadSlice<'a>,
-) -> Decoded<'a> {
-    if ip_payload.ip_number != IpNumber::TCP || ip_payload.fragmented {
+/// How an IP packet is fragmented.
+#[derive(Debug, Clone, Copy)]
+enum Fragmentation {
+    /// A whole datagram.
+    None,
+    /// A fragment: identification, byte offset, More Fragments.
+    Fragment { id: u32, offset: u32, more: bool },
+    /// An IPv6 fragment whose Fragment header is followed by other extension headers.
+    Unusable,
+}
+
+/// What TCP needs of an IPv4 or IPv6 packet.
+struct IpPacket<'a> {
+    src: IpAddr,
+    dst: IpAddr,
+    protocol: IpNumber,
+    /// IP payload bytes present in the capture.
+    payload: &'a [u8],
+    /// The payload was cut by the end of the captured bytes.
+    incomplete: bool,
+    /// Payload length the IP header claims (IPv4 total length minus header, IPv6 payload
+    /// length minus extension headers); `None` when it says nothing usable.
+    claimed_len: Option<u32>,
+    fragmentation: Fragmentation,
+}
+
+impl<'a> IpPacket<'a> {
+    fn v4(ip: &LaxIpv4Slice<'a>) -> Self {
+        let header = ip.header();
+        let payload = ip.payload();
+        let auth_len = ip
+            .extensions()
+            .auth
+            .map_or(0, |auth| auth.slice().len() as u32);
+        let header_len = u32::from(header.ihl()) * 4 + auth_len;
+        let fragmentation = if header.is_fragmenting_payload() {
+            Fragmentation::Fragment {
+                id: u32::from(header.identification()),
+                offset: u32::from(header.fragments_offset().byte_offset()),
+                more: header.more_fragments(),
+            }
+        } else {
+            Fragmentation::None
+        };
+        Self {
+            src: header.source_addr().into(),
+            dst: header.destination_addr().into(),
+            protocol: payload.ip_number,
+            payload: payload.payload,
+            incomplete: payload.incomplete,
+            claimed_len: u32::from(header.total_len()).checked_sub(header_len),
+            fragmentation,
+        }
+    }
+
+    fn v6(ip: &LaxIpv6Slice<'a>) -> Self {
+        let header = ip.header();
+        let payload = ip.payload();
+        let exts = ip.extensions();
+        let fragmentation = if payload.fragmented {
+            let mut last = None;
+            for ext in exts.clone() {
+                last = Some(ext);
+            }
+            match last {
+                Some(Ipv6ExtensionSlice::Fragment(frag)) => Fragmentation::Fragment {
+                    id: frag.identification(),
+                    offset: u32::from(frag.fragment_offset().byte_offset()),
+                    more: frag.more_fragments(),
+                },
+                _ => Fragmentation::Unusable,
+            }
+        } else {
+            Fragmentation::None
+        };
+        let claimed_len = match header.payload_length() {
+            0 => None, // a jumbogram, or a length the capture does not tell
+            len => u32::from(len).checked_sub(exts.slice().len() as u32),
+        };
+        Self {
+            src: header.source_addr().into(),
+            dst: header.destination_addr().into(),
+            protocol: payload.ip_number,
+            payload: payload.payload,
+            incomplete: payload.incomplete,
+            claimed_len,
+            fragmentation,
+        }
+    }
+
+    /// Payload bytes claimed by the IP header but not captured.
+    fn missing_len(&self, packet: &Packet<'_>) -> u32 {
+        if !self.incomplete {
+            return 0;
+        }
+        match self.claimed_len {
+            Some(claimed) => claimed.saturating_sub(self.payload.len() as u32),
+            None => packet.orig_len.saturating_sub(packet.data.len() as u32),
+        }
+    }
+}
+
+/// The TCP segment, or fragment of one, in an IP packet.
+fn tcp_segment<'a>(packet: &Packet<'a>, ip: &IpPacket<'a>) -> Decoded<'a> {
+    if ip.protocol != IpNumber::TCP {
         return Decoded::Other;
     }
-    let tcp = match TcpSlice::from_slice(ip_payload.payload) {
+    match ip.fragmentation {
+        Fragmentation::None => {}
+        Fragmentation::Fragment { id, offset, more } => {
+            return Decoded::Fragment(IpFragmentView {
+                src: ip.src,
+                dst: ip.dst,
+                id,
+                offset,
+                more,
+                payload: ip.payload,
+                missing_len: ip.missing_len(packet),
+            })
+        }
+        Fragmentation::Unusable => {
+            return Decoded::FragmentNotReassembled(
+                "IPv6 fragment with extension headers after its Fragment header".to_owned(),
+            )
+        }
+    }
+    // cut by the capture's snaplen, not an IP length that claims more than was sent
+    let cut = ip.incomplete && packet.orig_len as usize > packet.data.len();
+    tcp_in_ip_payload(ip.src, ip.dst, ip.payload, ip.missing_len(packet), cut)
+}
+
+/// The TCP segment in `payload`, the IP payload of `src` to `dst` with `missing_len` more
+/// bytes cut from its end. A header whose options were cut (`cut` and the fixed 20 bytes
+/// present) still gives the segment's place, with no payload: every payload byte the IP
+/// length claims beyond the header is missing.
+pub fn tcp_in_ip_payload(
+    src: IpAddr,
+    dst: IpAddr,
+    payload: &[u8],
+    missing_len: u32,
+    cut: bool,
+) -> Decoded<'_> {
+    let tcp = match TcpSlice::from_slice(payload) {
         Ok(tcp) => tcp,
-        Err(err) => return Decoded::Malformed(format!("TCP header: {err}")),
-    };
-    let missing_len = if ip_payload.incomplete {
-        packet.orig_len.saturating_sub(packet.data.len() as u32)
-    } else {
-        0
+        Err(err) => {
+            return match options_cut(src, dst, payload, missing_len, cut) {
+                Some(seg) => Decoded::Tcp(seg),
+                None => Decoded::Malformed(format!("TCP header: {err}")),
+            }
+        }
     };
     Decoded::Tcp(TcpSegmentView {
-        src: SocketAddr::new(src_ip, tcp.source_port()),
-        dst: SocketAddr::new(dst_ip, tcp.destination_port()),
+        src: SocketAddr::new(src, tcp.source_port()),
+        dst: SocketAddr::new(dst, tcp.destination_port()),
         seq: tcp.sequence_number(),
         ack_number: tcp.acknowledgment_number(),
         syn: tcp.syn(),
@@ -204,6 +389,39 @@ fn tcp_segment<'a>(
         fin: tcp.fin(),
         rst: tcp.rst(),
         payload: tcp.payload(),
+        missing_len: if cut { missing_len } else { 0 },
+    })
+}
+
+/// A TCP header cut inside its options: the segment from the fixed header (RFC 9293
+/// section 3.1), with zero payload bytes and `missing_len` reduced by the option bytes
+/// that were not captured. `None` unless the cut explains the short header.
+fn options_cut<'a>(
+    src: IpAddr,
+    dst: IpAddr,
+    payload: &'a [u8],
+    missing_len: u32,
+    cut: bool,
+) -> Option<TcpSegmentView<'a>> {
+    let fixed = payload.get(..TCP_FIXED_HEADER_LEN)?;
+    let data_offset = usize::from(fixed.get(12)? >> 4) * 4;
+    if !cut || data_offset < TCP_FIXED_HEADER_LEN || data_offset <= payload.len() {
+        return None;
+    }
+    // the header bytes not captured are part of the missing count, not stream bytes
+    let header_missing = u32::try_from(data_offset - payload.len()).ok()?;
+    let missing_len = missing_len.checked_sub(header_missing)?;
+    let flags = *fixed.get(13)?;
+    Some(TcpSegmentView {
+        src: SocketAddr::new(src, be_u16(fixed, 0)?),
+        dst: SocketAddr::new(dst, be_u16(fixed, 2)?),
+        seq: be_u32(fixed, 4)?,
+        ack_number: be_u32(fixed, 8)?,
+        fin: flags & 0x01 != 0,
+        syn: flags & 0x02 != 0,
+        rst: flags & 0x04 != 0,
+        ack: flags & 0x10 != 0,
+        payload: &[],
         missing_len,
     })
 }
@@ -213,6 +431,7 @@ fn is_ip_ether_type(sliced: &LaxSlicedPacket<'_>) -> bool {
     let ether_type = match (sliced.link_exts.last(), &sliced.link) {
         (Some(LaxLinkExtSlice::Vlan(vlan)), _) => Some(vlan.ether_type()),
         (_, Some(LinkSlice::Ethernet2(eth))) => Some(eth.ether_type()),
+        (_, Some(LinkSlice::EtherPayload(payload))) => Some(payload.ether_type),
         _ => None,
     };
     matches!(ether_type, Some(EtherType::IPV4 | EtherType::IPV6))
@@ -382,5 +601,66 @@ mod tests {
             decode(&packet(101, cut, data.len() as u32)),
             Decoded::Malformed(_)
         ));
+    }
+    #[test]
+    fn walks_any_number_of_vlan_tags() {
+        let builder = PacketBuilder::ethernet2([1; 6], [2; 6])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(40000, 9093, 7, 64000);
+        let mut plain = Vec::new();
+        builder.write(&mut plain, b"deep").unwrap();
+        for tags in [1, 3, 4, 7] {
+            let mut data = plain[..12].to_vec();
+            for _ in 0..tags {
+                data.extend([0x81, 0x00, 0x00, 0x2a]); // 802.1Q, VLAN 42
+            }
+            data.extend(&plain[12..]);
+            let seg = expect_tcp(decode(&packet(1, &data, data.len() as u32)));
+            assert_eq!(seg.payload, b"deep", "{tags} tags");
+        }
+        // a tag cut short is a malformed packet, not a silent drop
+        let cut = [&plain[..12], &[0x81, 0x00, 0x00]].concat();
+        assert!(matches!(
+            decode(&packet(1, &cut, 100)),
+            Decoded::Malformed(_)
+        ));
+    }
+
+    #[test]
+    fn tcp_options_cut_by_snaplen_give_the_segment_without_payload() {
+        let builder = PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(40000, 9093, 1000, 64000)
+            .ack(5)
+            .options_raw(&[1; 12])
+            .unwrap();
+        let mut data = Vec::new();
+        builder.write(&mut data, &[9u8; 50]).unwrap();
+        // IPv4 header (20), fixed TCP header (20), 4 of the 12 option bytes
+        let cut = &data[..44];
+        let seg = expect_tcp(decode(&packet(101, cut, data.len() as u32)));
+        assert_eq!((seg.seq, seg.ack, seg.ack_number), (1000, true, 5));
+        assert_eq!(seg.dst.to_string(), "10.0.0.2:9093");
+        assert!(seg.payload.is_empty());
+        assert_eq!(seg.missing_len, 50);
+        // not cut by the capture: a header that says it is longer than its packet
+        assert!(matches!(
+            decode(&packet(101, cut, cut.len() as u32)),
+            Decoded::Malformed(_)
+        ));
+    }
+
+    #[test]
+    fn ipv4_fragment_of_tcp_is_handed_on() {
+        let mut data = tcp_packet_ipv4(&[3u8; 40]);
+        data[4..6].copy_from_slice(&0x1234u16.to_be_bytes()); // identification
+        data[6..8].copy_from_slice(&(0x2000u16 | 2).to_be_bytes()); // MF, offset 16
+        match decode(&packet(101, &data, data.len() as u32)) {
+            Decoded::Fragment(frag) => {
+                assert_eq!((frag.id, frag.offset, frag.more), (0x1234, 16, true));
+                assert_eq!(frag.payload.len(), data.len() - 20);
+                assert_eq!(frag.missing_len, 0);
+            }
+            other => panic!("expected a fragment, got {other:?}"),
+        }
     }
 }

@@ -65,6 +65,12 @@ pub enum Kind {
     ConnectionLimit,
     /// A TCP connection whose bytes were not read as Kafka, with the reason.
     NotKafka,
+    /// IP fragments of a TCP datagram that could not be reassembled, with the reason.
+    IpFragmentsDropped,
+    /// Two capture files whose time ranges overlap.
+    CaptureFilesOverlap,
+    /// Capture files read in another order than given (by their first packet's time).
+    CaptureFilesReordered,
     // Findings of the producer-ID analysis (src/analysis).
     PidBlockOverlap,
     PidBlockRegression,
@@ -78,7 +84,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 28] = [
+    pub const ALL: [Self; 31] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -99,6 +105,9 @@ impl Kind {
         Self::DiagnosticsLimited,
         Self::ConnectionLimit,
         Self::NotKafka,
+        Self::IpFragmentsDropped,
+        Self::CaptureFilesOverlap,
+        Self::CaptureFilesReordered,
         Self::PidBlockOverlap,
         Self::PidBlockRegression,
         Self::PidBlockGap,
@@ -136,6 +145,9 @@ impl Kind {
             Self::DiagnosticsLimited => "diagnostics_limited",
             Self::ConnectionLimit => "connection_limit",
             Self::NotKafka => "not_kafka",
+            Self::IpFragmentsDropped => "ip_fragments_dropped",
+            Self::CaptureFilesOverlap => "capture_files_overlap",
+            Self::CaptureFilesReordered => "capture_files_reordered",
             Self::PidBlockOverlap => "pid_block_overlap",
             Self::PidBlockRegression => "pid_block_regression",
             Self::PidBlockGap => "pid_block_gap",
@@ -153,6 +165,7 @@ impl Kind {
             | Self::UnsupportedLinkType
             | Self::DiagnosticsLimited
             | Self::NotKafka
+            | Self::CaptureFilesReordered
             | Self::PidBlockGap
             | Self::PidRetry
             | Self::PidBrokerEpochChange => Severity::Info,

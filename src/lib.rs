@@ -5,7 +5,8 @@
 //! ```text
 //! readahead file or stdin, gzip inflated   -> bytes, read on a thread of their own
 //! capture   pcap/pcapng records            -> Packet (frame number, time, link type, bytes)
-//! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed)
+//! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed), or an IP fragment
+//! defrag    IP fragments of TCP datagrams   -> reassembled payloads, then TCP as decoded
 //! tcp       connections, reassembly         -> ordered bytes per direction, gaps, FINs
 //! kafka     framing, headers, API 67 decode -> request and response frames
 //! pairing   correlation ids per connection  -> exchanges, per-API counts
@@ -35,6 +36,7 @@ pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod decode;
+pub mod defrag;
 pub mod diag;
 pub mod error;
 pub mod expect;
@@ -306,6 +308,70 @@ fn process(
     })
 }
 
+/// The inputs in the order they are read: regular files by the timestamp of their first
+/// packet (rotated captures given in shell-glob order, `cap10` before `cap2`, are read in
+/// time order), files without packets after them, ties in the order given. Standard input
+/// and other inputs that are not regular files (pipes) cannot be read twice, so they keep
+/// their place in the list and the files are ordered around them. A file that cannot be
+/// opened or read is left to the real read to report. When the order differs from the
+/// one given, a `capture_files_reordered` diagnostic lists it.
+fn in_time_order(inputs: &[String], diags: &mut Diagnostics) -> Vec<String> {
+    let peek = |path: &str| -> Option<Option<capture::Timestamp>> {
+        if path == "-" {
+            return None;
+        }
+        let file = File::open(path).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let input = decompress(path, Box::new(file)).ok()?;
+        Some(capture::first_timestamp(input, path))
+    };
+    let peeked: Vec<Option<Option<capture::Timestamp>>> = inputs.iter().map(|p| peek(p)).collect();
+    // indices of the inputs that are ordered, and the same sorted by time
+    let slots: Vec<usize> = (0..inputs.len())
+        .filter(|idx| peeked.get(*idx).is_some_and(Option::is_some))
+        .collect();
+    let first = |idx: usize| peeked.get(idx).copied().flatten().flatten();
+    let mut sorted = slots.clone();
+    sorted.sort_by_key(|idx| (first(*idx).is_none(), first(*idx).map(|t| t.as_nanos())));
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    for (slot, idx) in slots.iter().zip(&sorted) {
+        if let Some(entry) = order.get_mut(*slot) {
+            *entry = *idx;
+        }
+    }
+    let ordered: Vec<String> = order
+        .iter()
+        .filter_map(|idx| inputs.get(*idx).cloned())
+        .collect();
+    if order.iter().enumerate().any(|(at, idx)| at != *idx) {
+        let listed: Vec<String> = order
+            .iter()
+            .filter_map(|idx| {
+                let path = inputs.get(*idx)?;
+                Some(match peeked.get(*idx)? {
+                    Some(Some(ts)) => {
+                        format!("{path} (first packet {})", report::format_timestamp(*ts))
+                    }
+                    Some(None) => format!("{path} (no packets)"),
+                    None => format!("{path} (kept in place: not a regular file)"),
+                })
+            })
+            .collect();
+        diags.push(
+            Kind::CaptureFilesReordered,
+            None,
+            None,
+            format!(
+                "the capture files were read in the time order of their first packets, not in the order given: {}",
+                listed.join(", ")
+            ),
+        );
+    }
+    ordered
+}
+
 /// What reading the captures leaves for the report besides the exchanges.
 type ReadOutcome = (Diagnostics, Vec<capture::CaptureInfo>, u64, Dissector);
 
@@ -323,12 +389,18 @@ fn read_all(
     let mut next_frame = 1u64;
     let mut last = PacketRef::default();
     let mut unsupported = BTreeSet::new();
+    let mut defragmenter = defrag::Defragmenter::default();
     let mut captures = Vec::new();
     // Files are opened one after the other, as they are read.
     let mut inputs: Vec<(String, Option<Box<dyn Read + Send>>)> = match readers.take() {
         Some(given) => given.into_iter().map(|(name, r)| (name, Some(r))).collect(),
-        None => config.inputs.iter().map(|p| (p.clone(), None)).collect(),
+        None => in_time_order(&config.inputs, &mut diags)
+            .into_iter()
+            .map(|p| (p, None))
+            .collect(),
     };
+    // The file read so far that ends last, and when.
+    let mut latest_end: Option<(String, capture::Timestamp)> = None;
     let stop = batcher.stop_flag();
     for (path, reader) in &mut inputs {
         if stop.load(Ordering::Relaxed) {
@@ -339,6 +411,7 @@ fn read_all(
             Some(r) => r,
             None => open(path, config.bytes_read.as_ref(), Arc::clone(&stop))?,
         };
+        let first_frame = next_frame;
         let info = capture::read_capture_with(
             input,
             path,
@@ -352,6 +425,41 @@ fn read_all(
                         tracker.segment(&segment, packet.at, &mut dissector, diags);
                         drain(&mut dissector.pairing, batcher);
                     }
+                    Decoded::Fragment(fragment) => {
+                        let Some(datagram) = defragmenter.fragment(&fragment, packet.at, diags)
+                        else {
+                            return;
+                        };
+                        let cut = datagram.missing_len > 0;
+                        match decode::tcp_in_ip_payload(
+                            datagram.src,
+                            datagram.dst,
+                            &datagram.payload,
+                            datagram.missing_len,
+                            cut,
+                        ) {
+                            Decoded::Tcp(segment) => {
+                                tracker.segment(&segment, packet.at, &mut dissector, diags);
+                                drain(&mut dissector.pairing, batcher);
+                            }
+                            Decoded::Malformed(reason) => diags.push(
+                                Kind::PacketMalformed,
+                                None,
+                                Some(packet.at.frame),
+                                format!(
+                                    "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
+                                    datagram.fragments
+                                ),
+                            ),
+                            _ => {}
+                        }
+                    }
+                    Decoded::FragmentNotReassembled(reason) => diags.push(
+                        Kind::IpFragmentsDropped,
+                        None,
+                        Some(packet.at.frame),
+                        format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
+                    ),
                     Decoded::Other => {}
                     Decoded::UnsupportedLinkType => {
                         if unsupported.insert(packet.link_type.0) {
@@ -375,8 +483,31 @@ fn read_all(
                 }
             },
         )?;
+        if let (Some(first), Some((earlier, end))) = (info.first_timestamp, &latest_end) {
+            if first.as_nanos() < end.as_nanos() {
+                diags.push(
+                    Kind::CaptureFilesOverlap,
+                    None,
+                    Some(first_frame),
+                    format!(
+                        "{path} starts at {}, before {earlier} ends at {}: the files are read one after the other, not interleaved, so packets of the two may look out of order",
+                        report::format_timestamp(first),
+                        report::format_timestamp(*end)
+                    ),
+                );
+            }
+        }
+        if let Some(last) = info.last_timestamp {
+            if latest_end
+                .as_ref()
+                .is_none_or(|(_, end)| last.as_nanos() > end.as_nanos())
+            {
+                latest_end = Some((path.to_owned(), last));
+            }
+        }
         captures.push(info);
     }
+    defragmenter.finish(&mut diags);
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);
     drain(&mut dissector.pairing, batcher);

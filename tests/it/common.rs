@@ -160,6 +160,12 @@ impl PcapWriter {
         w
     }
 
+    /// Sets the clock: the next record is stamped 100.000123 µs after `nanos` (since
+    /// the Unix epoch).
+    pub fn set_time(&mut self, nanos: u64) {
+        self.nanos = nanos;
+    }
+
     fn u32(&mut self, v: u32) {
         let bytes = if self.big_endian {
             v.to_be_bytes()

@@ -8,6 +8,7 @@ mod contract;
 mod formats;
 mod gates;
 mod golden;
+mod incident_capture;
 mod properties;
 mod regression;
 mod report_format;
