@@ -31,6 +31,8 @@ pub const MAX_PREFIX_LEN: usize = 10;
 const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
 /// Bytes kept while looking for a frame head after framing was lost.
 pub const MAX_RESYNC_WINDOW: usize = 64 * 1024;
+/// Heads followed from a candidate that does not anchor, looking for one that does.
+const MAX_CHAIN_LINKS: usize = 64;
 
 /// What to do with a frame once its size and header prefix are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +82,14 @@ pub trait FrameHandler {
     /// Whether a candidate head must be confirmed by the one after it.
     fn wants_confirmation(&self) -> bool {
         false
+    }
+    /// Whether a plausible head is known to be a frame by what it says (a response that
+    /// answers a request we wait for). One that is not is believed only as a link of a
+    /// chain of plausible heads, each where the one before ends, that reaches one that is:
+    /// so the responses to requests sent before the capture started are framed too.
+    fn anchors(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool {
+        let _ = (len, prefix, at);
+        true
     }
     /// Whether a candidate that ends exactly where the bytes seen so far end counts as
     /// confirmed (a message alone in its segments). Not while deciding what a
@@ -401,6 +411,9 @@ impl Framer {
             return Verdict::Yes;
         }
         let next = offset + SIZE_LEN + size as usize;
+        if !handler.anchors(size, prefix, at) {
+            return self.chain_verdict(w, offset, next, handler);
+        }
         if next == bytes.len() && handler.confirms_at_data_end() {
             return Verdict::Yes; // it ends where the data seen so far ends
         }
@@ -426,6 +439,36 @@ impl Framer {
                 }
             }
         }
+    }
+
+    /// A candidate that does not anchor (see [`FrameHandler::anchors`]): the heads that
+    /// follow it, each where the one before ends, must be plausible up to one that does.
+    fn chain_verdict(
+        &self,
+        w: &Window,
+        offset: usize,
+        mut next: usize,
+        handler: &mut impl FrameHandler,
+    ) -> Verdict {
+        let bytes = &w.bytes;
+        for _ in 0..MAX_CHAIN_LINKS {
+            if next - offset > MAX_RESYNC_WINDOW {
+                return Verdict::No;
+            }
+            let Some((size, prefix)) = head_at(bytes, next, self.prefix_len) else {
+                return Verdict::Wait(next + SIZE_LEN + self.prefix_len);
+            };
+            let prefix = bytes.get(prefix).unwrap_or_default();
+            let at = w.packet_at(next);
+            if size <= 0 || !handler.plausible(size, prefix, at) {
+                return Verdict::No;
+            }
+            if handler.anchors(size, prefix, at) {
+                return Verdict::Yes;
+            }
+            next += SIZE_LEN + size as usize;
+        }
+        Verdict::No
     }
 
     /// The first confirmed candidate in the window, if any. Candidates waiting for bytes

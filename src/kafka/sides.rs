@@ -361,13 +361,26 @@ impl FrameHandler for ResponseSide<'_> {
             .response(self.pending, self.ends, correlation_id, meta, decoded);
     }
 
-    /// A plausible response head answers a request we are waiting for, one sent before
-    /// the packet that brought the candidate.
-    fn plausible(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool {
+    /// A plausible response head has a size Kafka accepts and a correlation id.
+    fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
         size_ok(len, RESPONSE_PREFIX_LEN, self.config.max_frame_len)
+            && header::response_correlation_id(prefix).is_ok()
+    }
+
+    /// A response head is known for one when it answers a request we are waiting for, one
+    /// sent before the packet that brought the candidate. Those before it in a chain are
+    /// answers to requests the capture does not hold (counted as unmatched).
+    fn anchors(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool {
+        self.plausible(len, prefix, at)
             && header::response_correlation_id(prefix).is_ok_and(|corr| {
                 Pairing::request_frame(self.pending, corr).is_some_and(|frame| frame < at.frame)
             })
+    }
+
+    /// An answer is confirmed by another answer right after it (or by ending where the
+    /// data ends): one correlation id alone is too easy to meet inside another message.
+    fn confirms(&mut self, _first: (i32, &[u8]), next: (i32, &[u8]), at: PacketRef) -> bool {
+        self.anchors(next.0, next.1, at)
     }
 
     /// A response candidate must be followed by another answer to a waiting request

@@ -5,6 +5,7 @@ mod common;
 mod analysis;
 mod cli;
 mod contract;
+mod cut_sweep;
 mod formats;
 mod gates;
 mod golden;
