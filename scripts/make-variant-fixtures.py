@@ -27,6 +27,20 @@ Usage (as root; tcpdump, dumpcap, tshark, capinfos and mergecap needed):
 
 Every run overwrites the files it makes (and only those); timestamps and ephemeral
 ports change. Python 3.11, standard library only.
+
+To rebuild truth files after a change to the models below, without recording (no root;
+tshark and mergecap needed):
+
+    python3 scripts/make-variant-fixtures.py --retruth NAME [NAME...]   # e.g. snaplen
+
+It reads the committed capture(s) of each NAME (the truth's `files`), takes what was sent
+from the clean capture of the same run (base.pcap; ../controller-loopback.pcap for
+`dropped`), runs the same checks (analysis, independent decoder, make-loopback-fixtures.py's
+decoder, Wireshark) and writes only `<NAME>.truth.json`: the capture files are handed over
+unchanged and must come out byte-identical. `recorded_with`/`source`/`rewrite` and the note
+are kept from the old truth (snaplen's note is rebuilt). `midstream` and
+`midstream-inside-request` cannot be retruthed: what was sent before their capture started
+is in no file.
 """
 
 from __future__ import annotations
@@ -752,9 +766,10 @@ class Msg:
 
     @property
     def head(self) -> int:
-        """Bytes a reader needs to classify the frame: size, key, version, correlation id
-        (requests) or size and correlation id (responses)."""
-        return min(self.size, 12 if self.is_req else 8)
+        """Bytes a reader needs to classify the frame and step over it by its size: size,
+        key, version, correlation id and client-id length (requests: 14) or size and
+        correlation id (responses: 8)."""
+        return min(self.size, 14 if self.is_req else 8)
 
     def api_name(self) -> str:
         return lf.API_NAMES.get(self.api, f"Unknown({self.api})")
@@ -810,6 +825,46 @@ def decode_apid(req: bytes, resp: bytes | None, client: str, server: str) -> dic
             "request": {"api_version": ver, "client_id": client_id, "header_tagged_fields": lf.tags_json(htags),
                         "broker_id": broker_id, "broker_epoch": epoch, "tagged_fields": lf.tags_json(btags)},
             "response": response}
+
+
+def apid_fields(body: bytes, is_req: bool) -> list[tuple[str, int, object]]:
+    """The fields of a whole AllocateProducerIds message body as sent (v0, flexible), each
+    as (truth name, offset in the body where its bytes end, value in the truth format)."""
+    if is_req:
+        ver, clen = struct.unpack(">h", body[2:4])[0], struct.unpack(">h", body[8:10])[0]
+        off, client_id = 10, None
+        if clen >= 0:
+            client_id = body[off:off + clen].decode()
+            off += clen
+        out = [("api_version", 4, ver), ("client_id", off, client_id)]
+        htags, off = lf.read_tags(body, off)
+        out.append(("header_tagged_fields", off, lf.tags_json(htags)))
+        out.append(("broker_id", off + 4, struct.unpack(">i", body[off:off + 4])[0]))
+        out.append(("broker_epoch", off + 12, struct.unpack(">q", body[off + 4:off + 12])[0]))
+        btags, end = lf.read_tags(body, off + 12)
+        out.append(("tagged_fields", end, lf.tags_json(btags)))
+    else:
+        rhtags, o = lf.read_tags(body, 4)
+        thr, err, start, ln = struct.unpack(">ihqi", body[o:o + 18])
+        out = [("header_tagged_fields", o, lf.tags_json(rhtags)), ("throttle_time_ms", o + 4, thr),
+               ("error_code", o + 6, err), ("producer_id_start", o + 14, start), ("producer_id_len", o + 18, ln)]
+        rbtags, end = lf.read_tags(body, o + 18)
+        out.append(("tagged_fields", end, lf.tags_json(rbtags)))
+    assert end == len(body), "trailing bytes in a message"
+    return out
+
+
+def sent_message_truth(m: "Msg", cov: "Cover") -> dict:
+    """The truth object of a counted AllocateProducerIds request or response: every field
+    when the capture holds all its bytes; else only the fields whose bytes all lie before
+    its first missing byte, and `bytes_not_captured` (its bytes not in the capture)."""
+    fields = apid_fields(m.body, m.is_req)
+    if cov.all(m.off, m.end):
+        return {name: v for name, _, v in fields}
+    before = cov.first_missing(m.off, m.end) - (m.off + 4)  # message bytes before the first hole
+    out = {name: v for name, end, v in fields if end <= before}
+    out["bytes_not_captured"] = m.size - cov.count(m.off, m.end)
+    return out
 
 
 class Cover:
@@ -923,9 +978,12 @@ def _direction(segs: list[Tcp], stream: bytes, msgs: list[Msg], ci: int, side: s
     for a, b in cov.holes(start, end):
         details.append({"kind": "tcp_gap", "connection": ci, "direction": side, "offset": a, "bytes": b - a,
                         "next_frame": cov.first[b] if b < len(stream) else None})
-    # Framing, as a reader that keeps AllocateProducerIds frames (a gap in one loses the
-    # framing) and steps over the others by their length (a gap wholly inside one costs
-    # nothing); after a loss it scans for the next frame whose header is present.
+    # Framing, as a reader that reads each frame's head (size and header prefix) and then
+    # steps over the frame by its size: a gap inside a frame whose head is present costs
+    # nothing, the frame is still counted (an AllocateProducerIds message is then known
+    # only up to its first missing byte); a gap that runs on past the frame's end (or one
+    # that takes the next frame's head) loses the framing after it. After a loss the
+    # reader scans for the next frame whose head is present.
     lost, resume = all(m.off != start for m in msgs) and start < len(stream), start
     for m in msgs:
         if m.off < start:
@@ -944,12 +1002,18 @@ def _direction(segs: list[Tcp], stream: bytes, msgs: list[Msg], ci: int, side: s
         if cov.all(m.off, m.end):
             counted.add(id(m))
             continue
-        whole = m.api == 67 and (m.is_req or id(m.peer) in counted)
-        holes = cov.holes(m.off, m.end)
-        absorbed = (not whole and m.end <= end and cov.all(m.off, m.off + m.head)
-                    and all(b < m.end or m.end == len(stream) or cov.first[m.end] for _, b in holes))
-        if absorbed:
+        if m.end <= end and cov.all(m.off, m.off + m.head):
+            # stepped over by its size; its end is known (later bytes or the FIN)
             counted.add(id(m))
+            if m.api == 67 and (m.is_req or id(m.peer) in counted):
+                # decoded, up to its first missing byte
+                details.append({"kind": "kafka_message_truncated", "connection": ci, "direction": side,
+                                "frame": max(cov.first[m.off:m.end]), "correlation_id": m.corr,
+                                "size": m.size, "bytes_decoded": cov.first_missing(m.off, m.end) - m.off - 4,
+                                "bytes_not_captured": m.size - cov.count(m.off, m.end)})
+            if m.end < len(stream) and not cov.first[m.end]:
+                # the hole runs on past the frame's end: the next head is lost
+                lost, resume = True, cov.next_present(m.end)
             continue
         lost = True
         resume = cov.next_present(cov.first_missing(m.off, m.end))
@@ -1012,12 +1076,17 @@ def analyse(recs: list[Rec], refs: list[RefConn]) -> dict:
                 ent["responses"] += 1
             if m.api != 67:
                 continue
-            resp_whole = resp is not None and scov.all(resp.off, resp.end)
-            exchanges.append(decode_apid(m.body, resp.body if resp_whole else None, ref.client, ref.server))
+            ex = {"client": ref.client, "server": ref.server, "correlation_id": m.corr,
+                  "request": sent_message_truth(m, ccov),
+                  "response": sent_message_truth(resp, scov) if resp is not None else None}
+            if ccov.all(m.off, m.end) and (resp is None or scov.all(resp.off, resp.end)):
+                assert ex == decode_apid(m.body, resp.body if resp else None, ref.client, ref.server)
+            exchanges.append(ex)
+            # `frame`: the last packet that carried bytes of the message
             frames.append({"connection": ci, "correlation_id": m.corr,
                            "request_first_frame": ccov.first[m.off], "request_frame": max(ccov.first[m.off:m.end]),
-                           "response_first_frame": scov.first[resp.off] if resp_whole else None,
-                           "response_frame": max(scov.first[resp.off:resp.end]) if resp_whole else None})
+                           "response_first_frame": scov.first[resp.off] if resp is not None else None,
+                           "response_frame": max(scov.first[resp.off:resp.end]) if resp is not None else None})
         unmatched += sum(1 for m in resps if id(m) in counted and (m.peer is None or id(m.peer) not in counted))
 
     def sort_key(d):
@@ -1065,8 +1134,9 @@ class _Stream:
 
 
 def _frames(st: _Stream, is_req: bool, keep_whole, scan_ok) -> tuple[list[dict], int]:
-    """Frames of one direction ({"off", "complete", "body"}; only the head of the body for
-    frames stepped over across a gap) and how many times framing was found again."""
+    """Frames of one direction ({"off", "complete", "body", "missing"}: for a frame stepped
+    over across a gap, `body` is what came before its first missing byte and `missing` the
+    count of its bytes not captured) and how many times framing was found again."""
     data, have, n = st.data, st.have, len(st.data)
     pre = [0]
     for h in have:
@@ -1123,22 +1193,80 @@ def _frames(st: _Stream, is_req: bool, keep_whole, scan_ok) -> tuple[list[dict],
         if is_req:
             last_corr = struct.unpack(">i", data[p + 8:p + 12])[0]
         if allp(p, end):
-            out.append({"off": p, "complete": True, "body": bytes(data[p + 4:end])})
+            out.append({"off": p, "complete": True, "body": bytes(data[p + 4:end]), "missing": 0})
             p = end
             continue
         if end > n and st.fin is None:
             break  # unfinished when the capture ends
         known = max(n, st.fin or 0)  # a FIN tells how far the stream went
-        if not keep_whole(data, p) and end <= known and (
-                end == known or (end < n and have[end]) or (end - 1 < n and have[end - 1])):
-            # a frame we step over by its length: the gaps end inside it and cost nothing
-            out.append({"off": p, "complete": False, "body": bytes(data[p + 4:p + 12])})
+        if end <= known:
+            # its head is in: stepped over by its size, gaps and all. A gap that runs on
+            # past its end takes the next head, and framing is lost there (below).
+            miss = next(i for i in range(p, end) if i >= n or not have[i])
+            out.append({"off": p, "complete": False, "body": bytes(data[p + 4:miss]),
+                        "missing": (end - p) - (pre[min(end, n)] - pre[p])})
             p = end
             continue
         lost = True
         miss = next((i for i in range(p, min(end, n)) if not have[i]), min(end, n))
         p = lost_from = next((i for i in range(miss, n) if have[i]), n)
     return out, resyncs
+
+
+class _Short(Exception):
+    pass
+
+
+def captured_fields(buf: bytes, is_req: bool) -> tuple[dict, int]:
+    """The AllocateProducerIds fields (v0) read in order from `buf`, a message body or the
+    start of one, until one does not fit: (fields, offset after the last one read)."""
+    out, o = {}, 0
+
+    def take(n: int) -> bytes:
+        nonlocal o
+        if o + n > len(buf):
+            raise _Short
+        o += n
+        return buf[o - n:o]
+
+    def uv() -> int:
+        v, shift = 0, 0
+        while True:
+            b = take(1)[0]
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+
+    def tags() -> list[dict]:
+        return [{"tag": t, "data": take(uv()).hex()} for t in (uv() for _ in range(uv()))]
+
+    try:
+        if is_req:
+            _, ver, _, clen = struct.unpack(">hhih", take(10))
+            out["api_version"] = ver
+            out["client_id"] = take(clen).decode() if clen >= 0 else None
+            out["header_tagged_fields"] = tags()
+            out["broker_id"] = struct.unpack(">i", take(4))[0]
+            out["broker_epoch"] = struct.unpack(">q", take(8))[0]
+        else:
+            take(4)  # correlation id
+            out["header_tagged_fields"] = tags()
+            out["throttle_time_ms"], out["error_code"] = struct.unpack(">ih", take(6))
+            out["producer_id_start"], out["producer_id_len"] = struct.unpack(">qi", take(12))
+        out["tagged_fields"] = tags()
+    except _Short:
+        pass
+    return out, o
+
+
+def _frame_truth(f: dict, is_req: bool) -> dict:
+    """A framed message in the truth format: whole, or as far as it was captured."""
+    fields, end = captured_fields(f["body"], is_req)
+    if f["complete"]:
+        assert end == len(f["body"]) and len(fields) == 6, "not a whole AllocateProducerIds message"
+        return fields
+    return fields | {"bytes_not_captured": f["missing"]}
 
 
 def independent_decode(recs: list[Rec]) -> dict:
@@ -1231,6 +1359,9 @@ def independent_decode(recs: list[Rec]) -> dict:
         resps, rs2 = _frames(sst, False, lambda d, p: struct.unpack(">i", d[p + 4:p + 8])[0] in apid_corrs, resp_ok)
         if rs or rs2:
             kinds.add("kafka_resync")
+        if any(not q["complete"] for q in reqs if struct.unpack(">h", q["body"][:2])[0] == 67) or any(
+                not r["complete"] for r in resps if struct.unpack(">i", r["body"][:4])[0] in apid_corrs):
+            kinds.add("kafka_message_truncated")
         resp_by_corr = {}
         for r in resps:
             corr = struct.unpack(">i", r["body"][:4])[0]
@@ -1245,8 +1376,12 @@ def independent_decode(recs: list[Rec]) -> dict:
             r = resp_by_corr.get(q["corr"])
             ent["responses"] += r is not None
             if q["key"] == 67:
-                resp = r["body"] if r is not None and r["complete"] else None
-                exchanges.append(decode_apid(q["body"], resp, c["client"], server))
+                if q["complete"] and (r is None or r["complete"]):
+                    exchanges.append(decode_apid(q["body"], r["body"] if r else None, c["client"], server))
+                else:
+                    exchanges.append({"client": c["client"], "server": server, "correlation_id": q["corr"],
+                                      "request": _frame_truth(q, True),
+                                      "response": _frame_truth(r, False) if r is not None else None})
     return {"exchanges": exchanges, "other_api_frames": {k: counts[k] for k in sorted(counts)},
             "unmatched_responses": unmatched, "connections": len(order), "kinds": sorted(kinds)}
 
@@ -1320,7 +1455,8 @@ def wireshark_differences(view: dict, truth: dict) -> dict:
 
 EXPECTED = {  # contract diagnostic kinds each fixture must give, checked against the analysis
     "base": [], "nano": [], "any-sll2": [], "any-sll": [], "dumpcap": [], "dumpcap-lo-any": [], "multi-if": [],
-    "snaplen": ["packet_truncated", "tcp_gap"],  # its two resyncs skip 0 bytes: optional
+    # both cuts end on a frame's end: stepped over, no resync
+    "snaplen": ["kafka_message_truncated", "packet_truncated", "tcp_gap"],
     "midstream": ["midstream_start"], "midstream-inside-request": ["kafka_resync", "midstream_start"],
     "dropped": ["kafka_resync", "tcp_gap"], "swapped": [], "duplicated": [],
     "conflict": ["tcp_overlap_conflict"], "vlan": [], "qinq": [], "bigendian": [], "bigendian-nano": [],
@@ -1415,6 +1551,43 @@ class Maker:
         return truth
 
 
+def snaplen_note() -> str:
+    return (f"Same run as base.pcap ({SCENARIO}), captured with a {SNAPLEN}-byte snaplen: Ethernet + IPv4 "
+            f"+ TCP with timestamps is 66 bytes, so at most 62 payload bytes of an IPv4 segment (42 over "
+            f"IPv6) are kept. Everything fits except request 20 (86 bytes: its last 24 are not captured) "
+            f"and the response to 21 (70 bytes: its last 8 are not captured). Both cuts fall inside the "
+            f"40-byte tagged field of their message and end where the message ends, and both heads are "
+            f"captured, so a reader steps over them by the frames' sizes: 20 is reported without its "
+            f"body tagged_fields (bytes_not_captured 24) and paired with its whole response, 21 is "
+            f"complete with a response lacking its tagged_fields (bytes_not_captured 8), 22 needs no "
+            f"resync (kafka_message_truncated for the two messages). The packets longer than {SNAPLEN} "
+            f"bytes are exactly those two (packet_truncated, see diagnostic_details).")
+
+
+def snaplen_check(t: dict) -> None:
+    ex = {e["correlation_id"]: e for e in t["exchanges"]}
+    assert list(ex) == [1, 2, 4, 10, 11, 12, 20, 21, 22, 30, 31], list(ex)
+    cut = {(c, side) for c, e in ex.items() for side in ("request", "response")
+           if e[side] is not None and "bytes_not_captured" in e[side]}
+    assert cut == {(20, "request"), (21, "response")}, cut
+    r20, p21 = ex[20]["request"], ex[21]["response"]
+    assert r20["bytes_not_captured"] == 24 and "tagged_fields" not in r20 and r20["broker_epoch"] == 13, r20
+    assert "bytes_not_captured" not in ex[20]["response"] and ex[20]["response"]["producer_id_start"] == 5000
+    assert p21["bytes_not_captured"] == 8 and "tagged_fields" not in p21 and p21["producer_id_start"] == 6000, p21
+    assert ex[22]["response"] is not None and ex[31]["response"] is None
+    assert t["unmatched_responses"] == 0
+    assert not any(d["kind"] == "kafka_resync" for d in t["diagnostic_details"])
+
+
+def dropped_check_for(cl_truth: dict, client0: str):
+    """dropped.pcap: every exchange of controller-loopback.pcap but 2 on connection 0."""
+    def check(t: dict) -> None:
+        want = [e for e in cl_truth["exchanges"] if not (e["correlation_id"] == 2 and e["client"] == client0)]
+        assert t["exchanges"] == want and t["unmatched_responses"] == 1
+        assert t["other_api_frames"]["Produce"] == {"api_key": 0, "requests": 1, "responses": 1}
+    return check
+
+
 def locate(recs: list[Rec], refs: list[RefConn]) -> list[dict]:
     """For each record: its connection (capture order), direction and stream offset (clean captures)."""
     conns, out, bases = {}, [], {}
@@ -1469,10 +1642,70 @@ SCENARIO = ("the controller scenario (README, Variants): connections A (IPv4, br
             "its response, 22 plain), D (IPv6, broker-4: 30 -> STALE_BROKER_EPOCH, 31 unanswered)")
 
 
+# the variants whose check is "every exchange sent is there, whole" (all_sent in main)
+ALL_SENT = {"base", "nano", "any-sll2", "any-sll", "dumpcap", "dumpcap-lo-any", "multi-if", "swapped", "duplicated",
+            "conflict", "vlan", "qinq", "bigendian", "bigendian-nano", "capture", "rotated", "seqwrap", "raw", "null",
+            "loop", "ipv4-ipv6"}
+# their bytes sent before the capture started are in no capture kept here: only a new recording
+NO_RETRUTH = {"midstream": "its connection's first bytes (ApiVersions, exchange 40) were never captured",
+              "midstream-inside-request": "the first 40,000 bytes of its Produce request were never captured"}
+
+
+def retruth(out: Path, names: list[str]) -> None:
+    """Rebuilds `<name>.truth.json` from the committed capture(s), without recording: what
+    was sent comes from the clean capture of the same run (base.pcap, or
+    ../controller-loopback.pcap for dropped) through refs_from_clean_capture; the capture
+    bytes are handed to Maker.emit unchanged (and checked to be so afterwards).
+    `recorded_with` / `source` / `rewrite` and the note are kept from the old truth, except
+    for snaplen, whose note is snaplen_note()."""
+    for tool in ("tshark", "mergecap"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} not found (apt-get install -y tshark wireshark-common)")
+    unknown = [n for n in names if n not in EXPECTED]
+    if unknown:
+        sys.exit(f"no such variant: {unknown} (one of {', '.join(EXPECTED)})")
+    for n in names:
+        if n in NO_RETRUTH:
+            sys.exit(f"{n}: cannot be retruthed: {NO_RETRUTH[n]}; rerun the recording (as root, no --retruth)")
+    tmp = Path(tempfile.mkdtemp(prefix="pidshark-retruth-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    mk = Maker(out, tmp)
+    base_recs = read_capture((out / "base.pcap").read_bytes()).recs
+    refs = refs_from_clean_capture(base_recs)
+    eth = pcap_bytes([to_ethernet(r) for r in base_recs], 1, nano=True)
+    sent = lf.decode_capture(eth)[0]  # base.pcap holds exactly what was sent (checked when recorded)
+    assert len(sent) == 11
+
+    def all_sent(t):
+        assert t["exchanges"] == sent, "not every exchange sent"
+
+    for name in names:
+        old = json.loads((out / f"{name}.truth.json").read_text())
+        files = [(f, (out / f).read_bytes()) for f in old["files"]]
+        how = {k: old[k] for k in ("recorded_with", "source", "rewrite") if k in old}
+        run_refs, port, note, check = refs, PORT, old["note"], all_sent if name in ALL_SENT else None
+        if name == "snaplen":
+            note, check = snaplen_note(), snaplen_check
+        elif name == "dropped":
+            cl = read_capture((out.parent / "controller-loopback.pcap").read_bytes()).recs
+            run_refs, port = refs_from_clean_capture(cl), lf.CONTROLLER_PORT
+            cl_truth = json.loads((out.parent / "controller-loopback.truth.json").read_text())
+            check = dropped_check_for(cl_truth, run_refs[0].client)
+        assert port == old["kafka_port"], (name, port, old["kafka_port"])
+        mk.emit(name, files, run_refs, port, how, note, check)
+        for f, raw in files:
+            assert (out / f).read_bytes() == raw, f"{f} was rewritten differently"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=HERE.parent / "fixtures" / "variants")
+    ap.add_argument("--retruth", nargs="+", metavar="NAME",
+                    help="rebuild NAME.truth.json from the committed capture(s), recording nothing")
     args = ap.parse_args()
+    if args.retruth:
+        retruth(args.out, args.retruth)
+        return
     if os.geteuid() != 0:
         sys.exit("needs root (tcpdump and dumpcap capture on lo and any)")
     for tool in ("tcpdump", "dumpcap", "tshark", "mergecap", "capinfos"):
@@ -1514,20 +1747,8 @@ def main() -> None:
                 f"{what}. Same run as base.pcap: {SCENARIO}. Every exchange is complete except 31 "
                 f"(unanswered).", all_sent)
 
-    def snaplen_check(t):
-        corrs = [e["correlation_id"] for e in t["exchanges"]]
-        assert 20 not in corrs and 21 in corrs and 22 in corrs, corrs
-        assert next(e for e in t["exchanges"] if e["correlation_id"] == 21)["response"] is None
-        assert t["unmatched_responses"] == 1
-
     mk.emit("snaplen", [("snaplen.pcap", (out / "snaplen.pcap").read_bytes())], refs, PORT,
-            {"recorded_with": rec["snaplen"].what},
-            f"Same run as base.pcap ({SCENARIO}), captured with a {SNAPLEN}-byte snaplen: Ethernet + IPv4 "
-            f"+ TCP with timestamps is 66 bytes, so at most 62 payload bytes of an IPv4 segment (42 over "
-            f"IPv6) are kept. Everything fits except request 20 (86 bytes: lost, its response is "
-            f"unmatched) and the response to 21 (70 bytes: 21 is unanswered here); 22 comes after both "
-            f"cuts and needs a resync on each side. The packets longer than {SNAPLEN} bytes are exactly "
-            f"those two (packet_truncated, see diagnostic_details).", snaplen_check)
+            {"recorded_with": rec["snaplen"].what}, snaplen_note(), snaplen_check)
 
     # the hand-built two-interface pcapng: connections 0 and 2 from lo (ETHERNET, us), 1 and 3 from any
     # (LINUX_SLL2, ns), merged by time
@@ -1613,10 +1834,7 @@ def main() -> None:
     dropped = [r for i, r in enumerate(cl) if i not in (drop1["i"], drop2["i"])]
     cl_port = lf.CONTROLLER_PORT
 
-    def dropped_check(t):
-        want = [e for e in cl_truth["exchanges"] if not (e["correlation_id"] == 2 and e["client"] == cl_refs[0].client)]
-        assert t["exchanges"] == want and t["unmatched_responses"] == 1
-        assert t["other_api_frames"]["Produce"] == {"api_key": 0, "requests": 1, "responses": 1}
+    dropped_check = dropped_check_for(cl_truth, cl_refs[0].client)
 
     mk.emit("dropped", [("dropped.pcap", pcap_bytes(dropped, 1))], cl_refs, cl_port,
             {"source": "../controller-loopback.pcap",

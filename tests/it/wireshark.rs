@@ -154,8 +154,8 @@ fn triples(value: &Value) -> Messages {
 /// Every single-file capture variant: our frames equal Wireshark's, except where its truth
 /// records a difference on purpose. Those are of two kinds: exchanges pidshark recovers
 /// and Wireshark 4.0 loses after a gap or a mid-stream start (`*_only_in_truth`), and
-/// messages Wireshark decodes from a packet cut by snaplen, which pidshark never reports
-/// because bytes of them are missing (`*_only_in_wireshark`).
+/// messages only Wireshark finds (`*_only_in_wireshark`; none at present: a message cut
+/// by snaplen is reported with what was captured, as Wireshark dissects it).
 #[test]
 fn capture_variants_agree_with_wireshark() {
     if !have_tshark() {
