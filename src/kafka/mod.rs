@@ -240,7 +240,7 @@ enum NotKafka {
 impl NotKafka {
     fn reason(self) -> String {
         match self {
-            Self::ServerSpokeFirst => "the server sent the first bytes, which a Kafka server never does".into(),
+            Self::ServerSpokeFirst => "with its handshake captured, the server sent the first bytes, which a Kafka server never does (or the capture holds only the server's direction)".into(),
             Self::FirstMessage => "the client's first message is not a Kafka request header (a known API key and version, a sane size and client id length)".into(),
             Self::NoRequestHead => format!("it was picked up mid-stream and no Kafka request head was found in {MAX_RESYNC_WINDOW} bytes of either direction"),
             Self::Undecided => "it ended before its bytes showed a Kafka request head".into(),

@@ -150,7 +150,9 @@ pub fn sweep_faults(fixture: &str) -> Vec<String> {
         for (key, ex) in &whole {
             let wholly_after = ex["request"]["first_frame"].as_u64() >= Some(first);
             match cut.get(key) {
-                None if wholly_after => faults.push(format!("{fixture} from frame {first}: {key:?} lost")),
+                None if wholly_after => {
+                    faults.push(format!("{fixture} from frame {first}: {key:?} lost"))
+                }
                 Some(got) if wholly_after && got != ex => faults.push(format!(
                     "{fixture} from frame {first}: {key:?} is {got}, not {ex}"
                 )),
@@ -174,5 +176,10 @@ pub fn sweep_faults(fixture: &str) -> Vec<String> {
 #[test]
 fn every_exchange_after_the_cut_is_reported_as_it_was() {
     let faults: Vec<String> = FIXTURES.iter().flat_map(|f| sweep_faults(f)).collect();
-    assert!(faults.is_empty(), "{} faults:\n{}", faults.len(), faults.join("\n"));
+    assert!(
+        faults.is_empty(),
+        "{} faults:\n{}",
+        faults.len(),
+        faults.join("\n")
+    );
 }
