@@ -28,7 +28,7 @@ const INITIAL_KEEP_CAPACITY: usize = 4096;
 /// Longest header prefix a framer looks at.
 pub const MAX_PREFIX_LEN: usize = 10;
 /// Longest head: size plus prefix.
-const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
+pub const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
 /// Bytes kept while looking for a frame head after framing was lost.
 pub const MAX_RESYNC_WINDOW: usize = 64 * 1024;
 /// Heads followed from a candidate that does not anchor, looking for one that does.

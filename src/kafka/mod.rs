@@ -24,7 +24,7 @@ pub mod reader;
 mod sides;
 pub mod tables;
 
-use framing::{FrameHandler, Framer, GapEffect, MAX_RESYNC_WINDOW};
+use framing::{FrameHandler, Framer, GapEffect, MAX_HEAD_LEN};
 use header::{REQUEST_HEAD_PREFIX_LEN, RESPONSE_PREFIX_LEN};
 use sides::{RequestSide, ResponseSide, Side};
 
@@ -242,7 +242,7 @@ impl NotKafka {
         match self {
             Self::ServerSpokeFirst => "with its handshake captured, the server sent the first bytes, which a Kafka server never does (or the capture holds only the server's direction)".into(),
             Self::FirstMessage => "the client's first message is not a Kafka request header (a known API key and version, a sane size and client id length)".into(),
-            Self::NoRequestHead => format!("it was picked up mid-stream and no Kafka request head was found in {MAX_RESYNC_WINDOW} bytes of either direction"),
+            Self::NoRequestHead => "it was picked up mid-stream and no Kafka request head was found in more bytes of either direction than the largest frame (--max-frame)".into(),
             Self::Undecided => "it ended before its bytes showed a Kafka request head".into(),
         }
     }
@@ -403,7 +403,7 @@ impl StreamHandler for Dissector {
                 conn.role = Role::NotKafka;
                 self.not_kafka(info, probe.at, NotKafka::FirstMessage, diags);
                 return false;
-            } else if info.midstream && Self::searched_too_long(conn) {
+            } else if info.midstream && self.searched_too_long(conn) {
                 conn.role = Role::NotKafka;
                 self.not_kafka(info, probe.at, NotKafka::NoRequestHead, diags);
                 return false;
@@ -452,8 +452,10 @@ impl Dissector {
     }
 
     /// Mid-stream probing gives up once every direction tried as the client has passed
-    /// over a whole resync window without finding a request head.
-    fn searched_too_long(conn: &KafkaConn) -> bool {
+    /// over more bytes than the largest frame and a head: a capture that starts inside a
+    /// frame meets the next head within that many bytes, however big the frame.
+    fn searched_too_long(&self, conn: &KafkaConn) -> bool {
+        let reach = u64::from(self.config.max_frame_len) + MAX_HEAD_LEN as u64;
         let Some(framers) = &conn.framers else {
             return true;
         };
@@ -463,9 +465,7 @@ impl Dissector {
             } => framers.get(client.idx()).into_iter().collect(),
             _ => framers.iter().collect(),
         };
-        tried
-            .iter()
-            .all(|f| f.resync_skipped() >= MAX_RESYNC_WINDOW as u64)
+        tried.iter().all(|f| f.resync_skipped() >= reach)
     }
 }
 

@@ -823,3 +823,68 @@ fn max_pending_option_sets_the_per_connection_limit() {
         .unwrap()
         .contains("more than 10 requests"));
 }
+
+/// The last `tail` bytes of a Produce v9 request of `len` bytes (its head is before the
+/// capture), as a capture that starts inside it sees them.
+fn tail_of_big_request(len: usize, tail: usize) -> Vec<u8> {
+    let body: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+    let whole = request(0, 9, 41, true, &body);
+    whole[whole.len() - tail..].to_vec()
+}
+
+#[test]
+fn capture_starting_inside_a_big_request_keeps_the_exchanges_after_it() {
+    // The first captured byte lies 300 KB before the end of a Produce request: more than
+    // any window of bytes held while searching, and less than the largest frame.
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40019", "10.0.0.2:9093");
+            c.send(w, true, &tail_of_big_request(400_000, 300_000), 1448);
+            for corr in 42..=44 {
+                let (req, resp) = apid_pair(corr, 2, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1448);
+                c.send(w, false, &resp, 1448);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    let corrs: Vec<i64> = ex
+        .iter()
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(corrs, vec![42, 43, 44], "{:?}", report["diagnostics"]);
+    assert!(ex.iter().all(|e| e["status"] == "complete"));
+    assert_eq!(report["summary"]["kafka_connections"], 1);
+    assert_eq!(report["summary"]["not_kafka_connections"], 0);
+}
+
+#[test]
+fn capture_starting_inside_a_big_response_keeps_the_exchanges_after_it() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40020", "10.0.0.2:9093");
+            // the last 168 KB of a Fetch response, then requests and their answers
+            let body: Vec<u8> = (0..200_000usize)
+                .map(|i| (i * 13 + i / 509) as u8)
+                .collect();
+            let fetch = response(40, true, &body);
+            c.send(w, false, &fetch[fetch.len() - 168_000..], 1448);
+            for corr in 41..=43 {
+                let (req, resp) = apid_pair(corr, 2, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1448);
+                c.send(w, false, &resp, 1448);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let ex = exchanges(&report);
+    let corrs: Vec<i64> = ex
+        .iter()
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(corrs, vec![41, 42, 43], "{:?}", report["diagnostics"]);
+    assert!(ex.iter().all(|e| e["status"] == "complete"), "{ex:?}");
+}
