@@ -227,6 +227,19 @@ impl Diagnostics {
         }
     }
 
+    /// Adds the diagnostics another collection found (a connection's, held until it
+    /// proved Kafka), within this one's limits.
+    pub fn absorb(&mut self, other: Self) {
+        let mut listed: BTreeMap<Kind, u64> = BTreeMap::new();
+        for d in other.items {
+            *listed.entry(d.kind).or_default() += 1;
+            self.push(d.kind, d.connection, d.frame, d.message);
+        }
+        for (kind, count) in other.counts {
+            self.count_more(kind, count - listed.get(&kind).copied().unwrap_or(0));
+        }
+    }
+
     /// All listed diagnostics in packet order; those without a frame (end of input)
     /// last, then one `diagnostics_limited` per kind that had more than were listed.
     /// The sort is stable, so equal frames keep the order they were found in.

@@ -260,6 +260,17 @@ impl Pairing {
         }
     }
 
+    /// Adds what another pairing (a connection's, held until it proved Kafka) found.
+    pub fn absorb(&mut self, other: Self) {
+        self.exchanges.extend(other.exchanges);
+        for (key, counts) in other.api_counts {
+            let ours = self.api_counts.entry(key).or_default();
+            ours.requests += counts.requests;
+            ours.responses += counts.responses;
+        }
+        self.unmatched_responses += other.unmatched_responses;
+    }
+
     /// The connection ended: AllocateProducerIds requests still waiting are unanswered.
     pub fn close(&mut self, pending: PendingRequests, ends: Endpoints) {
         let mut left: Vec<(i32, Pending)> = pending.by_correlation_id.into_iter().collect();

@@ -28,6 +28,8 @@ use framing::{FrameHandler, Framer, GapEffect, MAX_HEAD_LEN};
 use header::{REQUEST_HEAD_PREFIX_LEN, RESPONSE_PREFIX_LEN};
 use sides::{RequestSide, ResponseSide, Side};
 
+use tables::ApiKey;
+
 use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Kind};
 use crate::pairing::{Endpoints, Pairing, PendingRequests};
@@ -91,6 +93,50 @@ pub struct KafkaConn {
     last_correlation_id: Option<i32>,
     /// `pending.registered()` when the server side was last searched again.
     rescanned_at: u64,
+    /// Until its frames prove it Kafka, what they gave is held here, out of the report.
+    trial: Option<Box<Trial>>,
+}
+
+/// A connection whose bytes look like Kafka but are not proven to be: the first message of
+/// a ZooKeeper session reads as a Produce request and its answer as the response. Its
+/// frames are paired into a pairing and diagnostics of its own, read strictly (every
+/// request head plausible and counting up, every answer to a request of this connection),
+/// until enough of them prove it ([`Trial::proven`]), which adds them to the report, or one
+/// refutes it, which drops them with a `not_kafka` diagnostic.
+#[derive(Debug, Default)]
+struct Trial {
+    pairing: Pairing,
+    diags: Diagnostics,
+}
+
+/// Answers that prove a connection Kafka: a third of a ZooKeeper session's reads as
+/// one only when its first three operations are numbered like Kafka's correlation ids.
+const PROVING_ANSWERS: u64 = 3;
+/// Requests in a chain (each plausible, correlation ids counting up) that prove it.
+const PROVING_REQUESTS: u64 = 4;
+
+impl Trial {
+    fn new(max_pending: usize) -> Box<Self> {
+        let mut trial = Box::<Self>::default();
+        trial.pairing.max_pending = max_pending;
+        trial
+    }
+
+    /// Enough frames, or an AllocateProducerIds request: only brokers send those, and
+    /// holding its exchange back would hand it to the analysis out of time order.
+    fn proven(&self) -> bool {
+        let (requests, answers) = self
+            .pairing
+            .api_counts
+            .values()
+            .fold((0, 0), |(q, a), c| (q + c.requests, a + c.responses));
+        let allocates = self
+            .pairing
+            .api_counts
+            .get(&ApiKey::ALLOCATE_PRODUCER_IDS)
+            .is_some_and(|c| c.requests > 0);
+        allocates || answers >= PROVING_ANSWERS || requests >= PROVING_REQUESTS
+    }
 }
 
 /// The Kafka stage over all connections.
@@ -177,9 +223,11 @@ impl Dissector {
             }
             conn.role = Role::Probing { client: Some(dir) };
             conn.framers = Some(framers(dir, false));
+            conn.trial = Some(Trial::new(self.config.max_pending));
         } else {
             let client = Self::guessed_client(info);
             conn.role = Role::Probing { client };
+            conn.trial = Some(Trial::new(self.config.max_pending));
             // Unknown client: both directions look for request heads.
             conn.framers = Some(match client {
                 Some(client) => framers(client, true),
@@ -218,6 +266,7 @@ impl Dissector {
 }
 
 /// What the client side's handler found while probing, and the packet it looked at.
+#[derive(Debug, Clone, Copy)]
 struct Probe {
     recognised: bool,
     given_up: bool,
@@ -235,6 +284,12 @@ enum NotKafka {
     NoRequestHead,
     /// The connection ended before its bytes showed Kafka framing either way.
     Undecided,
+    /// On trial, a later request head is not a plausible one counting up.
+    TrialHead,
+    /// On trial, the server sent a size prefix Kafka cannot have.
+    TrialAnswerSize,
+    /// On trial, the server answered a request this connection did not send.
+    TrialAnswer,
 }
 
 impl NotKafka {
@@ -244,6 +299,9 @@ impl NotKafka {
             Self::FirstMessage => "the client's first message is not a Kafka request header (a known API key and version, a sane size and client id length)".into(),
             Self::NoRequestHead => "it was picked up mid-stream and no Kafka request head was found in more bytes of either direction than the largest frame (--max-frame)".into(),
             Self::Undecided => "it ended before its bytes showed a Kafka request head".into(),
+            Self::TrialHead => format!("its first frames read as Kafka, but a later request head is not a Kafka one whose correlation id counts up (before {PROVING_REQUESTS} requests or {PROVING_ANSWERS} answers proved it), as in a ZooKeeper session"),
+            Self::TrialAnswerSize => format!("its first frames read as Kafka, but the server then sent a size prefix Kafka cannot have (before {PROVING_ANSWERS} answers proved it)"),
+            Self::TrialAnswer => format!("its first frames read as Kafka, but the server then answered a correlation id no request carried (before {PROVING_ANSWERS} answers proved it)"),
         }
     }
 }
@@ -269,6 +327,7 @@ impl StreamHandler for Dissector {
                         client: Some(Dir::FromInitiator),
                     };
                     conn.framers = Some(framers(Dir::FromInitiator, true));
+                    conn.trial = Some(Trial::new(self.config.max_pending));
                     return true;
                 }
             }
@@ -298,6 +357,16 @@ impl StreamHandler for Dissector {
         let Some(framers) = conn.framers.as_deref_mut() else {
             return true;
         };
+        // A connection on trial pairs into a pairing and diagnostics of its own.
+        let mut trial = conn.trial.take();
+        let on_trial = trial.is_some();
+        let (pairing, found): (&mut Pairing, &mut Diagnostics) = match trial.as_deref_mut() {
+            Some(t) => (&mut t.pairing, &mut t.diags),
+            None => (&mut self.pairing, &mut *diags),
+        };
+        let before = TrialSigns::of(pairing);
+        let mut server_bad_size = false;
+        let delivery_at = delivery.at();
         let [initiator_side, responder_side] = framers;
         let (framer, other) = match dir {
             Dir::FromInitiator => (initiator_side, responder_side),
@@ -308,22 +377,22 @@ impl StreamHandler for Dissector {
         let gap_effect = if dir == client {
             let mut handler = RequestSide {
                 config: &self.config,
-                pairing: &mut self.pairing,
+                pairing: &mut *pairing,
                 pending: &mut conn.pending,
                 ends,
-                diags,
+                diags: &mut *found,
                 last_correlation_id: &mut conn.last_correlation_id,
                 probing,
                 recognised: false,
                 given_up: false,
                 role_unsure: conn.role == (Role::Probing { client: None }),
+                strict: on_trial,
             };
-            let at = delivery.at();
             let effect = feed(framer, delivery, &mut handler);
             probe = Some(Probe {
                 recognised: handler.recognised,
                 given_up: handler.given_up,
-                at,
+                at: delivery_at,
             });
             // New requests may be what responses held while resynchronising wait for.
             let registered = conn.pending.registered();
@@ -334,10 +403,11 @@ impl StreamHandler for Dissector {
                 conn.rescanned_at = registered;
                 let mut handler = ResponseSide {
                     config: &self.config,
-                    pairing: &mut self.pairing,
+                    pairing: &mut *pairing,
                     pending: &mut conn.pending,
                     ends,
-                    diags,
+                    diags: &mut *found,
+                    bad_size: false,
                 };
                 other.rescan(&mut handler);
             }
@@ -345,12 +415,15 @@ impl StreamHandler for Dissector {
         } else {
             let mut handler = ResponseSide {
                 config: &self.config,
-                pairing: &mut self.pairing,
+                pairing: &mut *pairing,
                 pending: &mut conn.pending,
                 ends,
-                diags,
+                diags: &mut *found,
+                bad_size: false,
             };
-            feed(framer, delivery, &mut handler)
+            let effect = feed(framer, delivery, &mut handler);
+            server_bad_size = handler.bad_size;
+            effect
         };
         if let Some((GapEffect::Lost { frame_lost }, len, at)) = gap_effect {
             if !was_lost {
@@ -359,7 +432,7 @@ impl StreamHandler for Dissector {
                 } else {
                     Side::Server
                 };
-                diags.push(
+                found.push(
                     Kind::KafkaFramingLost,
                     Some(info.index),
                     Some(at.frame),
@@ -375,7 +448,7 @@ impl StreamHandler for Dissector {
                 );
             }
         }
-        if let (true, Some(probe)) = (probing, probe) {
+        if let (true, Some(probe)) = (probing, probe.as_ref()) {
             if probe.recognised {
                 if conn.role == (Role::Probing { client: None }) {
                     // The other direction was tried as a client too; it carries responses,
@@ -389,16 +462,16 @@ impl StreamHandler for Dissector {
                         *other = old.retarget(RESPONSE_PREFIX_LEN);
                         let mut handler = ResponseSide {
                             config: &self.config,
-                            pairing: &mut self.pairing,
+                            pairing: &mut *pairing,
                             pending: &mut conn.pending,
                             ends,
-                            diags,
+                            diags: &mut *found,
+                            bad_size: false,
                         };
                         other.rescan(&mut handler);
                     }
                 }
                 conn.role = Role::Kafka { client };
-                self.kafka_connections += 1;
             } else if probe.given_up {
                 conn.role = Role::NotKafka;
                 self.not_kafka(info, probe.at, NotKafka::FirstMessage, diags);
@@ -409,13 +482,51 @@ impl StreamHandler for Dissector {
                 return false;
             }
         }
+        let Some(trial) = trial else {
+            return true;
+        };
+        let Role::Kafka { .. } = conn.role else {
+            conn.trial = Some(trial); // still probing
+            return true;
+        };
+        let after = TrialSigns::of(&trial.pairing);
+        let refuted = if probe.as_ref().is_some_and(|p| p.given_up) {
+            Some(NotKafka::TrialHead)
+        } else if server_bad_size {
+            Some(NotKafka::TrialAnswerSize)
+        } else if after.unmatched > before.unmatched && (!info.midstream || before.answers > 0) {
+            // Mid-stream, answers to requests before the capture come first.
+            Some(NotKafka::TrialAnswer)
+        } else {
+            None
+        };
+        if let Some(why) = refuted {
+            conn.role = Role::NotKafka;
+            self.not_kafka(info, delivery_at, why, diags);
+            return false;
+        }
+        if trial.proven() {
+            self.admit(*trial, diags);
+        } else {
+            conn.trial = Some(trial);
+        }
         true
     }
 
-    fn close(&mut self, conn: KafkaConn, info: &ConnInfo, at: PacketRef, diags: &mut Diagnostics) {
+    fn close(
+        &mut self,
+        mut conn: KafkaConn,
+        info: &ConnInfo,
+        at: PacketRef,
+        diags: &mut Diagnostics,
+    ) {
         if let Role::Probing { .. } = conn.role {
             self.not_kafka(info, at, NotKafka::Undecided, diags);
             return;
+        }
+        if let (Role::Kafka { .. }, Some(trial)) = (conn.role, conn.trial.take()) {
+            // It ended with nothing that refutes it: too short to prove, and read as Kafka.
+            self.admit(*trial, diags);
         }
         let (Role::Kafka { client }, Some(framers)) = (conn.role, &conn.framers) else {
             return;
@@ -426,7 +537,30 @@ impl StreamHandler for Dissector {
     }
 }
 
+/// What a trial's pairing has seen, compared before and after a delivery.
+#[derive(Debug, Clone, Copy)]
+struct TrialSigns {
+    unmatched: u64,
+    answers: u64,
+}
+
+impl TrialSigns {
+    fn of(pairing: &Pairing) -> Self {
+        Self {
+            unmatched: pairing.unmatched_responses,
+            answers: pairing.api_counts.values().map(|c| c.responses).sum(),
+        }
+    }
+}
+
 impl Dissector {
+    /// A connection on trial is Kafka: what it found joins the report.
+    fn admit(&mut self, trial: Trial, diags: &mut Diagnostics) {
+        self.pairing.absorb(trial.pairing);
+        diags.absorb(trial.diags);
+        self.kafka_connections += 1;
+    }
+
     /// Gives up on a connection that is not Kafka, out loud: a diagnostic with the reason
     /// and the way to have it read anyway.
     fn not_kafka(

@@ -143,6 +143,9 @@ pub struct RequestSide<'a> {
     /// Either side may turn out to be the client (mid-stream, ports tell nothing): a
     /// candidate needs a following head to be believed.
     pub role_unsure: bool,
+    /// The connection is on trial: every head must be plausible (a bad one sets
+    /// `given_up`), not only the first.
+    pub strict: bool,
 }
 
 impl RequestSide<'_> {
@@ -178,13 +181,15 @@ impl RequestSide<'_> {
 
 impl FrameHandler for RequestSide<'_> {
     fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
-        if self.probing {
+        if self.probing || self.strict {
             if self.given_up || !self.plausible_request(len, prefix) {
                 self.given_up = true;
                 return Decision::Reject;
             }
-            self.recognised = true;
-            self.probing = false;
+            if self.probing {
+                self.recognised = true;
+                self.probing = false;
+            }
         }
         if let Some((kind, message)) = bad_size(
             len,
@@ -286,6 +291,8 @@ pub struct ResponseSide<'a> {
     pub pending: &'a mut PendingRequests,
     pub ends: Endpoints,
     pub diags: &'a mut Diagnostics,
+    /// Set when a size prefix from the server cannot be Kafka.
+    pub bad_size: bool,
 }
 
 impl FrameHandler for ResponseSide<'_> {
@@ -296,6 +303,7 @@ impl FrameHandler for ResponseSide<'_> {
             self.config.max_frame_len,
             Side::Server,
         ) {
+            self.bad_size = true;
             self.diags
                 .push(kind, Some(self.ends.connection), Some(at.frame), message);
             return Decision::Reject;
