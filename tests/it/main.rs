@@ -10,6 +10,7 @@ mod formats;
 mod gates;
 mod golden;
 mod incident_capture;
+mod incident_real;
 mod properties;
 mod regression;
 mod report_format;
