@@ -10,6 +10,7 @@ mod formats;
 mod gates;
 mod golden;
 mod incident_capture;
+mod incident_real;
 mod noise;
 mod properties;
 mod regression;
