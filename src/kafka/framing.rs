@@ -547,39 +547,45 @@ impl Framer {
                 self.state = State::Resync(w);
                 return;
             };
-            let passed = w.skipped + (offset - w.base) as u64;
-            if passed > 0 {
-                handler.resynced(passed, w.packet_at(offset));
+            if self.frame_window_from(w, offset, handler) {
+                return; // the window is framed; ordinary states go on
             }
-            // Frame the window from `offset`, each byte with the packet that brought it.
-            self.state = State::Head;
-            self.reset_head();
-            let mut pos = offset;
-            let mut rejected = None;
-            let chunks: Vec<(usize, usize, PacketRef)> = w
-                .arrivals
-                .iter()
-                .enumerate()
-                .map(|(i, (start, at))| {
-                    let end = w.arrivals.get(i + 1).map_or(w.bytes.len(), |(s, _)| *s);
-                    (*start, end, *at)
-                })
-                .filter(|(_, end, _)| *end > offset)
-                .collect();
-            for (start, end, at) in chunks {
-                let from = start.max(pos);
-                let slice = w.bytes.get(from..end).unwrap_or_default();
-                match self.run(slice, at, handler) {
-                    Step::Consumed => pos = end,
-                    Step::Rejected { end: e, head_len } => {
-                        rejected = Some((from + e).saturating_sub(head_len) + 1);
-                        break;
-                    }
-                }
-            }
-            match rejected {
-                None => return, // the window is framed; ordinary states go on
-                Some(restart) => {
+        }
+    }
+
+    /// Frames the window from `offset`, each byte with the packet that brought it, after
+    /// reporting the bytes passed over. `true` when ordinary states go on; `false` when a
+    /// head in the window was rejected and the search is to go on after it.
+    fn frame_window_from(
+        &mut self,
+        mut w: Box<Window>,
+        offset: usize,
+        handler: &mut impl FrameHandler,
+    ) -> bool {
+        let passed = w.skipped + (offset - w.base) as u64;
+        if passed > 0 {
+            handler.resynced(passed, w.packet_at(offset));
+        }
+        self.state = State::Head;
+        self.reset_head();
+        let mut pos = offset;
+        let chunks: Vec<(usize, usize, PacketRef)> = w
+            .arrivals
+            .iter()
+            .enumerate()
+            .map(|(i, (start, at))| {
+                let end = w.arrivals.get(i + 1).map_or(w.bytes.len(), |(s, _)| *s);
+                (*start, end, *at)
+            })
+            .filter(|(_, end, _)| *end > offset)
+            .collect();
+        for (start, end, at) in chunks {
+            let from = start.max(pos);
+            let slice = w.bytes.get(from..end).unwrap_or_default();
+            match self.run(slice, at, handler) {
+                Step::Consumed => pos = end,
+                Step::Rejected { end: e, head_len } => {
+                    let restart = (from + e).saturating_sub(head_len) + 1;
                     self.reset_head();
                     w.skipped = 1;
                     w.base = restart;
@@ -587,9 +593,44 @@ impl Framer {
                     w.waiting.clear();
                     w.fallback = None;
                     self.state = State::Resync(w);
+                    return false;
                 }
             }
         }
+        true
+    }
+
+    /// While searching, a gap of `len` bytes follows the window: the first candidate
+    /// whose frame ends exactly where the gap does (a segment the snaplen cut, whose
+    /// length on the wire the IP header gave) is confirmed by that end, as by the end of
+    /// the data.
+    fn candidate_ending_with_gap(
+        prefix_len: usize,
+        w: &Window,
+        len: u64,
+        handler: &mut impl FrameHandler,
+    ) -> Option<usize> {
+        if !handler.confirms_at_data_end() {
+            return None;
+        }
+        let gap_end = u64::try_from(w.bytes.len()).ok()?.checked_add(len)?;
+        let mut ending = w
+            .waiting
+            .iter()
+            .filter(|(_, need)| u64::try_from(*need).is_ok_and(|n| n == gap_end))
+            .map(|(c, _)| *c)
+            .collect::<Vec<_>>();
+        ending.sort_unstable();
+        ending.into_iter().find(|&c| {
+            head_at(&w.bytes, c, prefix_len).is_some_and(|(size, prefix)| {
+                let prefix = w.bytes.get(prefix).unwrap_or_default();
+                let at = w.packet_at(c);
+                let end = (c + SIZE_LEN) as u64 + u64::try_from(size).unwrap_or(0);
+                end == gap_end
+                    && handler.plausible(size, prefix, at)
+                    && handler.anchors(size, prefix, at)
+            })
+        })
     }
 
     /// Looks through the held bytes again from where the search started: the handler's
@@ -697,6 +738,16 @@ impl Framer {
         }
         match &mut self.state {
             State::Resync(w) => {
+                let found = Self::candidate_ending_with_gap(self.prefix_len, w, len, handler);
+                if let Some(offset) = found {
+                    let w = std::mem::take(w);
+                    if self.frame_window_from(w, offset, handler) {
+                        return self.gap(len, at, handler); // inside the frame just found
+                    }
+                }
+                let State::Resync(w) = &mut self.state else {
+                    return GapEffect::AlreadyLost;
+                };
                 // No head spans a gap: what was waiting in the window is passed over.
                 w.skipped += (w.bytes.len() - w.base) as u64;
                 **w = Window {
@@ -936,6 +987,38 @@ mod tests {
         );
         assert_eq!(rec.resyncs, vec![3]);
         assert!(framer.is_idle());
+    }
+
+    #[test]
+    fn a_candidate_is_confirmed_when_a_gap_ends_where_it_ends() {
+        // While searching: a segment whose snaplen kept a frame's head and 2 more bytes;
+        // the gap after it ends exactly where the frame does (its wire length), so the
+        // frame is taken, cut, and the next one is read in step.
+        let mut framer = Framer::resyncing(4);
+        let mut rec = Recorder {
+            keep_key: Some(9),
+            confirm: true,
+            ..Default::default()
+        };
+        let mut data = vec![0xaa; 3];
+        data.extend(&frame_bytes(&[9, 1, 2, 3, 4, 5, 6, 7])[..10]);
+        framer.push(&data, at(1), &mut rec);
+        assert!(rec.frames.is_empty());
+        assert_eq!(framer.gap(2, at(1), &mut rec), GapEffect::Absorbed);
+        assert_eq!(rec.frames.len(), 1);
+        assert_eq!(rec.frames[0].2.as_deref(), Some(&[9, 1, 2, 3, 4, 5][..]));
+        assert_eq!(rec.missing, vec![2]);
+        framer.push(&frame_bytes(&[9, 0]), at(2), &mut rec);
+        assert_eq!(rec.frames.len(), 2, "in step after it");
+        // A gap that ends elsewhere confirms nothing.
+        let mut framer = Framer::resyncing(4);
+        let mut rec = Recorder {
+            confirm: true,
+            ..Default::default()
+        };
+        framer.push(&data, at(1), &mut rec);
+        assert_eq!(framer.gap(3, at(1), &mut rec), GapEffect::AlreadyLost);
+        assert!(rec.frames.is_empty());
     }
 
     #[test]
