@@ -43,6 +43,10 @@ pub struct Exchange {
     pub request_meta: MessageMeta,
     pub request: Request,
     pub response: Option<(MessageMeta, Response)>,
+    /// Without a response: whether the capture may hold it in bytes it lost (or the
+    /// request was given up before it could come), so that it is not known to be
+    /// unanswered.
+    pub response_unknown: bool,
 }
 
 #[derive(Debug)]
@@ -154,7 +158,8 @@ impl Pairing {
                     prefix.api_key, prefix.correlation_id, old.api_key
                 ),
             );
-            self.unanswered(ends, prefix.correlation_id, old);
+            // Which of the two a later answer is for cannot be told.
+            self.unanswered(ends, prefix.correlation_id, old, true);
         }
         let max_pending = self.max_pending.max(1);
         while pending.by_correlation_id.len() > max_pending {
@@ -178,7 +183,7 @@ impl Pairing {
                         );
                     }
                     pending.evicted += 1;
-                    self.unanswered(ends, corr, old);
+                    self.unanswered(ends, corr, old, true); // its answer may still come
                 }
             }
         }
@@ -242,11 +247,18 @@ impl Pairing {
                 request_meta,
                 request: decoded,
                 response: Some((meta, response)),
+                response_unknown: false,
             });
         }
     }
 
-    fn unanswered(&mut self, ends: Endpoints, correlation_id: i32, pending: Pending) {
+    fn unanswered(
+        &mut self,
+        ends: Endpoints,
+        correlation_id: i32,
+        pending: Pending,
+        unknown: bool,
+    ) {
         if let Some(boxed) = pending.allocate {
             let (request_meta, request) = *boxed;
             self.exchanges.push(Exchange {
@@ -256,6 +268,7 @@ impl Pairing {
                 request_meta,
                 request,
                 response: None,
+                response_unknown: unknown,
             });
         }
     }
@@ -271,12 +284,20 @@ impl Pairing {
         self.unmatched_responses += other.unmatched_responses;
     }
 
-    /// The connection ended: AllocateProducerIds requests still waiting are unanswered.
-    pub fn close(&mut self, pending: PendingRequests, ends: Endpoints) {
+    /// The connection ended: AllocateProducerIds requests still waiting are unanswered,
+    /// or of unknown outcome where `may_be_lost(request frame)` says the capture may have
+    /// lost their response.
+    pub fn close(
+        &mut self,
+        pending: PendingRequests,
+        ends: Endpoints,
+        may_be_lost: impl Fn(u64) -> bool,
+    ) {
         let mut left: Vec<(i32, Pending)> = pending.by_correlation_id.into_iter().collect();
         left.sort_by_key(|(corr, _)| *corr);
         for (correlation_id, p) in left {
-            self.unanswered(ends, correlation_id, p);
+            let unknown = may_be_lost(p.frame);
+            self.unanswered(ends, correlation_id, p, unknown);
         }
     }
 }

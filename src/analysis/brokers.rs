@@ -15,6 +15,8 @@ pub struct BrokerStats {
     pub requests: u64,
     pub complete: u64,
     pub unanswered: u64,
+    /// Without a response that the capture may have lost.
+    pub response_unknown: u64,
     /// Non-NONE error responses by Kafka error name.
     pub errors: BTreeMap<String, u64>,
     /// Ids in the blocks granted to this broker.
@@ -33,6 +35,8 @@ struct Previous {
     /// `Some(code)` for a decoded response, `None` when unanswered or undecoded.
     error: Option<i16>,
     answered: bool,
+    /// Without a response that the capture may have lost: no ground for a retry.
+    response_unknown: bool,
     epoch: Option<i64>,
 }
 
@@ -145,6 +149,7 @@ impl Tracker {
         b.stats.requests += 1;
         match &ex.response {
             Some(_) => b.stats.complete += 1,
+            None if ex.response_unknown => b.stats.response_unknown += 1,
             None => b.stats.unanswered += 1,
         }
         let error = error_of(ex);
@@ -169,7 +174,9 @@ impl Tracker {
             let failed = match before.error {
                 Some(0) => None,
                 Some(code) if asked_after => Some(format!("a {} response", ErrorCode(code).name())),
-                None if !before.answered => Some("no response".to_owned()),
+                None if !before.answered && !before.response_unknown => {
+                    Some("no response".to_owned())
+                }
                 _ => None,
             };
             if let Some(why) = failed {
@@ -204,6 +211,7 @@ impl Tracker {
             last_frame: last_frame(ex),
             error,
             answered: ex.response.is_some(),
+            response_unknown: ex.response_unknown,
             epoch: ex.request.broker_epoch,
         });
         // streaks: answered exchanges only

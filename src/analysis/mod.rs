@@ -96,6 +96,8 @@ pub struct Totals {
     pub total: u64,
     pub complete: u64,
     pub unanswered: u64,
+    /// Without a response, but the capture may have lost it.
+    pub response_unknown: u64,
     /// Response error names and counts.
     pub error_codes: BTreeMap<String, u64>,
     pub latencies: Latencies,
@@ -155,6 +157,7 @@ impl Analyzer {
                 total: 0,
                 complete: 0,
                 unanswered: 0,
+                response_unknown: 0,
                 error_codes: BTreeMap::new(),
                 latencies: Latencies::new(exact_latency),
             },
@@ -183,6 +186,7 @@ impl Analyzer {
                         .or_default() += 1;
                 }
             }
+            None if ex.response_unknown => self.totals.response_unknown += 1,
             None => self.totals.unanswered += 1,
         }
         if let (Some(latency), Some((meta, _))) = (latency_us(ex), &ex.response) {
@@ -352,6 +356,7 @@ pub(crate) mod test_support {
                     },
                 )
             }),
+            response_unknown: false,
         }
     }
 }

@@ -95,6 +95,8 @@ pub struct KafkaConn {
     rescanned_at: u64,
     /// Until its frames prove it Kafka, what they gave is held here, out of the report.
     trial: Option<Box<Trial>>,
+    /// The last frame where bytes of the server's stream were lost or passed over.
+    server_loss: Option<u64>,
 }
 
 /// A connection whose bytes look like Kafka but are not proven to be: the first message of
@@ -408,6 +410,7 @@ impl StreamHandler for Dissector {
                     ends,
                     diags: &mut *found,
                     bad_size: false,
+                    resynced_at: None,
                 };
                 other.rescan(&mut handler);
             }
@@ -420,9 +423,20 @@ impl StreamHandler for Dissector {
                 ends,
                 diags: &mut *found,
                 bad_size: false,
+                resynced_at: None,
             };
+            let (is_gap, is_data) = (
+                matches!(delivery, Delivery::Gap { .. }),
+                matches!(delivery, Delivery::Data(..)),
+            );
             let effect = feed(framer, delivery, &mut handler);
             server_bad_size = handler.bad_size;
+            // Server bytes lost here, or held unframed while framing is searched for: an
+            // answer may be among them.
+            let held_unframed = is_data && framer.is_lost();
+            if is_gap || handler.bad_size || handler.resynced_at.is_some() || held_unframed {
+                conn.server_loss = Some(delivery_at.frame);
+            }
             effect
         };
         if let Some((GapEffect::Lost { frame_lost }, len, at)) = gap_effect {
@@ -467,6 +481,7 @@ impl StreamHandler for Dissector {
                             ends,
                             diags: &mut *found,
                             bad_size: false,
+                            resynced_at: None,
                         };
                         other.rescan(&mut handler);
                     }
@@ -533,7 +548,13 @@ impl StreamHandler for Dissector {
         };
         let ends = Self::endpoints(info, client);
         Self::report_unfinished(framers, client, ends, diags);
-        self.pairing.close(conn.pending, ends);
+        // Unanswered only when every server byte after the request was captured and read.
+        let server = client.reverse();
+        let server_unseen = !info.seen.get(server.idx()).copied().unwrap_or(false);
+        let lost_since = conn.server_loss;
+        self.pairing.close(conn.pending, ends, |request_frame| {
+            server_unseen || lost_since.is_some_and(|f| f >= request_frame)
+        });
     }
 }
 

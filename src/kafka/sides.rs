@@ -293,6 +293,8 @@ pub struct ResponseSide<'a> {
     pub diags: &'a mut Diagnostics,
     /// Set when a size prefix from the server cannot be Kafka.
     pub bad_size: bool,
+    /// Frame where framing was found again after server bytes were passed over.
+    pub resynced_at: Option<u64>,
 }
 
 impl FrameHandler for ResponseSide<'_> {
@@ -399,6 +401,7 @@ impl FrameHandler for ResponseSide<'_> {
     }
 
     fn resynced(&mut self, skipped: u64, at: PacketRef) {
+        self.resynced_at = Some(at.frame);
         report_resync(self.diags, self.ends, Side::Server, skipped, at);
     }
 }

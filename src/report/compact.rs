@@ -367,7 +367,7 @@ mod tests {
         #[test]
         fn exchanges_are_written_as_serde_json_writes_them(
             (connection, client, server, correlation_id) in (any::<u64>(), text(), text(), any::<i32>()),
-            status in prop_oneof![Just("complete"), Just("unanswered")],
+            status in prop_oneof![Just("complete"), Just("unanswered"), Just("response_unknown")],
             request in request(),
             response in proptest::option::of(response()),
             latency_us in latency(),

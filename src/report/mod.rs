@@ -165,10 +165,10 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
         client: address(ex.endpoints.client),
         server: address(ex.endpoints.server),
         correlation_id: ex.correlation_id,
-        status: if ex.response.is_some() {
-            "complete"
-        } else {
-            "unanswered"
+        status: match (&ex.response, ex.response_unknown) {
+            (Some(_), _) => "complete",
+            (None, true) => "response_unknown",
+            (None, false) => "unanswered",
         },
         request,
         response,
@@ -248,6 +248,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             total: totals.total,
             complete: totals.complete,
             unanswered: totals.unanswered,
+            response_unknown: totals.response_unknown,
         },
         unmatched_responses: findings.pairing.unmatched_responses,
         error_codes: totals.error_codes.clone(),
@@ -262,6 +263,7 @@ pub fn build(mut findings: Findings) -> model::Report {
                     requests: b.requests,
                     complete: b.complete,
                     unanswered: b.unanswered,
+                    response_unknown: b.response_unknown,
                     errors: b.errors.clone(),
                     ids_granted: b.ids_granted,
                     epochs_seen: b.epochs_seen.clone(),

@@ -71,6 +71,8 @@ pub struct Broker {
     pub requests: u64,
     pub complete: u64,
     pub unanswered: u64,
+    /// Without a response, where the capture may have lost it.
+    pub response_unknown: u64,
     /// Non-NONE error responses by Kafka error name.
     pub errors: BTreeMap<String, u64>,
     /// Producer ids in the blocks this broker was granted.
@@ -141,6 +143,8 @@ pub struct ExchangeCounts {
     pub total: u64,
     pub complete: u64,
     pub unanswered: u64,
+    /// Without a response, where the capture may have lost it (`status` `response_unknown`).
+    pub response_unknown: u64,
 }
 
 /// Latency over complete exchanges, in microseconds.

@@ -37,6 +37,9 @@ fn exchange_line(ex: &Exchange) -> (String, Style) {
         _ => "broker ?".to_owned(),
     };
     let (outcome, style) = match &ex.response {
+        None if ex.status == "response_unknown" => {
+            ("response unknown (bytes lost)".to_owned(), YELLOW)
+        }
         None => ("unanswered".to_owned(), YELLOW),
         Some(resp) => match (&resp.error, resp.producer_id_start, resp.producer_id_len) {
             // the same rule as the analysis: a range past the largest id is no block

@@ -53,6 +53,9 @@ pub struct ConnInfo {
     pub responder: SocketAddr,
     /// The handshake was not captured.
     pub midstream: bool,
+    /// Whether any packet of each direction (`Dir::idx`) was captured, even a bare ACK:
+    /// a direction never seen may have carried anything.
+    pub seen: [bool; 2],
 }
 
 impl ConnInfo {
@@ -324,6 +327,9 @@ fn track<C, H: StreamHandler<Conn = C>>(
     } else {
         Dir::FromResponder
     };
+    if let Some(seen) = conn.info.seen.get_mut(dir.idx()) {
+        *seen = true;
+    }
     if seg.fin {
         if let Some(fin) = conn.fins.get_mut(dir.idx()) {
             *fin = true;
@@ -500,6 +506,7 @@ impl<C: Default> Tracker<C> {
                 initiator,
                 responder,
                 midstream,
+                seen: [false; 2],
             },
             queued: at.frame,
             isn: (seg.syn && !seg.ack).then_some(seg.seq),

@@ -65,6 +65,7 @@ struct Broker {
     requests: u64,
     complete: u64,
     unanswered: u64,
+    response_unknown: u64,
     errors: BTreeMap<String, u64>,
     ids_granted: i64,
     epochs_seen: Vec<i64>,
@@ -129,6 +130,7 @@ struct ExchangeCounts {
     total: u64,
     complete: u64,
     unanswered: u64,
+    response_unknown: u64,
 }
 
 #[derive(Deserialize)]

@@ -91,9 +91,11 @@ pub fn compare_with_truth(report: &Value, truth: &Value) -> Result<(), String> {
             &format!("{ctx}: request"),
         )?;
         if want["response"].is_null() {
+            // Whether the capture proves there was no answer is the tool's to tell
+            // (tests/it/variants.rs checks it where the truth knows).
             check(
-                got["status"] == "unanswered",
-                format!("{ctx}: should be unanswered"),
+                got["status"] == "unanswered" || got["status"] == "response_unknown",
+                format!("{ctx}: should have no response"),
             )?;
             check(
                 got["response"].is_null() && got["latency_us"].is_null(),
