@@ -67,6 +67,38 @@ pub fn report(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out).expect("report is JSON")
 }
 
+/// Runs pidshark on the capture at `path` (`--compact --quiet`) and parses its report.
+pub fn compact_report(path: &Path) -> serde_json::Value {
+    let out = pidshark()
+        .arg(path)
+        .args(["--compact", "--quiet"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("report is JSON")
+}
+
+/// The kinds of a report's listed diagnostics, in order.
+pub fn kinds(report: &serde_json::Value) -> Vec<String> {
+    report["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// An AllocateProducerIds v0 request from `broker` (epoch 7) and its NONE answer granting
+/// 1000 ids from `start`.
+pub fn apid_pair(corr: i32, broker: i32, start: i64) -> (Vec<u8>, Vec<u8>) {
+    (
+        request(67, 0, corr, true, &apid_request_body(broker, 7)),
+        response(corr, true, &apid_response_body(0, start, 1000)),
+    )
+}
+
 /// A Kafka request frame: size, header (v2 when `flexible`), body.
 pub fn request(
     api_key: i16,

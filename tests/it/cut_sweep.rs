@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{pidshark, root};
+use crate::common::{compact_report, root};
 
 /// The fixtures with several exchanges, all little-endian microsecond pcap.
 pub const FIXTURES: [&str; 7] = [
@@ -47,18 +47,6 @@ fn packets(path: &Path) -> usize {
         n += 1;
     }
     n
-}
-
-fn run(path: &Path) -> Value {
-    let out = pidshark()
-        .arg(path)
-        .args(["--compact", "--quiet"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
 }
 
 /// An exchange keyed by (client, server, correlation id), with its frames shifted by
@@ -137,14 +125,14 @@ fn unmatched_bounds(whole: &Value, first: u64) -> (u64, u64) {
 
 pub fn sweep_faults(fixture: &str) -> Vec<String> {
     let path = root().join(fixture);
-    let whole_report = run(&path);
+    let whole_report = compact_report(&path);
     let whole = keyed(&whole_report, 0);
     let dir = tempfile::tempdir().unwrap();
     let mut faults = Vec::new();
     for skip in 1..packets(&path) {
         let cut_path = dir.path().join("cut.pcap");
         std::fs::write(&cut_path, cut_at(&path, skip)).unwrap();
-        let report = run(&cut_path);
+        let report = compact_report(&cut_path);
         let cut = keyed(&report, skip as u64);
         let first = skip as u64 + 1; // first frame kept, in the whole capture's numbers
         for (key, ex) in &whole {

@@ -10,22 +10,6 @@ use crate::common::*;
 
 const START: u64 = 1_700_000_000_000_000_000;
 
-fn apid_pair(corr: i32, broker: i32, start: i64) -> (Vec<u8>, Vec<u8>) {
-    (
-        request(67, 0, corr, true, &apid_request_body(broker, 7)),
-        response(corr, true, &apid_response_body(0, start, 1000)),
-    )
-}
-
-fn kinds(report: &Value) -> Vec<String> {
-    report["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["kind"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 fn diagnostics_of<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["diagnostics"]
         .as_array()

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{pidshark, root};
+use crate::common::{compact_report, root};
 
 /// The fixtures with several exchanges, all little-endian microsecond pcap.
 const FIXTURES: [&str; 7] = [
@@ -52,18 +52,6 @@ fn with_snaplen(path: &Path, snaplen: usize) -> Vec<u8> {
         at += 16 + caplen;
     }
     out
-}
-
-fn run(path: &Path) -> Value {
-    let out = pidshark()
-        .arg(path)
-        .args(["--compact", "--quiet"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
 }
 
 /// Exchanges by (connection, correlation id, request frame).
@@ -120,14 +108,14 @@ fn head_captured(key: &(u64, i64, u64), snaplen: usize) -> bool {
 }
 
 fn sweep_faults(fixture: &str, snaplens: impl Iterator<Item = usize>) -> Vec<String> {
-    let whole = by_key(&run(&root().join(fixture)));
+    let whole = by_key(&compact_report(&root().join(fixture)));
     assert!(whole.len() > 1, "{fixture} has several exchanges");
     let dir = tempfile::tempdir().unwrap();
     let mut faults = Vec::new();
     for snaplen in snaplens {
         let path = dir.path().join(format!("s{snaplen}.pcap"));
         std::fs::write(&path, with_snaplen(&root().join(fixture), snaplen)).unwrap();
-        let cut = by_key(&run(&path));
+        let cut = by_key(&compact_report(&path));
         let mut here = Vec::new();
         for (key, ex) in &cut {
             let Some(full) = whole.get(key) else {
@@ -186,7 +174,7 @@ fn a_cut_body_is_flagged_and_its_fields_are_absent() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s88.pcap");
     std::fs::write(&path, with_snaplen(&root().join(FIXTURES[0]), 88)).unwrap();
-    let report = run(&path);
+    let report = compact_report(&path);
     let flagged: Vec<&Value> = report["exchanges"]
         .as_array()
         .unwrap()

@@ -17,22 +17,6 @@ fn run_capture(build: impl FnOnce(&mut PcapWriter), extra: &[&str]) -> Value {
     report(&args)
 }
 
-fn apid_pair(corr: i32, broker: i32, start: i64) -> (Vec<u8>, Vec<u8>) {
-    (
-        request(67, 0, corr, true, &apid_request_body(broker, 7)),
-        response(corr, true, &apid_response_body(0, start, 1000)),
-    )
-}
-
-fn kinds(report: &Value) -> Vec<String> {
-    report["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["kind"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 fn exchanges(report: &Value) -> &Vec<Value> {
     report["exchanges"].as_array().unwrap()
 }
