@@ -124,6 +124,27 @@ impl Trial {
         trial
     }
 
+    /// What in the last delivery refutes the trial, if anything: a request head that is
+    /// not a plausible one counting up, a size from the server Kafka cannot have, or an
+    /// answer to nothing (mid-stream, answers to requests before the capture come first).
+    fn refuted(
+        &self,
+        (before, after): (TrialSigns, TrialSigns),
+        head_refused: bool,
+        server_bad_size: bool,
+        midstream: bool,
+    ) -> Option<NotKafka> {
+        if head_refused {
+            Some(NotKafka::TrialHead)
+        } else if server_bad_size {
+            Some(NotKafka::TrialAnswerSize)
+        } else if after.unmatched > before.unmatched && (!midstream || before.answers > 0) {
+            Some(NotKafka::TrialAnswer)
+        } else {
+            None
+        }
+    }
+
     /// Enough frames, or an AllocateProducerIds request: only brokers send those, and
     /// holding its exchange back would hand it to the analysis out of time order.
     fn proven(&self) -> bool {
@@ -446,20 +467,7 @@ impl StreamHandler for Dissector {
                 } else {
                     Side::Server
                 };
-                found.push(
-                    Kind::KafkaFramingLost,
-                    Some(info.index),
-                    Some(at.frame),
-                    format!(
-                        "a gap of {len} bytes in the {}'s stream came {}; looking for the next frame",
-                        side.name(),
-                        if frame_lost {
-                            "inside a Kafka message's head, which is dropped"
-                        } else {
-                            "where the next Kafka message starts"
-                        }
-                    ),
-                );
+                framing_lost(found, info, side, (len, at), frame_lost);
             }
         }
         if let (true, Some(probe)) = (probing, probe.as_ref()) {
@@ -504,18 +512,9 @@ impl StreamHandler for Dissector {
             conn.trial = Some(trial); // still probing
             return true;
         };
-        let after = TrialSigns::of(&trial.pairing);
-        let refuted = if probe.as_ref().is_some_and(|p| p.given_up) {
-            Some(NotKafka::TrialHead)
-        } else if server_bad_size {
-            Some(NotKafka::TrialAnswerSize)
-        } else if after.unmatched > before.unmatched && (!info.midstream || before.answers > 0) {
-            // Mid-stream, answers to requests before the capture come first.
-            Some(NotKafka::TrialAnswer)
-        } else {
-            None
-        };
-        if let Some(why) = refuted {
+        let signs = (before, TrialSigns::of(&trial.pairing));
+        let head_refused = probe.as_ref().is_some_and(|p| p.given_up);
+        if let Some(why) = trial.refuted(signs, head_refused, server_bad_size, info.midstream) {
             conn.role = Role::NotKafka;
             self.not_kafka(info, delivery_at, why, diags);
             return false;
@@ -622,6 +621,30 @@ impl Dissector {
         };
         tried.iter().all(|f| f.resync_skipped() >= reach)
     }
+}
+
+/// A gap lost the framing of one side's stream.
+fn framing_lost(
+    diags: &mut Diagnostics,
+    info: &ConnInfo,
+    side: Side,
+    (len, at): (u64, PacketRef),
+    frame_lost: bool,
+) {
+    let place = if frame_lost {
+        "inside a Kafka message's head, which is dropped"
+    } else {
+        "where the next Kafka message starts"
+    };
+    diags.push(
+        Kind::KafkaFramingLost,
+        Some(info.index),
+        Some(at.frame),
+        format!(
+            "a gap of {len} bytes in the {}'s stream came {place}; looking for the next frame",
+            side.name()
+        ),
+    );
 }
 
 /// Passes one delivery to a framer; for a gap, returns what it did with its length and place.
