@@ -387,7 +387,12 @@ impl StreamHandler for Dissector {
             Some(t) => (&mut t.pairing, &mut t.diags),
             None => (&mut self.pairing, &mut *diags),
         };
-        let before = TrialSigns::of(pairing);
+        // Only a trial is judged: no per-delivery cost on proven connections.
+        let before = if on_trial {
+            TrialSigns::of(pairing)
+        } else {
+            TrialSigns::default()
+        };
         let mut server_bad_size = false;
         let delivery_at = delivery.at();
         let [initiator_side, responder_side] = framers;
@@ -558,7 +563,7 @@ impl StreamHandler for Dissector {
 }
 
 /// What a trial's pairing has seen, compared before and after a delivery.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct TrialSigns {
     unmatched: u64,
     answers: u64,
