@@ -555,9 +555,9 @@ impl StreamHandler for Dissector {
         // Unanswered only when every server byte after the request was captured and read.
         let server = client.reverse();
         let server_unseen = !info.seen.get(server.idx()).copied().unwrap_or(false);
-        let lost_since = conn.server_loss;
+        let (lost_since, evicted) = (conn.server_loss, info.evicted);
         self.pairing.close(conn.pending, ends, |request_frame| {
-            server_unseen || lost_since.is_some_and(|f| f >= request_frame)
+            evicted || server_unseen || lost_since.is_some_and(|f| f >= request_frame)
         });
     }
 }

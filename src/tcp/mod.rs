@@ -56,6 +56,8 @@ pub struct ConnInfo {
     /// Whether any packet of each direction (`Dir::idx`) was captured, even a bare ACK:
     /// a direction never seen may have carried anything.
     pub seen: [bool; 2],
+    /// No longer followed (`--max-connections`): what came after is not known.
+    pub evicted: bool,
 }
 
 impl ConnInfo {
@@ -444,10 +446,11 @@ impl<C: Default> Tracker<C> {
                 self.clock.push_back((key, conn.last_frame));
                 continue;
             }
-            let Some(conn) = self.conns.remove(&key) else {
+            let Some(mut conn) = self.conns.remove(&key) else {
                 continue;
             };
             if conn.live.is_some() {
+                conn.info.evicted = true;
                 if self.evicted == 0 {
                     diags.push(
                         Kind::ConnectionLimit,
@@ -507,6 +510,7 @@ impl<C: Default> Tracker<C> {
                 responder,
                 midstream,
                 seen: [false; 2],
+                evicted: false,
             },
             queued: at.frame,
             isn: (seg.syn && !seg.ack).then_some(seg.seq),

@@ -939,3 +939,35 @@ fn unanswered_only_where_the_capture_proves_it() {
     assert_eq!(report["summary"]["brokers"]["3"]["response_unknown"], 1);
     assert_eq!(report["summary"]["brokers"]["3"]["unanswered"], 1);
 }
+
+#[test]
+fn a_request_on_a_connection_no_longer_followed_is_not_called_unanswered() {
+    // With room for one connection, a second one pushes out the first while its request
+    // waits: whatever the server sent it later is not read, so its outcome is unknown.
+    let report = run_capture(
+        |w| {
+            let mut a = Conn::new("10.0.0.1:40023", "10.0.0.2:29093");
+            a.handshake(w);
+            let (req, _) = apid_pair(1, 5, 0);
+            a.send(w, true, &req, 1448);
+            let mut b = Conn::new("10.0.0.1:40024", "10.0.0.2:29093");
+            b.handshake(w);
+            let (req, resp) = apid_pair(2, 6, 1000);
+            b.send(w, true, &req, 1448);
+            b.send(w, false, &resp, 1448);
+            b.close(w);
+        },
+        &["--max-connections", "1"],
+    );
+    let status: Vec<&str> = exchanges(&report)
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        status,
+        vec!["response_unknown", "complete"],
+        "{:?}",
+        report["diagnostics"]
+    );
+    assert!(kinds(&report).contains(&"connection_limit".to_owned()));
+}
