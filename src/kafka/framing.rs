@@ -124,8 +124,6 @@ struct Window {
     scanned: usize,
     /// Candidates waiting for more bytes: (offset, length the window needs to decide).
     waiting: Vec<(usize, usize)>,
-    /// A plausible candidate too large to confirm within the window.
-    fallback: Option<usize>,
     /// Bytes passed over before `base` in this search.
     skipped: u64,
 }
@@ -167,7 +165,6 @@ impl Window {
             *c -= offset;
             *need = need.saturating_sub(offset);
         }
-        self.fallback = self.fallback.filter(|f| *f >= offset).map(|f| f - offset);
     }
 }
 
@@ -230,8 +227,6 @@ enum Verdict {
     No,
     /// Decidable once the window holds this many bytes.
     Wait(usize),
-    /// Plausible but too large to confirm.
-    TooLarge,
 }
 
 impl Framer {
@@ -262,7 +257,6 @@ impl Framer {
         if let State::Resync(mut w) = self.state {
             w.scanned = w.base;
             w.waiting.clear();
-            w.fallback = None;
             next.state = State::Resync(w);
         }
         next
@@ -418,8 +412,10 @@ impl Framer {
             return Verdict::Yes; // it ends where the data seen so far ends
         }
         if next > bytes.len() {
+            // A candidate whose end lies beyond what the search holds is not taken on
+            // trust: a false one inside a big frame would step over the frames after it.
             return if next - offset > MAX_RESYNC_WINDOW {
-                Verdict::TooLarge
+                Verdict::No
             } else if handler.confirms_at_data_end() {
                 Verdict::Wait(next) // looked at again when the data reaches its end
             } else {
@@ -485,9 +481,6 @@ impl Framer {
             match self.verdict(w, candidate, handler) {
                 Verdict::Yes => found = Some(found.map_or(candidate, |f| f.min(candidate))),
                 Verdict::Wait(need) => w.waiting.push((candidate, need)),
-                Verdict::TooLarge => {
-                    w.fallback.get_or_insert(candidate);
-                }
                 Verdict::No => {}
             }
         }
@@ -496,9 +489,6 @@ impl Framer {
             match self.verdict(w, offset, handler) {
                 Verdict::Yes => found = Some(offset),
                 Verdict::No => {}
-                Verdict::TooLarge => {
-                    w.fallback.get_or_insert(offset);
-                }
                 Verdict::Wait(need) => {
                     if head_at(&w.bytes, offset, self.prefix_len).is_none() {
                         break; // this position's own head is not all there yet
@@ -518,18 +508,13 @@ impl Framer {
                 return;
             };
             let mut w = std::mem::take(w);
-            let found = self.find(&mut w, handler).or_else(|| {
-                // A full window with nothing better: take a candidate too large to confirm.
-                let full = w.bytes.len() - w.base > MAX_RESYNC_WINDOW;
-                w.fallback.filter(|_| full)
-            });
+            let found = self.find(&mut w, handler);
             let Some(offset) = found else {
                 // Keep at most a window's worth, from what may still start a head.
                 let keep_from = w
                     .waiting
                     .iter()
                     .map(|(c, _)| *c)
-                    .chain(w.fallback)
                     .chain([w.scanned])
                     .min()
                     .unwrap_or(w.scanned)
@@ -538,7 +523,6 @@ impl Framer {
                     w.skipped += (keep_from - w.base) as u64;
                     w.base = keep_from;
                     w.waiting.retain(|(c, _)| *c >= keep_from);
-                    w.fallback = w.fallback.filter(|f| *f >= keep_from);
                     w.scanned = w.scanned.max(keep_from);
                 }
                 if w.base > MAX_RESYNC_WINDOW {
@@ -591,7 +575,6 @@ impl Framer {
                     w.base = restart;
                     w.scanned = restart;
                     w.waiting.clear();
-                    w.fallback = None;
                     self.state = State::Resync(w);
                     return false;
                 }

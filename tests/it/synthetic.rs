@@ -971,3 +971,34 @@ fn a_request_on_a_connection_no_longer_followed_is_not_called_unanswered() {
     );
     assert!(kinds(&report).contains(&"connection_limit".to_owned()));
 }
+
+#[test]
+fn a_false_big_head_inside_a_frame_does_not_swallow_the_frames_after_it() {
+    // A capture that starts inside a Produce whose record bytes hold, by chance, eight
+    // bytes that read as a plausible request head of 200,000 bytes (size, Produce v0,
+    // correlation id 5, empty client id): too large to be confirmed by what the search
+    // holds. 100 KB later come real requests; taking the false head unconfirmed would
+    // step over them.
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40025", "10.0.0.2:9093");
+            let mut data = vec![0u8; 10];
+            data.extend(200_000u32.to_be_bytes());
+            data.extend([0, 0, 0, 0, 0, 0, 0, 5, 0, 0]);
+            data.extend(vec![0u8; 100_000]);
+            c.send(w, true, &data, 1448);
+            for corr in 42..=44 {
+                let (req, resp) = apid_pair(corr, 2, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1448);
+                c.send(w, false, &resp, 1448);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let corrs: Vec<i64> = exchanges(&report)
+        .iter()
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(corrs, vec![42, 43, 44], "{:?}", report["diagnostics"]);
+}
