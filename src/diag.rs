@@ -236,7 +236,10 @@ impl Diagnostics {
             self.push(d.kind, d.connection, d.frame, d.message);
         }
         for (kind, count) in other.counts {
-            self.count_more(kind, count - listed.get(&kind).copied().unwrap_or(0));
+            self.count_more(
+                kind,
+                count.saturating_sub(listed.get(&kind).copied().unwrap_or(0)),
+            );
         }
     }
 

@@ -597,14 +597,7 @@ impl Framer {
             return None;
         }
         let gap_end = u64::try_from(w.bytes.len()).ok()?.checked_add(len)?;
-        let mut ending = w
-            .waiting
-            .iter()
-            .filter(|(_, need)| u64::try_from(*need).is_ok_and(|n| n == gap_end))
-            .map(|(c, _)| *c)
-            .collect::<Vec<_>>();
-        ending.sort_unstable();
-        ending.into_iter().find(|&c| {
+        let mut ends_with_gap = |c: usize| {
             head_at(&w.bytes, c, prefix_len).is_some_and(|(size, prefix)| {
                 let prefix = w.bytes.get(prefix).unwrap_or_default();
                 let at = w.packet_at(c);
@@ -613,7 +606,13 @@ impl Framer {
                     && handler.plausible(size, prefix, at)
                     && handler.anchors(size, prefix, at)
             })
-        })
+        };
+        w.waiting
+            .iter()
+            .filter(|(_, need)| u64::try_from(*need).is_ok_and(|n| n == gap_end))
+            .map(|(c, _)| *c)
+            .filter(|c| ends_with_gap(*c))
+            .min()
     }
 
     /// Looks through the held bytes again from where the search started: the handler's

@@ -67,6 +67,40 @@ pub fn report(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out).expect("report is JSON")
 }
 
+/// The fixtures with several exchanges, all little-endian microsecond pcap: what the cut
+/// and snaplen sweeps rewrite.
+pub const MULTI_EXCHANGE_FIXTURES: [&str; 7] = [
+    "fixtures/controller-loopback.pcap",
+    "fixtures/analysis/error-streak.pcap",
+    "fixtures/analysis/failover-regression.pcap",
+    "fixtures/analysis/gaps-irregular.pcap",
+    "fixtures/analysis/healthy.pcap",
+    "fixtures/analysis/overlap.pcap",
+    "fixtures/analysis/slow.pcap",
+];
+
+/// One pcap record: its 16-byte header and its captured bytes.
+pub type PcapRecord = ([u8; 16], Vec<u8>);
+
+/// A little-endian microsecond pcap file: its 24-byte header and its records.
+pub fn pcap_records(path: &Path) -> (Vec<u8>, Vec<PcapRecord>) {
+    let data = std::fs::read(path).expect("capture readable");
+    assert_eq!(
+        &data[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap"
+    );
+    let mut records = Vec::new();
+    let mut at = 24;
+    while at + 16 <= data.len() {
+        let head: [u8; 16] = data[at..at + 16].try_into().unwrap();
+        let caplen = u32::from_le_bytes(head[8..12].try_into().unwrap()) as usize;
+        records.push((head, data[at + 16..at + 16 + caplen].to_vec()));
+        at += 16 + caplen;
+    }
+    (data[..24].to_vec(), records)
+}
+
 /// Runs pidshark on the capture at `path` (`--compact --quiet`) and parses its report.
 pub fn compact_report(path: &Path) -> serde_json::Value {
     let out = pidshark()

@@ -10,43 +10,16 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{compact_report, root};
+use crate::common::{compact_report, pcap_records, root, MULTI_EXCHANGE_FIXTURES};
 
-/// The fixtures with several exchanges, all little-endian microsecond pcap.
-pub const FIXTURES: [&str; 7] = [
-    "fixtures/controller-loopback.pcap",
-    "fixtures/analysis/error-streak.pcap",
-    "fixtures/analysis/failover-regression.pcap",
-    "fixtures/analysis/gaps-irregular.pcap",
-    "fixtures/analysis/healthy.pcap",
-    "fixtures/analysis/overlap.pcap",
-    "fixtures/analysis/slow.pcap",
-];
-
-/// The little-endian pcap at `path` without its first `skip` packets.
+/// The pcap at `path` without its first `skip` packets.
 fn cut_at(path: &Path, skip: usize) -> Vec<u8> {
-    let data = std::fs::read(path).unwrap();
-    let mut out = data[..24].to_vec();
-    let (mut at, mut n) = (24, 0);
-    while at + 16 <= data.len() {
-        let caplen = u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
-        if n >= skip {
-            out.extend_from_slice(&data[at..at + 16 + caplen]);
-        }
-        at += 16 + caplen;
-        n += 1;
+    let (mut out, records) = pcap_records(path);
+    for (head, bytes) in records.into_iter().skip(skip) {
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&bytes);
     }
     out
-}
-
-fn packets(path: &Path) -> usize {
-    let data = std::fs::read(path).unwrap();
-    let (mut at, mut n) = (24, 0);
-    while at + 16 <= data.len() {
-        at += 16 + u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
-        n += 1;
-    }
-    n
 }
 
 /// An exchange keyed by (client, server, correlation id), with its frames shifted by
@@ -129,7 +102,7 @@ pub fn sweep_faults(fixture: &str) -> Vec<String> {
     let whole = keyed(&whole_report, 0);
     let dir = tempfile::tempdir().unwrap();
     let mut faults = Vec::new();
-    for skip in 1..packets(&path) {
+    for skip in 1..pcap_records(&path).1.len() {
         let cut_path = dir.path().join("cut.pcap");
         std::fs::write(&cut_path, cut_at(&path, skip)).unwrap();
         let report = compact_report(&cut_path);
@@ -163,7 +136,10 @@ pub fn sweep_faults(fixture: &str) -> Vec<String> {
 
 #[test]
 fn every_exchange_after_the_cut_is_reported_as_it_was() {
-    let faults: Vec<String> = FIXTURES.iter().flat_map(|f| sweep_faults(f)).collect();
+    let faults: Vec<String> = MULTI_EXCHANGE_FIXTURES
+        .iter()
+        .flat_map(|f| sweep_faults(f))
+        .collect();
     assert!(
         faults.is_empty(),
         "{} faults:\n{}",

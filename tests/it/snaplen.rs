@@ -12,18 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{compact_report, root};
-
-/// The fixtures with several exchanges, all little-endian microsecond pcap.
-const FIXTURES: [&str; 7] = [
-    "fixtures/controller-loopback.pcap",
-    "fixtures/analysis/error-streak.pcap",
-    "fixtures/analysis/failover-regression.pcap",
-    "fixtures/analysis/gaps-irregular.pcap",
-    "fixtures/analysis/healthy.pcap",
-    "fixtures/analysis/overlap.pcap",
-    "fixtures/analysis/slow.pcap",
-];
+use crate::common::{compact_report, pcap_records, root, MULTI_EXCHANGE_FIXTURES};
 
 /// Smallest snaplen that keeps every Kafka head here: Ethernet 14 + IPv4 20 + TCP with
 /// timestamps 32, then the 14-byte request head (size, key, version, correlation id,
@@ -32,24 +21,13 @@ const ALL_HEADS_FIT: usize = 80;
 
 /// The pcap file at `path` as captured with `snaplen`: each record cut to that length.
 fn with_snaplen(path: &Path, snaplen: usize) -> Vec<u8> {
-    let data = std::fs::read(path).unwrap();
-    assert_eq!(
-        &data[..4],
-        &[0xd4, 0xc3, 0xb2, 0xa1],
-        "little-endian µs pcap"
-    );
-    let mut out = data[..24].to_vec();
+    let (mut out, records) = pcap_records(path);
     out[16..20].copy_from_slice(&(snaplen as u32).to_le_bytes());
-    let mut at = 24;
-    while at + 16 <= data.len() {
-        let word = |i: usize| u32::from_le_bytes(data[at + i..at + i + 4].try_into().unwrap());
-        let caplen = word(8) as usize;
-        let kept = caplen.min(snaplen);
-        out.extend_from_slice(&data[at..at + 8]);
-        out.extend_from_slice(&(kept as u32).to_le_bytes());
-        out.extend_from_slice(&data[at + 12..at + 16]);
-        out.extend_from_slice(&data[at + 16..at + 16 + kept]);
-        at += 16 + caplen;
+    for (mut head, bytes) in records {
+        let kept = bytes.len().min(snaplen);
+        head[8..12].copy_from_slice(&(kept as u32).to_le_bytes());
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&bytes[..kept]);
     }
     out
 }
@@ -155,13 +133,13 @@ fn snaplens() -> impl Iterator<Item = usize> {
 
 #[test]
 fn controller_loopback_at_every_snaplen() {
-    let faults = sweep_faults(FIXTURES[0], snaplens());
+    let faults = sweep_faults(MULTI_EXCHANGE_FIXTURES[0], snaplens());
     assert!(faults.is_empty(), "{}", faults.join("\n"));
 }
 
 #[test]
 fn analysis_fixtures_at_every_snaplen() {
-    let faults: Vec<String> = FIXTURES[1..]
+    let faults: Vec<String> = MULTI_EXCHANGE_FIXTURES[1..]
         .iter()
         .flat_map(|f| sweep_faults(f, snaplens()))
         .collect();
@@ -173,7 +151,11 @@ fn a_cut_body_is_flagged_and_its_fields_are_absent() {
     // At 88 bytes the 14-byte head and a few body bytes of each request are kept.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s88.pcap");
-    std::fs::write(&path, with_snaplen(&root().join(FIXTURES[0]), 88)).unwrap();
+    std::fs::write(
+        &path,
+        with_snaplen(&root().join(MULTI_EXCHANGE_FIXTURES[0]), 88),
+    )
+    .unwrap();
     let report = compact_report(&path);
     let flagged: Vec<&Value> = report["exchanges"]
         .as_array()
