@@ -33,6 +33,9 @@ pub const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
 pub const MAX_RESYNC_WINDOW: usize = 64 * 1024;
 /// Heads followed from a candidate that does not anchor, looking for one that does.
 const MAX_CHAIN_LINKS: usize = 64;
+/// Candidates too long for the window, held by their heads alone while the stream runs
+/// on to where they end: the first ones met are kept, later ones passed over.
+const MAX_FAR_CANDIDATES: usize = 32;
 
 /// What to do with a frame once its size and header prefix are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +100,13 @@ pub trait FrameHandler {
     fn confirms_at_data_end(&self) -> bool {
         true
     }
+    /// Whether [`FrameHandler::decide`] would keep this frame (must agree with it). A
+    /// candidate too long for the search window is held by its head alone, so one that
+    /// would be kept is not carried: its bytes are gone by the time it is confirmed.
+    fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
+        let _ = (len, prefix);
+        false
+    }
     /// Framing was found again after passing over `skipped` bytes.
     fn resynced(&mut self, skipped: u64, at: PacketRef);
 }
@@ -112,9 +122,32 @@ enum Step {
     },
 }
 
+/// A candidate frame longer than the window: only its head is held, and it is confirmed
+/// (like any other) by what the stream holds where it says it ends, however far that is
+/// and whatever gaps lie between. Offsets count the search's bytes, gaps included.
+#[derive(Debug, Clone)]
+struct FarCandidate {
+    start: u64,
+    end: u64,
+    size: i32,
+    prefix: [u8; MAX_PREFIX_LEN],
+    prefix_len: usize,
+    first: PacketRef,
+    /// Bytes the search had passed over before it.
+    passed: u64,
+}
+
+impl FarCandidate {
+    fn prefix(&self) -> &[u8] {
+        self.prefix.get(..self.prefix_len).unwrap_or_default()
+    }
+}
+
 /// The bytes held while looking for a head.
 #[derive(Debug, Default)]
 struct Window {
+    /// Search offset of `bytes[0]`: bytes compacted away and gaps count.
+    origin: u64,
     bytes: Vec<u8>,
     /// Where each push's bytes start in `bytes`, and the packet that brought them.
     arrivals: Vec<(usize, PacketRef)>,
@@ -126,6 +159,10 @@ struct Window {
     waiting: Vec<(usize, usize)>,
     /// Bytes passed over before `base` in this search.
     skipped: u64,
+    /// Candidates too long for the window, in the order met.
+    far: Vec<FarCandidate>,
+    /// Packet that revealed the gap before `bytes[0]`, if the window starts after one.
+    after_gap: Option<PacketRef>,
 }
 
 impl Window {
@@ -135,6 +172,26 @@ impl Window {
         }
         self.arrivals.push((self.bytes.len(), at));
         self.bytes.extend_from_slice(data);
+    }
+
+    /// Search offset just past the bytes held.
+    fn end(&self) -> u64 {
+        self.origin + self.bytes.len() as u64
+    }
+
+    /// Whether a packet's payload starts at `offset`: where a frame most often starts.
+    fn starts_packet(&self, offset: usize) -> bool {
+        self.arrivals
+            .binary_search_by_key(&offset, |(start, _)| *start)
+            .is_ok()
+    }
+
+    /// The packet that carried the byte before `offset` (or revealed the gap before it).
+    fn packet_before(&self, offset: usize) -> PacketRef {
+        match offset.checked_sub(1) {
+            Some(last) => self.packet_at(last),
+            None => self.after_gap.unwrap_or_else(|| self.packet_at(0)),
+        }
     }
 
     /// The packet that brought the byte at `offset`.
@@ -158,6 +215,7 @@ impl Window {
         for (start, _) in &mut self.arrivals {
             *start = start.saturating_sub(offset);
         }
+        self.origin += offset as u64;
         self.base = self.base.saturating_sub(offset);
         self.scanned = self.scanned.saturating_sub(offset);
         self.waiting.retain(|(c, _)| *c >= offset);
@@ -227,6 +285,14 @@ enum Verdict {
     No,
     /// Decidable once the window holds this many bytes.
     Wait(usize),
+    /// Plausible, but it ends beyond what the window can hold: to be carried by its head.
+    Far,
+}
+
+/// A confirmed candidate: at an offset of the window, or one carried by its head.
+enum Found {
+    Near(usize),
+    Far(usize),
 }
 
 impl Framer {
@@ -257,6 +323,7 @@ impl Framer {
         if let State::Resync(mut w) = self.state {
             w.scanned = w.base;
             w.waiting.clear();
+            w.far.clear();
             next.state = State::Resync(w);
         }
         next
@@ -415,7 +482,7 @@ impl Framer {
             // A candidate whose end lies beyond what the search holds is not taken on
             // trust: a false one inside a big frame would step over the frames after it.
             return if next - offset > MAX_RESYNC_WINDOW {
-                Verdict::No
+                Verdict::Far
             } else if handler.confirms_at_data_end() {
                 Verdict::Wait(next) // looked at again when the data reaches its end
             } else {
@@ -447,6 +514,15 @@ impl Framer {
         handler: &mut impl FrameHandler,
     ) -> Verdict {
         let bytes = &w.bytes;
+        if next > bytes.len() && next - offset > MAX_RESYNC_WINDOW {
+            // Carried by its head only where a packet starts: a size and a correlation id
+            // are met at a few bytes in a hundred inside other data.
+            return if w.starts_packet(offset) {
+                Verdict::Far
+            } else {
+                Verdict::No
+            };
+        }
         for _ in 0..MAX_CHAIN_LINKS {
             if next - offset > MAX_RESYNC_WINDOW {
                 return Verdict::No;
@@ -469,7 +545,7 @@ impl Framer {
 
     /// The first confirmed candidate in the window, if any. Candidates waiting for bytes
     /// are looked at again as bytes arrive; every other position is looked at once.
-    fn find(&self, w: &mut Window, handler: &mut impl FrameHandler) -> Option<usize> {
+    fn find(&self, w: &mut Window, handler: &mut impl FrameHandler) -> Option<Found> {
         let len = w.bytes.len();
         let mut found: Option<usize> = None;
         let waiting = std::mem::take(&mut w.waiting);
@@ -481,6 +557,7 @@ impl Framer {
             match self.verdict(w, candidate, handler) {
                 Verdict::Yes => found = Some(found.map_or(candidate, |f| f.min(candidate))),
                 Verdict::Wait(need) => w.waiting.push((candidate, need)),
+                Verdict::Far => Self::carry(self.prefix_len, w, candidate, handler),
                 Verdict::No => {}
             }
         }
@@ -489,6 +566,7 @@ impl Framer {
             match self.verdict(w, offset, handler) {
                 Verdict::Yes => found = Some(offset),
                 Verdict::No => {}
+                Verdict::Far => Self::carry(self.prefix_len, w, offset, handler),
                 Verdict::Wait(need) => {
                     if head_at(&w.bytes, offset, self.prefix_len).is_none() {
                         break; // this position's own head is not all there yet
@@ -498,7 +576,122 @@ impl Framer {
             }
             w.scanned += 1;
         }
-        found
+        let far = self.confirmed_far(w, handler);
+        match (found, far) {
+            (Some(near), Some(idx))
+                if w.far
+                    .get(idx)
+                    .is_some_and(|f| f.start < w.origin + near as u64) =>
+            {
+                Some(Found::Far(idx))
+            }
+            (Some(near), _) => Some(Found::Near(near)),
+            (None, Some(idx)) => Some(Found::Far(idx)),
+            (None, None) => None,
+        }
+    }
+
+    /// Holds the candidate at `offset` by its head, to be confirmed where it ends.
+    fn carry(prefix_len: usize, w: &mut Window, offset: usize, handler: &mut impl FrameHandler) {
+        let Some((size, prefix_range)) = head_at(&w.bytes, offset, prefix_len) else {
+            return;
+        };
+        let start = w.origin + offset as u64;
+        if w.far.len() >= MAX_FAR_CANDIDATES || w.far.iter().any(|f| f.start == start) {
+            return;
+        }
+        let prefix_bytes = w.bytes.get(prefix_range).unwrap_or_default();
+        if handler.would_keep(size, prefix_bytes) {
+            return;
+        }
+        let mut prefix = [0; MAX_PREFIX_LEN];
+        let prefix_len = prefix_bytes.len().min(MAX_PREFIX_LEN);
+        if let (Some(dst), Some(src)) =
+            (prefix.get_mut(..prefix_len), prefix_bytes.get(..prefix_len))
+        {
+            dst.copy_from_slice(src);
+        }
+        w.far.push(FarCandidate {
+            start,
+            end: start + SIZE_LEN as u64 + u64::try_from(size).unwrap_or(0),
+            size,
+            prefix,
+            prefix_len,
+            first: w.packet_at(offset),
+            passed: w.skipped + offset.saturating_sub(w.base) as u64,
+        });
+    }
+
+    /// Judges a carried candidate once the stream reaches its end: what stands there must
+    /// confirm it as a head after a candidate in the window would be confirmed.
+    fn far_verdict(
+        &self,
+        w: &Window,
+        f: &FarCandidate,
+        handler: &mut impl FrameHandler,
+    ) -> Verdict {
+        // An end that fell into a gap, or was passed in a slid window, cannot confirm it.
+        let Some(e) = f
+            .end
+            .checked_sub(w.origin)
+            .and_then(|e| usize::try_from(e).ok())
+        else {
+            return Verdict::No;
+        };
+        let anchors = handler.anchors(f.size, f.prefix(), f.first);
+        if e >= w.bytes.len() {
+            return if e == w.bytes.len() && anchors && handler.confirms_at_data_end() {
+                Verdict::Yes
+            } else {
+                Verdict::Wait(e + SIZE_LEN + self.prefix_len)
+            };
+        }
+        if !anchors {
+            // A link of a chain: the heads from its end on must reach an answer.
+            return match self.verdict(w, e, handler) {
+                Verdict::Far => Verdict::No,
+                other => other,
+            };
+        }
+        match head_at(&w.bytes, e, self.prefix_len) {
+            None => Verdict::Wait(e + SIZE_LEN + self.prefix_len),
+            Some((size, prefix)) => {
+                let prefix = w.bytes.get(prefix).unwrap_or_default();
+                let confirmed = size > 0
+                    && handler.confirms((f.size, f.prefix()), (size, prefix), w.packet_at(e));
+                if confirmed {
+                    Verdict::Yes
+                } else {
+                    Verdict::No
+                }
+            }
+        }
+    }
+
+    /// The earliest carried candidate the window now confirms; those it refutes are let go.
+    fn confirmed_far(&self, w: &mut Window, handler: &mut impl FrameHandler) -> Option<usize> {
+        if w.far.is_empty() {
+            return None;
+        }
+        let end = w.end();
+        let mut far = std::mem::take(&mut w.far);
+        let mut found = None;
+        far.retain(|f| {
+            if f.end > end {
+                return true; // the stream is not there yet
+            }
+            match self.far_verdict(w, f, handler) {
+                Verdict::No => false,
+                Verdict::Yes => {
+                    found = Some(found.map_or(f.start, |s: u64| s.min(f.start)));
+                    true
+                }
+                _ => true,
+            }
+        });
+        w.far = far;
+        let start = found?;
+        w.far.iter().position(|f| f.start == start)
     }
 
     /// Looks for a head and frames from there, as long as the window allows.
@@ -509,12 +702,19 @@ impl Framer {
             };
             let mut w = std::mem::take(w);
             let found = self.find(&mut w, handler);
-            let Some(offset) = found else {
-                // Keep at most a window's worth, from what may still start a head.
+            let Some(found) = found else {
+                // Keep at most a window's worth, from what may still start a head (or
+                // stand where a carried candidate ends).
+                let origin = w.origin;
+                let far_ends = w
+                    .far
+                    .iter()
+                    .filter_map(move |f| usize::try_from(f.end.checked_sub(origin)?).ok());
                 let keep_from = w
                     .waiting
                     .iter()
                     .map(|(c, _)| *c)
+                    .chain(far_ends.filter(|e| *e <= w.bytes.len()))
                     .chain([w.scanned])
                     .min()
                     .unwrap_or(w.scanned)
@@ -531,10 +731,74 @@ impl Framer {
                 self.state = State::Resync(w);
                 return;
             };
-            if self.frame_window_from(w, offset, handler) {
+            let framed = match found {
+                Found::Near(offset) => self.frame_window_from(w, offset, handler),
+                Found::Far(idx) => self.frame_from_far(w, idx, handler),
+            };
+            if framed {
                 return; // the window is framed; ordinary states go on
             }
         }
+    }
+
+    /// Hands over the carried candidate `idx` of the window as a skipped frame ending at
+    /// `last`, after reporting the bytes passed over before it. `false` when the handler
+    /// turns it down now.
+    fn take_far(
+        w: &mut Window,
+        idx: usize,
+        last: PacketRef,
+        handler: &mut impl FrameHandler,
+    ) -> bool {
+        if idx >= w.far.len() {
+            return false;
+        }
+        let f = w.far.remove(idx);
+        let (size, prefix) = (f.size, f.prefix());
+        if handler.would_keep(size, prefix) {
+            return false;
+        }
+        if f.passed > 0 {
+            handler.resynced(f.passed, f.first);
+        }
+        let Ok(len) = u32::try_from(size) else {
+            return false;
+        };
+        if handler.decide(size, prefix, f.first) == Decision::Reject {
+            return false;
+        }
+        handler.frame(Frame {
+            len,
+            prefix,
+            message: None,
+            missing: 0,
+            first: f.first,
+            last,
+        });
+        true
+    }
+
+    /// Frames the window from where the carried candidate `idx` ends, after handing that
+    /// one over. Returns as [`Framer::frame_window_from`] does.
+    fn frame_from_far(
+        &mut self,
+        mut w: Box<Window>,
+        idx: usize,
+        handler: &mut impl FrameHandler,
+    ) -> bool {
+        let end = w.far.get(idx).map(|f| f.end.saturating_sub(w.origin));
+        let e = end.and_then(|e| usize::try_from(e).ok()).unwrap_or(0);
+        let last = w.packet_before(e);
+        if !Self::take_far(&mut w, idx, last, handler) {
+            self.state = State::Resync(w);
+            return false;
+        }
+        w.base = e;
+        w.scanned = e;
+        w.skipped = 0;
+        w.waiting.clear();
+        w.far.clear();
+        self.frame_window_from(w, e, handler)
     }
 
     /// Frames the window from `offset`, each byte with the packet that brought it, after
@@ -613,6 +877,47 @@ impl Framer {
             .map(|(c, _)| *c)
             .filter(|c| ends_with_gap(*c))
             .min()
+    }
+
+    /// A carried candidate that ends exactly where a gap does, and anchors: confirmed by
+    /// that end as by the end of the data.
+    fn far_ending_at(w: &Window, end: u64, handler: &mut impl FrameHandler) -> Option<usize> {
+        if !handler.confirms_at_data_end() {
+            return None;
+        }
+        w.far
+            .iter()
+            .position(|f| f.end == end && handler.anchors(f.size, f.prefix(), f.first))
+    }
+
+    /// No head in the window spans a gap; the candidates whose frames run on past the gap
+    /// are carried by their heads, the rest of the window is passed over.
+    fn carry_over_gap(
+        prefix_len: usize,
+        w: &mut Window,
+        gap_end: u64,
+        at: PacketRef,
+        handler: &mut impl FrameHandler,
+    ) {
+        let waiting = std::mem::take(&mut w.waiting);
+        for (c, _) in waiting {
+            let runs_past = head_at(&w.bytes, c, prefix_len).is_some_and(|(size, _)| {
+                w.origin + (c + SIZE_LEN) as u64 + u64::try_from(size).unwrap_or(0) > gap_end
+            });
+            if runs_past {
+                Self::carry(prefix_len, w, c, handler);
+            }
+        }
+        w.skipped += (w.bytes.len() - w.base) as u64;
+        let mut far = std::mem::take(&mut w.far);
+        far.retain(|f| f.end >= gap_end);
+        *w = Window {
+            origin: gap_end,
+            skipped: w.skipped,
+            far,
+            after_gap: Some(at),
+            ..Window::default()
+        };
     }
 
     /// Looks through the held bytes again from where the search started: the handler's
@@ -720,22 +1025,30 @@ impl Framer {
         }
         match &mut self.state {
             State::Resync(w) => {
-                let found = Self::candidate_ending_with_gap(self.prefix_len, w, len, handler);
-                if let Some(offset) = found {
+                let gap_end = w.end().saturating_add(len);
+                let near = Self::candidate_ending_with_gap(self.prefix_len, w, len, handler);
+                let far = Self::far_ending_at(w, gap_end, handler);
+                let near_first = match (near, far.and_then(|idx| w.far.get(idx))) {
+                    (Some(offset), Some(f)) => w.origin + (offset as u64) < f.start,
+                    (near, _) => near.is_some(),
+                };
+                if let (Some(offset), true) = (near, near_first) {
                     let w = std::mem::take(w);
                     if self.frame_window_from(w, offset, handler) {
                         return self.gap(len, at, handler); // inside the frame just found
+                    }
+                } else if let Some(idx) = far {
+                    if Self::take_far(w, idx, at, handler) {
+                        // The gap ran to that frame's end: the next head follows it.
+                        self.state = State::Head;
+                        self.reset_head();
+                        return GapEffect::Absorbed;
                     }
                 }
                 let State::Resync(w) = &mut self.state else {
                     return GapEffect::AlreadyLost;
                 };
-                // No head spans a gap: what was waiting in the window is passed over.
-                w.skipped += (w.bytes.len() - w.base) as u64;
-                **w = Window {
-                    skipped: w.skipped,
-                    ..Window::default()
-                };
+                Self::carry_over_gap(self.prefix_len, w, gap_end, at, handler);
                 GapEffect::AlreadyLost
             }
             State::Head if self.head_len == 0 => {
@@ -782,6 +1095,8 @@ mod tests {
         confirm: bool,
         /// `Frame::missing` of each frame.
         missing: Vec<u32>,
+        /// Heads up to this size are plausible (1000 when 0).
+        max_len: i32,
     }
 
     impl FrameHandler for Recorder {
@@ -797,7 +1112,12 @@ mod tests {
         }
         /// Test heads start with 7 or 9 and are short.
         fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
-            len < 1000 && matches!(prefix.first(), Some(7 | 9))
+            let max_len = if self.max_len == 0 {
+                1000
+            } else {
+                self.max_len
+            };
+            len < max_len && matches!(prefix.first(), Some(7 | 9))
         }
         fn resynced(&mut self, skipped: u64, _at: PacketRef) {
             self.resyncs.push(skipped);
@@ -1074,5 +1394,91 @@ mod tests {
         let mut rec = Recorder::default();
         framer.push(&frame_bytes(&[1, 2, 3, 4, 5, 6])[..7], at(5), &mut rec);
         assert_eq!(framer.unfinished().map(|(n, p)| (n, p.frame)), Some((7, 5)));
+    }
+
+    /// A 200 KB frame's head, then `rest` of its other bytes, as one push.
+    fn big_head(rest: usize) -> Vec<u8> {
+        let mut v = 200_000u32.to_be_bytes().to_vec();
+        v.extend([9, 0, 0, 1]);
+        v.extend(vec![0u8; rest]);
+        v
+    }
+
+    fn two_frames() -> Vec<u8> {
+        let mut v = frame_bytes(&[7, 1, 2, 3]);
+        v.extend(frame_bytes(&[9, 9]));
+        v
+    }
+
+    fn big_recorder() -> Recorder {
+        Recorder {
+            confirm: true,
+            max_len: 1 << 20,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_frame_longer_than_the_window_is_confirmed_where_it_ends_across_a_gap() {
+        let mut framer = Framer::resyncing(4);
+        let mut rec = big_recorder();
+        framer.push(&big_head(996), at(1), &mut rec); // 1004 of its 200,004 bytes
+        assert_eq!(framer.gap(150_000, at(2), &mut rec), GapEffect::AlreadyLost);
+        framer.push(&vec![0u8; 200_004 - 1004 - 150_000 - 10], at(3), &mut rec);
+        assert!(rec.frames.is_empty(), "not confirmed before its end");
+        let mut end = vec![0u8; 10];
+        end.extend(two_frames());
+        framer.push(&end, at(3), &mut rec);
+        let lens: Vec<u32> = rec.frames.iter().map(|f| f.0).collect();
+        assert_eq!(lens, vec![200_000, 4, 2]);
+        assert_eq!((rec.frames[0].3, rec.frames[0].4), (1, 3));
+        assert_eq!(rec.frames[0].2, None, "held by its head alone");
+        assert!(rec.resyncs.is_empty(), "nothing was passed over");
+        assert!(!framer.is_lost());
+    }
+
+    #[test]
+    fn a_frame_longer_than_the_window_is_confirmed_by_a_gap_that_ends_with_it() {
+        let mut framer = Framer::resyncing(4);
+        let mut rec = big_recorder();
+        framer.push(&big_head(96), at(1), &mut rec);
+        // a snaplen-cut segment: the rest of the frame is missing, to its last byte
+        assert_eq!(
+            framer.gap(200_004 - 104, at(1), &mut rec),
+            GapEffect::Absorbed
+        );
+        framer.push(&two_frames(), at(2), &mut rec);
+        let lens: Vec<u32> = rec.frames.iter().map(|f| f.0).collect();
+        assert_eq!(lens, vec![200_000, 4, 2]);
+    }
+
+    #[test]
+    fn a_long_candidate_with_no_head_where_it_ends_is_let_go() {
+        let mut framer = Framer::resyncing(4);
+        let mut rec = big_recorder();
+        framer.push(&big_head(996), at(1), &mut rec);
+        // zeros past its end: nothing plausible there; then real frames
+        framer.push(&vec![0u8; 250_000], at(2), &mut rec);
+        framer.push(&two_frames(), at(3), &mut rec);
+        framer.push(&two_frames(), at(4), &mut rec);
+        let lens: Vec<u32> = rec.frames.iter().map(|f| f.0).collect();
+        assert_eq!(lens, vec![4, 2, 4, 2]);
+        assert_eq!(rec.resyncs, vec![1004 + 250_000]);
+    }
+
+    #[test]
+    fn long_candidates_held_by_their_heads_are_bounded() {
+        let mut framer = Framer::resyncing(4);
+        let mut rec = big_recorder();
+        let mut heads = Vec::new();
+        for _ in 0..1000 {
+            heads.extend(big_head(0));
+        }
+        framer.push(&heads, at(1), &mut rec);
+        let State::Resync(w) = &framer.state else {
+            panic!("still searching");
+        };
+        assert_eq!(w.far.len(), MAX_FAR_CANDIDATES);
+        assert!(rec.frames.is_empty());
     }
 }

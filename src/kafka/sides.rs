@@ -201,16 +201,20 @@ impl FrameHandler for RequestSide<'_> {
                 .push(kind, Some(self.ends.connection), Some(at.frame), message);
             return Decision::Reject;
         }
-        let Ok(head) = RequestPrefix::parse(prefix) else {
+        if RequestPrefix::parse(prefix).is_err() {
             return Decision::Reject;
-        };
-        if head.api_key != ApiKey::ALLOCATE_PRODUCER_IDS {
-            return Decision::Skip;
         }
-        if u32::try_from(len).is_ok_and(|l| l > MAX_DECODED_LEN) {
-            return Decision::Skip; // reported as an exchange with a decode error
+        if self.would_keep(len, prefix) {
+            Decision::Keep
+        } else {
+            Decision::Skip // one too large to decode is reported with a decode error
         }
-        Decision::Keep
+    }
+
+    /// AllocateProducerIds requests small enough to decode.
+    fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
+        RequestPrefix::parse(prefix).is_ok_and(|head| head.api_key == ApiKey::ALLOCATE_PRODUCER_IDS)
+            && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 
     fn frame(&mut self, frame: Frame<'_>) {
@@ -310,17 +314,24 @@ impl FrameHandler for ResponseSide<'_> {
                 .push(kind, Some(self.ends.connection), Some(at.frame), message);
             return Decision::Reject;
         }
-        let Ok(correlation_id) = header::response_correlation_id(prefix) else {
+        if header::response_correlation_id(prefix).is_err() {
             return Decision::Reject;
-        };
-        match Pairing::answered_request(self.pending, correlation_id) {
-            Some((ApiKey::ALLOCATE_PRODUCER_IDS, _))
-                if u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN) =>
-            {
-                Decision::Keep
-            }
-            _ => Decision::Skip,
         }
+        if self.would_keep(len, prefix) {
+            Decision::Keep
+        } else {
+            Decision::Skip
+        }
+    }
+
+    /// Answers to AllocateProducerIds requests, small enough to decode.
+    fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
+        header::response_correlation_id(prefix).is_ok_and(|corr| {
+            matches!(
+                Pairing::answered_request(self.pending, corr),
+                Some((ApiKey::ALLOCATE_PRODUCER_IDS, _))
+            )
+        }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 
     fn frame(&mut self, frame: Frame<'_>) {

@@ -96,6 +96,23 @@ fn unmatched_bounds(whole: &Value, first: u64) -> (u64, u64) {
     (base + sure, base + orphans.len() as u64 + other_apis)
 }
 
+/// The APIs of which the cut report counts more requests or responses than the whole one.
+fn api_counts_invented<'a>(whole: &'a Value, cut: &'a Value) -> impl Iterator<Item = String> + 'a {
+    let counts = |r: &'a Value, api: &str, what: &str| {
+        r["summary"]["api_keys"][api][what].as_u64().unwrap_or(0)
+    };
+    cut["summary"]["api_keys"]
+        .as_object()
+        .into_iter()
+        .flat_map(|apis| apis.keys())
+        .filter(move |api| {
+            ["requests", "responses"]
+                .iter()
+                .any(|what| counts(cut, api, what) > counts(whole, api, what))
+        })
+        .cloned()
+}
+
 pub fn sweep_faults(fixture: &str) -> Vec<String> {
     let path = root().join(fixture);
     let whole_report = compact_report(&path);
@@ -123,6 +140,9 @@ pub fn sweep_faults(fixture: &str) -> Vec<String> {
         for key in cut.keys().filter(|k| !whole.contains_key(*k)) {
             faults.push(format!("{fixture} from frame {first}: {key:?} invented"));
         }
+        faults.extend(api_counts_invented(&whole_report, &report).map(|api| {
+            format!("{fixture} from frame {first}: more {api} messages than in the whole capture")
+        }));
         let (least, most) = unmatched_bounds(&whole_report, first);
         let got = report["summary"]["unmatched_responses"].as_u64().unwrap();
         if !(least..=most).contains(&got) {
@@ -140,6 +160,20 @@ fn every_exchange_after_the_cut_is_reported_as_it_was() {
         .iter()
         .flat_map(|f| sweep_faults(f))
         .collect();
+    assert!(
+        faults.is_empty(),
+        "{} faults:\n{}",
+        faults.len(),
+        faults.join("\n")
+    );
+}
+
+/// A capture taken with `tcpdump -s 256` of traffic with 168 KiB Fetch responses and
+/// Produce requests of hundreds of KB: cut at every packet, so also inside those frames
+/// and at their first packet, and inside AllocateProducerIds frames.
+#[test]
+fn cut_inside_frames_larger_than_the_search_window() {
+    let faults = sweep_faults("fixtures/incident/incident-snaplen-256.pcap");
     assert!(
         faults.is_empty(),
         "{} faults:\n{}",

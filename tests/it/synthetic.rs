@@ -1002,3 +1002,54 @@ fn a_false_big_head_inside_a_frame_does_not_swallow_the_frames_after_it() {
         .collect();
     assert_eq!(corrs, vec![42, 43, 44], "{:?}", report["diagnostics"]);
 }
+
+#[test]
+fn big_frames_at_the_first_captured_byte_are_framed_and_counted() {
+    // The capture starts exactly where a 300 KB Produce request begins, and the server's
+    // stream where the 168 KB answer to a request sent before the capture begins: both
+    // longer than any window of bytes held while searching. Each is held by its head and
+    // confirmed where it says it ends.
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40026", "10.0.0.2:9093");
+            let fetch_body: Vec<u8> = (0..168_000usize)
+                .map(|i| (i * 13 + i / 509) as u8)
+                .collect();
+            c.send(w, false, &response(40, true, &fetch_body), 1448);
+            let produce_body: Vec<u8> =
+                (0..300_000usize).map(|i| (i * 7 + i / 251) as u8).collect();
+            c.send(w, true, &request(0, 9, 41, true, &produce_body), 1448);
+            c.send(w, false, &response(41, true, &[0; 40]), 1448);
+            for corr in 42..=44 {
+                let (req, resp) = apid_pair(corr, 2, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1448);
+                c.send(w, false, &resp, 1448);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let corrs: Vec<i64> = exchanges(&report)
+        .iter()
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(corrs, vec![42, 43, 44], "{:?}", report["diagnostics"]);
+    let produce = &report["summary"]["api_keys"]["Produce"];
+    assert_eq!(
+        (produce["requests"].as_u64(), produce["responses"].as_u64()),
+        (Some(1), Some(1)),
+        "{:?}",
+        report["diagnostics"]
+    );
+    // the 168 KB answer to a request before the capture
+    assert_eq!(
+        report["summary"]["unmatched_responses"], 1,
+        "{:?}",
+        report["diagnostics"]
+    );
+    assert!(
+        !kinds(&report).contains(&"kafka_resync".to_owned()),
+        "{:?}",
+        report["diagnostics"]
+    );
+}
