@@ -96,7 +96,8 @@ fn variants_match_their_ground_truth() {
 /// A deliberate difference from the truth: a connection with no request at all (as in
 /// `one-sided-responses`) is not recognised as Kafka (`not_kafka`), so its responses are
 /// not in `unmatched_responses`: a server's lone length-prefixed answers look the same in
-/// other protocols (Thrift's framed transport).
+/// other protocols (Thrift's framed transport). With the `--port` its diagnostic names it
+/// is read, and the count is the truth's (`a_server_only_capture_is_read_...`).
 #[test]
 fn variants_give_exactly_their_expected_diagnostics() {
     let mut failures = Vec::new();
@@ -181,4 +182,40 @@ fn fixtures_cover_every_link_type_and_format() {
         assert!(formats.contains(f), "no fixture in {f}");
     }
     assert!(Path::new(&root().join("fixtures/variants/capture.pcap.gz")).exists());
+}
+
+/// A capture of only the server's direction: by default each connection is given up out
+/// loud with the `--port` that would read it, and with that option every answer is
+/// counted in `unmatched_responses`, as the truth has it.
+#[test]
+fn a_server_only_capture_is_read_with_the_port_the_diagnostic_names() {
+    let (_, files, truth) = variants()
+        .into_iter()
+        .find(|(name, _, _)| name == "one-sided-responses")
+        .expect("the one-sided-responses variant");
+    let port = truth["kafka_port"].to_string();
+    let (_, default) = run(&files);
+    let hints: Vec<&str> = default["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "not_kafka")
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hints.len() as u64,
+        default["summary"]["tcp_connections"].as_u64().unwrap()
+    );
+    assert!(
+        hints.iter().all(|m| m.ends_with(&format!("--port {port}"))),
+        "{hints:?}"
+    );
+    let mut args = files.clone();
+    args.extend(["--port".to_owned(), port.clone()]);
+    let (_, forced) = run(&args);
+    assert_eq!(
+        forced["summary"]["unmatched_responses"],
+        truth["unmatched_responses"]
+    );
+    assert_eq!(forced["summary"]["not_kafka_connections"], 0);
 }
