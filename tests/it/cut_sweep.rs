@@ -115,43 +115,153 @@ fn api_counts_invented<'a>(whole: &'a Value, cut: &'a Value) -> impl Iterator<It
 
 pub fn sweep_faults(fixture: &str) -> Vec<String> {
     let path = root().join(fixture);
-    let whole_report = compact_report(&path);
-    let whole = keyed(&whole_report, 0);
+    let whole = compact_report(&path);
     let dir = tempfile::tempdir().unwrap();
     let mut faults = Vec::new();
     for skip in 1..pcap_records(&path).1.len() {
         let cut_path = dir.path().join("cut.pcap");
         std::fs::write(&cut_path, cut_at(&path, skip)).unwrap();
-        let report = compact_report(&cut_path);
-        let cut = keyed(&report, skip as u64);
+        let cut = compact_report(&cut_path);
         let first = skip as u64 + 1; // first frame kept, in the whole capture's numbers
-        for (key, ex) in &whole {
-            let wholly_after = ex["request"]["first_frame"].as_u64() >= Some(first);
-            match cut.get(key) {
-                None if wholly_after => {
-                    faults.push(format!("{fixture} from frame {first}: {key:?} lost"))
-                }
-                Some(got) if wholly_after && got != ex => faults.push(format!(
-                    "{fixture} from frame {first}: {key:?} is {got}, not {ex}"
-                )),
-                _ => {}
-            }
-        }
-        for key in cut.keys().filter(|k| !whole.contains_key(*k)) {
-            faults.push(format!("{fixture} from frame {first}: {key:?} invented"));
-        }
-        faults.extend(api_counts_invented(&whole_report, &report).map(|api| {
-            format!("{fixture} from frame {first}: more {api} messages than in the whole capture")
-        }));
-        let (least, most) = unmatched_bounds(&whole_report, first);
-        let got = report["summary"]["unmatched_responses"].as_u64().unwrap();
-        if !(least..=most).contains(&got) {
-            faults.push(format!(
-                "{fixture} from frame {first}: unmatched_responses {got}, not in {least}..={most}"
-            ));
-        }
+        let place = format!("{fixture} from frame {first}");
+        faults.extend(cut_faults(&whole, &cut, skip as u64, (first, None), &place));
     }
     faults
+}
+
+/// What the report of a capture cut before frame `first` (its frames shifted by `shift`
+/// from the whole capture's) gets wrong, against the whole capture's report.
+///
+/// With `cut_packet`, the capture starts inside that packet (`first` is the one after it):
+/// an exchange whose request lies wholly after the cut byte may be kept. Each such one is
+/// reported as it was, or not at all (and then its answer is unmatched).
+fn cut_faults(
+    whole_report: &Value,
+    report: &Value,
+    shift: u64,
+    (first, cut_packet): (u64, Option<u64>),
+    place: &str,
+) -> Vec<String> {
+    let whole = keyed(whole_report, 0);
+    let cut = keyed(report, shift);
+    let mut faults = Vec::new();
+    let mut kept_from_cut_packet = 0;
+    for (key, ex) in &whole {
+        let request_frame = ex["request"]["first_frame"].as_u64();
+        let wholly_after = request_frame >= Some(first);
+        let in_cut_packet = cut_packet.is_some() && request_frame == cut_packet;
+        match cut.get(key) {
+            None if wholly_after => faults.push(format!("{place}: {key:?} lost")),
+            Some(got) if (wholly_after || in_cut_packet) && got != ex => {
+                faults.push(format!("{place}: {key:?} is {got}, not {ex}"))
+            }
+            Some(_) if in_cut_packet => kept_from_cut_packet += 1,
+            _ => {}
+        }
+    }
+    for key in cut.keys().filter(|k| !whole.contains_key(*k)) {
+        faults.push(format!("{place}: {key:?} invented"));
+    }
+    faults.extend(
+        api_counts_invented(whole_report, report)
+            .map(|api| format!("{place}: more {api} messages than in the whole capture")),
+    );
+    let (least, most) = unmatched_bounds(whole_report, first);
+    let least = least.saturating_sub(kept_from_cut_packet);
+    let got = report["summary"]["unmatched_responses"].as_u64().unwrap();
+    if !(least..=most).contains(&got) {
+        faults.push(format!(
+            "{place}: unmatched_responses {got}, not in {least}..={most}"
+        ));
+    }
+    faults
+}
+
+/// The pcap at `path` as if the capture had started `k` bytes into the TCP payload of
+/// packet `skip` (0-based): earlier packets dropped, that one's first `k` payload bytes
+/// cut off (its sequence number and IP length moved on). Ethernet, IPv4 and TCP only.
+fn cut_inside(path: &Path, skip: usize, k: usize) -> Vec<u8> {
+    let (mut out, records) = pcap_records(path);
+    for (i, (mut head, mut bytes)) in records.into_iter().enumerate().skip(skip) {
+        if i == skip {
+            let ihl = usize::from(bytes[14] & 0x0f) * 4;
+            let tcp = 14 + ihl;
+            let payload = tcp + usize::from(bytes[tcp + 12] >> 4) * 4;
+            let total = u16::from_be_bytes([bytes[16], bytes[17]]) - k as u16;
+            bytes[16..18].copy_from_slice(&total.to_be_bytes());
+            let seq = u32::from_be_bytes(bytes[tcp + 4..tcp + 8].try_into().unwrap());
+            bytes[tcp + 4..tcp + 8].copy_from_slice(&seq.wrapping_add(k as u32).to_be_bytes());
+            bytes.drain(payload..payload + k);
+            for field in [8..12, 12..16] {
+                let len = u32::from_le_bytes(head[field.clone()].try_into().unwrap()) - k as u32;
+                head[field].copy_from_slice(&len.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+/// Bytes of TCP payload captured in `bytes`, if it is an Ethernet/IPv4 packet captured
+/// whole.
+fn payload_len(bytes: &[u8]) -> Option<usize> {
+    if bytes.get(12..15)? != [0x08, 0x00, 0x45] {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([bytes[16], bytes[17]]));
+    let payload = 14 + 20 + usize::from(bytes.get(14 + 20 + 12)? >> 4) * 4;
+    (14 + total == bytes.len()).then(|| bytes.len().saturating_sub(payload))
+}
+
+/// Captures that start inside an AllocateProducerIds request or response: at several
+/// bytes of every packet that carries the first byte of one. The exchange cut is lost (its
+/// head is not captured); an answer whose request was cut counts as unmatched; every later
+/// exchange is reported as in the whole capture.
+#[test]
+fn cut_inside_allocate_producer_ids_frames() {
+    let mut faults = Vec::new();
+    for fixture in MULTI_EXCHANGE_FIXTURES {
+        let path = root().join(fixture);
+        let whole = compact_report(&path);
+        let records = pcap_records(&path).1;
+        let starts: std::collections::BTreeSet<u64> = whole["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|ex| ["request", "response"].map(|side| ex[side]["first_frame"].as_u64()))
+            .flatten()
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        for frame in starts {
+            let skip = frame as usize - 1;
+            let Some(len) = payload_len(&records[skip].1) else {
+                continue;
+            };
+            for k in [1, 3, 4, 7, 12, len / 2, len - 1] {
+                if k == 0 || k >= len {
+                    continue;
+                }
+                let cut_path = dir.path().join("cut.pcap");
+                std::fs::write(&cut_path, cut_inside(&path, skip, k)).unwrap();
+                let cut = compact_report(&cut_path);
+                let place = format!("{fixture} from byte {k} of frame {frame}");
+                faults.extend(cut_faults(
+                    &whole,
+                    &cut,
+                    skip as u64,
+                    (frame + 1, Some(frame)),
+                    &place,
+                ));
+            }
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "{} faults:\n{}",
+        faults.len(),
+        faults.join("\n")
+    );
 }
 
 #[test]
