@@ -210,8 +210,8 @@ fn a_server_only_capture_is_read_with_the_port_the_diagnostic_names() {
         hints.iter().all(|m| m.ends_with(&format!("--port {port}"))),
         "{hints:?}"
     );
-    let mut args = files.clone();
-    args.extend(["--port".to_owned(), port.clone()]);
+    let mut args = files;
+    args.extend(["--port".to_owned(), port]);
     let (_, forced) = run(&args);
     assert_eq!(
         forced["summary"]["unmatched_responses"],
