@@ -1053,3 +1053,66 @@ fn big_frames_at_the_first_captured_byte_are_framed_and_counted() {
         report["diagnostics"]
     );
 }
+
+#[test]
+fn once_framing_is_confirmed_a_frame_is_a_frame() {
+    // An unknown API key (a newer release's or a vendor's), correlation ids wrapping past
+    // i32::MAX to negative ones as the Java client's do, and a 168 KB response: none of
+    // them breaks the framing of a connection already known to be Kafka.
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40027", "10.0.0.2:9093");
+            c.handshake(w);
+            let (req, resp) = apid_pair(i32::MAX - 2, 1, 1000);
+            c.send(w, true, &req, 1448);
+            c.send(w, false, &resp, 1448);
+            c.send(
+                w,
+                true,
+                &request(1000, 0, i32::MAX - 1, false, &[1, 2, 3]),
+                1448,
+            );
+            c.send(w, false, &response(i32::MAX - 1, false, &[0; 12]), 1448);
+            c.send(w, true, &request(1, 17, i32::MAX, true, &[0; 60]), 1448);
+            let fetch_body: Vec<u8> = (0..168_000usize)
+                .map(|i| (i * 13 + i / 509) as u8)
+                .collect();
+            c.send(w, false, &response(i32::MAX, true, &fetch_body), 1448);
+            for corr in [i32::MIN, i32::MIN + 1] {
+                let (req, resp) = apid_pair(corr, 1, i64::from(corr) + 5000);
+                c.send(w, true, &req, 1448);
+                c.send(w, false, &resp, 1448);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let corrs: Vec<i64> = exchanges(&report)
+        .iter()
+        .filter(|e| e["status"] == "complete")
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        corrs,
+        vec![
+            i64::from(i32::MAX - 2),
+            i64::from(i32::MIN),
+            i64::from(i32::MIN + 1)
+        ],
+        "{:?}",
+        report["diagnostics"]
+    );
+    let s = &report["summary"];
+    assert_eq!(
+        (s["kafka_requests"].as_u64(), s["kafka_responses"].as_u64()),
+        (Some(5), Some(5)),
+        "{s}"
+    );
+    assert_eq!(s["unmatched_responses"], 0, "{s}");
+    assert_eq!(s["api_keys"]["Fetch"]["responses"], 1, "{s}");
+    assert!(
+        !kinds(&report).iter().any(|k| k.starts_with("kafka_")),
+        "{:?}",
+        report["diagnostics"]
+    );
+}
