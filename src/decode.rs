@@ -31,6 +31,10 @@ pub struct TcpSegmentView<'a> {
     pub ack: bool,
     pub fin: bool,
     pub rst: bool,
+    /// The window field (scaled by the sender's window scale after its SYN).
+    pub window: u16,
+    /// The window scale option (RFC 7323), on a SYN that carries it.
+    pub window_scale: Option<u8>,
     /// Payload bytes present in the capture.
     pub payload: &'a [u8],
     /// Payload bytes that were on the wire but not captured (snaplen).
@@ -388,6 +392,8 @@ pub fn tcp_in_ip_payload(
         ack: tcp.ack(),
         fin: tcp.fin(),
         rst: tcp.rst(),
+        window: tcp.window_size(),
+        window_scale: window_scale(&tcp),
         payload: tcp.payload(),
         missing_len: if cut { missing_len } else { 0 },
     })
@@ -421,8 +427,21 @@ fn options_cut<'a>(
         syn: flags & 0x02 != 0,
         rst: flags & 0x04 != 0,
         ack: flags & 0x10 != 0,
+        window: be_u16(fixed, 14)?,
+        window_scale: None, // in the options that were cut
         payload: &[],
         missing_len,
+    })
+}
+
+/// The window scale option of a SYN, if it carries one.
+fn window_scale(tcp: &TcpSlice<'_>) -> Option<u8> {
+    if !tcp.syn() {
+        return None;
+    }
+    tcp.options_iterator().find_map(|option| match option {
+        Ok(etherparse::TcpOptionElement::WindowScale(shift)) => Some(shift),
+        _ => None,
     })
 }
 

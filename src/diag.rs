@@ -45,6 +45,8 @@ pub enum Kind {
     MidstreamStart,
     TcpGap,
     TcpOverlapConflict,
+    /// An RST outside the receive window, not taken as the connection's end.
+    TcpRstOutOfWindow,
     KafkaFrameTooLarge,
     /// Framing found again after bytes were passed over.
     KafkaResync,
@@ -84,7 +86,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 31] = [
+    pub const ALL: [Self; 32] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -93,6 +95,7 @@ impl Kind {
         Self::MidstreamStart,
         Self::TcpGap,
         Self::TcpOverlapConflict,
+        Self::TcpRstOutOfWindow,
         Self::KafkaFrameTooLarge,
         Self::KafkaResync,
         Self::KafkaFramingLost,
@@ -133,6 +136,7 @@ impl Kind {
             Self::MidstreamStart => "midstream_start",
             Self::TcpGap => "tcp_gap",
             Self::TcpOverlapConflict => "tcp_overlap_conflict",
+            Self::TcpRstOutOfWindow => "tcp_rst_out_of_window",
             Self::KafkaFrameTooLarge => "kafka_frame_too_large",
             Self::KafkaResync => "kafka_resync",
             Self::KafkaFramingLost => "kafka_framing_lost",

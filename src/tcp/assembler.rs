@@ -173,6 +173,11 @@ impl Assembler {
         self.space.is_some()
     }
 
+    /// Sequence number of the next byte to deliver, once the stream has started.
+    pub fn next_seq(&self) -> Option<u32> {
+        self.space.map(|space| space.seq(self.next))
+    }
+
     pub fn is_finished(&self) -> bool {
         self.finished
     }

@@ -10,6 +10,7 @@
 
 pub mod assembler;
 pub mod seq;
+mod window;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -119,6 +120,8 @@ struct Connection<C> {
     syn_ack_ack: Option<u32>,
     /// FIN seen from the initiator, from the responder.
     fins: [bool; 2],
+    /// Receive windows, to tell which RSTs end the connection.
+    windows: window::Windows,
     closed: bool,
     /// Frame of the latest packet.
     last_frame: u64,
@@ -311,6 +314,35 @@ fn forward<H: StreamHandler>(
     *followed = handler.delivery(state, info, dir, delivery, diags);
 }
 
+/// Whether an RST from `dir` is within its receiver's window; one that is not is reported.
+fn rst_in_window<C>(
+    conn: &Connection<C>,
+    dir: Dir,
+    seg: &TcpSegmentView<'_>,
+    at: PacketRef,
+    diags: &mut Diagnostics,
+) -> bool {
+    let next = conn
+        .live
+        .as_deref()
+        .and_then(|live| live.streams.get(dir.idx()))
+        .and_then(Assembler::next_seq);
+    if conn.windows.rst_in_window(dir, seg.seq, next) {
+        return true;
+    }
+    diags.push(
+        Kind::TcpRstOutOfWindow,
+        Some(conn.info.index),
+        Some(at.frame),
+        format!(
+            "an RST from {} with sequence number {} lies outside the receive window; the connection goes on (RFC 5961)",
+            conn.info.source(dir),
+            seg.seq
+        ),
+    );
+    false
+}
+
 /// One segment of a connection it belongs to: FINs, reassembly and delivery to the
 /// handler. Returns whether the connection is now closed.
 fn track<C, H: StreamHandler<Conn = C>>(
@@ -329,6 +361,10 @@ fn track<C, H: StreamHandler<Conn = C>>(
     } else {
         Dir::FromResponder
     };
+    if seg.rst && !rst_in_window(conn, dir, seg, at, diags) {
+        return conn.closed; // not this connection's, as far as its receiver could tell
+    }
+    conn.windows.observe(dir, seg);
     if let Some(seen) = conn.info.seen.get_mut(dir.idx()) {
         *seen = true;
     }
@@ -516,6 +552,7 @@ impl<C: Default> Tracker<C> {
             isn: (seg.syn && !seg.ack).then_some(seg.seq),
             syn_ack_ack: (seg.syn && seg.ack).then_some(seg.ack_number),
             fins: [false; 2],
+            windows: window::Windows::default(),
             closed: false,
             last_frame: at.frame,
             live: Some(Box::new(Live {
@@ -734,6 +771,8 @@ mod tests {
                 ack: flags.contains('A'),
                 fin: flags.contains('F'),
                 rst: flags.contains('R'),
+                window: 0,
+                window_scale: None,
                 payload: b"",
                 missing_len: 0,
             };

@@ -14,6 +14,11 @@ impl SeqSpace {
         Self { base }
     }
 
+    /// The sequence number of stream offset `offset` (modulo 2^32).
+    pub fn seq(&self, offset: u64) -> u32 {
+        self.base.wrapping_add(offset as u32)
+    }
+
     /// The stream offset of `seq` nearest to `near` (within ±2^31), or `None` when that
     /// would fall before the start of the stream.
     pub fn offset(&self, seq: u32, near: u64) -> Option<u64> {

@@ -1116,3 +1116,72 @@ fn once_framing_is_confirmed_a_frame_is_a_frame() {
         report["diagnostics"]
     );
 }
+
+#[test]
+fn a_spoofed_rst_outside_the_window_changes_no_exchange() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40028", "10.0.0.2:9093");
+            c.handshake(w);
+            for corr in 1..=4 {
+                let (req, resp) = apid_pair(corr, 1, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1448);
+                if corr == 3 {
+                    // an RST "from the server" a megabyte ahead of its stream: outside the
+                    // client's 64 KiB receive window (RFC 5961), so not this connection's
+                    let rst = Flags {
+                        rst: true,
+                        ..Flags::default()
+                    };
+                    let seq = c.server_seq.wrapping_add(1 << 20);
+                    w.record(&c.packet(false, seq, rst, &[]), 0);
+                }
+                c.send(w, false, &resp, 1448);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let statuses: Vec<(i64, &str)> = exchanges(&report)
+        .iter()
+        .map(|e| {
+            (
+                e["correlation_id"].as_i64().unwrap(),
+                e["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            (1, "complete"),
+            (2, "complete"),
+            (3, "complete"),
+            (4, "complete")
+        ],
+        "{:?}",
+        report["diagnostics"]
+    );
+    assert_eq!(report["summary"]["tcp_connections"], 1);
+    assert_eq!(kinds(&report), vec!["tcp_rst_out_of_window".to_owned()]);
+}
+
+#[test]
+fn an_rst_inside_the_window_ends_the_connection() {
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40029", "10.0.0.2:9093");
+            c.handshake(w);
+            let (req, _) = apid_pair(1, 1, 0);
+            c.send(w, true, &req, 1448);
+            let rst = Flags {
+                rst: true,
+                ..Flags::default()
+            };
+            w.record(&c.packet(false, c.server_seq, rst, &[]), 0);
+        },
+        &[],
+    );
+    assert_eq!(exchanges(&report)[0]["status"], "unanswered");
+    assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+}
