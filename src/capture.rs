@@ -25,6 +25,9 @@ const READ_BUFFER: usize = 1 << 20;
 pub const MAX_SNAPLEN: usize = 262_144;
 /// Largest record we accept; pcapng blocks over this are reported, not allocated.
 pub const MAX_RECORD_BUFFER: usize = 64 << 20;
+/// Interfaces described in one pcapng section that are kept; a real capture has a few
+/// (tshark on every interface of a big host, some hundreds), a hostile one millions.
+pub const MAX_INTERFACES: usize = 4096;
 
 /// A capture timestamp in UTC; `nano` tells whether the capture carries nanoseconds
 /// (9 fractional digits in the report) or microseconds (6).
@@ -245,6 +248,7 @@ fn read_records<R: Read + Send>(
     };
     let mut legacy: Option<(Linktype, bool)> = None;
     let mut interfaces: Vec<Interface> = Vec::new();
+    let mut interfaces_capped = false;
     let mut last_ts = Timestamp::default();
     let mut buffer_len = READ_BUFFER;
     let mut snaplen: u32 = 0;
@@ -281,6 +285,23 @@ fn read_records<R: Read + Send>(
                         match block {
                             Block::SectionHeader(_) => {
                                 interfaces.clear();
+                                interfaces_capped = false;
+                                None
+                            }
+                            Block::InterfaceDescription(_)
+                                if interfaces.len() >= MAX_INTERFACES =>
+                            {
+                                if !interfaces_capped {
+                                    interfaces_capped = true;
+                                    diags.push(
+                                        Kind::CaptureCorrupt,
+                                        None,
+                                        Some(*next_frame),
+                                        format!(
+                                            "{path}: the section at byte {offset} describes more than {MAX_INTERFACES} interfaces; the rest are not kept, and their packets are skipped"
+                                        ),
+                                    );
+                                }
                                 None
                             }
                             Block::InterfaceDescription(idb) => {

@@ -389,3 +389,60 @@ fn max_record_bounds_the_read_buffer() {
     );
     assert!(rss < 32, "peak RSS {rss} MiB");
 }
+
+#[test]
+fn millions_of_interface_descriptions_are_capped() {
+    // 8 M interface description blocks in one section (160 MB on disk, 192 MB as a table
+    // before the cap), then a packet on interface 0: the table stops at the cap with one
+    // capture_corrupt diagnostic, and the packet is still read.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("interfaces.pcapng");
+    let idb = [
+        1u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+        1u32.to_le_bytes(),
+        0u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+    ]
+    .concat();
+    let c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    let syn = Flags {
+        syn: true,
+        ..Flags::default()
+    };
+    pcapng(&path, &[]);
+    // written a block at a time: a test that held 160 MB would count in the child's peak
+    let mut out = std::io::BufWriter::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap(),
+    );
+    for _ in 0..8 << 20 {
+        out.write_all(&idb).unwrap();
+    }
+    out.write_all(&epb(0, &c.packet(true, 1, syn, &[]), None))
+        .unwrap();
+    out.flush().unwrap();
+    drop(out);
+    let (report, rss, took) = run(&path, &[]);
+    assert_eq!(
+        report["summary"]["packets"], 1,
+        "the packet on interface 0 is read"
+    );
+    let capped: Vec<&serde_json::Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| {
+            d["message"]
+                .as_str()
+                .unwrap()
+                .contains("interfaces; the rest are not kept")
+        })
+        .collect();
+    assert_eq!(capped.len(), 1, "{:?}", report["diagnostics"]);
+    assert_eq!(capped[0]["kind"], "capture_corrupt");
+    assert!(rss < 100, "peak RSS {rss} MiB");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
