@@ -446,3 +446,47 @@ fn millions_of_interface_descriptions_are_capped() {
     assert!(rss < 100, "peak RSS {rss} MiB");
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
+
+fn uvarint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[test]
+fn megabytes_of_tagged_field_data_are_kept_as_a_kilobyte() {
+    // 40 unanswered AllocateProducerIds requests, each with a tagged field of almost
+    // 1 MiB (under the 1 MiB decode limit): each waits in the pending table and reaches
+    // the report with its first 1 KiB, its length and its CRC-32, not 2 MB of hex.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tagged.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40030", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    let data_len: u64 = 1_000_000;
+    let data: Vec<u8> = (0..data_len).map(|i| (i % 251) as u8).collect();
+    for corr in 1..=40 {
+        let mut body = 1i32.to_be_bytes().to_vec();
+        body.extend(7i64.to_be_bytes());
+        uvarint(1, &mut body); // one tagged field
+        uvarint(0, &mut body); // tag 0
+        uvarint(data_len, &mut body);
+        body.extend(&data);
+        c.send(&mut w, true, &request(67, 0, corr, true, &body), 65_000);
+    }
+    w.finish();
+    let (report, rss, took) = run(&path, &[]);
+    let exchanges = report["exchanges"].as_array().unwrap();
+    assert_eq!(exchanges.len(), 40);
+    let field = &exchanges[0]["request"]["tagged_fields"][0];
+    assert_eq!(field["data"].as_str().unwrap().len(), 2 * 1024);
+    assert_eq!(field["data_len"], data_len);
+    let crc = format!("{:08x}", crc32fast::hash(&data));
+    assert_eq!(field["data_crc32"], crc.as_str());
+    let report_len = serde_json::to_vec(&report).unwrap().len();
+    assert!(report_len < 1 << 20, "report of {report_len} bytes");
+    assert!(rss < 100, "peak RSS {rss} MiB");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}

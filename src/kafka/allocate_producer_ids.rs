@@ -492,18 +492,9 @@ mod tests {
         assert_eq!(req.broker_epoch, Some(42));
         assert_eq!(
             req.header_tagged_fields,
-            Some(vec![TaggedField {
-                tag: 0,
-                data: vec![0xab, 0xcd]
-            }])
+            Some(vec![TaggedField::new(0, &[0xab, 0xcd])])
         );
-        assert_eq!(
-            req.tagged_fields,
-            Some(vec![TaggedField {
-                tag: 3,
-                data: vec![0xee]
-            }])
-        );
+        assert_eq!(req.tagged_fields, Some(vec![TaggedField::new(3, &[0xee])]));
         assert_eq!(req.problem, None);
     }
 

@@ -86,11 +86,31 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// Bytes of a tagged field's data that are kept; the rest is summed up by its length and
+/// CRC-32, so a message of a megabyte of tagged data costs a kilobyte while it waits.
+pub const MAX_TAGGED_DATA_KEPT: usize = 1024;
+
 /// One tagged field, kept as raw bytes because we do not know any tags of API 67 v0.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaggedField {
     pub tag: u32,
+    /// Its data, or the first [`MAX_TAGGED_DATA_KEPT`] bytes of it.
     pub data: Vec<u8>,
+    /// When `data` was cut: the whole data's length and CRC-32.
+    pub cut: Option<(u64, u32)>,
+}
+
+impl TaggedField {
+    /// A field with `data`, kept up to [`MAX_TAGGED_DATA_KEPT`] bytes.
+    pub fn new(tag: u32, data: &[u8]) -> Self {
+        let kept = data.get(..MAX_TAGGED_DATA_KEPT).unwrap_or(data);
+        let cut = (kept.len() < data.len()).then(|| (data.len() as u64, crc32fast::hash(data)));
+        Self {
+            tag,
+            data: kept.to_vec(),
+            cut,
+        }
+    }
 }
 
 /// Cursor over a byte slice; `pos` never exceeds `bytes.len()`.
@@ -227,8 +247,8 @@ impl<'a> Reader<'a> {
             last_tag = Some(tag);
             let size = self.uvarint("tagged field size")?;
             let size = usize::try_from(size).unwrap_or(usize::MAX);
-            let data = self.take("tagged field data", size)?.to_vec();
-            let field = TaggedField { tag, data };
+            let data = self.take("tagged field data", size)?;
+            let field = TaggedField::new(tag, data);
             each(&field, (tag_at, self.pos - tag_at));
             fields.push(field);
         }
@@ -310,6 +330,17 @@ mod tests {
     }
 
     #[test]
+    fn long_tagged_data_is_kept_to_a_kilobyte_with_its_length_and_crc() {
+        let data: Vec<u8> = (0..2000u32).map(|i| i as u8).collect();
+        let mut bytes = vec![1, 7, 0xd0, 0x0f]; // one field, tag 7, size 2000
+        bytes.extend(&data);
+        let fields = Reader::new(&bytes).tagged_fields().unwrap();
+        assert_eq!(fields[0].data, data[..MAX_TAGGED_DATA_KEPT]);
+        assert_eq!(fields[0].cut, Some((2000, crc32fast::hash(&data))));
+        assert_eq!(TaggedField::new(7, &data[..10]).cut, None);
+    }
+
+    #[test]
     fn keeps_unknown_tagged_fields() {
         // count 2; tag 0 size 3 aabbcc; tag 5 size 1 dd
         let bytes = [2, 0, 3, 0xaa, 0xbb, 0xcc, 5, 1, 0xdd];
@@ -317,14 +348,8 @@ mod tests {
         assert_eq!(
             fields,
             vec![
-                TaggedField {
-                    tag: 0,
-                    data: vec![0xaa, 0xbb, 0xcc]
-                },
-                TaggedField {
-                    tag: 5,
-                    data: vec![0xdd]
-                },
+                TaggedField::new(0, &[0xaa, 0xbb, 0xcc]),
+                TaggedField::new(5, &[0xdd]),
             ]
         );
     }

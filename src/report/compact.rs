@@ -167,11 +167,24 @@ fn tagged(out: &mut Vec<u8>, fields: &[TaggedField]) {
         if i > 0 {
             out.push(b',');
         }
-        let TaggedField { tag, data } = field;
+        let TaggedField {
+            tag,
+            data,
+            data_len,
+            data_crc32,
+        } = field;
         out.extend_from_slice(b"{\"tag\":");
         int(out, *tag);
         out.extend_from_slice(b",\"data\":");
         string(out, data);
+        if let Some(len) = data_len {
+            out.extend_from_slice(b",\"data_len\":");
+            int(out, *len);
+        }
+        if let Some(crc) = data_crc32 {
+            out.extend_from_slice(b",\"data_crc32\":");
+            string(out, crc);
+        }
         out.push(b'}');
     }
     out.push(b']');
@@ -258,7 +271,14 @@ mod tests {
 
     fn tagged_fields() -> impl Strategy<Value = Option<Vec<TaggedField>>> {
         proptest::option::of(proptest::collection::vec(
-            (any::<u32>(), text()).prop_map(|(tag, data)| TaggedField { tag, data }),
+            (any::<u32>(), text(), any::<Option<(u64, u32)>>()).prop_map(|(tag, data, cut)| {
+                TaggedField {
+                    tag,
+                    data,
+                    data_len: cut.map(|(len, _)| len),
+                    data_crc32: cut.map(|(_, crc)| format!("{crc:08x}")),
+                }
+            }),
             0..3,
         ))
     }

@@ -127,6 +127,8 @@ fn tagged(fields: &Option<Vec<TaggedField>>) -> Option<Vec<model::TaggedField>> 
             .map(|f| model::TaggedField {
                 tag: f.tag,
                 data: hex(&f.data),
+                data_len: f.cut.map(|(len, _)| len),
+                data_crc32: f.cut.map(|(_, crc)| format!("{crc:08x}")),
             })
             .collect()
     })

@@ -176,8 +176,14 @@ pub struct Exchange {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct TaggedField {
     pub tag: u32,
-    /// Lowercase hex.
+    /// Lowercase hex: the whole data, or its first 1 KiB when `data_len` is present.
     pub data: String,
+    /// Present when `data` holds only the first 1 KiB: the whole data's length in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_len: Option<u64>,
+    /// Present with `data_len`: the CRC-32 (IEEE) of the whole data, as 8 lowercase hex digits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_crc32: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
