@@ -12,6 +12,7 @@ mod golden;
 mod incident_capture;
 mod incident_real;
 mod noise;
+mod noise_real;
 mod properties;
 mod regression;
 mod report_format;
