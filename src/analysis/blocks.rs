@@ -64,6 +64,20 @@ fn granted(ex: &Exchange) -> Granted {
 pub const MAX_TRACKED_BLOCKS: usize = 65_536;
 /// Blocks of one unusual length listed as irregular; more are only counted.
 const MAX_LEN_SAMPLES: usize = 1000;
+/// Blocks that may still arrive after a gap opened and fill it: answers on different
+/// connections reach the capture in another order than the controller committed them
+/// (two brokers' blocks granted together, answered on two sockets).
+const MAX_BLOCKS_TO_FILL_A_GAP: u64 = 64;
+
+/// Ids not (yet) granted between two blocks: `from..=to`, opened when `after` arrived
+/// beyond the furthest block `before`, when `seen` blocks had been taken.
+#[derive(Debug, Clone)]
+struct OpenGap {
+    to: i64,
+    before: Block,
+    after: Block,
+    seen: u64,
+}
 
 fn ids(from: i64, to: i64) -> String {
     if from == to {
@@ -115,6 +129,8 @@ pub struct Tracker {
     furthest: Option<Block>,
     lens: BTreeMap<i32, LenStats>,
     seen: u64,
+    /// Gaps that a later block may still fill, by their first id.
+    open_gaps: BTreeMap<i64, OpenGap>,
 }
 
 impl Default for Tracker {
@@ -135,6 +151,7 @@ impl Tracker {
             furthest: None,
             lens: BTreeMap::new(),
             seen: 0,
+            open_gaps: BTreeMap::new(),
         }
     }
 
@@ -164,6 +181,7 @@ impl Tracker {
         self.overlaps(&block, findings);
         self.order(&block, findings);
         self.seen += 1;
+        self.close_gaps(self.seen.saturating_sub(MAX_BLOCKS_TO_FILL_A_GAP), findings);
         let stats = self.lens.entry(block.len).or_insert_with(|| LenStats {
             first_seen: self.seen,
             ..LenStats::default()
@@ -227,10 +245,14 @@ impl Tracker {
         }
     }
 
-    /// Regressions and gaps against the block reaching highest so far.
+    /// Regressions and gaps against the block reaching highest so far. A block below it
+    /// is a regression only when it was asked for after that one was granted; answered
+    /// together, they may reach the capture in either order, and the lower one fills
+    /// the gap that the higher one seemed to open.
     fn order(&mut self, b: &Block, findings: &mut Vec<Finding>) {
+        self.fill_gaps(b);
         if let Some(f) = &self.furthest {
-            if b.start <= f.end {
+            if b.start <= f.end && b.request_frame > f.response_frame {
                 findings.push(finding(
                     Kind::PidBlockRegression,
                     b,
@@ -241,24 +263,73 @@ impl Tracker {
                     ),
                 ));
             } else if b.start > f.end.saturating_add(1) {
-                let skipped = b.start - f.end - 1;
-                findings.push(finding(
-                    Kind::PidBlockGap,
-                    b,
-                    vec![f.response_frame, b.response_frame],
-                    format!(
-                        "{skipped} ids ({}) were skipped between the block for broker {} (frame {}) and the next, for broker {} (frame {})",
-                        ids(f.end + 1, b.start - 1),
-                        f.broker_id,
-                        f.response_frame,
-                        b.broker_id,
-                        b.response_frame
-                    ),
-                ));
+                let gap = OpenGap {
+                    to: b.start - 1,
+                    before: f.clone(),
+                    after: b.clone(),
+                    seen: self.seen,
+                };
+                self.open_gaps.insert(f.end + 1, gap);
             }
         }
         if self.furthest.as_ref().is_none_or(|f| b.end > f.end) {
             self.furthest = Some(b.clone());
+        }
+    }
+
+    /// Takes the ids of `b` out of the open gaps.
+    fn fill_gaps(&mut self, b: &Block) {
+        let touched: Vec<i64> = self
+            .open_gaps
+            .range(..=b.end)
+            .filter(|(_, gap)| gap.to >= b.start)
+            .map(|(from, _)| *from)
+            .collect();
+        for from in touched {
+            let Some(gap) = self.open_gaps.remove(&from) else {
+                continue;
+            };
+            if from < b.start {
+                let below = OpenGap {
+                    to: b.start - 1,
+                    ..gap.clone()
+                };
+                self.open_gaps.insert(from, below);
+            }
+            if gap.to > b.end {
+                self.open_gaps.insert(b.end + 1, gap);
+            }
+        }
+    }
+
+    /// Reports the open gaps opened before `seen` blocks had been taken: no later block
+    /// can fill them any more.
+    fn close_gaps(&mut self, seen: u64, findings: &mut Vec<Finding>) {
+        let closed: Vec<i64> = self
+            .open_gaps
+            .iter()
+            .filter(|(_, gap)| gap.seen < seen)
+            .map(|(from, _)| *from)
+            .collect();
+        for from in closed {
+            let Some(gap) = self.open_gaps.remove(&from) else {
+                continue;
+            };
+            let (f, b) = (&gap.before, &gap.after);
+            findings.push(finding(
+                Kind::PidBlockGap,
+                b,
+                vec![f.response_frame, b.response_frame],
+                format!(
+                    "{} ids ({}) were skipped between the block for broker {} (frame {}) and the next, for broker {} (frame {})",
+                    gap.to - from + 1,
+                    ids(from, gap.to),
+                    f.broker_id,
+                    f.response_frame,
+                    b.broker_id,
+                    b.response_frame
+                ),
+            ));
         }
     }
 
@@ -292,7 +363,8 @@ impl Tracker {
 
     /// Ends the analysis: blocks whose length is not the usual one are irregular.
     /// Returns the usual length (the most common; on a tie, the one seen first).
-    pub fn finish(self, findings: &mut Vec<Finding>) -> Option<i32> {
+    pub fn finish(mut self, findings: &mut Vec<Finding>) -> Option<i32> {
+        self.close_gaps(u64::MAX, findings);
         let usual = self
             .lens
             .iter()
@@ -374,6 +446,44 @@ mod tests {
             "{}",
             f[0].message
         );
+    }
+
+    #[test]
+    fn blocks_answered_together_may_arrive_in_either_order() {
+        // The controller granted 0..=999 to broker 2 and then 1000..=1999 to broker 1,
+        // both asked for before either answer; the answers reached the capture the other
+        // way round: neither a gap nor a regression.
+        let first = exchange(1, 1, 5, Some((0, 1000, 1000, 1)));
+        let mut second = exchange(2, 2, 5, Some((0, 0, 1000, 1)));
+        second.request_meta.frame = first.request_meta.frame - 1;
+        let (blocks, f) = run(&[first, second]);
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(kinds(&f), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_gap_left_unfilled_is_reported_when_no_block_can_fill_it_any_more() {
+        let mut ex = vec![
+            exchange(1, 1, 5, Some((0, 0, 1000, 1))),
+            exchange(2, 2, 5, Some((0, 2000, 1000, 1))),
+        ];
+        // later blocks, each asked for after the one before was granted
+        for n in 3..3 + MAX_BLOCKS_TO_FILL_A_GAP + 1 {
+            ex.push(exchange(n, 1, 5, Some((0, (n as i64) * 1000, 1000, 1))));
+        }
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        for e in &ex {
+            tracker.add(e, &mut findings);
+        }
+        assert_eq!(
+            kinds(&findings),
+            vec!["pid_block_gap"],
+            "closed before the end"
+        );
+        assert!(findings[0]
+            .message
+            .starts_with("1000 ids (ids 1000..=1999)"));
     }
 
     #[test]

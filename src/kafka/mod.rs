@@ -90,7 +90,8 @@ pub struct KafkaConn {
     /// Framers by direction (`Dir::idx`); set up when the role is first decided.
     framers: Option<Box<[Framer; 2]>>,
     pending: PendingRequests,
-    last_correlation_id: Option<i32>,
+    /// API key and correlation id of the last request, to check candidates against.
+    last_request: Option<(ApiKey, i32)>,
     /// `pending.registered()` when the server side was last searched again.
     rescanned_at: u64,
     /// Until its frames prove it Kafka, what they gave is held here, out of the report.
@@ -409,7 +410,7 @@ impl StreamHandler for Dissector {
                 pending: &mut conn.pending,
                 ends,
                 diags: &mut *found,
-                last_correlation_id: &mut conn.last_correlation_id,
+                last_request: &mut conn.last_request,
                 probing,
                 recognised: false,
                 given_up: false,

@@ -18,10 +18,25 @@ pub const MAX_DECODED_LEN: u32 = 1024 * 1024;
 /// within this many (clients count up by one per request; a gap loses some).
 const MAX_CORRELATION_STEP: i64 = 1 << 20;
 
+/// How far below an ApiVersions request's correlation id the next request's may be.
+const MAX_QUEUED_BEHIND_API_VERSIONS: u32 = 1024;
+
 /// Whether correlation id `next` can follow `last` on one connection: a little higher,
 /// modulo 2^32 (the Java client's counter wraps past `i32::MAX` to negative ids).
 fn follows(last: i32, next: i32) -> bool {
     (1..=MAX_CORRELATION_STEP).contains(&i64::from(next.wrapping_sub(last) as u32))
+}
+
+/// Whether a request with correlation id `next` can follow request `last` (its API key
+/// and correlation id). The Java client's NetworkClient sends ApiVersions first on a new
+/// connection, numbered when it is sent, before the requests queued for that connection
+/// earlier with lower numbers (a KRaft voter's Fetch numbered 9 after ApiVersions 10): after
+/// ApiVersions the id may step back a little.
+fn may_follow((key, last): (ApiKey, i32), next: i32) -> bool {
+    follows(last, next)
+        || (key == ApiKey::API_VERSIONS
+            && (1..=MAX_QUEUED_BEHIND_API_VERSIONS)
+                .contains(&last.wrapping_sub(next).cast_unsigned()))
 }
 
 /// Which side of the connection a handler reads.
@@ -130,9 +145,9 @@ pub struct RequestSide<'a> {
     pub pending: &'a mut PendingRequests,
     pub ends: Endpoints,
     pub diags: &'a mut Diagnostics,
-    /// Correlation id of the last request of this connection, to check candidates
-    /// against when resynchronising.
-    pub last_correlation_id: &'a mut Option<i32>,
+    /// API key and correlation id of the last request of this connection, to check
+    /// candidates against when resynchronising.
+    pub last_request: &'a mut Option<(ApiKey, i32)>,
     /// Still deciding whether this is Kafka: heads must be plausible, and a bad one
     /// ends the search instead of starting a resync.
     pub probing: bool,
@@ -173,8 +188,8 @@ impl RequestSide<'_> {
             id_len == -1 || (0..=len - MIN_REQUEST_LEN as i32).contains(&i32::from(id_len))
         });
         let follows = self
-            .last_correlation_id
-            .is_none_or(|last| follows(last, head.correlation_id));
+            .last_request
+            .is_none_or(|last| may_follow(last, head.correlation_id));
         fits && follows
     }
 }
@@ -221,7 +236,7 @@ impl FrameHandler for RequestSide<'_> {
         let Ok(head) = RequestPrefix::parse(frame.prefix) else {
             return;
         };
-        *self.last_correlation_id = Some(head.correlation_id);
+        *self.last_request = Some((head.api_key, head.correlation_id));
         let meta = meta(&frame);
         let decoded = (head.api_key == ApiKey::ALLOCATE_PRODUCER_IDS).then(|| {
             let req = match frame.message {
@@ -265,9 +280,11 @@ impl FrameHandler for RequestSide<'_> {
     /// The next request must be plausible and count up from the candidate: a response
     /// misread as a request gives the same made-up correlation id every time.
     fn confirms(&mut self, first: (i32, &[u8]), next: (i32, &[u8]), at: PacketRef) -> bool {
-        let corr = |prefix: &[u8]| RequestPrefix::parse(prefix).map(|p| p.correlation_id).ok();
-        let counts_up = match (corr(first.1), corr(next.1)) {
-            (Some(first), Some(next)) => follows(first, next),
+        let head = |prefix: &[u8]| RequestPrefix::parse(prefix).ok();
+        let counts_up = match (head(first.1), head(next.1)) {
+            (Some(first), Some(next)) => {
+                may_follow((first.api_key, first.correlation_id), next.correlation_id)
+            }
             _ => false,
         };
         self.plausible(next.0, next.1, at) && counts_up

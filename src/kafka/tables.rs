@@ -31,6 +31,7 @@ pub struct ApiKey(pub i16);
 
 impl ApiKey {
     pub const ALLOCATE_PRODUCER_IDS: Self = Self(67);
+    pub const API_VERSIONS: Self = Self(18);
 
     pub fn info(self) -> Option<&'static ApiInfo> {
         api_table().get(&self.0)

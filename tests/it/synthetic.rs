@@ -1185,3 +1185,34 @@ fn an_rst_inside_the_window_ends_the_connection() {
     assert_eq!(exchanges(&report)[0]["status"], "unanswered");
     assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
 }
+
+#[test]
+fn requests_queued_before_the_first_api_versions_have_lower_correlation_ids() {
+    // Kafka's NetworkClient numbers a request when it is queued, but on a new connection
+    // sends ApiVersions first, numbered when it is sent: a KRaft voter's connection reads
+    // ApiVersions 10, Fetch 9, then 12, 13, ... (seen with Kafka 3.9 and 4.4).
+    let report = run_capture(
+        |w| {
+            let mut c = Conn::new("10.0.0.1:40031", "10.0.0.2:19091");
+            c.handshake(w);
+            c.send(w, true, &request(18, 4, 10, true, &[0, 0]), 1448);
+            c.send(w, false, &response(10, false, &[0; 20]), 1448);
+            c.send(w, true, &request(1, 17, 9, true, &[0; 40]), 1448);
+            c.send(w, false, &response(9, true, &[0; 30]), 1448);
+            for corr in 12..=13 {
+                let (req, resp) = apid_pair(corr, 1, i64::from(corr) * 1000);
+                c.send(w, true, &req, 1448);
+                c.send(w, false, &resp, 1448);
+            }
+            c.close(w);
+        },
+        &[],
+    );
+    let corrs: Vec<i64> = exchanges(&report)
+        .iter()
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(corrs, vec![12, 13], "{:?}", report["diagnostics"]);
+    assert_eq!(report["summary"]["kafka_connections"], 1);
+    assert_eq!(report["summary"]["not_kafka_connections"], 0);
+}
