@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::common::{fixture, have_program, report, root};
 
 /// Whether tshark is here; without it (and without `CI`) each test here skips.
-fn have_tshark() -> bool {
+pub fn have_tshark() -> bool {
     have_program(
         "tshark",
         "the Wireshark agreement tests",
@@ -22,14 +22,23 @@ fn have_tshark() -> bool {
 }
 
 /// (frame, tcp.stream, correlation id) of each message.
-type Messages = BTreeSet<(u64, u64, i64)>;
+pub type Messages = BTreeSet<(u64, u64, i64)>;
 
 /// (frame, tcp.stream, correlation id) of Wireshark's Kafka frames, split into requests
 /// with API key 67 and responses whose request frame is one of those.
 fn tshark_frames(capture: &str, port: u16) -> (Messages, Messages) {
+    tshark_frames_on(capture, &[port])
+}
+
+/// [`tshark_frames`] with Kafka decoded on each of `ports`.
+pub fn tshark_frames_on(capture: &str, ports: &[u16]) -> (Messages, Messages) {
+    let decode_as: Vec<String> = ports
+        .iter()
+        .flat_map(|port| ["-d".to_owned(), format!("tcp.port=={port},kafka")])
+        .collect();
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
-        .args(["-d", &format!("tcp.port=={port},kafka")])
+        .args(&decode_as)
         .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
         .args([
             "-Y",
@@ -97,7 +106,7 @@ fn tshark_frames(capture: &str, port: u16) -> (Messages, Messages) {
     (requests, responses)
 }
 
-fn ours(report: &Value) -> (Messages, Messages) {
+pub fn ours(report: &Value) -> (Messages, Messages) {
     let mut requests = BTreeSet::new();
     let mut responses = BTreeSet::new();
     for ex in report["exchanges"].as_array().unwrap() {

@@ -1,0 +1,348 @@
+//! Captures of a real Apache Kafka KRaft cluster (`fixtures/kafka-real`, made by
+//! `scripts/kafka/rig`: three controllers and two brokers of each release, tcpdump on every
+//! listener), checked against truth from Kafka itself: the `ProducerIdsRecord`s the
+//! controllers committed to `__cluster_metadata` (decoded by Kafka's `DumpLogSegments`)
+//! and the producer ids the brokers handed to the load client. Nothing here needs Java;
+//! `scripts/kafka/check-live` reruns the rig and compares fresh captures.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::common::{report, root};
+use crate::wireshark::{have_tshark, ours, tshark_frames_on};
+
+/// The releases and scenarios that must be committed.
+const RELEASES: [&str; 2] = ["3.9.1", "4.4.0"];
+const SCENARIOS: [&str; 4] = ["steady", "controller-kill", "broker-restart", "midstream"];
+
+struct Fixture {
+    name: String,
+    capture: PathBuf,
+    truth: Value,
+    report: Value,
+}
+
+fn fixture(release: &str, scenario: &str) -> Fixture {
+    let name = format!("{release}-{scenario}");
+    let dir = root().join("fixtures/kafka-real");
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("{name}.truth.json")))
+            .unwrap_or_else(|e| panic!("{name}.truth.json: {e}")),
+    )
+    .unwrap();
+    assert_eq!(truth["kafka_version"], release, "{name}");
+    assert_eq!(truth["scenario"], scenario, "{name}");
+    let file = truth["fixture"].as_str().expect("truth names its capture");
+    let capture = dir.join(file);
+    // the path as a user in the clone would give it: it is in the report
+    let report = report(&[&format!("fixtures/kafka-real/{file}")]);
+    Fixture {
+        name,
+        capture,
+        truth,
+        report,
+    }
+}
+
+fn all() -> Vec<Fixture> {
+    RELEASES
+        .iter()
+        .flat_map(|r| SCENARIOS.iter().map(move |s| fixture(r, s)))
+        .collect()
+}
+
+/// (broker_id, broker_epoch, start, len) of a block.
+type BlockKey = (i64, i64, i64, i64);
+
+fn key(b: &Value) -> BlockKey {
+    let n = |f: &str| {
+        b[f].as_i64()
+            .unwrap_or_else(|| panic!("block field {f}: {b}"))
+    };
+    (n("broker_id"), n("broker_epoch"), n("start"), n("len"))
+}
+
+/// Starts of the committed blocks the capture cannot hold, with the reason for each.
+fn lost(truth: &Value) -> BTreeMap<i64, String> {
+    truth["lost_in_capture"]
+        .as_array()
+        .expect("lost_in_capture")
+        .iter()
+        .map(|l| {
+            let reason = l["reason"].as_str().expect("a reason for each lost block");
+            (l["start"].as_i64().unwrap(), reason.to_owned())
+        })
+        .collect()
+}
+
+fn reported_blocks(f: &Fixture) -> Vec<BlockKey> {
+    let mut blocks: Vec<BlockKey> = f.report["producer_id_blocks"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    blocks.sort_by_key(|b| b.2);
+    blocks
+}
+
+fn finding_kinds(f: &Fixture) -> BTreeSet<String> {
+    f.report["producer_id_blocks"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn every_release_and_scenario_is_committed_with_at_least_20_blocks_per_broker() {
+    for f in all() {
+        let committed = f.truth["committed_blocks"].as_array().unwrap();
+        for broker in f.truth["broker_ids"].as_array().unwrap() {
+            let n = committed
+                .iter()
+                .filter(|b| b["broker_id"] == *broker)
+                .count();
+            assert!(
+                n >= 20,
+                "{}: broker {broker} has {n} committed blocks",
+                f.name
+            );
+        }
+    }
+}
+
+#[test]
+fn reported_blocks_are_the_committed_ones() {
+    for f in all() {
+        let lost = lost(&f.truth);
+        let mut want: Vec<BlockKey> = f.truth["committed_blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .filter(|b| !lost.contains_key(&b.2))
+            .collect();
+        want.sort_by_key(|b| b.2);
+        assert_eq!(
+            reported_blocks(&f),
+            want,
+            "{}: blocks (broker, epoch, start, len)",
+            f.name
+        );
+    }
+}
+
+#[test]
+fn every_producer_id_a_client_got_lies_in_one_block_of_its_broker() {
+    for f in all() {
+        let lost = lost(&f.truth);
+        let committed: Vec<BlockKey> = f.truth["committed_blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .collect();
+        let blocks = reported_blocks(&f);
+        let mut faults = Vec::new();
+        for given in f.truth["client_producer_ids"].as_array().unwrap() {
+            let (broker, id) = (
+                given["broker_id"].as_i64().unwrap(),
+                given["producer_id"].as_i64().unwrap(),
+            );
+            let holding: Vec<&BlockKey> = blocks
+                .iter()
+                .filter(|b| (b.2..b.2 + b.3).contains(&id))
+                .collect();
+            let in_lost_block = committed.iter().any(|b| {
+                lost.contains_key(&b.2) && b.0 == broker && (b.2..b.2 + b.3).contains(&id)
+            });
+            let ok = match holding.as_slice() {
+                [one] => one.0 == broker,
+                [] => in_lost_block,
+                _ => false,
+            };
+            if !ok {
+                faults.push(format!("id {id} from broker {broker}: in {holding:?}"));
+            }
+        }
+        assert!(
+            faults.is_empty(),
+            "{}: {} ids\n{}",
+            f.name,
+            faults.len(),
+            faults[..faults.len().min(10)].join("\n")
+        );
+    }
+}
+
+#[test]
+fn findings_say_what_happened_and_nothing_else() {
+    for f in all() {
+        let kinds = finding_kinds(&f);
+        let name = &f.name;
+        for wrong in [
+            "pid_block_overlap",
+            "pid_block_regression",
+            "pid_block_gap",
+            "pid_block_irregular",
+        ] {
+            assert!(!kinds.contains(wrong), "{name}: {wrong} in {kinds:?}");
+        }
+        let scenario = f.truth["scenario"].as_str().unwrap();
+        assert_eq!(
+            kinds.contains("pid_broker_epoch_change"),
+            scenario == "broker-restart",
+            "{name}: {kinds:?}"
+        );
+        // A request the failover left unanswered or answered with an error is asked again.
+        let exchanges = f.report["exchanges"].as_array().unwrap();
+        let failed = exchanges
+            .iter()
+            .filter(|e| e["status"] != "complete" || e["response"]["error_code"] != 0)
+            .count();
+        if failed > 0 {
+            assert_eq!(
+                scenario, "controller-kill",
+                "{name}: {failed} failed exchanges"
+            );
+            assert!(kinds.contains("pid_retry"), "{name}: {kinds:?}");
+        }
+    }
+}
+
+#[test]
+fn every_connection_of_the_cluster_is_read_as_kafka() {
+    for f in all() {
+        let s = &f.report["summary"];
+        assert_eq!(
+            s["not_kafka_connections"], 0,
+            "{}: {:?}",
+            f.name, f.report["diagnostics"]
+        );
+        let kinds: BTreeSet<&str> = s["diagnostics"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        // a frame cut by the end of the capture, and connections already open at its start
+        let allowed: BTreeSet<&str> = [
+            "kafka_frame_incomplete",
+            "midstream_start",
+            "pid_broker_epoch_change",
+            "pid_retry",
+        ]
+        .into();
+        let unexpected: Vec<&&str> = kinds.difference(&allowed).collect();
+        assert!(unexpected.is_empty(), "{}: {unexpected:?}", f.name);
+    }
+}
+
+/// The Kafka ports of a fixture: its controllers' and its brokers'.
+fn ports(truth: &Value) -> Vec<u16> {
+    let controllers = truth["controller_ports"].as_array().unwrap().iter();
+    let brokers = truth["broker_ports"].as_object().unwrap().values();
+    controllers
+        .chain(brokers)
+        .map(|p| p.as_u64().unwrap() as u16)
+        .collect()
+}
+
+#[test]
+fn wireshark_agrees_on_every_allocate_producer_ids_message() {
+    if !have_tshark() {
+        return;
+    }
+    for f in all() {
+        let (their_req, their_resp) =
+            tshark_frames_on(f.capture.to_str().unwrap(), &ports(&f.truth));
+        let (our_req, our_resp) = ours(&f.report);
+        assert_eq!(
+            our_req, their_req,
+            "{}: requests (frame, tcp.stream, correlation id)",
+            f.name
+        );
+        assert_eq!(our_resp, their_resp, "{}: responses", f.name);
+    }
+}
+
+/// Requests per API key as tshark counts them on the fixture's Kafka ports.
+fn tshark_request_counts(f: &Fixture) -> BTreeMap<i64, u64> {
+    let decode_as: Vec<String> = ports(&f.truth)
+        .iter()
+        .flat_map(|p| ["-d".to_owned(), format!("tcp.port=={p},kafka")])
+        .collect();
+    let out = std::process::Command::new("tshark")
+        .args(["-r", f.capture.to_str().unwrap(), "-n"])
+        .args(&decode_as)
+        .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
+        .args([
+            "-Y",
+            "kafka.request_key",
+            "-T",
+            "fields",
+            "-e",
+            "kafka.request_key",
+        ])
+        .args(["-E", "aggregator=;"])
+        .output()
+        .expect("tshark runs");
+    let mut counts = BTreeMap::new();
+    for key in String::from_utf8(out.stdout).unwrap().split(['\n', ';']) {
+        if let Ok(key) = key.trim().parse::<i64>() {
+            *counts.entry(key).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// Every Kafka API the cluster uses (Fetch and Vote of KRaft, heartbeats, registrations,
+/// InitProducerId from clients...) is recognised and counted as Wireshark counts it.
+#[test]
+fn wireshark_counts_the_same_requests_of_every_api() {
+    if !have_tshark() {
+        return;
+    }
+    for f in all() {
+        let ours: BTreeMap<i64, u64> = f.report["summary"]["api_keys"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| {
+                (
+                    v["api_key"].as_i64().unwrap(),
+                    v["requests"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ours,
+            tshark_request_counts(&f),
+            "{}: requests per API key",
+            f.name
+        );
+    }
+}
+
+/// Each fixture's report equals its committed golden (`scripts/bless-golden` writes them):
+/// a golden, not a truth, but it shows in review what a change did to real captures.
+#[test]
+fn reports_equal_their_goldens() {
+    for f in all() {
+        let golden = root().join(format!("fixtures/kafka-real/{}.report.json", f.name));
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(&golden).expect("golden report; run scripts/bless-golden"),
+        )
+        .unwrap();
+        assert!(
+            f.report == expected,
+            "{}: report differs from {}",
+            f.name,
+            golden.display()
+        );
+    }
+}
