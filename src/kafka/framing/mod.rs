@@ -1,0 +1,479 @@
+//! Kafka framing: splits one direction's reassembled bytes into length-prefixed frames.
+//!
+//! Each frame is an int32 size followed by that many bytes. Once the size and the header
+//! prefix (`prefix_len` bytes: key, version, correlation id and client_id length for
+//! requests, correlation id for responses) are in, the [`FrameHandler`] decides: keep the
+//! frame (its bytes are buffered, for the few frames we decode), skip it (only a byte count
+//! is kept, so a 100 MB Produce costs nothing), or reject it. A gap inside a frame whose
+//! head was read costs nothing either: its size says where the next frame starts. A kept
+//! frame that a gap went through is handed over with the bytes captured before the gap
+//! and the count of those that were not ([`Frame::missing`]); nothing after the gap is
+//! guessed at.
+//!
+//! When framing is lost (a rejected size, a gap we cannot step over, or a stream picked up
+//! in the middle) the framer resynchronises: it keeps the bytes that follow in a window of
+//! at most [`MAX_RESYNC_WINDOW`] bytes, remembering which packet brought each, and looks
+//! for a position where the handler finds a plausible head, confirmed (if the handler
+//! asks) by a plausible head right after it. It then frames the window from there, in
+//! place and with each byte's own packet; a rejection inside the window resumes the
+//! search after the rejected head. Nothing recurses and nothing is copied twice, so the
+//! work per byte is bounded.
+
+use crate::capture::PacketRef;
+
+mod search;
+
+use search::Window;
+
+/// Bytes of the int32 size that starts every frame.
+pub const SIZE_LEN: usize = 4;
+/// Buffer reserved up front for a kept message.
+const INITIAL_KEEP_CAPACITY: usize = 4096;
+/// Longest header prefix a framer looks at.
+pub const MAX_PREFIX_LEN: usize = 10;
+/// Longest head: size plus prefix.
+pub const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
+/// Bytes kept while looking for a frame head after framing was lost.
+pub const MAX_RESYNC_WINDOW: usize = 64 * 1024;
+/// Heads followed from a candidate that does not anchor, looking for one that does.
+const MAX_CHAIN_LINKS: usize = 64;
+/// Candidates too long for the window, held by their heads alone while the stream runs
+/// on to where they end: the first ones met are kept, later ones passed over.
+const MAX_FAR_CANDIDATES: usize = 32;
+
+/// What to do with a frame once its size and header prefix are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Buffer the message and hand it over whole.
+    Keep,
+    /// Count it and step over its bytes without buffering them.
+    Skip,
+    /// The size or prefix cannot be a Kafka frame; framing is lost.
+    Reject,
+}
+
+/// A frame that has been read to its end.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    /// The size field: bytes after the 4-byte size.
+    pub len: u32,
+    /// The first bytes of the message (header prefix), at most the framer's `prefix_len`.
+    pub prefix: &'a [u8],
+    /// The message (without the size) for kept frames; `None` for skipped ones. When
+    /// bytes of it were not captured, only those before the first gap.
+    pub message: Option<&'a [u8]>,
+    /// Bytes of the message that are not in the capture (0 when it is whole); those
+    /// captured after the first gap are counted as present but not in `message`.
+    pub missing: u32,
+    /// Packet that carried the first byte of the size.
+    pub first: PacketRef,
+    /// Packet that carried the last byte.
+    pub last: PacketRef,
+}
+
+/// Receives framing decisions and finished frames.
+pub trait FrameHandler {
+    /// Called once per frame when its size and prefix are known (`prefix` may be shorter
+    /// than `prefix_len` when the whole message is shorter).
+    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision;
+    fn frame(&mut self, frame: Frame<'_>);
+    /// While resynchronising: could a frame start here, in a byte that packet `at`
+    /// brought? Should be strict and cheap: it is asked at every position.
+    fn plausible(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool;
+    /// Whether `next` (the head right after `first`) confirms `first`. By default: it
+    /// is plausible too.
+    fn confirms(&mut self, first: (i32, &[u8]), next: (i32, &[u8]), at: PacketRef) -> bool {
+        let _ = first;
+        self.plausible(next.0, next.1, at)
+    }
+    /// Whether a candidate head must be confirmed by the one after it.
+    fn wants_confirmation(&self) -> bool {
+        false
+    }
+    /// Whether a plausible head is known to be a frame by what it says (a response that
+    /// answers a request we wait for). One that is not is believed only as a link of a
+    /// chain of plausible heads, each where the one before ends, that reaches one that is:
+    /// so the responses to requests sent before the capture started are framed too.
+    fn anchors(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool {
+        let _ = (len, prefix, at);
+        true
+    }
+    /// Whether a candidate that ends exactly where the bytes seen so far end counts as
+    /// confirmed (a message alone in its segments). Not while deciding what a
+    /// connection is: a response misread as a request ends there just as well.
+    fn confirms_at_data_end(&self) -> bool {
+        true
+    }
+    /// Whether [`FrameHandler::decide`] would keep this frame (must agree with it). A
+    /// candidate too long for the search window is held by its head alone, so one that
+    /// would be kept is not carried: its bytes are gone by the time it is confirmed.
+    fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
+        let _ = (len, prefix);
+        false
+    }
+    /// Framing was found again after passing over `skipped` bytes.
+    fn resynced(&mut self, skipped: u64, at: PacketRef);
+}
+
+/// What a run of the ordinary states did with a slice.
+enum Step {
+    Consumed,
+    /// A head was rejected; it ended just before index `end` of the slice and was
+    /// `head_len` bytes long.
+    Rejected {
+        end: usize,
+        head_len: usize,
+    },
+}
+
+#[derive(Debug)]
+enum State {
+    /// Collecting the size and header prefix into `head`.
+    Head,
+    /// Buffering a kept message: `seen` of its `len` bytes have gone by, `missing` of
+    /// them in gaps; `buf` holds those before the first gap (all while there is none).
+    Keep {
+        len: u32,
+        buf: Vec<u8>,
+        seen: u32,
+        missing: u32,
+    },
+    /// Stepping over a skipped message; `left` bytes still to come.
+    Skip { len: u32, left: u32 },
+    /// Looking for a frame head.
+    Resync(Box<Window>),
+}
+
+/// Frame splitter for one direction of one connection.
+#[derive(Debug)]
+pub struct Framer {
+    prefix_len: usize,
+    head: [u8; MAX_HEAD_LEN],
+    head_len: usize,
+    first: Option<PacketRef>,
+    state: State,
+}
+
+/// What a gap did to the framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GapEffect {
+    /// The gap fell inside a skipped frame; framing continues.
+    Absorbed,
+    /// Framing is lost and a resync starts; `frame_lost` tells whether a started frame
+    /// went with it.
+    Lost { frame_lost: bool },
+    /// Framing was already being searched for.
+    AlreadyLost,
+}
+
+impl Framer {
+    /// A framer whose head holds the size and `prefix_len` bytes of header (1 to
+    /// [`MAX_PREFIX_LEN`]).
+    pub fn new(prefix_len: usize) -> Self {
+        Self {
+            prefix_len: prefix_len.clamp(1, MAX_PREFIX_LEN),
+            head: [0; MAX_HEAD_LEN],
+            head_len: 0,
+            first: None,
+            state: State::Head,
+        }
+    }
+
+    /// A framer that starts by looking for a frame head: for a stream picked up midway.
+    pub fn resyncing(prefix_len: usize) -> Self {
+        Self {
+            state: State::Resync(Box::default()),
+            ..Self::new(prefix_len)
+        }
+    }
+
+    /// The same stream read as the other side's: a framer with `prefix_len` that starts
+    /// by searching the bytes this one still holds (while it was searching too).
+    pub fn retarget(self, prefix_len: usize) -> Self {
+        let mut next = Self::resyncing(prefix_len);
+        if let State::Resync(mut w) = self.state {
+            w.scanned = w.base;
+            w.waiting.clear();
+            w.far.clear();
+            next.state = State::Resync(w);
+        }
+        next
+    }
+
+    /// True while framing is being searched for.
+    pub fn is_lost(&self) -> bool {
+        matches!(self.state, State::Resync(_))
+    }
+
+    /// Bytes held while searching.
+    pub fn resync_window_len(&self) -> usize {
+        match &self.state {
+            State::Resync(w) => w.bytes.len() - w.base,
+            _ => 0,
+        }
+    }
+
+    /// Bytes passed over in the current search, 0 when framing is not lost.
+    pub fn resync_skipped(&self) -> u64 {
+        match &self.state {
+            State::Resync(w) => w.skipped + w.scanned.saturating_sub(w.base) as u64,
+            _ => 0,
+        }
+    }
+
+    /// True when the framer sits between frames, holding nothing.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Head) && self.head_len == 0
+    }
+
+    /// The size field once its 4 bytes are in.
+    fn size(&self) -> Option<i32> {
+        let bytes: [u8; SIZE_LEN] = self.head.get(..SIZE_LEN)?.try_into().ok()?;
+        (self.head_len >= SIZE_LEN).then(|| i32::from_be_bytes(bytes))
+    }
+
+    fn head_wanted(&self) -> usize {
+        self.size().map_or(SIZE_LEN, |size| {
+            SIZE_LEN + usize::try_from(size).unwrap_or(0).min(self.prefix_len)
+        })
+    }
+
+    /// Feeds in-order stream bytes carried by packet `at`.
+    pub fn push(&mut self, data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
+        if let State::Resync(w) = &mut self.state {
+            w.append(data, at);
+            self.search(handler);
+            return;
+        }
+        if let Step::Rejected { end, head_len } = self.run(data, at, handler) {
+            // Look again from the byte after the rejected head's first one. The head's
+            // last `in_data` bytes came with this push, the rest with earlier ones.
+            let mut w = Box::<Window>::default();
+            let in_data = head_len.min(end);
+            let from_before = head_len - in_data;
+            if from_before > 1 {
+                w.append(
+                    self.head.get(1..from_before).unwrap_or_default(),
+                    self.first.unwrap_or(at),
+                );
+            }
+            let data_from = end - in_data + usize::from(from_before == 0);
+            w.append(data.get(data_from..).unwrap_or_default(), at);
+            w.skipped = 1;
+            self.reset_head();
+            self.state = State::Resync(w);
+            self.search(handler);
+        }
+    }
+
+    fn reset_head(&mut self) {
+        self.head_len = 0;
+        self.first = None;
+    }
+
+    /// The ordinary states over `data`, until it is used up or a head is rejected.
+    fn run(&mut self, mut data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) -> Step {
+        let total = data.len();
+        while !data.is_empty() {
+            match &mut self.state {
+                State::Resync(_) => return Step::Consumed,
+                State::Head => {
+                    if self.head_len == 0 {
+                        self.first = Some(at);
+                    }
+                    let wanted = self.head_wanted();
+                    let take = wanted.saturating_sub(self.head_len).min(data.len());
+                    let (now, rest) = data.split_at(take);
+                    if let Some(dst) = self.head.get_mut(self.head_len..self.head_len + take) {
+                        dst.copy_from_slice(now);
+                    }
+                    self.head_len += take;
+                    data = rest;
+                    let size = self.size();
+                    if (self.head_len == self.head_wanted() && self.head_len > SIZE_LEN)
+                        || size.is_some_and(|s| s <= 0)
+                    {
+                        let head_len = self.head_len;
+                        if !self.start_frame(at, handler) {
+                            return Step::Rejected {
+                                end: total - data.len(),
+                                head_len,
+                            };
+                        }
+                    }
+                }
+                State::Keep { len, buf, seen, .. } => {
+                    let want = len.saturating_sub(*seen) as usize;
+                    let take = want.min(data.len());
+                    let (now, rest) = data.split_at(take);
+                    if buf.len() == *seen as usize {
+                        buf.extend_from_slice(now); // no gap yet: the bytes run on
+                    }
+                    *seen += take as u32;
+                    data = rest;
+                    if seen == len {
+                        self.finish_frame(at, handler);
+                    }
+                }
+                State::Skip { left, .. } => {
+                    let take = (*left as usize).min(data.len());
+                    *left -= take as u32;
+                    data = data.get(take..).unwrap_or_default();
+                    if *left == 0 {
+                        self.finish_frame(at, handler);
+                    }
+                }
+            }
+        }
+        Step::Consumed
+    }
+
+    /// Called when the size and prefix are in: asks the handler what to do. `false`
+    /// when the head is rejected.
+    fn start_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) -> bool {
+        let size = self.size().unwrap_or(-1);
+        let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
+        let decision = handler.decide(size, prefix, at);
+        let len = match u32::try_from(size) {
+            Ok(len) if decision != Decision::Reject => len,
+            _ => return false,
+        };
+        let got = prefix.len();
+        self.state = if decision == Decision::Keep {
+            let mut buf = Vec::with_capacity((len as usize).min(INITIAL_KEEP_CAPACITY));
+            buf.extend_from_slice(prefix);
+            State::Keep {
+                len,
+                buf,
+                seen: got as u32,
+                missing: 0,
+            }
+        } else {
+            State::Skip {
+                len,
+                left: len.saturating_sub(got as u32),
+            }
+        };
+        // A message no longer than its prefix is complete already.
+        if got as u32 == len {
+            self.finish_frame(at, handler);
+        }
+        true
+    }
+
+    fn finish_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
+        let state = std::mem::replace(&mut self.state, State::Head);
+        let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
+        let first = self.first.unwrap_or(at);
+        match state {
+            State::Keep {
+                len, buf, missing, ..
+            } => handler.frame(Frame {
+                len,
+                prefix,
+                message: Some(&buf),
+                missing,
+                first,
+                last: at,
+            }),
+            State::Skip { len, .. } => handler.frame(Frame {
+                len,
+                prefix,
+                message: None,
+                missing: 0,
+                first,
+                last: at,
+            }),
+            State::Head | State::Resync(_) => {}
+        }
+        self.reset_head();
+    }
+
+    /// `len` bytes of the stream are missing at the current position. Inside a frame whose
+    /// size is known they are stepped over; a gap that runs past the frame's end finishes
+    /// it and loses the framing after it.
+    pub fn gap(&mut self, len: u64, at: PacketRef, handler: &mut impl FrameHandler) -> GapEffect {
+        // Bytes of the current frame still to come, where its size is known.
+        let left = match &self.state {
+            State::Skip { left, .. } => Some(*left),
+            State::Keep { len, seen, .. } => Some(len.saturating_sub(*seen)),
+            _ => None,
+        };
+        if let Some(left) = left {
+            let inside = u32::try_from(len).map_or(left, |len| len.min(left));
+            match &mut self.state {
+                State::Skip { left, .. } => *left -= inside,
+                State::Keep { seen, missing, .. } => {
+                    *seen += inside;
+                    *missing += inside;
+                }
+                _ => {}
+            }
+            if inside == left {
+                self.finish_frame(at, handler);
+            }
+            if len <= u64::from(left) {
+                return GapEffect::Absorbed;
+            }
+            // The gap runs on past the frame's end: the next frame's head is lost.
+            self.state = State::Resync(Box::default());
+            self.reset_head();
+            return GapEffect::Lost { frame_lost: false };
+        }
+        match &mut self.state {
+            State::Resync(w) => {
+                let gap_end = w.end().saturating_add(len);
+                let near = Self::candidate_ending_with_gap(self.prefix_len, w, len, handler);
+                let far = Self::far_ending_at(w, gap_end, handler);
+                let near_first = match (near, far.and_then(|idx| w.far.get(idx))) {
+                    (Some(offset), Some(f)) => w.origin + (offset as u64) < f.start,
+                    (near, _) => near.is_some(),
+                };
+                if let (Some(offset), true) = (near, near_first) {
+                    let w = std::mem::take(w);
+                    if self.frame_window_from(w, offset, handler) {
+                        return self.gap(len, at, handler); // inside the frame just found
+                    }
+                } else if let Some(idx) = far {
+                    if Self::take_far(w, idx, at, handler) {
+                        // The gap ran to that frame's end: the next head follows it.
+                        self.state = State::Head;
+                        self.reset_head();
+                        return GapEffect::Absorbed;
+                    }
+                }
+                let State::Resync(w) = &mut self.state else {
+                    return GapEffect::AlreadyLost;
+                };
+                Self::carry_over_gap(self.prefix_len, w, gap_end, at, handler);
+                GapEffect::AlreadyLost
+            }
+            State::Head if self.head_len == 0 => {
+                self.state = State::Resync(Box::default());
+                GapEffect::Lost { frame_lost: false }
+            }
+            _ => {
+                self.state = State::Resync(Box::default());
+                self.reset_head();
+                GapEffect::Lost { frame_lost: true }
+            }
+        }
+    }
+
+    /// Bytes of an unfinished frame at the end of the stream, if any.
+    pub fn unfinished(&self) -> Option<(u32, PacketRef)> {
+        let first = self.first?;
+        match &self.state {
+            State::Head if self.head_len > 0 => Some((self.head_len as u32, first)),
+            State::Keep { seen, .. } => Some((seen.saturating_add(SIZE_LEN as u32), first)),
+            State::Skip { len, left } => Some((
+                len.saturating_sub(*left).saturating_add(SIZE_LEN as u32),
+                first,
+            )),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,403 @@
+//! The framer's unit tests: ordinary framing, gaps, and the search.
+
+use super::*;
+use crate::capture::Timestamp;
+
+/// len, prefix, message, first frame, last frame
+type Seen = (u32, Vec<u8>, Option<Vec<u8>>, u64, u64);
+
+#[derive(Default)]
+struct Recorder {
+    frames: Vec<Seen>,
+    decisions: Vec<(i32, Vec<u8>)>,
+    keep_key: Option<u8>,
+    resyncs: Vec<u64>,
+    confirm: bool,
+    /// `Frame::missing` of each frame.
+    missing: Vec<u32>,
+    /// Heads up to this size are plausible (1000 when 0).
+    max_len: i32,
+}
+
+impl FrameHandler for Recorder {
+    fn decide(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> Decision {
+        self.decisions.push((len, prefix.to_vec()));
+        if len < 0 {
+            Decision::Reject
+        } else if prefix.first().copied() == self.keep_key {
+            Decision::Keep
+        } else {
+            Decision::Skip
+        }
+    }
+    /// Test heads start with 7 or 9 and are short.
+    fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
+        let max_len = if self.max_len == 0 {
+            1000
+        } else {
+            self.max_len
+        };
+        len < max_len && matches!(prefix.first(), Some(7 | 9))
+    }
+    fn resynced(&mut self, skipped: u64, _at: PacketRef) {
+        self.resyncs.push(skipped);
+    }
+    fn wants_confirmation(&self) -> bool {
+        self.confirm
+    }
+    fn frame(&mut self, f: Frame<'_>) {
+        self.missing.push(f.missing);
+        self.frames.push((
+            f.len,
+            f.prefix.to_vec(),
+            f.message.map(<[u8]>::to_vec),
+            f.first.frame,
+            f.last.frame,
+        ));
+    }
+}
+
+fn at(frame: u64) -> PacketRef {
+    PacketRef {
+        frame,
+        timestamp: Timestamp::default(),
+    }
+}
+
+fn frame_bytes(body: &[u8]) -> Vec<u8> {
+    let mut v = (body.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(body);
+    v
+}
+
+#[test]
+fn splits_many_frames_in_one_segment() {
+    let mut data = frame_bytes(&[7, 1, 2, 3]);
+    data.extend(frame_bytes(&[9, 9]));
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder {
+        keep_key: Some(7),
+        ..Default::default()
+    };
+    framer.push(&data, at(1), &mut rec);
+    assert_eq!(rec.frames.len(), 2);
+    assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 1, 2, 3][..]));
+    assert_eq!(rec.frames[1].2, None);
+    assert_eq!(rec.frames[1].1, vec![9, 9]);
+    assert!(framer.is_idle());
+}
+
+#[test]
+fn frame_spanning_segments_byte_by_byte() {
+    let data = frame_bytes(&[7, 1, 2, 3, 4, 5]);
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder {
+        keep_key: Some(7),
+        ..Default::default()
+    };
+    for (idx, byte) in data.iter().enumerate() {
+        framer.push(&[*byte], at(idx as u64 + 1), &mut rec);
+    }
+    assert_eq!(rec.frames.len(), 1);
+    let (len, _, message, first, last) = &rec.frames[0];
+    assert_eq!(*len, 6);
+    assert_eq!(message.as_deref(), Some(&[7, 1, 2, 3, 4, 5][..]));
+    assert_eq!((*first, *last), (1, 10));
+}
+
+#[test]
+fn skipped_frame_is_not_buffered_and_absorbs_gaps() {
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder::default();
+    // Announce a 100 MB frame, deliver 1 MB, lose 50 MB, deliver the rest.
+    let len: u32 = 100 << 20;
+    let mut head = len.to_be_bytes().to_vec();
+    head.extend([0, 0, 0, 1]);
+    framer.push(&head, at(1), &mut rec);
+    let chunk = vec![0u8; 1 << 20];
+    framer.push(&chunk, at(2), &mut rec);
+    assert!(matches!(framer.state, State::Skip { .. }));
+    assert_eq!(framer.gap(50 << 20, at(3), &mut rec), GapEffect::Absorbed);
+    let rest = (len as usize) - 4 - (1 << 20) - (50 << 20);
+    let mut sent = 0;
+    while sent < rest {
+        let n = chunk.len().min(rest - sent);
+        framer.push(&chunk[..n], at(4), &mut rec);
+        sent += n;
+    }
+    assert_eq!(rec.frames.len(), 1);
+    assert_eq!(rec.frames[0].0, len);
+    assert!(framer.is_idle());
+}
+
+#[test]
+fn gap_in_kept_frame_is_stepped_over_and_the_frame_handed_over_cut() {
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder {
+        keep_key: Some(7),
+        ..Default::default()
+    };
+    // 8 of a 10-byte frame's bytes, 1 lost, the last one, then a whole frame.
+    framer.push(&frame_bytes(&[7, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
+    assert_eq!(framer.gap(1, at(2), &mut rec), GapEffect::Absorbed);
+    let mut data = vec![5];
+    data.extend(frame_bytes(&[7, 0, 0, 0]));
+    framer.push(&data, at(3), &mut rec);
+    assert_eq!(rec.frames.len(), 2);
+    // The captured bytes before the gap only: not the one after it.
+    assert_eq!(rec.frames[0].0, 6);
+    assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 1, 2, 3][..]));
+    assert_eq!((rec.frames[0].3, rec.frames[0].4), (1, 3));
+    assert_eq!(
+        rec.missing,
+        vec![1, 0],
+        "one byte lost; the one after it was captured"
+    );
+    assert_eq!(rec.frames[1].2.as_deref(), Some(&[7, 0, 0, 0][..]));
+    assert!(rec.resyncs.is_empty());
+    assert!(framer.is_idle());
+}
+
+#[test]
+fn gap_past_a_frames_end_finishes_it_and_loses_the_framing_after() {
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder {
+        keep_key: Some(7),
+        ..Default::default()
+    };
+    framer.push(&frame_bytes(&[7, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
+    // 2 bytes of the frame and 3 of what came next are lost.
+    assert_eq!(
+        framer.gap(5, at(2), &mut rec),
+        GapEffect::Lost { frame_lost: false }
+    );
+    assert_eq!(rec.frames.len(), 1);
+    assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 1, 2, 3][..]));
+    assert!(framer.is_lost());
+    // A skipped frame ends inside a gap too, and is counted.
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder::default();
+    framer.push(&frame_bytes(&[8, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
+    assert_eq!(
+        framer.gap(5, at(2), &mut rec),
+        GapEffect::Lost { frame_lost: false }
+    );
+    assert_eq!(rec.frames.len(), 1);
+    assert_eq!(rec.frames[0].2, None);
+}
+
+#[test]
+fn a_candidate_is_confirmed_when_a_later_push_ends_where_it_ends() {
+    // Mid-stream: garbage, then a frame whose last bytes come in a second segment.
+    // It is confirmed by that segment's end, not held until more bytes arrive.
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder {
+        keep_key: Some(9),
+        confirm: true,
+        ..Default::default()
+    };
+    let mut data = vec![0xaa; 3];
+    data.extend(frame_bytes(&[9, 1, 2, 3, 4, 5, 6, 7]));
+    // The head (size and 4-byte prefix) and a byte more, then the rest.
+    framer.push(&data[..12], at(1), &mut rec);
+    assert!(rec.frames.is_empty());
+    framer.push(&data[12..], at(2), &mut rec);
+    assert_eq!(rec.frames.len(), 1, "confirmed by the end of the data");
+    assert_eq!(
+        rec.frames[0].2.as_deref(),
+        Some(&[9, 1, 2, 3, 4, 5, 6, 7][..])
+    );
+    assert_eq!(rec.resyncs, vec![3]);
+    assert!(framer.is_idle());
+}
+
+#[test]
+fn a_candidate_is_confirmed_when_a_gap_ends_where_it_ends() {
+    // While searching: a segment whose snaplen kept a frame's head and 2 more bytes;
+    // the gap after it ends exactly where the frame does (its wire length), so the
+    // frame is taken, cut, and the next one is read in step.
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder {
+        keep_key: Some(9),
+        confirm: true,
+        ..Default::default()
+    };
+    let mut data = vec![0xaa; 3];
+    data.extend(&frame_bytes(&[9, 1, 2, 3, 4, 5, 6, 7])[..10]);
+    framer.push(&data, at(1), &mut rec);
+    assert!(rec.frames.is_empty());
+    assert_eq!(framer.gap(2, at(1), &mut rec), GapEffect::Absorbed);
+    assert_eq!(rec.frames.len(), 1);
+    assert_eq!(rec.frames[0].2.as_deref(), Some(&[9, 1, 2, 3, 4, 5][..]));
+    assert_eq!(rec.missing, vec![2]);
+    framer.push(&frame_bytes(&[9, 0]), at(2), &mut rec);
+    assert_eq!(rec.frames.len(), 2, "in step after it");
+    // A gap that ends elsewhere confirms nothing.
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder {
+        confirm: true,
+        ..Default::default()
+    };
+    framer.push(&data, at(1), &mut rec);
+    assert_eq!(framer.gap(3, at(1), &mut rec), GapEffect::AlreadyLost);
+    assert!(rec.frames.is_empty());
+}
+
+#[test]
+fn resync_finds_a_head_split_across_pushes_after_garbage() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder {
+        keep_key: Some(9),
+        ..Default::default()
+    };
+    let mut data = vec![0xaa; 10];
+    data.extend(frame_bytes(&[9, 1, 2]));
+    framer.push(&data[..12], at(1), &mut rec);
+    assert!(framer.is_lost());
+    framer.push(&data[12..], at(2), &mut rec);
+    assert_eq!(rec.resyncs, vec![10]);
+    assert_eq!(rec.frames.len(), 1);
+    assert_eq!(rec.frames[0].2.as_deref(), Some(&[9, 1, 2][..]));
+}
+
+#[test]
+fn resync_window_stays_bounded() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder::default();
+    let junk = vec![0xaa; 4096];
+    for _ in 0..100 {
+        framer.push(&junk, at(1), &mut rec);
+    }
+    assert!(framer.resync_window_len() <= MAX_RESYNC_WINDOW);
+    assert!(framer.resync_skipped() >= 400_000 - MAX_RESYNC_WINDOW as u64);
+    assert!(rec.frames.is_empty());
+}
+
+#[test]
+fn gap_between_frames_resyncs_without_skipping() {
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder::default();
+    framer.push(&frame_bytes(&[9, 9]), at(1), &mut rec);
+    assert_eq!(
+        framer.gap(6, at(2), &mut rec),
+        GapEffect::Lost { frame_lost: false }
+    );
+    framer.push(&frame_bytes(&[9, 8]), at(3), &mut rec);
+    assert_eq!(rec.frames.len(), 2);
+    assert!(rec.resyncs.is_empty(), "found at once: nothing skipped");
+}
+
+#[test]
+fn negative_size_is_rejected() {
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder::default();
+    framer.push(&[0xff, 0xff, 0xff, 0xff, 1, 2], at(1), &mut rec);
+    assert_eq!(rec.decisions, vec![(-1, vec![])]);
+    assert!(framer.is_lost());
+}
+
+#[test]
+fn message_shorter_than_prefix_and_empty_message() {
+    let mut framer = Framer::new(8);
+    let mut rec = Recorder::default();
+    let mut data = frame_bytes(&[1, 2]);
+    data.extend(frame_bytes(&[]));
+    framer.push(&data, at(1), &mut rec);
+    assert_eq!(rec.decisions, vec![(2, vec![1, 2]), (0, vec![])]);
+    assert_eq!(rec.frames.len(), 2);
+    assert!(framer.is_idle());
+}
+
+#[test]
+fn reports_unfinished_frame() {
+    let mut framer = Framer::new(4);
+    let mut rec = Recorder::default();
+    framer.push(&frame_bytes(&[1, 2, 3, 4, 5, 6])[..7], at(5), &mut rec);
+    assert_eq!(framer.unfinished().map(|(n, p)| (n, p.frame)), Some((7, 5)));
+}
+
+/// A 200 KB frame's head, then `rest` of its other bytes, as one push.
+fn big_head(rest: usize) -> Vec<u8> {
+    let mut v = 200_000u32.to_be_bytes().to_vec();
+    v.extend([9, 0, 0, 1]);
+    v.extend(vec![0u8; rest]);
+    v
+}
+
+fn two_frames() -> Vec<u8> {
+    let mut v = frame_bytes(&[7, 1, 2, 3]);
+    v.extend(frame_bytes(&[9, 9]));
+    v
+}
+
+fn big_recorder() -> Recorder {
+    Recorder {
+        confirm: true,
+        max_len: 1 << 20,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_frame_longer_than_the_window_is_confirmed_where_it_ends_across_a_gap() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = big_recorder();
+    framer.push(&big_head(996), at(1), &mut rec); // 1004 of its 200,004 bytes
+    assert_eq!(framer.gap(150_000, at(2), &mut rec), GapEffect::AlreadyLost);
+    framer.push(&vec![0u8; 200_004 - 1004 - 150_000 - 10], at(3), &mut rec);
+    assert!(rec.frames.is_empty(), "not confirmed before its end");
+    let mut end = vec![0u8; 10];
+    end.extend(two_frames());
+    framer.push(&end, at(3), &mut rec);
+    let lens: Vec<u32> = rec.frames.iter().map(|f| f.0).collect();
+    assert_eq!(lens, vec![200_000, 4, 2]);
+    assert_eq!((rec.frames[0].3, rec.frames[0].4), (1, 3));
+    assert_eq!(rec.frames[0].2, None, "held by its head alone");
+    assert!(rec.resyncs.is_empty(), "nothing was passed over");
+    assert!(!framer.is_lost());
+}
+
+#[test]
+fn a_frame_longer_than_the_window_is_confirmed_by_a_gap_that_ends_with_it() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = big_recorder();
+    framer.push(&big_head(96), at(1), &mut rec);
+    // a snaplen-cut segment: the rest of the frame is missing, to its last byte
+    assert_eq!(
+        framer.gap(200_004 - 104, at(1), &mut rec),
+        GapEffect::Absorbed
+    );
+    framer.push(&two_frames(), at(2), &mut rec);
+    let lens: Vec<u32> = rec.frames.iter().map(|f| f.0).collect();
+    assert_eq!(lens, vec![200_000, 4, 2]);
+}
+
+#[test]
+fn a_long_candidate_with_no_head_where_it_ends_is_let_go() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = big_recorder();
+    framer.push(&big_head(996), at(1), &mut rec);
+    // zeros past its end: nothing plausible there; then real frames
+    framer.push(&vec![0u8; 250_000], at(2), &mut rec);
+    framer.push(&two_frames(), at(3), &mut rec);
+    framer.push(&two_frames(), at(4), &mut rec);
+    let lens: Vec<u32> = rec.frames.iter().map(|f| f.0).collect();
+    assert_eq!(lens, vec![4, 2, 4, 2]);
+    assert_eq!(rec.resyncs, vec![1004 + 250_000]);
+}
+
+#[test]
+fn long_candidates_held_by_their_heads_are_bounded() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = big_recorder();
+    let mut heads = Vec::new();
+    for _ in 0..1000 {
+        heads.extend(big_head(0));
+    }
+    framer.push(&heads, at(1), &mut rec);
+    let State::Resync(w) = &framer.state else {
+        panic!("still searching");
+    };
+    assert_eq!(w.far.len(), MAX_FAR_CANDIDATES);
+    assert!(rec.frames.is_empty());
+}
