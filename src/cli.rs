@@ -58,6 +58,12 @@ pub struct Args {
     #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
     pub max_buffer: usize,
 
+    /// Memory budget for what the input makes pidshark hold (out-of-order segments, messages
+    /// being read, framing searches, waiting requests); past it the connections holding
+    /// most give up what they hold (`memory_limit`). Bytes, or with K, M or G.
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
+    pub max_memory: usize,
+
     /// Open connections tracked at once; past it the least recently active is forgotten
     /// (`connection_limit`). Two to four times as many closed ones are remembered.
     #[arg(long, value_name = "N", default_value_t = crate::tcp::DEFAULT_MAX_CONNECTIONS)]
@@ -147,6 +153,8 @@ pub struct Config {
     pub max_held_len: usize,
     /// Open connections tracked at once.
     pub max_connections: usize,
+    /// Budget for what the input holds.
+    pub max_memory: usize,
     /// Largest capture record read.
     pub max_record: usize,
     pub slow: SlowRule,
@@ -170,6 +178,7 @@ impl Config {
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
             max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
+            max_memory: crate::tcp::DEFAULT_MAX_MEMORY,
             max_record: crate::capture::MAX_RECORD_BUFFER,
             slow: SlowRule::Default,
             fail_on: Vec::new(),
@@ -198,6 +207,7 @@ impl From<Args> for Config {
             },
             max_held_len: args.max_buffer,
             max_connections: args.max_connections,
+            max_memory: args.max_memory,
             max_record: args.max_record,
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
             fail_on: args.fail_on,

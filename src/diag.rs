@@ -65,6 +65,8 @@ pub enum Kind {
     DiagnosticsLimited,
     /// More connections at once than tracked; the least recently active were dropped.
     ConnectionLimit,
+    /// Over the memory budget: what a connection held was given up.
+    MemoryLimit,
     /// A TCP connection whose bytes were not read as Kafka, with the reason.
     NotKafka,
     /// IP fragments of a TCP datagram that could not be reassembled, with the reason.
@@ -86,7 +88,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 33] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -107,6 +109,7 @@ impl Kind {
         Self::PendingLimit,
         Self::DiagnosticsLimited,
         Self::ConnectionLimit,
+        Self::MemoryLimit,
         Self::NotKafka,
         Self::IpFragmentsDropped,
         Self::CaptureFilesOverlap,
@@ -148,6 +151,7 @@ impl Kind {
             Self::PendingLimit => "pending_limit",
             Self::DiagnosticsLimited => "diagnostics_limited",
             Self::ConnectionLimit => "connection_limit",
+            Self::MemoryLimit => "memory_limit",
             Self::NotKafka => "not_kafka",
             Self::IpFragmentsDropped => "ip_fragments_dropped",
             Self::CaptureFilesOverlap => "capture_files_overlap",

@@ -385,6 +385,7 @@ fn read_all(
     let mut diags = Diagnostics::default();
     let mut tracker: Tracker<KafkaConn> =
         Tracker::with_limits(config.max_held_len, config.max_connections);
+    tracker.set_max_memory(config.max_memory);
     let mut dissector = Dissector::new(config.kafka.clone());
     let mut next_frame = 1u64;
     let mut last = PacketRef::default();

@@ -58,6 +58,28 @@ struct Pending {
     api_version: i16,
     /// Decoded request, for AllocateProducerIds only.
     allocate: Option<Box<(MessageMeta, Request)>>,
+    /// Heap the decoded request holds (see [`request_cost`]).
+    cost: usize,
+}
+
+/// Heap a decoded request holds while it waits: its box, client id, tagged fields and
+/// raw bytes, at their allocated sizes.
+fn request_cost(req: &Request) -> usize {
+    let tagged = |fields: &Option<Vec<crate::kafka::reader::TaggedField>>| {
+        fields.as_ref().map_or(0, |f| {
+            f.capacity() * size_of::<crate::kafka::reader::TaggedField>()
+                + f.iter().map(|t| t.data.capacity()).sum::<usize>()
+        })
+    };
+    size_of::<(MessageMeta, Request)>()
+        + req
+            .client_id
+            .as_ref()
+            .and_then(Option::as_ref)
+            .map_or(0, String::capacity)
+        + tagged(&req.header_tagged_fields)
+        + tagged(&req.tagged_fields)
+        + req.raw.capacity()
 }
 
 /// Requests one connection may have waiting by default before the oldest is forgotten.
@@ -73,6 +95,8 @@ pub struct PendingRequests {
     order: VecDeque<(i32, u64)>,
     registered: u64,
     evicted: u64,
+    /// Sum of the waiting requests' [`Pending::cost`].
+    decoded_bytes: usize,
 }
 
 /// Per-API frame counts.
@@ -108,6 +132,29 @@ impl PendingRequests {
     pub fn registered(&self) -> u64 {
         self.registered
     }
+
+    /// Requests waiting.
+    pub fn len(&self) -> usize {
+        self.by_correlation_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_correlation_id.is_empty()
+    }
+
+    /// Heap held for the waiting requests: the tables at their allocated sizes and the
+    /// decoded AllocateProducerIds requests.
+    pub fn held_bytes(&self) -> usize {
+        self.by_correlation_id.capacity() * (size_of::<(i32, Pending)>() + 1)
+            + self.order.capacity() * size_of::<(i32, u64)>()
+            + self.decoded_bytes
+    }
+
+    fn remove(&mut self, correlation_id: i32) -> Option<Pending> {
+        let p = self.by_correlation_id.remove(&correlation_id)?;
+        self.decoded_bytes = self.decoded_bytes.saturating_sub(p.cost);
+        Some(p)
+    }
 }
 
 impl Pairing {
@@ -135,12 +182,15 @@ impl Pairing {
     ) {
         self.api_counts.entry(prefix.api_key).or_default().requests += 1;
         pending.registered += 1;
+        let cost = allocate.as_ref().map_or(0, request_cost);
+        pending.decoded_bytes += cost;
         let entry = Pending {
             seq: pending.registered,
             frame: meta.frame,
             api_key: prefix.api_key,
             api_version: prefix.api_version,
             allocate: allocate.map(|req| Box::new((meta, req))),
+            cost,
         };
         pending
             .order
@@ -149,6 +199,7 @@ impl Pairing {
             .by_correlation_id
             .insert(prefix.correlation_id, entry)
         {
+            pending.decoded_bytes = pending.decoded_bytes.saturating_sub(old.cost);
             diags.push(
                 Kind::DuplicateCorrelationId,
                 Some(ends.connection),
@@ -162,30 +213,18 @@ impl Pairing {
             self.unanswered(ends, prefix.correlation_id, old, true);
         }
         let max_pending = self.max_pending.max(1);
-        while pending.by_correlation_id.len() > max_pending {
-            let Some((corr, seq)) = pending.order.pop_front() else {
-                break;
-            };
-            if pending
-                .by_correlation_id
-                .get(&corr)
-                .is_some_and(|p| p.seq == seq)
-            {
-                if let Some(old) = pending.by_correlation_id.remove(&corr) {
-                    if pending.evicted == 0 {
-                        diags.push(
-                            Kind::PendingLimit,
-                            Some(ends.connection),
-                            Some(meta.frame),
-                            format!(
-                                "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
-                            ),
-                        );
-                    }
-                    pending.evicted += 1;
-                    self.unanswered(ends, corr, old, true); // its answer may still come
-                }
+        if pending.len() > max_pending {
+            if pending.evicted == 0 {
+                diags.push(
+                    Kind::PendingLimit,
+                    Some(ends.connection),
+                    Some(meta.frame),
+                    format!(
+                        "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
+                    ),
+                );
             }
+            self.give_up_oldest(pending, ends, max_pending);
         }
         // Forget answered ids so the queue stays about as short as the map.
         if pending.order.len() > 2 * max_pending {
@@ -199,6 +238,43 @@ impl Pairing {
         }) {
             pending.order.pop_front();
         }
+    }
+
+    /// Gives up the oldest waiting requests until `keep` are left (their AllocateProducerIds
+    /// ones are reported with an unknown outcome: their answers may still come). Returns
+    /// how many were given up.
+    pub fn give_up_oldest(
+        &mut self,
+        pending: &mut PendingRequests,
+        ends: Endpoints,
+        keep: usize,
+    ) -> usize {
+        let mut given_up = 0;
+        while pending.len() > keep {
+            let Some((corr, seq)) = pending.order.pop_front() else {
+                break;
+            };
+            if pending
+                .by_correlation_id
+                .get(&corr)
+                .is_some_and(|p| p.seq == seq)
+            {
+                if let Some(old) = pending.remove(corr) {
+                    pending.evicted += 1;
+                    given_up += 1;
+                    self.unanswered(ends, corr, old, true);
+                }
+            }
+        }
+        given_up
+    }
+
+    /// Gives up the older half of the waiting requests, and the tables' room for them.
+    pub fn shed_pending(&mut self, pending: &mut PendingRequests, ends: Endpoints) -> usize {
+        let given_up = self.give_up_oldest(pending, ends, pending.len() / 2);
+        pending.by_correlation_id.shrink_to_fit();
+        pending.order.shrink_to_fit();
+        given_up
     }
 
     /// Frame of the waiting request with this correlation id.
@@ -230,7 +306,7 @@ impl Pairing {
         meta: MessageMeta,
         allocate: Option<Response>,
     ) {
-        let Some(request) = pending.by_correlation_id.remove(&correlation_id) else {
+        let Some(request) = pending.remove(correlation_id) else {
             self.unmatched_responses += 1;
             return;
         };

@@ -26,6 +26,10 @@ pub enum Problem {
         len: u32,
         limit: u32,
     },
+    /// Its bytes were dropped while it was being read, to stay within the memory budget.
+    Shed {
+        len: u32,
+    },
     /// The message's first gap in the capture (snaplen, a lost segment) comes after
     /// `captured` of its `len` bytes: decoding stopped at `field`, at `offset` in the
     /// frame, or read every field before the gap (`None`).
@@ -71,6 +75,10 @@ impl fmt::Display for Problem {
             Self::TooLarge { len, limit } => write!(
                 f,
                 "the message is {len} bytes, above the {limit} bytes we decode; it was not read"
+            ),
+            Self::Shed { len } => write!(
+                f,
+                "the message's {len} bytes were dropped while it was read, to stay within the memory budget (--max-memory); it was not decoded"
             ),
             Self::NotCaptured {
                 len,

@@ -112,6 +112,10 @@ struct Trial {
     diags: Diagnostics,
 }
 
+/// Waiting requests of a connection below which none are given up for the memory budget:
+/// they cost little, and each is an exchange whose outcome would become unknown.
+const MIN_WAITING_SHED: usize = 64;
+
 /// Answers that prove a connection Kafka: a third of a ZooKeeper session's reads as
 /// one only when its first three operations are numbered like Kafka's correlation ids.
 const PROVING_ANSWERS: u64 = 3;
@@ -259,6 +263,31 @@ impl Dissector {
             });
         }
         true
+    }
+
+    /// Over the memory budget: gives up the older half of a connection's waiting requests.
+    fn shed_pending(
+        pairing: &mut Pairing,
+        conn: &mut KafkaConn,
+        info: &ConnInfo,
+        client: Dir,
+        what: &mut Vec<String>,
+    ) {
+        let ends = Self::endpoints(info, client);
+        let pairing = match conn.trial.as_deref_mut() {
+            Some(trial) => &mut trial.pairing,
+            None => pairing,
+        };
+        let waiting = conn.pending.len();
+        if waiting < MIN_WAITING_SHED {
+            return;
+        }
+        let given_up = pairing.shed_pending(&mut conn.pending, ends);
+        if given_up > 0 {
+            what.push(format!(
+                "the oldest {given_up} of its {waiting} waiting requests (AllocateProducerIds ones reported response_unknown)"
+            ));
+        }
     }
 
     fn report_unfinished(
@@ -531,6 +560,70 @@ impl StreamHandler for Dissector {
             conn.trial = Some(trial);
         }
         true
+    }
+
+    fn held_bytes(&self, conn: &KafkaConn) -> usize {
+        let framers = conn
+            .framers
+            .as_deref()
+            .map_or(0, |f| f.iter().map(Framer::held_bytes).sum());
+        let trial = conn.trial.as_deref().map_or(0, |t| {
+            t.pairing.exchanges.capacity() * size_of::<crate::pairing::Exchange>()
+        });
+        framers + conn.pending.held_bytes() + trial
+    }
+
+    fn shed(
+        &mut self,
+        conn: &mut KafkaConn,
+        info: &ConnInfo,
+        at: PacketRef,
+        diags: &mut Diagnostics,
+    ) -> usize {
+        let client = match conn.role {
+            Role::Kafka { client } => Some(client),
+            Role::Probing { client } => client,
+            Role::Unknown | Role::NotKafka => return 0,
+        };
+        let before = self.held_bytes(conn);
+        let mut what = Vec::new();
+        if let Some(framers) = conn.framers.as_deref_mut() {
+            for (framer, dir) in framers
+                .iter_mut()
+                .zip([Dir::FromInitiator, Dir::FromResponder])
+            {
+                let freed = framer.shed();
+                if freed == 0 {
+                    continue;
+                }
+                let side = match client {
+                    Some(c) if c == dir => "client",
+                    Some(_) => "server",
+                    None => "one side",
+                };
+                what.push(format!("{freed} bytes of the {side}'s stream being read"));
+                if client.is_some_and(|c| c != dir) {
+                    conn.server_loss = Some(at.frame); // answers may be among them
+                }
+            }
+        }
+        if let Some(client) = client {
+            Self::shed_pending(&mut self.pairing, conn, info, client, &mut what);
+        }
+        if what.is_empty() {
+            return 0;
+        }
+        diags.push(
+            Kind::MemoryLimit,
+            Some(info.index),
+            Some(at.frame),
+            format!(
+                "over the memory budget (--max-memory), connection {} gave up {}",
+                info.index,
+                what.join(" and ")
+            ),
+        );
+        before.saturating_sub(self.held_bytes(conn))
     }
 
     fn close(

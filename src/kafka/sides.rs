@@ -91,10 +91,15 @@ fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<(Kind, String)
     None
 }
 
-fn too_large(len: u32) -> Problem {
-    Problem::TooLarge {
-        len,
-        limit: MAX_DECODED_LEN,
+/// Why a frame of an AllocateProducerIds message came without its bytes.
+fn not_read(frame: &Frame<'_>) -> Problem {
+    if frame.shed {
+        Problem::Shed { len: frame.len }
+    } else {
+        Problem::TooLarge {
+            len: frame.len,
+            limit: MAX_DECODED_LEN,
+        }
     }
 }
 
@@ -253,7 +258,7 @@ impl FrameHandler for RequestSide<'_> {
                     req
                 }
                 None => allocate_producer_ids::Request {
-                    problem: Some(too_large(frame.len)),
+                    problem: Some(not_read(&frame)),
                     ..Default::default()
                 },
             };
@@ -372,7 +377,7 @@ impl FrameHandler for ResponseSide<'_> {
                         resp
                     }
                     None => allocate_producer_ids::Response {
-                        problem: Some(too_large(frame.len)),
+                        problem: Some(not_read(&frame)),
                         ..Default::default()
                     },
                 };

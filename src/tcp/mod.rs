@@ -96,6 +96,26 @@ pub trait StreamHandler {
 
     /// The connection is over (both FINs, RST, replaced by a new SYN, or end of capture).
     fn close(&mut self, conn: Self::Conn, info: &ConnInfo, at: PacketRef, diags: &mut Diagnostics);
+
+    /// Heap held for this connection (buffers at their allocated sizes, waiting requests);
+    /// charged against the memory budget. Must be cheap: it is asked after every packet.
+    fn held_bytes(&self, conn: &Self::Conn) -> usize {
+        let _ = conn;
+        0
+    }
+
+    /// Over the memory budget: gives up what this connection holds, saying what in a
+    /// `memory_limit` diagnostic. Returns the bytes freed.
+    fn shed(
+        &mut self,
+        conn: &mut Self::Conn,
+        info: &ConnInfo,
+        at: PacketRef,
+        diags: &mut Diagnostics,
+    ) -> usize {
+        let _ = (conn, info, at, diags);
+        0
+    }
 }
 
 /// Reassembly and next-stage state of a connection we still follow.
@@ -125,6 +145,8 @@ struct Connection<C> {
     closed: bool,
     /// Frame of the latest packet.
     last_frame: u64,
+    /// What it was last charged against the memory budget.
+    charged: usize,
     live: Option<Box<Live<C>>>,
 }
 
@@ -261,6 +283,24 @@ pub struct Tracker<C> {
     /// that finds the least recently active connection in amortised constant time.
     clock: VecDeque<(PairKey, u64)>,
     evicted: u64,
+    /// Budget for what the open connections hold ([`connection_cost`]), and their sum.
+    max_memory: usize,
+    charged: usize,
+}
+
+/// Memory budget by default (`--max-memory`).
+pub const DEFAULT_MAX_MEMORY: usize = 256 << 20;
+
+/// Heap an open connection costs: its table entry and clock entries, and when followed,
+/// its held segments and its handler's state.
+fn connection_cost<C, H: StreamHandler<Conn = C>>(conn: &Connection<C>, handler: &H) -> usize {
+    let entry = size_of::<(PairKey, Connection<C>)>() + 2 * size_of::<(PairKey, u64)>();
+    entry
+        + conn.live.as_deref().map_or(0, |live| {
+            size_of::<Live<C>>()
+                + live.streams.iter().map(Assembler::held_len).sum::<usize>()
+                + handler.held_bytes(&live.state)
+        })
 }
 
 /// Open connections tracked at once by default.
@@ -459,7 +499,104 @@ impl<C: Default> Tracker<C> {
             max_connections,
             clock: VecDeque::new(),
             evicted: 0,
+            max_memory: DEFAULT_MAX_MEMORY,
+            charged: 0,
         }
+    }
+
+    /// Sets the memory budget for what the open connections hold.
+    pub fn set_max_memory(&mut self, max_memory: usize) {
+        self.max_memory = max_memory.max(1);
+    }
+
+    /// Bytes charged against the memory budget now.
+    pub fn charged(&self) -> usize {
+        self.charged
+    }
+
+    /// Charges the connection on `key` what it holds now; sheds when over the budget.
+    fn recharge<H: StreamHandler<Conn = C>>(
+        &mut self,
+        key: &PairKey,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        let cost = connection_cost(conn, handler);
+        self.charged = self.charged.saturating_sub(conn.charged) + cost;
+        conn.charged = cost;
+        if self.charged > self.max_memory {
+            self.shed(at, handler, diags);
+        }
+    }
+
+    /// Over the budget: the connections that hold most give up what they hold (held
+    /// segments delivered after declaring their holes lost, then the handler's state)
+    /// until three quarters of the budget are charged. Each pass frees a quarter of the
+    /// budget, so its cost, one look at every connection, is paid rarely.
+    fn shed<H: StreamHandler<Conn = C>>(
+        &mut self,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
+        let target = self.max_memory / 4 * 3;
+        let mut by_cost: Vec<(usize, PairKey)> =
+            self.conns.iter().map(|(k, c)| (c.charged, *k)).collect();
+        by_cost.sort_unstable_by_key(|(cost, _)| std::cmp::Reverse(*cost));
+        for (_, key) in by_cost {
+            if self.charged <= target {
+                break;
+            }
+            let Some(conn) = self.conns.get_mut(&key) else {
+                continue;
+            };
+            let held: usize = conn
+                .live
+                .as_deref()
+                .map_or(0, |live| live.streams.iter().map(Assembler::held_len).sum());
+            if let Some(live) = conn.live.as_deref_mut() {
+                let Live { streams, state } = live;
+                let info = &conn.info;
+                let mut followed = true;
+                if held > 0 {
+                    diags.push(
+                        Kind::MemoryLimit,
+                        Some(info.index),
+                        Some(at.frame),
+                        format!(
+                            "over the memory budget (--max-memory), connection {} delivered its {held} out-of-order bytes after declaring the holes before them lost",
+                            info.index
+                        ),
+                    );
+                }
+                for (stream, dir) in streams
+                    .iter_mut()
+                    .zip([Dir::FromInitiator, Dir::FromResponder])
+                {
+                    stream.flush(at, &mut |d: Delivery<'_>| {
+                        forward(handler, state, info, dir, &mut followed, d, diags);
+                    });
+                }
+                handler.shed(state, info, at, diags);
+                if !followed {
+                    if let Some(live) = conn.live.take() {
+                        handler.close(live.state, &conn.info, at, diags);
+                    }
+                }
+            }
+            let cost = connection_cost(conn, handler);
+            self.charged = self.charged.saturating_sub(conn.charged) + cost;
+            conn.charged = cost;
+        }
+    }
+
+    /// Takes a connection leaving the table off the budget.
+    fn uncharge(&mut self, conn: &Connection<C>) {
+        self.charged = self.charged.saturating_sub(conn.charged);
     }
 
     /// Forgets the least recently active connection: one that saw a packet since it was
@@ -485,6 +622,7 @@ impl<C: Default> Tracker<C> {
             let Some(mut conn) = self.conns.remove(&key) else {
                 continue;
             };
+            self.uncharge(&conn);
             if conn.live.is_some() {
                 conn.info.evicted = true;
                 if self.evicted == 0 {
@@ -555,6 +693,7 @@ impl<C: Default> Tracker<C> {
             windows: window::Windows::default(),
             closed: false,
             last_frame: at.frame,
+            charged: 0,
             live: Some(Box::new(Live {
                 streams: [
                     Assembler::new(self.max_held_len),
@@ -588,6 +727,8 @@ impl<C: Default> Tracker<C> {
             if !Self::starts_new(conn.isn, conn.syn_ack_ack, seg) {
                 if track(conn, seg, at, handler, diags) {
                     self.retire(&key);
+                } else {
+                    self.recharge(&key, at, handler, diags);
                 }
                 return;
             }
@@ -609,6 +750,7 @@ impl<C: Default> Tracker<C> {
         self.next_index += 1;
         let conn = self.open(index, seg, at, diags);
         if let Some(old) = self.conns.insert(key, conn) {
+            self.uncharge(&old);
             Self::end(old, at, handler, diags);
         }
         self.clock.push_back((key, at.frame));
@@ -618,6 +760,8 @@ impl<C: Default> Tracker<C> {
         };
         if track(conn, seg, at, handler, diags) {
             self.retire(&key);
+        } else {
+            self.recharge(&key, at, handler, diags);
         }
     }
 
@@ -644,6 +788,7 @@ impl<C: Default> Tracker<C> {
         let Some(conn) = self.conns.remove(key) else {
             return;
         };
+        self.uncharge(&conn);
         let closed = Closed::new(conn.isn, conn.syn_ack_ack);
         match v4_pair(key) {
             Some(pair) => self.closed_v4.insert(pair, closed),

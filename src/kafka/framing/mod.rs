@@ -65,6 +65,9 @@ pub struct Frame<'a> {
     /// Bytes of the message that are not in the capture (0 when it is whole); those
     /// captured after the first gap are counted as present but not in `message`.
     pub missing: u32,
+    /// A frame that was being kept, whose bytes were dropped to stay within the memory
+    /// budget (`message` is `None`).
+    pub shed: bool,
     /// Packet that carried the first byte of the size.
     pub first: PacketRef,
     /// Packet that carried the last byte.
@@ -138,8 +141,9 @@ enum State {
         seen: u32,
         missing: u32,
     },
-    /// Stepping over a skipped message; `left` bytes still to come.
-    Skip { len: u32, left: u32 },
+    /// Stepping over a skipped message; `left` bytes still to come. `shed`: it was being
+    /// kept, and its bytes were dropped to stay within the memory budget.
+    Skip { len: u32, left: u32, shed: bool },
     /// Looking for a frame head.
     Resync(Box<Window>),
 }
@@ -219,6 +223,36 @@ impl Framer {
             State::Resync(w) => w.skipped + w.scanned.saturating_sub(w.base) as u64,
             _ => 0,
         }
+    }
+
+    /// Bytes this framer holds: a kept message's buffer and the search's window, at their
+    /// allocated sizes, and the heads of carried candidates.
+    pub fn held_bytes(&self) -> usize {
+        match &self.state {
+            State::Keep { buf, .. } => buf.capacity(),
+            State::Resync(w) => w.held_bytes(),
+            State::Head | State::Skip { .. } => 0,
+        }
+    }
+
+    /// Drops what this framer holds, to stay within the memory budget: a kept message
+    /// goes on as a skipped one (handed over with [`Frame::shed`]), the search's window
+    /// is passed over. Returns the bytes freed.
+    pub fn shed(&mut self) -> usize {
+        let freed = self.held_bytes();
+        match &mut self.state {
+            State::Keep { len, seen, .. } => {
+                let (len, left) = (*len, len.saturating_sub(*seen));
+                self.state = State::Skip {
+                    len,
+                    left,
+                    shed: true,
+                };
+            }
+            State::Resync(w) => w.pass_over_all(),
+            State::Head | State::Skip { .. } => {}
+        }
+        freed
     }
 
     /// True when the framer sits between frames, holding nothing.
@@ -352,6 +386,7 @@ impl Framer {
             State::Skip {
                 len,
                 left: len.saturating_sub(got as u32),
+                shed: false,
             }
         };
         // A message no longer than its prefix is complete already.
@@ -373,14 +408,16 @@ impl Framer {
                 prefix,
                 message: Some(&buf),
                 missing,
+                shed: false,
                 first,
                 last: at,
             }),
-            State::Skip { len, .. } => handler.frame(Frame {
+            State::Skip { len, shed, .. } => handler.frame(Frame {
                 len,
                 prefix,
                 message: None,
                 missing: 0,
+                shed,
                 first,
                 last: at,
             }),
@@ -466,7 +503,7 @@ impl Framer {
         match &self.state {
             State::Head if self.head_len > 0 => Some((self.head_len as u32, first)),
             State::Keep { seen, .. } => Some((seen.saturating_add(SIZE_LEN as u32), first)),
-            State::Skip { len, left } => Some((
+            State::Skip { len, left, .. } => Some((
                 len.saturating_sub(*left).saturating_add(SIZE_LEN as u32),
                 first,
             )),

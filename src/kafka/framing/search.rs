@@ -76,6 +76,29 @@ impl Window {
         }
     }
 
+    /// Bytes held, at their allocated sizes.
+    pub(super) fn held_bytes(&self) -> usize {
+        self.bytes.capacity()
+            + self.arrivals.capacity() * size_of::<(usize, PacketRef)>()
+            + self.waiting.capacity() * size_of::<(usize, usize)>()
+            + self.far.capacity() * size_of::<FarCandidate>()
+    }
+
+    /// Passes over every byte held (the carried candidates stay): the search goes on
+    /// from the next byte, with the window's memory given back.
+    pub(super) fn pass_over_all(&mut self) {
+        self.skipped += (self.bytes.len() - self.base) as u64;
+        let origin = self.end();
+        let after_gap = self.arrivals.last().map(|(_, at)| *at).or(self.after_gap);
+        *self = Self {
+            origin,
+            skipped: self.skipped,
+            far: std::mem::take(&mut self.far),
+            after_gap,
+            ..Self::default()
+        };
+    }
+
     /// The packet that brought the byte at `offset`.
     pub(super) fn packet_at(&self, offset: usize) -> PacketRef {
         let idx = self.arrivals.partition_point(|(start, _)| *start <= offset);
@@ -467,6 +490,7 @@ impl Framer {
             prefix,
             message: None,
             missing: 0,
+            shed: false,
             first: f.first,
             last,
         });
