@@ -593,3 +593,21 @@ fn requests_never_answered_stay_within_the_memory_budget() {
         .any(|d| d["kind"] == "memory_limit"
             && d["message"].as_str().unwrap().contains("waiting requests")));
 }
+
+#[test]
+fn framing_searches_of_many_connections_stay_within_the_memory_budget() {
+    // 600 connections whose first byte was lost, then 128 KB each in order: each searches
+    // for framing through a window of up to 64 KiB (more at its allocated size).
+    let data = vec![0u8; 128 * 1024];
+    let report = within_budget(600, |c, w| {
+        c.handshake(w);
+        c.client_seq = c.client_seq.wrapping_add(1); // the lost first byte
+        c.send(w, true, &data, 1448);
+    });
+    assert!(report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["kind"] == "memory_limit"
+            && d["message"].as_str().unwrap().contains("stream being read")));
+}
