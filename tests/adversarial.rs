@@ -499,7 +499,7 @@ const BEYOND_BUDGET_MIB: u64 = 32;
 /// A capture of `conns` connections each built by `each`, then one clean AllocateProducerIds
 /// exchange on a connection of its own; run with `--max-memory 16M`. Returns the report
 /// after checking the peak RSS, the time, the clean exchange and a `memory_limit` diagnostic.
-/// (Without the budget each of these captures peaks at 70 to 76 MiB.)
+/// (Without the budget each of these captures peaks at 70 to 90 MiB.)
 fn within_budget(conns: u32, each: impl Fn(&mut Conn, &mut PcapWriter)) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("budget.pcap");
