@@ -214,6 +214,19 @@ impl Diagnostics {
         frame: Option<u64>,
         message: String,
     ) {
+        self.push_with(kind, connection, frame, || message);
+    }
+
+    /// As [`Self::push`], but the message is built only if the diagnostic is listed:
+    /// past [`MAX_LISTED_PER_KIND`] of its kind it is only counted, for the price of
+    /// the count (a capture can raise one per packet).
+    pub fn push_with(
+        &mut self,
+        kind: Kind,
+        connection: Option<u64>,
+        frame: Option<u64>,
+        message: impl FnOnce() -> String,
+    ) {
         let count = self.counts.entry(kind).or_default();
         *count += 1;
         if *count > MAX_LISTED_PER_KIND {
@@ -224,7 +237,7 @@ impl Diagnostics {
             kind,
             connection,
             frame,
-            message,
+            message: message(),
         });
     }
 
@@ -322,14 +335,20 @@ mod tests {
             diags.push(Kind::PacketTruncated, None, Some(frame), "cut".into());
         }
         diags.push(Kind::TcpGap, None, Some(3), "gap".into());
+        let mut built = 0;
+        diags.push_with(Kind::PacketTruncated, None, Some(9), || {
+            built += 1;
+            "not listed".into()
+        });
+        assert_eq!(built, 0, "a message past the limit is not built");
         let counts = diags.counts();
-        assert_eq!(counts["packet_truncated"], MAX_LISTED_PER_KIND + 5);
+        assert_eq!(counts["packet_truncated"], MAX_LISTED_PER_KIND + 6);
         assert_eq!(counts["diagnostics_limited"], 1);
         let items = diags.into_sorted();
         assert_eq!(items.len() as u64, MAX_LISTED_PER_KIND + 2);
         let last = items.last().unwrap();
         assert_eq!(last.kind, Kind::DiagnosticsLimited);
-        assert!(last.message.starts_with("1005 packet_truncated"));
+        assert!(last.message.starts_with("1006 packet_truncated"));
         assert_eq!(items[4].kind, Kind::TcpGap); // frame order, stable
     }
 }

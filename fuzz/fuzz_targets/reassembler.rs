@@ -4,7 +4,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use pidshark::capture::PacketRef;
-use pidshark::tcp::assembler::{Assembler, Delivery, Segment};
+use pidshark::tcp::assembler::{Assembler, Delivery, Segment, MAX_HELD_RUNS};
 
 #[derive(Debug, Arbitrary)]
 enum Event {
@@ -42,7 +42,8 @@ fuzz_target!(|input: (u16, Vec<Event>)| {
             Event::Ack { ack, carries_data } => asm.acked(ack, carries_data, at, &mut out),
             Event::Flush => asm.flush(at, &mut out),
         }
-        // the cap holds (each held segment costs its bytes and a fixed overhead)
-        assert!(asm.held_len() <= usize::from(cap).max(1) + 64 * 1024);
+        // the caps hold between segments: what held runs cost, and their number
+        assert!(asm.held_len() <= usize::from(cap));
+        assert!(asm.held_runs() <= MAX_HELD_RUNS);
     }
 });

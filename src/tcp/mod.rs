@@ -310,16 +310,13 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
 pub const CLOSED_PER_CONNECTION: usize = 4;
 
 fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
-    diags.push(
-        Kind::TcpGap,
-        Some(info.index),
-        Some(at.frame),
+    diags.push_with(Kind::TcpGap, Some(info.index), Some(at.frame), || {
         format!(
             "{len} bytes from {} to {} are missing from the capture",
             info.source(dir),
             info.destination(dir)
-        ),
-    );
+        )
+    });
 }
 
 /// Runs one delivery through the handler unless the connection stopped being followed.
@@ -338,15 +335,12 @@ fn forward<H: StreamHandler>(
     match delivery {
         Delivery::Gap { len, at } => gap_diagnostic(info, dir, len, at, diags),
         Delivery::Conflict { offset, len, at } => {
-            diags.push(
-                Kind::TcpOverlapConflict,
-                Some(info.index),
-                Some(at.frame),
+            diags.push_with(Kind::TcpOverlapConflict, Some(info.index), Some(at.frame), || {
                 format!(
                     "a retransmission from {} differs from the first copy within the {len} bytes at stream offset {offset}; the first copy was kept",
                     info.source(dir)
-                ),
-            );
+                )
+            });
             return;
         }
         _ => {}
@@ -370,15 +364,17 @@ fn rst_in_window<C>(
     if conn.windows.rst_in_window(dir, seg.seq, next) {
         return true;
     }
-    diags.push(
+    diags.push_with(
         Kind::TcpRstOutOfWindow,
         Some(conn.info.index),
         Some(at.frame),
-        format!(
-            "an RST from {} with sequence number {} lies outside the receive window; the connection goes on (RFC 5961)",
-            conn.info.source(dir),
-            seg.seq
-        ),
+        || {
+            format!(
+                "an RST from {} with sequence number {} lies outside the receive window; the connection goes on (RFC 5961)",
+                conn.info.source(dir),
+                seg.seq
+            )
+        },
     );
     false
 }
@@ -421,15 +417,12 @@ fn track<C, H: StreamHandler<Conn = C>>(
         let Live { streams, state } = live;
         let info = &conn.info;
         if seg.missing_len > 0 {
-            diags.push(
-                Kind::PacketTruncated,
-                Some(info.index),
-                Some(at.frame),
+            diags.push_with(Kind::PacketTruncated, Some(info.index), Some(at.frame), || {
                 format!(
                     "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
                     seg.missing_len
-                ),
-            );
+                )
+            });
         }
         // What this packet acknowledges may show that the other direction lost bytes.
         if seg.ack {
