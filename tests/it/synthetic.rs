@@ -21,6 +21,27 @@ fn exchanges(report: &Value) -> &Vec<Value> {
     report["exchanges"].as_array().unwrap()
 }
 
+/// The correlation ids of the report's exchanges, in report order.
+fn correlation_ids(report: &Value) -> Vec<i64> {
+    exchanges(report)
+        .iter()
+        .map(|e| e["correlation_id"].as_i64().unwrap())
+        .collect()
+}
+
+/// (correlation id, status) of the report's exchanges, in report order.
+fn statuses(report: &Value) -> Vec<(i64, &str)> {
+    exchanges(report)
+        .iter()
+        .map(|e| {
+            (
+                e["correlation_id"].as_i64().unwrap(),
+                e["status"].as_str().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn frame_spanning_one_byte_segments_and_frames_sharing_a_segment() {
     let report = run_capture(
@@ -690,10 +711,7 @@ fn capture_starting_inside_a_request_resyncs_on_the_next_one() {
         &[],
     );
     let ex = exchanges(&report);
-    let corrs: Vec<i64> = ex
-        .iter()
-        .map(|e| e["correlation_id"].as_i64().unwrap())
-        .collect();
+    let corrs = correlation_ids(&report);
     assert_eq!(corrs, vec![10, 11, 12], "{:?}", report["diagnostics"]);
     assert!(ex.iter().all(|e| e["status"] == "complete"));
     assert!(kinds(&report).contains(&"kafka_resync".to_owned()));
@@ -836,10 +854,7 @@ fn capture_starting_inside_a_big_request_keeps_the_exchanges_after_it() {
         &[],
     );
     let ex = exchanges(&report);
-    let corrs: Vec<i64> = ex
-        .iter()
-        .map(|e| e["correlation_id"].as_i64().unwrap())
-        .collect();
+    let corrs = correlation_ids(&report);
     assert_eq!(corrs, vec![42, 43, 44], "{:?}", report["diagnostics"]);
     assert!(ex.iter().all(|e| e["status"] == "complete"));
     assert_eq!(report["summary"]["kafka_connections"], 1);
@@ -867,10 +882,7 @@ fn capture_starting_inside_a_big_response_keeps_the_exchanges_after_it() {
         &[],
     );
     let ex = exchanges(&report);
-    let corrs: Vec<i64> = ex
-        .iter()
-        .map(|e| e["correlation_id"].as_i64().unwrap())
-        .collect();
+    let corrs = correlation_ids(&report);
     assert_eq!(corrs, vec![41, 42, 43], "{:?}", report["diagnostics"]);
     assert!(ex.iter().all(|e| e["status"] == "complete"), "{ex:?}");
 }
@@ -908,15 +920,7 @@ fn unanswered_only_where_the_capture_proves_it() {
         },
         &[],
     );
-    let status: Vec<(i64, &str)> = exchanges(&report)
-        .iter()
-        .map(|e| {
-            (
-                e["correlation_id"].as_i64().unwrap(),
-                e["status"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let status = statuses(&report);
     assert_eq!(
         status,
         vec![
@@ -996,10 +1000,7 @@ fn a_false_big_head_inside_a_frame_does_not_swallow_the_frames_after_it() {
         },
         &[],
     );
-    let corrs: Vec<i64> = exchanges(&report)
-        .iter()
-        .map(|e| e["correlation_id"].as_i64().unwrap())
-        .collect();
+    let corrs = correlation_ids(&report);
     assert_eq!(corrs, vec![42, 43, 44], "{:?}", report["diagnostics"]);
 }
 
@@ -1029,10 +1030,7 @@ fn big_frames_at_the_first_captured_byte_are_framed_and_counted() {
         },
         &[],
     );
-    let corrs: Vec<i64> = exchanges(&report)
-        .iter()
-        .map(|e| e["correlation_id"].as_i64().unwrap())
-        .collect();
+    let corrs = correlation_ids(&report);
     assert_eq!(corrs, vec![42, 43, 44], "{:?}", report["diagnostics"]);
     let produce = &report["summary"]["api_keys"]["Produce"];
     assert_eq!(
@@ -1142,15 +1140,7 @@ fn a_spoofed_rst_outside_the_window_changes_no_exchange() {
         },
         &[],
     );
-    let statuses: Vec<(i64, &str)> = exchanges(&report)
-        .iter()
-        .map(|e| {
-            (
-                e["correlation_id"].as_i64().unwrap(),
-                e["status"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let statuses = statuses(&report);
     assert_eq!(
         statuses,
         vec![
@@ -1208,10 +1198,7 @@ fn requests_queued_before_the_first_api_versions_have_lower_correlation_ids() {
         },
         &[],
     );
-    let corrs: Vec<i64> = exchanges(&report)
-        .iter()
-        .map(|e| e["correlation_id"].as_i64().unwrap())
-        .collect();
+    let corrs = correlation_ids(&report);
     assert_eq!(corrs, vec![12, 13], "{:?}", report["diagnostics"]);
     assert_eq!(report["summary"]["kafka_connections"], 1);
     assert_eq!(report["summary"]["not_kafka_connections"], 0);
