@@ -128,6 +128,12 @@ impl Window {
             *c -= offset;
             *need = need.saturating_sub(offset);
         }
+        // A big push grows the window for a moment; what stays is at most a window's
+        // worth, so the room beyond twice that is given back.
+        let room = self.bytes.len().max(MAX_RESYNC_WINDOW);
+        if self.bytes.capacity() > 2 * room {
+            self.bytes.shrink_to(room);
+        }
     }
 }
 

@@ -274,6 +274,19 @@ fn resync_window_stays_bounded() {
 }
 
 #[test]
+fn the_search_window_gives_back_the_room_of_a_big_push() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder::default();
+    framer.push(&vec![0xaa; 4 << 20], at(1), &mut rec); // one 4 MiB segment of noise
+    framer.push(&[0xaa; 16], at(2), &mut rec);
+    assert!(
+        framer.held_bytes() <= 3 * MAX_RESYNC_WINDOW,
+        "{} bytes held",
+        framer.held_bytes()
+    );
+}
+
+#[test]
 fn gap_between_frames_resyncs_without_skipping() {
     let mut framer = Framer::new(4);
     let mut rec = Recorder::default();
