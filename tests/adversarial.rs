@@ -704,3 +704,22 @@ fn a_hole_before_every_byte_is_held_to_the_run_cap() {
     assert!(rss < 64, "peak RSS {rss} MiB");
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+#[test]
+fn a_budget_the_connections_alone_fill_does_not_cost_a_pass_per_packet() {
+    // 20,000 open connections under a 1 MiB budget: their table entries alone are over
+    // it, so shedding cannot get under it; it must not then look at every connection
+    // after every packet (20,000 packets x 20,000 connections).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("entries.pcap");
+    let mut w = PcapWriter::create(&path);
+    for i in 0..20_000u32 {
+        let client = format!("10.3.{}.{}:{}", i / 256, i % 256, 40_000 + i % 20_000);
+        let mut c = Conn::new(&client, "10.0.0.2:9093");
+        c.handshake(&mut w);
+    }
+    w.finish();
+    let (report, _, took) = run(&path, &["--max-memory", "1M"]);
+    assert_eq!(report["summary"]["tcp_connections"], 20_000);
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}

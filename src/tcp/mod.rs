@@ -286,6 +286,11 @@ pub struct Tracker<C> {
     /// Budget for what the open connections hold ([`connection_cost`]), and their sum.
     max_memory: usize,
     charged: usize,
+    /// What was still charged after the last shedding pass: when shedding cannot get
+    /// under the budget (the connections' own entries fill it), the next pass waits until
+    /// a quarter of the budget more is charged, so each pass's look at every connection
+    /// is paid for by that much new input.
+    charged_after_shed: usize,
 }
 
 /// Memory budget by default (`--max-memory`).
@@ -494,6 +499,7 @@ impl<C: Default> Tracker<C> {
             evicted: 0,
             max_memory: DEFAULT_MAX_MEMORY,
             charged: 0,
+            charged_after_shed: 0,
         }
     }
 
@@ -521,8 +527,17 @@ impl<C: Default> Tracker<C> {
         let cost = connection_cost(conn, handler);
         self.charged = self.charged.saturating_sub(conn.charged) + cost;
         conn.charged = cost;
-        if self.charged > self.max_memory {
+        if self.charged <= self.max_memory {
+            self.charged_after_shed = 0;
+        }
+        let quarter = self.max_memory / 4;
+        if self.charged
+            > self
+                .max_memory
+                .max(self.charged_after_shed.saturating_add(quarter))
+        {
             self.shed(at, handler, diags);
+            self.charged_after_shed = self.charged;
         }
     }
 
