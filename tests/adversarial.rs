@@ -501,6 +501,17 @@ const BEYOND_BUDGET_MIB: u64 = 32;
 /// after checking the peak RSS, the time, the clean exchange and a `memory_limit` diagnostic.
 /// (Without the budget each of these captures peaks at 70 to 90 MiB.)
 fn within_budget(conns: u32, each: impl Fn(&mut Conn, &mut PcapWriter)) -> serde_json::Value {
+    let report = under_budget(conns, each);
+    assert!(
+        kinds(&report).contains(&"memory_limit".to_owned()),
+        "{:?}",
+        kinds(&report)
+    );
+    report
+}
+
+/// [`within_budget`] without asking for anything to be shed.
+fn under_budget(conns: u32, each: impl Fn(&mut Conn, &mut PcapWriter)) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("budget.pcap");
     let mut w = PcapWriter::create(&path);
@@ -525,11 +536,6 @@ fn within_budget(conns: u32, each: impl Fn(&mut Conn, &mut PcapWriter)) -> serde
     let (report, rss, took) = run(&path, &["--max-memory", &format!("{BUDGET_MIB}M")]);
     assert!(rss < BUDGET_MIB + BEYOND_BUDGET_MIB, "peak RSS {rss} MiB");
     assert!(took < Duration::from_secs(60), "{took:?}");
-    assert!(
-        kinds(&report).contains(&"memory_limit".to_owned()),
-        "{:?}",
-        kinds(&report)
-    );
     let clean_ones: Vec<&serde_json::Value> = report["exchanges"]
         .as_array()
         .unwrap()
@@ -596,8 +602,8 @@ fn requests_never_answered_stay_within_the_memory_budget() {
 
 #[test]
 fn framing_searches_of_many_connections_stay_within_the_memory_budget() {
-    // 600 connections whose first byte was lost, then 128 KB each in order: each searches
-    // for framing through a window of up to 64 KiB (more at its allocated size).
+    // 600 connections whose first byte was lost, then 128 KB each in order: held behind
+    // the hole, then searched for framing once the hole is declared lost.
     let data = vec![0u8; 128 * 1024];
     let report = within_budget(600, |c, w| {
         c.handshake(w);
@@ -610,6 +616,36 @@ fn framing_searches_of_many_connections_stay_within_the_memory_budget() {
         .iter()
         .any(|d| d["kind"] == "memory_limit"
             && d["message"].as_str().unwrap().contains("stream being read")));
+}
+
+#[test]
+fn framing_searches_hold_heads_not_the_bytes_between_them() {
+    // 600 connections that lose their framing after a first exchange (a size that cannot
+    // be Kafka), then send 128 KB in order with a plausible head claiming 1 MB every 1000
+    // bytes: each search carries heads and lets the bytes between them go. Holding a
+    // 64 KiB window each, as the search once did, is 38 MB: over the budget, and shed.
+    let (req, resp) = apid_pair(1, 7, 1000);
+    let mut data = vec![0xff; 4];
+    let head = request(0, 9, 2, true, &[0; 8]);
+    for i in 0..131i32 {
+        let mut claim = head.clone();
+        claim.splice(..4, 1_000_000u32.to_be_bytes());
+        claim.splice(8..12, (2 + i).to_be_bytes());
+        claim.resize(1000, 0x5a);
+        data.extend(claim);
+    }
+    let report = under_budget(600, |c, w| {
+        c.handshake(w);
+        c.send(w, true, &req, 1448);
+        c.send(w, false, &resp, 1448);
+        c.send(w, true, &data, 1448);
+    });
+    let kinds = kinds(&report);
+    assert!(
+        kinds.contains(&"kafka_framing_lost".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(!kinds.contains(&"memory_limit".to_owned()), "{kinds:?}");
 }
 
 /// Writes a clean AllocateProducerIds exchange's request on its own connection; the

@@ -308,6 +308,12 @@ impl FrameHandler for RequestSide<'_> {
     fn confirms_at_data_end(&self) -> bool {
         !self.role_unsure
     }
+
+    /// Until it is known which direction is the client, a direction tried as one may
+    /// turn out to carry responses, to be read again from its held bytes.
+    fn rereads_held_bytes(&self) -> bool {
+        self.role_unsure
+    }
 }
 
 /// Frame handler for the server's direction.

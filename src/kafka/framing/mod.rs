@@ -11,13 +11,15 @@
 //! guessed at.
 //!
 //! When framing is lost (a rejected size, a gap we cannot step over, or a stream picked up
-//! in the middle) the framer resynchronises: it keeps the bytes that follow in a window of
-//! at most [`MAX_RESYNC_WINDOW`] bytes, remembering which packet brought each, and looks
-//! for a position where the handler finds a plausible head, confirmed (if the handler
-//! asks) by a plausible head right after it. It then frames the window from there, in
-//! place and with each byte's own packet; a rejection inside the window resumes the
-//! search after the rejected head. Nothing recurses and nothing is copied twice, so the
-//! work per byte is bounded.
+//! in the middle) the framer resynchronises: it looks at every position of the bytes that
+//! follow for one where the handler finds a plausible head, confirmed (if the handler
+//! asks) by a plausible head where it ends. A candidate is carried by its head alone to
+//! where it ends, the bytes between counted, not kept; only a frame to decode, a chain of
+//! unanchored responses, or bytes that may be read again as the other side's are held, in
+//! a window of at most [`MAX_RESYNC_WINDOW`] bytes that remembers which packet brought
+//! each. Once a head is confirmed the framer frames from there, in place and with each
+//! byte's own packet; a rejection resumes the search after the rejected head. Nothing
+//! recurses and nothing is copied twice, so the work per byte is bounded.
 
 use crate::capture::PacketRef;
 
@@ -37,9 +39,9 @@ pub const MAX_HEAD_LEN: usize = SIZE_LEN + MAX_PREFIX_LEN;
 pub const MAX_RESYNC_WINDOW: usize = 64 * 1024;
 /// Heads followed from a candidate that does not anchor, looking for one that does.
 const MAX_CHAIN_LINKS: usize = 64;
-/// Candidates too long for the window, held by their heads alone while the stream runs
-/// on to where they end: the first ones met are kept, later ones passed over.
-const MAX_FAR_CANDIDATES: usize = 32;
+/// Candidates held by their heads alone while the stream runs on to where they end
+/// (about 64 bytes each); past it, the worst is let go ([`search::FarCandidate`]).
+const MAX_FAR_CANDIDATES: usize = 256;
 
 /// What to do with a frame once its size and header prefix are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +114,12 @@ pub trait FrameHandler {
     /// would be kept is not carried: its bytes are gone by the time it is confirmed.
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
         let _ = (len, prefix);
+        false
+    }
+    /// Whether the bytes a search holds may be read again as the other side's (see
+    /// [`Framer::retarget`]): then every candidate is waited for with its bytes, as one
+    /// to decode is, instead of being carried by its head.
+    fn rereads_held_bytes(&self) -> bool {
         false
     }
     /// Framing was found again after passing over `skipped` bytes.

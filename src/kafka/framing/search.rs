@@ -1,8 +1,12 @@
-//! The search for a frame head after framing was lost: the window of bytes held, the
-//! candidates judged in it, and those too long for it, carried by their heads to where
-//! they say they end.
+//! The search for a frame head after framing was lost: the candidates judged at each
+//! position, carried by their heads to where they say they end, and the window that holds
+//! only the bytes still needed (a head not yet all there, a frame to decode, a chain of
+//! unanchored responses, or bytes that may be read again as the other side's).
 
 use super::*;
+
+/// Room a search window keeps between pushes, however little it holds.
+pub(super) const MIN_WINDOW_ROOM: usize = 256;
 
 /// A candidate frame longer than the window: only its head is held, and it is confirmed
 /// (like any other) by what the stream holds where it says it ends, however far that is
@@ -17,11 +21,20 @@ pub(super) struct FarCandidate {
     pub(super) first: PacketRef,
     /// Bytes the search had passed over before it.
     pub(super) passed: u64,
+    /// Whether a packet's payload starts with it: where frames most often start.
+    pub(super) at_packet_start: bool,
 }
 
 impl FarCandidate {
     pub(super) fn prefix(&self) -> &[u8] {
         self.prefix.get(..self.prefix_len).unwrap_or_default()
+    }
+
+    /// Which of two candidates to let go first when too many are carried: one inside a
+    /// packet before one at a packet's start, then the one that ends farther away (a
+    /// false head's made-up size is most often large, and a near end is judged soon).
+    fn worse_than(&self, other: &Self) -> bool {
+        (!self.at_packet_start, self.end) > (!other.at_packet_start, other.end)
     }
 }
 
@@ -128,11 +141,15 @@ impl Window {
             *c -= offset;
             *need = need.saturating_sub(offset);
         }
-        // A big push grows the window for a moment; what stays is at most a window's
-        // worth, so the room beyond twice that is given back.
-        let room = self.bytes.len().max(MAX_RESYNC_WINDOW);
+        // A push grows the window for a moment; what stays is most often a head's worth
+        // (or a frame to decode), so the room beyond twice that is given back.
+        let room = self.bytes.len().max(MIN_WINDOW_ROOM);
         if self.bytes.capacity() > 2 * room {
             self.bytes.shrink_to(room);
+        }
+        let carried = self.far.len().max(8);
+        if self.far.capacity() > 4 * carried {
+            self.far.shrink_to(carried);
         }
     }
 }
@@ -193,10 +210,14 @@ impl Framer {
         if next == bytes.len() && handler.confirms_at_data_end() {
             return Verdict::Yes; // it ends where the data seen so far ends
         }
+        // Only a frame that would be decoded is waited for with its bytes; any other is
+        // carried by its head to where it ends, and the bytes between are counted, not
+        // kept.
+        let keep = handler.would_keep(size, prefix) || handler.rereads_held_bytes();
         if next > bytes.len() {
             // A candidate whose end lies beyond what the search holds is not taken on
             // trust: a false one inside a big frame would step over the frames after it.
-            return if next - offset > MAX_RESYNC_WINDOW {
+            return if !keep || next - offset > MAX_RESYNC_WINDOW {
                 Verdict::Far
             } else if handler.confirms_at_data_end() {
                 Verdict::Wait(next) // looked at again when the data reaches its end
@@ -205,6 +226,7 @@ impl Framer {
             };
         }
         match head_at(bytes, next, self.prefix_len) {
+            None if !keep => Verdict::Far,
             None => Verdict::Wait(next + SIZE_LEN + self.prefix_len),
             Some((next_size, next_prefix)) => {
                 let next_prefix = bytes.get(next_prefix).unwrap_or_default();
@@ -317,7 +339,7 @@ impl Framer {
             return;
         };
         let start = w.origin + offset as u64;
-        if w.far.len() >= MAX_FAR_CANDIDATES || w.far.iter().any(|f| f.start == start) {
+        if w.far.iter().any(|f| f.start == start) {
             return;
         }
         let prefix_bytes = w.bytes.get(prefix_range).unwrap_or_default();
@@ -331,7 +353,7 @@ impl Framer {
         {
             dst.copy_from_slice(src);
         }
-        w.far.push(FarCandidate {
+        let candidate = FarCandidate {
             start,
             end: start + SIZE_LEN as u64 + u64::try_from(size).unwrap_or(0),
             size,
@@ -339,7 +361,20 @@ impl Framer {
             prefix_len,
             first: w.packet_at(offset),
             passed: w.skipped + offset.saturating_sub(w.base) as u64,
-        });
+            at_packet_start: w.starts_packet(offset),
+        };
+        if w.far.len() < MAX_FAR_CANDIDATES {
+            w.far.push(candidate);
+            return;
+        }
+        // Full: the worst of those carried and the new one is let go.
+        let worst = w
+            .far
+            .iter_mut()
+            .reduce(|worst, f| if f.worse_than(worst) { f } else { worst });
+        if let Some(worst) = worst.filter(|worst| worst.worse_than(&candidate)) {
+            *worst = candidate;
+        }
     }
 
     /// Judges a carried candidate once the stream reaches its end: what stands there must
@@ -449,7 +484,9 @@ impl Framer {
                     w.waiting.retain(|(c, _)| *c >= keep_from);
                     w.scanned = w.scanned.max(keep_from);
                 }
-                if w.base > MAX_RESYNC_WINDOW {
+                // Compacted once the bytes done with are as many as those still held,
+                // so each byte is moved a bounded number of times.
+                if w.base > 0 && w.base >= w.bytes.len() - w.base {
                     w.compact(w.base);
                 }
                 self.state = State::Resync(w);

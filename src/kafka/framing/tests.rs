@@ -45,6 +45,9 @@ impl FrameHandler for Recorder {
     fn wants_confirmation(&self) -> bool {
         self.confirm
     }
+    fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
+        len >= 0 && prefix.first().copied() == self.keep_key
+    }
     fn frame(&mut self, f: Frame<'_>) {
         self.missing.push(f.missing);
         self.frames.push((
@@ -268,9 +271,66 @@ fn resync_window_stays_bounded() {
     for _ in 0..100 {
         framer.push(&junk, at(1), &mut rec);
     }
-    assert!(framer.resync_window_len() <= MAX_RESYNC_WINDOW);
-    assert!(framer.resync_skipped() >= 400_000 - MAX_RESYNC_WINDOW as u64);
+    // Only the bytes of a head not yet all there stay.
+    assert!(framer.resync_window_len() < MAX_HEAD_LEN);
+    assert!(framer.resync_skipped() >= 409_600 - MAX_HEAD_LEN as u64);
     assert!(rec.frames.is_empty());
+}
+
+/// Noise with a plausible head every 100 bytes, each claiming 5,000 bytes: the heads are
+/// carried, the bytes between them are counted and let go.
+#[test]
+fn the_search_holds_heads_not_the_bytes_between_them() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder {
+        confirm: true,
+        max_len: 1 << 20,
+        ..Default::default()
+    };
+    let mut packet = Vec::new();
+    for _ in 0..15 {
+        packet.extend(5_000u32.to_be_bytes());
+        packet.extend([9, 0, 0, 1]);
+        packet.extend([0xaa; 92]);
+    }
+    for n in 0..1000 {
+        framer.push(&packet, at(n), &mut rec);
+        assert!(framer.resync_window_len() < MAX_HEAD_LEN, "packet {n}");
+    }
+    let State::Resync(w) = &framer.state else {
+        panic!("still searching");
+    };
+    assert!(!w.far.is_empty(), "heads are carried");
+    let bound =
+        2 * search::MIN_WINDOW_ROOM + MAX_FAR_CANDIDATES * size_of::<search::FarCandidate>();
+    assert!(
+        framer.held_bytes() <= bound,
+        "{} bytes held",
+        framer.held_bytes()
+    );
+    assert!(framer.resync_skipped() > 1_500_000 - MAX_HEAD_LEN as u64);
+}
+
+/// A frame to decode is the one candidate waited for with its bytes.
+#[test]
+fn a_candidate_to_decode_is_held_with_its_bytes_and_handed_over_whole() {
+    let mut framer = Framer::resyncing(4);
+    let mut rec = Recorder {
+        keep_key: Some(9),
+        confirm: true,
+        ..Default::default()
+    };
+    let mut body = vec![9, 0, 0, 1];
+    body.extend((0..600).map(|i| i as u8));
+    let mut data = vec![0xaa; 5];
+    data.extend(frame_bytes(&body));
+    data.extend(frame_bytes(&[7, 1, 2, 3]));
+    for (n, chunk) in data.chunks(100).enumerate() {
+        framer.push(chunk, at(n as u64), &mut rec);
+    }
+    assert_eq!(rec.frames.len(), 2);
+    assert_eq!(rec.frames[0].2.as_deref(), Some(&body[..]));
+    assert_eq!(rec.resyncs, vec![5]);
 }
 
 #[test]
@@ -280,7 +340,7 @@ fn the_search_window_gives_back_the_room_of_a_big_push() {
     framer.push(&vec![0xaa; 4 << 20], at(1), &mut rec); // one 4 MiB segment of noise
     framer.push(&[0xaa; 16], at(2), &mut rec);
     assert!(
-        framer.held_bytes() <= 3 * MAX_RESYNC_WINDOW,
+        framer.held_bytes() <= 2 * search::MIN_WINDOW_ROOM,
         "{} bytes held",
         framer.held_bytes()
     );
