@@ -15,6 +15,7 @@ use pidshark::capture::{read_capture, PacketRef};
 use pidshark::decode::{decode, Decoded};
 use pidshark::diag::Diagnostics;
 use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
+use pidshark::report::sink::Collect;
 
 use common::*;
 
@@ -147,7 +148,12 @@ fn stages(c: &mut Criterion) {
         let config = pidshark::Config::for_inputs(Vec::new());
         b.iter(|| {
             let reader: Box<dyn std::io::Read + Send> = Box::new(Cursor::new(bytes.clone()));
-            let report = pidshark::run_readers(&config, vec![("bench".into(), reader)]).unwrap();
+            let report = pidshark::run_readers(
+                &config,
+                vec![("bench".into(), reader)],
+                &mut Collect::default(),
+            )
+            .unwrap();
             black_box(report.summary.exchanges.total)
         })
     });
@@ -157,9 +163,13 @@ fn stages(c: &mut Criterion) {
     // writer used for --compact and ndjson (same bytes; a property test holds them equal).
     let config = pidshark::Config::for_inputs(Vec::new());
     let reader: Box<dyn std::io::Read + Send> = Box::new(Cursor::new(bytes.clone()));
-    let exchanges = pidshark::run_readers(&config, vec![("bench".into(), reader)])
-        .unwrap()
-        .exchanges;
+    let exchanges = pidshark::run_readers(
+        &config,
+        vec![("bench".into(), reader)],
+        &mut Collect::default(),
+    )
+    .unwrap()
+    .exchanges;
     let mut group = c.benchmark_group("output");
     group.throughput(Throughput::Elements(exchanges.len() as u64));
     group.bench_function("exchanges as JSON: serde_json", |b| {

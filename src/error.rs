@@ -28,6 +28,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The report's sink failed; the binary names its destination ([`Error::Write`]).
+    #[error("cannot write the report: {source}")]
+    Output {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{}: cannot write the report: {source}", path.display())]
     Write {
         path: PathBuf,

@@ -64,9 +64,9 @@ use capture::PacketRef;
 use decode::Decoded;
 use diag::{Diagnostics, Kind};
 use kafka::{Dissector, KafkaConn};
-use report::serialized::SerializedExchanges;
+use report::sink::Sink;
 use tcp::Tracker;
-use worker::{Batcher, Outlet};
+use worker::Batcher;
 
 /// Out-of-order bytes held per direction before a hole is declared lost.
 pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
@@ -189,11 +189,11 @@ impl<R: Read> Read for BombGuard<R> {
     }
 }
 
-pub use worker::ExchangeSink;
-
-/// Reads every capture of `config` as one and returns the report, every exchange in it.
-pub fn run(config: &Config) -> Result<report::model::Report, Error> {
-    process(config, Outlet::Keep, None).map(|(report, _)| report)
+/// Reads every capture of `config` as one, handing each exchange to `sink` as it is
+/// analysed and the rest of the report once the captures are read; returns that report
+/// (with its exchanges when the sink puts them in, as [`report::sink::Collect`] does).
+pub fn run(config: &Config, sink: &mut dyn Sink) -> Result<report::model::Report, Error> {
+    process(config, sink, None)
 }
 
 /// [`run`] over captures given as readers (name, bytes) instead of `config.inputs`: for
@@ -201,56 +201,29 @@ pub fn run(config: &Config) -> Result<report::model::Report, Error> {
 pub fn run_readers(
     config: &Config,
     readers: Vec<(String, Box<dyn Read + Send>)>,
+    sink: &mut dyn Sink,
 ) -> Result<report::model::Report, Error> {
     let readers = readers
         .into_iter()
         .map(|(name, r)| Ok((name.clone(), decompress(&name, r)?)))
         .collect::<Result<Vec<_>, Error>>()?;
-    process(config, Outlet::Keep, Some(readers)).map(|(report, _)| report)
+    process(config, sink, Some(readers))
 }
 
-/// Reads every capture of `config` as one, handing each exchange to `sink` (on the
-/// analysis thread) as it completes and keeping none of them: memory does not grow with
-/// the number of exchanges. The report returned has the summary, findings and
-/// diagnostics, but no exchanges or blocks; latency percentiles come from a histogram
-/// (within 0.1%).
-pub fn run_streaming(
-    config: &Config,
-    sink: ExchangeSink<'_>,
-) -> Result<report::model::Report, Error> {
-    process(config, Outlet::Sink(sink), None).map(|(report, _)| report)
-}
-
-/// Like [`run`], but each exchange is serialized as JSON (pretty or compact) as it
-/// completes, on the analysis thread, and only that text is kept: the report returned
-/// has no exchanges; write it with [`SerializedExchanges::write_report`].
-pub fn run_serialized(
-    config: &Config,
-    pretty: bool,
-) -> Result<(report::model::Report, SerializedExchanges), Error> {
-    let outlet = Outlet::Serialize(SerializedExchanges::new(pretty));
-    let (report, serialized) = process(config, outlet, None)?;
-    Ok((
-        report,
-        serialized.unwrap_or_else(|| SerializedExchanges::new(pretty)),
-    ))
+/// The whole report, every exchange in it: [`run`] with a [`report::sink::Collect`].
+pub fn report(config: &Config) -> Result<report::model::Report, Error> {
+    run(config, &mut report::sink::Collect::default())
 }
 
 /// Hands what pairing finished to the analysis thread. Exchanges completed by the same
-/// packet go in request order, so that responses a server sends together count as
+/// packet go in report order, so that responses a server sends together count as
 /// simultaneous.
 fn drain(pairing: &mut pairing::Pairing, batcher: &mut Batcher) {
     if pairing.exchanges.is_empty() {
         batcher.tick();
         return;
     }
-    pairing.exchanges.sort_by_key(|ex| {
-        (
-            ex.request_meta.frame,
-            ex.endpoints.connection,
-            ex.correlation_id,
-        )
-    });
+    pairing.sort_exchanges();
     for ex in pairing.exchanges.drain(..) {
         batcher.push(ex);
     }
@@ -258,54 +231,52 @@ fn drain(pairing: &mut pairing::Pairing, batcher: &mut Batcher) {
 }
 
 /// Reads the captures on this thread while a second one analyses the exchanges and hands
-/// them to `outlet` (see [`worker`]).
+/// them to `sink` (see [`worker`]), then builds the rest of the report and finishes the
+/// sink with it.
 fn process(
     config: &Config,
-    outlet: Outlet<'_>,
+    sink: &mut dyn Sink,
     readers: Option<Vec<(String, Box<dyn Read + Send>)>>,
-) -> Result<(report::model::Report, Option<SerializedExchanges>), Error> {
-    let list_blocks = matches!(outlet, Outlet::Keep);
-    let exact_latency = !matches!(outlet, Outlet::Sink(_));
+) -> Result<report::model::Report, Error> {
+    let needs = sink.needs();
     let analyzer = Analyzer::new(
         config.slow,
-        list_blocks,
-        exact_latency,
+        needs.blocks_in_report,
+        needs.exact_latency,
         config.max_recent_blocks,
     );
     let (mut batcher, rx) = worker::channel();
-    std::thread::scope(|scope| {
+    let (outcome, read) = std::thread::scope(|scope| {
         let analysis = std::thread::Builder::new()
             .name("pidshark-output".into())
-            .spawn_scoped(scope, move || worker::consume(rx, analyzer, outlet))
+            .spawn_scoped(scope, || worker::consume(rx, analyzer, &mut *sink))
             .map_err(|source| Error::Thread { source })?;
         let read = read_all(config, readers, &mut batcher);
         batcher.finish();
-        let outcome = match analysis.join() {
-            Ok(outcome) => outcome,
+        match analysis.join() {
+            Ok(outcome) => Ok((outcome, read)),
             Err(panic) => std::panic::resume_unwind(panic),
-        };
-        // A failed output first: reading stops early after it, and what that does to the
-        // reading is not the error to report.
-        if let Some(source) = outcome.sink_error {
-            return Err(Error::Write {
-                path: "<stdout>".into(),
-                source,
-            });
         }
-        let (mut diags, captures, tcp_connections, mut dissector) = read?;
-        dissector.pairing.exchanges = outcome.kept;
-        let analysis = outcome.analyzer.finish(&mut diags);
-        let report = report::build(report::Findings {
-            captures,
-            analysis,
-            tcp_connections,
-            kafka_connections: dissector.kafka_connections,
-            not_kafka_connections: dissector.not_kafka_connections,
-            pairing: dissector.pairing,
-            diagnostics: diags,
-        });
-        Ok((report, outcome.serialized))
-    })
+    })?;
+    // A failed output first: reading stops early after it, and what that does to the
+    // reading is not the error to report.
+    if let Some(source) = outcome.sink_error {
+        return Err(Error::Output { source });
+    }
+    let (mut diags, captures, tcp_connections, dissector) = read?;
+    let analysis = outcome.analyzer.finish(&mut diags);
+    let mut report = report::build(report::Findings {
+        captures,
+        analysis,
+        tcp_connections,
+        kafka_connections: dissector.kafka_connections,
+        not_kafka_connections: dissector.not_kafka_connections,
+        pairing: dissector.pairing,
+        diagnostics: diags,
+    });
+    sink.finish(&mut report)
+        .map_err(|source| Error::Output { source })?;
+    Ok(report)
 }
 
 /// The inputs in the order they are read: regular files by the timestamp of their first

@@ -11,22 +11,17 @@ use std::sync::Arc;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
-use pidshark::report::model::{self, Report};
-use pidshark::report::serialized::SerializedExchanges;
-use pidshark::report::{compact, text, tree};
+use pidshark::report::json::{JsonSink, NdjsonSink};
+use pidshark::report::model;
+use pidshark::report::sink::{Rendered, Sink, Whole};
+use pidshark::report::text;
 use pidshark::{expect, gate, Config, Error};
 
 /// Where the output goes: the `-o` file or standard output.
 fn open_output(config: &Config) -> Result<(Box<dyn Write + Send>, PathBuf), Error> {
     match &config.output {
-        Some(path) => {
-            let file = File::create(path).map_err(|source| Error::Write {
-                path: path.clone(),
-                source,
-            })?;
-            Ok((Box::new(BufWriter::new(file)), path.clone()))
-        }
-        // Not locked: ndjson lines are written from the analysis thread.
+        Some(path) => Ok((Box::new(LazyFile::new(path.clone())), path.clone())),
+        // Not locked: the report is written from the output thread.
         None => Ok((
             Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
             "<stdout>".into(),
@@ -34,74 +29,53 @@ fn open_output(config: &Config) -> Result<(Box<dyn Write + Send>, PathBuf), Erro
     }
 }
 
-fn write_report(
-    config: &Config,
-    report: &Report,
-    serialized: Option<SerializedExchanges>,
-) -> Result<(), Error> {
-    let (mut out, path) = open_output(config)?;
-    let pretty = !config.compact;
-    let result = match (config.format, serialized) {
-        (Format::Json, Some(serialized)) => serialized.write_report(report, &mut out),
-        (Format::Json, None) if !pretty => {
-            serde_json::to_writer(&mut out, report).map_err(io::Error::from)
-        }
-        (Format::Json | Format::Ndjson, _) => {
-            serde_json::to_writer_pretty(&mut out, report).map_err(io::Error::from)
-        }
-        (Format::Tree, _) => out.write_all(tree::render(report).as_bytes()),
-        (Format::Text, _) => {
-            text::write(&mut out, report, text::use_colour(config.output.is_none()))
-        }
-    };
-    let needs_newline = config.format == Format::Json;
-    result
-        .and_then(|()| {
-            if needs_newline {
-                out.write_all(b"\n")
-            } else {
-                Ok(())
-            }
-        })
-        .and_then(|()| out.flush())
-        .map_err(|source| Error::Write { path, source })
+/// The `-o` file, created when the first byte is written: a run that fails before it
+/// writes anything leaves no empty report behind.
+struct LazyFile {
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
 }
 
-/// `--format ndjson`: a line per exchange as it completes, flushed at once, then a line
-/// with everything else the report holds (no `exchanges`, no `producer_id_blocks.blocks`).
-fn stream(config: &Config) -> Result<Report, Error> {
-    let (mut out, path) = open_output(config)?;
-    // Lines reach the reader within a tenth of a second, without a write per line.
-    let mut last_flush = std::time::Instant::now();
-    let mut line = Vec::new();
-    let mut sink = |ex: &model::Exchange| -> io::Result<()> {
-        line.clear();
-        compact::exchange(&mut line, ex);
-        line.push(b'\n');
-        out.write_all(&line)?;
-        if last_flush.elapsed() >= std::time::Duration::from_millis(100) {
-            last_flush = std::time::Instant::now();
-            out.flush()?;
+impl LazyFile {
+    fn new(path: PathBuf) -> Self {
+        Self { path, file: None }
+    }
+
+    fn file(&mut self) -> io::Result<&mut BufWriter<File>> {
+        match &mut self.file {
+            Some(file) => Ok(file),
+            slot => Ok(slot.insert(BufWriter::new(File::create(&self.path)?))),
         }
-        Ok(())
-    };
-    let report = pidshark::run_streaming(config, &mut sink)?;
-    let mut last = serde_json::to_value(&report).map_err(|e| Error::Write {
-        path: path.clone(),
-        source: e.into(),
-    })?;
-    if let Some(obj) = last.as_object_mut() {
-        obj.remove("exchanges");
     }
-    if let Some(blocks) = last["producer_id_blocks"].as_object_mut() {
-        blocks.remove("blocks");
+}
+
+impl Write for LazyFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file()?.write(buf)
     }
-    serde_json::to_writer(&mut out, &last)
-        .map_err(io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush())
-        .map_err(|source| Error::Write { path, source })?;
-    Ok(report)
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.file {
+            Some(file) => file.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The sink for the format asked for. With `--expect` the exchanges are kept to be
+/// compared, so JSON is written from the whole report (the same bytes).
+fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
+    let pretty = !config.compact;
+    match config.format {
+        Format::Ndjson => Box::new(NdjsonSink::new(out)),
+        Format::Json if config.expect.is_none() => Box::new(JsonSink::new(pretty, out)),
+        Format::Json => Box::new(Rendered::new(Whole::Json { pretty }, out)),
+        Format::Tree => Box::new(Rendered::new(Whole::Tree, out)),
+        Format::Text => {
+            let colour = text::use_colour(config.output.is_none());
+            Box::new(Rendered::new(Whole::Text { colour }, out))
+        }
+    }
 }
 
 /// Reads the `--expect` file before anything runs, so a bad path fails fast.
@@ -122,26 +96,19 @@ fn read_expected(config: &Config) -> Result<Option<serde_json::Value>, Error> {
 /// Runs everything; `Ok(true)` when every check passed.
 fn run(config: &Config) -> Result<bool, Error> {
     let expected = read_expected(config)?;
-    let report = if config.format == Format::Ndjson {
-        if let Some(path) = &config.expect {
-            return Err(Error::Expect {
-                path: path.clone(),
-                reason:
-                    "--expect compares the exchanges of a JSON report; use it with --format json"
-                        .into(),
-            });
-        }
-        stream(config)?
-    } else if config.format == Format::Json && config.expect.is_none() {
-        // The exchanges are serialized as they complete, beside the reading.
-        let (report, serialized) = pidshark::run_serialized(config, !config.compact)?;
-        write_report(config, &report, Some(serialized))?;
-        report
-    } else {
-        let report = pidshark::run(config)?;
-        write_report(config, &report, None)?;
-        report
-    };
+    if let (Format::Ndjson, Some(path)) = (config.format, &config.expect) {
+        return Err(Error::Expect {
+            path: path.clone(),
+            reason: "--expect compares the exchanges of a JSON report; use it with --format json"
+                .into(),
+        });
+    }
+    let (out, path) = open_output(config)?;
+    let mut sink = sink_for(config, out);
+    let report = pidshark::run(config, sink.as_mut()).map_err(|e| match e {
+        Error::Output { source } => Error::Write { path, source },
+        other => other,
+    })?;
     let mut passed = true;
     if let (Some(expected), Some(path)) = (&expected, &config.expect) {
         let differences = expect::compare(expected, &report).map_err(|reason| Error::Expect {

@@ -49,6 +49,25 @@ pub struct Exchange {
     pub response_unknown: bool,
 }
 
+/// Where an exchange stands in the report and in every output: by request frame, then
+/// connection, then correlation id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ExchangeOrder {
+    pub request_frame: u64,
+    pub connection: u64,
+    pub correlation_id: i32,
+}
+
+impl Exchange {
+    pub fn order(&self) -> ExchangeOrder {
+        ExchangeOrder {
+            request_frame: self.request_meta.frame,
+            connection: self.endpoints.connection,
+            correlation_id: self.correlation_id,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Pending {
     seq: u64,
@@ -161,13 +180,7 @@ impl Pairing {
     /// Puts exchanges in report order: by request frame, then connection, then
     /// correlation id.
     pub fn sort_exchanges(&mut self) {
-        self.exchanges.sort_by_key(|ex| {
-            (
-                ex.request_meta.frame,
-                ex.endpoints.connection,
-                ex.correlation_id,
-            )
-        });
+        self.exchanges.sort_by_key(Exchange::order);
     }
 
     /// A request frame. `allocate` is the decoded AllocateProducerIds request, if it is one.

@@ -1,7 +1,7 @@
 //! The analysis thread. Exchanges go from the capture thread (reading, reassembly,
 //! decoding, pairing), in batches and in the order they complete, to a second thread that
-//! analyses them and then keeps, streams or serializes them: both cores work, and the
-//! order every exchange is seen in is the same as on one thread.
+//! analyses them and hands them to the report's sink: both cores work, and the order
+//! every exchange is seen in is the same as on one thread.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,28 +10,11 @@ use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
 use crate::pairing::Exchange;
-use crate::report::{self, serialized::SerializedExchanges};
-
-/// Receives each exchange in the report's form as soon as it is complete (or given up as
-/// unanswered), on the analysis thread.
-pub type ExchangeSink<'a> = &'a mut (dyn FnMut(&report::model::Exchange) -> io::Result<()> + Send);
-
-/// What becomes of the exchanges once analysed.
-pub enum Outlet<'a> {
-    /// Kept whole, for a report that holds them.
-    Keep,
-    /// Handed to a sink one by one and not kept.
-    Sink(ExchangeSink<'a>),
-    /// Serialized as JSON for the report, with the blocks they grant, and kept as bytes
-    /// only (the analysis then lists no blocks itself).
-    Serialize(SerializedExchanges),
-}
+use crate::report::sink::Sink;
 
 /// What the analysis thread hands back at the end.
 pub struct Outcome {
     pub analyzer: Analyzer,
-    pub kept: Vec<Exchange>,
-    pub serialized: Option<SerializedExchanges>,
     /// The first error of the sink; later exchanges were not handed to it.
     pub sink_error: Option<io::Error>,
 }
@@ -172,28 +155,16 @@ impl Batcher {
     }
 }
 
-/// The analysis thread's loop: every exchange through the analysis, then the outlet.
-pub fn consume(rx: Receiver, mut analyzer: Analyzer, mut outlet: Outlet<'_>) -> Outcome {
-    let mut kept = Vec::new();
+/// The analysis thread's loop: every exchange through the analysis, then to the sink.
+pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Outcome {
     let mut sink_error = None;
     for mut batch in rx.rx {
         for ex in batch.drain(..) {
             let block = analyzer.add(&ex);
-            match &mut outlet {
-                Outlet::Keep => kept.push(ex),
-                Outlet::Sink(sink) => {
-                    if sink_error.is_none() {
-                        if let Err(e) = sink(&report::exchange(&ex)) {
-                            sink_error = Some(e);
-                            rx.stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                }
-                Outlet::Serialize(serialized) => {
-                    serialized.push(&ex);
-                    if let Some(block) = &block {
-                        serialized.push_block(block);
-                    }
+            if sink_error.is_none() {
+                if let Err(e) = sink.exchange(ex, block.as_ref()) {
+                    sink_error = Some(e);
+                    rx.stop.store(true, Ordering::Relaxed);
                 }
             }
         }
@@ -202,11 +173,6 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, mut outlet: Outlet<'_>) -> 
     }
     Outcome {
         analyzer,
-        kept,
-        serialized: match outlet {
-            Outlet::Serialize(serialized) => Some(serialized),
-            _ => None,
-        },
         sink_error,
     }
 }

@@ -47,7 +47,7 @@ fn hundred_megabyte_produce_frame_is_not_buffered() {
         w.finish();
     }
     let config = pidshark::Config::for_inputs(vec![path.to_str().unwrap().to_owned()]);
-    let report = pidshark::run(&config).expect("capture reads");
+    let report = pidshark::report(&config).expect("capture reads");
     // Peak of live heap bytes over the whole test process, writing the capture included.
     let peak = ALLOCATOR.max_allocated();
     assert_eq!(report.summary.exchanges.complete, 1);

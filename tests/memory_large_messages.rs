@@ -77,7 +77,8 @@ fn large_exchanges_in_flight_are_capped_by_bytes() {
         std::thread::sleep(Duration::from_micros(500));
         Ok(())
     };
-    let report = pidshark::run_streaming(&config, &mut sink).expect("capture reads");
+    let report = pidshark::run(&config, &mut pidshark::report::sink::Each(&mut sink))
+        .expect("capture reads");
     assert_eq!(lines, u64::from(EXCHANGES));
     assert_eq!(report.summary.exchanges.complete, u64::from(EXCHANGES));
     let peak = ALLOCATOR.max_allocated();

@@ -59,7 +59,8 @@ fn stream(path: &std::path::Path) -> u64 {
         lines += 1;
         Ok(())
     };
-    let report = pidshark::run_streaming(&config, &mut sink).expect("capture reads");
+    let report = pidshark::run(&config, &mut pidshark::report::sink::Each(&mut sink))
+        .expect("capture reads");
     assert!(report.exchanges.is_empty());
     assert_eq!(report.summary.exchanges.total, lines);
     lines

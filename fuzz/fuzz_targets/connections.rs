@@ -135,5 +135,9 @@ fuzz_target!(|ops: Vec<Op>| {
     let mut config = pidshark::Config::for_inputs(Vec::new());
     config.max_memory = 16 * 1024; // the other caps as shipped
     let reader: Box<dyn std::io::Read + Send> = Box::new(std::io::Cursor::new(capture(&ops)));
-    let _ = pidshark::run_readers(&config, vec![("fuzz".to_owned(), reader)]);
+    // The JSON report with lists of at most 4 KiB in memory: the spilled runs and their
+    // merge run too.
+    let mut sink =
+        pidshark::report::json::JsonSink::with_run_bytes(true, Box::new(std::io::sink()), 4096);
+    let _ = pidshark::run_readers(&config, vec![("fuzz".to_owned(), reader)], &mut sink);
 });

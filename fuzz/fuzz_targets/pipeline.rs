@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     let reader: Box<dyn std::io::Read + Send> = Box::new(pidshark::readahead::ReadAhead::new(
         std::io::Cursor::new(data.to_vec()),
     ));
-    if let Ok(report) = pidshark::run_readers(&config, vec![("fuzz".to_owned(), reader)]) {
+    if let Ok(report) = pidshark::run_readers(
+        &config,
+        vec![("fuzz".to_owned(), reader)],
+        &mut pidshark::report::sink::Collect::default(),
+    ) {
         // the tree view decodes the kept bytes again; it must cope with whatever was kept
         let _ = pidshark::report::tree::render(&report);
     }

@@ -57,6 +57,22 @@ pub struct Block {
     pub timestamp: Timestamp,
 }
 
+/// Where a block stands in the report: by the time of its response, then its frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BlockOrder {
+    pub timestamp: Timestamp,
+    pub response_frame: u64,
+}
+
+impl Block {
+    pub fn order(&self) -> BlockOrder {
+        BlockOrder {
+            timestamp: self.timestamp,
+            response_frame: self.response_frame,
+        }
+    }
+}
+
 /// Something wrong, or worth knowing, about the allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -91,7 +107,7 @@ struct SlowCandidate {
 }
 
 /// Counts over all AllocateProducerIds exchanges, for the summary.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Totals {
     pub total: u64,
     pub complete: u64,
@@ -104,7 +120,7 @@ pub struct Totals {
 }
 
 /// Everything the analysis found.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Analysis {
     /// Every block in time order (kept only when the report lists them).
     pub blocks: Vec<Block>,
@@ -244,7 +260,7 @@ impl Analyzer {
         for (kind, count) in &self.finding_counts {
             diags.count_more(*kind, count.saturating_sub(MAX_LISTED_PER_KIND));
         }
-        self.listed.sort_by_key(|b| (b.timestamp, b.response_frame));
+        self.listed.sort_by_key(Block::order);
         Analysis {
             blocks: self.listed,
             usual_len,

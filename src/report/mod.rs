@@ -5,8 +5,11 @@
 //! every map is a `BTreeMap`. Time comes only from the capture.
 
 pub mod compact;
+pub mod json;
 pub mod model;
-pub mod serialized;
+mod samples;
+pub mod sink;
+pub mod spill;
 pub mod stats;
 pub mod text;
 pub mod tree;

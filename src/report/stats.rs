@@ -9,15 +9,16 @@
 use hdrhistogram::Histogram;
 
 use super::model::Latency;
+use super::samples::Samples;
 
 /// Highest latency the histogram resolves, in nanoseconds (one day); above it, values
 /// are counted at the top.
 const HISTOGRAM_MAX_NS: u64 = 86_400 * 1_000_000_000;
 
 /// Latency samples in microseconds, kept whole or folded into a histogram.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Latencies {
-    Exact(Vec<f64>),
+    Exact(Samples),
     Approx {
         histogram: Box<Histogram<u64>>,
         count: u64,
@@ -37,7 +38,7 @@ impl Latencies {
     /// 1%, a tenth of the memory; for the per-broker table).
     pub fn with_digits(exact: bool, digits: u8) -> Self {
         if exact {
-            return Self::Exact(Vec::new());
+            return Self::Exact(Samples::default());
         }
         match Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, digits) {
             Ok(histogram) => Self::Approx {
@@ -47,7 +48,7 @@ impl Latencies {
                 min: f64::INFINITY,
                 max: f64::NEG_INFINITY,
             },
-            Err(_) => Self::Exact(Vec::new()),
+            Err(_) => Self::Exact(Samples::default()),
         }
     }
 
@@ -77,7 +78,7 @@ impl Latencies {
     /// The summary; `None` without samples.
     pub fn summary(&self) -> Option<Latency> {
         match self {
-            Self::Exact(samples) => latency(samples),
+            Self::Exact(samples) => samples.summary(),
             Self::Approx {
                 histogram,
                 count,
@@ -107,7 +108,7 @@ impl Latencies {
     /// linear time.
     pub fn sort(&mut self) {
         if let Self::Exact(samples) = self {
-            samples.sort_by(f64::total_cmp);
+            samples.sort();
         }
     }
 
@@ -144,7 +145,7 @@ pub fn latency(samples: &[f64]) -> Option<Latency> {
 }
 
 /// Rounds to nanosecond resolution so the mean prints without float noise.
-fn round3(value: f64) -> f64 {
+pub(super) fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
 

@@ -1,9 +1,14 @@
 //! The JSON report written from exchanges serialized on the analysis thread
-//! (`run_serialized`, what the binary does for `--format json`) must be byte for byte
-//! what `serde_json` writes for the whole report, compact and pretty, on every committed
-//! capture: any field added to the report but not to the split writer shows up here.
+//! (`JsonSink`, what the binary does for `--format json`) must be byte for byte what
+//! `serde_json` writes for the whole report, compact and pretty, on every committed
+//! capture, whether its lists stayed in memory or went through temporary files: any
+//! field added to the report but not to the split writer shows up here.
 
+use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pidshark::report::json::JsonSink;
 
 use crate::common::{
     apid_request_body, apid_response_body, request, response, root, Conn, PcapWriter,
@@ -29,6 +34,41 @@ fn captures() -> Vec<PathBuf> {
     found
 }
 
+/// Bytes written by the output thread, read after the run.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What `--format json` writes, with lists held in memory up to `run_bytes`.
+fn json_of(config: &pidshark::Config, pretty: bool, run_bytes: usize) -> Vec<u8> {
+    let out = Shared::default();
+    let mut sink = JsonSink::with_run_bytes(pretty, Box::new(out.clone()), run_bytes);
+    let report = pidshark::run(config, &mut sink).unwrap();
+    assert!(report.exchanges.is_empty());
+    let bytes = out.0.lock().unwrap().clone();
+    bytes
+}
+
+/// What serde writes for the whole report, with the newline the binary adds.
+fn serde_of(whole: &pidshark::report::model::Report, pretty: bool) -> Vec<u8> {
+    let mut expected = if pretty {
+        serde_json::to_vec_pretty(whole).unwrap()
+    } else {
+        serde_json::to_vec(whole).unwrap()
+    };
+    expected.push(b'\n');
+    expected
+}
+
 #[test]
 fn serialized_exchanges_write_the_same_report_as_serde() {
     let captures = captures();
@@ -40,23 +80,15 @@ fn serialized_exchanges_write_the_same_report_as_serde() {
     let mut with_exchanges = 0;
     for path in captures {
         let config = pidshark::Config::for_inputs(vec![path.to_string_lossy().into_owned()]);
-        let Ok(whole) = pidshark::run(&config) else {
+        let Ok(whole) = pidshark::report(&config) else {
             continue; // not a capture at all: the CLI tests cover those
         };
         if !whole.exchanges.is_empty() {
             with_exchanges += 1;
         }
-        for pretty in [false, true] {
-            let expected = if pretty {
-                serde_json::to_vec_pretty(&whole).unwrap()
-            } else {
-                serde_json::to_vec(&whole).unwrap()
-            };
-            let (report, serialized) = pidshark::run_serialized(&config, pretty).unwrap();
-            assert!(report.exchanges.is_empty());
-            assert_eq!(serialized.len(), whole.exchanges.len());
-            let mut actual = Vec::new();
-            serialized.write_report(&report, &mut actual).unwrap();
+        for (pretty, run_bytes) in [(false, 8 << 20), (true, 8 << 20), (true, 1024)] {
+            let expected = serde_of(&whole, pretty);
+            let actual = json_of(&config, pretty, run_bytes);
             if actual != expected {
                 let at = actual
                     .iter()
@@ -114,18 +146,18 @@ fn many_interleaved_exchanges_write_the_same_report_as_serde() {
         w.finish(); // the connections stay open: their last requests are all answered
     }
     let config = pidshark::Config::for_inputs(vec![path.to_string_lossy().into_owned()]);
-    let whole = pidshark::run(&config).unwrap();
+    let whole = pidshark::report(&config).unwrap();
     assert_eq!(whole.exchanges.len(), 3000);
     for pretty in [false, true] {
-        let expected = if pretty {
-            serde_json::to_vec_pretty(&whole).unwrap()
-        } else {
-            serde_json::to_vec(&whole).unwrap()
-        };
+        let expected = serde_of(&whole, pretty);
         assert!(expected.len() > 2 << 20, "{} bytes", expected.len());
-        let (report, serialized) = pidshark::run_serialized(&config, pretty).unwrap();
-        let mut actual = Vec::new();
-        serialized.write_report(&report, &mut actual).unwrap();
-        assert!(actual == expected, "pretty: {pretty}: the reports differ");
+        // in memory, and through runs of 64 KiB merged at the end
+        for run_bytes in [8 << 20, 64 << 10] {
+            let actual = json_of(&config, pretty, run_bytes);
+            assert!(
+                actual == expected,
+                "pretty: {pretty}, runs of {run_bytes}: the reports differ"
+            );
+        }
     }
 }

@@ -1,0 +1,375 @@
+//! The JSON formats as sinks. `--format json` serializes each exchange and block as it
+//! comes (on the output thread, beside the reading) into [`Ordered`] lists, which hold
+//! only text, and off the heap past a bound; the report is written around them at the
+//! end. `--format ndjson` writes a line per exchange as it completes, then a line with the
+//! rest of the report.
+//!
+//! The bytes written are exactly those of `serde_json` on the whole report, compact or
+//! pretty (`tests/it/serialized.rs` holds the two side by side for every fixture).
+
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::model::{Capture, Diagnostic, PidFinding, ProducerIdBlocks, Report, Summary, Tool};
+use super::sink::{Needs, Sink};
+use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
+use super::{compact, exchange, pid_block};
+use crate::analysis::{Block, BlockOrder};
+use crate::capture::Timestamp;
+use crate::pairing::{Exchange, ExchangeOrder};
+
+impl OrderKey for ExchangeOrder {
+    const LEN: usize = 20;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend(self.request_frame.to_be_bytes());
+        out.extend(self.connection.to_be_bytes());
+        out.extend(self.correlation_id.to_be_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        Self {
+            request_frame: u64::from_be_bytes(field(bytes, 0)),
+            connection: u64::from_be_bytes(field(bytes, 8)),
+            correlation_id: i32::from_be_bytes(field(bytes, 16)),
+        }
+    }
+}
+
+impl OrderKey for BlockOrder {
+    const LEN: usize = 21;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend(self.timestamp.secs.to_be_bytes());
+        out.extend(self.timestamp.nanos.to_be_bytes());
+        out.push(u8::from(self.timestamp.nano));
+        out.extend(self.response_frame.to_be_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        Self {
+            timestamp: Timestamp {
+                secs: i64::from_be_bytes(field(bytes, 0)),
+                nanos: u32::from_be_bytes(field(bytes, 8)),
+                nano: field::<1>(bytes, 12) != [0],
+            },
+            response_frame: u64::from_be_bytes(field(bytes, 13)),
+        }
+    }
+}
+
+/// Indentation of the elements of `exchanges` (depth 2) and of
+/// `producer_id_blocks.blocks` (depth 3) in the pretty report.
+const EXCHANGE_INDENT: &[u8] = b"    ";
+const BLOCK_INDENT: &[u8] = b"      ";
+
+/// `--format json`: the report, its exchanges and blocks serialized as they come.
+pub struct JsonSink {
+    pretty: bool,
+    exchanges: Ordered<ExchangeOrder>,
+    blocks: Ordered<BlockOrder>,
+    scratch: Vec<u8>,
+    out: Box<dyn Write + Send>,
+}
+
+impl JsonSink {
+    /// `pretty`: laid out as `serde_json::to_writer_pretty` lays the report out.
+    pub fn new(pretty: bool, out: Box<dyn Write + Send>) -> Self {
+        Self::with_run_bytes(pretty, out, DEFAULT_RUN_BYTES)
+    }
+
+    /// Holding at most `run_bytes` of each list in memory (see [`Ordered`]).
+    pub fn with_run_bytes(pretty: bool, out: Box<dyn Write + Send>, run_bytes: usize) -> Self {
+        Self {
+            pretty,
+            exchanges: Ordered::new(run_bytes),
+            blocks: Ordered::new(run_bytes),
+            scratch: Vec::new(),
+            out,
+        }
+    }
+}
+
+/// Appends `item` as the report holds it: compact, or pretty as it sits `indent` deep.
+fn serialize<T: Serialize>(
+    out: &mut Vec<u8>,
+    item: &T,
+    compact: fn(&mut Vec<u8>, &T),
+    pretty: Option<(&mut Vec<u8>, &[u8])>,
+) -> io::Result<()> {
+    match pretty {
+        None => compact(out, item),
+        Some((scratch, indent)) => {
+            scratch.clear();
+            serde_json::to_writer_pretty(&mut *scratch, item)?;
+            indent_into(out, scratch, indent);
+        }
+    }
+    Ok(())
+}
+
+impl Sink for JsonSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            exact_latency: true,
+        }
+    }
+
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        let (pretty, scratch) = (self.pretty, &mut self.scratch);
+        self.exchanges.push(ex.order(), |out| {
+            let indent = pretty.then_some((&mut *scratch, EXCHANGE_INDENT));
+            serialize(out, &exchange(&ex), compact::exchange, indent)
+        })?;
+        if let Some(block) = block {
+            self.blocks.push(block.order(), |out| {
+                let indent = pretty.then_some((&mut *scratch, BLOCK_INDENT));
+                serialize(out, &pid_block(block), compact::pid_block, indent)
+            })?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        let exchanges = std::mem::replace(&mut self.exchanges, Ordered::new(1));
+        let blocks = std::mem::replace(&mut self.blocks, Ordered::new(1));
+        let lists = Lists { exchanges, blocks };
+        write_report(report, self.pretty, Some(lists), &mut self.out)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+}
+
+/// `--format ndjson`: a line per exchange as it completes, flushed within a tenth of a
+/// second, then a line with everything else the report holds (no `exchanges`, no
+/// `producer_id_blocks.blocks`). Memory does not grow with the number of exchanges.
+pub struct NdjsonSink {
+    out: Box<dyn Write + Send>,
+    line: Vec<u8>,
+    last_flush: Instant,
+}
+
+/// Longest a written line waits in the buffer.
+const NDJSON_FLUSH: Duration = Duration::from_millis(100);
+
+impl NdjsonSink {
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        Self {
+            out,
+            line: Vec::new(),
+            last_flush: Instant::now(),
+        }
+    }
+}
+
+impl Sink for NdjsonSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            exact_latency: false,
+        }
+    }
+
+    fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
+        self.line.clear();
+        compact::exchange(&mut self.line, &exchange(&ex));
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
+        if self.last_flush.elapsed() >= NDJSON_FLUSH {
+            self.last_flush = Instant::now();
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        write_report(report, false, None, &mut self.out)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+}
+
+/// The two ordered arrays of the JSON report.
+struct Lists {
+    exchanges: Ordered<ExchangeOrder>,
+    blocks: Ordered<BlockOrder>,
+}
+
+/// Writes `list` as a JSON array, `[` to `]`, its items in key order.
+fn write_list<K: OrderKey>(
+    list: Ordered<K>,
+    pretty: bool,
+    indent: &[u8],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    out.write_all(b"[")?;
+    let any = !list.is_empty();
+    list.write_each(|i, item| {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        if pretty {
+            out.write_all(b"\n")?;
+            out.write_all(indent)?;
+        }
+        out.write_all(item)
+    })?;
+    if pretty && any {
+        out.write_all(b"\n")?;
+        out.write_all(indent.get(2..).unwrap_or_default())?;
+    }
+    out.write_all(b"]")
+}
+
+/// Writes `report` as JSON, with the `lists` in place of its own exchanges and blocks
+/// (which are ignored); without them, with neither key (the last line of ndjson).
+fn write_report(
+    report: &Report,
+    pretty: bool,
+    lists: Option<Lists>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Head<'a> {
+        format_version: u32,
+        tool: &'a Tool,
+        captures: &'a [Capture],
+        summary: &'a Summary,
+    }
+    #[derive(Serialize)]
+    struct BlocksHead {
+        usual_len: Option<i32>,
+        slow_threshold_us: Option<f64>,
+    }
+    #[derive(Serialize)]
+    struct BlocksTail<'a> {
+        findings: &'a [PidFinding],
+    }
+    #[derive(Serialize)]
+    struct Tail<'a> {
+        diagnostics: &'a [Diagnostic],
+    }
+    // Every field named, none skipped with `..`: a field added to the report fails
+    // to compile here until it is written too.
+    let Report {
+        format_version,
+        tool,
+        captures,
+        summary,
+        exchanges: _,
+        producer_id_blocks,
+        diagnostics,
+    } = report;
+    let ProducerIdBlocks {
+        usual_len,
+        slow_threshold_us,
+        blocks: _,
+        findings,
+    } = producer_id_blocks;
+    // Each part is an object written without its braces: `{"a":1,"b":2}` gives
+    // `"a":1,"b":2`, pretty at depth 1 or 2.
+    let fields = |value: &dyn erased::Json, depth: usize| -> io::Result<Vec<u8>> {
+        value.inner_fields(pretty, depth)
+    };
+    out.write_all(b"{")?;
+    out.write_all(&fields(
+        &Head {
+            format_version: *format_version,
+            tool,
+            captures,
+            summary,
+        },
+        1,
+    )?)?;
+    let whole = lists.is_some();
+    let (exchanges, blocks) = match lists {
+        Some(Lists { exchanges, blocks }) => (Some(exchanges), Some(blocks)),
+        None => (None, None),
+    };
+    match exchanges {
+        Some(exchanges) => {
+            out.write_all(&key(pretty, 1, "exchanges"))?;
+            write_list(exchanges, pretty, EXCHANGE_INDENT, out)?;
+        }
+        // The last line of ndjson has always had the diagnostics before the blocks' part.
+        None => {
+            out.write_all(b",")?;
+            out.write_all(&fields(&Tail { diagnostics }, 1)?)?;
+        }
+    }
+    out.write_all(&key(pretty, 1, "producer_id_blocks"))?;
+    out.write_all(b"{")?;
+    out.write_all(&fields(
+        &BlocksHead {
+            usual_len: *usual_len,
+            slow_threshold_us: *slow_threshold_us,
+        },
+        2,
+    )?)?;
+    if let Some(blocks) = blocks {
+        out.write_all(&key(pretty, 2, "blocks"))?;
+        write_list(blocks, pretty, BLOCK_INDENT, out)?;
+    }
+    out.write_all(b",")?;
+    out.write_all(&fields(&BlocksTail { findings }, 2)?)?;
+    out.write_all(if pretty { b"\n  }" } else { b"}" })?;
+    if whole {
+        out.write_all(b",")?;
+        out.write_all(&fields(&Tail { diagnostics }, 1)?)?;
+    }
+    out.write_all(if pretty { b"\n}" } else { b"}" })
+}
+
+/// `,"name":` as it follows an earlier field at `depth`.
+fn key(pretty: bool, depth: usize, name: &str) -> Vec<u8> {
+    if pretty {
+        format!(",\n{}\"{name}\": ", "  ".repeat(depth)).into_bytes()
+    } else {
+        format!(",\"{name}\":").into_bytes()
+    }
+}
+/// Appends pretty JSON laid out at depth 0 as it sits `indent` deep: every line after the
+/// first moves right (JSON strings hold no raw newline, so each one is layout).
+fn indent_into(out: &mut Vec<u8>, json: &[u8], indent: &[u8]) {
+    let mut lines = json.split(|b| *b == b'\n');
+    if let Some(first) = lines.next() {
+        out.extend_from_slice(first);
+    }
+    for line in lines {
+        out.push(b'\n');
+        out.extend_from_slice(indent);
+        out.extend_from_slice(line);
+    }
+}
+
+mod erased {
+    //! Serializes a struct as the fields between its braces.
+
+    use serde::Serialize;
+
+    pub trait Json {
+        /// The fields of this object at `depth`, without the braces (pretty: from the
+        /// newline before the first field to the last field's end).
+        fn inner_fields(&self, pretty: bool, depth: usize) -> std::io::Result<Vec<u8>>;
+    }
+
+    impl<T: Serialize> Json for T {
+        fn inner_fields(&self, pretty: bool, depth: usize) -> std::io::Result<Vec<u8>> {
+            let whole = if pretty {
+                serde_json::to_vec_pretty(self)
+            } else {
+                serde_json::to_vec(self)
+            }?;
+            let (open, close): (&[u8], &[u8]) = if pretty { (b"{", b"\n}") } else { (b"{", b"}") };
+            let inner = whole
+                .strip_prefix(open)
+                .and_then(|rest| rest.strip_suffix(close))
+                .unwrap_or_default();
+            if !pretty || depth <= 1 {
+                return Ok(inner.to_vec());
+            }
+            let mut out = Vec::with_capacity(inner.len());
+            super::indent_into(&mut out, inner, &b"  ".repeat(depth - 1));
+            Ok(out)
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Latency samples kept for exact percentiles in bounded memory. Up to a few thousand
+//! are held; past that they go, in blocks, to a temporary file, and each percentile is
+//! found by selection over the file (a radix select on the samples' order-preserving
+//! bit patterns, 16 bits a pass, then the last bucket sorted in memory). A capture with
+//! millions of exchanges then holds a fixed amount of memory for its latencies, and
+//! every percentile stays a latency that occurred.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, Write};
+
+use super::model::Latency;
+
+/// Samples held in memory before a block of them is written out.
+const HELD: usize = 8192;
+/// Values gathered and sorted in memory once a selection has narrowed to that many.
+const GATHER: u64 = 1 << 16;
+/// Buckets per pass: the next 16 bits of the key.
+const BUCKET_BITS: u32 = 16;
+
+/// The order of `f64::total_cmp` as an unsigned integer.
+fn key(value: f64) -> u64 {
+    let bits = value.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
+fn value(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
+}
+
+/// Exact latency samples, in memory and spilled.
+#[derive(Debug, Default)]
+pub struct Samples {
+    held: Vec<f64>,
+    spilled: Option<File>,
+    /// Samples written to `spilled`.
+    spilled_count: u64,
+}
+
+impl Samples {
+    pub fn push(&mut self, us: f64) {
+        self.held.push(us);
+        if self.held.len() >= HELD && self.spill().is_err() {
+            // Without a temporary file the samples stay in memory: exact still.
+            self.held.reserve(HELD);
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.spilled_count + self.held.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn spill(&mut self) -> io::Result<()> {
+        let file = match &mut self.spilled {
+            Some(file) => file,
+            slot => slot.insert(tempfile::tempfile()?),
+        };
+        let bytes: Vec<u8> = self.held.iter().flat_map(|v| v.to_le_bytes()).collect();
+        file.write_all(&bytes)?;
+        self.spilled_count += self.held.len() as u64;
+        self.held.clear();
+        Ok(())
+    }
+
+    /// Sorts what is held, when nothing was spilled (the summary is then direct).
+    pub fn sort(&mut self) {
+        if self.spilled.is_none() {
+            self.held.sort_by(f64::total_cmp);
+        }
+    }
+
+    /// Calls `each` with every sample's key, spilled ones first.
+    fn for_each_key(&self, mut each: impl FnMut(u64)) -> io::Result<()> {
+        if let Some(file) = &self.spilled {
+            let mut file = file;
+            file.rewind()?;
+            let mut input = BufReader::with_capacity(1 << 16, file);
+            let mut sample = [0u8; 8];
+            for _ in 0..self.spilled_count {
+                input.read_exact(&mut sample)?;
+                each(key(f64::from_le_bytes(sample)));
+            }
+        }
+        self.held.iter().for_each(|v| each(key(*v)));
+        Ok(())
+    }
+
+    /// The sample of 0-based rank `rank` in `total_cmp` order.
+    fn select(&self, mut rank: u64) -> io::Result<Option<f64>> {
+        let (mut prefix, mut prefix_bits) = (0u64, 0u32);
+        let matches =
+            |k: u64, prefix: u64, bits: u32| bits == 0 || k.checked_shr(64 - bits) == Some(prefix);
+        while prefix_bits < 64 {
+            let shift = 64 - prefix_bits - BUCKET_BITS;
+            let mut counts = vec![0u64; 1 << BUCKET_BITS];
+            self.for_each_key(|k| {
+                if matches(k, prefix, prefix_bits) {
+                    if let Some(c) = counts.get_mut(((k >> shift) & 0xffff) as usize) {
+                        *c += 1;
+                    }
+                }
+            })?;
+            let mut below = 0u64;
+            let Some((bucket, count)) = counts.iter().enumerate().find(|(_, c)| {
+                let found = below + **c > rank;
+                if !found {
+                    below += **c;
+                }
+                found
+            }) else {
+                return Ok(None);
+            };
+            rank -= below;
+            prefix = (prefix << BUCKET_BITS) | bucket as u64;
+            prefix_bits += BUCKET_BITS;
+            if *count <= GATHER || prefix_bits == 64 {
+                let mut gathered = Vec::new();
+                self.for_each_key(|k| {
+                    if matches(k, prefix, prefix_bits) {
+                        gathered.push(k);
+                    }
+                })?;
+                gathered.sort_unstable();
+                return Ok(gathered.get(rank as usize).map(|k| value(*k)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Count, min, mean, nearest-rank p50/p90/p99 and max.
+    pub fn summary(&self) -> Option<Latency> {
+        if self.spilled.is_none() {
+            return super::stats::latency(&self.held);
+        }
+        self.spilled_summary().ok().flatten()
+    }
+
+    fn spilled_summary(&self) -> io::Result<Option<Latency>> {
+        let count = self.len();
+        let (mut min, mut max) = (u64::MAX, 0u64);
+        // Neumaier's compensated sum: the mean is not thrown off by the order of millions.
+        let (mut sum, mut compensation) = (0.0f64, 0.0f64);
+        self.for_each_key(|k| {
+            min = min.min(k);
+            max = max.max(k);
+            let v = value(k);
+            let t = sum + v;
+            compensation += if sum.abs() >= v.abs() {
+                (sum - t) + v
+            } else {
+                (v - t) + sum
+            };
+            sum = t;
+        })?;
+        let rank = |pct: u64| (pct * count).div_ceil(100).max(1) - 1;
+        let (Some(p50), Some(p90), Some(p99)) = (
+            self.select(rank(50))?,
+            self.select(rank(90))?,
+            self.select(rank(99))?,
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(Latency {
+            count,
+            min: value(min),
+            mean: super::stats::round3((sum + compensation) / count as f64),
+            p50,
+            p90,
+            p99,
+            max: value(max),
+            percentiles_exact: true,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_keep_the_order_of_total_cmp() {
+        let values = [-1e9, -2.5, -0.0, 0.0, 1e-300, 0.125, 145.407, 1e300];
+        for pair in values.windows(2) {
+            assert!(key(pair[0]) < key(pair[1]), "{pair:?}");
+            assert_eq!(value(key(pair[0])).to_bits(), pair[0].to_bits());
+        }
+    }
+
+    /// Spilled samples give the summary that sorting them all in memory gives.
+    #[test]
+    fn spilled_percentiles_are_those_of_the_sorted_samples() {
+        // 200,003 samples: 24 blocks spilled; a few values repeated many times (one
+        // bucket past what is gathered at once), the rest spread over decades
+        let mut samples = Samples::default();
+        let mut all = Vec::new();
+        let mut x = 7u64;
+        for i in 0..200_003u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = if i % 3 == 0 {
+                145.407
+            } else {
+                (x >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((x % 7) as i32)
+            };
+            samples.push(v);
+            all.push(v);
+        }
+        assert!(samples.spilled.is_some());
+        let got = samples.summary().unwrap();
+        let want = super::super::stats::latency(&all).unwrap();
+        assert_eq!(
+            (got.count, got.min, got.p50, got.p90, got.p99, got.max),
+            (want.count, want.min, want.p50, want.p90, want.p99, want.max)
+        );
+        assert!(
+            (got.mean - want.mean).abs() <= 0.001,
+            "{} {}",
+            got.mean,
+            want.mean
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! Where the report goes: every output format is a [`Sink`]. The run hands a sink each
+//! exchange once it is analysed (with the block it granted), in the order exchanges
+//! complete, on the output thread; then, once the captures are read, the rest of the
+//! report. Formats that must order what they write hold it (the JSON formats in
+//! [`super::spill`], off the heap past a bound), not the run.
+
+use std::io::{self, Write};
+
+use super::model::Report;
+use super::{exchange, text, tree};
+use crate::analysis::Block;
+use crate::pairing::Exchange;
+
+/// What the run prepares for a sink.
+#[derive(Debug, Clone, Copy)]
+pub struct Needs {
+    /// The report handed to [`Sink::finish`] lists every block (a sink that takes each
+    /// block as it comes does not need the analysis to keep them too).
+    pub blocks_in_report: bool,
+    /// Latency percentiles exact (every latency held, 8 bytes an exchange) rather than
+    /// from a histogram (within 0.1%, in constant memory).
+    pub exact_latency: bool,
+}
+
+/// One output of a run.
+pub trait Sink: Send {
+    fn needs(&self) -> Needs;
+    /// An exchange, analysed, and the block it granted if it granted one.
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()>;
+    /// The rest of the report, once the captures are read: its `exchanges` are empty, its
+    /// blocks listed only when [`Needs::blocks_in_report`]. A sink that keeps the
+    /// exchanges puts them in.
+    fn finish(&mut self, report: &mut Report) -> io::Result<()>;
+}
+
+/// Keeps every exchange, for a report that holds them all (the library's
+/// [`crate::report()`], `--expect`, and the formats written from the whole report).
+#[derive(Debug, Default)]
+pub struct Collect {
+    kept: Vec<Exchange>,
+}
+
+impl Sink for Collect {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: true,
+            exact_latency: true,
+        }
+    }
+
+    fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
+        self.kept.push(ex);
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        let mut kept = std::mem::take(&mut self.kept);
+        kept.sort_by_key(Exchange::order);
+        report.exchanges = kept.iter().map(exchange).collect();
+        Ok(())
+    }
+}
+
+/// Hands each exchange, in the report's form, to a function and keeps none: memory does
+/// not grow with the number of exchanges. Latency percentiles come from a histogram.
+pub struct Each<F>(pub F);
+
+impl<F> Sink for Each<F>
+where
+    F: FnMut(&super::model::Exchange) -> io::Result<()> + Send,
+{
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            exact_latency: false,
+        }
+    }
+
+    fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
+        (self.0)(&exchange(&ex))
+    }
+
+    fn finish(&mut self, _report: &mut Report) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A format written from the whole report at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whole {
+    /// JSON through serde (pretty or compact): what the streaming JSON sink must equal.
+    Json {
+        pretty: bool,
+    },
+    Text {
+        colour: bool,
+    },
+    Tree,
+}
+
+/// Collects the exchanges, then writes the whole report in one of the [`Whole`] formats.
+pub struct Rendered {
+    collect: Collect,
+    format: Whole,
+    out: Box<dyn Write + Send>,
+}
+
+impl Rendered {
+    pub fn new(format: Whole, out: Box<dyn Write + Send>) -> Self {
+        Self {
+            collect: Collect::default(),
+            format,
+            out,
+        }
+    }
+}
+
+impl Sink for Rendered {
+    fn needs(&self) -> Needs {
+        self.collect.needs()
+    }
+
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        self.collect.exchange(ex, block)
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        self.collect.finish(report)?;
+        let out = &mut self.out;
+        match self.format {
+            Whole::Json { pretty: true } => {
+                serde_json::to_writer_pretty(&mut *out, report)?;
+                out.write_all(b"\n")?;
+            }
+            Whole::Json { pretty: false } => {
+                serde_json::to_writer(&mut *out, report)?;
+                out.write_all(b"\n")?;
+            }
+            Whole::Text { colour } => text::write(out, report, colour)?,
+            Whole::Tree => out.write_all(tree::render(report).as_bytes())?,
+        }
+        out.flush()
+    }
+}
