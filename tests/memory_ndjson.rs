@@ -17,39 +17,6 @@ use common::*;
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
 
-/// A capture of `connections` connections with `per_connection` AllocateProducerIds
-/// exchanges each, all granting contiguous blocks.
-fn capture(path: &std::path::Path, connections: u32, per_connection: u32) {
-    let mut w = PcapWriter::create(path);
-    // First 4 MiB of other traffic, so that the read-ahead of the input (a fixed few
-    // MiB) is as full in the smaller capture as in the larger.
-    let mut other = Conn::new("10.8.8.8:50000", "10.9.9.9:80");
-    other.handshake(&mut w);
-    other.send(&mut w, true, b"GET / HTTP/1.1\r\n\r\n", 1460);
-    let filler = vec![0x41u8; 64 << 10];
-    for _ in 0..64 {
-        other.send(&mut w, false, &filler, 1460);
-    }
-    other.close(&mut w);
-    let mut next_start = 0i64;
-    for conn in 0..connections {
-        let mut c = Conn::new(
-            &format!("10.0.{}.{}:40000", conn / 250, conn % 250 + 1),
-            "10.9.9.9:9093",
-        );
-        c.handshake(&mut w);
-        for corr in 0..per_connection {
-            let req = request(67, 0, corr as i32, true, &apid_request_body(conn as i32, 7));
-            let resp = response(corr as i32, true, &apid_response_body(0, next_start, 1000));
-            next_start += 1000;
-            c.send(&mut w, true, &req, 1460);
-            c.send(&mut w, false, &resp, 1460);
-        }
-        c.close(&mut w);
-    }
-    w.finish();
-}
-
 fn stream(path: &std::path::Path) -> u64 {
     let mut config = pidshark::Config::for_inputs(vec![path.to_str().unwrap().to_owned()]);
     config.max_recent_blocks = 256;
@@ -70,8 +37,8 @@ fn stream(path: &std::path::Path) -> u64 {
 fn streaming_memory_does_not_grow_with_exchanges() {
     let dir = tempfile::tempdir().unwrap();
     let (small, large) = (dir.path().join("small.pcap"), dir.path().join("large.pcap"));
-    capture(&small, 20, 2000);
-    capture(&large, 20, 4000);
+    apid_capture(&small, 20, 2000);
+    apid_capture(&large, 20, 4000);
     let after_writing = ALLOCATOR.max_allocated();
     assert_eq!(stream(&small), 40_000);
     let after_small = ALLOCATOR.max_allocated();

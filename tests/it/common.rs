@@ -389,3 +389,36 @@ impl Conn {
         self.server_seq = self.server_seq.wrapping_add(1);
     }
 }
+
+/// A capture of `connections` connections with `per_connection` AllocateProducerIds
+/// exchanges each, all granting contiguous blocks.
+pub fn apid_capture(path: &std::path::Path, connections: u32, per_connection: u32) {
+    let mut w = PcapWriter::create(path);
+    // First 4 MiB of other traffic, so that the read-ahead of the input (a fixed few
+    // MiB) is as full in the smaller capture as in the larger.
+    let mut other = Conn::new("10.8.8.8:50000", "10.9.9.9:80");
+    other.handshake(&mut w);
+    other.send(&mut w, true, b"GET / HTTP/1.1\r\n\r\n", 1460);
+    let filler = vec![0x41u8; 64 << 10];
+    for _ in 0..64 {
+        other.send(&mut w, false, &filler, 1460);
+    }
+    other.close(&mut w);
+    let mut next_start = 0i64;
+    for conn in 0..connections {
+        let mut c = Conn::new(
+            &format!("10.0.{}.{}:40000", conn / 250, conn % 250 + 1),
+            "10.9.9.9:9093",
+        );
+        c.handshake(&mut w);
+        for corr in 0..per_connection {
+            let req = request(67, 0, corr as i32, true, &apid_request_body(conn as i32, 7));
+            let resp = response(corr as i32, true, &apid_response_body(0, next_start, 1000));
+            next_start += 1000;
+            c.send(&mut w, true, &req, 1460);
+            c.send(&mut w, false, &resp, 1460);
+        }
+        c.close(&mut w);
+    }
+    w.finish();
+}
