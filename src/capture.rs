@@ -8,18 +8,24 @@
 //! corruption after valid data gives a diagnostic with the byte offset: what came before
 //! is kept.
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::ops::ControlFlow;
-use std::sync::{Arc, Mutex};
 
-use pcap_parser::pcapng::Block;
-use pcap_parser::{Linktype, PcapBlockOwned, PcapError};
+use pcap_parser::nom;
+use pcap_parser::pcap::{
+    parse_pcap_frame, parse_pcap_frame_be, parse_pcap_frame_modified, parse_pcap_header,
+    LegacyPcapBlock,
+};
+use pcap_parser::pcapng::{
+    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, EnhancedPacketBlock,
+    InterfaceDescriptionBlock, SimplePacketBlock,
+};
+use pcap_parser::{Linktype, PcapError};
 
 use crate::diag::{Diagnostics, Kind};
 use crate::error::Error;
+use crate::readahead::{Blocks, ReadBlocks};
 
-/// Initial read buffer: large enough for any packet of a 262144-byte snaplen.
-const READ_BUFFER: usize = 1 << 20;
 /// Longest packet a record may hold whatever the file's snaplen says (Wireshark's
 /// `WTAP_MAX_PACKET_SIZE_STANDARD`).
 pub const MAX_SNAPLEN: usize = 262_144;
@@ -109,44 +115,6 @@ impl Interface {
     }
 }
 
-/// Makes every read fill the buffer unless the input ends: pcap-parser reads the file
-/// header with a single `read`, which a pipe may answer with a few bytes only. A read
-/// error after the header is kept aside and seen as the end of the input, so that what
-/// came before is still reported (pcap-parser would turn it into a bare `ReadError`).
-struct FullReads<R> {
-    inner: R,
-    started: bool,
-    error: Arc<Mutex<Option<std::io::Error>>>,
-}
-
-impl<R: Read> Read for FullReads<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut filled = 0;
-        while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
-            match self.inner.read(rest) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if !self.started && filled == 0 => {
-                    let kind = e.kind();
-                    if let Ok(mut slot) = self.error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    return Err(kind.into());
-                }
-                Err(e) => {
-                    if let Ok(mut slot) = self.error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    break;
-                }
-            }
-        }
-        self.started = true;
-        Ok(filled)
-    }
-}
-
 /// Reads one capture, calling `on_packet` for each packet record. Frames are numbered
 /// from `next_frame` on; the caller keeps numbering across files. Records up to
 /// [`MAX_RECORD_BUFFER`].
@@ -157,12 +125,19 @@ pub fn read_capture<R: Read + Send>(
     diags: &mut Diagnostics,
     on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
 ) -> Result<CaptureInfo, Error> {
-    read_capture_with(input, path, next_frame, diags, MAX_RECORD_BUFFER, on_packet)
+    read_capture_with(
+        ReadBlocks::new(input),
+        path,
+        next_frame,
+        diags,
+        MAX_RECORD_BUFFER,
+        on_packet,
+    )
 }
 
-/// [`read_capture`] accepting records (pcapng blocks) up to `max_record` bytes.
-pub fn read_capture_with<R: Read + Send>(
-    input: R,
+/// [`read_capture`] over input in blocks, accepting records up to `max_record` bytes.
+pub fn read_capture_with(
+    input: impl Blocks,
     path: &str,
     next_frame: &mut u64,
     diags: &mut Diagnostics,
@@ -190,7 +165,7 @@ pub fn first_timestamp<R: Read + Send>(input: R, path: &str) -> Option<Timestamp
     let mut frame = 1;
     let mut diags = Diagnostics::default();
     read_records(
-        input,
+        ReadBlocks::new(input),
         path,
         &mut frame,
         &mut diags,
@@ -204,267 +179,497 @@ pub fn first_timestamp<R: Read + Send>(input: R, path: &str) -> Option<Timestamp
     first
 }
 
+/// The bytes not yet parsed: the rest of the current block, or, for a record that spans
+/// blocks, a copy of its bytes gathered from them (only such records are copied).
+struct Feed<B> {
+    blocks: B,
+    /// Where the unparsed bytes of the current block start.
+    pos: usize,
+    /// While `carrying`: a record's bytes from several blocks, unparsed from `carry_pos`.
+    carry: Vec<u8>,
+    carry_pos: usize,
+    carrying: bool,
+    ended: bool,
+    /// File offset of the first unparsed byte.
+    offset: u64,
+}
+
+impl<B: Blocks> Feed<B> {
+    fn new(blocks: B) -> Self {
+        Self {
+            blocks,
+            pos: 0,
+            carry: Vec::new(),
+            carry_pos: 0,
+            carrying: false,
+            ended: false,
+            offset: 0,
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        if self.carrying {
+            self.carry.get(self.carry_pos..).unwrap_or_default()
+        } else {
+            self.blocks.current().get(self.pos..).unwrap_or_default()
+        }
+    }
+
+    /// Reads blocks until `data()` holds `need` bytes; `false` when the input ends first.
+    fn fill(&mut self, need: usize) -> io::Result<bool> {
+        while self.data().len() < need {
+            if self.ended {
+                return Ok(false);
+            }
+            let have = self.data().len();
+            if !self.carrying && have > 0 {
+                // The record runs into the next block: gather it.
+                self.carry.clear();
+                self.carry
+                    .extend_from_slice(self.blocks.current().get(self.pos..).unwrap_or_default());
+                self.carry_pos = 0;
+                self.carrying = true;
+            } else if self.carrying && self.carry_pos > 0 {
+                self.carry.drain(..self.carry_pos);
+                self.carry_pos = 0;
+            }
+            if !self.blocks.advance()? {
+                self.ended = true;
+                continue;
+            }
+            self.pos = 0;
+            if self.carrying {
+                self.carry.extend_from_slice(self.blocks.current());
+                self.pos = self.blocks.current().len();
+            }
+        }
+        Ok(true)
+    }
+
+    /// Steps over `len` parsed bytes; back to the block once a gathered record is done.
+    fn consume(&mut self, len: usize) {
+        self.offset += len as u64;
+        if !self.carrying {
+            self.pos += len;
+            return;
+        }
+        self.carry_pos += len;
+        let left = self.carry.len().saturating_sub(self.carry_pos);
+        let block_len = self.blocks.current().len();
+        if left <= block_len {
+            // what is left is the end of the current block
+            self.carrying = false;
+            self.pos = block_len - left;
+            self.carry.clear();
+            if self.carry.capacity() > CARRY_KEPT {
+                self.carry.shrink_to(CARRY_KEPT);
+            }
+        }
+    }
+}
+
+/// Room a gathered record's buffer keeps after it (a big one is given back).
+const CARRY_KEPT: usize = 1 << 20;
+
+/// The file's format, once its header is read.
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    Pcap {
+        link_type: Linktype,
+        nano: bool,
+        snaplen: u32,
+        big_endian: bool,
+        modified: bool,
+    },
+    Pcapng {
+        big_endian: bool,
+    },
+}
+
+/// pcapng's section header block type, the same in both byte orders.
+const SHB_TYPE: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+/// Byte-order magic of a little-endian section, as its bytes lie in the file.
+const BYTE_ORDER_LE: [u8; 4] = [0x4d, 0x3c, 0x2b, 0x1a];
+
+fn u32_at(data: &[u8], at: usize, big_endian: bool) -> Option<u32> {
+    let bytes: [u8; 4] = data.get(at..at + 4)?.try_into().ok()?;
+    Some(if big_endian {
+        u32::from_be_bytes(bytes)
+    } else {
+        u32::from_le_bytes(bytes)
+    })
+}
+
+impl Format {
+    /// Bytes the record at the start of `data` takes, from its header: `Err(n)` when its
+    /// header needs `n` bytes and `data` has fewer. (The parser then reads the record; a
+    /// length that lies is its to report.)
+    fn record_len(&self, data: &[u8]) -> Result<usize, usize> {
+        match *self {
+            Self::Pcap {
+                big_endian,
+                modified,
+                ..
+            } => {
+                let header = if modified { 24 } else { 16 };
+                let caplen = u32_at(data, 8, big_endian).ok_or(header)?;
+                Ok(header + caplen as usize)
+            }
+            Self::Pcapng { big_endian } => {
+                let is_shb = data.get(..4).ok_or(8usize)? == SHB_TYPE;
+                let big_endian = if is_shb {
+                    data.get(8..12).ok_or(12usize)? != BYTE_ORDER_LE
+                } else {
+                    big_endian
+                };
+                let len = u32_at(data, 4, big_endian).ok_or(8usize)?;
+                Ok((len as usize).max(12))
+            }
+        }
+    }
+}
+
+/// One capture being read: its format and interfaces, what it held so far, and where
+/// its packets go. One method per kind of record.
+struct Records<'a, F> {
+    path: &'a str,
+    next_frame: &'a mut u64,
+    diags: &'a mut Diagnostics,
+    on_packet: F,
+    format: Format,
+    info: CaptureInfo,
+    interfaces: Vec<Interface>,
+    interfaces_capped: bool,
+    last_ts: Timestamp,
+    /// File offset of the record being read, for diagnostics.
+    offset: u64,
+}
+
+impl<F> Records<'_, F>
+where
+    F: FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
+{
+    fn corrupt(&mut self, message: String) {
+        self.diags
+            .push(Kind::CaptureCorrupt, None, Some(*self.next_frame), message);
+    }
+
+    fn legacy_packet(&mut self, record: &LegacyPcapBlock<'_>) -> ControlFlow<()> {
+        let Format::Pcap {
+            link_type, nano, ..
+        } = self.format
+        else {
+            return ControlFlow::Continue(());
+        };
+        let nanos = if nano {
+            record.ts_usec
+        } else {
+            record.ts_usec.saturating_mul(1000)
+        };
+        let timestamp = Timestamp {
+            secs: i64::from(record.ts_sec),
+            nanos: nanos.min(999_999_999),
+            nano,
+        };
+        let data_len = (record.caplen as usize).min(record.data.len());
+        let data = record.data.get(..data_len).unwrap_or_default();
+        self.packet(link_type, timestamp, record.origlen, data)
+    }
+
+    fn block(&mut self, block: &Block<'_>) -> ControlFlow<()> {
+        self.info.format = "pcapng";
+        match block {
+            Block::SectionHeader(shb) => {
+                self.format = Format::Pcapng {
+                    big_endian: shb.big_endian(),
+                };
+                self.interfaces.clear();
+                self.interfaces_capped = false;
+            }
+            Block::InterfaceDescription(idb) => self.interface(idb),
+            Block::EnhancedPacket(epb) => return self.enhanced_packet(epb),
+            Block::SimplePacket(spb) => return self.simple_packet(spb),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn interface(&mut self, idb: &InterfaceDescriptionBlock<'_>) {
+        if self.interfaces.len() < MAX_INTERFACES {
+            self.interfaces.push(Interface {
+                link_type: idb.linktype,
+                units_per_sec: units_per_sec(idb.if_tsresol).unwrap_or(1_000_000),
+                offset_secs: idb.if_tsoffset,
+            });
+        } else if !self.interfaces_capped {
+            self.interfaces_capped = true;
+            let (path, offset) = (self.path, self.offset);
+            self.corrupt(format!(
+                "{path}: the section at byte {offset} describes more than {MAX_INTERFACES} interfaces; the rest are not kept, and their packets are skipped"
+            ));
+        }
+    }
+
+    fn enhanced_packet(&mut self, epb: &EnhancedPacketBlock<'_>) -> ControlFlow<()> {
+        let Some(iface) = self.interfaces.get(epb.if_id as usize).copied() else {
+            let (path, offset, described) = (self.path, self.offset, self.interfaces.len());
+            self.corrupt(format!(
+                "{path}: packet block at byte {offset} names interface {} but only {described} are described; the packet was skipped",
+                epb.if_id
+            ));
+            return ControlFlow::Continue(());
+        };
+        let data: &[u8] = epb.data;
+        let data = data.get(..epb.caplen as usize).unwrap_or(data);
+        let timestamp = iface.timestamp(epb.ts_high, epb.ts_low);
+        self.packet(iface.link_type, timestamp, epb.origlen, data)
+    }
+
+    fn simple_packet(&mut self, spb: &SimplePacketBlock<'_>) -> ControlFlow<()> {
+        let Some(iface) = self.interfaces.first().copied() else {
+            return ControlFlow::Continue(());
+        };
+        // A simple packet block has no timestamp; keep the previous one.
+        let data: &[u8] = spb.data;
+        let data = data.get(..spb.origlen as usize).unwrap_or(data);
+        self.packet(iface.link_type, self.last_ts, spb.origlen, data)
+    }
+
+    fn packet(
+        &mut self,
+        link_type: Linktype,
+        timestamp: Timestamp,
+        orig_len: u32,
+        data: &[u8],
+    ) -> ControlFlow<()> {
+        // A record longer than the file's snaplen (and than any packet Wireshark accepts)
+        // is corruption, not a packet.
+        let snaplen = match self.format {
+            Format::Pcap { snaplen, .. } => snaplen,
+            Format::Pcapng { .. } => 0,
+        };
+        if data.len() > (snaplen as usize).max(MAX_SNAPLEN) {
+            let (path, offset) = (self.path, self.offset);
+            self.corrupt(format!(
+                "{path}: the record at byte {offset} holds {} bytes, more than the capture's snaplen of {snaplen} and the {MAX_SNAPLEN} any packet may have; it was skipped",
+                data.len()
+            ));
+            return ControlFlow::Continue(());
+        }
+        let at = PacketRef {
+            frame: *self.next_frame,
+            timestamp,
+        };
+        *self.next_frame += 1;
+        let info = &mut self.info;
+        info.packets += 1;
+        info.bytes += data.len() as u64;
+        info.first_timestamp.get_or_insert(timestamp);
+        info.last_timestamp = Some(timestamp);
+        self.last_ts = timestamp;
+        if !info.link_types.contains(&link_type) {
+            info.link_types.push(link_type);
+        }
+        let packet = Packet {
+            at,
+            link_type,
+            orig_len,
+            data,
+        };
+        (self.on_packet)(&packet, self.diags)
+    }
+}
+
+/// Why reading a capture's records stopped early, with what it says.
+enum Stop {
+    /// Only a record's first bytes are in the file.
+    Truncated,
+    TooLarge,
+    Corrupt(String),
+    ReadFailed(io::Error),
+}
+
+/// Reads the file header: the format, or why this is not a capture.
+fn read_header<B: Blocks>(feed: &mut Feed<B>, path: &str) -> Result<Format, Error> {
+    let fail = |reason: String| Error::NotACapture {
+        path: path.to_owned(),
+        reason,
+    };
+    let read_fail = |e: io::Error| fail(format!("could not read the file: {e}"));
+    if !feed.fill(4).map_err(read_fail)? {
+        return Err(fail(if feed.data().is_empty() {
+            "the file is empty".to_owned()
+        } else {
+            "not a pcap or pcapng capture".to_owned()
+        }));
+    }
+    if feed.data().get(..4) == Some(&SHB_TYPE[..]) {
+        let probe = Format::Pcapng { big_endian: false };
+        let need = match probe.record_len(feed.data()) {
+            Ok(len) => len.min(MAX_RECORD_BUFFER),
+            Err(header) => header,
+        };
+        feed.fill(need).map_err(read_fail)?;
+        return match parse_sectionheaderblock(feed.data()) {
+            Ok((_, shb)) => Ok(Format::Pcapng {
+                big_endian: shb.big_endian(),
+            }),
+            Err(nom::Err::Incomplete(_)) => Err(fail("the capture header is cut short".into())),
+            Err(nom::Err::Error(e) | nom::Err::Failure(e)) => {
+                Err(fail(format!("the capture header is invalid ({e})")))
+            }
+        };
+    }
+    feed.fill(24).map_err(read_fail)?;
+    match parse_pcap_header(feed.data()) {
+        Ok((_, header)) => {
+            let format = Format::Pcap {
+                link_type: header.network,
+                nano: header.is_nanosecond_precision(),
+                snaplen: header.snaplen,
+                big_endian: header.is_bigendian(),
+                modified: header.is_modified_format(),
+            };
+            feed.consume(header.size());
+            Ok(format)
+        }
+        Err(nom::Err::Incomplete(_)) => Err(fail("the capture header is cut short".into())),
+        Err(nom::Err::Error(PcapError::HeaderNotRecognized)) => {
+            Err(fail("not a pcap or pcapng capture".into()))
+        }
+        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => {
+            Err(fail(format!("the capture header is invalid ({e})")))
+        }
+    }
+}
+
 /// Reads records until the input ends or `on_packet` breaks.
-fn read_records<R: Read + Send>(
-    input: R,
+fn read_records<B: Blocks>(
+    input: B,
     path: &str,
     next_frame: &mut u64,
     diags: &mut Diagnostics,
     max_record: usize,
-    mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
+    on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
 ) -> Result<CaptureInfo, Error> {
-    let read_error = Arc::new(Mutex::new(None));
-    let input = FullReads {
-        inner: input,
-        started: false,
-        error: Arc::clone(&read_error),
-    };
-    let mut reader = pcap_parser::create_reader(READ_BUFFER, input).map_err(|e| {
-        let reason = match e {
-            PcapError::Eof => "the file is empty".to_owned(),
-            PcapError::HeaderNotRecognized => "not a pcap or pcapng capture".to_owned(),
-            PcapError::Incomplete(_) | PcapError::UnexpectedEof => {
-                "the capture header is cut short".to_owned()
-            }
-            PcapError::ReadError => match read_error.lock().ok().and_then(|mut e| e.take()) {
-                Some(err) => format!("could not read the file: {err}"),
-                None => "could not read the file".to_owned(),
-            },
-            other => format!("the capture header is invalid ({other})"),
-        };
-        Error::NotACapture {
+    let mut feed = Feed::new(input);
+    let format = read_header(&mut feed, path)?;
+    let mut records = Records {
+        path,
+        next_frame,
+        diags,
+        on_packet,
+        format,
+        info: CaptureInfo {
             path: path.to_owned(),
-            reason,
-        }
-    })?;
-    let mut info = CaptureInfo {
-        path: path.to_owned(),
-        format: "pcap",
-        link_types: Vec::new(),
-        packets: 0,
-        bytes: 0,
-        first_timestamp: None,
-        last_timestamp: None,
+            format: "pcap",
+            link_types: Vec::new(),
+            packets: 0,
+            bytes: 0,
+            first_timestamp: None,
+            last_timestamp: None,
+        },
+        interfaces: Vec::new(),
+        interfaces_capped: false,
+        last_ts: Timestamp::default(),
+        offset: 0,
     };
-    let mut legacy: Option<(Linktype, bool)> = None;
-    let mut interfaces: Vec<Interface> = Vec::new();
-    let mut interfaces_capped = false;
-    let mut last_ts = Timestamp::default();
-    let mut buffer_len = READ_BUFFER;
-    let mut snaplen: u32 = 0;
+    let stop = loop {
+        records.offset = feed.offset;
+        match next_record(&mut feed, &mut records, max_record) {
+            Ok(ControlFlow::Continue(true)) => {}
+            Ok(ControlFlow::Continue(false) | ControlFlow::Break(())) => break None,
+            Err(stop) => break Some(stop),
+        }
+    };
+    let packets = records.info.packets;
+    let offset = records.offset;
+    match stop {
+        None => {}
+        Some(Stop::Truncated) => records.diags.push(
+            Kind::CaptureTruncated,
+            None,
+            // the frame number the broken record would have had
+            Some(*records.next_frame),
+            format!(
+                "{path} ends inside a record that starts at byte {offset}; the {packets} packets before it were read"
+            ),
+        ),
+        Some(Stop::TooLarge) => records.corrupt(format!(
+            "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",
+            max_record >> 20
+        )),
+        Some(Stop::Corrupt(why)) => records.corrupt(format!(
+            "{path} is corrupt at byte {offset} ({why}); the {packets} packets before it were read"
+        )),
+        Some(Stop::ReadFailed(err)) => records.corrupt(format!(
+            "{path}: reading failed after {packets} packets ({err}); what came before is reported"
+        )),
+    }
+    Ok(records.info)
+}
+
+/// Reads and hands over the next record: `Continue(false)` at the clean end of the file.
+fn next_record<B: Blocks, F>(
+    feed: &mut Feed<B>,
+    records: &mut Records<'_, F>,
+    max_record: usize,
+) -> Result<ControlFlow<(), bool>, Stop>
+where
+    F: FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
+{
     loop {
-        let offset = reader.consumed();
-        match reader.next() {
-            Ok((len, block)) => {
-                let packet = match block {
-                    PcapBlockOwned::LegacyHeader(header) => {
-                        legacy = Some((header.network, header.is_nanosecond_precision()));
-                        snaplen = header.snaplen;
-                        None
-                    }
-                    PcapBlockOwned::Legacy(record) => legacy.map(|(link_type, nano)| {
-                        let nanos = if nano {
-                            record.ts_usec
-                        } else {
-                            record.ts_usec.saturating_mul(1000)
-                        };
-                        let data_len = (record.caplen as usize).min(record.data.len());
-                        (
-                            link_type,
-                            Timestamp {
-                                secs: i64::from(record.ts_sec),
-                                nanos: nanos.min(999_999_999),
-                                nano,
-                            },
-                            record.origlen,
-                            record.data.get(..data_len).unwrap_or_default(),
-                        )
-                    }),
-                    PcapBlockOwned::NG(block) => {
-                        info.format = "pcapng";
-                        match block {
-                            Block::SectionHeader(_) => {
-                                interfaces.clear();
-                                interfaces_capped = false;
-                                None
-                            }
-                            Block::InterfaceDescription(_)
-                                if interfaces.len() >= MAX_INTERFACES =>
-                            {
-                                if !interfaces_capped {
-                                    interfaces_capped = true;
-                                    diags.push(
-                                        Kind::CaptureCorrupt,
-                                        None,
-                                        Some(*next_frame),
-                                        format!(
-                                            "{path}: the section at byte {offset} describes more than {MAX_INTERFACES} interfaces; the rest are not kept, and their packets are skipped"
-                                        ),
-                                    );
-                                }
-                                None
-                            }
-                            Block::InterfaceDescription(idb) => {
-                                interfaces.push(Interface {
-                                    link_type: idb.linktype,
-                                    units_per_sec: units_per_sec(idb.if_tsresol)
-                                        .unwrap_or(1_000_000),
-                                    offset_secs: idb.if_tsoffset,
-                                });
-                                None
-                            }
-                            Block::EnhancedPacket(epb) => {
-                                match interfaces.get(epb.if_id as usize) {
-                                    Some(iface) => Some((
-                                        iface.link_type,
-                                        iface.timestamp(epb.ts_high, epb.ts_low),
-                                        epb.origlen,
-                                        {
-                                            let data: &[u8] = epb.data;
-                                            data.get(..epb.caplen as usize).unwrap_or(data)
-                                        },
-                                    )),
-                                    None => {
-                                        diags.push(
-                                            Kind::CaptureCorrupt,
-                                            None,
-                                            Some(*next_frame),
-                                            format!(
-                                                "{path}: packet block at byte {offset} names interface {} but only {} are described; the packet was skipped",
-                                                epb.if_id,
-                                                interfaces.len()
-                                            ),
-                                        );
-                                        None
-                                    }
-                                }
-                            }
-                            Block::SimplePacket(spb) => interfaces.first().map(|iface| {
-                                // A simple packet block has no timestamp; keep the previous one.
-                                let data: &[u8] = spb.data;
-                                let data = data.get(..spb.origlen as usize).unwrap_or(data);
-                                (iface.link_type, last_ts, spb.origlen, data)
-                            }),
-                            _ => None,
-                        }
-                    }
-                };
-                // A record longer than the file's snaplen (and than any packet Wireshark
-                // accepts) is corruption, not a packet.
-                let packet = packet.filter(|(_, _, _, data)| {
-                    let limit = (snaplen as usize).max(MAX_SNAPLEN);
-                    if data.len() <= limit {
-                        return true;
-                    }
-                    diags.push(
-                        Kind::CaptureCorrupt,
-                        None,
-                        Some(*next_frame),
-                        format!(
-                            "{path}: the record at byte {offset} holds {} bytes, more than the capture's snaplen of {snaplen} and the {MAX_SNAPLEN} any packet may have; it was skipped",
-                            data.len()
-                        ),
-                    );
-                    false
-                });
-                if let Some((link_type, timestamp, orig_len, data)) = packet {
-                    let at = PacketRef {
-                        frame: *next_frame,
-                        timestamp,
-                    };
-                    *next_frame += 1;
-                    info.packets += 1;
-                    info.bytes += data.len() as u64;
-                    info.first_timestamp.get_or_insert(timestamp);
-                    info.last_timestamp = Some(timestamp);
-                    last_ts = timestamp;
-                    if !info.link_types.contains(&link_type) {
-                        info.link_types.push(link_type);
-                    }
-                    let flow = on_packet(
-                        &Packet {
-                            at,
-                            link_type,
-                            orig_len,
-                            data,
-                        },
-                        diags,
-                    );
-                    if flow.is_break() {
-                        break;
-                    }
-                }
-                // no shift per record: refill() shifts what is left once per buffer
-                reader.consume_noshift(len);
-            }
-            Err(PcapError::Eof) => break,
-            Err(PcapError::Incomplete(_)) => {
-                reader.refill().map_err(|_| Error::Read {
-                    path: path.to_owned(),
-                    source: std::io::Error::other("read failed"),
-                })?;
-            }
-            Err(PcapError::UnexpectedEof) => {
-                diags.push(
-                    Kind::CaptureTruncated,
-                    None,
-                    // the frame number the broken record would have had
-                    Some(*next_frame),
-                    format!(
-                        "{path} ends inside a record that starts at byte {offset}; the {} packets before it were read",
-                        info.packets
-                    ),
-                );
-                break;
-            }
-            Err(PcapError::BufferTooSmall) => {
-                if buffer_len >= max_record {
-                    diags.push(
-                        Kind::CaptureCorrupt,
-                        None,
-                        Some(*next_frame),
-                        format!(
-                            "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",
-                            max_record >> 20
-                        ),
-                    );
-                    break;
-                }
-                buffer_len *= 2;
-                reader.grow(buffer_len);
-                reader.refill().map_err(|_| Error::Read {
-                    path: path.to_owned(),
-                    source: std::io::Error::other("read failed"),
-                })?;
-            }
-            Err(other) => {
-                diags.push(
-                    Kind::CaptureCorrupt,
-                    None,
-                    // the frame number the broken record would have had
-                    Some(*next_frame),
-                    format!(
-                        "{path} is corrupt at byte {offset} ({other}); the {} packets before it were read",
-                        info.packets
-                    ),
-                );
-                break;
-            }
+        let need = match records.format.record_len(feed.data()) {
+            Ok(len) if len > max_record => return Err(Stop::TooLarge),
+            Ok(len) if feed.data().len() >= len => break,
+            Ok(len) | Err(len) => len,
+        };
+        if !feed.fill(need).map_err(Stop::ReadFailed)? {
+            return if feed.data().is_empty() {
+                Ok(ControlFlow::Continue(false))
+            } else {
+                Err(Stop::Truncated)
+            };
         }
     }
-    let read_error = read_error.lock().ok().and_then(|mut slot| slot.take());
-    if let Some(err) = read_error {
-        diags.push(
-            Kind::CaptureCorrupt,
-            None,
-            Some(*next_frame),
-            format!(
-                "{path}: reading failed after {} packets ({err}); what came before is reported",
-                info.packets
-            ),
-        );
+    let data = feed.data();
+    let (len, flow) = match records.format {
+        Format::Pcap {
+            big_endian,
+            modified,
+            ..
+        } => {
+            let parse = match (modified, big_endian) {
+                (true, _) => parse_pcap_frame_modified,
+                (false, true) => parse_pcap_frame_be,
+                (false, false) => parse_pcap_frame,
+            };
+            let (rest, record) = parse(data).map_err(parse_stop)?;
+            (data.len() - rest.len(), records.legacy_packet(&record))
+        }
+        Format::Pcapng { big_endian } => {
+            let parse = if big_endian {
+                parse_block_be
+            } else {
+                parse_block_le
+            };
+            let (rest, block) = parse(data).map_err(parse_stop)?;
+            (data.len() - rest.len(), records.block(&block))
+        }
+    };
+    feed.consume(len);
+    Ok(match flow {
+        ControlFlow::Continue(()) => ControlFlow::Continue(true),
+        ControlFlow::Break(()) => ControlFlow::Break(()),
+    })
+}
+
+/// A parse failure of a record whose bytes are all there.
+fn parse_stop(e: nom::Err<PcapError<&[u8]>>) -> Stop {
+    match e {
+        nom::Err::Incomplete(_) => Stop::Truncated,
+        nom::Err::Error(e) | nom::Err::Failure(e) => Stop::Corrupt(e.to_string()),
     }
-    Ok(info)
 }
 
 /// LINKTYPE_ name without the prefix, as the report names link types.

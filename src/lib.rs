@@ -64,6 +64,7 @@ use capture::PacketRef;
 use decode::Decoded;
 use diag::{Diagnostics, Kind};
 use kafka::{Dissector, KafkaConn};
+use readahead::{Blocks, ReadAhead};
 use report::sink::Sink;
 use tcp::Tracker;
 use worker::Batcher;
@@ -94,7 +95,7 @@ fn open(
     path: &str,
     bytes_read: Option<&Arc<AtomicU64>>,
     stop: Arc<AtomicBool>,
-) -> Result<Box<dyn Read + Send>, Error> {
+) -> Result<Box<dyn Blocks>, Error> {
     let raw: Box<dyn Read + Send> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -118,7 +119,7 @@ fn open(
     };
     // Reading (and inflating) goes on beside the parsing.
     let input = decompress(path, raw)?;
-    Ok(Box::new(readahead::ReadAhead::new(input).stop_when(stop)))
+    Ok(Box::new(ReadAhead::new(input).stop_when(stop)))
 }
 
 /// Reads gzip-compressed input through a decoder, whatever its name.
@@ -205,7 +206,10 @@ pub fn run_readers(
 ) -> Result<report::model::Report, Error> {
     let readers = readers
         .into_iter()
-        .map(|(name, r)| Ok((name.clone(), decompress(&name, r)?)))
+        .map(|(name, r)| {
+            let blocks: Box<dyn Blocks> = Box::new(ReadAhead::new(decompress(&name, r)?));
+            Ok((name, blocks))
+        })
         .collect::<Result<Vec<_>, Error>>()?;
     process(config, sink, Some(readers))
 }
@@ -236,7 +240,7 @@ fn drain(pairing: &mut pairing::Pairing, batcher: &mut Batcher) {
 fn process(
     config: &Config,
     sink: &mut dyn Sink,
-    readers: Option<Vec<(String, Box<dyn Read + Send>)>>,
+    readers: Option<Vec<(String, Box<dyn Blocks>)>>,
 ) -> Result<report::model::Report, Error> {
     let needs = sink.needs();
     let analyzer = Analyzer::new(
@@ -350,7 +354,7 @@ type ReadOutcome = (Diagnostics, Vec<capture::CaptureInfo>, u64, Dissector);
 /// exchanges go to `batcher` as they complete.
 fn read_all(
     config: &Config,
-    mut readers: Option<Vec<(String, Box<dyn Read + Send>)>>,
+    mut readers: Option<Vec<(String, Box<dyn Blocks>)>>,
     batcher: &mut Batcher,
 ) -> Result<ReadOutcome, Error> {
     let mut diags = Diagnostics::default();
@@ -364,7 +368,7 @@ fn read_all(
     let mut defragmenter = defrag::Defragmenter::default();
     let mut captures = Vec::new();
     // Files are opened one after the other, as they are read.
-    let mut inputs: Vec<(String, Option<Box<dyn Read + Send>>)> = match readers.take() {
+    let mut inputs: Vec<(String, Option<Box<dyn Blocks>>)> = match readers.take() {
         Some(given) => given.into_iter().map(|(name, r)| (name, Some(r))).collect(),
         None => in_time_order(&config.inputs, &mut diags)
             .into_iter()

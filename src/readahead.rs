@@ -121,44 +121,125 @@ impl ReadAhead {
     }
 }
 
-impl Read for ReadAhead {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+/// Input handed over a block at a time and lent in place: records are parsed where the
+/// bytes were read into, with no copy into a parser's buffer of its own.
+pub trait Blocks: Send {
+    /// Moves on to the next block of input: `false` at the end (then and after, the
+    /// current block is empty). The block before it is given back.
+    fn advance(&mut self) -> io::Result<bool>;
+    /// The block moved to last (empty before the first `advance`).
+    fn current(&self) -> &[u8];
+}
+
+impl<B: Blocks + ?Sized> Blocks for Box<B> {
+    fn advance(&mut self) -> io::Result<bool> {
+        (**self).advance()
+    }
+    fn current(&self) -> &[u8] {
+        (**self).current()
+    }
+}
+
+impl Blocks for ReadAhead {
+    fn advance(&mut self) -> io::Result<bool> {
+        self.at = 0;
         if let Some(e) = self.not_started.take() {
             self.finished = true;
             return Err(io::Error::other(format!(
                 "cannot start the thread that reads ahead: {e}"
             )));
         }
-        if self
+        let stopped = self
             .stop
             .as_ref()
-            .is_some_and(|s| s.load(Ordering::Relaxed))
-        {
+            .is_some_and(|s| s.load(Ordering::Relaxed));
+        if self.finished || stopped {
             self.finished = true;
-            return Ok(0);
+            self.block.clear();
+            return Ok(false);
         }
-        while self.at >= self.block.len() {
-            if self.finished {
-                return Ok(0);
+        let chunk = self.next_chunk();
+        let next = match chunk {
+            Ok(Chunk::Bytes(block)) => block,
+            Ok(Chunk::End) => Vec::new(),
+            Ok(Chunk::Failed(e)) => {
+                self.finished = true;
+                self.block.clear();
+                return Err(e);
             }
-            match self.next_chunk() {
-                Ok(Chunk::Bytes(block)) => {
-                    let spent = std::mem::replace(&mut self.block, block);
-                    // (The first is the empty placeholder, not one of the ring's blocks.)
-                    if spent.capacity() > 0 {
-                        let _ = self.spent.try_send(spent);
-                    }
-                    self.at = 0;
+            Err(_) => {
+                self.finished = true;
+                self.block.clear();
+                return Err(io::Error::other("the read-ahead thread stopped"));
+            }
+        };
+        let spent = std::mem::replace(&mut self.block, next);
+        // (The first is the empty placeholder, not one of the ring's blocks.)
+        if spent.capacity() > 0 {
+            let _ = self.spent.try_send(spent);
+        }
+        self.finished = self.block.is_empty();
+        Ok(!self.finished)
+    }
+
+    fn current(&self) -> &[u8] {
+        &self.block
+    }
+}
+
+/// Any reader as [`Blocks`], a block per `read` into a buffer of its own (for inputs read
+/// on the parsing thread: benchmarks, the timestamp peeked before a file is read).
+pub struct ReadBlocks<R> {
+    input: R,
+    block: Vec<u8>,
+    finished: bool,
+}
+
+impl<R: Read + Send> ReadBlocks<R> {
+    pub fn new(input: R) -> Self {
+        Self {
+            input,
+            block: Vec::new(),
+            finished: false,
+        }
+    }
+}
+
+impl<R: Read + Send> Blocks for ReadBlocks<R> {
+    fn advance(&mut self) -> io::Result<bool> {
+        if self.finished {
+            return Ok(false);
+        }
+        self.block.resize(BLOCK, 0);
+        loop {
+            match self.input.read(&mut self.block) {
+                Ok(n) => {
+                    self.block.truncate(n);
+                    self.finished = n == 0;
+                    return Ok(n > 0);
                 }
-                Ok(Chunk::End) => self.finished = true,
-                Ok(Chunk::Failed(e)) => {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.block.clear();
                     self.finished = true;
                     return Err(e);
                 }
-                Err(_) => {
-                    self.finished = true;
-                    return Err(io::Error::other("the read-ahead thread stopped"));
-                }
+            }
+        }
+    }
+
+    fn current(&self) -> &[u8] {
+        &self.block
+    }
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at >= self.block.len() {
+            let at = self.at;
+            if !self.advance()? {
+                self.at = at;
+                return Ok(0);
             }
         }
         let waiting = self.block.get(self.at..).unwrap_or_default();

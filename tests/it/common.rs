@@ -392,7 +392,7 @@ impl Conn {
 
 /// A capture of `connections` connections with `per_connection` AllocateProducerIds
 /// exchanges each, all granting contiguous blocks.
-pub fn apid_capture(path: &std::path::Path, connections: u32, per_connection: u32) {
+pub fn apid_capture(path: &Path, connections: u32, per_connection: u32) {
     let mut w = PcapWriter::create(path);
     // First 4 MiB of other traffic, so that the read-ahead of the input (a fixed few
     // MiB) is as full in the smaller capture as in the larger.
