@@ -1,9 +1,10 @@
-//! Capture records: pcap and pcapng files read incrementally with pcap-parser.
+//! Capture records: pcap and pcapng files parsed in place with pcap-parser.
 //!
-//! In: any `Read` (a file, standard input). Out: one [`Packet`] per packet record, in file
-//! order, numbered from a running 1-based frame counter (Wireshark's `frame.number`), with
-//! its link type and timestamp. The file is read through a fixed buffer that grows only
-//! for a record larger than it (up to [`MAX_RECORD_BUFFER`]). A file that is not a capture
+//! In: the input as [`Blocks`] (the read-ahead's blocks, lent in turn). Out: one [`Packet`]
+//! per packet record, in file order, numbered from a running 1-based frame counter
+//! (Wireshark's `frame.number`), with its link type and timestamp. Records are parsed by
+//! pcap-parser's slice parsers where they lie in a block; only one that spans blocks is
+//! gathered into a buffer of its own (up to the record limit). A file that is not a capture
 //! is a fatal [`Error`]; a file that ends inside a record gives `capture_truncated`, and
 //! corruption after valid data gives a diagnostic with the byte offset: what came before
 //! is kept.

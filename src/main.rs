@@ -1,6 +1,8 @@
 //! `pidshark`: parse arguments, run the library, write the report, check `--expect` and
 //! `--fail-on`, map the outcome to an exit code (0 clean, 1 a check failed, 2 fatal).
 
+#![forbid(unsafe_code)]
+
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
