@@ -195,9 +195,12 @@ impl Framer {
         let Some((size, prefix)) = head_at(bytes, offset, self.prefix_len) else {
             return Verdict::Wait(offset + SIZE_LEN + self.prefix_len);
         };
+        if size <= 0 {
+            return Verdict::No; // before finding the packet: the most common way out
+        }
         let prefix = bytes.get(prefix).unwrap_or_default();
         let at = w.packet_at(offset);
-        if size <= 0 || !handler.plausible(size, prefix, at) {
+        if !handler.plausible(size, prefix, at) {
             return Verdict::No;
         }
         if !handler.wants_confirmation() {
