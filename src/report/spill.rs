@@ -109,8 +109,10 @@ impl<K: OrderKey> Ordered<K> {
         self.entries.push((key, chunk_index, start32, end32));
         self.held += end - start;
         self.count += 1;
-        if self.held >= self.run_bytes {
-            self.spill()?;
+        if self.held >= self.run_bytes && self.spill().is_err() {
+            // No room on disk (or no temporary directory): the items stay in memory, and
+            // the next try waits for twice as many. The report is still written.
+            self.run_bytes = self.run_bytes.saturating_mul(2);
         }
         Ok(())
     }
@@ -122,7 +124,8 @@ impl<K: OrderKey> Ordered<K> {
             .unwrap_or_default()
     }
 
-    /// Sorts what is held (ties in arrival order) and writes it out as a run.
+    /// Sorts what is held (ties in arrival order) and writes it out as a run; on an error
+    /// nothing held is let go.
     fn spill(&mut self) -> io::Result<()> {
         self.entries.sort_by_key(|(key, ..)| *key);
         let mut run = BufWriter::with_capacity(RUN_BUFFER, tempfile::tempfile()?);

@@ -420,3 +420,30 @@ fn help_points_to_the_report_format_document() {
         .stdout(predicate::str::contains("docs/report-format.md"));
     assert!(crate::common::root().join("docs/report-format.md").exists());
 }
+
+/// The JSON report of more exchanges than it holds in memory goes through temporary
+/// files; without a usable temporary directory it is held in memory instead, and the
+/// report is the same byte for byte.
+#[test]
+fn the_json_report_is_written_whole_without_a_temporary_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.pcap");
+    crate::common::apid_capture(&path, 4, 2000); // 8,000 exchanges: about 9 MB of JSON
+    let report = |tmpdir: &std::path::Path| {
+        pidshark()
+            .arg(&path)
+            .env("TMPDIR", tmpdir)
+            .assert()
+            .success()
+            .stderr("")
+            .get_output()
+            .stdout
+            .clone()
+    };
+    let spilled = report(dir.path());
+    let in_memory = report(&dir.path().join("no-such-directory"));
+    assert!(spilled.len() > 8 << 20, "{} bytes", spilled.len());
+    assert!(spilled == in_memory, "the reports differ");
+    let parsed: serde_json::Value = serde_json::from_slice(&spilled).unwrap();
+    assert_eq!(parsed["exchanges"].as_array().unwrap().len(), 8000);
+}
