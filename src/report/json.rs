@@ -56,8 +56,10 @@ impl OrderKey for BlockOrder {
     }
 }
 
-/// Indentation of the elements of `exchanges` (depth 2) and of
-/// `producer_id_blocks.blocks` (depth 3) in the pretty report.
+/// Depth of the elements of `exchanges` and of `producer_id_blocks.blocks` in the
+/// pretty report, and their indentation.
+const EXCHANGE_DEPTH: usize = 2;
+const BLOCK_DEPTH: usize = 3;
 const EXCHANGE_INDENT: &[u8] = b"    ";
 const BLOCK_INDENT: &[u8] = b"      ";
 
@@ -66,7 +68,6 @@ pub struct JsonSink {
     pretty: bool,
     exchanges: Ordered<ExchangeOrder>,
     blocks: Ordered<BlockOrder>,
-    scratch: Vec<u8>,
     out: Box<dyn Write + Send>,
 }
 
@@ -82,28 +83,116 @@ impl JsonSink {
             pretty,
             exchanges: Ordered::new(run_bytes),
             blocks: Ordered::new(run_bytes),
-            scratch: Vec::new(),
             out,
         }
     }
 }
 
-/// Appends `item` as the report holds it: compact, or pretty as it sits `indent` deep.
+/// Appends `item` as the report holds it: compact, or pretty as it sits `depth` deep.
 fn serialize<T: Serialize>(
     out: &mut Vec<u8>,
     item: &T,
     compact: fn(&mut Vec<u8>, &T),
-    pretty: Option<(&mut Vec<u8>, &[u8])>,
+    pretty_at: Option<usize>,
 ) -> io::Result<()> {
-    match pretty {
+    match pretty_at {
         None => compact(out, item),
-        Some((scratch, indent)) => {
-            scratch.clear();
-            serde_json::to_writer_pretty(&mut *scratch, item)?;
-            indent_into(out, scratch, indent);
+        Some(depth) => {
+            let mut serializer = serde_json::Serializer::with_formatter(out, Nested::at(depth));
+            item.serialize(&mut serializer)?;
         }
     }
     Ok(())
+}
+
+/// serde_json's pretty layout (`PrettyFormatter`: two spaces an indent) for a value that
+/// sits `depth` deep in the report, written in one pass: each line after the first starts
+/// as the report's own lines there do.
+struct Nested {
+    depth: usize,
+    has_value: bool,
+}
+
+impl Nested {
+    fn at(depth: usize) -> Self {
+        Self {
+            depth,
+            has_value: false,
+        }
+    }
+
+    fn new_line<W: ?Sized + Write>(&self, writer: &mut W, first: bool) -> io::Result<()> {
+        writer.write_all(if first { b"\n" } else { b",\n" })?;
+        self.indent(writer)
+    }
+
+    fn indent<W: ?Sized + Write>(&self, writer: &mut W) -> io::Result<()> {
+        for _ in 0..self.depth {
+            writer.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+
+    fn close<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.depth = self.depth.saturating_sub(1);
+        if self.has_value {
+            writer.write_all(b"\n")?;
+            self.indent(writer)?;
+        }
+        writer.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for Nested {
+    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        writer.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.close(writer, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.new_line(writer, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _writer: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        writer.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.close(writer, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.new_line(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        writer.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _writer: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 impl Sink for JsonSink {
@@ -115,15 +204,15 @@ impl Sink for JsonSink {
     }
 
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        let (pretty, scratch) = (self.pretty, &mut self.scratch);
+        let pretty = self.pretty;
         self.exchanges.push(ex.order(), |out| {
-            let indent = pretty.then_some((&mut *scratch, EXCHANGE_INDENT));
-            serialize(out, &exchange(&ex), compact::exchange, indent)
+            let depth = pretty.then_some(EXCHANGE_DEPTH);
+            serialize(out, &exchange(&ex), compact::exchange, depth)
         })?;
         if let Some(block) = block {
             self.blocks.push(block.order(), |out| {
-                let indent = pretty.then_some((&mut *scratch, BLOCK_INDENT));
-                serialize(out, &pid_block(block), compact::pid_block, indent)
+                let depth = pretty.then_some(BLOCK_DEPTH);
+                serialize(out, &pid_block(block), compact::pid_block, depth)
             })?;
         }
         Ok(())
