@@ -1,15 +1,143 @@
-//! Compact JSON for the two records a report holds hundreds of thousands of: an exchange
-//! and a block. The bytes are exactly those of `serde_json::to_writer` on the same values
-//! (a property test compares the two on arbitrary values), written without serde's call
-//! per token: keys go out as literals, integers through itoa, strings as they are unless
-//! they need escaping, floats and escaped strings through serde_json itself. Each writer
-//! names every field of its type, so that a field added to the model does not compile
-//! until it is written here too.
+//! JSON for the two records a report holds hundreds of thousands of: an exchange and a
+//! block, compact or pretty at the depth they sit at in the report. The bytes are exactly
+//! those of `serde_json::to_writer` (or `to_writer_pretty`) on the same values (property
+//! tests compare them on arbitrary values), written without serde's call per token: keys
+//! go out as they are, integers through itoa, strings as they are unless they need
+//! escaping, floats and escaped strings through serde_json itself. Each writer names
+//! every field of its type, so that a field added to the model does not compile until it
+//! is written here too.
 
 use super::model::{Exchange, PidBlock, Request, Response, TaggedField};
 
 /// Appends `ex` as compact JSON.
 pub fn exchange(out: &mut Vec<u8>, ex: &Exchange) {
+    write_exchange(&mut Json::compact(out), ex);
+}
+
+/// Appends `ex` as pretty JSON for a place `depth` deep (its first line not indented).
+pub fn exchange_at(out: &mut Vec<u8>, ex: &Exchange, depth: usize) {
+    write_exchange(&mut Json::pretty(out, depth), ex);
+}
+
+/// Appends `b` as compact JSON.
+pub fn pid_block(out: &mut Vec<u8>, b: &PidBlock) {
+    write_pid_block(&mut Json::compact(out), b);
+}
+
+/// Appends `b` as pretty JSON for a place `depth` deep (its first line not indented).
+pub fn pid_block_at(out: &mut Vec<u8>, b: &PidBlock, depth: usize) {
+    write_pid_block(&mut Json::pretty(out, depth), b);
+}
+
+/// Writes objects and arrays laid out as serde_json does: compact, or pretty (two spaces
+/// an indent, `"key": value`, an empty object or array as `{}` or `[]`).
+struct Json<'a> {
+    out: &'a mut Vec<u8>,
+    pretty: bool,
+    depth: usize,
+    /// Nothing written yet in the innermost open object or array.
+    first: bool,
+}
+
+impl<'a> Json<'a> {
+    fn compact(out: &'a mut Vec<u8>) -> Self {
+        Self {
+            out,
+            pretty: false,
+            depth: 0,
+            first: true,
+        }
+    }
+
+    fn pretty(out: &'a mut Vec<u8>, depth: usize) -> Self {
+        Self {
+            out,
+            pretty: true,
+            depth,
+            first: true,
+        }
+    }
+
+    fn open(&mut self, bracket: u8) {
+        self.out.push(bracket);
+        self.depth += 1;
+        self.first = true;
+    }
+
+    fn close(&mut self, bracket: u8) {
+        self.depth = self.depth.saturating_sub(1);
+        if self.pretty && !self.first {
+            self.new_line();
+        }
+        self.out.push(bracket);
+        self.first = false;
+    }
+
+    fn new_line(&mut self) {
+        self.out.push(b'\n');
+        for _ in 0..self.depth {
+            self.out.extend_from_slice(b"  ");
+        }
+    }
+
+    /// Before an array element or an object key.
+    fn item(&mut self) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        if self.pretty {
+            self.new_line();
+        }
+    }
+
+    /// `"name":` (and a space when pretty); field names need no escaping.
+    fn key(&mut self, name: &str) {
+        self.item();
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out
+            .extend_from_slice(if self.pretty { b"\": " } else { b"\":" });
+    }
+
+    fn int(&mut self, value: impl itoa::Integer) {
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+    }
+
+    fn float(&mut self, value: f64) {
+        // serde_json's own float format (and `null` for NaN and infinities); writing to a
+        // Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *self.out, &value);
+    }
+
+    /// A JSON string: as it is when nothing in it needs escaping (addresses, timestamps,
+    /// names: nearly always), otherwise escaped by serde_json.
+    fn string(&mut self, s: &str) {
+        if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            let _ = serde_json::to_writer(&mut *self.out, s);
+            return;
+        }
+        self.out.push(b'"');
+        self.out.extend_from_slice(s.as_bytes());
+        self.out.push(b'"');
+    }
+
+    fn null(&mut self) {
+        self.out.extend_from_slice(b"null");
+    }
+
+    /// `key` and the value when there is one; nothing otherwise (serde's
+    /// `skip_serializing_if = "Option::is_none"`).
+    fn optional<T>(&mut self, key: &str, value: Option<T>, write: impl FnOnce(&mut Self, T)) {
+        if let Some(value) = value {
+            self.key(key);
+            write(self, value);
+        }
+    }
+}
+
+fn write_exchange(w: &mut Json<'_>, ex: &Exchange) {
     let Exchange {
         connection,
         client,
@@ -20,32 +148,33 @@ pub fn exchange(out: &mut Vec<u8>, ex: &Exchange) {
         response: resp,
         latency_us,
     } = ex;
-    out.extend_from_slice(b"{\"connection\":");
-    int(out, *connection);
-    out.extend_from_slice(b",\"client\":");
-    string(out, client);
-    out.extend_from_slice(b",\"server\":");
-    string(out, server);
-    out.extend_from_slice(b",\"correlation_id\":");
-    int(out, *correlation_id);
-    out.extend_from_slice(b",\"status\":");
-    string(out, status);
-    out.extend_from_slice(b",\"request\":");
-    request(out, req);
-    out.extend_from_slice(b",\"response\":");
+    w.open(b'{');
+    w.key("connection");
+    w.int(*connection);
+    w.key("client");
+    w.string(client);
+    w.key("server");
+    w.string(server);
+    w.key("correlation_id");
+    w.int(*correlation_id);
+    w.key("status");
+    w.string(status);
+    w.key("request");
+    request(w, req);
+    w.key("response");
     match resp {
-        Some(r) => response(out, r),
-        None => out.extend_from_slice(b"null"),
+        Some(r) => response(w, r),
+        None => w.null(),
     }
-    out.extend_from_slice(b",\"latency_us\":");
+    w.key("latency_us");
     match latency_us {
-        Some(us) => float(out, *us),
-        None => out.extend_from_slice(b"null"),
+        Some(us) => w.float(*us),
+        None => w.null(),
     }
-    out.push(b'}');
+    w.close(b'}');
 }
 
-fn request(out: &mut Vec<u8>, r: &Request) {
+fn request(w: &mut Json<'_>, r: &Request) {
     let Request {
         frame,
         first_frame,
@@ -62,40 +191,29 @@ fn request(out: &mut Vec<u8>, r: &Request) {
         decode_error,
         raw: _, // not in the JSON
     } = r;
-    message_head(out, *frame, *first_frame, timestamp, *size);
-    out.extend_from_slice(b",\"api_key\":");
-    int(out, *api_key);
-    out.extend_from_slice(b",\"api_version\":");
-    int(out, *api_version);
-    optional(
-        out,
-        b",\"client_id\":",
-        client_id.as_ref(),
-        |out, id| match id {
-            Some(s) => string(out, s),
-            None => out.extend_from_slice(b"null"),
-        },
-    );
-    optional(
-        out,
-        b",\"header_tagged_fields\":",
+    message_head(w, *frame, *first_frame, timestamp, *size);
+    w.key("api_key");
+    w.int(*api_key);
+    w.key("api_version");
+    w.int(*api_version);
+    w.optional("client_id", client_id.as_ref(), |w, id| match id {
+        Some(s) => w.string(s),
+        None => w.null(),
+    });
+    w.optional(
+        "header_tagged_fields",
         header_tagged_fields.as_deref(),
         tagged,
     );
-    optional(out, b",\"broker_id\":", *broker_id, int);
-    optional(out, b",\"broker_epoch\":", *broker_epoch, int);
-    optional(
-        out,
-        b",\"tagged_fields\":",
-        tagged_fields.as_deref(),
-        tagged,
-    );
-    optional(out, b",\"bytes_not_captured\":", *bytes_not_captured, int);
-    optional(out, b",\"decode_error\":", decode_error.as_deref(), string);
-    out.push(b'}');
+    w.optional("broker_id", *broker_id, |w, v| w.int(v));
+    w.optional("broker_epoch", *broker_epoch, |w, v| w.int(v));
+    w.optional("tagged_fields", tagged_fields.as_deref(), tagged);
+    w.optional("bytes_not_captured", *bytes_not_captured, |w, v| w.int(v));
+    w.optional("decode_error", decode_error.as_deref(), |w, s| w.string(s));
+    w.close(b'}');
 }
 
-fn response(out: &mut Vec<u8>, r: &Response) {
+fn response(w: &mut Json<'_>, r: &Response) {
     let Response {
         frame,
         first_frame,
@@ -112,86 +230,59 @@ fn response(out: &mut Vec<u8>, r: &Response) {
         decode_error,
         raw: _, // not in the JSON
     } = r;
-    message_head(out, *frame, *first_frame, timestamp, *size);
-    optional(
-        out,
-        b",\"header_tagged_fields\":",
+    message_head(w, *frame, *first_frame, timestamp, *size);
+    w.optional(
+        "header_tagged_fields",
         header_tagged_fields.as_deref(),
         tagged,
     );
-    optional(out, b",\"throttle_time_ms\":", *throttle_time_ms, int);
-    optional(out, b",\"error_code\":", *error_code, int);
-    optional(out, b",\"error\":", error.as_deref(), string);
-    optional(out, b",\"producer_id_start\":", *producer_id_start, int);
-    optional(out, b",\"producer_id_len\":", *producer_id_len, int);
-    optional(
-        out,
-        b",\"tagged_fields\":",
-        tagged_fields.as_deref(),
-        tagged,
-    );
-    optional(out, b",\"bytes_not_captured\":", *bytes_not_captured, int);
-    optional(out, b",\"decode_error\":", decode_error.as_deref(), string);
-    out.push(b'}');
+    w.optional("throttle_time_ms", *throttle_time_ms, |w, v| w.int(v));
+    w.optional("error_code", *error_code, |w, v| w.int(v));
+    w.optional("error", error.as_deref(), |w, s| w.string(s));
+    w.optional("producer_id_start", *producer_id_start, |w, v| w.int(v));
+    w.optional("producer_id_len", *producer_id_len, |w, v| w.int(v));
+    w.optional("tagged_fields", tagged_fields.as_deref(), tagged);
+    w.optional("bytes_not_captured", *bytes_not_captured, |w, v| w.int(v));
+    w.optional("decode_error", decode_error.as_deref(), |w, s| w.string(s));
+    w.close(b'}');
 }
 
-/// The opening fields every request and response has.
-fn message_head(out: &mut Vec<u8>, frame: u64, first_frame: u64, timestamp: &str, size: u64) {
-    out.extend_from_slice(b"{\"frame\":");
-    int(out, frame);
-    out.extend_from_slice(b",\"first_frame\":");
-    int(out, first_frame);
-    out.extend_from_slice(b",\"timestamp\":");
-    string(out, timestamp);
-    out.extend_from_slice(b",\"size\":");
-    int(out, size);
+/// Opens a request or response with the fields every one has.
+fn message_head(w: &mut Json<'_>, frame: u64, first_frame: u64, timestamp: &str, size: u64) {
+    w.open(b'{');
+    w.key("frame");
+    w.int(frame);
+    w.key("first_frame");
+    w.int(first_frame);
+    w.key("timestamp");
+    w.string(timestamp);
+    w.key("size");
+    w.int(size);
 }
 
-/// `key` and the value when there is one; nothing otherwise (serde's
-/// `skip_serializing_if = "Option::is_none"`).
-fn optional<T>(
-    out: &mut Vec<u8>,
-    key: &[u8],
-    value: Option<T>,
-    write: impl FnOnce(&mut Vec<u8>, T),
-) {
-    if let Some(value) = value {
-        out.extend_from_slice(key);
-        write(out, value);
-    }
-}
-
-fn tagged(out: &mut Vec<u8>, fields: &[TaggedField]) {
-    out.push(b'[');
-    for (i, field) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+fn tagged(w: &mut Json<'_>, fields: &[TaggedField]) {
+    w.open(b'[');
+    for field in fields {
         let TaggedField {
             tag,
             data,
             data_len,
             data_crc32,
         } = field;
-        out.extend_from_slice(b"{\"tag\":");
-        int(out, *tag);
-        out.extend_from_slice(b",\"data\":");
-        string(out, data);
-        if let Some(len) = data_len {
-            out.extend_from_slice(b",\"data_len\":");
-            int(out, *len);
-        }
-        if let Some(crc) = data_crc32 {
-            out.extend_from_slice(b",\"data_crc32\":");
-            string(out, crc);
-        }
-        out.push(b'}');
+        w.item();
+        w.open(b'{');
+        w.key("tag");
+        w.int(*tag);
+        w.key("data");
+        w.string(data);
+        w.optional("data_len", *data_len, |w, v| w.int(v));
+        w.optional("data_crc32", data_crc32.as_deref(), |w, s| w.string(s));
+        w.close(b'}');
     }
-    out.push(b']');
+    w.close(b']');
 }
 
-/// Appends `b` as compact JSON.
-pub fn pid_block(out: &mut Vec<u8>, b: &PidBlock) {
+fn write_pid_block(w: &mut Json<'_>, b: &PidBlock) {
     let PidBlock {
         start,
         end,
@@ -206,53 +297,32 @@ pub fn pid_block(out: &mut Vec<u8>, b: &PidBlock) {
         response_frame,
         timestamp,
     } = b;
-    out.extend_from_slice(b"{\"start\":");
-    int(out, *start);
-    out.extend_from_slice(b",\"end\":");
-    int(out, *end);
-    out.extend_from_slice(b",\"len\":");
-    int(out, *len);
-    out.extend_from_slice(b",\"broker_id\":");
-    int(out, *broker_id);
-    out.extend_from_slice(b",\"broker_epoch\":");
-    int(out, *broker_epoch);
-    out.extend_from_slice(b",\"connection\":");
-    int(out, *connection);
-    out.extend_from_slice(b",\"client\":");
-    string(out, client);
-    out.extend_from_slice(b",\"server\":");
-    string(out, server);
-    out.extend_from_slice(b",\"correlation_id\":");
-    int(out, *correlation_id);
-    out.extend_from_slice(b",\"request_frame\":");
-    int(out, *request_frame);
-    out.extend_from_slice(b",\"response_frame\":");
-    int(out, *response_frame);
-    out.extend_from_slice(b",\"timestamp\":");
-    string(out, timestamp);
-    out.push(b'}');
-}
-
-fn int(out: &mut Vec<u8>, value: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
-}
-
-fn float(out: &mut Vec<u8>, value: f64) {
-    // serde_json's own float format (and `null` for NaN and infinities); writing to a
-    // Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, &value);
-}
-
-/// A JSON string: as it is when nothing in it needs escaping (addresses, timestamps,
-/// names: nearly always), otherwise escaped by serde_json.
-fn string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        let _ = serde_json::to_writer(&mut *out, s);
-        return;
-    }
-    out.push(b'"');
-    out.extend_from_slice(s.as_bytes());
-    out.push(b'"');
+    w.open(b'{');
+    w.key("start");
+    w.int(*start);
+    w.key("end");
+    w.int(*end);
+    w.key("len");
+    w.int(*len);
+    w.key("broker_id");
+    w.int(*broker_id);
+    w.key("broker_epoch");
+    w.int(*broker_epoch);
+    w.key("connection");
+    w.int(*connection);
+    w.key("client");
+    w.string(client);
+    w.key("server");
+    w.string(server);
+    w.key("correlation_id");
+    w.int(*correlation_id);
+    w.key("request_frame");
+    w.int(*request_frame);
+    w.key("response_frame");
+    w.int(*response_frame);
+    w.key("timestamp");
+    w.string(timestamp);
+    w.close(b'}');
 }
 
 #[cfg(test)]
@@ -408,6 +478,12 @@ mod tests {
                 String::from_utf8(mine).unwrap(),
                 serde_json::to_string(&ex).unwrap()
             );
+            let mut pretty = Vec::new();
+            exchange_at(&mut pretty, &ex, 0);
+            prop_assert_eq!(
+                String::from_utf8(pretty).unwrap(),
+                serde_json::to_string_pretty(&ex).unwrap()
+            );
         }
 
         #[test]
@@ -436,6 +512,12 @@ mod tests {
             prop_assert_eq!(
                 String::from_utf8(mine).unwrap(),
                 serde_json::to_string(&block).unwrap()
+            );
+            let mut pretty = Vec::new();
+            pid_block_at(&mut pretty, &block, 0);
+            prop_assert_eq!(
+                String::from_utf8(pretty).unwrap(),
+                serde_json::to_string_pretty(&block).unwrap()
             );
         }
     }

@@ -88,113 +88,6 @@ impl JsonSink {
     }
 }
 
-/// Appends `item` as the report holds it: compact, or pretty as it sits `depth` deep.
-fn serialize<T: Serialize>(
-    out: &mut Vec<u8>,
-    item: &T,
-    compact: fn(&mut Vec<u8>, &T),
-    pretty_at: Option<usize>,
-) -> io::Result<()> {
-    match pretty_at {
-        None => compact(out, item),
-        Some(depth) => {
-            let mut serializer = serde_json::Serializer::with_formatter(out, Nested::at(depth));
-            item.serialize(&mut serializer)?;
-        }
-    }
-    Ok(())
-}
-
-/// serde_json's pretty layout (`PrettyFormatter`: two spaces an indent) for a value that
-/// sits `depth` deep in the report, written in one pass: each line after the first starts
-/// as the report's own lines there do.
-struct Nested {
-    depth: usize,
-    has_value: bool,
-}
-
-impl Nested {
-    fn at(depth: usize) -> Self {
-        Self {
-            depth,
-            has_value: false,
-        }
-    }
-
-    fn new_line<W: ?Sized + Write>(&self, writer: &mut W, first: bool) -> io::Result<()> {
-        writer.write_all(if first { b"\n" } else { b",\n" })?;
-        self.indent(writer)
-    }
-
-    fn indent<W: ?Sized + Write>(&self, writer: &mut W) -> io::Result<()> {
-        for _ in 0..self.depth {
-            writer.write_all(b"  ")?;
-        }
-        Ok(())
-    }
-
-    fn close<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> io::Result<()> {
-        self.depth = self.depth.saturating_sub(1);
-        if self.has_value {
-            writer.write_all(b"\n")?;
-            self.indent(writer)?;
-        }
-        writer.write_all(bracket)
-    }
-}
-
-impl serde_json::ser::Formatter for Nested {
-    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        writer.write_all(b"[")
-    }
-
-    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.close(writer, b"]")
-    }
-
-    fn begin_array_value<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.new_line(writer, first)
-    }
-
-    fn end_array_value<W: ?Sized + Write>(&mut self, _writer: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
-
-    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        writer.write_all(b"{")
-    }
-
-    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.close(writer, b"}")
-    }
-
-    fn begin_object_key<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.new_line(writer, first)
-    }
-
-    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        writer.write_all(b": ")
-    }
-
-    fn end_object_value<W: ?Sized + Write>(&mut self, _writer: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
-}
-
 impl Sink for JsonSink {
     fn needs(&self) -> Needs {
         Needs {
@@ -206,13 +99,23 @@ impl Sink for JsonSink {
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
         let pretty = self.pretty;
         self.exchanges.push(ex.order(), |out| {
-            let depth = pretty.then_some(EXCHANGE_DEPTH);
-            serialize(out, &exchange(&ex), compact::exchange, depth)
+            let ex = exchange(&ex);
+            if pretty {
+                compact::exchange_at(out, &ex, EXCHANGE_DEPTH);
+            } else {
+                compact::exchange(out, &ex);
+            }
+            Ok(())
         })?;
         if let Some(block) = block {
             self.blocks.push(block.order(), |out| {
-                let depth = pretty.then_some(BLOCK_DEPTH);
-                serialize(out, &pid_block(block), compact::pid_block, depth)
+                let block = pid_block(block);
+                if pretty {
+                    compact::pid_block_at(out, &block, BLOCK_DEPTH);
+                } else {
+                    compact::pid_block(out, &block);
+                }
+                Ok(())
             })?;
         }
         Ok(())
