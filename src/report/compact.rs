@@ -74,9 +74,16 @@ impl<'a> Json<'a> {
     }
 
     fn new_line(&mut self) {
-        self.out.push(b'\n');
-        for _ in 0..self.depth {
-            self.out.extend_from_slice(b"  ");
+        /// A newline and the indentation of the deepest lines a report has, and more.
+        const LINE: &[u8; 33] = b"\n                                ";
+        match LINE.get(..1 + 2 * self.depth) {
+            Some(line) => self.out.extend_from_slice(line),
+            None => {
+                self.out.push(b'\n');
+                for _ in 0..self.depth {
+                    self.out.extend_from_slice(b"  ");
+                }
+            }
         }
     }
 
