@@ -236,9 +236,7 @@ impl<R: Read + Send> Blocks for ReadBlocks<R> {
 impl Read for ReadAhead {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while self.at >= self.block.len() {
-            let at = self.at;
             if !self.advance()? {
-                self.at = at;
                 return Ok(0);
             }
         }

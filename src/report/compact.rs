@@ -214,10 +214,7 @@ fn request(w: &mut Json<'_>, r: &Request) {
     );
     w.optional("broker_id", *broker_id, |w, v| w.int(v));
     w.optional("broker_epoch", *broker_epoch, |w, v| w.int(v));
-    w.optional("tagged_fields", tagged_fields.as_deref(), tagged);
-    w.optional("bytes_not_captured", *bytes_not_captured, |w, v| w.int(v));
-    w.optional("decode_error", decode_error.as_deref(), |w, s| w.string(s));
-    w.close(b'}');
+    message_tail(w, tagged_fields, *bytes_not_captured, decode_error);
 }
 
 fn response(w: &mut Json<'_>, r: &Response) {
@@ -248,10 +245,7 @@ fn response(w: &mut Json<'_>, r: &Response) {
     w.optional("error", error.as_deref(), |w, s| w.string(s));
     w.optional("producer_id_start", *producer_id_start, |w, v| w.int(v));
     w.optional("producer_id_len", *producer_id_len, |w, v| w.int(v));
-    w.optional("tagged_fields", tagged_fields.as_deref(), tagged);
-    w.optional("bytes_not_captured", *bytes_not_captured, |w, v| w.int(v));
-    w.optional("decode_error", decode_error.as_deref(), |w, s| w.string(s));
-    w.close(b'}');
+    message_tail(w, tagged_fields, *bytes_not_captured, decode_error);
 }
 
 /// Opens a request or response with the fields every one has.
@@ -265,6 +259,19 @@ fn message_head(w: &mut Json<'_>, frame: u64, first_frame: u64, timestamp: &str,
     w.string(timestamp);
     w.key("size");
     w.int(size);
+}
+
+/// Closes a request or response with the fields both end with.
+fn message_tail(
+    w: &mut Json<'_>,
+    tagged_fields: &Option<Vec<TaggedField>>,
+    bytes_not_captured: Option<u32>,
+    decode_error: &Option<String>,
+) {
+    w.optional("tagged_fields", tagged_fields.as_deref(), tagged);
+    w.optional("bytes_not_captured", bytes_not_captured, |w, v| w.int(v));
+    w.optional("decode_error", decode_error.as_deref(), |w, s| w.string(s));
+    w.close(b'}');
 }
 
 fn tagged(w: &mut Json<'_>, fields: &[TaggedField]) {

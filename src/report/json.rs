@@ -273,10 +273,7 @@ fn write_report(
         1,
     )?)?;
     let whole = lists.is_some();
-    let (exchanges, blocks) = match lists {
-        Some(Lists { exchanges, blocks }) => (Some(exchanges), Some(blocks)),
-        None => (None, None),
-    };
+    let (exchanges, blocks) = lists.map(|l| (l.exchanges, l.blocks)).unzip();
     match exchanges {
         Some(exchanges) => {
             out.write_all(&key(pretty, 1, "exchanges"))?;
