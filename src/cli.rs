@@ -71,7 +71,7 @@ pub struct Args {
 
     /// Requests waiting for a response per connection before the oldest is given up
     /// (`pending_limit`; Produce with acks=0 is never answered).
-    #[arg(long, value_name = "N", default_value_t = crate::pairing::MAX_PENDING_PER_CONNECTION)]
+    #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION)]
     pub max_pending: usize,
 
     /// Largest capture record (pcapng block) read; a larger one is `capture_corrupt`

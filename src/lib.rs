@@ -8,8 +8,8 @@
 //! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed), or an IP fragment
 //! defrag    IP fragments of TCP datagrams   -> reassembled payloads, then TCP as decoded
 //! tcp       connections, reassembly         -> ordered bytes per direction, gaps, FINs
-//! kafka     framing, headers, API 67 decode -> request and response frames
-//! pairing   correlation ids per connection  -> exchanges, per-API counts
+//! kafka     framing, headers, API 67 decode -> messages: request and response frames
+//! pairing   messages, by correlation id     -> exchanges, per-API counts
 //! --------------------------- (worker: the rest on the output thread) ---------------------
 //! analysis  blocks of ids, brokers, latency -> findings
 //! report    ordering, statistics            -> the JSON report of report-v1.md
@@ -222,10 +222,13 @@ pub fn report(config: &Config) -> Result<report::model::Report, Error> {
     run(config, &mut report::sink::Collect::default())
 }
 
-/// Hands what pairing finished to the analysis thread. Exchanges completed by the same
-/// packet go in report order, so that responses a server sends together count as
-/// simultaneous.
-fn drain(pairing: &mut pairing::Pairing, batcher: &mut Batcher) {
+/// Pairs what the Kafka stage found and hands the exchanges it finished to the analysis
+/// thread. Exchanges completed by the same packet go in report order, so that responses a
+/// server sends together count as simultaneous.
+fn drain(dissector: &mut Dissector, pairing: &mut pairing::Pairing, batcher: &mut Batcher) {
+    for message in dissector.out.messages.drain(..) {
+        pairing.message(message);
+    }
     if pairing.exchanges.is_empty() {
         batcher.tick();
         return;
@@ -270,7 +273,7 @@ fn process(
     if let Some(source) = outcome.sink_error {
         return Err(Error::Output { source });
     }
-    let (mut diags, captures, tcp_connections, dissector) = read?;
+    let (mut diags, captures, tcp_connections, dissector, pairing) = read?;
     let analysis = outcome.analyzer.finish(&mut diags);
     let mut report = report::build(report::Findings {
         captures,
@@ -278,7 +281,7 @@ fn process(
         tcp_connections,
         kafka_connections: dissector.kafka_connections,
         not_kafka_connections: dissector.not_kafka_connections,
-        pairing: dissector.pairing,
+        pairing,
         diagnostics: diags,
     });
     sink.finish(&mut report)
@@ -351,7 +354,13 @@ fn in_time_order(inputs: &[String], diags: &mut Diagnostics) -> Vec<String> {
 }
 
 /// What reading the captures leaves for the report besides the exchanges.
-type ReadOutcome = (Diagnostics, Vec<capture::CaptureInfo>, u64, Dissector);
+type ReadOutcome = (
+    Diagnostics,
+    Vec<capture::CaptureInfo>,
+    u64,
+    Dissector,
+    pairing::Pairing,
+);
 
 /// Reads every capture, in order, through decoding, reassembly, framing and pairing;
 /// exchanges go to `batcher` as they complete.
@@ -365,6 +374,7 @@ fn read_all(
         Tracker::with_limits(config.max_held_len, config.max_connections);
     tracker.set_max_memory(config.max_memory);
     let mut dissector = Dissector::new(config.kafka.clone());
+    let mut pairing = pairing::Pairing::default();
     let mut next_frame = 1u64;
     let mut last = PacketRef::default();
     let mut unsupported = BTreeSet::new();
@@ -402,7 +412,7 @@ fn read_all(
                 match decode::decode(packet) {
                     Decoded::Tcp(segment) => {
                         tracker.segment(&segment, packet.at, &mut dissector, diags);
-                        drain(&mut dissector.pairing, batcher);
+                        drain(&mut dissector, &mut pairing, batcher);
                     }
                     Decoded::Fragment(fragment) => {
                         let Some(datagram) = defragmenter.fragment(&fragment, packet.at, diags)
@@ -419,7 +429,7 @@ fn read_all(
                         ) {
                             Decoded::Tcp(segment) => {
                                 tracker.segment(&segment, packet.at, &mut dissector, diags);
-                                drain(&mut dissector.pairing, batcher);
+                                drain(&mut dissector, &mut pairing, batcher);
                             }
                             Decoded::Malformed(reason) => diags.push(
                                 Kind::PacketMalformed,
@@ -489,6 +499,6 @@ fn read_all(
     defragmenter.finish(&mut diags);
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);
-    drain(&mut dissector.pairing, batcher);
-    Ok((diags, captures, tcp_connections, dissector))
+    drain(&mut dissector, &mut pairing, batcher);
+    Ok((diags, captures, tcp_connections, dissector, pairing))
 }

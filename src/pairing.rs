@@ -1,38 +1,17 @@
-//! Pairing: requests and responses of one connection, matched by correlation id.
+//! Pairing: the Kafka stage's messages in, [`Exchange`]s and per-API counts out.
 //!
-//! Every request registers its correlation id with its API key and version; a response
-//! is matched by its correlation id (responses carry no API key) and counted under its
-//! request's API. AllocateProducerIds requests keep their decoded fields until their
-//! response arrives or the connection ends, and then become [`Exchange`]s.
+//! The Kafka stage matches each response to the waiting request with its correlation id
+//! (it must, to know which API's response to decode) and says which API it answered, or
+//! that it answered none. Pairing counts them, holds each decoded AllocateProducerIds
+//! request until its response comes or the Kafka stage gives it up, and then makes it an
+//! exchange.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::capture::Timestamp;
-use crate::diag::{Diagnostics, Kind};
 use crate::kafka::allocate_producer_ids::{Request, Response};
-use crate::kafka::header::RequestPrefix;
+use crate::kafka::message::Message;
+pub use crate::kafka::message::{Endpoints, MessageMeta};
 use crate::kafka::tables::ApiKey;
-
-/// Where a Kafka message sat in the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MessageMeta {
-    /// Packet that completed the message.
-    pub frame: u64,
-    /// Packet that carried its first byte.
-    pub first_frame: u64,
-    pub timestamp: Timestamp,
-    /// Bytes on the wire, size prefix included.
-    pub size: u64,
-}
-
-/// The two ends of a Kafka connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Endpoints {
-    pub connection: u64,
-    pub client: SocketAddr,
-    pub server: SocketAddr,
-}
 
 /// One AllocateProducerIds request and, if captured, its response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,56 +47,6 @@ impl Exchange {
     }
 }
 
-#[derive(Debug)]
-struct Pending {
-    seq: u64,
-    /// Packet that completed the request.
-    frame: u64,
-    api_key: ApiKey,
-    api_version: i16,
-    /// Decoded request, for AllocateProducerIds only.
-    allocate: Option<Box<(MessageMeta, Request)>>,
-    /// Heap the decoded request holds (see [`request_cost`]).
-    cost: usize,
-}
-
-/// Heap a decoded request holds while it waits: its box, client id, tagged fields and
-/// raw bytes, at their allocated sizes.
-fn request_cost(req: &Request) -> usize {
-    let tagged = |fields: &Option<Vec<crate::kafka::reader::TaggedField>>| {
-        fields.as_ref().map_or(0, |f| {
-            f.capacity() * size_of::<crate::kafka::reader::TaggedField>()
-                + f.iter().map(|t| t.data.capacity()).sum::<usize>()
-        })
-    };
-    size_of::<(MessageMeta, Request)>()
-        + req
-            .client_id
-            .as_ref()
-            .and_then(Option::as_ref)
-            .map_or(0, String::capacity)
-        + tagged(&req.header_tagged_fields)
-        + tagged(&req.tagged_fields)
-        + req.raw.capacity()
-}
-
-/// Requests one connection may have waiting by default before the oldest is forgotten.
-/// Requests that are never answered (Produce with acks=0) would otherwise grow without end.
-pub const MAX_PENDING_PER_CONNECTION: usize = 4096;
-
-/// Requests of one connection still waiting for their response.
-#[derive(Debug, Default)]
-pub struct PendingRequests {
-    by_correlation_id: HashMap<i32, Pending, foldhash::fast::RandomState>,
-    /// Correlation ids in the order their requests were registered, with the request's
-    /// sequence number so a re-used id is not mistaken for its older namesake.
-    order: VecDeque<(i32, u64)>,
-    registered: u64,
-    evicted: u64,
-    /// Sum of the waiting requests' [`Pending::cost`].
-    decoded_bytes: usize,
-}
-
 /// Per-API frame counts.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ApiCounts {
@@ -125,55 +54,19 @@ pub struct ApiCounts {
     pub responses: u64,
 }
 
+/// A decoded AllocateProducerIds request waiting for its response.
+type WaitingRequest = Box<(MessageMeta, i16, Request)>;
+
 /// Everything pairing learns over the whole capture.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Pairing {
+    /// AllocateProducerIds requests waiting, by connection and correlation id; the Kafka
+    /// stage's table of waiting requests charges their memory and says when each stops
+    /// waiting.
+    waiting: HashMap<(u64, i32), WaitingRequest, foldhash::fast::RandomState>,
     pub exchanges: Vec<Exchange>,
     pub api_counts: BTreeMap<ApiKey, ApiCounts>,
     pub unmatched_responses: u64,
-    /// Requests one connection may have waiting before the oldest is given up.
-    pub max_pending: usize,
-}
-
-impl Default for Pairing {
-    fn default() -> Self {
-        Self {
-            exchanges: Vec::new(),
-            api_counts: BTreeMap::new(),
-            unmatched_responses: 0,
-            max_pending: MAX_PENDING_PER_CONNECTION,
-        }
-    }
-}
-
-impl PendingRequests {
-    /// Requests registered so far: changes whenever one is added.
-    pub fn registered(&self) -> u64 {
-        self.registered
-    }
-
-    /// Requests waiting.
-    pub fn len(&self) -> usize {
-        self.by_correlation_id.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_correlation_id.is_empty()
-    }
-
-    /// Heap held for the waiting requests: the tables at their allocated sizes and the
-    /// decoded AllocateProducerIds requests.
-    pub fn held_bytes(&self) -> usize {
-        self.by_correlation_id.capacity() * (size_of::<(i32, Pending)>() + 1)
-            + self.order.capacity() * size_of::<(i32, u64)>()
-            + self.decoded_bytes
-    }
-
-    fn remove(&mut self, correlation_id: i32) -> Option<Pending> {
-        let p = self.by_correlation_id.remove(&correlation_id)?;
-        self.decoded_bytes = self.decoded_bytes.saturating_sub(p.cost);
-        Some(p)
-    }
 }
 
 impl Pairing {
@@ -183,210 +76,192 @@ impl Pairing {
         self.exchanges.sort_by_key(Exchange::order);
     }
 
-    /// A request frame. `allocate` is the decoded AllocateProducerIds request, if it is one.
-    pub fn request(
-        &mut self,
-        pending: &mut PendingRequests,
-        ends: Endpoints,
-        prefix: RequestPrefix,
-        meta: MessageMeta,
-        allocate: Option<Request>,
-        diags: &mut Diagnostics,
-    ) {
-        self.api_counts.entry(prefix.api_key).or_default().requests += 1;
-        pending.registered += 1;
-        let cost = allocate.as_ref().map_or(0, request_cost);
-        pending.decoded_bytes += cost;
-        let entry = Pending {
-            seq: pending.registered,
-            frame: meta.frame,
-            api_key: prefix.api_key,
-            api_version: prefix.api_version,
-            allocate: allocate.map(|req| Box::new((meta, req))),
-            cost,
-        };
-        pending
-            .order
-            .push_back((prefix.correlation_id, pending.registered));
-        if let Some(old) = pending
-            .by_correlation_id
-            .insert(prefix.correlation_id, entry)
-        {
-            pending.decoded_bytes = pending.decoded_bytes.saturating_sub(old.cost);
-            diags.push(
-                Kind::DuplicateCorrelationId,
-                Some(ends.connection),
-                Some(meta.frame),
-                format!(
-                    "{} request reuses correlation id {} while an earlier {} request with that id is still unanswered; the earlier one is reported as unanswered",
-                    prefix.api_key, prefix.correlation_id, old.api_key
-                ),
-            );
-            // Which of the two a later answer is for cannot be told.
-            self.unanswered(ends, prefix.correlation_id, old, true);
-        }
-        let max_pending = self.max_pending.max(1);
-        if pending.len() > max_pending {
-            if pending.evicted == 0 {
-                diags.push(
-                    Kind::PendingLimit,
-                    Some(ends.connection),
-                    Some(meta.frame),
-                    format!(
-                        "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
-                    ),
-                );
+    /// Takes one message of the Kafka stage.
+    pub fn message(&mut self, message: Message) {
+        match message {
+            Message::Request {
+                ends,
+                api_key,
+                api_version,
+                correlation_id,
+                meta,
+                allocate,
+            } => {
+                self.api_counts.entry(api_key).or_default().requests += 1;
+                if let Some(request) = allocate {
+                    let key = (ends.connection, correlation_id);
+                    self.waiting
+                        .insert(key, Box::new((meta, api_version, *request)));
+                }
             }
-            self.give_up_oldest(pending, ends, max_pending);
-        }
-        // Forget answered ids so the queue stays about as short as the map.
-        if pending.order.len() > 2 * max_pending {
-            let live = &pending.by_correlation_id;
-            pending
-                .order
-                .retain(|(corr, seq)| live.get(corr).is_some_and(|p| p.seq == *seq));
-        }
-        while pending.order.front().is_some_and(|(corr, seq)| {
-            pending.by_correlation_id.get(corr).map(|p| p.seq) != Some(*seq)
-        }) {
-            pending.order.pop_front();
-        }
-    }
-
-    /// Gives up the oldest waiting requests until `keep` are left (their AllocateProducerIds
-    /// ones are reported with an unknown outcome: their answers may still come). Returns
-    /// how many were given up.
-    pub fn give_up_oldest(
-        &mut self,
-        pending: &mut PendingRequests,
-        ends: Endpoints,
-        keep: usize,
-    ) -> usize {
-        let mut given_up = 0;
-        while pending.len() > keep {
-            let Some((corr, seq)) = pending.order.pop_front() else {
-                break;
-            };
-            if pending
-                .by_correlation_id
-                .get(&corr)
-                .is_some_and(|p| p.seq == seq)
-            {
-                if let Some(old) = pending.remove(corr) {
-                    pending.evicted += 1;
-                    given_up += 1;
-                    self.unanswered(ends, corr, old, true);
+            Message::Response {
+                ends,
+                correlation_id,
+                meta,
+                answers,
+                allocate,
+            } => {
+                let Some((api_key, _)) = answers else {
+                    self.unmatched_responses += 1;
+                    return;
+                };
+                self.api_counts.entry(api_key).or_default().responses += 1;
+                let key = (ends.connection, correlation_id);
+                if let Some(response) = allocate {
+                    if let Some(request) = self.waiting.remove(&key) {
+                        self.push(
+                            ends,
+                            correlation_id,
+                            *request,
+                            Some((meta, *response)),
+                            false,
+                        );
+                    }
+                }
+            }
+            Message::GivenUp {
+                ends,
+                correlation_id,
+                unknown,
+            } => {
+                if let Some(request) = self.waiting.remove(&(ends.connection, correlation_id)) {
+                    self.push(ends, correlation_id, *request, None, unknown);
                 }
             }
         }
-        given_up
     }
 
-    /// Gives up the older half of the waiting requests, and the tables' room for them.
-    pub fn shed_pending(&mut self, pending: &mut PendingRequests, ends: Endpoints) -> usize {
-        let given_up = self.give_up_oldest(pending, ends, pending.len() / 2);
-        pending.by_correlation_id.shrink_to_fit();
-        pending.order.shrink_to_fit();
-        given_up
-    }
-
-    /// Frame of the waiting request with this correlation id.
-    pub fn request_frame(pending: &PendingRequests, correlation_id: i32) -> Option<u64> {
-        pending
-            .by_correlation_id
-            .get(&correlation_id)
-            .map(|p| p.frame)
-    }
-
-    /// API key and version of the request a response with this correlation id answers.
-    pub fn answered_request(
-        pending: &PendingRequests,
-        correlation_id: i32,
-    ) -> Option<(ApiKey, i16)> {
-        pending
-            .by_correlation_id
-            .get(&correlation_id)
-            .map(|p| (p.api_key, p.api_version))
-    }
-
-    /// A response frame. `allocate` is the decoded response when its request was an
-    /// AllocateProducerIds request.
-    pub fn response(
+    fn push(
         &mut self,
-        pending: &mut PendingRequests,
         ends: Endpoints,
         correlation_id: i32,
-        meta: MessageMeta,
-        allocate: Option<Response>,
+        (request_meta, api_version, request): (MessageMeta, i16, Request),
+        response: Option<(MessageMeta, Response)>,
+        response_unknown: bool,
     ) {
-        let Some(request) = pending.remove(correlation_id) else {
-            self.unmatched_responses += 1;
-            return;
-        };
-        self.api_counts
-            .entry(request.api_key)
-            .or_default()
-            .responses += 1;
-        if let (Some(boxed), Some(response)) = (request.allocate, allocate) {
-            let (request_meta, decoded) = *boxed;
-            self.exchanges.push(Exchange {
-                endpoints: ends,
+        self.exchanges.push(Exchange {
+            endpoints: ends,
+            correlation_id,
+            api_version,
+            request_meta,
+            request,
+            response,
+            response_unknown,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Timestamp;
+
+    fn ends(connection: u64) -> Endpoints {
+        Endpoints {
+            connection,
+            client: "10.0.0.1:40000".parse().unwrap(),
+            server: "10.0.0.2:9093".parse().unwrap(),
+        }
+    }
+
+    fn meta(frame: u64) -> MessageMeta {
+        MessageMeta {
+            frame,
+            first_frame: frame,
+            timestamp: Timestamp::default(),
+            size: 28,
+        }
+    }
+
+    fn request(connection: u64, api_key: ApiKey, correlation_id: i32, frame: u64) -> Message {
+        Message::Request {
+            ends: ends(connection),
+            api_key,
+            api_version: 1,
+            correlation_id,
+            meta: meta(frame),
+            allocate: (api_key == ApiKey::ALLOCATE_PRODUCER_IDS)
+                .then(|| Box::new(Request::default())),
+        }
+    }
+
+    fn response(
+        connection: u64,
+        correlation_id: i32,
+        frame: u64,
+        answers: Option<ApiKey>,
+    ) -> Message {
+        Message::Response {
+            ends: ends(connection),
+            correlation_id,
+            meta: meta(frame),
+            answers: answers.map(|key| (key, 1)),
+            allocate: (answers == Some(ApiKey::ALLOCATE_PRODUCER_IDS))
+                .then(|| Box::new(Response::default())),
+        }
+    }
+
+    #[test]
+    fn a_request_and_its_response_become_one_exchange_per_connection() {
+        let mut pairing = Pairing::default();
+        let allocate = ApiKey::ALLOCATE_PRODUCER_IDS;
+        for m in [
+            request(1, allocate, 5, 10),
+            request(2, allocate, 5, 11), // the same id on another connection
+            request(1, ApiKey::API_VERSIONS, 6, 12),
+            response(2, 5, 13, Some(allocate)),
+            response(1, 6, 14, Some(ApiKey::API_VERSIONS)),
+            response(1, 99, 15, None),
+        ] {
+            pairing.message(m);
+        }
+        assert_eq!(pairing.exchanges.len(), 1);
+        let ex = &pairing.exchanges[0];
+        assert_eq!((ex.endpoints.connection, ex.correlation_id), (2, 5));
+        assert_eq!((ex.request_meta.frame, ex.api_version), (11, 1));
+        assert_eq!(ex.response.as_ref().map(|(m, _)| m.frame), Some(13));
+        assert_eq!(pairing.unmatched_responses, 1);
+        let counts = |key| pairing.api_counts.get(&key).copied().unwrap_or_default();
+        assert_eq!(
+            counts(allocate),
+            ApiCounts {
+                requests: 2,
+                responses: 1
+            }
+        );
+        assert_eq!(
+            counts(ApiKey::API_VERSIONS),
+            ApiCounts {
+                requests: 1,
+                responses: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_given_up_request_is_an_exchange_without_response_with_its_outcome() {
+        let mut pairing = Pairing::default();
+        pairing.message(request(1, ApiKey::ALLOCATE_PRODUCER_IDS, 5, 10));
+        pairing.message(request(1, ApiKey::ALLOCATE_PRODUCER_IDS, 6, 11));
+        for (correlation_id, unknown) in [(5, true), (6, false), (7, false)] {
+            pairing.message(Message::GivenUp {
+                ends: ends(1),
                 correlation_id,
-                api_version: request.api_version,
-                request_meta,
-                request: decoded,
-                response: Some((meta, response)),
-                response_unknown: false,
+                unknown,
             });
         }
-    }
-
-    fn unanswered(
-        &mut self,
-        ends: Endpoints,
-        correlation_id: i32,
-        pending: Pending,
-        unknown: bool,
-    ) {
-        if let Some(boxed) = pending.allocate {
-            let (request_meta, request) = *boxed;
-            self.exchanges.push(Exchange {
-                endpoints: ends,
-                correlation_id,
-                api_version: pending.api_version,
-                request_meta,
-                request,
-                response: None,
-                response_unknown: unknown,
-            });
-        }
-    }
-
-    /// Adds what another pairing (a connection's, held until it proved Kafka) found.
-    pub fn absorb(&mut self, other: Self) {
-        self.exchanges.extend(other.exchanges);
-        for (key, counts) in other.api_counts {
-            let ours = self.api_counts.entry(key).or_default();
-            ours.requests += counts.requests;
-            ours.responses += counts.responses;
-        }
-        self.unmatched_responses += other.unmatched_responses;
-    }
-
-    /// The connection ended: AllocateProducerIds requests still waiting are unanswered,
-    /// or of unknown outcome where `may_be_lost(request frame)` says the capture may have
-    /// lost their response.
-    pub fn close(
-        &mut self,
-        pending: PendingRequests,
-        ends: Endpoints,
-        may_be_lost: impl Fn(u64) -> bool,
-    ) {
-        let mut left: Vec<(i32, Pending)> = pending.by_correlation_id.into_iter().collect();
-        left.sort_by_key(|(corr, _)| *corr);
-        for (correlation_id, p) in left {
-            let unknown = may_be_lost(p.frame);
-            self.unanswered(ends, correlation_id, p, unknown);
-        }
+        let outcomes: Vec<_> = pairing
+            .exchanges
+            .iter()
+            .map(|ex| {
+                (
+                    ex.correlation_id,
+                    ex.response.is_some(),
+                    ex.response_unknown,
+                )
+            })
+            .collect();
+        assert_eq!(outcomes, [(5, false, true), (6, false, false)]);
+        assert!(pairing.waiting.is_empty());
     }
 }

@@ -1,8 +1,8 @@
 //! Kafka over TCP: recognises Kafka connections, frames both directions, decodes
-//! AllocateProducerIds messages and hands every frame to [`crate::pairing`].
+//! AllocateProducerIds messages and puts every frame in an outbox for [`crate::pairing`].
 //!
-//! In: ordered stream deliveries from [`crate::tcp`]. Out: counts, exchanges and
-//! diagnostics in [`Dissector::pairing`].
+//! In: ordered stream deliveries from [`crate::tcp`]. Out: [`message::Message`]s in
+//! [`Dissector::out`], in the order they were found, and diagnostics.
 //!
 //! Which side is the client, and whether a connection is Kafka at all:
 //! - a server port given with `--port` decides both;
@@ -20,9 +20,11 @@ pub mod allocate_producer_ids;
 pub mod framing;
 pub mod header;
 pub mod layout;
+pub mod message;
 pub mod reader;
 mod sides;
 pub mod tables;
+pub mod waiting;
 
 use framing::{FrameHandler, Framer, GapEffect, MAX_HEAD_LEN};
 use header::{REQUEST_HEAD_PREFIX_LEN, RESPONSE_PREFIX_LEN};
@@ -32,9 +34,10 @@ use tables::ApiKey;
 
 use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Kind};
-use crate::pairing::{Endpoints, Pairing, PendingRequests};
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir, StreamHandler};
+use message::{Endpoints, Outbox, Tally};
+use waiting::Waiting;
 
 pub use sides::MAX_DECODED_LEN;
 
@@ -61,7 +64,7 @@ impl Default for KafkaConfig {
             ports: Vec::new(),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             keep_raw: false,
-            max_pending: crate::pairing::MAX_PENDING_PER_CONNECTION,
+            max_pending: waiting::MAX_PENDING_PER_CONNECTION,
         }
     }
 }
@@ -89,7 +92,7 @@ pub struct KafkaConn {
     role: Role,
     /// Framers by direction (`Dir::idx`); set up when the role is first decided.
     framers: Option<Box<[Framer; 2]>>,
-    pending: PendingRequests,
+    pending: Waiting,
     /// API key and correlation id of the last request, to check candidates against.
     last_request: Option<(ApiKey, i32)>,
     /// `pending.registered()` when the server side was last searched again.
@@ -102,13 +105,13 @@ pub struct KafkaConn {
 
 /// A connection whose bytes look like Kafka but are not proven to be: the first message of
 /// a ZooKeeper session reads as a Produce request and its answer as the response. Its
-/// frames are paired into a pairing and diagnostics of its own, read strictly (every
+/// frames go to an outbox and diagnostics of its own, read strictly (every
 /// request head plausible and counting up, every answer to a request of this connection),
 /// until enough of them prove it ([`Trial::proven`]), which adds them to the report, or one
 /// refutes it, which drops them with a `not_kafka` diagnostic.
 #[derive(Debug, Default)]
 struct Trial {
-    pairing: Pairing,
+    out: Outbox,
     diags: Diagnostics,
 }
 
@@ -123,10 +126,8 @@ const PROVING_ANSWERS: u64 = 3;
 const PROVING_REQUESTS: u64 = 4;
 
 impl Trial {
-    fn new(max_pending: usize) -> Box<Self> {
-        let mut trial = Box::<Self>::default();
-        trial.pairing.max_pending = max_pending;
-        trial
+    fn new() -> Box<Self> {
+        Box::<Self>::default()
     }
 
     /// What in the last delivery refutes the trial, if anything: a request head that is
@@ -134,7 +135,7 @@ impl Trial {
     /// answer to nothing (mid-stream, answers to requests before the capture come first).
     fn refuted(
         &self,
-        (before, after): (TrialSigns, TrialSigns),
+        (before, after): (Tally, Tally),
         head_refused: bool,
         server_bad_size: bool,
         midstream: bool,
@@ -153,17 +154,13 @@ impl Trial {
     /// Enough frames, or an AllocateProducerIds request: only brokers send those, and
     /// holding its exchange back would hand it to the analysis out of time order.
     fn proven(&self) -> bool {
-        let (requests, answers) = self
-            .pairing
-            .api_counts
-            .values()
-            .fold((0, 0), |(q, a), c| (q + c.requests, a + c.responses));
-        let allocates = self
-            .pairing
-            .api_counts
-            .get(&ApiKey::ALLOCATE_PRODUCER_IDS)
-            .is_some_and(|c| c.requests > 0);
-        allocates || answers >= PROVING_ANSWERS || requests >= PROVING_REQUESTS
+        let Tally {
+            requests,
+            allocate_requests,
+            answers,
+            ..
+        } = self.out.tally;
+        allocate_requests > 0 || answers >= PROVING_ANSWERS || requests >= PROVING_REQUESTS
     }
 }
 
@@ -171,7 +168,8 @@ impl Trial {
 #[derive(Debug, Default)]
 pub struct Dissector {
     config: KafkaConfig,
-    pub pairing: Pairing,
+    /// What the connections found, for pairing to take after each packet.
+    pub out: Outbox,
     pub kafka_connections: u64,
     /// Connections whose bytes were looked at and not read as Kafka.
     pub not_kafka_connections: u64,
@@ -201,12 +199,10 @@ fn framers(client: Dir, resync: bool) -> Box<[Framer; 2]> {
 
 impl Dissector {
     pub fn new(config: KafkaConfig) -> Self {
-        let mut dissector = Self {
+        Self {
             config,
             ..Self::default()
-        };
-        dissector.pairing.max_pending = dissector.config.max_pending;
-        dissector
+        }
     }
 
     fn endpoints(info: &ConnInfo, client: Dir) -> Endpoints {
@@ -251,11 +247,11 @@ impl Dissector {
             }
             conn.role = Role::Probing { client: Some(dir) };
             conn.framers = Some(framers(dir, false));
-            conn.trial = Some(Trial::new(self.config.max_pending));
+            conn.trial = Some(Trial::new());
         } else {
             let client = Self::guessed_client(info);
             conn.role = Role::Probing { client };
-            conn.trial = Some(Trial::new(self.config.max_pending));
+            conn.trial = Some(Trial::new());
             // Unknown client: both directions look for request heads.
             conn.framers = Some(match client {
                 Some(client) => framers(client, true),
@@ -267,22 +263,22 @@ impl Dissector {
 
     /// Over the memory budget: gives up the older half of a connection's waiting requests.
     fn shed_pending(
-        pairing: &mut Pairing,
+        out: &mut Outbox,
         conn: &mut KafkaConn,
         info: &ConnInfo,
         client: Dir,
         what: &mut Vec<String>,
     ) {
         let ends = Self::endpoints(info, client);
-        let pairing = match conn.trial.as_deref_mut() {
-            Some(trial) => &mut trial.pairing,
-            None => pairing,
+        let out = match conn.trial.as_deref_mut() {
+            Some(trial) => &mut trial.out,
+            None => out,
         };
         let waiting = conn.pending.len();
         if waiting < MIN_WAITING_SHED {
             return;
         }
-        let given_up = pairing.shed_pending(&mut conn.pending, ends);
+        let given_up = conn.pending.shed(ends, out);
         if given_up > 0 {
             what.push(format!(
                 "the oldest {given_up} of its {waiting} waiting requests (AllocateProducerIds ones reported response_unknown)"
@@ -380,7 +376,7 @@ impl StreamHandler for Dissector {
                         client: Some(Dir::FromInitiator),
                     };
                     conn.framers = Some(framers(Dir::FromInitiator, true));
-                    conn.trial = Some(Trial::new(self.config.max_pending));
+                    conn.trial = Some(Trial::new());
                     return true;
                 }
             }
@@ -410,19 +406,14 @@ impl StreamHandler for Dissector {
         let Some(framers) = conn.framers.as_deref_mut() else {
             return true;
         };
-        // A connection on trial pairs into a pairing and diagnostics of its own.
+        // A connection on trial has an outbox and diagnostics of its own.
         let mut trial = conn.trial.take();
         let on_trial = trial.is_some();
-        let (pairing, found): (&mut Pairing, &mut Diagnostics) = match trial.as_deref_mut() {
-            Some(t) => (&mut t.pairing, &mut t.diags),
-            None => (&mut self.pairing, &mut *diags),
+        let (out, found): (&mut Outbox, &mut Diagnostics) = match trial.as_deref_mut() {
+            Some(t) => (&mut t.out, &mut t.diags),
+            None => (&mut self.out, &mut *diags),
         };
-        // Only a trial is judged: no per-delivery cost on proven connections.
-        let before = if on_trial {
-            TrialSigns::of(pairing)
-        } else {
-            TrialSigns::default()
-        };
+        let before = out.tally;
         let mut server_bad_size = false;
         let delivery_at = delivery.at();
         let [initiator_side, responder_side] = framers;
@@ -435,8 +426,8 @@ impl StreamHandler for Dissector {
         let gap_effect = if dir == client {
             let mut handler = RequestSide {
                 config: &self.config,
-                pairing: &mut *pairing,
-                pending: &mut conn.pending,
+                waiting: &mut conn.pending,
+                out: &mut *out,
                 ends,
                 diags: &mut *found,
                 last_request: &mut conn.last_request,
@@ -461,8 +452,8 @@ impl StreamHandler for Dissector {
                 conn.rescanned_at = registered;
                 let mut handler = ResponseSide {
                     config: &self.config,
-                    pairing: &mut *pairing,
-                    pending: &mut conn.pending,
+                    waiting: &mut conn.pending,
+                    out: &mut *out,
                     ends,
                     diags: &mut *found,
                     bad_size: false,
@@ -474,8 +465,8 @@ impl StreamHandler for Dissector {
         } else {
             let mut handler = ResponseSide {
                 config: &self.config,
-                pairing: &mut *pairing,
-                pending: &mut conn.pending,
+                waiting: &mut conn.pending,
+                out: &mut *out,
                 ends,
                 diags: &mut *found,
                 bad_size: false,
@@ -519,8 +510,8 @@ impl StreamHandler for Dissector {
                         *other = old.retarget(RESPONSE_PREFIX_LEN);
                         let mut handler = ResponseSide {
                             config: &self.config,
-                            pairing: &mut *pairing,
-                            pending: &mut conn.pending,
+                            waiting: &mut conn.pending,
+                            out: &mut *out,
                             ends,
                             diags: &mut *found,
                             bad_size: false,
@@ -547,7 +538,7 @@ impl StreamHandler for Dissector {
             conn.trial = Some(trial); // still probing
             return true;
         };
-        let signs = (before, TrialSigns::of(&trial.pairing));
+        let signs = (before, trial.out.tally);
         let head_refused = probe.as_ref().is_some_and(|p| p.given_up);
         if let Some(why) = trial.refuted(signs, head_refused, server_bad_size, info.midstream) {
             conn.role = Role::NotKafka;
@@ -567,9 +558,7 @@ impl StreamHandler for Dissector {
             .framers
             .as_deref()
             .map_or(0, |f| f.iter().map(Framer::held_bytes).sum());
-        let trial = conn.trial.as_deref().map_or(0, |t| {
-            t.pairing.exchanges.capacity() * size_of::<crate::pairing::Exchange>()
-        });
+        let trial = conn.trial.as_deref().map_or(0, |t| t.out.held_bytes());
         framers + conn.pending.held_bytes() + trial
     }
 
@@ -608,7 +597,7 @@ impl StreamHandler for Dissector {
             }
         }
         if let Some(client) = client {
-            Self::shed_pending(&mut self.pairing, conn, info, client, &mut what);
+            Self::shed_pending(&mut self.out, conn, info, client, &mut what);
         }
         if what.is_empty() {
             return 0;
@@ -650,32 +639,17 @@ impl StreamHandler for Dissector {
         let server = client.reverse();
         let server_unseen = !info.seen.get(server.idx()).copied().unwrap_or(false);
         let (lost_since, evicted) = (conn.server_loss, info.evicted);
-        self.pairing.close(conn.pending, ends, |request_frame| {
+        let may_be_lost = |request_frame| {
             evicted || server_unseen || lost_since.is_some_and(|f| f >= request_frame)
-        });
-    }
-}
-
-/// What a trial's pairing has seen, compared before and after a delivery.
-#[derive(Debug, Clone, Copy, Default)]
-struct TrialSigns {
-    unmatched: u64,
-    answers: u64,
-}
-
-impl TrialSigns {
-    fn of(pairing: &Pairing) -> Self {
-        Self {
-            unmatched: pairing.unmatched_responses,
-            answers: pairing.api_counts.values().map(|c| c.responses).sum(),
-        }
+        };
+        conn.pending.close(ends, may_be_lost, &mut self.out);
     }
 }
 
 impl Dissector {
     /// A connection on trial is Kafka: what it found joins the report.
     fn admit(&mut self, trial: Trial, diags: &mut Diagnostics) {
-        self.pairing.absorb(trial.pairing);
+        self.out.absorb(trial.out);
         diags.absorb(trial.diags);
         self.kafka_connections += 1;
     }

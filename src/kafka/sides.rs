@@ -1,16 +1,17 @@
 //! The two frame handlers of a Kafka connection: the client's requests and the server's
 //! responses. Each decides per frame what to keep, judges candidate heads while framing
-//! is being searched for, decodes AllocateProducerIds messages and passes every finished
-//! frame to pairing.
+//! is being searched for, decodes AllocateProducerIds messages and puts every finished
+//! frame in the connection's outbox, as a [`Message`](super::message::Message).
 
 use super::allocate_producer_ids::{self, Problem};
 use super::framing::{Decision, Frame, FrameHandler, SIZE_LEN};
 use super::header::{self, RequestPrefix, MIN_REQUEST_LEN, RESPONSE_PREFIX_LEN};
+use super::message::{Endpoints, MessageMeta, Outbox};
 use super::tables::ApiKey;
+use super::waiting::{RequestFrame, Waiting};
 use super::KafkaConfig;
 use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Kind};
-use crate::pairing::{Endpoints, MessageMeta, Pairing, PendingRequests};
 
 /// Largest AllocateProducerIds message we buffer to decode; real ones are under 100 bytes.
 pub const MAX_DECODED_LEN: u32 = 1024 * 1024;
@@ -146,8 +147,8 @@ fn report_resync(
 /// Frame handler for the client's direction.
 pub struct RequestSide<'a> {
     pub config: &'a KafkaConfig,
-    pub pairing: &'a mut Pairing,
-    pub pending: &'a mut PendingRequests,
+    pub waiting: &'a mut Waiting,
+    pub out: &'a mut Outbox,
     pub ends: Endpoints,
     pub diags: &'a mut Diagnostics,
     /// API key and correlation id of the last request of this connection, to check
@@ -274,8 +275,16 @@ impl FrameHandler for RequestSide<'_> {
             }
             req
         });
-        self.pairing
-            .request(self.pending, self.ends, head, meta, decoded, self.diags);
+        let frame = RequestFrame {
+            ends: self.ends,
+            api_key: head.api_key,
+            api_version: head.api_version,
+            correlation_id: head.correlation_id,
+            meta,
+        };
+        let max_pending = self.config.max_pending;
+        self.waiting
+            .request(frame, decoded, max_pending, self.out, self.diags);
     }
 
     fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
@@ -319,8 +328,8 @@ impl FrameHandler for RequestSide<'_> {
 /// Frame handler for the server's direction.
 pub struct ResponseSide<'a> {
     pub config: &'a KafkaConfig,
-    pub pairing: &'a mut Pairing,
-    pub pending: &'a mut PendingRequests,
+    pub waiting: &'a mut Waiting,
+    pub out: &'a mut Outbox,
     pub ends: Endpoints,
     pub diags: &'a mut Diagnostics,
     /// Set when a size prefix from the server cannot be Kafka.
@@ -356,7 +365,7 @@ impl FrameHandler for ResponseSide<'_> {
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
         header::response_correlation_id(prefix).is_ok_and(|corr| {
             matches!(
-                Pairing::answered_request(self.pending, corr),
+                self.waiting.answered_request(corr),
                 Some((ApiKey::ALLOCATE_PRODUCER_IDS, _))
             )
         }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
@@ -367,7 +376,7 @@ impl FrameHandler for ResponseSide<'_> {
             return;
         };
         let meta = meta(&frame);
-        let decoded = match Pairing::answered_request(self.pending, correlation_id) {
+        let decoded = match self.waiting.answered_request(correlation_id) {
             Some((ApiKey::ALLOCATE_PRODUCER_IDS, version)) => {
                 let resp = match frame.message {
                     Some(message) => {
@@ -406,8 +415,8 @@ impl FrameHandler for ResponseSide<'_> {
             }
             _ => None,
         };
-        self.pairing
-            .response(self.pending, self.ends, correlation_id, meta, decoded);
+        self.waiting
+            .response(self.ends, correlation_id, meta, decoded, self.out);
     }
 
     /// A plausible response head has a size Kafka accepts and a correlation id.
@@ -422,7 +431,9 @@ impl FrameHandler for ResponseSide<'_> {
     fn anchors(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool {
         self.plausible(len, prefix, at)
             && header::response_correlation_id(prefix).is_ok_and(|corr| {
-                Pairing::request_frame(self.pending, corr).is_some_and(|frame| frame < at.frame)
+                self.waiting
+                    .request_frame(corr)
+                    .is_some_and(|frame| frame < at.frame)
             })
     }
 

@@ -1,0 +1,114 @@
+//! What the Kafka stage hands on: every request and response frame it read, in the order
+//! it read them, and the waiting AllocateProducerIds requests it gave up. Pairing consumes
+//! them; nothing flows back.
+
+use std::net::SocketAddr;
+
+use super::allocate_producer_ids::{Request, Response};
+use super::tables::ApiKey;
+use crate::capture::Timestamp;
+
+/// Where a Kafka message sat in the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageMeta {
+    /// Packet that completed the message.
+    pub frame: u64,
+    /// Packet that carried its first byte.
+    pub first_frame: u64,
+    pub timestamp: Timestamp,
+    /// Bytes on the wire, size prefix included.
+    pub size: u64,
+}
+
+/// The two ends of a Kafka connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints {
+    pub connection: u64,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+}
+
+/// One thing the Kafka stage found.
+#[derive(Debug)]
+pub enum Message {
+    /// A request frame; `allocate` is the decoded request when it is AllocateProducerIds.
+    Request {
+        ends: Endpoints,
+        api_key: ApiKey,
+        api_version: i16,
+        correlation_id: i32,
+        meta: MessageMeta,
+        allocate: Option<Box<Request>>,
+    },
+    /// A response frame. `answers`: the API key and version of the waiting request with
+    /// its correlation id, if one waited; `allocate`: the decoded response when that
+    /// request was AllocateProducerIds.
+    Response {
+        ends: Endpoints,
+        correlation_id: i32,
+        meta: MessageMeta,
+        answers: Option<(ApiKey, i16)>,
+        allocate: Option<Box<Response>>,
+    },
+    /// A waiting AllocateProducerIds request that no response will be matched to: its
+    /// connection ended, its id was reused, or it was given up for a limit. `unknown`:
+    /// whether its response may be in bytes the capture lost (or may still come).
+    GivenUp {
+        ends: Endpoints,
+        correlation_id: i32,
+        unknown: bool,
+    },
+}
+
+/// What one delivery's frames prove about a connection on trial (see `Trial`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub requests: u64,
+    pub allocate_requests: u64,
+    /// Responses that answered a waiting request.
+    pub answers: u64,
+    /// Responses that answered none.
+    pub unmatched: u64,
+}
+
+/// Messages in the order they were found, and their tally.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub messages: Vec<Message>,
+    pub tally: Tally,
+}
+
+impl Outbox {
+    pub fn push(&mut self, message: Message) {
+        match &message {
+            Message::Request { api_key, .. } => {
+                self.tally.requests += 1;
+                if *api_key == ApiKey::ALLOCATE_PRODUCER_IDS {
+                    self.tally.allocate_requests += 1;
+                }
+            }
+            Message::Response {
+                answers: Some(_), ..
+            } => self.tally.answers += 1,
+            Message::Response { answers: None, .. } => self.tally.unmatched += 1,
+            Message::GivenUp { .. } => {}
+        }
+        self.messages.push(message);
+    }
+
+    /// Adds what another outbox (a connection's, held until it proved Kafka) found.
+    pub fn absorb(&mut self, other: Self) {
+        self.messages.extend(other.messages);
+        let (ours, theirs) = (&mut self.tally, other.tally);
+        ours.requests += theirs.requests;
+        ours.allocate_requests += theirs.allocate_requests;
+        ours.answers += theirs.answers;
+        ours.unmatched += theirs.unmatched;
+    }
+
+    /// Heap held for the messages' list (their decoded fields are charged while their
+    /// requests wait, see `Waiting::held_bytes`).
+    pub fn held_bytes(&self) -> usize {
+        self.messages.capacity() * size_of::<Message>()
+    }
+}

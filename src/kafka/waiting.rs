@@ -1,0 +1,390 @@
+//! Requests of one connection waiting for their response, by correlation id. Responses
+//! carry no API key: this table tells which API a response answers, so that it can be
+//! decoded, and whether a candidate response head answers anything. It also gives up
+//! requests (reused ids, the per-connection limit, the memory budget, the end of the
+//! connection) and says so in [`Message::GivenUp`].
+
+use std::collections::{HashMap, VecDeque};
+
+use super::allocate_producer_ids::{Request, Response};
+use super::message::{Endpoints, Message, MessageMeta, Outbox};
+use super::reader::TaggedField;
+use super::tables::ApiKey;
+use crate::diag::{Diagnostics, Kind};
+
+/// Requests one connection may have waiting by default before the oldest is forgotten.
+/// Requests that are never answered (Produce with acks=0) would otherwise grow without end.
+pub const MAX_PENDING_PER_CONNECTION: usize = 4096;
+
+#[derive(Debug)]
+struct Pending {
+    seq: u64,
+    /// Packet that completed the request.
+    frame: u64,
+    api_key: ApiKey,
+    api_version: i16,
+    /// Heap its decoded request holds downstream (see [`request_cost`]); 0 for requests
+    /// of other APIs, which are not decoded.
+    cost: usize,
+}
+
+/// Heap a decoded request holds while it waits (in pairing, or in a trial's outbox):
+/// its box, client id, tagged fields and raw bytes, at their allocated sizes.
+fn request_cost(req: &Request) -> usize {
+    let tagged = |fields: &Option<Vec<TaggedField>>| {
+        fields.as_ref().map_or(0, |f| {
+            f.capacity() * size_of::<TaggedField>()
+                + f.iter().map(|t| t.data.capacity()).sum::<usize>()
+        })
+    };
+    size_of::<(MessageMeta, i16, Request)>()
+        + req
+            .client_id
+            .as_ref()
+            .and_then(Option::as_ref)
+            .map_or(0, String::capacity)
+        + tagged(&req.header_tagged_fields)
+        + tagged(&req.tagged_fields)
+        + req.raw.capacity()
+}
+
+/// Requests of one connection still waiting for their response.
+#[derive(Debug, Default)]
+pub struct Waiting {
+    by_correlation_id: HashMap<i32, Pending, foldhash::fast::RandomState>,
+    /// Correlation ids in the order their requests were registered, with the request's
+    /// sequence number so a re-used id is not mistaken for its older namesake.
+    order: VecDeque<(i32, u64)>,
+    registered: u64,
+    evicted: u64,
+    /// Sum of the waiting requests' [`Pending::cost`].
+    decoded_bytes: usize,
+}
+
+/// The first fields of a request frame.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFrame {
+    pub ends: Endpoints,
+    pub api_key: ApiKey,
+    pub api_version: i16,
+    pub correlation_id: i32,
+    pub meta: MessageMeta,
+}
+
+impl Waiting {
+    /// Requests registered so far: changes whenever one is added.
+    pub fn registered(&self) -> u64 {
+        self.registered
+    }
+
+    /// Requests waiting.
+    pub fn len(&self) -> usize {
+        self.by_correlation_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_correlation_id.is_empty()
+    }
+
+    /// Heap held for the waiting requests: the tables at their allocated sizes and the
+    /// decoded AllocateProducerIds requests held for them downstream.
+    pub fn held_bytes(&self) -> usize {
+        self.by_correlation_id.capacity() * (size_of::<(i32, Pending)>() + 1)
+            + self.order.capacity() * size_of::<(i32, u64)>()
+            + self.decoded_bytes
+    }
+
+    /// Frame of the waiting request with this correlation id.
+    pub fn request_frame(&self, correlation_id: i32) -> Option<u64> {
+        self.by_correlation_id.get(&correlation_id).map(|p| p.frame)
+    }
+
+    /// API key and version of the request a response with this correlation id answers.
+    pub fn answered_request(&self, correlation_id: i32) -> Option<(ApiKey, i16)> {
+        self.by_correlation_id
+            .get(&correlation_id)
+            .map(|p| (p.api_key, p.api_version))
+    }
+
+    fn remove(&mut self, correlation_id: i32) -> Option<Pending> {
+        let p = self.by_correlation_id.remove(&correlation_id)?;
+        self.decoded_bytes = self.decoded_bytes.saturating_sub(p.cost);
+        Some(p)
+    }
+
+    /// A request frame, with its decoded request when it is AllocateProducerIds: it waits
+    /// here, and goes out as a [`Message::Request`] (after whatever it displaced).
+    pub fn request(
+        &mut self,
+        req: RequestFrame,
+        allocate: Option<Request>,
+        max_pending: usize,
+        out: &mut Outbox,
+        diags: &mut Diagnostics,
+    ) {
+        let RequestFrame {
+            ends,
+            correlation_id,
+            meta,
+            ..
+        } = req;
+        self.registered += 1;
+        let cost = allocate.as_ref().map_or(0, request_cost);
+        self.decoded_bytes += cost;
+        let entry = Pending {
+            seq: self.registered,
+            frame: meta.frame,
+            api_key: req.api_key,
+            api_version: req.api_version,
+            cost,
+        };
+        self.order.push_back((correlation_id, self.registered));
+        if let Some(old) = self.by_correlation_id.insert(correlation_id, entry) {
+            self.decoded_bytes = self.decoded_bytes.saturating_sub(old.cost);
+            diags.push(
+                Kind::DuplicateCorrelationId,
+                Some(ends.connection),
+                Some(meta.frame),
+                format!(
+                    "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still unanswered; the earlier one is reported as unanswered",
+                    req.api_key, old.api_key
+                ),
+            );
+            // Which of the two a later answer is for cannot be told.
+            give_up(out, ends, correlation_id, &old, true);
+        }
+        out.push(Message::Request {
+            ends,
+            api_key: req.api_key,
+            api_version: req.api_version,
+            correlation_id,
+            meta,
+            allocate: allocate.map(Box::new),
+        });
+        let max_pending = max_pending.max(1);
+        if self.len() > max_pending {
+            if self.evicted == 0 {
+                diags.push(
+                    Kind::PendingLimit,
+                    Some(ends.connection),
+                    Some(meta.frame),
+                    format!(
+                        "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
+                    ),
+                );
+            }
+            self.give_up_oldest(ends, max_pending, out);
+        }
+        self.forget_answered(max_pending);
+    }
+
+    /// Forgets answered ids so the queue stays about as short as the map.
+    fn forget_answered(&mut self, max_pending: usize) {
+        if self.order.len() > 2 * max_pending {
+            let live = &self.by_correlation_id;
+            self.order
+                .retain(|(corr, seq)| live.get(corr).is_some_and(|p| p.seq == *seq));
+        }
+        while self.order.front().is_some_and(|(corr, seq)| {
+            self.by_correlation_id.get(corr).map(|p| p.seq) != Some(*seq)
+        }) {
+            self.order.pop_front();
+        }
+    }
+
+    /// Gives up the oldest waiting requests until `keep` are left (their AllocateProducerIds
+    /// ones with an unknown outcome: their answers may still come). Returns how many were
+    /// given up.
+    pub fn give_up_oldest(&mut self, ends: Endpoints, keep: usize, out: &mut Outbox) -> usize {
+        let mut given_up = 0;
+        while self.len() > keep {
+            let Some((corr, seq)) = self.order.pop_front() else {
+                break;
+            };
+            if self
+                .by_correlation_id
+                .get(&corr)
+                .is_some_and(|p| p.seq == seq)
+            {
+                if let Some(old) = self.remove(corr) {
+                    self.evicted += 1;
+                    given_up += 1;
+                    give_up(out, ends, corr, &old, true);
+                }
+            }
+        }
+        given_up
+    }
+
+    /// Gives up the older half of the waiting requests, and the tables' room for them.
+    pub fn shed(&mut self, ends: Endpoints, out: &mut Outbox) -> usize {
+        let given_up = self.give_up_oldest(ends, self.len() / 2, out);
+        self.by_correlation_id.shrink_to_fit();
+        self.order.shrink_to_fit();
+        given_up
+    }
+
+    /// A response frame, with its decoded response when it answers an AllocateProducerIds
+    /// request: the request it answers stops waiting, and both go out as a
+    /// [`Message::Response`].
+    pub fn response(
+        &mut self,
+        ends: Endpoints,
+        correlation_id: i32,
+        meta: MessageMeta,
+        allocate: Option<Response>,
+        out: &mut Outbox,
+    ) {
+        let answers = self
+            .remove(correlation_id)
+            .map(|p| (p.api_key, p.api_version));
+        out.push(Message::Response {
+            ends,
+            correlation_id,
+            meta,
+            answers,
+            allocate: allocate.map(Box::new),
+        });
+    }
+
+    /// The connection ended: its AllocateProducerIds requests still waiting are given up,
+    /// by correlation id, of unknown outcome where `may_be_lost(request frame)` says the
+    /// capture may have lost their response.
+    pub fn close(self, ends: Endpoints, may_be_lost: impl Fn(u64) -> bool, out: &mut Outbox) {
+        let mut left: Vec<(i32, Pending)> = self.by_correlation_id.into_iter().collect();
+        left.sort_by_key(|(corr, _)| *corr);
+        for (correlation_id, p) in left {
+            give_up(out, ends, correlation_id, &p, may_be_lost(p.frame));
+        }
+    }
+}
+
+/// Says that a waiting request was given up, when it is one pairing holds.
+fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: &Pending, unknown: bool) {
+    if p.api_key == ApiKey::ALLOCATE_PRODUCER_IDS {
+        out.push(Message::GivenUp {
+            ends,
+            correlation_id,
+            unknown,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Timestamp;
+
+    fn ends() -> Endpoints {
+        Endpoints {
+            connection: 7,
+            client: "10.0.0.1:40000".parse().unwrap(),
+            server: "10.0.0.2:9093".parse().unwrap(),
+        }
+    }
+
+    fn meta(frame: u64) -> MessageMeta {
+        MessageMeta {
+            frame,
+            first_frame: frame,
+            timestamp: Timestamp::default(),
+            size: 28,
+        }
+    }
+
+    fn request(waiting: &mut Waiting, out: &mut Outbox, key: ApiKey, corr: i32, frame: u64) {
+        let frame = RequestFrame {
+            ends: ends(),
+            api_key: key,
+            api_version: 0,
+            correlation_id: corr,
+            meta: meta(frame),
+        };
+        let decoded = (key == ApiKey::ALLOCATE_PRODUCER_IDS).then(Request::default);
+        waiting.request(frame, decoded, 3, out, &mut Diagnostics::default());
+    }
+
+    /// What went out, one word a message: `R<corr>`, `A<corr>` (answered) or `-<corr>`
+    /// (unmatched) and `G<corr>?` (given up, `?` when of unknown outcome).
+    fn seen(out: &Outbox) -> Vec<String> {
+        out.messages
+            .iter()
+            .map(|m| match m {
+                Message::Request { correlation_id, .. } => format!("R{correlation_id}"),
+                Message::Response {
+                    correlation_id,
+                    answers,
+                    ..
+                } => format!(
+                    "{}{correlation_id}",
+                    if answers.is_some() { "A" } else { "-" }
+                ),
+                Message::GivenUp {
+                    correlation_id,
+                    unknown,
+                    ..
+                } => format!("G{correlation_id}{}", if *unknown { "?" } else { "" }),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_response_says_which_request_it_answers_and_ends_its_wait() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 1, 10);
+        assert_eq!(
+            waiting.answered_request(1),
+            Some((ApiKey::ALLOCATE_PRODUCER_IDS, 0))
+        );
+        assert_eq!(waiting.request_frame(1), Some(10));
+        assert!(waiting.held_bytes() > size_of::<Request>());
+        waiting.response(ends(), 1, meta(11), None, &mut out);
+        waiting.response(ends(), 1, meta(12), None, &mut out);
+        assert_eq!(seen(&out), ["R1", "A1", "-1"]);
+        assert!(waiting.is_empty());
+        assert_eq!(out.tally.answers, 1);
+        assert_eq!(out.tally.unmatched, 1);
+        assert_eq!(out.tally.allocate_requests, 1);
+    }
+
+    #[test]
+    fn a_reused_id_gives_up_the_earlier_request_before_the_new_one_goes_out() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 5, 10);
+        let mut diags = Diagnostics::default();
+        let frame = RequestFrame {
+            ends: ends(),
+            api_key: ApiKey::ALLOCATE_PRODUCER_IDS,
+            api_version: 0,
+            correlation_id: 5,
+            meta: meta(20),
+        };
+        waiting.request(frame, Some(Request::default()), 3, &mut out, &mut diags);
+        assert_eq!(seen(&out), ["R5", "G5?", "R5"]);
+        let counts = diags.counts();
+        assert_eq!(counts.get(Kind::DuplicateCorrelationId.as_str()), Some(&1));
+        assert_eq!(waiting.request_frame(5), Some(20));
+    }
+
+    #[test]
+    fn past_the_limit_the_oldest_are_given_up_and_only_allocate_ones_are_said() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 1, 10);
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 2, 11);
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 3, 12);
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 4, 13);
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 6, 14);
+        assert_eq!(seen(&out), ["R1", "R2", "R3", "R4", "G1?", "R6"]);
+        assert_eq!(waiting.len(), 3);
+        assert_eq!(waiting.answered_request(2), None);
+    }
+
+    #[test]
+    fn at_the_end_waiting_requests_are_given_up_by_id_with_their_outcome() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 9, 10);
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 8, 20);
+        waiting.close(ends(), |frame| frame >= 20, &mut out);
+        assert_eq!(seen(&out), ["R9", "R8", "G8?", "G9"]);
+    }
+}
