@@ -6,9 +6,16 @@
 //! connection, correlation id and request frame; each difference is one line naming the
 //! exchange and the field, old → new.
 
+use std::io;
+
 use serde_json::Value;
 
+use crate::analysis::Block;
+use crate::pairing::{Exchange, ExchangeOrder};
 use crate::report::model::Report;
+use crate::report::sink::{Needs, Sink};
+use crate::report::spill::{Ordered, DEFAULT_RUN_BYTES};
+use crate::report::{self, compact};
 
 /// Differences listed before the rest are only counted.
 const MAX_LISTED: usize = 50;
@@ -17,14 +24,6 @@ const MAX_LISTED: usize = 50;
 /// but this keeps the crate free of indexing).
 fn at<'a>(ex: &'a Value, pointer: &str) -> &'a Value {
     ex.pointer(pointer).unwrap_or(&Value::Null)
-}
-
-fn key(ex: &Value) -> (Value, Value, Value) {
-    (
-        at(ex, "/connection").clone(),
-        at(ex, "/correlation_id").clone(),
-        at(ex, "/request/frame").clone(),
-    )
 }
 
 fn describe(ex: &Value) -> String {
@@ -65,39 +64,133 @@ fn diff_values(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The differences between the exchanges of `expected` (a report read back) and
-/// `actual`, one line each; empty when they agree.
-pub fn compare(expected: &Value, actual: &Report) -> Result<Vec<String>, String> {
-    let actual = serde_json::to_value(actual).map_err(|e| e.to_string())?;
-    let old = at(expected, "/exchanges")
-        .as_array()
-        .ok_or("it has no \"exchanges\" array: not a pidshark report")?;
-    let new = at(&actual, "/exchanges")
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut lines = Vec::new();
-    for ex in old {
-        match new.iter().find(|n| key(n) == key(ex)) {
-            None => lines.push(format!("{} is missing", describe(ex))),
-            Some(n) => {
-                let mut fields = Vec::new();
-                diff_values("", ex, n, &mut fields);
-                lines.extend(fields.into_iter().map(|f| format!("{}: {f}", describe(ex))));
+/// Where an exchange of either report stands: report order (request frame, connection,
+/// correlation id), absent fields first.
+type Place = (Option<u64>, Option<u64>, Option<i64>);
+
+fn place(ex: &Value) -> Place {
+    (
+        at(ex, "/request/frame").as_u64(),
+        at(ex, "/connection").as_u64(),
+        at(ex, "/correlation_id").as_i64(),
+    )
+}
+
+/// Differences: the first [`MAX_LISTED`] kept, the rest counted.
+#[derive(Default)]
+struct Lines {
+    listed: Vec<String>,
+    more: u64,
+}
+
+impl Lines {
+    fn push(&mut self, line: String) {
+        if self.listed.len() < MAX_LISTED {
+            self.listed.push(line);
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+impl Extend<String> for Lines {
+    fn extend<I: IntoIterator<Item = String>>(&mut self, lines: I) {
+        lines.into_iter().for_each(|line| self.push(line));
+    }
+}
+
+/// `--expect FILE`: hands everything on to the format's sink, and keeps this run's
+/// exchanges (compact JSON in report order, off the heap past a bound, see [`Ordered`])
+/// to compare with the golden file's once the run is over. Memory grows with the golden
+/// file, not with the capture.
+pub struct Check {
+    inner: Box<dyn Sink>,
+    /// The golden file's exchanges, in report order.
+    expected: Vec<(Place, Value)>,
+    actual: Ordered<ExchangeOrder>,
+    differences: Vec<String>,
+}
+
+impl Check {
+    /// `Err` with the reason when `golden` is not a pidshark report.
+    pub fn new(golden: Value, inner: Box<dyn Sink>) -> Result<Self, String> {
+        let Value::Object(mut golden) = golden else {
+            return Err("not a JSON object: not a pidshark report".into());
+        };
+        let Some(Value::Array(exchanges)) = golden.remove("exchanges") else {
+            return Err("it has no \"exchanges\" array: not a pidshark report".into());
+        };
+        let mut expected: Vec<(Place, Value)> =
+            exchanges.into_iter().map(|ex| (place(&ex), ex)).collect();
+        expected.sort_by_key(|(place, _)| *place);
+        Ok(Self {
+            inner,
+            expected,
+            actual: Ordered::new(DEFAULT_RUN_BYTES),
+            differences: Vec::new(),
+        })
+    }
+
+    /// The differences found, one line each (at most [`MAX_LISTED`] and a count of the
+    /// rest); empty when the exchanges agree. Known once the run has finished the sink.
+    pub fn differences(&self) -> &[String] {
+        &self.differences
+    }
+
+    /// Walks both lists in report order: each exchange is in both (its fields compared),
+    /// only in the golden file (missing) or only in this run (new).
+    fn compare(&mut self) -> io::Result<()> {
+        let actual = std::mem::replace(&mut self.actual, Ordered::new(1));
+        let mut expected = std::mem::take(&mut self.expected).into_iter().peekable();
+        let mut lines = Lines::default();
+        actual.write_each(|_, text| {
+            let new: Value = serde_json::from_slice(text).map_err(io::Error::other)?;
+            let here = place(&new);
+            while let Some((_, old)) = expected.next_if(|(p, _)| *p < here) {
+                lines.push(format!("{} is missing", describe(&old)));
             }
+            match expected.next_if(|(p, _)| *p == here) {
+                Some((_, old)) => {
+                    let mut fields = Vec::new();
+                    diff_values("", &old, &new, &mut fields);
+                    lines.extend(
+                        fields
+                            .into_iter()
+                            .map(|f| format!("{}: {f}", describe(&old))),
+                    );
+                }
+                None => lines.push(format!("{} is new", describe(&new))),
+            }
+            Ok(())
+        })?;
+        lines.extend(expected.map(|(_, old)| format!("{} is missing", describe(&old))));
+        self.differences = lines.listed;
+        if lines.more > 0 {
+            let more = lines.more;
+            self.differences
+                .push(format!("... and {more} more differences"));
         }
+        Ok(())
     }
-    for ex in &new {
-        if !old.iter().any(|o| key(o) == key(ex)) {
-            lines.push(format!("{} is new", describe(ex)));
-        }
+}
+
+impl Sink for Check {
+    fn needs(&self) -> Needs {
+        self.inner.needs()
     }
-    if lines.len() > MAX_LISTED {
-        let more = lines.len() - MAX_LISTED;
-        lines.truncate(MAX_LISTED);
-        lines.push(format!("... and {more} more differences"));
+
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        self.actual.push(ex.order(), |out| {
+            compact::exchange(out, &report::exchange(&ex));
+            Ok(())
+        })?;
+        self.inner.exchange(ex, block)
     }
-    Ok(lines)
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        self.inner.finish(report)?;
+        self.compare()
+    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
 use pidshark::report::json::{JsonSink, NdjsonSink};
 use pidshark::report::model;
-use pidshark::report::sink::{Rendered, Sink, Whole};
-use pidshark::report::text;
+use pidshark::report::sink::Sink;
+use pidshark::report::text::{self, TextSink};
+use pidshark::report::tree::TreeSink;
 use pidshark::{expect, gate, Config, Error};
 
 /// Where the output goes: the `-o` file or standard output.
@@ -67,16 +68,14 @@ impl Write for LazyFile {
 /// The sink for the format asked for. With `--expect` the exchanges are kept to be
 /// compared, so JSON is written from the whole report (the same bytes).
 fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
-    let pretty = !config.compact;
     match config.format {
         Format::Ndjson => Box::new(NdjsonSink::new(out)),
-        Format::Json if config.expect.is_none() => Box::new(JsonSink::new(pretty, out)),
-        Format::Json => Box::new(Rendered::new(Whole::Json { pretty }, out)),
-        Format::Tree => Box::new(Rendered::new(Whole::Tree, out)),
-        Format::Text => {
-            let colour = text::use_colour(config.output.is_none());
-            Box::new(Rendered::new(Whole::Text { colour }, out))
-        }
+        Format::Json => Box::new(JsonSink::new(!config.compact, out)),
+        Format::Tree => Box::new(TreeSink::new(out)),
+        Format::Text => Box::new(TextSink::new(
+            text::use_colour(config.output.is_none()),
+            out,
+        )),
     }
 }
 
@@ -95,6 +94,12 @@ fn read_expected(config: &Config) -> Result<Option<serde_json::Value>, Error> {
         .map_err(|e| fail(format!("not JSON ({e})")))
 }
 
+/// The format's sink, alone or checked against `--expect`.
+enum Output {
+    Plain(Box<dyn Sink>),
+    Checked(expect::Check),
+}
+
 /// Runs everything; `Ok(true)` when every check passed.
 fn run(config: &Config) -> Result<bool, Error> {
     let expected = read_expected(config)?;
@@ -106,21 +111,32 @@ fn run(config: &Config) -> Result<bool, Error> {
         });
     }
     let (out, path) = open_output(config)?;
-    let mut sink = sink_for(config, out);
-    let report = pidshark::run(config, sink.as_mut()).map_err(|e| match e {
+    let sink = sink_for(config, out);
+    let mut output = match (expected, &config.expect) {
+        (Some(golden), Some(golden_path)) => {
+            let check = expect::Check::new(golden, sink).map_err(|reason| Error::Expect {
+                path: golden_path.clone(),
+                reason,
+            })?;
+            Output::Checked(check)
+        }
+        _ => Output::Plain(sink),
+    };
+    let sink: &mut dyn Sink = match &mut output {
+        Output::Plain(sink) => sink.as_mut(),
+        Output::Checked(check) => check,
+    };
+    let report = pidshark::run(config, sink).map_err(|e| match e {
         Error::Output { source } => Error::Write { path, source },
         other => other,
     })?;
     let mut passed = true;
-    if let (Some(expected), Some(path)) = (&expected, &config.expect) {
-        let differences = expect::compare(expected, &report).map_err(|reason| Error::Expect {
-            path: path.clone(),
-            reason,
-        })?;
+    if let (Output::Checked(check), Some(golden_path)) = (&output, &config.expect) {
+        let differences = check.differences();
         if !differences.is_empty() {
             eprintln!(
                 "pidshark: the exchanges differ from {} in {} place(s):",
-                path.display(),
+                golden_path.display(),
                 differences.len()
             );
             for line in differences {

@@ -9,8 +9,6 @@
 mod common;
 
 use std::alloc::System;
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
 
 use cap::Cap;
 use common::*;
@@ -19,24 +17,6 @@ use pidshark::report::json::JsonSink;
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
 
-/// Counts the bytes written and keeps the last two.
-#[derive(Clone, Default)]
-struct Counted(Arc<Mutex<(u64, Vec<u8>)>>);
-
-impl Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut seen = self.0.lock().unwrap();
-        seen.0 += buf.len() as u64;
-        seen.1.extend_from_slice(buf);
-        let keep = seen.1.len().saturating_sub(2);
-        seen.1.drain(..keep);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Writes the pretty JSON report of `path`; returns its exchanges and bytes.
 fn report(path: &std::path::Path) -> (u64, u64) {
     let mut config = pidshark::Config::for_inputs(vec![path.to_str().unwrap().to_owned()]);
@@ -44,9 +24,9 @@ fn report(path: &std::path::Path) -> (u64, u64) {
     let out = Counted::default();
     let mut sink = JsonSink::new(true, Box::new(out.clone()));
     let report = pidshark::run(&config, &mut sink).expect("capture reads");
-    let seen = out.0.lock().unwrap();
-    assert_eq!(seen.1, b"}\n", "the report is written to its end");
-    (report.summary.exchanges.complete, seen.0)
+    let (bytes, end) = out.seen();
+    assert!(end.ends_with(b"}\n"), "the report is written to its end");
+    (report.summary.exchanges.complete, bytes)
 }
 
 #[test]

@@ -1,23 +1,61 @@
-//! The whole pipeline on arbitrary bytes as a capture file (pcap, pcapng, gzip...).
+//! The whole pipeline on arbitrary bytes as a capture file (pcap, pcapng, gzip...), into
+//! every format's sink at once.
 #![no_main]
 
+use std::io;
+
 use libfuzzer_sys::fuzz_target;
+use pidshark::analysis::Block;
+use pidshark::pairing::Exchange;
+use pidshark::report::json::{JsonSink, NdjsonSink};
+use pidshark::report::model::Report;
+use pidshark::report::sink::{Collect, Needs, Sink};
+use pidshark::report::text::TextSink;
+use pidshark::report::tree::TreeSink;
+
+/// Hands everything to each of its sinks.
+struct Tee(Vec<Box<dyn Sink>>);
+
+impl Sink for Tee {
+    fn needs(&self) -> Needs {
+        let all = self.0.iter().map(|s| s.needs());
+        Needs {
+            blocks_in_report: all.clone().any(|n| n.blocks_in_report),
+            exact_latency: all.clone().any(|n| n.exact_latency),
+        }
+    }
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        for sink in &mut self.0 {
+            sink.exchange(ex.clone(), block)?;
+        }
+        Ok(())
+    }
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        for sink in &mut self.0 {
+            sink.finish(report)?;
+        }
+        Ok(())
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
     let mut config = pidshark::Config::for_inputs(Vec::new());
     // small caps, so that the fuzzer reaches them
     config.max_held_len = 64 * 1024;
     config.max_connections = 64;
+    // the tree view decodes the kept bytes again; it must cope with whatever was kept
+    config.kafka.keep_raw = true;
     // Through the read-ahead thread, as files and standard input are read.
     let reader: Box<dyn std::io::Read + Send> = Box::new(pidshark::readahead::ReadAhead::new(
         std::io::Cursor::new(data.to_vec()),
     ));
-    if let Ok(report) = pidshark::run_readers(
-        &config,
-        vec![("fuzz".to_owned(), reader)],
-        &mut pidshark::report::sink::Collect::default(),
-    ) {
-        // the tree view decodes the kept bytes again; it must cope with whatever was kept
-        let _ = pidshark::report::tree::render(&report);
-    }
+    let out = || -> Box<dyn io::Write + Send> { Box::new(io::sink()) };
+    let mut tee = Tee(vec![
+        Box::new(JsonSink::new(true, out())),
+        Box::new(NdjsonSink::new(out())),
+        Box::new(TextSink::new(true, out())),
+        Box::new(TreeSink::new(out())),
+        Box::new(Collect::default()),
+    ]);
+    let _ = pidshark::run_readers(&config, vec![("fuzz".to_owned(), reader)], &mut tee);
 });

@@ -14,47 +14,10 @@ use serde::Serialize;
 
 use super::model::{Capture, Diagnostic, PidFinding, ProducerIdBlocks, Report, Summary, Tool};
 use super::sink::{Needs, Sink};
-use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
+use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{compact, exchange, pid_block};
 use crate::analysis::{Block, BlockOrder};
-use crate::capture::Timestamp;
 use crate::pairing::{Exchange, ExchangeOrder};
-
-impl OrderKey for ExchangeOrder {
-    const LEN: usize = 20;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend(self.request_frame.to_be_bytes());
-        out.extend(self.connection.to_be_bytes());
-        out.extend(self.correlation_id.to_be_bytes());
-    }
-    fn get(bytes: &[u8]) -> Self {
-        Self {
-            request_frame: u64::from_be_bytes(field(bytes, 0)),
-            connection: u64::from_be_bytes(field(bytes, 8)),
-            correlation_id: i32::from_be_bytes(field(bytes, 16)),
-        }
-    }
-}
-
-impl OrderKey for BlockOrder {
-    const LEN: usize = 21;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend(self.timestamp.secs.to_be_bytes());
-        out.extend(self.timestamp.nanos.to_be_bytes());
-        out.push(u8::from(self.timestamp.nano));
-        out.extend(self.response_frame.to_be_bytes());
-    }
-    fn get(bytes: &[u8]) -> Self {
-        Self {
-            timestamp: Timestamp {
-                secs: i64::from_be_bytes(field(bytes, 0)),
-                nanos: u32::from_be_bytes(field(bytes, 8)),
-                nano: field::<1>(bytes, 12) != [0],
-            },
-            response_frame: u64::from_be_bytes(field(bytes, 13)),
-        }
-    }
-}
 
 /// Depth of the elements of `exchanges` and of `producer_id_blocks.blocks` in the
 /// pretty report, and their indentation.

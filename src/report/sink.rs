@@ -6,8 +6,8 @@
 
 use std::io::{self, Write};
 
+use super::exchange;
 use super::model::Report;
-use super::{exchange, text, tree};
 use crate::analysis::Block;
 use crate::pairing::Exchange;
 
@@ -85,31 +85,19 @@ where
     }
 }
 
-/// A format written from the whole report at the end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Whole {
-    /// JSON through serde (pretty or compact): what the streaming JSON sink must equal.
-    Json {
-        pretty: bool,
-    },
-    Text {
-        colour: bool,
-    },
-    Tree,
-}
-
-/// Collects the exchanges, then writes the whole report in one of the [`Whole`] formats.
+/// The whole report through serde_json at the end, every exchange held: what the
+/// streaming JSON sink must equal (`tests/it/serialized.rs`).
 pub struct Rendered {
     collect: Collect,
-    format: Whole,
+    pretty: bool,
     out: Box<dyn Write + Send>,
 }
 
 impl Rendered {
-    pub fn new(format: Whole, out: Box<dyn Write + Send>) -> Self {
+    pub fn new(pretty: bool, out: Box<dyn Write + Send>) -> Self {
         Self {
             collect: Collect::default(),
-            format,
+            pretty,
             out,
         }
     }
@@ -127,18 +115,12 @@ impl Sink for Rendered {
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         self.collect.finish(report)?;
         let out = &mut self.out;
-        match self.format {
-            Whole::Json { pretty: true } => {
-                serde_json::to_writer_pretty(&mut *out, report)?;
-                out.write_all(b"\n")?;
-            }
-            Whole::Json { pretty: false } => {
-                serde_json::to_writer(&mut *out, report)?;
-                out.write_all(b"\n")?;
-            }
-            Whole::Text { colour } => text::write(out, report, colour)?,
-            Whole::Tree => out.write_all(tree::render(report).as_bytes())?,
+        if self.pretty {
+            serde_json::to_writer_pretty(&mut *out, report)?;
+        } else {
+            serde_json::to_writer(&mut *out, report)?;
         }
+        out.write_all(b"\n")?;
         out.flush()
     }
 }

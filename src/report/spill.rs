@@ -9,6 +9,10 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 
+use crate::analysis::BlockOrder;
+use crate::capture::Timestamp;
+use crate::pairing::ExchangeOrder;
+
 /// Bytes of serialized items per chunk: chunks are filled and never moved, so that
 /// holding many megabytes costs no reallocation copies.
 const CHUNK_LEN: usize = 1 << 20;
@@ -33,6 +37,44 @@ pub fn field<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
         .get(at..at + N)
         .and_then(|b| b.try_into().ok())
         .unwrap_or([0; N])
+}
+
+// The keys of the report's lists: exchanges in report order, blocks by time.
+
+impl OrderKey for ExchangeOrder {
+    const LEN: usize = 20;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend(self.request_frame.to_be_bytes());
+        out.extend(self.connection.to_be_bytes());
+        out.extend(self.correlation_id.to_be_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        Self {
+            request_frame: u64::from_be_bytes(field(bytes, 0)),
+            connection: u64::from_be_bytes(field(bytes, 8)),
+            correlation_id: i32::from_be_bytes(field(bytes, 16)),
+        }
+    }
+}
+
+impl OrderKey for BlockOrder {
+    const LEN: usize = 21;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend(self.timestamp.secs.to_be_bytes());
+        out.extend(self.timestamp.nanos.to_be_bytes());
+        out.push(u8::from(self.timestamp.nano));
+        out.extend(self.response_frame.to_be_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        Self {
+            timestamp: Timestamp {
+                secs: i64::from_be_bytes(field(bytes, 0)),
+                nanos: u32::from_be_bytes(field(bytes, 8)),
+                nano: field::<1>(bytes, 12) != [0],
+            },
+            response_frame: u64::from_be_bytes(field(bytes, 13)),
+        }
+    }
 }
 
 /// The items, in memory and in runs.

@@ -8,6 +8,10 @@ use std::io::{self, Write};
 use anstyle::{AnsiColor, Style};
 
 use super::model::{Diagnostic, Exchange, Report};
+use super::sink::{Needs, Sink};
+use super::spill::{Ordered, DEFAULT_RUN_BYTES};
+use crate::analysis::Block;
+use crate::pairing::{self, ExchangeOrder};
 
 const BOLD: Style = Style::new().bold();
 const DIM: Style = Style::new().dimmed();
@@ -78,22 +82,77 @@ pub fn use_colour(to_stdout: bool) -> bool {
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Writes the text report, with colour only when `colour`.
-pub fn write(out: &mut dyn Write, report: &Report, colour: bool) -> io::Result<()> {
-    let mut buf: Vec<u8> = Vec::new();
-    render(&mut buf, report)?;
-    if colour {
-        out.write_all(&buf)
-    } else {
-        out.write_all(&anstream::adapter::strip_bytes(&buf).into_vec())
+/// `--format text`: each exchange's line rendered as it comes into a list in report order
+/// (off the heap past a bound, see [`Ordered`]); the report is written around them at the
+/// end. Memory does not grow with the number of exchanges.
+pub struct TextSink {
+    colour: bool,
+    lines: Ordered<ExchangeOrder>,
+    blocks: u64,
+    out: Box<dyn Write + Send>,
+}
+
+impl TextSink {
+    /// With colour only when `colour`.
+    pub fn new(colour: bool, out: Box<dyn Write + Send>) -> Self {
+        Self {
+            colour,
+            lines: Ordered::new(DEFAULT_RUN_BYTES),
+            blocks: 0,
+            out,
+        }
     }
+}
+
+impl Sink for TextSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            exact_latency: true,
+        }
+    }
+
+    fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+        self.blocks += u64::from(block.is_some());
+        self.lines.push(ex.order(), |out| {
+            let (line, style) = exchange_line(&super::exchange(&ex));
+            writeln!(out, "{style}{line}{style:#}")
+        })
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        let lines = std::mem::replace(&mut self.lines, Ordered::new(1));
+        let blocks = self.blocks;
+        if self.colour {
+            write(&mut self.out, report, lines, blocks)?;
+        } else {
+            let mut plain = anstream::StripStream::new(&mut self.out);
+            write(&mut plain, report, lines, blocks)?;
+        }
+        self.out.flush()
+    }
+}
+
+/// The whole text report, the exchanges' lines from `lines`, through a buffer.
+fn write(
+    out: &mut dyn Write,
+    report: &Report,
+    lines: Ordered<ExchangeOrder>,
+    blocks: u64,
+) -> io::Result<()> {
+    let mut w = io::BufWriter::with_capacity(64 << 10, out);
+    head(&mut w, report)?;
+    lines.write_each(|_, line| w.write_all(line))?;
+    tail(&mut w, report, blocks)?;
+    w.flush()
 }
 
 fn heading(w: &mut dyn Write, text: &str) -> io::Result<()> {
     writeln!(w, "\n{BOLD}{text}{BOLD:#}")
 }
 
-fn render(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+/// What was read, the APIs seen and the exchanges' heading.
+fn head(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     let s = &report.summary;
     writeln!(
         w,
@@ -138,10 +197,12 @@ fn render(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             s.exchanges.total, s.exchanges.complete, s.exchanges.unanswered
         ),
     )?;
-    for ex in &report.exchanges {
-        let (line, style) = exchange_line(ex);
-        writeln!(w, "{style}{line}{style:#}")?;
-    }
+    Ok(())
+}
+
+/// Latency, the blocks' findings and the diagnostics, after the exchanges' lines.
+fn tail(w: &mut dyn Write, report: &Report, blocks: u64) -> io::Result<()> {
+    let s = &report.summary;
     if let Some(l) = &s.latency_us {
         writeln!(
             w,
@@ -152,16 +213,15 @@ fn render(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             l.count
         )?;
     }
-    let blocks = &report.producer_id_blocks;
+    let findings = &report.producer_id_blocks.findings;
     heading(
         w,
         &format!(
-            "Producer ID blocks: {} granted, {} findings",
-            blocks.blocks.len(),
-            blocks.findings.len()
+            "Producer ID blocks: {blocks} granted, {} findings",
+            findings.len()
         ),
     )?;
-    for f in &blocks.findings {
+    for f in findings {
         let style = severity_style(f.severity);
         writeln!(
             w,

@@ -6,11 +6,16 @@
 //! filled the report, this time with a [`Recorder`] listening.
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use super::model::{Exchange, Report};
+use super::sink::{Needs, Sink};
+use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
+use crate::analysis::Block;
 use crate::kafka::allocate_producer_ids::{decode_request_with, decode_response_with};
 use crate::kafka::header::RequestPrefix;
 use crate::kafka::layout::{Node, Recorder};
+use crate::pairing;
 
 const SIZE_LEN: usize = 4;
 
@@ -161,7 +166,13 @@ fn frame_bytes(raw: &[u8]) -> Vec<u8> {
 }
 
 /// One message, introduced by where it sits and what it answers.
-fn message(ex: &Exchange, is_request: bool, out: &mut String) {
+fn message(ex: &Exchange, is_request: bool) -> String {
+    let mut text = String::new();
+    message_into(ex, is_request, &mut text);
+    text
+}
+
+fn message_into(ex: &Exchange, is_request: bool, out: &mut String) {
     let (frame, first_frame, timestamp, raw, other, problem) = if is_request {
         let r = &ex.request;
         let other = match &ex.response {
@@ -222,25 +233,87 @@ fn message(ex: &Exchange, is_request: bool, out: &mut String) {
     out.push('\n');
 }
 
-/// The whole tree view of a report.
-pub fn render(report: &Report) -> String {
-    let mut messages: Vec<(u64, &Exchange, bool)> = Vec::new();
-    for ex in &report.exchanges {
-        messages.push((ex.request.frame, ex, true));
-        if let Some(resp) = &ex.response {
-            messages.push((resp.frame, ex, false));
+/// Where a message stands in the tree view: packet order; a request before a response
+/// completed by the same packet; then connection and correlation id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct MessageOrder {
+    frame: u64,
+    is_response: bool,
+    connection: u64,
+    correlation_id: i32,
+}
+
+impl OrderKey for MessageOrder {
+    const LEN: usize = 21;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend(self.frame.to_be_bytes());
+        out.push(u8::from(self.is_response));
+        out.extend(self.connection.to_be_bytes());
+        out.extend(self.correlation_id.to_be_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        Self {
+            frame: u64::from_be_bytes(field(bytes, 0)),
+            is_response: field::<1>(bytes, 8) != [0],
+            connection: u64::from_be_bytes(field(bytes, 9)),
+            correlation_id: i32::from_be_bytes(field(bytes, 17)),
         }
     }
-    // Packet order; a request before a response completed by the same packet.
-    messages.sort_by_key(|(frame, ex, is_request)| {
-        (*frame, !*is_request, ex.connection, ex.correlation_id)
-    });
-    let mut out = String::new();
-    for (_, ex, is_request) in messages {
-        message(ex, is_request, &mut out);
+}
+
+/// `--format tree`: each message drawn as its exchange comes, into a list in packet
+/// order (off the heap past a bound, see [`Ordered`]), written at the end. Memory does
+/// not grow with the number of exchanges.
+pub struct TreeSink {
+    messages: Ordered<MessageOrder>,
+    out: Box<dyn Write + Send>,
+}
+
+impl TreeSink {
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        Self {
+            messages: Ordered::new(DEFAULT_RUN_BYTES),
+            out,
+        }
     }
-    if out.is_empty() {
-        out.push_str("no AllocateProducerIds messages in the capture\n");
+}
+
+impl Sink for TreeSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            exact_latency: false,
+        }
     }
-    out
+
+    fn exchange(&mut self, ex: pairing::Exchange, _block: Option<&Block>) -> io::Result<()> {
+        let ex = super::exchange(&ex);
+        let order = |frame, is_response| MessageOrder {
+            frame,
+            is_response,
+            connection: ex.connection,
+            correlation_id: ex.correlation_id,
+        };
+        self.messages.push(order(ex.request.frame, false), |out| {
+            out.extend(message(&ex, true).as_bytes());
+            Ok(())
+        })?;
+        if let Some(resp) = &ex.response {
+            self.messages.push(order(resp.frame, true), |out| {
+                out.extend(message(&ex, false).as_bytes());
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _report: &mut Report) -> io::Result<()> {
+        let messages = std::mem::replace(&mut self.messages, Ordered::new(1));
+        let mut w = io::BufWriter::with_capacity(64 << 10, &mut self.out);
+        if messages.is_empty() {
+            w.write_all(b"no AllocateProducerIds messages in the capture\n")?;
+        }
+        messages.write_each(|_, text| w.write_all(text))?;
+        w.flush()
+    }
 }

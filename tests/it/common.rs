@@ -422,3 +422,30 @@ pub fn apid_capture(path: &Path, connections: u32, per_connection: u32) {
     }
     w.finish();
 }
+
+/// A writer that counts the bytes written and keeps the last 64, for tests of output too
+/// big to keep.
+#[derive(Clone, Default)]
+pub struct Counted(pub std::sync::Arc<std::sync::Mutex<(u64, Vec<u8>)>>);
+
+impl Counted {
+    /// Bytes written so far, and the last of them.
+    pub fn seen(&self) -> (u64, Vec<u8>) {
+        let seen = self.0.lock().unwrap();
+        (seen.0, seen.1.clone())
+    }
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut seen = self.0.lock().unwrap();
+        seen.0 += buf.len() as u64;
+        seen.1.extend_from_slice(buf);
+        let keep = seen.1.len().saturating_sub(64);
+        seen.1.drain(..keep);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
