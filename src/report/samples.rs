@@ -9,6 +9,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, Write};
 
 use super::model::Latency;
+use super::stats::Histogrammed;
 
 /// Samples held in memory before a block of them is written out.
 const HELD: usize = 8192;
@@ -42,10 +43,16 @@ pub struct Samples {
     spilled: Option<File>,
     /// Samples written to `spilled`.
     spilled_count: u64,
+    /// Once samples are spilled, every sample also goes into a histogram: should the file
+    /// not read back, the summary comes from it, marked not exact, instead of no summary.
+    fallback: Option<Histogrammed>,
 }
 
 impl Samples {
     pub fn push(&mut self, us: f64) {
+        if let Some(fallback) = &mut self.fallback {
+            fallback.record(us);
+        }
         self.held.push(us);
         if self.held.len() >= HELD && self.spill().is_err() {
             // Without a temporary file the samples stay in memory: exact still.
@@ -64,10 +71,24 @@ impl Samples {
     fn spill(&mut self) -> io::Result<()> {
         let file = match &mut self.spilled {
             Some(file) => file,
-            slot => slot.insert(tempfile::tempfile()?),
+            slot => {
+                let file = slot.insert(tempfile::tempfile()?);
+                // 2 digits: within 1%, in about 40 KiB
+                self.fallback = Histogrammed::new(2).map(|mut fallback| {
+                    self.held.iter().for_each(|us| fallback.record(*us));
+                    fallback
+                });
+                file
+            }
         };
         let bytes: Vec<u8> = self.held.iter().flat_map(|v| v.to_le_bytes()).collect();
-        file.write_all(&bytes)?;
+        if let Err(e) = file.write_all(&bytes) {
+            // Whatever part was written goes: the file holds whole spills only.
+            let whole = self.spilled_count.saturating_mul(8);
+            file.set_len(whole)?;
+            file.seek(io::SeekFrom::Start(whole))?;
+            return Err(e);
+        }
         self.spilled_count += self.held.len() as u64;
         self.held.clear();
         Ok(())
@@ -143,7 +164,10 @@ impl Samples {
         if self.spilled.is_none() {
             return super::stats::latency(&self.held);
         }
-        self.spilled_summary().ok().flatten()
+        match self.spilled_summary() {
+            Ok(summary) => summary,
+            Err(_) => self.fallback.as_ref().and_then(Histogrammed::summary),
+        }
     }
 
     fn spilled_summary(&self) -> io::Result<Option<Latency>> {
@@ -230,5 +254,28 @@ mod tests {
             got.mean,
             want.mean
         );
+    }
+
+    /// A spill that does not read back gives the histogram's summary, said to be
+    /// approximate, not none.
+    #[test]
+    fn unreadable_spilled_samples_give_an_approximate_summary() {
+        let mut samples = Samples::default();
+        for i in 0..20_000u32 {
+            samples.push(f64::from(i % 1000) + 0.5);
+        }
+        assert!(samples.spilled.is_some());
+        let exact = samples.summary().unwrap();
+        assert!(exact.percentiles_exact);
+        // The same temporary file, open for writing only: reading it fails.
+        let dir = tempfile::tempdir().unwrap();
+        let write_only = std::fs::File::create(dir.path().join("w")).unwrap();
+        samples.spilled = Some(write_only);
+        let approx = samples.summary().expect("a summary from the histogram");
+        assert!(!approx.percentiles_exact);
+        assert_eq!(approx.count, 20_000);
+        assert_eq!((approx.min, approx.max), (exact.min, exact.max));
+        assert!((approx.p50 - exact.p50).abs() <= exact.p50 / 100.0 + 0.01);
+        assert!((approx.p99 - exact.p99).abs() <= exact.p99 / 100.0 + 0.01);
     }
 }

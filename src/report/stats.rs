@@ -19,13 +19,60 @@ const HISTOGRAM_MAX_NS: u64 = 86_400 * 1_000_000_000;
 #[derive(Debug)]
 pub enum Latencies {
     Exact(Samples),
-    Approx {
-        histogram: Box<Histogram<u64>>,
-        count: u64,
-        sum: f64,
-        min: f64,
-        max: f64,
-    },
+    Approx(Histogrammed),
+}
+
+/// Latencies folded into a histogram: count, sum, min and max exact, percentiles within
+/// the histogram's digits.
+#[derive(Debug)]
+pub struct Histogrammed {
+    histogram: Box<Histogram<u64>>,
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Histogrammed {
+    /// Keeping `digits` significant digits; `None` if the histogram cannot be made.
+    pub fn new(digits: u8) -> Option<Self> {
+        let histogram = Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, digits).ok()?;
+        Some(Self {
+            histogram: Box::new(histogram),
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        })
+    }
+
+    pub fn record(&mut self, us: f64) {
+        // negative latencies (timestamps out of order) count as 0
+        self.histogram
+            .saturating_record((us.max(0.0) * 1000.0) as u64);
+        self.count += 1;
+        self.sum += us;
+        self.min = self.min.min(us);
+        self.max = self.max.max(us);
+    }
+
+    /// The summary, its percentiles marked not exact; `None` without samples.
+    pub fn summary(&self) -> Option<Latency> {
+        if self.count == 0 {
+            return None;
+        }
+        let pct = |q: f64| self.histogram.value_at_quantile(q) as f64 / 1000.0;
+        Some(Latency {
+            count: self.count,
+            min: self.min,
+            mean: round3(self.sum / self.count as f64),
+            p50: pct(0.50),
+            p90: pct(0.90),
+            p99: pct(0.99),
+            max: self.max,
+            percentiles_exact: false,
+        })
+    }
 }
 
 impl Latencies {
@@ -37,18 +84,9 @@ impl Latencies {
     /// Like [`Self::new`], the histogram keeping `digits` significant digits (2: within
     /// 1%, a tenth of the memory; for the per-broker table).
     pub fn with_digits(exact: bool, digits: u8) -> Self {
-        if exact {
-            return Self::Exact(Samples::default());
-        }
-        match Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, digits) {
-            Ok(histogram) => Self::Approx {
-                histogram: Box::new(histogram),
-                count: 0,
-                sum: 0.0,
-                min: f64::INFINITY,
-                max: f64::NEG_INFINITY,
-            },
-            Err(_) => Self::Exact(Samples::default()),
+        match (exact, Histogrammed::new(digits)) {
+            (false, Some(histogram)) => Self::Approx(histogram),
+            _ => Self::Exact(Samples::default()),
         }
     }
 
@@ -58,20 +96,7 @@ impl Latencies {
         }
         match self {
             Self::Exact(samples) => samples.push(us),
-            Self::Approx {
-                histogram,
-                count,
-                sum,
-                min,
-                max,
-            } => {
-                // negative latencies (timestamps out of order) count as 0
-                histogram.saturating_record((us.max(0.0) * 1000.0) as u64);
-                *count += 1;
-                *sum += us;
-                *min = min.min(us);
-                *max = max.max(us);
-            }
+            Self::Approx(histogram) => histogram.record(us),
         }
     }
 
@@ -79,28 +104,7 @@ impl Latencies {
     pub fn summary(&self) -> Option<Latency> {
         match self {
             Self::Exact(samples) => samples.summary(),
-            Self::Approx {
-                histogram,
-                count,
-                sum,
-                min,
-                max,
-            } => {
-                if *count == 0 {
-                    return None;
-                }
-                let pct = |q: f64| histogram.value_at_quantile(q) as f64 / 1000.0;
-                Some(Latency {
-                    count: *count,
-                    min: *min,
-                    mean: round3(sum / *count as f64),
-                    p50: pct(0.50),
-                    p90: pct(0.90),
-                    p99: pct(0.99),
-                    max: *max,
-                    percentiles_exact: false,
-                })
-            }
+            Self::Approx(histogram) => histogram.summary(),
         }
     }
 
