@@ -269,7 +269,7 @@ mod tests {
         assert!(exact.percentiles_exact);
         // The same temporary file, open for writing only: reading it fails.
         let dir = tempfile::tempdir().unwrap();
-        let write_only = std::fs::File::create(dir.path().join("w")).unwrap();
+        let write_only = File::create(dir.path().join("w")).unwrap();
         samples.spilled = Some(write_only);
         let approx = samples.summary().expect("a summary from the histogram");
         assert!(!approx.percentiles_exact);
