@@ -10,104 +10,171 @@ use crate::analysis::SlowRule;
 use crate::gate::Condition;
 use crate::kafka::KafkaConfig;
 
+/// Examples shown by `--help` (and `-h` points to them).
+const EXAMPLES: &str = "\
+Examples:
+  pidshark capture.pcap                       the JSON report on standard output
+  pidshark --format text capture.pcap         a summary for the terminal
+  pidshark -r capture.pcapng -o report.json   tshark's -r works too
+  pidshark cap*.pcap.gz                       rotated files, read as one capture in time order
+  tcpdump -w - port 9093 | pidshark -         from a live capture on standard input
+  pidshark --format ndjson capture.pcap | jq -c 'select(.status != \"complete\")'
+  pidshark capture.pcap -o report.json --expect golden.json --fail-on pid_block_overlap,error
+  pidshark --list-kinds                       every diagnostic kind, its severity and meaning";
+
+const EXIT_STATUS: &str = "\
+Exit status: 0 when a report was written and no --fail-on condition held and --expect found \
+no difference (also when the reader of the output closed it early, as `head` does); 1 when \
+the report was written but a --fail-on condition held or --expect found differences (named \
+on stderr); 2 when a capture could not be read (missing, empty, a directory, not a \
+pcap/pcapng file), the --expect file could not be read, or the report could not be written, \
+with one line on stderr naming the file and the reason.
+
+The report's fields, diagnostic kinds and exit codes are described in docs/report-format.md \
+(in the source repository), and its JSON Schema is printed by --schema.";
+
 /// Finds Kafka AllocateProducerIds (API key 67) exchanges in packet captures and writes
 /// a JSON report (format version 1).
 #[derive(Debug, Parser)]
 #[command(
     name = "pidshark",
     version,
-    after_help = "Exit status: 0 when a report was written and no --fail-on condition held and \
-                  --expect found no difference; 1 when the report was written but a --fail-on \
-                  condition held or --expect found differences (named on stderr); 2 when a \
-                  capture could not be read (missing, empty, a directory, not a pcap/pcapng \
-                  file), the --expect file could not be read, or the report could not be \
-                  written, with one line on stderr naming the file and the reason.\n\n\
-                  The report's fields, diagnostic kinds and exit codes are described in \
-                  docs/report-format.md (in the source repository), and its JSON Schema is \
-                  printed by --schema."
+    after_help = "Examples and the exit status: pidshark --help",
+    after_long_help = format!("{EXAMPLES}\n\n{EXIT_STATUS}")
 )]
 pub struct Args {
-    /// Capture files (pcap or pcapng), read as one capture in the order given; `-` reads
-    /// standard input.
-    #[arg(required_unless_present = "schema", value_name = "CAPTURE")]
+    /// Capture files (pcap, pcapng, gzip or not); `-` reads standard input.
+    ///
+    /// Several files are read as one capture, in the time order of their first packets.
+    #[arg(
+        required_unless_present_any = ["schema", "read", "list_kinds"],
+        value_name = "CAPTURE",
+        help_heading = "Input"
+    )]
     pub captures: Vec<String>,
 
-    /// Write the report to FILE instead of standard output.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// A capture file, as tshark's `-r` takes it.
+    ///
+    /// Repeatable; read with the CAPTUREs.
+    #[arg(
+        short = 'r',
+        long = "read",
+        value_name = "FILE",
+        help_heading = "Input"
+    )]
+    pub read: Vec<String>,
 
-    /// One-line JSON instead of indented.
-    #[arg(long)]
-    pub compact: bool,
-
-    /// Output format: `json` (the report), `ndjson` (one line per exchange as it
-    /// completes, then a summary line), `tree` (each message's fields and bytes, like the
-    /// seed document) or `text` (a summary for a terminal).
-    #[arg(long, value_enum, default_value_t = Format::Json)]
-    pub format: Format,
-
-    /// Treat TCP port P as a Kafka server port, whatever the bytes look like (repeatable).
-    /// Without it, every connection whose first message is a plausible Kafka request is
-    /// taken as Kafka.
-    #[arg(long = "port", value_name = "P")]
+    /// Treat TCP port P as a Kafka server port (repeatable).
+    ///
+    /// Connections to P are read as Kafka whatever their bytes look like. Without it,
+    /// every connection whose first message is a plausible Kafka request is taken as Kafka.
+    #[arg(long = "port", value_name = "P", help_heading = "Input")]
     pub ports: Vec<u16>,
 
-    /// Out-of-order bytes held per connection direction while waiting for a hole to
-    /// fill; past it the hole is declared lost (`tcp_gap`). Bytes, or with K, M or G
-    /// (powers of 1024).
-    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
-    pub max_buffer: usize,
+    /// Write the report to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE", help_heading = "Output")]
+    pub output: Option<PathBuf>,
 
-    /// Memory budget for what the input makes pidshark hold (out-of-order segments, messages
-    /// being read, framing searches, waiting requests); past it the connections holding
-    /// most give up what they hold (`memory_limit`). Bytes, or with K, M or G.
-    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
-    pub max_memory: usize,
+    /// Output format.
+    ///
+    /// `json` (the report), `ndjson` (one line per exchange as it completes, then a
+    /// summary line), `tree` (each message's fields and bytes, like the seed document) or
+    /// `text` (a summary for a terminal).
+    #[arg(long, value_enum, default_value_t = Format::Json, help_heading = "Output")]
+    pub format: Format,
 
-    /// Open connections tracked at once; past it the least recently active is forgotten
-    /// (`connection_limit`). Two to four times as many closed ones are remembered.
-    #[arg(long, value_name = "N", default_value_t = crate::tcp::DEFAULT_MAX_CONNECTIONS)]
-    pub max_connections: usize,
+    /// One-line JSON instead of indented.
+    #[arg(long, help_heading = "Output")]
+    pub compact: bool,
 
-    /// Requests waiting for a response per connection before the oldest is given up
-    /// (`pending_limit`; Produce with acks=0 is never answered).
-    #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION)]
-    pub max_pending: usize,
+    /// Colour in `--format text`.
+    ///
+    /// `auto`: when writing to a terminal and `NO_COLOR` is unset.
+    #[arg(long, alias = "colour", value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto, help_heading = "Output")]
+    pub color: ColorChoice,
 
-    /// Largest capture record (pcapng block) read; a larger one is `capture_corrupt`
-    /// and reading that file stops there.
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
-    pub max_record: usize,
-
-    /// Largest Kafka frame believed; a larger size prefix is `kafka_frame_too_large`
-    /// (Kafka's own default `socket.request.max.bytes` is 100 MiB).
-    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size)]
-    pub max_frame: usize,
-
-    /// Report AllocateProducerIds responses slower than MS milliseconds
-    /// (`pid_slow_response`). Default: slower than 10 times the capture's median latency
-    /// and than 100 ms.
-    #[arg(long, value_name = "MS")]
-    pub slow_ms: Option<f64>,
-
-    /// After writing the report, exit 1 if COND holds: a diagnostic kind, a severity
-    /// (`warning`: any warning or error), `error-response` (a non-NONE error code) or
-    /// `unanswered`. Repeatable or comma-separated.
-    #[arg(long, value_name = "COND", value_delimiter = ',', value_parser = Condition::parse)]
-    pub fail_on: Vec<Condition>,
-
-    /// After writing the report, compare its exchanges with those of the report in FILE
-    /// (a golden file) and exit 1, listing the differences on stderr, if they differ.
-    #[arg(long, value_name = "FILE")]
-    pub expect: Option<PathBuf>,
-
-    /// No progress bar (one is shown on stderr only when it is a terminal).
-    #[arg(short, long)]
+    /// No progress display.
+    ///
+    /// Without it, one is shown on stderr when stderr is a terminal: a bar for files, a
+    /// spinner with the bytes read and the rate for standard input.
+    #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
 
     /// Print the JSON Schema of the report and exit.
-    #[arg(long, exclusive = true)]
+    #[arg(long, exclusive = true, help_heading = "Output")]
     pub schema: bool,
+
+    /// Print every diagnostic kind with its severity and meaning, and exit.
+    #[arg(long, exclusive = true, help_heading = "Output")]
+    pub list_kinds: bool,
+
+    /// Responses slower than MS milliseconds are `pid_slow_response`.
+    ///
+    /// Default: slower than 10 times the capture's median latency and than 100 ms.
+    #[arg(long, value_name = "MS", help_heading = "Analysis")]
+    pub slow_ms: Option<f64>,
+
+    /// Exit 1 after writing the report if COND holds (repeatable, or comma-separated).
+    ///
+    /// COND is a diagnostic kind (see --list-kinds), a severity (`warning`: any warning or
+    /// error), `error-response` (a non-NONE error code) or `unanswered`.
+    #[arg(long, value_name = "COND", value_delimiter = ',', value_parser = Condition::parse, help_heading = "CI gates")]
+    pub fail_on: Vec<Condition>,
+
+    /// Exit 1 if the exchanges differ from those of the report in FILE.
+    ///
+    /// FILE is a golden file, a report written before; each difference is listed on stderr.
+    #[arg(long, value_name = "FILE", help_heading = "CI gates")]
+    pub expect: Option<PathBuf>,
+
+    /// Out-of-order bytes held per connection direction.
+    ///
+    /// Past it the hole they wait for is declared lost (`tcp_gap`). Bytes, or with K, M or
+    /// G (powers of 1024), as every SIZE.
+    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size, help_heading = "Limits")]
+    pub max_buffer: usize,
+
+    /// Memory budget for what the input makes pidshark hold.
+    ///
+    /// Out-of-order segments, messages being read, framing searches, waiting requests: past
+    /// it the connections holding most give up what they hold (`memory_limit`).
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size, help_heading = "Limits")]
+    pub max_memory: usize,
+
+    /// Open connections tracked at once.
+    ///
+    /// Past it the least recently active is forgotten (`connection_limit`). Two to four
+    /// times as many closed ones are remembered.
+    #[arg(long, value_name = "N", default_value_t = crate::tcp::DEFAULT_MAX_CONNECTIONS, help_heading = "Limits")]
+    pub max_connections: usize,
+
+    /// Requests waiting for a response per connection.
+    ///
+    /// Past it the oldest is given up (`pending_limit`; Produce with acks=0 is never
+    /// answered).
+    #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION, help_heading = "Limits")]
+    pub max_pending: usize,
+
+    /// Largest capture record (pcapng block) read.
+    ///
+    /// A larger one is `capture_corrupt`, and reading that file stops there.
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size, help_heading = "Limits")]
+    pub max_record: usize,
+
+    /// Largest Kafka frame believed.
+    ///
+    /// A larger size prefix is `kafka_frame_too_large` (Kafka's own default
+    /// `socket.request.max.bytes` is 100 MiB).
+    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size, help_heading = "Limits")]
+    pub max_frame: usize,
+}
+
+/// When `--format text` is coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 /// `4096`, `64K`, `4M`, `1G` (also `KiB`, `MiB`, `GiB`): a byte count.
@@ -148,6 +215,7 @@ pub struct Config {
     pub output: Option<PathBuf>,
     pub compact: bool,
     pub format: Format,
+    pub color: ColorChoice,
     pub kafka: KafkaConfig,
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
@@ -175,6 +243,7 @@ impl Config {
             output: None,
             compact: false,
             format: Format::Json,
+            color: ColorChoice::Auto,
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
             max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
@@ -194,11 +263,14 @@ impl From<Args> for Config {
         let mut ports = args.ports;
         ports.sort_unstable();
         ports.dedup();
+        let mut inputs = args.read;
+        inputs.extend(args.captures);
         Self {
-            inputs: args.captures,
+            inputs,
             output: args.output,
             compact: args.compact,
             format: args.format,
+            color: args.color,
             kafka: KafkaConfig {
                 ports,
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),

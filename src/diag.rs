@@ -167,6 +167,16 @@ impl Kind {
         }
     }
 
+    /// What the kind means, from the table of kinds in `docs/report-format.md` (built in;
+    /// a test holds every kind in it), its Markdown backticks dropped.
+    pub fn meaning(self) -> Option<String> {
+        const DOCUMENT: &str = include_str!("../docs/report-format.md");
+        let row_start = format!("| `{}` |", self.as_str());
+        let row = DOCUMENT.lines().find(|l| l.starts_with(&row_start))?;
+        let meaning = row.trim_end_matches('|').splitn(4, '|').nth(3)?;
+        Some(meaning.trim().replace('`', ""))
+    }
+
     pub fn severity(self) -> Severity {
         match self {
             Self::MidstreamStart

@@ -29,12 +29,15 @@ impl Condition {
             _ => Severity::from_name(name)
                 .map(Self::Severity)
                 .or_else(|| Kind::from_name(name).map(Self::Kind))
-                .ok_or_else(|| {
-                    format!(
-                        "unknown condition {name:?}: use a diagnostic kind, info, warning, error, error-response or unanswered"
-                    )
-                }),
+                .ok_or_else(|| unknown(name)),
         }
+    }
+
+    /// Every name a condition may have: the severities, the two of exchanges, the kinds.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        ["info", "warning", "error", "error-response", "unanswered"]
+            .into_iter()
+            .chain(Kind::ALL.iter().map(|k| k.as_str()))
     }
 
     /// How many times the condition holds in `report`.
@@ -66,6 +69,23 @@ impl Condition {
             Self::Unanswered => report.summary.exchanges.unanswered,
         }
     }
+}
+
+/// Why `name` is no condition: the nearest name, when one is near, and every valid one.
+fn unknown(name: &str) -> String {
+    // Jaro-Winkler similarity, as clap suggests values (above 0.8: near)
+    let nearest = Condition::names()
+        .map(|valid| (strsim::jaro_winkler(name, valid), valid))
+        .filter(|(similarity, _)| *similarity > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let hint = nearest.map_or(String::new(), |(_, valid)| {
+        format!(" (did you mean {valid:?}?)")
+    });
+    let valid: Vec<&str> = Condition::names().collect();
+    format!(
+        "unknown condition {name:?}{hint}: use one of {} (diagnostic kinds: pidshark --list-kinds)",
+        valid.join(", ")
+    )
 }
 
 impl fmt::Display for Condition {

@@ -72,10 +72,10 @@ fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
         Format::Ndjson => Box::new(NdjsonSink::new(out)),
         Format::Json => Box::new(JsonSink::new(!config.compact, out)),
         Format::Tree => Box::new(TreeSink::new(out)),
-        Format::Text => Box::new(TextSink::new(
-            text::use_colour(config.output.is_none()),
-            out,
-        )),
+        Format::Text => {
+            let colour = text::use_colour(config.color, config.output.is_none());
+            Box::new(TextSink::new(colour, out))
+        }
     }
 }
 
@@ -164,37 +164,80 @@ fn progress(
     if quiet || !io::stderr().is_terminal() {
         return None;
     }
-    let total: u64 = config
+    // Standard input or a pipe has no size to fill a bar to: a spinner, bytes and rate.
+    let sizes: Option<Vec<u64>> = config
         .inputs
         .iter()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum();
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+        })
+        .collect();
     let count = Arc::new(AtomicU64::new(0));
     config.bytes_read = Some(Arc::clone(&count));
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(
+        sizes.as_ref().map(|s| s.iter().sum()),
+        ProgressDrawTarget::stderr(),
+    );
+    let template = match sizes {
+        Some(_) => "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+        None => "{spinner} {bytes} read, {binary_bytes_per_sec}",
+    };
     bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let done = Arc::new(AtomicBool::new(false));
     let (b, d) = (bar.clone(), Arc::clone(&done));
     let ticker = std::thread::spawn(move || {
         while !d.load(Ordering::Relaxed) {
             b.set_position(count.load(Ordering::Relaxed));
+            b.tick();
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     });
     Some((bar, ticker, done))
 }
 
+/// Prints `text` on standard output; a reader that closed it early is no failure.
+fn print_quietly(text: &str) -> ExitCode {
+    match io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("pidshark: <stdout>: {e}");
+            ExitCode::from(2)
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// `--list-kinds`: every diagnostic kind, its severity and meaning, one line each.
+fn kinds_table() -> String {
+    use pidshark::diag::Kind;
+    let width = Kind::ALL
+        .iter()
+        .map(|k| k.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let mut table = format!("{:width$}  {:8} meaning\n", "kind", "severity");
+    for kind in Kind::ALL {
+        let meaning = kind.meaning().unwrap_or_default();
+        let severity = kind.severity().as_str();
+        table.push_str(&format!(
+            "{:width$}  {severity:8} {meaning}\n",
+            kind.as_str()
+        ));
+    }
+    table
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     if args.schema {
-        print!("{}", model::schema());
-        return ExitCode::SUCCESS;
+        return print_quietly(&model::schema());
+    }
+    if args.list_kinds {
+        return print_quietly(&kinds_table());
     }
     let quiet = args.quiet;
     let mut config = Config::from(args);
@@ -208,6 +251,10 @@ fn main() -> ExitCode {
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        // The reader closed the output (`| head`): it has what it wanted; nothing to say.
+        Err(Error::Write { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             eprintln!("pidshark: {err}");
             ExitCode::from(2)

@@ -11,6 +11,7 @@ use super::model::{Diagnostic, Exchange, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::Block;
+use crate::cli::ColorChoice;
 use crate::pairing::{self, ExchangeOrder};
 
 const BOLD: Style = Style::new().bold();
@@ -73,13 +74,19 @@ fn exchange_line(ex: &Exchange) -> (String, Style) {
     (line, style)
 }
 
-/// Colour when writing to standard output that is a terminal and `NO_COLOR` is unset
-/// (<https://no-color.org>).
-pub fn use_colour(to_stdout: bool) -> bool {
+/// Whether the text report is coloured: as `--color` says; for `auto`, when writing to
+/// standard output that is a terminal and `NO_COLOR` is unset (<https://no-color.org>).
+pub fn use_colour(choice: ColorChoice, to_stdout: bool) -> bool {
     use std::io::IsTerminal;
-    to_stdout
-        && io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            to_stdout
+                && io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
 }
 
 /// `--format text`: each exchange's line rendered as it comes into a list in report order

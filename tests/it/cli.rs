@@ -236,7 +236,7 @@ fn many_exchanges(path: &std::path::Path) {
 }
 
 #[test]
-fn ndjson_to_a_closed_pipe_with_more_files_reports_the_write_error() {
+fn ndjson_to_a_closed_pipe_with_more_files_stops_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
@@ -255,10 +255,10 @@ fn ndjson_to_a_closed_pipe_with_more_files_reports_the_write_error() {
     stdout.read_line(&mut first).unwrap();
     drop(stdout);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(0), "a closed output ends the run as `head` expects");
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Not "the file is empty" for the next file, read after the output had gone.
-    assert!(stderr.contains("cannot write the report"), "{stderr}");
+    assert_eq!(stderr, "", "nothing on stderr");
 }
 
 #[test]
@@ -302,10 +302,10 @@ fn ndjson_to_a_closed_pipe_stops_reading_a_live_input() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(status.code(), Some(2), "a write error is fatal");
+    assert_eq!(status.code(), Some(0), "a closed output ends the run quietly");
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(stderr.contains("cannot write the report"), "{stderr}");
+    assert_eq!(stderr, "", "nothing on stderr");
     drop(producer); // detached: it ends with its sleep
 }
 

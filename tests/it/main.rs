@@ -21,6 +21,7 @@ mod schema;
 mod serialized;
 mod snaplen;
 mod synthetic;
+mod terminal;
 pub mod truth;
 pub mod variants;
 pub mod wireshark;

@@ -1,0 +1,193 @@
+//! The engineer at the terminal: help, colour, a closed pipe, progress on standard input,
+//! the list of kinds and the messages for values pidshark does not know.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use predicates::prelude::*;
+
+use crate::common::{apid_capture, have_program, pidshark, root};
+
+#[test]
+fn short_help_is_a_screenful_and_long_help_is_grouped_with_examples() {
+    let short = pidshark().arg("-h").assert().success();
+    let short = String::from_utf8(short.get_output().stdout.clone()).unwrap();
+    assert!(
+        short.lines().count() <= 45,
+        "-h is {} lines",
+        short.lines().count()
+    );
+    assert!(short.contains("pidshark --help"), "-h points to --help");
+    let long = pidshark().arg("--help").assert().success();
+    let long = String::from_utf8(long.get_output().stdout.clone()).unwrap();
+    let headings = [
+        "Input:",
+        "Output:",
+        "Analysis:",
+        "CI gates:",
+        "Limits:",
+        "Examples:",
+    ];
+    let mut at = 0;
+    for heading in headings {
+        let found = long[at..].find(heading);
+        assert!(found.is_some(), "--help lacks {heading} (in this order)");
+        at += found.unwrap();
+    }
+    assert!(long.contains("pidshark --format text capture.pcap"));
+}
+
+#[test]
+fn dash_r_reads_a_capture_as_tshark_does() {
+    let plain = pidshark()
+        .args(["--compact", "fixtures/controller-loopback.pcap"])
+        .assert()
+        .success();
+    pidshark()
+        .args(["--compact", "-r", "fixtures/controller-loopback.pcap"])
+        .assert()
+        .success()
+        .stdout(plain.get_output().stdout.clone());
+}
+
+#[test]
+fn colour_is_what_color_says_and_never_into_a_pipe_by_default() {
+    let text = |extra: &[&str]| {
+        let run = pidshark()
+            .args(["--format", "text", "fixtures/controller-loopback.pcap"])
+            .args(extra)
+            .assert()
+            .success();
+        run.get_output().stdout.clone()
+    };
+    let escape = |out: &[u8]| out.windows(2).any(|w| w == b"\x1b[");
+    assert!(escape(&text(&["--color", "always"])), "--color always");
+    assert!(!escape(&text(&["--color", "never"])), "--color never");
+    assert!(!escape(&text(&[])), "auto, into a pipe");
+    // the same words either way
+    let stripped = anstream::adapter::strip_bytes(&text(&["--color", "always"])).into_vec();
+    assert_eq!(stripped, text(&[]));
+}
+
+/// A terminal for a shell command, by util-linux `script`; what it printed.
+fn on_tty(command: &str, env: &[(&str, &str)]) -> Option<Vec<u8>> {
+    if !have_program(
+        "script",
+        "util-linux `script` gives pidshark a terminal",
+        "apt-get install util-linux (Debian, Ubuntu)",
+    ) {
+        return None;
+    }
+    let out = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .envs(env.iter().copied())
+        .current_dir(root())
+        .output()
+        .expect("`script` runs");
+    Some(out.stdout)
+}
+
+#[test]
+fn on_a_terminal_colour_is_on_unless_no_color_is_set() {
+    let bin = assert_cmd::cargo::cargo_bin("pidshark");
+    let cmd = format!(
+        "{} --quiet --format text fixtures/controller-loopback.pcap",
+        bin.display()
+    );
+    let escape = |out: &[u8]| out.windows(2).any(|w| w == b"\x1b[");
+    let Some(coloured) = on_tty(&cmd, &[]) else {
+        return;
+    };
+    assert!(escape(&coloured), "auto on a terminal");
+    let plain = on_tty(&cmd, &[("NO_COLOR", "1")]).unwrap();
+    assert!(!escape(&plain), "NO_COLOR");
+    let forced = on_tty(&format!("{cmd} --color always"), &[("NO_COLOR", "1")]).unwrap();
+    assert!(escape(&forced), "--color always wins over NO_COLOR");
+}
+
+#[test]
+fn standard_input_shows_a_spinner_with_bytes_and_rate_not_a_bar() {
+    let bin = assert_cmd::cargo::cargo_bin("pidshark");
+    let cmd = format!(
+        "cat fixtures/controller-loopback.pcap | {} - -o /dev/null",
+        bin.display()
+    );
+    let Some(out) = on_tty(&cmd, &[]) else {
+        return;
+    };
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains(" read, "), "bytes read: {out:?}");
+    assert!(out.contains("B/s"), "a rate: {out:?}");
+    assert!(
+        !out.contains("eta"),
+        "no time left for a stream of unknown size"
+    );
+}
+
+#[test]
+fn a_closed_output_ends_the_run_quietly() {
+    // More text than a pipe holds, so that pidshark writes into a closed pipe.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.pcap");
+    apid_capture(&path, 4, 500);
+    for format in ["text", "ndjson", "json"] {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("pidshark"))
+            .args(["--format", format])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 100];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // the read end is dropped here, as `head -c 100` does
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "",
+            "{format}: nothing on stderr"
+        );
+    }
+}
+
+#[test]
+fn list_kinds_prints_every_kind_with_its_severity_and_meaning() {
+    use pidshark::diag::Kind;
+    let run = pidshark().arg("--list-kinds").assert().success();
+    let out = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+    for kind in Kind::ALL {
+        let line = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(kind.as_str()))
+            .unwrap_or_else(|| panic!("{} is listed", kind.as_str()));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words.get(1), Some(&kind.severity().as_str()), "{line}");
+        assert!(words.len() > 4, "{line}: a meaning");
+        assert!(!line.contains('`'), "{line}: no Markdown");
+    }
+}
+
+#[test]
+fn an_unknown_condition_names_the_nearest_and_every_valid_one() {
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--fail-on", "pid_overlap"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("did you mean \"pid_block_overlap\"?")
+                .and(predicate::str::contains("error-response"))
+                .and(predicate::str::contains("pid_slow_response"))
+                .and(predicate::str::contains("--list-kinds")),
+        );
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--fail-on", "zzzz"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean").not());
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--format", "jsn"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("json").and(predicate::str::contains("ndjson")));
+}
