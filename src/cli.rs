@@ -47,7 +47,7 @@ pub struct Args {
     ///
     /// Several files are read as one capture, in the time order of their first packets.
     #[arg(
-        required_unless_present_any = ["schema", "read", "list_kinds"],
+        required_unless_present_any = ["schema", "read", "list_kinds", "completions", "man"],
         value_name = "CAPTURE",
         help_heading = "Input"
     )]
@@ -107,6 +107,24 @@ pub struct Args {
     /// Print every diagnostic kind with its severity and meaning, and exit.
     #[arg(long, exclusive = true, help_heading = "Output")]
     pub list_kinds: bool,
+
+    /// Print the completion script for SHELL and exit.
+    ///
+    /// For example `pidshark --completions bash >
+    /// ~/.local/share/bash-completion/completions/pidshark`.
+    #[arg(
+        long,
+        exclusive = true,
+        value_name = "SHELL",
+        help_heading = "Installation"
+    )]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print the manual page (roff) and exit.
+    ///
+    /// For example `pidshark --man > ~/.local/share/man/man1/pidshark.1`.
+    #[arg(long, exclusive = true, help_heading = "Installation")]
+    pub man: bool,
 
     /// Responses slower than MS milliseconds are `pid_slow_response`.
     ///

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
 use pidshark::report::json::{JsonSink, NdjsonSink};
@@ -235,6 +235,19 @@ fn main() -> ExitCode {
     let args = Args::parse();
     if args.schema {
         return print_quietly(&model::schema());
+    }
+    if let Some(shell) = args.completions {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Args::command(), "pidshark", &mut script);
+        return print_quietly(&String::from_utf8_lossy(&script));
+    }
+    if args.man {
+        let mut page = Vec::new();
+        if let Err(e) = clap_mangen::Man::new(Args::command()).render(&mut page) {
+            eprintln!("pidshark: cannot make the manual page: {e}");
+            return ExitCode::from(2);
+        }
+        return print_quietly(&String::from_utf8_lossy(&page));
     }
     if args.list_kinds {
         return print_quietly(&kinds_table());

@@ -255,7 +255,11 @@ fn ndjson_to_a_closed_pipe_with_more_files_stops_quietly() {
     stdout.read_line(&mut first).unwrap();
     drop(stdout);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "a closed output ends the run as `head` expects");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a closed output ends the run as `head` expects"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Not "the file is empty" for the next file, read after the output had gone.
     assert_eq!(stderr, "", "nothing on stderr");
@@ -302,7 +306,11 @@ fn ndjson_to_a_closed_pipe_stops_reading_a_live_input() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(status.code(), Some(0), "a closed output ends the run quietly");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a closed output ends the run quietly"
+    );
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert_eq!(stderr, "", "nothing on stderr");

@@ -191,3 +191,46 @@ fn an_unknown_condition_names_the_nearest_and_every_valid_one() {
         .code(2)
         .stderr(predicate::str::contains("json").and(predicate::str::contains("ndjson")));
 }
+
+#[test]
+fn completions_for_each_shell_know_every_option() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let run = pidshark().args(["--completions", shell]).assert().success();
+        let script = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+        for option in ["format", "fail-on", "list-kinds", "max-memory", "color"] {
+            assert!(script.contains(option), "{shell} completion lacks {option}");
+        }
+    }
+    // bash reads the script without a syntax error
+    let run = pidshark()
+        .args(["--completions", "bash"])
+        .assert()
+        .success();
+    let path = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(path.path(), &run.get_output().stdout).unwrap();
+    let status = Command::new("bash").arg("-n").arg(path.path()).status();
+    if let Ok(status) = status {
+        assert!(status.success(), "bash -n on the completion script");
+    }
+    pidshark()
+        .args(["--completions", "tcsh"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bash").and(predicate::str::contains("zsh")));
+}
+
+#[test]
+fn the_manual_page_is_roff_with_every_option() {
+    let run = pidshark().arg("--man").assert().success();
+    let page = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+    assert!(page.contains(".TH pidshark 1"), "a section 1 page");
+    for option in [
+        "\\-\\-format",
+        "\\-\\-fail\\-on",
+        "\\-\\-list\\-kinds",
+        "\\-\\-max\\-memory",
+    ] {
+        assert!(page.contains(option), "the page lacks {option}");
+    }
+    assert!(page.contains("Examples:"), "the examples of --help");
+}
