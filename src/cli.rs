@@ -87,6 +87,13 @@ pub struct Args {
     #[arg(long, help_heading = "Output")]
     pub compact: bool,
 
+    /// In `--format text`, list every exchange.
+    ///
+    /// Without it the text report lists only those worth a look: error responses,
+    /// requests without an answer, slow responses.
+    #[arg(long, help_heading = "Output")]
+    pub all: bool,
+
     /// Colour in `--format text`.
     ///
     /// `auto`: when writing to a terminal and `NO_COLOR` is unset.
@@ -234,6 +241,8 @@ pub struct Config {
     pub compact: bool,
     pub format: Format,
     pub color: ColorChoice,
+    /// `--format text` lists every exchange.
+    pub all_exchanges: bool,
     pub kafka: KafkaConfig,
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
@@ -262,6 +271,7 @@ impl Config {
             compact: false,
             format: Format::Json,
             color: ColorChoice::Auto,
+            all_exchanges: false,
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
             max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
@@ -289,6 +299,7 @@ impl From<Args> for Config {
             compact: args.compact,
             format: args.format,
             color: args.color,
+            all_exchanges: args.all,
             kafka: KafkaConfig {
                 ports,
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),

@@ -74,7 +74,7 @@ fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
         Format::Tree => Box::new(TreeSink::new(out)),
         Format::Text => {
             let colour = text::use_colour(config.color, config.output.is_none());
-            Box::new(TextSink::new(colour, out))
+            Box::new(TextSink::new(colour, out).listing_all(config.all_exchanges))
         }
     }
 }

@@ -128,7 +128,7 @@ fn the_text_report_memory_does_not_grow_with_exchanges() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let [small, large] = captures(dir.path(), 4000);
-    let text = |out| -> Box<dyn Sink> { Box::new(TextSink::new(false, out)) };
+    let text = |out| -> Box<dyn Sink> { Box::new(TextSink::new(false, out).listing_all(true)) };
     let (a, a_bytes, end) = peak_of(&small, false, text);
     assert!(end.ends_with("\n"), "written to its end: {end:?}");
     let (b, b_bytes, _) = peak_of(&large, false, text);

@@ -224,3 +224,98 @@ fn fail_on_overlap_gates_the_bad_controller_but_not_the_healthy_one() {
         .code(1)
         .stderr("pidshark: --fail-on conditions hold: pid_block_overlap (1)\n");
 }
+
+/// The verdict the truth of a fixture calls for: its planted faults, most serious first.
+fn verdict_from_truth(truth: &Value) -> String {
+    use pidshark::diag::{Kind, Severity};
+    let kinds: Vec<&str> = truth["expected_findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    let unanswered = truth["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["response"].is_null())
+        .count();
+    let warned = kinds
+        .iter()
+        .any(|k| Kind::from_name(k).unwrap().severity() == Severity::Warning);
+    let blocks = truth["blocks"].as_array().unwrap();
+    let brokers: BTreeSet<i64> = blocks
+        .iter()
+        .map(|b| b["broker_id"].as_i64().unwrap())
+        .collect();
+    if kinds.contains(&"pid_block_overlap") {
+        "DUPLICATE PRODUCER IDS: ".to_owned()
+    } else if kinds.contains(&"pid_block_regression") {
+        "PRODUCER IDS WENT BACKWARDS: ".to_owned()
+    } else if unanswered > 0 {
+        format!("CORRECT AS FAR AS CAPTURED: {} blocks", blocks.len())
+    } else if warned {
+        format!("CORRECT, WITH WARNINGS: {} blocks", blocks.len())
+    } else {
+        format!(
+            "CORRECT: {} blocks granted to {} brokers without overlap or regression",
+            blocks.len(),
+            brokers.len()
+        )
+    }
+}
+
+#[test]
+fn the_text_verdict_is_what_the_planted_faults_call_for() {
+    let mut failures = Vec::new();
+    for (name, files, truth) in fixtures() {
+        let out = pidshark()
+            .args(&files)
+            .args(["--format", "text"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let out = String::from_utf8(out).unwrap();
+        // the title, a blank line, the verdict
+        let verdict = out.lines().nth(2).unwrap_or_default();
+        let want = verdict_from_truth(&truth);
+        if !verdict.starts_with(&want) {
+            failures.push(format!("{name}: {verdict:?} does not start {want:?}"));
+        }
+        // each finding once after the verdict: not again among the diagnostics
+        let after_verdict: String = out.lines().skip(3).collect::<Vec<_>>().join("\n");
+        let findings = report(&files)["producer_id_blocks"]["findings"].clone();
+        for f in findings.as_array().unwrap() {
+            let message = f["message"].as_str().unwrap();
+            if after_verdict.matches(message).count() != 1 {
+                failures.push(format!("{name}: {message:?} is not listed once"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn text_goldens_of_the_analysis_fixtures() {
+    for (name, files, _) in fixtures() {
+        let out = pidshark()
+            .args(&files)
+            .args(["--format", "text"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let golden = root().join(format!("fixtures/analysis/{name}.text.txt"));
+        let expected = std::fs::read(&golden)
+            .unwrap_or_else(|_| panic!("{} missing: run scripts/bless-golden", golden.display()));
+        assert!(
+            out == expected,
+            "{} differs from `pidshark {} --format text` (scripts/bless-golden rewrites it)",
+            golden.display(),
+            files.join(" ")
+        );
+    }
+}

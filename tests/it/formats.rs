@@ -271,3 +271,64 @@ fn text_survives_a_block_past_the_largest_producer_id() {
         .clone();
     assert!(String::from_utf8(out).unwrap().contains("NONE (no block)"));
 }
+
+/// 300 requests answered NOT_CONTROLLER, on 3 brokers' connections.
+fn many_errors(path: &std::path::Path) {
+    use crate::common::*;
+    let mut w = PcapWriter::create(path);
+    let mut conns: Vec<Conn> = (1..=3)
+        .map(|b| Conn::new(&format!("10.0.0.{b}:40000"), "10.0.0.100:9093"))
+        .collect();
+    for c in &mut conns {
+        c.handshake(&mut w);
+    }
+    for corr in 0..100 {
+        for (b, c) in conns.iter_mut().enumerate() {
+            let req = request(67, 0, corr, true, &apid_request_body(b as i32 + 1, 7));
+            c.send(&mut w, true, &req, 1460);
+            let resp = response(corr, true, &apid_response_body(41, -1, 0));
+            c.send(&mut w, false, &resp, 1460);
+        }
+    }
+    w.finish();
+}
+
+#[test]
+fn text_is_a_screenful_or_two_and_all_lists_every_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("errors.pcap");
+    many_errors(&path);
+    let text = |extra: &[&str]| {
+        let out = pidshark()
+            .arg(&path)
+            .args(["--format", "text"])
+            .args(extra)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let short = text(&[]);
+    assert!(
+        short.lines().count() <= 100,
+        "{} lines:\n{short}",
+        short.lines().count()
+    );
+    assert!(
+        short.contains("... and 280 more (--all lists every exchange)"),
+        "{short}"
+    );
+    assert!(
+        short
+            .lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("NO PRODUCER IDS GRANTED: 300 requests, answered NOT_CONTROLLER 300"),
+        "{short}"
+    );
+    let all = text(&["--all"]);
+    assert_eq!(all.matches("NOT_CONTROLLER  ").count(), 300, "{all}");
+    assert!(all.contains("AllocateProducerIds exchanges: 300 (300 complete"));
+}

@@ -1,0 +1,477 @@
+//! `--format text`: the post-mortem at the terminal, in a screenful or two whatever the
+//! capture: a verdict first (did the controller hand out producer IDs correctly?), the
+//! findings by severity, a table per broker, a timeline of the blocks per broker, the
+//! exchanges worth a look (errors, no answer, slow; `--all`: every exchange), and what was
+//! read with the diagnostics by kind. Colour as `--color` says.
+
+mod timeline;
+mod verdict;
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use anstyle::{AnsiColor, Style};
+
+use super::model::{Diagnostic, Exchange, PidFinding, Report};
+use super::sink::{Needs, Sink};
+use super::spill::{Ordered, DEFAULT_RUN_BYTES};
+use crate::analysis::Block;
+use crate::cli::ColorChoice;
+use crate::pairing::{self, ExchangeOrder};
+use timeline::Timeline;
+use verdict::Grade;
+
+const BOLD: Style = Style::new().bold();
+const DIM: Style = Style::new().dimmed();
+const RED: Style = AnsiColor::Red.on_default().bold();
+const YELLOW: Style = AnsiColor::Yellow.on_default();
+const GREEN: Style = AnsiColor::Green.on_default();
+
+fn severity_style(severity: &str) -> Style {
+    match severity {
+        "error" => RED,
+        "warning" => YELLOW,
+        _ => DIM,
+    }
+}
+
+/// Time of day from an RFC 3339 timestamp, for compact lines.
+fn clock(timestamp: &str) -> &str {
+    timestamp
+        .split_once('T')
+        .map_or(timestamp, |(_, t)| t.trim_end_matches('Z'))
+}
+
+fn exchange_line(ex: &Exchange) -> (String, Style) {
+    let req = &ex.request;
+    let broker = match (req.broker_id, req.broker_epoch) {
+        (Some(id), Some(epoch)) => format!("broker {id}/{epoch}"),
+        _ => "broker ?".to_owned(),
+    };
+    let (outcome, style) = match &ex.response {
+        None if ex.status == "response_unknown" => {
+            ("response unknown (bytes lost)".to_owned(), YELLOW)
+        }
+        None => ("unanswered".to_owned(), YELLOW),
+        Some(resp) => match (&resp.error, resp.producer_id_start, resp.producer_id_len) {
+            // the same rule as the analysis: a range past the largest id is no block
+            (Some(err), Some(start), Some(len)) if err == "NONE" && len > 0 && start >= 0 => {
+                match start.checked_add(i64::from(len) - 1) {
+                    Some(end) => (format!("NONE ids {start}..={end}"), GREEN),
+                    None => ("NONE (no block)".to_owned(), YELLOW),
+                }
+            }
+            (Some(err), _, _) if err == "NONE" => ("NONE (no block)".to_owned(), YELLOW),
+            (Some(err), _, _) => (err.clone(), RED),
+            (None, _, _) => ("undecoded".to_owned(), RED),
+        },
+    };
+    let latency = ex
+        .latency_us
+        .map(|us| format!("  {:.3} ms", us / 1000.0))
+        .unwrap_or_default();
+    let line = format!(
+        "  {}  conn {}  {} -> {}  corr {}  {broker}  {outcome}{latency}",
+        clock(&req.timestamp),
+        ex.connection,
+        ex.client,
+        ex.server,
+        ex.correlation_id
+    );
+    (line, style)
+}
+
+/// Whether the text report is coloured: as `--color` says; for `auto`, when writing to
+/// standard output that is a terminal and `NO_COLOR` is unset (<https://no-color.org>).
+pub fn use_colour(choice: ColorChoice, to_stdout: bool) -> bool {
+    use std::io::IsTerminal;
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            to_stdout
+                && io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
+/// Findings and exchanges listed before the rest are only counted.
+const MAX_LISTED: usize = 20;
+/// Capture files listed before the rest are only counted.
+const MAX_CAPTURES: usize = 5;
+
+/// `--format text`: each exchange's line rendered as it comes into a list in report order
+/// (off the heap past a bound, see [`Ordered`]), marked when it is worth a look, with its
+/// latency (what is slow is known only at the end); the blocks go into the timeline. The
+/// report is written around them at the end. Memory does not grow with the exchanges.
+pub struct TextSink {
+    colour: bool,
+    all: bool,
+    lines: Ordered<ExchangeOrder>,
+    blocks: u64,
+    timeline: Timeline,
+    out: Box<dyn Write + Send>,
+}
+
+impl TextSink {
+    /// With colour only when `colour`.
+    pub fn new(colour: bool, out: Box<dyn Write + Send>) -> Self {
+        Self {
+            colour,
+            all: false,
+            lines: Ordered::new(DEFAULT_RUN_BYTES),
+            blocks: 0,
+            timeline: Timeline::default(),
+            out,
+        }
+    }
+
+    /// Lists every exchange, not only those worth a look (`--all`).
+    pub fn listing_all(mut self, all: bool) -> Self {
+        self.all = all;
+        self
+    }
+}
+
+/// A listed line: whether it is worth a look whatever its latency, the latency (NaN
+/// without one), then the line.
+const LINE_HEAD: usize = 9;
+
+impl Sink for TextSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            exact_latency: true,
+        }
+    }
+
+    fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+        if let Some(block) = block {
+            self.blocks += 1;
+            self.timeline.add(block.broker_id, block.timestamp);
+        }
+        self.lines.push(ex.order(), |out| {
+            let ex = super::exchange(&ex);
+            let (line, style) = exchange_line(&ex);
+            out.push(u8::from(style != GREEN));
+            out.extend(ex.latency_us.unwrap_or(f64::NAN).to_le_bytes());
+            writeln!(out, "{style}{line}{style:#}")
+        })
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        let lines = std::mem::replace(&mut self.lines, Ordered::new(1));
+        let timeline = std::mem::take(&mut self.timeline);
+        let parts = Parts {
+            report,
+            lines,
+            blocks: self.blocks,
+            timeline,
+            all: self.all,
+        };
+        if self.colour {
+            parts.write(&mut self.out)?;
+        } else {
+            parts.write(&mut anstream::StripStream::new(&mut self.out))?;
+        }
+        self.out.flush()
+    }
+}
+
+/// What the text report is written from.
+struct Parts<'a> {
+    report: &'a Report,
+    lines: Ordered<ExchangeOrder>,
+    blocks: u64,
+    timeline: Timeline,
+    all: bool,
+}
+
+impl Parts<'_> {
+    fn write(self, out: &mut dyn Write) -> io::Result<()> {
+        let mut w = io::BufWriter::with_capacity(64 << 10, out);
+        let report = self.report;
+        let s = &report.summary;
+        writeln!(
+            w,
+            "{BOLD}pidshark {}{BOLD:#}: {} packets, {} TCP connections, {} with Kafka",
+            report.tool.version, s.packets, s.tcp_connections, s.kafka_connections
+        )?;
+        let (grade, text) = verdict::verdict(report, self.blocks);
+        let style = match grade {
+            Grade::Wrong => RED,
+            Grade::Unsure | Grade::Warned => YELLOW,
+            Grade::Right => GREEN.bold(),
+            Grade::Nothing => BOLD,
+        };
+        writeln!(w, "\n{style}{text}{style:#}")?;
+        findings(&mut w, report)?;
+        brokers(&mut w, report)?;
+        if self.blocks > 0 {
+            heading(&mut w, "Blocks over time")?;
+            self.timeline.write(&mut w)?;
+        }
+        exchanges(&mut w, report, self.lines, self.all)?;
+        captures(&mut w, report)?;
+        diagnostics(&mut w, report)?;
+        w.flush()
+    }
+}
+
+fn heading(w: &mut dyn Write, text: &str) -> io::Result<()> {
+    writeln!(w, "\n{BOLD}{text}{BOLD:#}")
+}
+
+fn rank(severity: &str) -> u8 {
+    match severity {
+        "error" => 0,
+        "warning" => 1,
+        _ => 2,
+    }
+}
+
+/// The findings, errors first, each once.
+fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let findings = &report.producer_id_blocks.findings;
+    if findings.is_empty() {
+        return Ok(());
+    }
+    let count = |sev: &str| findings.iter().filter(|f| f.severity == sev).count();
+    let (errors, warnings) = (count("error"), count("warning"));
+    heading(
+        w,
+        &format!(
+            "Findings: {errors} error{}, {warnings} warning{}, {} info",
+            verdict::plural(errors),
+            verdict::plural(warnings),
+            count("info")
+        ),
+    )?;
+    let mut sorted: Vec<&PidFinding> = findings.iter().collect();
+    sorted.sort_by_key(|f| rank(f.severity)); // stable: packet order within a severity
+    for f in sorted.iter().take(MAX_LISTED) {
+        let style = severity_style(f.severity);
+        writeln!(
+            w,
+            "  {style}{:7} {}{style:#}: {}",
+            f.severity, f.kind, f.message
+        )?;
+    }
+    if sorted.len() > MAX_LISTED {
+        writeln!(
+            w,
+            "  ... and {} more findings (the JSON report lists them all)",
+            sorted.len() - MAX_LISTED
+        )?;
+    }
+    Ok(())
+}
+
+/// The per-broker table.
+fn brokers(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let brokers = &report.summary.brokers;
+    if brokers.is_empty() {
+        return Ok(());
+    }
+    heading(w, "Brokers")?;
+    writeln!(
+        w,
+        "  {:>8}  {:>8}  {:>8}  {:>10}  {:>7}  {:>12}  {:>9}  {:>9}  epochs; errors",
+        "broker",
+        "requests",
+        "complete",
+        "unanswered",
+        "unknown",
+        "ids granted",
+        "p50 ms",
+        "p99 ms"
+    )?;
+    let ms = |us: Option<f64>| us.map_or("-".to_owned(), |us| format!("{:.3}", us / 1000.0));
+    for (id, b) in brokers.iter().take(MAX_LISTED * 2) {
+        let epochs: Vec<String> = b.epochs_seen.iter().map(i64::to_string).collect();
+        let errors: Vec<String> = b.errors.iter().map(|(e, n)| format!("{e} {n}")).collect();
+        let errors = if errors.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", errors.join(", "))
+        };
+        writeln!(
+            w,
+            "  {id:>8}  {:>8}  {:>8}  {:>10}  {:>7}  {:>12}  {:>9}  {:>9}  {}{errors}",
+            b.requests,
+            b.complete,
+            b.unanswered,
+            b.response_unknown,
+            b.ids_granted,
+            ms(b.latency_us.map(|l| l.p50)),
+            ms(b.latency_us.map(|l| l.p99)),
+            epochs.join(",")
+        )?;
+    }
+    if brokers.len() > MAX_LISTED * 2 {
+        writeln!(
+            w,
+            "  ... and {} more brokers",
+            brokers.len() - MAX_LISTED * 2
+        )?;
+    }
+    Ok(())
+}
+
+/// The exchanges worth a look (or all of them), then the latency.
+fn exchanges(
+    w: &mut dyn Write,
+    report: &Report,
+    lines: Ordered<ExchangeOrder>,
+    all: bool,
+) -> io::Result<()> {
+    let s = &report.summary;
+    let slow = report.producer_id_blocks.slow_threshold_us;
+    let worth = |item: &[u8]| {
+        let flagged = item.first().is_some_and(|b| *b != 0);
+        let latency = item
+            .get(1..LINE_HEAD)
+            .and_then(|b| b.try_into().ok())
+            .map(f64::from_le_bytes);
+        flagged || matches!((latency, slow), (Some(l), Some(t)) if l > t)
+    };
+    let total = s.exchanges.total;
+    let title = if all {
+        format!(
+            "AllocateProducerIds exchanges: {total} ({} complete, {} unanswered, {} response unknown)",
+            s.exchanges.complete, s.exchanges.unanswered, s.exchanges.response_unknown
+        )
+    } else {
+        format!(
+            "Exchanges worth a look, of {total}: errors, no answer, slow (--all lists every one)"
+        )
+    };
+    heading(w, &title)?;
+    let (mut listed, mut more) = (0usize, 0u64);
+    lines.write_each(|_, item| {
+        if !all && !worth(item) {
+            return Ok(());
+        }
+        if all || listed < MAX_LISTED {
+            listed += 1;
+            w.write_all(item.get(LINE_HEAD..).unwrap_or_default())
+        } else {
+            more += 1;
+            Ok(())
+        }
+    })?;
+    if listed == 0 {
+        writeln!(w, "  none")?;
+    }
+    if more > 0 {
+        writeln!(w, "  ... and {more} more (--all lists every exchange)")?;
+    }
+    if let Some(l) = &s.latency_us {
+        writeln!(
+            w,
+            "  latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms over {}",
+            l.p50 / 1000.0,
+            l.p99 / 1000.0,
+            l.max / 1000.0,
+            l.count
+        )?;
+    }
+    Ok(())
+}
+
+/// What was read: the files and the Kafka APIs seen.
+fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let s = &report.summary;
+    heading(w, "Captures")?;
+    for c in report.captures.iter().take(MAX_CAPTURES) {
+        writeln!(
+            w,
+            "  {}  {} {}  {} packets  {} -> {}",
+            c.path,
+            c.format,
+            c.link_types.join(","),
+            c.packets,
+            c.first_timestamp.as_deref().unwrap_or("-"),
+            c.last_timestamp.as_deref().unwrap_or("-")
+        )?;
+    }
+    if report.captures.len() > MAX_CAPTURES {
+        writeln!(
+            w,
+            "  ... and {} more files",
+            report.captures.len() - MAX_CAPTURES
+        )?;
+    }
+    heading(w, "Kafka APIs")?;
+    if s.api_keys.is_empty() {
+        writeln!(w, "  none")?;
+    }
+    for (name, count) in &s.api_keys {
+        writeln!(
+            w,
+            "  {name} ({})  {} requests, {} responses",
+            count.api_key, count.requests, count.responses
+        )?;
+    }
+    if s.unmatched_responses > 0 {
+        writeln!(
+            w,
+            "  {} responses matched no captured request",
+            s.unmatched_responses
+        )?;
+    }
+    Ok(())
+}
+
+/// The diagnostics that are not findings, a line per kind (errors first): its count and
+/// its first message.
+fn diagnostics(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let findings: std::collections::BTreeSet<&str> = report
+        .producer_id_blocks
+        .findings
+        .iter()
+        .map(|f| f.kind)
+        .collect();
+    let mut by_kind: BTreeMap<(u8, &str), Vec<&Diagnostic>> = BTreeMap::new();
+    for d in report
+        .diagnostics
+        .iter()
+        .filter(|d| !findings.contains(d.kind))
+    {
+        by_kind
+            .entry((rank(d.severity), d.kind))
+            .or_default()
+            .push(d);
+    }
+    heading(w, "Diagnostics (besides the findings)")?;
+    if by_kind.is_empty() {
+        writeln!(w, "  none")?;
+    }
+    for ((_, kind), list) in by_kind {
+        let total = report
+            .summary
+            .diagnostics
+            .get(kind)
+            .copied()
+            .unwrap_or(list.len() as u64);
+        let Some(first) = list.first() else { continue };
+        let style = severity_style(first.severity);
+        let place = match (first.frame, first.connection) {
+            (Some(f), Some(c)) => format!("frame {f}, conn {c}: "),
+            (Some(f), None) => format!("frame {f}: "),
+            _ => String::new(),
+        };
+        let others = if total > 1 {
+            format!(" {DIM}(and {} more){DIM:#}", total - 1)
+        } else {
+            String::new()
+        };
+        writeln!(
+            w,
+            "  {style}{:7} {kind}{style:#} ({total}): {DIM}{place}{DIM:#}{}{others}",
+            first.severity, first.message
+        )?;
+    }
+    Ok(())
+}

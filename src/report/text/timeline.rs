@@ -1,0 +1,173 @@
+//! The timeline of `--format text`: the blocks granted to each broker, counted in a fixed
+//! number of columns over the time the blocks span. When a block falls outside the
+//! columns, they double in width (neighbours merge) until it fits, so the timeline holds
+//! one row of counts per broker however many blocks the capture has.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use crate::capture::Timestamp;
+use crate::report::format_timestamp;
+
+/// Columns of the timeline.
+pub const COLUMNS: usize = 60;
+/// Brokers drawn; the rest are counted in one line.
+const MAX_ROWS: usize = 24;
+
+/// Blocks per broker and column.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    /// Start of the first column, nanoseconds since the epoch, and every column's width.
+    origin: i128,
+    width: i128,
+    rows: BTreeMap<i32, [u32; COLUMNS]>,
+    blocks: u64,
+    /// Whether the capture's times have nanoseconds (written to the precision it has).
+    nano: bool,
+}
+
+impl Timeline {
+    /// A block granted to `broker` at `at`.
+    pub fn add(&mut self, broker: i32, at: Timestamp) {
+        self.nano |= at.nano;
+        let at = at.as_nanos();
+        if self.blocks == 0 {
+            (self.origin, self.width) = (at, 1);
+        }
+        while at < self.origin {
+            self.widen(true);
+        }
+        while at >= self.end() {
+            self.widen(false);
+        }
+        let column = usize::try_from((at - self.origin) / self.width).unwrap_or(0);
+        let row = self.rows.entry(broker).or_insert([0; COLUMNS]);
+        if let Some(count) = row.get_mut(column) {
+            *count = count.saturating_add(1);
+        }
+        self.blocks += 1;
+    }
+
+    fn end(&self) -> i128 {
+        self.origin + self.width * COLUMNS as i128
+    }
+
+    /// Doubles the columns' width; `leftwards`: the time before the first column is
+    /// taken in (the old columns become the right half), otherwise the time after.
+    fn widen(&mut self, leftwards: bool) {
+        let shift = if leftwards { COLUMNS / 2 } else { 0 };
+        if leftwards {
+            self.origin -= self.width * COLUMNS as i128;
+        }
+        self.width *= 2;
+        for row in self.rows.values_mut() {
+            let mut wider = [0u32; COLUMNS];
+            for (i, count) in row.iter().enumerate() {
+                if let Some(merged) = wider.get_mut(shift + i / 2) {
+                    *merged = merged.saturating_add(*count);
+                }
+            }
+            *row = wider;
+        }
+    }
+
+    /// The timeline, a heading and a row per broker; nothing without blocks.
+    pub fn write(&self, w: &mut dyn Write) -> io::Result<()> {
+        if self.blocks == 0 {
+            return Ok(());
+        }
+        let at = |nanos: i128| {
+            let secs = i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(0);
+            let nanos = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
+            let nano = self.nano;
+            let nanos = if nano { nanos } else { nanos / 1000 * 1000 };
+            format_timestamp(Timestamp { secs, nanos, nano })
+        };
+        writeln!(
+            w,
+            "  from {} to {}, {} a column; a digit counts the blocks granted in it (+: more than 9)",
+            at(self.origin),
+            at(self.end()),
+            duration(self.width)
+        )?;
+        for (broker, row) in self.rows.iter().take(MAX_ROWS) {
+            let cells: String = row.iter().map(|n| cell(*n)).collect();
+            writeln!(w, "  broker {broker:<6} |{cells}|")?;
+        }
+        if self.rows.len() > MAX_ROWS {
+            writeln!(w, "  ... and {} more brokers", self.rows.len() - MAX_ROWS)?;
+        }
+        Ok(())
+    }
+}
+
+fn cell(count: u32) -> char {
+    match count {
+        0 => '.',
+        1..=9 => char::from_digit(count, 10).unwrap_or('+'),
+        _ => '+',
+    }
+}
+
+/// A width in nanoseconds, in the unit that suits it.
+fn duration(nanos: i128) -> String {
+    let nanos = nanos as f64;
+    if nanos < 1e3 {
+        format!("{nanos} ns")
+    } else if nanos < 1e6 {
+        format!("{:.1} µs", nanos / 1e3)
+    } else if nanos < 1e9 {
+        format!("{:.1} ms", nanos / 1e6)
+    } else if nanos < 600e9 {
+        format!("{:.1} s", nanos / 1e9)
+    } else {
+        format!("{:.1} min", nanos / 60e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(millis: i64) -> Timestamp {
+        Timestamp {
+            secs: 1_700_000_000 + millis.div_euclid(1000),
+            nanos: (millis.rem_euclid(1000) * 1_000_000) as u32,
+            nano: false,
+        }
+    }
+
+    #[test]
+    fn columns_widen_both_ways_and_keep_every_block() {
+        let mut t = Timeline::default();
+        t.add(1, at(1000));
+        t.add(2, at(5000));
+        t.add(1, at(0)); // before the first column
+        t.add(1, at(59_999));
+        let total: u32 = t.rows.values().flatten().sum();
+        assert_eq!(total, 4);
+        assert!(t.origin <= at(0).as_nanos() && t.end() > at(59_999).as_nanos());
+        // ordered in time: broker 1's blocks at 0 s and 1 s come before its last one
+        let row = t.rows[&1];
+        let columns: Vec<usize> = (0..COLUMNS).filter(|c| row[*c] > 0).collect();
+        assert!(columns.len() >= 2 && columns.first() < columns.last());
+        let mut out = Vec::new();
+        t.write(&mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(out.lines().count(), 3, "{out}");
+        assert!(out.contains("broker 2      |"), "{out}");
+    }
+
+    #[test]
+    fn many_blocks_in_one_column_show_a_plus() {
+        let mut t = Timeline::default();
+        for i in 0..12 {
+            t.add(7, at(i));
+        }
+        t.add(7, at(60_000));
+        let mut out = Vec::new();
+        t.write(&mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("|+"), "{out}");
+    }
+}
