@@ -172,7 +172,8 @@ impl Kind {
     pub fn meaning(self) -> Option<String> {
         const DOCUMENT: &str = include_str!("../docs/report-format.md");
         let row_start = format!("| `{}` |", self.as_str());
-        let row = DOCUMENT.lines().find(|l| l.starts_with(&row_start))?;
+        let (_, table) = DOCUMENT.split_once("### Diagnostic kinds")?;
+        let row = table.lines().find(|l| l.starts_with(&row_start))?;
         let meaning = row.trim_end_matches('|').splitn(4, '|').nth(3)?;
         Some(meaning.trim().replace('`', ""))
     }
@@ -195,6 +196,71 @@ impl Kind {
         }
     }
 }
+
+/// One fact of a finding: a number or a name, written as JSON's number or string.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Fact {
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Text(String),
+}
+
+// Equal when written the same: floats by their bits (no NaN among the facts).
+impl PartialEq for Fact {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Int(a), Self::Int(b)) => a == b,
+            (Self::Uint(a), Self::Uint(b)) => a == b,
+            (Self::Float(a), Self::Float(b)) => a.to_bits() == b.to_bits(),
+            (Self::Text(a), Self::Text(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Fact {}
+
+impl From<i64> for Fact {
+    fn from(v: i64) -> Self {
+        Self::Int(v)
+    }
+}
+
+impl From<i32> for Fact {
+    fn from(v: i32) -> Self {
+        Self::Int(v.into())
+    }
+}
+
+impl From<u64> for Fact {
+    fn from(v: u64) -> Self {
+        Self::Uint(v)
+    }
+}
+
+impl From<f64> for Fact {
+    fn from(v: f64) -> Self {
+        Self::Float(v)
+    }
+}
+
+impl From<String> for Fact {
+    fn from(v: String) -> Self {
+        Self::Text(v)
+    }
+}
+
+impl From<&str> for Fact {
+    fn from(v: &str) -> Self {
+        Self::Text(v.to_owned())
+    }
+}
+
+/// The facts of a finding by name, in the order given (named as in the report's fields:
+/// `ids_start`, `other_broker_id`, `frame`...).
+pub type Facts = Vec<(&'static str, Fact)>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {

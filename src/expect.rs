@@ -1,10 +1,13 @@
-//! `--expect FILE`: this run's exchanges against those of a report written before (a
-//! golden file), so a CI job can pin what a captured fixture must decode to.
+//! `--expect FILE`: this run's exchanges and findings against those of a report written
+//! before (a golden file: the JSON report, or the lines of `--format ndjson`), so a CI job
+//! can pin what a captured fixture must decode to and what is found in it.
 //!
-//! Only `exchanges` are compared, so fields that legitimately vary between runs and
-//! versions (the tool version, added sections) do not matter. Exchanges are matched by
-//! connection, correlation id and request frame; each difference is one line naming the
-//! exchange and the field, old → new.
+//! Only `exchanges` and `producer_id_blocks.findings` are compared, so what legitimately
+//! varies between runs and versions (the tool version, added sections) does not matter;
+//! nor do fields added to them since format version 1 began ([`ADDED_FIELDS`]) when the
+//! golden file lacks them. Exchanges are matched by connection, correlation id and request
+//! frame, findings by kind and frames; each difference is one line naming the exchange or
+//! finding and the field, old → new.
 
 use std::io;
 
@@ -12,13 +15,90 @@ use serde_json::Value;
 
 use crate::analysis::Block;
 use crate::pairing::{Exchange, ExchangeOrder};
-use crate::report::model::Report;
+use crate::report::model::{PidFinding, Report};
 use crate::report::sink::{Needs, Sink};
 use crate::report::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::report::{self, compact};
 
 /// Differences listed before the rest are only counted.
 const MAX_LISTED: usize = 50;
+
+/// Fields added to exchanges and findings since format version 1 began: a golden file
+/// written before them lacks them, which is no difference.
+pub const ADDED_FIELDS: [&str; 3] = ["unix_time", "timestamp", "facts"];
+
+/// What a golden file holds that is compared.
+#[derive(Debug, Default)]
+pub struct Golden {
+    exchanges: Vec<Value>,
+    /// `None` when the file has no findings to compare (a report without the section).
+    findings: Option<Vec<Value>>,
+}
+
+impl Golden {
+    /// The JSON report, or ndjson lines (exchanges, then the rest of the report); `Err`
+    /// with the reason when it is neither.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(mut report)) => {
+                let Some(Value::Array(exchanges)) = report.remove("exchanges") else {
+                    return Err("it has no \"exchanges\" array: not a pidshark report".into());
+                };
+                Ok(Self {
+                    exchanges,
+                    findings: findings_of(&Value::Object(report)),
+                })
+            }
+            Ok(_) => Err("not a JSON object: not a pidshark report".into()),
+            Err(whole) => Self::parse_lines(text).map_err(|lines| {
+                format!("not JSON: neither a JSON report ({whole}) nor ndjson lines ({lines})")
+            }),
+        }
+    }
+
+    /// `--format ndjson` output: a line per exchange (`"type": "exchange"`, or without a
+    /// type from before lines had one), then the rest of the report.
+    fn parse_lines(text: &str) -> Result<Self, String> {
+        let mut golden = Self::default();
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let mut value: Value =
+                serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+            let is_report = value.get("format_version").is_some();
+            match value.get("type").and_then(Value::as_str) {
+                Some("report") => golden.findings = findings_of(&value),
+                None if is_report => golden.findings = findings_of(&value),
+                Some("exchange") | None => {
+                    if let Some(line) = value.as_object_mut() {
+                        line.shift_remove("type"); // the line's, not the exchange's
+                    }
+                    golden.exchanges.push(value);
+                }
+                Some(other) => return Err(format!("line {}: unknown type {other:?}", n + 1)),
+            }
+        }
+        Ok(golden)
+    }
+}
+
+fn findings_of(report: &Value) -> Option<Vec<Value>> {
+    report
+        .pointer("/producer_id_blocks/findings")
+        .and_then(Value::as_array)
+        .cloned()
+}
+
+/// A finding's place: its kind and frames.
+fn finding_key(f: &Value) -> (String, String) {
+    (at(f, "/kind").to_string(), at(f, "/frames").to_string())
+}
+
+fn describe_finding(f: &Value) -> String {
+    format!("finding {} (frames {})", at(f, "/kind"), at(f, "/frames"))
+}
 
 /// A field by JSON pointer, `null` when absent (`Value`'s indexing never panics either,
 /// but this keeps the crate free of indexing).
@@ -49,6 +129,7 @@ fn diff_values(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
                 match (a.get(k), b.get(k)) {
                     (Some(x), Some(y)) => diff_values(&sub, x, y, out),
                     (Some(x), None) => out.push(format!("{sub}: {x} → (absent)")),
+                    (None, Some(_)) if ADDED_FIELDS.contains(&k.as_str()) => {}
                     (None, Some(y)) => out.push(format!("{sub}: (absent) → {y}")),
                     (None, None) => {}
                 }
@@ -107,28 +188,28 @@ pub struct Check {
     inner: Box<dyn Sink>,
     /// The golden file's exchanges, in report order.
     expected: Vec<(Place, Value)>,
+    /// Its findings, if it has them.
+    expected_findings: Option<Vec<Value>>,
     actual: Ordered<ExchangeOrder>,
     differences: Vec<String>,
 }
 
 impl Check {
-    /// `Err` with the reason when `golden` is not a pidshark report.
-    pub fn new(golden: Value, inner: Box<dyn Sink>) -> Result<Self, String> {
-        let Value::Object(mut golden) = golden else {
-            return Err("not a JSON object: not a pidshark report".into());
-        };
-        let Some(Value::Array(exchanges)) = golden.remove("exchanges") else {
-            return Err("it has no \"exchanges\" array: not a pidshark report".into());
-        };
-        let mut expected: Vec<(Place, Value)> =
-            exchanges.into_iter().map(|ex| (place(&ex), ex)).collect();
+    /// Checks the run against `golden`, handing everything on to `inner`.
+    pub fn new(golden: Golden, inner: Box<dyn Sink>) -> Self {
+        let mut expected: Vec<(Place, Value)> = golden
+            .exchanges
+            .into_iter()
+            .map(|ex| (place(&ex), ex))
+            .collect();
         expected.sort_by_key(|(place, _)| *place);
-        Ok(Self {
+        Self {
             inner,
             expected,
+            expected_findings: golden.findings,
             actual: Ordered::new(DEFAULT_RUN_BYTES),
             differences: Vec::new(),
-        })
+        }
     }
 
     /// The differences found, one line each (at most [`MAX_LISTED`] and a count of the
@@ -139,7 +220,7 @@ impl Check {
 
     /// Walks both lists in report order: each exchange is in both (its fields compared),
     /// only in the golden file (missing) or only in this run (new).
-    fn compare(&mut self) -> io::Result<()> {
+    fn compare(&mut self, findings: &[PidFinding]) -> io::Result<()> {
         let actual = std::mem::replace(&mut self.actual, Ordered::new(1));
         let mut expected = std::mem::take(&mut self.expected).into_iter().peekable();
         let mut lines = Lines::default();
@@ -164,6 +245,13 @@ impl Check {
             Ok(())
         })?;
         lines.extend(expected.map(|(_, old)| format!("{} is missing", describe(&old))));
+        if let Some(old) = self.expected_findings.take() {
+            let new: Vec<Value> = findings
+                .iter()
+                .filter_map(|f| serde_json::to_value(f).ok())
+                .collect();
+            compare_findings(&old, &new, &mut lines);
+        }
         self.differences = lines.listed;
         if lines.more > 0 {
             let more = lines.more;
@@ -172,6 +260,33 @@ impl Check {
         }
         Ok(())
     }
+}
+
+/// The findings of the golden file against this run's: each in both (its fields
+/// compared), only in the golden file (missing) or only in this run (new).
+fn compare_findings(old: &[Value], new: &[Value], lines: &mut Lines) {
+    let mut unmatched: Vec<&Value> = new.iter().collect();
+    for o in old {
+        let key = finding_key(o);
+        match unmatched.iter().position(|n| finding_key(n) == key) {
+            Some(i) => {
+                let n = unmatched.remove(i);
+                let mut fields = Vec::new();
+                diff_values("", o, n, &mut fields);
+                lines.extend(
+                    fields
+                        .into_iter()
+                        .map(|f| format!("{}: {f}", describe_finding(o))),
+                );
+            }
+            None => lines.push(format!("{} is missing", describe_finding(o))),
+        }
+    }
+    lines.extend(
+        unmatched
+            .into_iter()
+            .map(|n| format!("{} is new", describe_finding(n))),
+    );
 }
 
 impl Sink for Check {
@@ -189,7 +304,7 @@ impl Sink for Check {
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         self.inner.finish(report)?;
-        self.compare()
+        self.compare(&report.producer_id_blocks.findings)
     }
 }
 

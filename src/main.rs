@@ -80,7 +80,7 @@ fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
 }
 
 /// Reads the `--expect` file before anything runs, so a bad path fails fast.
-fn read_expected(config: &Config) -> Result<Option<serde_json::Value>, Error> {
+fn read_expected(config: &Config) -> Result<Option<expect::Golden>, Error> {
     let Some(path) = &config.expect else {
         return Ok(None);
     };
@@ -89,9 +89,7 @@ fn read_expected(config: &Config) -> Result<Option<serde_json::Value>, Error> {
         reason,
     };
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| fail(format!("not JSON ({e})")))
+    expect::Golden::parse(&text).map(Some).map_err(fail)
 }
 
 /// The format's sink, alone or checked against `--expect`.
@@ -103,24 +101,11 @@ enum Output {
 /// Runs everything; `Ok(true)` when every check passed.
 fn run(config: &Config) -> Result<bool, Error> {
     let expected = read_expected(config)?;
-    if let (Format::Ndjson, Some(path)) = (config.format, &config.expect) {
-        return Err(Error::Expect {
-            path: path.clone(),
-            reason: "--expect compares the exchanges of a JSON report; use it with --format json"
-                .into(),
-        });
-    }
     let (out, path) = open_output(config)?;
     let sink = sink_for(config, out);
-    let mut output = match (expected, &config.expect) {
-        (Some(golden), Some(golden_path)) => {
-            let check = expect::Check::new(golden, sink).map_err(|reason| Error::Expect {
-                path: golden_path.clone(),
-                reason,
-            })?;
-            Output::Checked(check)
-        }
-        _ => Output::Plain(sink),
+    let mut output = match expected {
+        Some(golden) => Output::Checked(expect::Check::new(golden, sink)),
+        None => Output::Plain(sink),
     };
     let sink: &mut dyn Sink = match &mut output {
         Output::Plain(sink) => sink.as_mut(),
@@ -135,7 +120,7 @@ fn run(config: &Config) -> Result<bool, Error> {
         let differences = check.differences();
         if !differences.is_empty() {
             eprintln!(
-                "pidshark: the exchanges differ from {} in {} place(s):",
+                "pidshark: the exchanges or findings differ from {} in {} place(s):",
                 golden_path.display(),
                 differences.len()
             );

@@ -157,11 +157,11 @@ fn checking_against_a_golden_file_does_not_grow_with_exchanges() {
     let [small, large] = captures(dir.path(), 2000);
     // A golden file without exchanges: every exchange of the run is a difference, the
     // first 50 listed and the rest counted.
-    let golden = || serde_json::json!({ "exchanges": [] });
+    let golden = || pidshark::expect::Golden::parse(r#"{"exchanges": []}"#).unwrap();
     // The format's own sink keeps nothing: what is measured is the check's.
     let checked = |_out| -> Box<dyn Sink> {
         let nothing = Box::new(Each(|_: &model::Exchange| Ok(())));
-        Box::new(Check::new(golden(), nothing).unwrap())
+        Box::new(Check::new(golden(), nothing))
     };
     let (a, _, _) = peak_of(&small, false, checked);
     let (b, _, _) = peak_of(&large, false, checked);
@@ -178,9 +178,8 @@ fn a_check_lists_fifty_differences_and_counts_the_rest() {
     let path = dir.path().join("c.pcap");
     apid_capture(&path, 2, 100);
     let config = pidshark::Config::for_inputs(vec![path.to_str().unwrap().to_owned()]);
-    let golden = serde_json::json!({ "exchanges": [] });
-    let mut check =
-        Check::new(golden, Box::new(JsonSink::new(false, Box::new(io::sink())))).unwrap();
+    let golden = pidshark::expect::Golden::parse(r#"{"exchanges": []}"#).unwrap();
+    let mut check = Check::new(golden, Box::new(JsonSink::new(false, Box::new(io::sink()))));
     pidshark::run(&config, &mut check).unwrap();
     let lines = check.differences();
     assert_eq!(lines.len(), 51);

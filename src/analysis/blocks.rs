@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Block, Finding};
-use crate::diag::Kind;
+use crate::diag::{Fact, Facts, Kind};
 use crate::pairing::Exchange;
 
 /// The block a successful response grants, or why a NONE response grants none.
@@ -87,17 +87,27 @@ fn ids(from: i64, to: i64) -> String {
     }
 }
 
-fn finding(kind: Kind, block: &Block, frames: Vec<u64>, message: String) -> Finding {
+/// A finding about `block`, shown where it was granted; `facts` beside its own frame.
+fn finding(kind: Kind, block: &Block, frames: Vec<u64>, facts: Facts, message: String) -> Finding {
     let mut frames = frames;
     frames.sort_unstable();
     frames.dedup();
+    let mut all = vec![("frame", Fact::from(block.response_frame))];
+    all.extend(facts);
     Finding {
         kind,
         broker_id: Some(block.broker_id),
         connection: Some(block.connection),
         frames,
+        at: (block.timestamp),
+        facts: all,
         message,
     }
+}
+
+/// Facts naming ids `start..=end`.
+fn id_facts(start: i64, end: i64) -> Facts {
+    vec![("ids_start", start.into()), ("ids_end", end.into())]
 }
 
 /// Blocks of one length: how many, when first seen, and the first few.
@@ -160,15 +170,28 @@ impl Tracker {
         let block = match granted(ex) {
             Granted::Block(block) => block,
             Granted::Irregular(message) => {
-                let frame = ex
-                    .response
-                    .as_ref()
-                    .map_or(ex.request_meta.frame, |(m, _)| m.frame);
+                let (frame, at) = ex.response.as_ref().map_or(
+                    (ex.request_meta.frame, ex.request_meta.timestamp),
+                    |(m, _)| (m.frame, m.timestamp),
+                );
+                let resp = ex.response.as_ref().map(|(_, r)| r);
+                let mut facts = vec![
+                    ("frame", Fact::from(frame)),
+                    ("correlation_id", ex.correlation_id.into()),
+                ];
+                if let Some(start) = resp.and_then(|r| r.producer_id_start) {
+                    facts.push(("producer_id_start", start.into()));
+                }
+                if let Some(len) = resp.and_then(|r| r.producer_id_len) {
+                    facts.push(("producer_id_len", len.into()));
+                }
                 findings.push(Finding {
                     kind: Kind::PidBlockIrregular,
                     broker_id: ex.request.broker_id,
                     connection: Some(ex.endpoints.connection),
                     frames: vec![ex.request_meta.frame, frame],
+                    at: (at),
+                    facts,
                     message: format!(
                         "{message} (correlation id {}); it is not counted as a block",
                         ex.correlation_id
@@ -211,13 +234,18 @@ impl Tracker {
             if earlier.end < b.start {
                 continue;
             }
+            let (from, to) = (b.start.max(earlier.start), b.end.min(earlier.end));
+            let mut facts = id_facts(from, to);
+            facts.push(("other_broker_id", earlier.broker_id.into()));
+            facts.push(("other_frame", earlier.response_frame.into()));
             findings.push(finding(
                 Kind::PidBlockOverlap,
                 b,
                 vec![earlier.response_frame, b.response_frame],
+                facts,
                 format!(
                     "{} were given twice: to broker {} (frame {}) and to broker {} (frame {})",
-                    ids(b.start.max(earlier.start), b.end.min(earlier.end)),
+                    ids(from, to),
                     earlier.broker_id,
                     earlier.response_frame,
                     b.broker_id,
@@ -231,13 +259,18 @@ impl Tracker {
             .next_back()
             .filter(|(_, (end, _, _))| *end >= b.start);
         if let Some((start, (end, first, last))) = folded {
+            let (from, to) = (b.start.max(*start), b.end.min(*end));
+            let mut facts = id_facts(from, to);
+            facts.push(("other_first_frame", (*first).into()));
+            facts.push(("other_last_frame", (*last).into()));
             findings.push(finding(
                 Kind::PidBlockOverlap,
                 b,
                 vec![*last, b.response_frame],
+                facts,
                 format!(
                     "{} given to broker {} (frame {}) were already given in an earlier block, between frames {first} and {last}",
-                    ids(b.start.max(*start), b.end.min(*end)),
+                    ids(from, to),
                     b.broker_id,
                     b.response_frame
                 ),
@@ -253,10 +286,17 @@ impl Tracker {
         self.fill_gaps(b);
         if let Some(f) = &self.furthest {
             if b.start <= f.end && b.request_frame > f.response_frame {
+                let facts = vec![
+                    ("start", b.start.into()),
+                    ("other_end", f.end.into()),
+                    ("other_broker_id", f.broker_id.into()),
+                    ("other_frame", f.response_frame.into()),
+                ];
                 findings.push(finding(
                     Kind::PidBlockRegression,
                     b,
                     vec![f.response_frame, b.response_frame],
+                    facts,
                     format!(
                         "the block starting at {} for broker {} (frame {}) starts below the end {} of an earlier block for broker {} (frame {})",
                         b.start, b.broker_id, b.response_frame, f.end, f.broker_id, f.response_frame
@@ -316,10 +356,15 @@ impl Tracker {
                 continue;
             };
             let (f, b) = (&gap.before, &gap.after);
+            let mut facts = id_facts(from, gap.to);
+            facts.push(("count", (gap.to - from + 1).into()));
+            facts.push(("other_broker_id", f.broker_id.into()));
+            facts.push(("other_frame", f.response_frame.into()));
             findings.push(finding(
                 Kind::PidBlockGap,
                 b,
                 vec![f.response_frame, b.response_frame],
+                facts,
                 format!(
                     "{} ids ({}) were skipped between the block for broker {} (frame {}) and the next, for broker {} (frame {})",
                     gap.to - from + 1,
@@ -375,10 +420,12 @@ impl Tracker {
                 continue;
             }
             for b in &stats.samples {
+                let facts = vec![("len", b.len.into()), ("usual_len", usual.into())];
                 findings.push(finding(
                     Kind::PidBlockIrregular,
                     b,
                     vec![b.request_frame, b.response_frame],
+                    facts,
                     format!(
                         "broker {} got a block of {} ids (frame {}) where this capture's blocks are usually {usual}",
                         b.broker_id, b.len, b.response_frame

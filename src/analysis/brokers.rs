@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{latency_us, Finding};
-use crate::diag::Kind;
+use crate::capture::Timestamp;
+use crate::diag::{Fact, Facts, Kind};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
 use crate::report::stats::Latencies;
@@ -47,6 +48,8 @@ struct Streak {
     frames: Vec<u64>,
     connections: BTreeSet<u64>,
     last_connection: u64,
+    /// Where and when its last response came (its frames stop at [`MAX_STREAK_FRAMES`]).
+    last: (u64, Timestamp),
 }
 
 /// Frames of a streak listed in its finding; a longer streak is counted.
@@ -80,20 +83,33 @@ fn last_frame(ex: &Exchange) -> u64 {
         .map_or(ex.request_meta.frame, |(m, _)| m.frame)
 }
 
+/// When it ends there.
+fn last_at(ex: &Exchange) -> Timestamp {
+    ex.response
+        .as_ref()
+        .map_or(ex.request_meta.timestamp, |(m, _)| m.timestamp)
+}
+
+/// A finding about a broker, shown at `at` (a frame and its time).
 fn finding(
     kind: Kind,
-    broker: i32,
-    connection: u64,
+    (broker, connection): (i32, u64),
     mut frames: Vec<u64>,
+    (frame, at): (u64, Timestamp),
+    facts: Facts,
     message: String,
 ) -> Finding {
     frames.sort_unstable();
     frames.dedup();
+    let mut all = vec![("frame", Fact::from(frame))];
+    all.extend(facts);
     Finding {
         kind,
         broker_id: Some(broker),
         connection: Some(connection),
         frames,
+        at: (at),
+        facts: all,
         message,
     }
 }
@@ -103,16 +119,23 @@ fn close_streak(broker: i32, streak: Option<Streak>, len: u64, findings: &mut Ve
     if len < 2 {
         return;
     }
-    let (first, last) = (
-        streak.frames.first().copied().unwrap_or_default(),
-        streak.frames.last().copied().unwrap_or_default(),
-    );
+    let first = streak.frames.first().copied().unwrap_or_default();
+    let last = streak.last.0;
     let n = streak.connections.len();
+    let error = ErrorCode(streak.code).name();
+    let facts = vec![
+        ("error", Fact::from(error)),
+        ("count", len.into()),
+        ("first_frame", first.into()),
+        ("last_frame", last.into()),
+        ("connections", (n as u64).into()),
+    ];
     findings.push(finding(
         Kind::PidErrorStreak,
-        broker,
-        streak.last_connection,
+        (broker, streak.last_connection),
         streak.frames,
+        streak.last,
+        facts,
         format!(
             "broker {broker} got {len} {} responses in a row (frames {first} to {last}, over {n} connection{})",
             ErrorCode(streak.code).name(),
@@ -180,11 +203,16 @@ impl Tracker {
                 _ => None,
             };
             if let Some(why) = failed {
+                let mut facts = vec![("earlier_frame", Fact::from(before.request_frame))];
+                if let Some(code) = before.error {
+                    facts.push(("error", ErrorCode(code).name().into()));
+                }
                 findings.push(finding(
                     Kind::PidRetry,
-                    id,
-                    connection,
+                    (id, connection),
                     vec![before.last_frame, ex.request_meta.frame],
+                    (ex.request_meta.frame, ex.request_meta.timestamp),
+                    facts,
                     format!(
                         "broker {id} asked again (frame {}) after {why} to its request in frame {}",
                         ex.request_meta.frame, before.request_frame
@@ -193,11 +221,17 @@ impl Tracker {
             }
             if let (Some(old), Some(new)) = (before.epoch, ex.request.broker_epoch) {
                 if old != new {
+                    let facts = vec![
+                        ("old_epoch", Fact::from(old)),
+                        ("new_epoch", new.into()),
+                        ("earlier_frame", before.request_frame.into()),
+                    ];
                     findings.push(finding(
                         Kind::PidBrokerEpochChange,
-                        id,
-                        connection,
+                        (id, connection),
                         vec![before.request_frame, ex.request_meta.frame],
+                        (ex.request_meta.frame, ex.request_meta.timestamp),
+                        facts,
                         format!(
                             "broker {id} changed its epoch from {old} to {new} (frame {})",
                             ex.request_meta.frame
@@ -225,6 +259,7 @@ impl Tracker {
                     }
                     s.connections.insert(connection);
                     s.last_connection = connection;
+                    s.last = (last_frame(ex), last_at(ex));
                 }
             } else {
                 close_streak(id, b.streak.take(), b.streak_len, findings);
@@ -235,6 +270,7 @@ impl Tracker {
                         frames: vec![last_frame(ex)],
                         connections: BTreeSet::from([connection]),
                         last_connection: connection,
+                        last: (last_frame(ex), last_at(ex)),
                     });
                     b.streak_len = 1;
                 }

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::capture::Timestamp;
-use crate::diag::{Diagnostics, Kind, MAX_LISTED_PER_KIND};
+use crate::diag::{Diagnostics, Facts, Kind, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
 use crate::report::stats::Latencies;
@@ -81,6 +81,10 @@ pub struct Finding {
     pub connection: Option<u64>,
     /// Frames involved, in packet order; the last is where the finding shows.
     pub frames: Vec<u64>,
+    /// Time of the packet where it shows.
+    pub at: Timestamp,
+    /// What the message says, as numbers and names.
+    pub facts: Facts,
     pub message: String,
 }
 
@@ -104,6 +108,8 @@ struct SlowCandidate {
     broker_id: Option<i32>,
     connection: u64,
     correlation_id: i32,
+    /// Time of the response.
+    at: Timestamp,
 }
 
 /// Counts over all AllocateProducerIds exchanges, for the summary.
@@ -214,6 +220,7 @@ impl Analyzer {
                 broker_id: ex.request.broker_id,
                 connection: ex.endpoints.connection,
                 correlation_id: ex.correlation_id,
+                at: meta.timestamp,
             }));
             if self.slow_candidates.len() > MAX_SLOW_CANDIDATES {
                 self.slow_candidates.pop();
@@ -285,11 +292,19 @@ impl Analyzer {
             .collect();
         slow.sort_by_key(|c| c.response_frame);
         for c in slow {
+            let latency_us = c.latency_ns as f64 / 1000.0;
             found.push(Finding {
                 kind: Kind::PidSlowResponse,
                 broker_id: c.broker_id,
                 connection: Some(c.connection),
                 frames: vec![c.request_frame, c.response_frame],
+                at: (c.at),
+                facts: vec![
+                    ("frame", c.response_frame.into()),
+                    ("correlation_id", c.correlation_id.into()),
+                    ("latency_us", latency_us.into()),
+                    ("threshold_us", threshold.into()),
+                ],
                 message: format!(
                     "the response to correlation id {} took {:.1} ms, above the {:.1} ms threshold",
                     c.correlation_id,

@@ -7,7 +7,7 @@
 //! every field of its type, so that a field added to the model does not compile until it
 //! is written here too.
 
-use super::model::{Exchange, PidBlock, Request, Response, TaggedField};
+use super::model::{Exchange, PidBlock, Request, Response, TaggedField, UnixTime};
 
 /// Appends `ex` as compact JSON.
 pub fn exchange(out: &mut Vec<u8>, ex: &Exchange) {
@@ -186,6 +186,7 @@ fn request(w: &mut Json<'_>, r: &Request) {
         frame,
         first_frame,
         timestamp,
+        unix_time,
         size,
         api_key,
         api_version,
@@ -198,7 +199,7 @@ fn request(w: &mut Json<'_>, r: &Request) {
         decode_error,
         raw: _, // not in the JSON
     } = r;
-    message_head(w, *frame, *first_frame, timestamp, *size);
+    message_head(w, (*frame, *first_frame), (timestamp, *unix_time), *size);
     w.key("api_key");
     w.int(*api_key);
     w.key("api_version");
@@ -222,6 +223,7 @@ fn response(w: &mut Json<'_>, r: &Response) {
         frame,
         first_frame,
         timestamp,
+        unix_time,
         size,
         header_tagged_fields,
         throttle_time_ms,
@@ -234,7 +236,7 @@ fn response(w: &mut Json<'_>, r: &Response) {
         decode_error,
         raw: _, // not in the JSON
     } = r;
-    message_head(w, *frame, *first_frame, timestamp, *size);
+    message_head(w, (*frame, *first_frame), (timestamp, *unix_time), *size);
     w.optional(
         "header_tagged_fields",
         header_tagged_fields.as_deref(),
@@ -249,7 +251,12 @@ fn response(w: &mut Json<'_>, r: &Response) {
 }
 
 /// Opens a request or response with the fields every one has.
-fn message_head(w: &mut Json<'_>, frame: u64, first_frame: u64, timestamp: &str, size: u64) {
+fn message_head(
+    w: &mut Json<'_>,
+    (frame, first_frame): (u64, u64),
+    (timestamp, unix_time): (&str, UnixTime),
+    size: u64,
+) {
     w.open(b'{');
     w.key("frame");
     w.int(frame);
@@ -257,6 +264,8 @@ fn message_head(w: &mut Json<'_>, frame: u64, first_frame: u64, timestamp: &str,
     w.int(first_frame);
     w.key("timestamp");
     w.string(timestamp);
+    w.key("unix_time");
+    w.float(unix_time.seconds());
     w.key("size");
     w.int(size);
 }
@@ -310,6 +319,7 @@ fn write_pid_block(w: &mut Json<'_>, b: &PidBlock) {
         request_frame,
         response_frame,
         timestamp,
+        unix_time,
     } = b;
     w.open(b'{');
     w.key("start");
@@ -336,6 +346,8 @@ fn write_pid_block(w: &mut Json<'_>, b: &PidBlock) {
     w.int(*response_frame);
     w.key("timestamp");
     w.string(timestamp);
+    w.key("unix_time");
+    w.float(unix_time.seconds());
     w.close(b'}');
 }
 
@@ -367,9 +379,22 @@ mod tests {
         ))
     }
 
+    /// Any time a capture can hold, to the micro- or nanosecond.
+    fn unix_time() -> impl Strategy<Value = UnixTime> {
+        (any::<i64>(), 0u32..1_000_000_000, any::<bool>()).prop_map(|(secs, nanos, nano)| {
+            let nanos = if nano { nanos } else { nanos / 1000 * 1000 };
+            UnixTime(crate::capture::Timestamp { secs, nanos, nano })
+        })
+    }
+
     fn request() -> impl Strategy<Value = Request> {
         (
-            (any::<u64>(), any::<u64>(), text(), any::<u64>()),
+            (
+                any::<u64>(),
+                any::<u64>(),
+                (text(), unix_time()),
+                any::<u64>(),
+            ),
             (any::<i16>(), any::<i16>()),
             proptest::option::of(proptest::option::of(text())),
             tagged_fields(),
@@ -385,7 +410,7 @@ mod tests {
         )
             .prop_map(
                 |(
-                    (frame, first_frame, timestamp, size),
+                    (frame, first_frame, (timestamp, unix_time), size),
                     (api_key, api_version),
                     client_id,
                     header_tagged_fields,
@@ -396,6 +421,7 @@ mod tests {
                     frame,
                     first_frame,
                     timestamp,
+                    unix_time,
                     size,
                     api_key,
                     api_version,
@@ -413,7 +439,12 @@ mod tests {
 
     fn response() -> impl Strategy<Value = Response> {
         (
-            (any::<u64>(), any::<u64>(), text(), any::<u64>()),
+            (
+                any::<u64>(),
+                any::<u64>(),
+                (text(), unix_time()),
+                any::<u64>(),
+            ),
             tagged_fields(),
             (
                 proptest::option::of(any::<i32>()),
@@ -432,7 +463,7 @@ mod tests {
         )
             .prop_map(
                 |(
-                    (frame, first_frame, timestamp, size),
+                    (frame, first_frame, (timestamp, unix_time), size),
                     header_tagged_fields,
                     (throttle_time_ms, error_code, error),
                     (producer_id_start, producer_id_len),
@@ -442,6 +473,7 @@ mod tests {
                     frame,
                     first_frame,
                     timestamp,
+                    unix_time,
                     size,
                     header_tagged_fields,
                     throttle_time_ms,
@@ -505,7 +537,8 @@ mod tests {
             (start, end, len, broker_id, broker_epoch) in
                 (any::<i64>(), any::<i64>(), any::<i32>(), any::<i32>(), any::<i64>()),
             (connection, client, server, correlation_id) in (any::<u64>(), text(), text(), any::<i32>()),
-            (request_frame, response_frame, timestamp) in (any::<u64>(), any::<u64>(), text()),
+            (request_frame, response_frame, timestamp, unix_time) in
+                (any::<u64>(), any::<u64>(), text(), unix_time()),
         ) {
             let block = PidBlock {
                 start,
@@ -520,6 +553,7 @@ mod tests {
                 request_frame,
                 response_frame,
                 timestamp,
+                unix_time,
             };
             let mut mine = Vec::new();
             pid_block(&mut mine, &block);

@@ -127,6 +127,8 @@ impl Sink for NdjsonSink {
     fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
         self.line.clear();
         compact::exchange(&mut self.line, &exchange(&ex));
+        // `{"type":"exchange",` in place of the object's `{`
+        self.line.splice(..1, EXCHANGE_LINE_START.iter().copied());
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
         if self.last_flush.elapsed() >= NDJSON_FLUSH {
@@ -137,11 +139,16 @@ impl Sink for NdjsonSink {
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        self.out.write_all(REPORT_LINE_START)?;
         write_report(report, false, None, &mut self.out)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
     }
 }
+
+/// How each ndjson line starts: its `type`, then the object's fields.
+const EXCHANGE_LINE_START: &[u8] = b"{\"type\":\"exchange\",";
+const REPORT_LINE_START: &[u8] = b"{\"type\":\"report\",";
 
 /// The two ordered arrays of the JSON report.
 struct Lists {
@@ -225,7 +232,10 @@ fn write_report(
     let fields = |value: &dyn erased::Json, depth: usize| -> io::Result<Vec<u8>> {
         value.inner_fields(pretty, depth)
     };
-    out.write_all(b"{")?;
+    // ndjson's last line: `{"type":"report",` is written already
+    if lists.is_some() {
+        out.write_all(b"{")?;
+    }
     out.write_all(&fields(
         &Head {
             format_version: *format_version,

@@ -29,6 +29,7 @@ use crate::kafka::allocate_producer_ids;
 use crate::kafka::reader::TaggedField;
 use crate::kafka::tables::{ApiKey, ErrorCode};
 use crate::pairing::{self, MessageMeta};
+use model::UnixTime;
 
 /// Everything the pipeline found, ready to be reported.
 #[derive(Debug)]
@@ -149,6 +150,7 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
         frame: ex.request_meta.frame,
         first_frame: ex.request_meta.first_frame,
         timestamp: format_timestamp(ex.request_meta.timestamp),
+        unix_time: UnixTime(ex.request_meta.timestamp),
         size: ex.request_meta.size,
         api_key: ApiKey::ALLOCATE_PRODUCER_IDS.0,
         api_version: ex.api_version,
@@ -189,6 +191,7 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
         frame: meta.frame,
         first_frame: meta.first_frame,
         timestamp: format_timestamp(meta.timestamp),
+        unix_time: UnixTime(meta.timestamp),
         size: meta.size,
         header_tagged_fields: tagged(&resp.header_tagged_fields),
         throttle_time_ms: resp.throttle_time_ms,
@@ -218,6 +221,7 @@ pub fn pid_block(b: &Block) -> model::PidBlock {
         request_frame: b.request_frame,
         response_frame: b.response_frame,
         timestamp: format_timestamp(b.timestamp),
+        unix_time: UnixTime(b.timestamp),
     }
 }
 
@@ -295,6 +299,9 @@ pub fn build(mut findings: Findings) -> model::Report {
                 broker_id: f.broker_id,
                 connection: f.connection,
                 frames: f.frames.clone(),
+                timestamp: format_timestamp(f.at),
+                unix_time: UnixTime(f.at),
+                facts: f.facts.iter().cloned().collect(),
                 message: f.message.clone(),
             })
             .collect(),

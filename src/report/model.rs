@@ -17,6 +17,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::capture::Timestamp;
+use crate::diag::Fact;
+
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Report {
     pub format_version: u32,
@@ -101,6 +104,54 @@ pub struct ProducerIdBlocks {
     pub findings: Vec<PidFinding>,
 }
 
+/// A time as seconds since the Unix epoch: a JSON number beside each RFC 3339 `timestamp`,
+/// for arithmetic (jq's `fromdateiso8601` rejects fractional seconds). Exact to the
+/// microsecond; nanoseconds are rounded to what a 64-bit float holds (about 0.2 µs now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnixTime(pub Timestamp);
+
+impl UnixTime {
+    pub fn seconds(self) -> f64 {
+        let Timestamp { secs, nanos, nano } = self.0;
+        match (nano, secs.checked_mul(1_000_000)) {
+            // an integer of microseconds is exact in a float below 2^53 (year 2255): the
+            // quotient is then the float nearest the decimal time, written as that decimal
+            (false, Some(micros)) if micros.unsigned_abs() < 1 << 53 => {
+                (micros + i64::from(nanos / 1000)) as f64 / 1e6
+            }
+            _ => secs as f64 + f64::from(nanos) / 1e9,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_time_is_the_decimal_time_to_the_microsecond() {
+        let t = |secs, nanos, nano| UnixTime(Timestamp { secs, nanos, nano });
+        let json = |u: UnixTime| serde_json::to_string(&u).unwrap();
+        assert_eq!(
+            json(t(1_764_422_316, 827_541_000, false)),
+            "1764422316.827541"
+        );
+        assert_eq!(json(t(1_764_422_316, 1_000, false)), "1764422316.000001");
+        assert_eq!(json(t(1_764_422_316, 0, false)), "1764422316.0");
+        assert_eq!(json(t(-2, 500_000_000, false)), "-1.5");
+        // nanoseconds: within a quarter of a microsecond at this magnitude
+        let ns = t(1_764_422_316, 827_541_123, true).seconds();
+        let off = (ns - 1_764_422_316.0) - 0.827_541_123;
+        assert!(off.abs() < 2.5e-7, "{ns}");
+    }
+}
+
+impl Serialize for UnixTime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(self.seconds())
+    }
+}
+
 /// A block granted by a successful (NONE) response.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct PidBlock {
@@ -118,6 +169,8 @@ pub struct PidBlock {
     pub response_frame: u64,
     /// Time of the response.
     pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
@@ -128,6 +181,13 @@ pub struct PidFinding {
     pub connection: Option<u64>,
     /// Frames involved, in packet order.
     pub frames: Vec<u64>,
+    /// Time of the packet where the finding shows (the last of `frames`, or `facts.frame`).
+    pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
+    /// What `message` says, as fields: `frame` (where it shows) and the kind's own (see
+    /// docs/report-format.md).
+    pub facts: BTreeMap<&'static str, Fact>,
     pub message: String,
 }
 
@@ -191,6 +251,8 @@ pub struct Request {
     pub frame: u64,
     pub first_frame: u64,
     pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
     pub size: u64,
     pub api_key: i16,
     pub api_version: i16,
@@ -221,6 +283,8 @@ pub struct Response {
     pub frame: u64,
     pub first_frame: u64,
     pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
     pub size: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header_tagged_fields: Option<Vec<TaggedField>>,

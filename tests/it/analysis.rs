@@ -319,3 +319,116 @@ fn text_goldens_of_the_analysis_fixtures() {
         );
     }
 }
+
+/// The facts a finding must carry, from the detail its truth file planted.
+fn facts_from_truth(kind: &str, d: &Value) -> Vec<(&'static str, Value)> {
+    use serde_json::json;
+    match kind {
+        "pid_block_overlap" => vec![
+            ("ids_start", d["shared"][0].clone()),
+            ("ids_end", d["shared"][1].clone()),
+            ("other_broker_id", d["broker_ids"][0].clone()),
+        ],
+        "pid_block_regression" => vec![
+            ("start", d["start"].clone()),
+            ("other_end", d["previous_max_end"].clone()),
+        ],
+        "pid_block_gap" => vec![
+            ("count", d["count"].clone()),
+            ("ids_start", d["first_missing"].clone()),
+            ("ids_end", d["last_missing"].clone()),
+        ],
+        "pid_block_irregular" if d["reason"] == "length" => vec![
+            ("len", d["len"].clone()),
+            ("usual_len", d["usual_len"].clone()),
+        ],
+        "pid_block_irregular" => vec![
+            ("producer_id_len", d["len"].clone()),
+            ("producer_id_start", d["start"].clone()),
+        ],
+        "pid_error_streak" => vec![
+            ("count", d["count"].clone()),
+            ("connections", d["connections"].clone()),
+            ("error", d["error_name"].clone()),
+        ],
+        "pid_retry" if d["after"] == "error" => vec![("error", d["error_name"].clone())],
+        "pid_retry" => vec![("error", Value::Null)],
+        "pid_broker_epoch_change" => vec![
+            ("old_epoch", d["old_epoch"].clone()),
+            ("new_epoch", d["new_epoch"].clone()),
+        ],
+        "pid_slow_response" => vec![("latency_us", json!(d["latency_us"]))],
+        other => panic!("no facts known for {other}"),
+    }
+}
+
+#[test]
+fn findings_carry_the_facts_their_truth_planted_and_their_time() {
+    let mut failures = Vec::new();
+    for (name, files, truth) in fixtures() {
+        let report = report(&files);
+        let mut frame_to_corr: BTreeMap<u64, i64> = BTreeMap::new();
+        let mut frame_time: BTreeMap<u64, String> = BTreeMap::new();
+        for ex in report["exchanges"].as_array().unwrap() {
+            for m in [&ex["request"], &ex["response"]] {
+                if let Some(f) = m["frame"].as_u64() {
+                    frame_to_corr.insert(f, ex["correlation_id"].as_i64().unwrap());
+                    frame_time.insert(f, m["timestamp"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        for f in report["producer_id_blocks"]["findings"].as_array().unwrap() {
+            let kind = f["kind"].as_str().unwrap();
+            let mut corrs: Vec<i64> = f["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|fr| frame_to_corr.get(&fr.as_u64().unwrap()).copied())
+                .collect();
+            corrs.sort_unstable();
+            corrs.dedup();
+            let planted = truth["expected_findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| {
+                    let mut want: Vec<i64> = t["correlation_ids"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|c| c.as_i64().unwrap())
+                        .collect();
+                    want.sort_unstable();
+                    t["kind"] == kind && want == corrs
+                });
+            let Some(planted) = planted else {
+                failures.push(format!("{name}: {kind} {corrs:?} was not planted"));
+                continue;
+            };
+            for (fact, want) in facts_from_truth(kind, &planted["detail"]) {
+                let got = &f["facts"][fact];
+                let same = match (got.as_f64(), want.as_f64()) {
+                    (Some(a), Some(b)) if fact == "latency_us" => (a - b).abs() < 1.0,
+                    _ => *got == want,
+                };
+                if !same {
+                    failures.push(format!(
+                        "{name}: {kind} {corrs:?}: {fact} is {got}, planted {want}"
+                    ));
+                }
+            }
+            // its time is the time of the frame it names as where it shows
+            let frame = f["facts"]["frame"].as_u64().unwrap();
+            if frame_time.get(&frame).map(String::as_str) != f["timestamp"].as_str() {
+                failures.push(format!(
+                    "{name}: {kind} {corrs:?}: timestamp is not frame {frame}'s"
+                ));
+            }
+            let unix = f["unix_time"].as_f64().unwrap();
+            if !(1.7e9..=2.0e9).contains(&unix) {
+                failures.push(format!("{name}: {kind}: unix_time {unix}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -46,6 +46,8 @@ struct PidBlock {
     request_frame: u64,
     response_frame: u64,
     timestamp: String,
+    /// Added: the same time as seconds since the Unix epoch.
+    unix_time: f64,
 }
 
 #[derive(Deserialize)]
@@ -56,6 +58,10 @@ struct PidFinding {
     broker_id: Option<i32>,
     connection: Option<u64>,
     frames: Vec<u64>,
+    /// Added: the time of the frame where it shows, and what it says as fields.
+    timestamp: String,
+    unix_time: f64,
+    facts: BTreeMap<String, serde_json::Value>,
     message: String,
 }
 
@@ -172,6 +178,8 @@ struct Request {
     frame: u64,
     first_frame: u64,
     timestamp: String,
+    /// Added: the same time as seconds since the Unix epoch.
+    unix_time: f64,
     size: u64,
     api_key: i16,
     api_version: i16,
@@ -190,6 +198,8 @@ struct Response {
     frame: u64,
     first_frame: u64,
     timestamp: String,
+    /// Added: the same time as seconds since the Unix epoch.
+    unix_time: f64,
     size: u64,
     header_tagged_fields: Vec<Tagged>,
     throttle_time_ms: i32,

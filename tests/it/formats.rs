@@ -1,6 +1,8 @@
 //! The other output formats: `tree` against the seed document's own object trees, and
 //! golden files for `tree`, `text` and `ndjson` on the fixtures.
 
+use predicates::prelude::*;
+
 use crate::common::{pidshark, root};
 
 /// (name, type, value, offset, size) of every node line of an object tree, as the seed
@@ -187,7 +189,16 @@ fn ndjson_lines_are_the_reports_exchanges_then_the_rest() {
         .map(|l| serde_json::from_str(l).expect("every line is one JSON object"))
         .collect();
     let (last, exchanges) = lines.split_last().unwrap();
-    let mut ours: Vec<String> = exchanges.iter().map(|e| e.to_string()).collect();
+    assert_eq!(last["type"], "report");
+    let mut ours: Vec<String> = exchanges
+        .iter()
+        .map(|e| {
+            assert_eq!(e["type"], "exchange", "{e}");
+            let mut e = e.clone();
+            e.as_object_mut().unwrap().shift_remove("type");
+            e.to_string()
+        })
+        .collect();
     let mut theirs: Vec<String> = json["exchanges"]
         .as_array()
         .unwrap()
@@ -226,17 +237,26 @@ fn ndjson_golden() {
 }
 
 #[test]
-fn ndjson_refuses_expect() {
+fn expect_takes_an_ndjson_golden_and_checks_an_ndjson_run() {
+    for (format, golden) in [
+        ("json", "fixtures/controller-loopback.ndjson"),
+        ("ndjson", "fixtures/controller-loopback.report.json"),
+        ("ndjson", "fixtures/controller-loopback.ndjson"),
+    ] {
+        pidshark()
+            .args(["fixtures/controller-loopback.pcap", "--format", format])
+            .args(["--expect", golden])
+            .assert()
+            .code(0)
+            .stderr("");
+    }
+    // against another capture's golden: differences
     pidshark()
-        .args([
-            "fixtures/seed-v0.pcap",
-            "--format",
-            "ndjson",
-            "--expect",
-            "fixtures/seed-v0.report.json",
-        ])
+        .args(["fixtures/seed-v0.pcap", "--format", "ndjson"])
+        .args(["--expect", "fixtures/controller-loopback.ndjson"])
         .assert()
-        .code(2);
+        .code(1)
+        .stderr(predicate::str::contains("is missing"));
 }
 
 #[test]

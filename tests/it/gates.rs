@@ -133,3 +133,63 @@ fn expect_with_an_unreadable_file_exits_2() {
         .code(2)
         .stderr(predicate::str::contains("not JSON"));
 }
+
+#[test]
+fn expect_compares_findings_and_forgives_fields_added_since_the_golden() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("analysis/overlap.report.json")).unwrap();
+    let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // a golden from before unix_time and the findings' facts: no difference
+    for ex in report["exchanges"].as_array_mut().unwrap() {
+        ex["request"].as_object_mut().unwrap().remove("unix_time");
+        ex["response"].as_object_mut().unwrap().remove("unix_time");
+    }
+    for f in report["producer_id_blocks"]["findings"]
+        .as_array_mut()
+        .unwrap()
+    {
+        for added in ["unix_time", "timestamp", "facts"] {
+            f.as_object_mut().unwrap().remove(added);
+        }
+    }
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, serde_json::to_string(&report).unwrap()).unwrap();
+    pidshark()
+        .args([
+            "fixtures/analysis/overlap.pcap",
+            "-o",
+            "/dev/null",
+            "--expect",
+        ])
+        .arg(&old)
+        .assert()
+        .code(0)
+        .stderr("");
+    // a finding gone, another changed: both named
+    let findings = report["producer_id_blocks"]["findings"]
+        .as_array_mut()
+        .unwrap();
+    let removed = findings.remove(1);
+    assert_eq!(removed["kind"], "pid_block_regression");
+    findings[0]["message"] = serde_json::json!("something else");
+    let changed = dir.path().join("changed.json");
+    std::fs::write(&changed, serde_json::to_string(&report).unwrap()).unwrap();
+    pidshark()
+        .args([
+            "fixtures/analysis/overlap.pcap",
+            "-o",
+            "/dev/null",
+            "--expect",
+        ])
+        .arg(&changed)
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains(
+                "finding \"pid_block_overlap\" (frames [19,22]): message: \"something else\" →",
+            )
+            .and(predicate::str::contains(
+                "finding \"pid_block_regression\" (frames [19,22]) is new",
+            )),
+        );
+}

@@ -168,7 +168,7 @@ fn content(ex: &Value) -> Value {
     let mut ex = ex.clone();
     for side in ["request", "response"] {
         if let Some(obj) = ex[side].as_object_mut() {
-            for f in ["frame", "first_frame", "timestamp"] {
+            for f in ["frame", "first_frame", "timestamp", "unix_time"] {
                 obj.remove(f);
             }
         }
