@@ -10,6 +10,7 @@
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 /// Bytes asked of the input per read.
 const BLOCK: usize = 256 << 10;
@@ -37,6 +38,34 @@ pub struct ReadAhead {
     not_started: Option<io::Error>,
     /// When set, the input is treated as ended (nobody wants more of it).
     stop: Option<Arc<AtomicBool>>,
+    /// The reading thread, joined when the reader is dropped (see [`Drop`]).
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long a dropped reader waits for its thread to end: one read of a file or of
+/// bytes in memory. A thread still waiting on a live input (a pipe with nothing to
+/// read) is left to end at its next read, as the process would.
+const JOIN_WAIT: Duration = Duration::from_millis(500);
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        // Without a receiver and a return channel the thread's next send fails, and it
+        // returns.
+        let (spent, _) = mpsc::sync_channel(0);
+        drop(std::mem::replace(&mut self.spent, spent));
+        let (_, rx) = mpsc::sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, rx));
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        let deadline = Instant::now() + JOIN_WAIT;
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl ReadAhead {
@@ -78,14 +107,19 @@ impl ReadAhead {
                     }
                 }
             });
+        let (thread, not_started) = match started {
+            Ok(thread) => (Some(thread), None),
+            Err(e) => (None, Some(e)),
+        };
         Self {
             rx,
             spent,
             block: Vec::new(),
             at: 0,
             finished: false,
-            not_started: started.err(),
+            not_started,
             stop: None,
+            thread,
         }
     }
 }
@@ -100,7 +134,7 @@ impl ReadAhead {
 }
 
 /// How often a wait for input looks at the stop flag.
-const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+const STOP_POLL: Duration = Duration::from_millis(100);
 
 impl ReadAhead {
     /// The next chunk; a stop while waiting for one (a quiet live input) is the end.
@@ -322,5 +356,36 @@ mod tests {
         let err = ahead.read_to_end(&mut out).unwrap_err();
         assert_eq!(err.to_string(), "disk on fire");
         assert_eq!(out, data(1000));
+    }
+
+    /// Says when it is dropped, which happens on the reading thread as it ends.
+    struct Flagged(io::Cursor<Vec<u8>>, Arc<AtomicBool>);
+
+    impl Read for Flagged {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Drop for Flagged {
+        fn drop(&mut self) {
+            self.1.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A reader dropped early, or at the end, has ended its thread (no thread outlives it
+    /// to keep its record past the process's leak check).
+    #[test]
+    fn a_dropped_reader_has_ended_its_thread() {
+        for read_first in [0, 1, 3] {
+            let gone = Arc::new(AtomicBool::new(false));
+            let input = Flagged(io::Cursor::new(vec![7u8; 4 * BLOCK]), Arc::clone(&gone));
+            let mut reader = ReadAhead::new(input);
+            for _ in 0..read_first {
+                reader.advance().unwrap();
+            }
+            drop(reader);
+            assert!(gone.load(Ordering::SeqCst), "after {read_first} blocks");
+        }
     }
 }
