@@ -9,6 +9,7 @@ use clap::Parser;
 use crate::analysis::SlowRule;
 use crate::gate::Condition;
 use crate::kafka::KafkaConfig;
+use crate::report::filter::{Filter, TimeBound};
 
 /// Examples shown by `--help` (and `-h` points to them).
 const EXAMPLES: &str = "\
@@ -39,7 +40,7 @@ The report's fields, diagnostic kinds and exit codes are described in docs/repor
 #[command(
     name = "pidshark",
     version,
-    after_help = "Examples and the exit status: pidshark --help",
+    after_help = "More limits, the examples and the exit status: pidshark --help",
     after_long_help = format!("{EXAMPLES}\n\n{EXIT_STATUS}")
 )]
 pub struct Args {
@@ -130,8 +131,45 @@ pub struct Args {
     /// Print the manual page (roff) and exit.
     ///
     /// For example `pidshark --man > ~/.local/share/man/man1/pidshark.1`.
-    #[arg(long, exclusive = true, help_heading = "Installation")]
+    #[arg(
+        long,
+        exclusive = true,
+        help_heading = "Installation",
+        hide_short_help = true
+    )]
     pub man: bool,
+
+    /// Only the exchanges (and blocks) of broker ID.
+    ///
+    /// Filters apply to every format's exchanges and blocks; the summary, the findings and
+    /// the diagnostics still describe the whole capture, and the report names the filters.
+    #[arg(long, value_name = "ID", help_heading = "Filters")]
+    pub broker: Option<i32>,
+
+    /// Only the exchanges of connection N (Wireshark's `tcp.stream`).
+    #[arg(long, value_name = "N", help_heading = "Filters")]
+    pub connection: Option<u64>,
+
+    /// Only exchanges requested at TIME or later.
+    ///
+    /// TIME is RFC 3339 (`2026-11-29T13:54:58Z`, any offset) or seconds after the
+    /// capture's first packet (`12.5`), as Wireshark's `frame.time_relative`.
+    #[arg(long, value_name = "TIME", value_parser = TimeBound::parse, help_heading = "Filters")]
+    pub since: Option<TimeBound>,
+
+    /// Only exchanges requested at TIME or earlier (as --since).
+    #[arg(long, value_name = "TIME", value_parser = TimeBound::parse, help_heading = "Filters")]
+    pub until: Option<TimeBound>,
+
+    /// Only exchanges without a NONE answer read whole.
+    ///
+    /// Error responses, requests without an answer, and messages that did not decode.
+    #[arg(long, help_heading = "Filters")]
+    pub errors_only: bool,
+
+    /// Only the exchange with a message in frame N; `--format tree` draws that message.
+    #[arg(long, value_name = "N", help_heading = "Filters")]
+    pub frame: Option<u64>,
 
     /// Responses slower than MS milliseconds are `pid_slow_response`.
     ///
@@ -177,20 +215,20 @@ pub struct Args {
     ///
     /// Past it the oldest is given up (`pending_limit`; Produce with acks=0 is never
     /// answered).
-    #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION, help_heading = "Limits")]
+    #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION, help_heading = "Limits", hide_short_help = true)]
     pub max_pending: usize,
 
     /// Largest capture record (pcapng block) read.
     ///
     /// A larger one is `capture_corrupt`, and reading that file stops there.
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size, help_heading = "Limits")]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size, help_heading = "Limits", hide_short_help = true)]
     pub max_record: usize,
 
     /// Largest Kafka frame believed.
     ///
     /// A larger size prefix is `kafka_frame_too_large` (Kafka's own default
     /// `socket.request.max.bytes` is 100 MiB).
-    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size, help_heading = "Limits")]
+    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size, help_heading = "Limits", hide_short_help = true)]
     pub max_frame: usize,
 }
 
@@ -243,6 +281,8 @@ pub struct Config {
     pub color: ColorChoice,
     /// `--format text` lists every exchange.
     pub all_exchanges: bool,
+    /// Which exchanges the output shows.
+    pub filter: Filter,
     pub kafka: KafkaConfig,
     /// Out-of-order bytes held per direction.
     pub max_held_len: usize,
@@ -272,6 +312,7 @@ impl Config {
             format: Format::Json,
             color: ColorChoice::Auto,
             all_exchanges: false,
+            filter: Filter::default(),
             kafka: KafkaConfig::default(),
             max_held_len: crate::DEFAULT_MAX_HELD_LEN,
             max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
@@ -300,6 +341,14 @@ impl From<Args> for Config {
             format: args.format,
             color: args.color,
             all_exchanges: args.all,
+            filter: Filter {
+                broker: args.broker,
+                connection: args.connection,
+                since: args.since,
+                until: args.until,
+                errors_only: args.errors_only,
+                frame: args.frame,
+            },
             kafka: KafkaConfig {
                 ports,
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),

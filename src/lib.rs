@@ -52,7 +52,7 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use flate2::read::MultiGzDecoder;
 
@@ -248,6 +248,15 @@ fn process(
     sink: &mut dyn Sink,
     readers: Option<Vec<(String, Box<dyn Blocks>)>>,
 ) -> Result<report::model::Report, Error> {
+    // Every format shows the exchanges the filters pass (the analysis sees them all).
+    let first_packet = OnceLock::new();
+    let mut filtered;
+    let sink: &mut dyn Sink = if config.filter.is_empty() {
+        sink
+    } else {
+        filtered = report::filter::Filtered::new(&config.filter, &first_packet, sink);
+        &mut filtered
+    };
     let needs = sink.needs();
     let analyzer = Analyzer::new(
         config.slow,
@@ -261,7 +270,7 @@ fn process(
             .name("pidshark-output".into())
             .spawn_scoped(scope, || worker::consume(rx, analyzer, &mut *sink))
             .map_err(|source| Error::Thread { source })?;
-        let read = read_all(config, readers, &mut batcher);
+        let read = read_all(config, readers, &mut batcher, &first_packet);
         batcher.finish();
         match analysis.join() {
             Ok(outcome) => Ok((outcome, read)),
@@ -368,6 +377,7 @@ fn read_all(
     config: &Config,
     mut readers: Option<Vec<(String, Box<dyn Blocks>)>>,
     batcher: &mut Batcher,
+    first_packet: &OnceLock<capture::Timestamp>,
 ) -> Result<ReadOutcome, Error> {
     let mut diags = Diagnostics::default();
     let mut tracker: Tracker<KafkaConn> =
@@ -408,6 +418,10 @@ fn read_all(
             &mut diags,
             config.max_record,
             |packet, diags| {
+                if last == PacketRef::default() {
+                    // for --since/--until in seconds after the first packet
+                    let _ = first_packet.set(packet.at.timestamp);
+                }
                 last = packet.at;
                 match decode::decode(packet) {
                     Decoded::Tcp(segment) => {

@@ -71,7 +71,7 @@ fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
     match config.format {
         Format::Ndjson => Box::new(NdjsonSink::new(out)),
         Format::Json => Box::new(JsonSink::new(!config.compact, out)),
-        Format::Tree => Box::new(TreeSink::new(out)),
+        Format::Tree => Box::new(TreeSink::new(out).only_frame(config.filter.frame)),
         Format::Text => {
             let colour = text::use_colour(config.color, config.output.is_none());
             Box::new(TextSink::new(colour, out).listing_all(config.all_exchanges))

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::model::{Capture, Diagnostic, PidFinding, ProducerIdBlocks, Report, Summary, Tool};
+use super::model::{
+    Capture, Diagnostic, Filters, PidFinding, ProducerIdBlocks, Report, Summary, Tool,
+};
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{compact, exchange, pid_block};
@@ -194,6 +196,8 @@ fn write_report(
     struct Head<'a> {
         format_version: u32,
         tool: &'a Tool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filters: &'a Option<Filters>,
         captures: &'a [Capture],
         summary: &'a Summary,
     }
@@ -215,6 +219,7 @@ fn write_report(
     let Report {
         format_version,
         tool,
+        filters,
         captures,
         summary,
         exchanges: _,
@@ -240,6 +245,7 @@ fn write_report(
         &Head {
             format_version: *format_version,
             tool,
+            filters,
             captures,
             summary,
         },

@@ -5,6 +5,7 @@
 //! every map is a `BTreeMap`. Time comes only from the capture.
 
 pub mod compact;
+pub mod filter;
 pub mod json;
 pub mod model;
 mod samples;
@@ -337,6 +338,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             name: "pidshark",
             version: env!("CARGO_PKG_VERSION"),
         },
+        filters: None,
         captures,
         summary,
         exchanges,

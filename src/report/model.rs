@@ -24,11 +24,27 @@ use crate::diag::Fact;
 pub struct Report {
     pub format_version: u32,
     pub tool: Tool,
+    /// The filters applied to `exchanges` and `producer_id_blocks.blocks`; absent without
+    /// any. The summary, findings and diagnostics describe the whole capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Filters>,
     pub captures: Vec<Capture>,
     pub summary: Summary,
     pub exchanges: Vec<Exchange>,
     pub producer_id_blocks: ProducerIdBlocks,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The filters of a run (`--broker`, `--connection`, `--since`, `--until`,
+/// `--errors-only`, `--frame`), the time bounds as times.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct Filters {
+    pub broker: Option<i32>,
+    pub connection: Option<u64>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub errors_only: bool,
+    pub frame: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]

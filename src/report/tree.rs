@@ -266,6 +266,8 @@ impl OrderKey for MessageOrder {
 /// not grow with the number of exchanges.
 pub struct TreeSink {
     messages: Ordered<MessageOrder>,
+    /// `--frame`: only the message in this frame is drawn.
+    only_frame: Option<u64>,
     out: Box<dyn Write + Send>,
 }
 
@@ -273,8 +275,15 @@ impl TreeSink {
     pub fn new(out: Box<dyn Write + Send>) -> Self {
         Self {
             messages: Ordered::new(DEFAULT_RUN_BYTES),
+            only_frame: None,
             out,
         }
+    }
+
+    /// Draws only the message with a byte in `frame` (`--frame`), not its whole exchange.
+    pub fn only_frame(mut self, frame: Option<u64>) -> Self {
+        self.only_frame = frame;
+        self
     }
 }
 
@@ -294,11 +303,19 @@ impl Sink for TreeSink {
             connection: ex.connection,
             correlation_id: ex.correlation_id,
         };
-        self.messages.push(order(ex.request.frame, false), |out| {
-            out.extend(message(&ex, true).as_bytes());
-            Ok(())
-        })?;
-        if let Some(resp) = &ex.response {
+        let drawn =
+            |first: u64, last: u64| self.only_frame.is_none_or(|f| (first..=last).contains(&f));
+        if drawn(ex.request.first_frame, ex.request.frame) {
+            self.messages.push(order(ex.request.frame, false), |out| {
+                out.extend(message(&ex, true).as_bytes());
+                Ok(())
+            })?;
+        }
+        if let Some(resp) = ex
+            .response
+            .as_ref()
+            .filter(|r| drawn(r.first_frame, r.frame))
+        {
             self.messages.push(order(resp.frame, true), |out| {
                 out.extend(message(&ex, false).as_bytes());
                 Ok(())

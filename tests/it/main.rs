@@ -6,6 +6,7 @@ mod analysis;
 mod cli;
 mod contract;
 mod cut_sweep;
+mod filters;
 mod formats;
 mod gates;
 mod golden;

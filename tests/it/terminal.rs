@@ -13,7 +13,7 @@ fn short_help_is_a_screenful_and_long_help_is_grouped_with_examples() {
     let short = pidshark().arg("-h").assert().success();
     let short = String::from_utf8(short.get_output().stdout.clone()).unwrap();
     assert!(
-        short.lines().count() <= 45,
+        short.lines().count() <= 50,
         "-h is {} lines",
         short.lines().count()
     );
@@ -23,6 +23,7 @@ fn short_help_is_a_screenful_and_long_help_is_grouped_with_examples() {
     let headings = [
         "Input:",
         "Output:",
+        "Filters:",
         "Analysis:",
         "CI gates:",
         "Limits:",

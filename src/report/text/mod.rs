@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 
-use super::model::{Diagnostic, Exchange, PidFinding, Report};
+use super::model::{Diagnostic, Exchange, Filters, PidFinding, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::Block;
@@ -206,6 +206,13 @@ impl Parts<'_> {
             Grade::Nothing => BOLD,
         };
         writeln!(w, "\n{style}{text}{style:#}")?;
+        if let Some(filters) = &report.filters {
+            writeln!(
+                w,
+                "{DIM}showing only the exchanges and blocks of {}; the verdict, findings, tables and diagnostics are of the whole capture{DIM:#}",
+                describe_filters(filters)
+            )?;
+        }
         findings(&mut w, report)?;
         brokers(&mut w, report)?;
         if self.blocks > 0 {
@@ -217,6 +224,30 @@ impl Parts<'_> {
         diagnostics(&mut w, report)?;
         w.flush()
     }
+}
+
+/// The filters applied, as a person says them.
+fn describe_filters(f: &Filters) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = f.broker {
+        parts.push(format!("broker {b}"));
+    }
+    if let Some(c) = f.connection {
+        parts.push(format!("connection {c}"));
+    }
+    if let Some(t) = &f.since {
+        parts.push(format!("since {t}"));
+    }
+    if let Some(t) = &f.until {
+        parts.push(format!("until {t}"));
+    }
+    if f.errors_only {
+        parts.push("errors".to_owned());
+    }
+    if let Some(n) = f.frame {
+        parts.push(format!("frame {n}"));
+    }
+    parts.join(", ")
 }
 
 fn heading(w: &mut dyn Write, text: &str) -> io::Result<()> {

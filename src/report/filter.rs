@@ -1,0 +1,204 @@
+//! Filters (`--broker`, `--connection`, `--since`, `--until`, `--errors-only`, `--frame`):
+//! which exchanges, and the blocks they granted, the output shows. They sit between the
+//! analysis and the format's sink, so every format shows the same exchanges; the summary,
+//! the findings and the diagnostics still describe the whole capture, and the report
+//! names the filters applied (`filters`).
+
+use std::collections::HashSet;
+use std::io;
+use std::sync::OnceLock;
+
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use super::format_timestamp;
+use super::model::{self, Report};
+use super::sink::{Needs, Sink};
+use crate::analysis::Block;
+use crate::capture::Timestamp;
+use crate::pairing::Exchange;
+
+/// A bound of `--since` or `--until`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeBound {
+    /// A time of day (RFC 3339).
+    At(Timestamp),
+    /// Seconds after the capture's first packet.
+    AfterStart(f64),
+}
+
+impl TimeBound {
+    /// `2026-11-29T13:54:58.2Z` (RFC 3339, any offset) or seconds after the first packet
+    /// (`12`, `0.5`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if let Ok(secs) = text.parse::<f64>() {
+            return match secs.is_finite() && secs >= 0.0 {
+                true => Ok(Self::AfterStart(secs)),
+                false => Err(format!(
+                    "{text:?}: seconds after the first packet are 0 or more"
+                )),
+            };
+        }
+        let at = OffsetDateTime::parse(text, &Rfc3339).map_err(|e| {
+            format!("{text:?} is neither an RFC 3339 time (2026-11-29T13:54:58Z) nor seconds after the first packet ({e})")
+        })?;
+        let nanos = at.unix_timestamp_nanos();
+        Ok(Self::At(Timestamp {
+            secs: i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
+            nanos: u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0),
+            nano: true,
+        }))
+    }
+
+    /// The bound as a time, once the first packet's is known.
+    fn resolve(self, first: Option<Timestamp>) -> Option<i128> {
+        match self {
+            Self::At(at) => Some(at.as_nanos()),
+            Self::AfterStart(secs) => first.map(|f| f.as_nanos() + (secs * 1e9) as i128),
+        }
+    }
+}
+
+/// The filters of a run; none by default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    pub broker: Option<i32>,
+    pub connection: Option<u64>,
+    pub since: Option<TimeBound>,
+    pub until: Option<TimeBound>,
+    /// Only exchanges without a NONE answer read whole: error responses, no answer,
+    /// undecoded messages.
+    pub errors_only: bool,
+    /// Only the exchange with a message in this frame.
+    pub frame: Option<u64>,
+}
+
+impl Filter {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Whether the output shows `ex`; `first`: the capture's first packet's time.
+    pub fn passes(&self, ex: &Exchange, first: Option<Timestamp>) -> bool {
+        let at = ex.request_meta.timestamp.as_nanos();
+        let bound = |b: Option<TimeBound>| b.and_then(|b| b.resolve(first));
+        let in_frames = |f: u64| {
+            let within = |first: u64, last: u64| (first..=last).contains(&f);
+            within(ex.request_meta.first_frame, ex.request_meta.frame)
+                || ex
+                    .response
+                    .as_ref()
+                    .is_some_and(|(m, _)| within(m.first_frame, m.frame))
+        };
+        self.broker.is_none_or(|b| ex.request.broker_id == Some(b))
+            && self.connection.is_none_or(|c| ex.endpoints.connection == c)
+            && bound(self.since).is_none_or(|since| at >= since)
+            && bound(self.until).is_none_or(|until| at <= until)
+            && (!self.errors_only || is_error(ex))
+            && self.frame.is_none_or(in_frames)
+    }
+
+    /// The filters as the report names them, the time bounds as times.
+    fn describe(&self, first: Option<Timestamp>) -> model::Filters {
+        let time = |b: Option<TimeBound>| {
+            b.and_then(|b| b.resolve(first)).map(|nanos| {
+                format_timestamp(Timestamp {
+                    secs: i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
+                    nanos: u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0),
+                    nano: true,
+                })
+            })
+        };
+        model::Filters {
+            broker: self.broker,
+            connection: self.connection,
+            since: time(self.since),
+            until: time(self.until),
+            errors_only: self.errors_only,
+            frame: self.frame,
+        }
+    }
+}
+
+/// Not a complete NONE answer read whole.
+fn is_error(ex: &Exchange) -> bool {
+    match &ex.response {
+        None => true,
+        Some((_, resp)) => resp.error_code != Some(0) || resp.problem.is_some(),
+    }
+}
+
+/// A sink that hands on only the exchanges (and blocks) a [`Filter`] passes.
+pub struct Filtered<'a> {
+    filter: &'a Filter,
+    first_packet: &'a OnceLock<Timestamp>,
+    inner: &'a mut dyn Sink,
+    /// Exchanges passed, when the report lists its blocks itself (to keep theirs only).
+    passed: Option<HashSet<(u64, i32, u64)>>,
+}
+
+impl<'a> Filtered<'a> {
+    pub fn new(
+        filter: &'a Filter,
+        first_packet: &'a OnceLock<Timestamp>,
+        inner: &'a mut dyn Sink,
+    ) -> Self {
+        let passed = inner.needs().blocks_in_report.then(HashSet::new);
+        Self {
+            filter,
+            first_packet,
+            inner,
+            passed,
+        }
+    }
+}
+
+impl Sink for Filtered<'_> {
+    fn needs(&self) -> Needs {
+        self.inner.needs()
+    }
+
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        if !self.filter.passes(&ex, self.first_packet.get().copied()) {
+            return Ok(());
+        }
+        if let Some(passed) = &mut self.passed {
+            passed.insert((
+                ex.endpoints.connection,
+                ex.correlation_id,
+                ex.request_meta.frame,
+            ));
+        }
+        self.inner.exchange(ex, block)
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        report.filters = Some(self.filter.describe(self.first_packet.get().copied()));
+        if let Some(passed) = &self.passed {
+            report
+                .producer_id_blocks
+                .blocks
+                .retain(|b| passed.contains(&(b.connection, b.correlation_id, b.request_frame)));
+        }
+        self.inner.finish(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_or_seconds_after_the_first_packet() {
+        assert_eq!(TimeBound::parse("12.5"), Ok(TimeBound::AfterStart(12.5)));
+        let Ok(TimeBound::At(at)) = TimeBound::parse("2026-11-29T13:54:58.25+01:00") else {
+            panic!("an RFC 3339 time");
+        };
+        assert_eq!((at.secs, at.nanos), (1_795_956_898, 250_000_000));
+        assert!(TimeBound::parse("-3").is_err());
+        assert!(TimeBound::parse("yesterday")
+            .unwrap_err()
+            .contains("RFC 3339"));
+    }
+}
