@@ -173,6 +173,8 @@ fn progress(
     bar.set_style(
         ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    // Drawn once now, so that even a run shorter than a tick shows where it started.
+    bar.tick();
     let done = Arc::new(AtomicBool::new(false));
     let (b, d) = (bar.clone(), Arc::clone(&done));
     let ticker = std::thread::spawn(move || {
