@@ -79,8 +79,9 @@ pub struct Args {
     /// Output format.
     ///
     /// `json` (the report), `ndjson` (one line per exchange as it completes, then a
-    /// summary line), `tree` (each message's fields and bytes, like the seed document) or
-    /// `text` (a summary for a terminal).
+    /// summary line), `tree` (each message's fields and bytes, like the seed document),
+    /// `text` (the post-mortem for a terminal), `csv` (a row per exchange) or `csv-blocks`
+    /// (a row per block).
     #[arg(long, value_enum, default_value_t = Format::Json, help_heading = "Output")]
     pub format: Format,
 
@@ -269,6 +270,10 @@ pub enum Format {
     Ndjson,
     Tree,
     Text,
+    /// A row per exchange (RFC 4180).
+    Csv,
+    /// A row per producer-id block (RFC 4180).
+    CsvBlocks,
 }
 
 /// What a run needs, validated.

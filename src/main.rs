@@ -13,6 +13,7 @@ use std::sync::Arc;
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
+use pidshark::report::csv::CsvSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
 use pidshark::report::model;
 use pidshark::report::sink::Sink;
@@ -72,6 +73,8 @@ fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
         Format::Ndjson => Box::new(NdjsonSink::new(out)),
         Format::Json => Box::new(JsonSink::new(!config.compact, out)),
         Format::Tree => Box::new(TreeSink::new(out).only_frame(config.filter.frame)),
+        Format::Csv => Box::new(CsvSink::exchanges(out)),
+        Format::CsvBlocks => Box::new(CsvSink::blocks(out)),
         Format::Text => {
             let colour = text::use_colour(config.color, config.output.is_none());
             Box::new(TextSink::new(colour, out).listing_all(config.all_exchanges))

@@ -5,6 +5,7 @@
 //! every map is a `BTreeMap`. Time comes only from the capture.
 
 pub mod compact;
+pub mod csv;
 pub mod filter;
 pub mod json;
 pub mod model;

@@ -352,3 +352,116 @@ fn text_is_a_screenful_or_two_and_all_lists_every_exchange() {
     assert_eq!(all.matches("NOT_CONTROLLER  ").count(), 300, "{all}");
     assert!(all.contains("AllocateProducerIds exchanges: 300 (300 complete"));
 }
+
+/// The rows of a CSV output, read back by the `csv` crate as RFC 4180, by column name.
+fn csv_rows(args: &[&str]) -> Vec<std::collections::BTreeMap<String, String>> {
+    let out = pidshark()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(out.windows(2).any(|w| w == b"\r\n"), "CRLF line ends");
+    let mut reader = csv::Reader::from_reader(out.as_slice());
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    reader
+        .records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(str::to_owned))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn csv_blocks_are_the_blocks_the_truth_planted_and_csv_has_every_exchange() {
+    for name in [
+        "healthy",
+        "overlap",
+        "failover-regression",
+        "gaps-irregular",
+    ] {
+        let pcap = format!("fixtures/analysis/{name}.pcap");
+        let truth: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(root().join(format!("fixtures/analysis/{name}.truth.json")))
+                .unwrap(),
+        )
+        .unwrap();
+        let rows = csv_rows(&[&pcap, "--format", "csv-blocks"]);
+        let mut got: Vec<(i64, i64, i64)> = rows
+            .iter()
+            .map(|r| {
+                let n = |c: &str| r[c].parse::<i64>().unwrap();
+                (n("start"), n("end"), n("broker_id"))
+            })
+            .collect();
+        let mut want: Vec<(i64, i64, i64)> = truth["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                let n = |c: &str| b[c].as_i64().unwrap();
+                (n("start"), n("end"), n("broker_id"))
+            })
+            .collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "{name}: blocks");
+        let rows = csv_rows(&[&pcap, "--format", "csv"]);
+        let exchanges = truth["exchanges"].as_array().unwrap();
+        assert_eq!(rows.len(), exchanges.len(), "{name}: exchanges");
+        for row in &rows {
+            let planted = exchanges
+                .iter()
+                .find(|e| {
+                    e["correlation_id"].as_i64().map(|c| c.to_string()).as_ref()
+                        == Some(&row["correlation_id"])
+                        && e["client"].as_str() == Some(row["client"].as_str())
+                })
+                .unwrap_or_else(|| panic!("{name}: {row:?} was not planted"));
+            let resp = &planted["response"];
+            let cell = |v: &serde_json::Value| match v {
+                serde_json::Value::Null => String::new(),
+                v => v.to_string(),
+            };
+            assert_eq!(
+                row["error_code"],
+                cell(&resp["error_code"]),
+                "{name}: {row:?}"
+            );
+            assert_eq!(row["producer_id_start"], cell(&resp["producer_id_start"]));
+            assert_eq!(row["broker_id"], cell(&planted["request"]["broker_id"]));
+        }
+    }
+}
+
+#[test]
+fn csv_goldens_of_the_analysis_fixtures() {
+    for name in [
+        "healthy",
+        "overlap",
+        "failover-regression",
+        "gaps-irregular",
+        "slow",
+        "error-streak",
+    ] {
+        let pcap = format!("fixtures/analysis/{name}.pcap");
+        check_golden(
+            &[&pcap, "--format", "csv"],
+            &format!("fixtures/analysis/{name}.csv"),
+        );
+        check_golden(
+            &[&pcap, "--format", "csv-blocks"],
+            &format!("fixtures/analysis/{name}.blocks.csv"),
+        );
+    }
+}
