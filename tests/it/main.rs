@@ -25,4 +25,5 @@ mod synthetic;
 mod terminal;
 pub mod truth;
 pub mod variants;
+mod walkthrough;
 pub mod wireshark;
