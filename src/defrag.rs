@@ -21,7 +21,7 @@ use std::net::IpAddr;
 
 use crate::capture::PacketRef;
 use crate::decode::IpFragmentView;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{At, Diagnostics, Kind};
 
 /// Bytes held over all datagrams being reassembled.
 pub const MAX_HELD_LEN: usize = 4 << 20;
@@ -113,7 +113,7 @@ impl Defragmenter {
         let end = u64::from(frag.offset) + frag.payload.len() as u64 + u64::from(frag.missing_len);
         if end > u64::from(MAX_DATAGRAM_LEN) {
             let reason = format!("a fragment ends at byte {end}, past the {MAX_DATAGRAM_LEN} an IP datagram can hold");
-            self.give_up(key, at.frame, 1, &reason, diags);
+            self.give_up(key, at.into(), 1, &reason, diags);
             return None;
         }
         let cost = piece.data.len() + FRAGMENT_OVERHEAD;
@@ -123,7 +123,7 @@ impl Defragmenter {
             };
             if self.pending.get(&old).is_some_and(|d| d.serial == serial) {
                 let reason = format!("fragments held reached {} MiB", MAX_HELD_LEN >> 20);
-                self.give_up(old, at.frame, 0, &reason, diags);
+                self.give_up(old, at.into(), 0, &reason, diags);
             }
         }
         if !self.pending.contains_key(&key) {
@@ -145,7 +145,7 @@ impl Defragmenter {
         let datagram = self.pending.get_mut(&key)?;
         datagram.last_frame = at.frame;
         if let Some(reason) = conflict(datagram, &piece, frag.more) {
-            self.give_up(key, at.frame, 1, &reason, diags);
+            self.give_up(key, at.into(), 1, &reason, diags);
             return None;
         }
         if !frag.more {
@@ -169,7 +169,7 @@ impl Defragmenter {
             let frame = self.pending.get(&key).map_or(0, |d| d.last_frame);
             self.give_up(
                 key,
-                frame,
+                At::from(Some(frame)),
                 0,
                 "the capture ended before it was complete",
                 diags,
@@ -192,32 +192,25 @@ impl Defragmenter {
             }
             self.order.pop_front();
             let reason = format!("it was not complete {TIMEOUT_SECS} s after its first fragment");
-            self.give_up(key, at.frame, 0, &reason, diags);
+            self.give_up(key, at.into(), 0, &reason, diags);
         }
     }
 
-    /// Drops a datagram (and `extra` fragments not held) with a diagnostic at `frame`.
-    fn give_up(
-        &mut self,
-        key: Key,
-        frame: u64,
-        extra: usize,
-        reason: &str,
-        diags: &mut Diagnostics,
-    ) {
+    /// Drops a datagram (and `extra` fragments not held) with a diagnostic at `at`.
+    fn give_up(&mut self, key: Key, at: At, extra: usize, reason: &str, diags: &mut Diagnostics) {
         let (fragments, bytes, first_frame) = match self.pending.remove(&key) {
             Some(datagram) => {
                 self.held_len = self.held_len.saturating_sub(datagram.held_len);
                 let bytes: usize = datagram.pieces.iter().map(|p| p.data.len()).sum();
                 (datagram.pieces.len(), bytes, datagram.first.frame)
             }
-            None => (0, 0, frame),
+            None => (0, 0, at.frame().unwrap_or(0)),
         };
         let version = if key.src.is_ipv6() { "IPv6" } else { "IPv4" };
         diags.push(
             Kind::IpFragmentsDropped,
             None,
-            Some(frame),
+            at,
             format!(
                 "{} {version} fragments ({bytes} captured bytes, first in frame {first_frame}) of datagram {} from {} to {} were dropped: {reason}; the TCP segment they carried is lost",
                 fragments + extra,

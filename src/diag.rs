@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::capture::{PacketRef, Timestamp};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Info,
@@ -268,6 +270,8 @@ pub struct Diagnostic {
     pub kind: Kind,
     pub connection: Option<u64>,
     pub frame: Option<u64>,
+    /// Time of the packet, when the diagnostic is about one.
+    pub timestamp: Option<Timestamp>,
     pub message: String,
 }
 
@@ -282,15 +286,53 @@ pub struct Diagnostics {
     counts: BTreeMap<Kind, u64>,
 }
 
+/// Where a diagnostic is: a packet (its frame and time), a frame number alone, or no
+/// frame at all (a fact about the files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    Packet(PacketRef),
+    Frame(u64),
+    Nowhere,
+}
+
+impl From<PacketRef> for At {
+    fn from(at: PacketRef) -> Self {
+        Self::Packet(at)
+    }
+}
+
+impl From<Option<u64>> for At {
+    fn from(frame: Option<u64>) -> Self {
+        frame.map_or(Self::Nowhere, Self::Frame)
+    }
+}
+
+impl At {
+    pub fn frame(self) -> Option<u64> {
+        match self {
+            Self::Packet(at) => Some(at.frame),
+            Self::Frame(frame) => Some(frame),
+            Self::Nowhere => None,
+        }
+    }
+
+    pub fn timestamp(self) -> Option<Timestamp> {
+        match self {
+            Self::Packet(at) => Some(at.timestamp),
+            _ => None,
+        }
+    }
+}
+
 impl Diagnostics {
     pub fn push(
         &mut self,
         kind: Kind,
         connection: Option<u64>,
-        frame: Option<u64>,
+        at: impl Into<At>,
         message: String,
     ) {
-        self.push_with(kind, connection, frame, || message);
+        self.push_with(kind, connection, at, || message);
     }
 
     /// As [`Self::push`], but the message is built only if the diagnostic is listed:
@@ -300,9 +342,10 @@ impl Diagnostics {
         &mut self,
         kind: Kind,
         connection: Option<u64>,
-        frame: Option<u64>,
+        at: impl Into<At>,
         message: impl FnOnce() -> String,
     ) {
+        let at = at.into();
         let count = self.counts.entry(kind).or_default();
         *count += 1;
         if *count > MAX_LISTED_PER_KIND {
@@ -312,7 +355,8 @@ impl Diagnostics {
             severity: kind.severity(),
             kind,
             connection,
-            frame,
+            frame: at.frame(),
+            timestamp: at.timestamp(),
             message: message(),
         });
     }
@@ -330,7 +374,11 @@ impl Diagnostics {
         let mut listed: BTreeMap<Kind, u64> = BTreeMap::new();
         for d in other.items {
             *listed.entry(d.kind).or_default() += 1;
-            self.push(d.kind, d.connection, d.frame, d.message);
+            let at = match (d.frame, d.timestamp) {
+                (Some(frame), Some(timestamp)) => At::Packet(PacketRef { frame, timestamp }),
+                (frame, _) => At::from(frame),
+            };
+            self.push(d.kind, d.connection, at, d.message);
         }
         for (kind, count) in other.counts {
             self.count_more(
@@ -352,6 +400,7 @@ impl Diagnostics {
                     kind: Kind::DiagnosticsLimited,
                     connection: None,
                     frame: None,
+                    timestamp: None,
                     message: format!(
                         "{count} {} diagnostics were found; only the first {MAX_LISTED_PER_KIND} are listed",
                         kind.as_str()

@@ -448,7 +448,7 @@ fn read_all(
                             Decoded::Malformed(reason) => diags.push(
                                 Kind::PacketMalformed,
                                 None,
-                                Some(packet.at.frame),
+                                packet.at,
                                 format!(
                                     "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
                                     datagram.fragments
@@ -460,7 +460,7 @@ fn read_all(
                     Decoded::FragmentNotReassembled(reason) => diags.push(
                         Kind::IpFragmentsDropped,
                         None,
-                        Some(packet.at.frame),
+                        packet.at,
                         format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
                     ),
                     Decoded::Other => {}
@@ -469,7 +469,7 @@ fn read_all(
                             diags.push(
                                 Kind::UnsupportedLinkType,
                                 None,
-                                Some(packet.at.frame),
+                                packet.at,
                                 format!(
                                     "link type {} is not supported; its packets are skipped",
                                     capture::link_type_name(packet.link_type)
@@ -480,7 +480,7 @@ fn read_all(
                     Decoded::Malformed(reason) => diags.push(
                         Kind::PacketMalformed,
                         None,
-                        Some(packet.at.frame),
+                        packet.at,
                         format!("packet could not be decoded: {reason}"),
                     ),
                 }
@@ -491,7 +491,10 @@ fn read_all(
                 diags.push(
                     Kind::CaptureFilesOverlap,
                     None,
-                    Some(first_frame),
+                    PacketRef {
+                        frame: first_frame,
+                        timestamp: first,
+                    },
                     format!(
                         "{path} starts at {}, before {earlier} ends at {}: the files are read one after the other, not interleaved, so packets of the two may look out of order",
                         report::format_timestamp(first),

@@ -15,8 +15,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
-use crate::capture::Timestamp;
-use crate::diag::{Diagnostics, Facts, Kind, MAX_LISTED_PER_KIND};
+use crate::capture::{PacketRef, Timestamp};
+use crate::diag::{At, Diagnostics, Facts, Kind, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
 use crate::report::stats::Latencies;
@@ -259,7 +259,12 @@ impl Analyzer {
             diags.push(
                 f.kind,
                 f.connection,
-                f.frames.last().copied(),
+                f.frames.last().map_or(At::Nowhere, |&frame| {
+                    At::Packet(PacketRef {
+                        frame,
+                        timestamp: f.at,
+                    })
+                }),
                 f.message.clone(),
             );
         }

@@ -20,6 +20,16 @@ pub struct MessageMeta {
     pub size: u64,
 }
 
+impl MessageMeta {
+    /// The packet that completed the message, and its time.
+    pub fn at(&self) -> crate::capture::PacketRef {
+        crate::capture::PacketRef {
+            frame: self.frame,
+            timestamp: self.timestamp,
+        }
+    }
+}
+
 /// The two ends of a Kafka connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Endpoints {

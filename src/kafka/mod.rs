@@ -303,7 +303,7 @@ impl Dissector {
                 diags.push(
                     Kind::KafkaFrameIncomplete,
                     Some(ends.connection),
-                    Some(first.frame),
+                    first,
                     format!(
                         "the {}'s stream ended inside a Kafka {what} after {len} of its bytes; the message is not reported",
                         side.name()
@@ -605,7 +605,7 @@ impl StreamHandler for Dissector {
         diags.push(
             Kind::MemoryLimit,
             Some(info.index),
-            Some(at.frame),
+            at,
             format!(
                 "over the memory budget (--max-memory), connection {} gave up {}",
                 info.index,
@@ -670,7 +670,7 @@ impl Dissector {
         diags.push(
             Kind::NotKafka,
             Some(info.index),
-            Some(at.frame),
+            at,
             format!(
                 "connection {a} <-> {b} is not read as Kafka: {}; if it is Kafka, run again with --port {server_port}",
                 why.reason()
@@ -712,7 +712,7 @@ fn framing_lost(
     diags.push(
         Kind::KafkaFramingLost,
         Some(info.index),
-        Some(at.frame),
+        at,
         format!(
             "a gap of {len} bytes in the {}'s stream came {place}; looking for the next frame",
             side.name()

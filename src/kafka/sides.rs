@@ -121,7 +121,7 @@ fn report_problem(
     diags.push(
         kind,
         Some(ends.connection),
-        Some(meta.frame),
+        meta.at(),
         format!("AllocateProducerIds {what} with correlation id {correlation_id}: {problem}"),
     );
 }
@@ -136,7 +136,7 @@ fn report_resync(
     diags.push(
         Kind::KafkaResync,
         Some(ends.connection),
-        Some(at.frame),
+        at,
         format!(
             "Kafka framing of the {}'s stream was found after passing over {skipped} bytes",
             side.name()
@@ -219,7 +219,7 @@ impl FrameHandler for RequestSide<'_> {
             Side::Client,
         ) {
             self.diags
-                .push(kind, Some(self.ends.connection), Some(at.frame), message);
+                .push(kind, Some(self.ends.connection), at, message);
             return Decision::Reject;
         }
         if RequestPrefix::parse(prefix).is_err() {
@@ -348,7 +348,7 @@ impl FrameHandler for ResponseSide<'_> {
         ) {
             self.bad_size = true;
             self.diags
-                .push(kind, Some(self.ends.connection), Some(at.frame), message);
+                .push(kind, Some(self.ends.connection), at, message);
             return Decision::Reject;
         }
         if header::response_correlation_id(prefix).is_err() {

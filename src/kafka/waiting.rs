@@ -144,7 +144,7 @@ impl Waiting {
             diags.push(
                 Kind::DuplicateCorrelationId,
                 Some(ends.connection),
-                Some(meta.frame),
+                meta.at(),
                 format!(
                     "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still unanswered; the earlier one is reported as unanswered",
                     req.api_key, old.api_key
@@ -167,7 +167,7 @@ impl Waiting {
                 diags.push(
                     Kind::PendingLimit,
                     Some(ends.connection),
-                    Some(meta.frame),
+                    meta.at(),
                     format!(
                         "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
                     ),

@@ -330,6 +330,8 @@ pub fn build(mut findings: Findings) -> model::Report {
             kind: d.kind.as_str(),
             connection: d.connection,
             frame: d.frame,
+            timestamp: d.timestamp.map(format_timestamp),
+            unix_time: d.timestamp.map(UnixTime),
             message: d.message,
         })
         .collect();

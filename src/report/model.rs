@@ -334,5 +334,10 @@ pub struct Diagnostic {
     pub kind: &'static str,
     pub connection: Option<u64>,
     pub frame: Option<u64>,
+    /// Time of `frame`; null without one (or when the diagnostic is not about a packet
+    /// that was read: the end of a file, a connection's end).
+    pub timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub unix_time: Option<UnixTime>,
     pub message: String,
 }

@@ -315,7 +315,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
 pub const CLOSED_PER_CONNECTION: usize = 4;
 
 fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
-    diags.push_with(Kind::TcpGap, Some(info.index), Some(at.frame), || {
+    diags.push_with(Kind::TcpGap, Some(info.index), at, || {
         format!(
             "{len} bytes from {} to {} are missing from the capture",
             info.source(dir),
@@ -340,7 +340,7 @@ fn forward<H: StreamHandler>(
     match delivery {
         Delivery::Gap { len, at } => gap_diagnostic(info, dir, len, at, diags),
         Delivery::Conflict { offset, len, at } => {
-            diags.push_with(Kind::TcpOverlapConflict, Some(info.index), Some(at.frame), || {
+            diags.push_with(Kind::TcpOverlapConflict, Some(info.index), at, || {
                 format!(
                     "a retransmission from {} differs from the first copy within the {len} bytes at stream offset {offset}; the first copy was kept",
                     info.source(dir)
@@ -372,7 +372,7 @@ fn rst_in_window<C>(
     diags.push_with(
         Kind::TcpRstOutOfWindow,
         Some(conn.info.index),
-        Some(at.frame),
+        at,
         || {
             format!(
                 "an RST from {} with sequence number {} lies outside the receive window; the connection goes on (RFC 5961)",
@@ -422,7 +422,7 @@ fn track<C, H: StreamHandler<Conn = C>>(
         let Live { streams, state } = live;
         let info = &conn.info;
         if seg.missing_len > 0 {
-            diags.push_with(Kind::PacketTruncated, Some(info.index), Some(at.frame), || {
+            diags.push_with(Kind::PacketTruncated, Some(info.index), at, || {
                 format!(
                     "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
                     seg.missing_len
@@ -574,7 +574,7 @@ impl<C: Default> Tracker<C> {
                     diags.push(
                         Kind::MemoryLimit,
                         Some(info.index),
-                        Some(at.frame),
+                        at,
                         format!(
                             "over the memory budget (--max-memory), connection {} delivered its {held} out-of-order bytes after declaring the holes before them lost",
                             info.index
@@ -637,7 +637,7 @@ impl<C: Default> Tracker<C> {
                     diags.push(
                         Kind::ConnectionLimit,
                         Some(conn.info.index),
-                        Some(at.frame),
+                        at,
                         format!(
                             "more than {} connections at once: the least recently active are no longer followed (connection {} first)",
                             self.max_connections, conn.info.index
@@ -678,7 +678,7 @@ impl<C: Default> Tracker<C> {
             diags.push(
                 Kind::MidstreamStart,
                 Some(index),
-                Some(at.frame),
+                at,
                 format!(
                     "connection {index} ({} - {}) was already open when the capture started; its streams are read from the first captured byte",
                     seg.src, seg.dst

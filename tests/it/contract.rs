@@ -219,6 +219,9 @@ struct Diagnostic {
     kind: String,
     connection: Option<u64>,
     frame: Option<u64>,
+    /// Added: the time of `frame`, as in `exchanges[].request`.
+    timestamp: Option<String>,
+    unix_time: Option<f64>,
     message: String,
 }
 

@@ -211,3 +211,76 @@ fn capture_variants_agree_with_wireshark() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every time the report gives (exchanges' messages, blocks, findings, diagnostics) is
+/// Wireshark's `frame.time_epoch` of the frame it is given for, to the microsecond.
+#[test]
+fn every_time_in_the_report_is_wiresharks_time_of_its_frame() {
+    if !have_tshark() {
+        return;
+    }
+    for capture in [
+        "fixtures/truncated.pcap",
+        "fixtures/controller-loopback.pcap",
+        "fixtures/analysis/failover-regression.pcap",
+    ] {
+        let out = Command::new("tshark")
+            .args([
+                "-r",
+                capture,
+                "-T",
+                "fields",
+                "-e",
+                "frame.number",
+                "-e",
+                "frame.time_epoch",
+            ])
+            .current_dir(root())
+            .output()
+            .expect("tshark runs");
+        let epoch: std::collections::BTreeMap<u64, f64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (n, t) = l.split_once('\t')?;
+                Some((n.parse().ok()?, t.parse().ok()?))
+            })
+            .collect();
+        assert!(!epoch.is_empty(), "{capture}: tshark read no frames");
+        let report = report(&[capture]);
+        let mut times: Vec<(String, u64, f64)> = Vec::new();
+        let mut take = |what: &str, frame: &Value, time: &Value| {
+            if let (Some(frame), Some(time)) = (frame.as_u64(), time.as_f64()) {
+                times.push((what.to_owned(), frame, time));
+            }
+        };
+        for ex in report["exchanges"].as_array().unwrap() {
+            take(
+                "request",
+                &ex["request"]["frame"],
+                &ex["request"]["unix_time"],
+            );
+            take(
+                "response",
+                &ex["response"]["frame"],
+                &ex["response"]["unix_time"],
+            );
+        }
+        for b in report["producer_id_blocks"]["blocks"].as_array().unwrap() {
+            take("block", &b["response_frame"], &b["unix_time"]);
+        }
+        for f in report["producer_id_blocks"]["findings"].as_array().unwrap() {
+            take("finding", &f["facts"]["frame"], &f["unix_time"]);
+        }
+        for d in report["diagnostics"].as_array().unwrap() {
+            take(d["kind"].as_str().unwrap(), &d["frame"], &d["unix_time"]);
+        }
+        assert!(times.len() > 3, "{capture}: times to check");
+        for (what, frame, time) in times {
+            let theirs = epoch[&frame];
+            assert!(
+                (time - theirs).abs() < 1e-6,
+                "{capture}: {what} at frame {frame}: {time} vs Wireshark's {theirs}"
+            );
+        }
+    }
+}
