@@ -351,8 +351,17 @@ where
     F: FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
 {
     fn corrupt(&mut self, message: String) {
-        self.diags
-            .push(Kind::CaptureCorrupt, None, Some(*self.next_frame), message);
+        let facts = vec![
+            ("path", self.path.into()),
+            ("record_offset", self.offset.into()),
+        ];
+        self.diags.push(
+            Kind::CaptureCorrupt,
+            None,
+            Some(*self.next_frame),
+            message,
+            facts,
+        );
     }
 
     fn legacy_packet(&mut self, record: &LegacyPcapBlock<'_>) -> ControlFlow<()> {
@@ -595,6 +604,11 @@ fn read_records<B: Blocks>(
             format!(
                 "{path} ends inside a record that starts at byte {offset}; the {packets} packets before it were read"
             ),
+            vec![
+                ("path", path.into()),
+                ("record_offset", offset.into()),
+                ("packets", packets.into()),
+            ],
         ),
         Some(Stop::TooLarge) => records.corrupt(format!(
             "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",

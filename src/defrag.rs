@@ -218,6 +218,15 @@ impl Defragmenter {
                 key.src,
                 key.dst
             ),
+            vec![
+                ("fragments", ((fragments + extra) as u64).into()),
+                ("bytes", (bytes as u64).into()),
+                ("first_frame", first_frame.into()),
+                ("datagram_id", u64::from(key.id).into()),
+                ("from", key.src.to_string().into()),
+                ("to", key.dst.to_string().into()),
+                ("reason", reason.into()),
+            ],
         );
     }
 }

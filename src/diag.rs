@@ -236,6 +236,12 @@ impl From<i32> for Fact {
     }
 }
 
+impl From<u32> for Fact {
+    fn from(v: u32) -> Self {
+        Self::Uint(v.into())
+    }
+}
+
 impl From<u64> for Fact {
     fn from(v: u64) -> Self {
         Self::Uint(v)
@@ -273,6 +279,8 @@ pub struct Diagnostic {
     /// Time of the packet, when the diagnostic is about one.
     pub timestamp: Option<Timestamp>,
     pub message: String,
+    /// What `message` says, as fields.
+    pub facts: Facts,
 }
 
 /// Diagnostics of one kind listed in the report; further ones are only counted, so a
@@ -325,14 +333,16 @@ impl At {
 }
 
 impl Diagnostics {
+    /// A diagnostic: its message, and the facts the message states as fields.
     pub fn push(
         &mut self,
         kind: Kind,
         connection: Option<u64>,
         at: impl Into<At>,
         message: String,
+        facts: Facts,
     ) {
-        self.push_with(kind, connection, at, || message);
+        self.push_with(kind, connection, at, || (message, facts));
     }
 
     /// As [`Self::push`], but the message is built only if the diagnostic is listed:
@@ -343,7 +353,7 @@ impl Diagnostics {
         kind: Kind,
         connection: Option<u64>,
         at: impl Into<At>,
-        message: impl FnOnce() -> String,
+        details: impl FnOnce() -> (String, Facts),
     ) {
         let at = at.into();
         let count = self.counts.entry(kind).or_default();
@@ -351,13 +361,15 @@ impl Diagnostics {
         if *count > MAX_LISTED_PER_KIND {
             return;
         }
+        let (message, facts) = details();
         self.items.push(Diagnostic {
             severity: kind.severity(),
             kind,
             connection,
             frame: at.frame(),
             timestamp: at.timestamp(),
-            message: message(),
+            message,
+            facts,
         });
     }
 
@@ -378,7 +390,7 @@ impl Diagnostics {
                 (Some(frame), Some(timestamp)) => At::Packet(PacketRef { frame, timestamp }),
                 (frame, _) => At::from(frame),
             };
-            self.push(d.kind, d.connection, at, d.message);
+            self.push(d.kind, d.connection, at, d.message, d.facts);
         }
         for (kind, count) in other.counts {
             self.count_more(
@@ -405,6 +417,11 @@ impl Diagnostics {
                         "{count} {} diagnostics were found; only the first {MAX_LISTED_PER_KIND} are listed",
                         kind.as_str()
                     ),
+                    facts: vec![
+                        ("kind", kind.as_str().into()),
+                        ("count", (*count).into()),
+                        ("listed", MAX_LISTED_PER_KIND.into()),
+                    ],
                 });
             }
         }
@@ -457,13 +474,25 @@ mod tests {
     fn lists_at_most_the_limit_per_kind_and_counts_all() {
         let mut diags = Diagnostics::default();
         for frame in 0..MAX_LISTED_PER_KIND + 5 {
-            diags.push(Kind::PacketTruncated, None, Some(frame), "cut".into());
+            diags.push(
+                Kind::PacketTruncated,
+                None,
+                Some(frame),
+                "cut".into(),
+                vec![],
+            );
         }
-        diags.push(Kind::TcpGap, None, Some(3), "gap".into());
+        diags.push(
+            Kind::TcpGap,
+            None,
+            Some(3),
+            "gap".into(),
+            vec![("bytes", 5u64.into())],
+        );
         let mut built = 0;
         diags.push_with(Kind::PacketTruncated, None, Some(9), || {
             built += 1;
-            "not listed".into()
+            ("not listed".into(), vec![])
         });
         assert_eq!(built, 0, "a message past the limit is not built");
         let counts = diags.counts();
@@ -475,5 +504,10 @@ mod tests {
         assert_eq!(last.kind, Kind::DiagnosticsLimited);
         assert!(last.message.starts_with("1006 packet_truncated"));
         assert_eq!(items[4].kind, Kind::TcpGap); // frame order, stable
+        assert_eq!(items[4].facts, vec![("bytes", Fact::Uint(5))]);
+        assert_eq!(
+            last.facts.first(),
+            Some(&("kind", Fact::from("packet_truncated")))
+        );
     }
 }

@@ -62,7 +62,7 @@ pub use error::Error;
 use analysis::Analyzer;
 use capture::PacketRef;
 use decode::Decoded;
-use diag::{Diagnostics, Kind};
+use diag::{Diagnostics, Fact, Kind};
 use kafka::{Dissector, KafkaConn};
 use readahead::{Blocks, ReadAhead, ReadBlocks};
 use report::sink::Sink;
@@ -357,6 +357,7 @@ fn in_time_order(inputs: &[String], diags: &mut Diagnostics) -> Vec<String> {
                 "the capture files were read in the time order of their first packets, not in the order given: {}",
                 listed.join(", ")
             ),
+            vec![("order", listed.join(", ").into())],
         );
     }
     ordered
@@ -453,6 +454,10 @@ fn read_all(
                                     "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
                                     datagram.fragments
                                 ),
+                                vec![
+                                    ("fragments", (datagram.fragments as u64).into()),
+                                    ("reason", reason.into()),
+                                ],
                             ),
                             _ => {}
                         }
@@ -462,6 +467,7 @@ fn read_all(
                         None,
                         packet.at,
                         format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
+                        vec![("reason", reason.into())],
                     ),
                     Decoded::Other => {}
                     Decoded::UnsupportedLinkType => {
@@ -474,6 +480,10 @@ fn read_all(
                                     "link type {} is not supported; its packets are skipped",
                                     capture::link_type_name(packet.link_type)
                                 ),
+                                vec![
+                                    ("link_type", capture::link_type_name(packet.link_type).into()),
+                                    ("link_type_number", packet.link_type.0.into()),
+                                ],
                             );
                         }
                     }
@@ -482,6 +492,7 @@ fn read_all(
                         None,
                         packet.at,
                         format!("packet could not be decoded: {reason}"),
+                        vec![("reason", reason.into())],
                     ),
                 }
             },
@@ -500,6 +511,11 @@ fn read_all(
                         report::format_timestamp(first),
                         report::format_timestamp(*end)
                     ),
+                    vec![
+                        ("path", Fact::from(path.to_string())),
+                        ("earlier_path", Fact::from(earlier.clone())),
+                        ("earlier_end", report::format_timestamp(*end).into()),
+                    ],
                 );
             }
         }

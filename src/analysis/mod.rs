@@ -266,6 +266,7 @@ impl Analyzer {
                     })
                 }),
                 f.message.clone(),
+                f.facts.clone(),
             );
         }
         // findings beyond the listing limit are still counted as diagnostics

@@ -308,6 +308,7 @@ impl Dissector {
                         "the {}'s stream ended inside a Kafka {what} after {len} of its bytes; the message is not reported",
                         side.name()
                     ),
+                    vec![("side", side.name().into()), ("bytes", len.into())],
                 );
             }
         }
@@ -342,6 +343,19 @@ enum NotKafka {
 }
 
 impl NotKafka {
+    /// A short name of the reason, for the diagnostic's facts.
+    fn name(self) -> &'static str {
+        match self {
+            Self::ServerSpokeFirst => "server_spoke_first",
+            Self::FirstMessage => "first_message",
+            Self::NoRequestHead => "no_request_head",
+            Self::Undecided => "undecided",
+            Self::TrialHead => "trial_head",
+            Self::TrialAnswerSize => "trial_answer_size",
+            Self::TrialAnswer => "trial_answer",
+        }
+    }
+
     fn reason(self) -> String {
         match self {
             Self::ServerSpokeFirst => "with its handshake captured, the server sent the first bytes, which a Kafka server never does (or the capture holds only the server's direction)".into(),
@@ -611,6 +625,7 @@ impl StreamHandler for Dissector {
                 info.index,
                 what.join(" and ")
             ),
+            vec![("given_up", what.join(" and ").into())],
         );
         before.saturating_sub(self.held_bytes(conn))
     }
@@ -675,6 +690,10 @@ impl Dissector {
                 "connection {a} <-> {b} is not read as Kafka: {}; if it is Kafka, run again with --port {server_port}",
                 why.reason()
             ),
+            vec![
+                ("reason", why.name().into()),
+                ("server_port", u64::from(server_port).into()),
+            ],
         );
     }
 
@@ -717,6 +736,11 @@ fn framing_lost(
             "a gap of {len} bytes in the {}'s stream came {place}; looking for the next frame",
             side.name()
         ),
+        vec![
+            ("side", side.name().into()),
+            ("gap_bytes", len.into()),
+            ("inside_head", if frame_lost { "yes" } else { "no" }.into()),
+        ],
     );
 }
 

@@ -11,7 +11,7 @@ use super::tables::ApiKey;
 use super::waiting::{RequestFrame, Waiting};
 use super::KafkaConfig;
 use crate::capture::PacketRef;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, Fact, Facts, Kind};
 
 /// Largest AllocateProducerIds message we buffer to decode; real ones are under 100 bytes.
 pub const MAX_DECODED_LEN: u32 = 1024 * 1024;
@@ -70,15 +70,18 @@ fn size_ok(len: i32, min: usize, max: u32) -> bool {
     usize::try_from(len).is_ok_and(|l| l >= min) && u32::try_from(len).is_ok_and(|l| l <= max)
 }
 
-/// Why a size prefix cannot start a Kafka message: the kind and one sentence.
-fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<(Kind, String)> {
+/// Why a size prefix cannot start a Kafka message: the kind, one sentence, its facts.
+fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<(Kind, String, Facts)> {
     let what = side.name();
+    let mut facts = vec![("side", Fact::from(what)), ("size", len.into())];
     if u32::try_from(len).is_ok_and(|l| l > max) {
+        facts.push(("limit", u64::from(max).into()));
         return Some((
             Kind::KafkaFrameTooLarge,
             format!(
                 "a Kafka size prefix from the {what} says {len} bytes, above the {max} byte limit; looking for the next frame"
             ),
+            facts,
         ));
     }
     if usize::try_from(len).map_or(true, |l| l < min) {
@@ -87,6 +90,7 @@ fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<(Kind, String)
             format!(
                 "a Kafka size prefix from the {what} says {len} bytes, too small for a message; looking for the next frame"
             ),
+            facts,
         ));
     }
     None
@@ -123,6 +127,11 @@ fn report_problem(
         Some(ends.connection),
         meta.at(),
         format!("AllocateProducerIds {what} with correlation id {correlation_id}: {problem}"),
+        vec![
+            ("message", what.into()),
+            ("correlation_id", correlation_id.into()),
+            ("problem", problem.to_string().into()),
+        ],
     );
 }
 
@@ -141,6 +150,10 @@ fn report_resync(
             "Kafka framing of the {}'s stream was found after passing over {skipped} bytes",
             side.name()
         ),
+        vec![
+            ("side", side.name().into()),
+            ("skipped_bytes", skipped.into()),
+        ],
     );
 }
 
@@ -212,14 +225,14 @@ impl FrameHandler for RequestSide<'_> {
                 self.probing = false;
             }
         }
-        if let Some((kind, message)) = bad_size(
+        if let Some((kind, message, facts)) = bad_size(
             len,
             MIN_REQUEST_LEN,
             self.config.max_frame_len,
             Side::Client,
         ) {
             self.diags
-                .push(kind, Some(self.ends.connection), at, message);
+                .push(kind, Some(self.ends.connection), at, message, facts);
             return Decision::Reject;
         }
         if RequestPrefix::parse(prefix).is_err() {
@@ -340,7 +353,7 @@ pub struct ResponseSide<'a> {
 
 impl FrameHandler for ResponseSide<'_> {
     fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
-        if let Some((kind, message)) = bad_size(
+        if let Some((kind, message, facts)) = bad_size(
             len,
             RESPONSE_PREFIX_LEN,
             self.config.max_frame_len,
@@ -348,7 +361,7 @@ impl FrameHandler for ResponseSide<'_> {
         ) {
             self.bad_size = true;
             self.diags
-                .push(kind, Some(self.ends.connection), at, message);
+                .push(kind, Some(self.ends.connection), at, message, facts);
             return Decision::Reject;
         }
         if header::response_correlation_id(prefix).is_err() {

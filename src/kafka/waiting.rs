@@ -149,6 +149,12 @@ impl Waiting {
                     "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still unanswered; the earlier one is reported as unanswered",
                     req.api_key, old.api_key
                 ),
+                vec![
+                    ("correlation_id", correlation_id.into()),
+                    ("api_key", i64::from(req.api_key.0).into()),
+                    ("earlier_api_key", i64::from(old.api_key.0).into()),
+                    ("earlier_frame", old.frame.into()),
+                ],
             );
             // Which of the two a later answer is for cannot be told.
             give_up(out, ends, correlation_id, &old, true);
@@ -171,6 +177,7 @@ impl Waiting {
                     format!(
                         "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
                     ),
+                    vec![("max_pending", (max_pending as u64).into())],
                 );
             }
             self.give_up_oldest(ends, max_pending, out);

@@ -332,6 +332,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             frame: d.frame,
             timestamp: d.timestamp.map(format_timestamp),
             unix_time: d.timestamp.map(UnixTime),
+            facts: d.facts.into_iter().collect(),
             message: d.message,
         })
         .collect();

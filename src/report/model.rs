@@ -339,5 +339,7 @@ pub struct Diagnostic {
     pub timestamp: Option<String>,
     #[schemars(with = "Option<f64>")]
     pub unix_time: Option<UnixTime>,
+    /// What `message` says, as fields (see docs/report-format.md).
+    pub facts: BTreeMap<&'static str, Fact>,
     pub message: String,
 }

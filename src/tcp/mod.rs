@@ -316,11 +316,17 @@ pub const CLOSED_PER_CONNECTION: usize = 4;
 
 fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
     diags.push_with(Kind::TcpGap, Some(info.index), at, || {
-        format!(
-            "{len} bytes from {} to {} are missing from the capture",
-            info.source(dir),
-            info.destination(dir)
-        )
+        let (from, to) = (
+            info.source(dir).to_string(),
+            info.destination(dir).to_string(),
+        );
+        let message = format!("{len} bytes from {from} to {to} are missing from the capture");
+        let facts = vec![
+            ("bytes", len.into()),
+            ("from", from.into()),
+            ("to", to.into()),
+        ];
+        (message, facts)
     });
 }
 
@@ -341,10 +347,16 @@ fn forward<H: StreamHandler>(
         Delivery::Gap { len, at } => gap_diagnostic(info, dir, len, at, diags),
         Delivery::Conflict { offset, len, at } => {
             diags.push_with(Kind::TcpOverlapConflict, Some(info.index), at, || {
-                format!(
+                let facts = vec![
+                    ("offset", offset.into()),
+                    ("bytes", len.into()),
+                    ("from", info.source(dir).to_string().into()),
+                ];
+                let message = format!(
                     "a retransmission from {} differs from the first copy within the {len} bytes at stream offset {offset}; the first copy was kept",
                     info.source(dir)
-                )
+                );
+                (message, facts)
             });
             return;
         }
@@ -374,11 +386,16 @@ fn rst_in_window<C>(
         Some(conn.info.index),
         at,
         || {
-            format!(
+            let message = format!(
                 "an RST from {} with sequence number {} lies outside the receive window; the connection goes on (RFC 5961)",
                 conn.info.source(dir),
                 seg.seq
-            )
+            );
+            let facts = vec![
+                ("from", conn.info.source(dir).to_string().into()),
+                ("seq", u64::from(seg.seq).into()),
+            ];
+            (message, facts)
         },
     );
     false
@@ -423,10 +440,11 @@ fn track<C, H: StreamHandler<Conn = C>>(
         let info = &conn.info;
         if seg.missing_len > 0 {
             diags.push_with(Kind::PacketTruncated, Some(info.index), at, || {
-                format!(
+                let message = format!(
                     "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
                     seg.missing_len
-                )
+                );
+                (message, vec![("bytes_missing", (seg.missing_len as u64).into())])
             });
         }
         // What this packet acknowledges may show that the other direction lost bytes.
@@ -579,6 +597,7 @@ impl<C: Default> Tracker<C> {
                             "over the memory budget (--max-memory), connection {} delivered its {held} out-of-order bytes after declaring the holes before them lost",
                             info.index
                         ),
+                        vec![("out_of_order_bytes", (held as u64).into())],
                     );
                 }
                 for (stream, dir) in streams
@@ -642,6 +661,7 @@ impl<C: Default> Tracker<C> {
                             "more than {} connections at once: the least recently active are no longer followed (connection {} first)",
                             self.max_connections, conn.info.index
                         ),
+                        vec![("max_connections", (self.max_connections as u64).into())],
                     );
                 } else {
                     diags.count_more(Kind::ConnectionLimit, 1);
@@ -683,6 +703,10 @@ impl<C: Default> Tracker<C> {
                     "connection {index} ({} - {}) was already open when the capture started; its streams are read from the first captured byte",
                     seg.src, seg.dst
                 ),
+                vec![
+                    ("from", seg.src.to_string().into()),
+                    ("to", seg.dst.to_string().into()),
+                ],
             );
         }
         Connection {

@@ -219,9 +219,10 @@ struct Diagnostic {
     kind: String,
     connection: Option<u64>,
     frame: Option<u64>,
-    /// Added: the time of `frame`, as in `exchanges[].request`.
+    /// Added: the time of `frame`, as in `exchanges[].request`, and the facts.
     timestamp: Option<String>,
     unix_time: Option<f64>,
+    facts: BTreeMap<String, serde_json::Value>,
     message: String,
 }
 

@@ -179,3 +179,62 @@ fn the_sync_check_fails_on_a_field_the_document_lacks() {
     assert!(!rows.contains("`broker_epoch`"));
     assert!(rows.contains("`broker_id`"));
 }
+
+/// Every fact a diagnostic of a golden report carries is named in its kind's row of the
+/// table of facts (a `pid_*` kind's, in the findings' table).
+#[test]
+fn every_diagnostic_fact_is_documented_for_its_kind() {
+    let doc = document();
+    let (_, facts_table) = doc.split_once("### Facts of the diagnostics").unwrap();
+    let (_, findings_table) = doc.split_once("The facts of each kind").unwrap();
+    let row = |table: &str, kind: &str| -> Option<String> {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{kind}` |")))
+            .map(str::to_owned)
+    };
+    let mut goldens = Vec::new();
+    for dir in [
+        "fixtures",
+        "fixtures/variants",
+        "fixtures/analysis",
+        "fixtures/kafka-real",
+    ] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.to_string_lossy().ends_with(".report.json") {
+                goldens.push(path);
+            }
+        }
+    }
+    assert!(goldens.len() > 10, "{} goldens", goldens.len());
+    let mut missing = BTreeSet::new();
+    let mut seen = 0;
+    for path in goldens {
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for d in report["diagnostics"].as_array().unwrap() {
+            let kind = d["kind"].as_str().unwrap();
+            let table = if kind.starts_with("pid_") {
+                findings_table
+            } else {
+                facts_table
+            };
+            let Some(row) = row(table, kind) else {
+                missing.insert(format!("a row for {kind}"));
+                continue;
+            };
+            for fact in d["facts"].as_object().unwrap().keys() {
+                seen += 1;
+                if fact != "frame" && !row.contains(&format!("`{fact}`")) {
+                    missing.insert(format!("{kind}: `{fact}`"));
+                }
+            }
+        }
+    }
+    assert!(seen > 20, "{seen} facts seen");
+    assert!(
+        missing.is_empty(),
+        "docs/report-format.md lacks:\n{}",
+        missing.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
