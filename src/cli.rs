@@ -274,6 +274,8 @@ pub enum Format {
     Csv,
     /// A row per producer-id block (RFC 4180).
     CsvBlocks,
+    /// One self-contained page (use with -o report.html).
+    Html,
 }
 
 /// What a run needs, validated.

@@ -14,6 +14,7 @@ use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pidshark::cli::{Args, Format};
 use pidshark::report::csv::CsvSink;
+use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
 use pidshark::report::model;
 use pidshark::report::sink::Sink;
@@ -75,6 +76,7 @@ fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
         Format::Tree => Box::new(TreeSink::new(out).only_frame(config.filter.frame)),
         Format::Csv => Box::new(CsvSink::exchanges(out)),
         Format::CsvBlocks => Box::new(CsvSink::blocks(out)),
+        Format::Html => Box::new(HtmlSink::new(out)),
         Format::Text => {
             let colour = text::use_colour(config.color, config.output.is_none());
             Box::new(TextSink::new(colour, out).listing_all(config.all_exchanges))

@@ -7,6 +7,7 @@
 pub mod compact;
 pub mod csv;
 pub mod filter;
+pub mod html;
 pub mod json;
 pub mod model;
 mod samples;

@@ -10,6 +10,7 @@ mod filters;
 mod formats;
 mod gates;
 mod golden;
+mod html;
 mod incident_capture;
 mod incident_real;
 mod kafka_real;

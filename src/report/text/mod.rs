@@ -5,7 +5,7 @@
 //! read with the diagnostics by kind. Colour as `--color` says.
 
 mod timeline;
-mod verdict;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};

@@ -1,0 +1,295 @@
+//! `--format html`: one self-contained page for the incident ticket (no network access:
+//! CSS and SVG inline, no script): the verdict and the capture's facts, a timeline of the
+//! producer-ID blocks, the per-broker table, the findings and the exchanges worth a look,
+//! each with a Wireshark display filter. Every number on it is one the JSON report has.
+
+mod svg;
+
+use std::io::{self, Write};
+
+use super::model::{Exchange, Report};
+use super::sink::{Needs, Sink};
+use super::text::verdict::{verdict, Grade};
+use super::{exchange, format_timestamp};
+use crate::analysis::Block;
+use crate::pairing;
+use svg::{Chart, Drawn, Mark};
+
+/// Blocks drawn one by one; past them the page says how many more there were.
+const MAX_DRAWN: usize = 4000;
+/// Error and no-answer marks drawn on the time axis.
+const MAX_MARKS: usize = 4000;
+/// Exchanges worth a look listed.
+const MAX_ROWS: usize = 50;
+
+/// Text for HTML: `&`, `<`, `>` and quotes escaped.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Wireshark's filter for these frames.
+fn filter(frames: &[u64]) -> String {
+    let list: Vec<String> = frames.iter().map(u64::to_string).collect();
+    format!("frame.number in {{{}}}", list.join(" "))
+}
+
+/// An exchange worth a look, as a table row's cells.
+struct Row {
+    time: String,
+    broker: String,
+    connection: u64,
+    correlation_id: i32,
+    outcome: String,
+    latency_us: Option<f64>,
+    frames: Vec<u64>,
+}
+
+/// `--format html`.
+pub struct HtmlSink {
+    chart: Chart,
+    rows: Vec<Row>,
+    more_rows: u64,
+    out: Box<dyn Write + Send>,
+}
+
+impl HtmlSink {
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        Self {
+            chart: Chart::default(),
+            rows: Vec::new(),
+            more_rows: 0,
+            out,
+        }
+    }
+}
+
+/// What an exchange came to, when it is worth a look, and whether it failed (an error
+/// response or no answer: a mark on the time axis) or only granted no block.
+fn trouble(ex: &Exchange) -> Option<(String, bool)> {
+    match &ex.response {
+        None if ex.status == "response_unknown" => {
+            Some(("response unknown (bytes lost)".into(), true))
+        }
+        None => Some(("unanswered".into(), true)),
+        Some(r) => match r.error.as_deref() {
+            Some("NONE") => {
+                let block = matches!((r.producer_id_start, r.producer_id_len),
+                    (Some(start), Some(len)) if start >= 0 && len > 0
+                        && start.checked_add(i64::from(len) - 1).is_some());
+                (!block).then(|| ("NONE (no block)".to_owned(), false))
+            }
+            Some(e) => Some((e.to_owned(), true)),
+            None => Some(("undecoded".into(), true)),
+        },
+    }
+}
+
+impl Sink for HtmlSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            exact_latency: true,
+        }
+    }
+
+    fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+        if let Some(b) = block {
+            if self.chart.blocks.len() < MAX_DRAWN {
+                self.chart.blocks.push(Drawn {
+                    broker: b.broker_id,
+                    start: b.start,
+                    end: b.end,
+                    at: super::model::UnixTime(b.timestamp).seconds(),
+                    frames: (b.request_frame, b.response_frame),
+                    time: format_timestamp(b.timestamp),
+                });
+            } else {
+                self.chart.not_drawn += 1;
+            }
+        }
+        let ex = exchange(&ex);
+        let Some((outcome, failed)) = trouble(&ex) else {
+            return Ok(());
+        };
+        let broker = ex.request.broker_id;
+        if failed && self.chart.marks.len() < MAX_MARKS {
+            let (at, time) = match &ex.response {
+                Some(r) => (r.unix_time.seconds(), r.timestamp.clone()),
+                None => (ex.request.unix_time.seconds(), ex.request.timestamp.clone()),
+            };
+            self.chart.marks.push(Mark {
+                broker,
+                at,
+                time,
+                what: outcome.clone(),
+                frame: ex.response.as_ref().map_or(ex.request.frame, |r| r.frame),
+            });
+        }
+        if self.rows.len() < MAX_ROWS {
+            let mut frames = vec![ex.request.frame];
+            frames.extend(ex.response.as_ref().map(|r| r.frame));
+            self.rows.push(Row {
+                time: ex.request.timestamp.clone(),
+                broker: broker.map_or("?".into(), |b| b.to_string()),
+                connection: ex.connection,
+                correlation_id: ex.correlation_id,
+                outcome,
+                latency_us: ex.latency_us,
+                frames,
+            });
+        } else {
+            self.more_rows += 1;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        let blocks = self.chart.blocks.len() as u64 + self.chart.not_drawn;
+        let mut page = String::with_capacity(64 << 10);
+        head(&mut page, report, blocks);
+        page.push_str("<h2>Producer-ID blocks over time</h2>\n");
+        self.chart.findings = report.producer_id_blocks.findings.clone();
+        page.push_str(&self.chart.svg());
+        brokers(&mut page, report);
+        findings(&mut page, report);
+        worth_a_look(&mut page, &self.rows, self.more_rows);
+        page.push_str("</main>\n</body>\n</html>\n");
+        self.out.write_all(page.as_bytes())?;
+        self.out.flush()
+    }
+}
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
+h1{font-size:1.3em}h2{font-size:1.1em;margin-top:2em}\
+.verdict{font-size:1.2em;font-weight:bold;padding:.5em;border-left:6px solid}\
+.wrong{border-color:#c0392b;color:#c0392b}.unsure,.warned{border-color:#b9770e}\
+.right{border-color:#1e8449}.nothing{border-color:#777}\
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}\
+td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.95em}\
+svg text{font:11px system-ui,sans-serif}@media print{body{margin:0}}";
+
+fn head(page: &mut String, report: &Report, blocks: u64) {
+    let (grade, text) = verdict(report, blocks);
+    let class = match grade {
+        Grade::Wrong => "wrong",
+        Grade::Unsure => "unsure",
+        Grade::Warned => "warned",
+        Grade::Right => "right",
+        Grade::Nothing => "nothing",
+    };
+    let s = &report.summary;
+    page.push_str(&format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>pidshark: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n\
+         <h1>pidshark {}: AllocateProducerIds in {}</h1>\n<p class=\"verdict {class}\" id=\"verdict\">{}</p>\n",
+        esc(&text),
+        esc(report.tool.version),
+        esc(&report.captures.iter().map(|c| c.path.clone()).collect::<Vec<_>>().join(", ")),
+        esc(&text)
+    ));
+    let first = report
+        .captures
+        .iter()
+        .find_map(|c| c.first_timestamp.clone());
+    let last = report
+        .captures
+        .iter()
+        .rev()
+        .find_map(|c| c.last_timestamp.clone());
+    page.push_str(&format!(
+        "<p id=\"facts\">{} packets from {} to {}; {} TCP connections, {} with Kafka; {} AllocateProducerIds exchanges ({} complete, {} unanswered, {} response unknown); {} brokers; {} blocks.</p>\n",
+        s.packets,
+        esc(first.as_deref().unwrap_or("-")),
+        esc(last.as_deref().unwrap_or("-")),
+        s.tcp_connections,
+        s.kafka_connections,
+        s.exchanges.total,
+        s.exchanges.complete,
+        s.exchanges.unanswered,
+        s.exchanges.response_unknown,
+        s.brokers.len(),
+        blocks
+    ));
+}
+
+fn brokers(page: &mut String, report: &Report) {
+    page.push_str("<h2>Brokers</h2>\n<table id=\"brokers\">\n<tr><th>broker</th><th>requests</th><th>complete</th><th>unanswered</th><th>response unknown</th><th>ids granted</th><th>p50 µs</th><th>p99 µs</th><th>epochs</th><th>errors</th></tr>\n");
+    for (id, b) in &report.summary.brokers {
+        let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| v.to_string());
+        let epochs: Vec<String> = b.epochs_seen.iter().map(i64::to_string).collect();
+        let errors: Vec<String> = b.errors.iter().map(|(e, n)| format!("{e} {n}")).collect();
+        page.push_str(&format!(
+            "<tr class=\"broker\"><td>{id}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
+            b.requests,
+            b.complete,
+            b.unanswered,
+            b.response_unknown,
+            b.ids_granted,
+            us(b.latency_us.map(|l| l.p50)),
+            us(b.latency_us.map(|l| l.p99)),
+            epochs.join(", "),
+            esc(&errors.join(", "))
+        ));
+    }
+    page.push_str("</table>\n");
+}
+
+fn findings(page: &mut String, report: &Report) {
+    let findings = &report.producer_id_blocks.findings;
+    page.push_str(&format!("<h2>Findings ({})</h2>\n", findings.len()));
+    if findings.is_empty() {
+        page.push_str("<p>None.</p>\n");
+        return;
+    }
+    page.push_str("<table id=\"findings\">\n<tr><th>severity</th><th>kind</th><th>time</th><th>what</th><th>Wireshark filter</th></tr>\n");
+    for f in findings {
+        page.push_str(&format!(
+            "<tr class=\"finding {}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+            f.severity,
+            f.severity,
+            f.kind,
+            esc(&f.timestamp),
+            esc(&f.message),
+            filter(&f.frames)
+        ));
+    }
+    page.push_str("</table>\n");
+}
+
+fn worth_a_look(page: &mut String, rows: &[Row], more: u64) {
+    page.push_str("<h2>Exchanges worth a look</h2>\n");
+    if rows.is_empty() {
+        page.push_str("<p>None: every exchange was answered NONE with a block.</p>\n");
+        return;
+    }
+    page.push_str("<table id=\"exchanges\">\n<tr><th>request time</th><th>broker</th><th>connection</th><th>correlation id</th><th>outcome</th><th>latency µs</th><th>Wireshark filter</th></tr>\n");
+    for r in rows {
+        page.push_str(&format!(
+            "<tr class=\"exchange\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td><code>{}</code></td></tr>\n",
+            esc(&r.time),
+            esc(&r.broker),
+            r.connection,
+            r.correlation_id,
+            esc(&r.outcome),
+            r.latency_us.map_or("-".to_owned(), |l| l.to_string()),
+            filter(&r.frames)
+        ));
+    }
+    page.push_str("</table>\n");
+    if more > 0 {
+        page.push_str(&format!(
+            "<p>And {more} more: the JSON report lists every exchange.</p>\n"
+        ));
+    }
+}
