@@ -80,15 +80,42 @@ fn the_page_draws_each_planted_block_and_fault_and_lists_each_finding() {
             failed,
             "{name}: failed requests"
         );
+        // a dot per complete exchange, and the bins count them all
+        let complete = truth["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| !e["response"].is_null())
+            .count();
+        assert_eq!(
+            count("<circle class=\"latency\""),
+            complete,
+            "{name}: latency dots"
+        );
+        let binned: usize = html
+            .split("<rect class=\"bin\"")
+            .skip(1)
+            .map(|b| {
+                let title = b.split("<title>").nth(1).unwrap();
+                title.split(' ').next().unwrap().parse::<usize>().unwrap()
+            })
+            .sum();
+        assert_eq!(binned, complete, "{name}: the bins count every latency");
+        assert_eq!(
+            count("<line class=\"percentile\""),
+            3,
+            "{name}: p50, p90, p99"
+        );
         // every mark says what it is
         assert_eq!(count("<title"), count("</title>"));
         // self-contained: no address but SVG's namespace, no script
-        let outside: Vec<&str> = html.matches("http").collect();
+        let svgs = count("<svg ");
         assert_eq!(
-            outside.len(),
-            1,
-            "{name}: only the SVG namespace names a URL"
+            count("xmlns=\"http://www.w3.org/2000/svg\""),
+            svgs,
+            "{name}"
         );
+        assert_eq!(count("http"), svgs, "{name}: no URL but the SVG namespace");
         assert!(!html.contains("<script"), "{name}");
         assert!(!html.contains("<link"), "{name}");
     }

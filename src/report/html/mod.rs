@@ -3,6 +3,7 @@
 //! producer-ID blocks, the per-broker table, the findings and the exchanges worth a look,
 //! each with a Wireshark display filter. Every number on it is one the JSON report has.
 
+mod latency;
 mod svg;
 
 use std::io::{self, Write};
@@ -58,6 +59,7 @@ struct Row {
 /// `--format html`.
 pub struct HtmlSink {
     chart: Chart,
+    latencies: latency::Latencies,
     rows: Vec<Row>,
     more_rows: u64,
     out: Box<dyn Write + Send>,
@@ -67,6 +69,7 @@ impl HtmlSink {
     pub fn new(out: Box<dyn Write + Send>) -> Self {
         Self {
             chart: Chart::default(),
+            latencies: latency::Latencies::default(),
             rows: Vec::new(),
             more_rows: 0,
             out,
@@ -119,6 +122,10 @@ impl Sink for HtmlSink {
             }
         }
         let ex = exchange(&ex);
+        if let Some(us) = ex.latency_us {
+            self.latencies
+                .add(ex.request.unix_time.seconds(), us, ex.request.broker_id);
+        }
         let Some((outcome, failed)) = trouble(&ex) else {
             return Ok(());
         };
@@ -161,6 +168,13 @@ impl Sink for HtmlSink {
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();
         page.push_str(&self.chart.svg());
+        page.push_str("<h2>Latency</h2>\n");
+        let colours = self.chart.colours();
+        page.push_str(
+            &self
+                .latencies
+                .svg(&colours, report.summary.latency_us.as_ref()),
+        );
         brokers(&mut page, report);
         findings(&mut page, report);
         worth_a_look(&mut page, &self.rows, self.more_rows);

@@ -87,7 +87,7 @@ impl Chart {
         }
     }
 
-    fn colours(&self) -> BTreeMap<i32, &'static str> {
+    pub fn colours(&self) -> BTreeMap<i32, &'static str> {
         let mut brokers: Vec<i32> = self.blocks.iter().map(|b| b.broker).collect();
         brokers.extend(self.marks.iter().filter_map(|m| m.broker));
         brokers.sort_unstable();
