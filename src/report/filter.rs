@@ -55,7 +55,10 @@ impl TimeBound {
     fn resolve(self, first: Option<Timestamp>) -> Option<i128> {
         match self {
             Self::At(at) => Some(at.as_nanos()),
-            Self::AfterStart(secs) => first.map(|f| f.as_nanos() + (secs * 1e9) as i128),
+            // saturating: `--since 1e300` is far in the future, not an overflow
+            Self::AfterStart(secs) => {
+                first.map(|f| f.as_nanos().saturating_add((secs * 1e9) as i128))
+            }
         }
     }
 }
@@ -197,6 +200,15 @@ mod tests {
         };
         assert_eq!((at.secs, at.nanos), (1_795_956_898, 250_000_000));
         assert!(TimeBound::parse("-3").is_err());
+        let first = Some(Timestamp {
+            secs: 1,
+            nanos: 0,
+            nano: false,
+        });
+        assert_eq!(
+            TimeBound::parse("1e300").unwrap().resolve(first),
+            Some(i128::MAX)
+        );
         assert!(TimeBound::parse("yesterday")
             .unwrap_err()
             .contains("RFC 3339"));
