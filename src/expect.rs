@@ -9,6 +9,7 @@
 //! frame, findings by kind and frames; each difference is one line naming the exchange or
 //! finding and the field, old → new.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 
 use serde_json::Value;
@@ -265,12 +266,21 @@ impl Check {
 /// The findings of the golden file against this run's: each in both (its fields
 /// compared), only in the golden file (missing) or only in this run (new).
 fn compare_findings(old: &[Value], new: &[Value], lines: &mut Lines) {
-    let mut unmatched: Vec<&Value> = new.iter().collect();
+    // this run's findings by place, each matched once, in the order they came
+    let mut by_key: BTreeMap<(String, String), VecDeque<usize>> = BTreeMap::new();
+    for (i, n) in new.iter().enumerate() {
+        by_key.entry(finding_key(n)).or_default().push_back(i);
+    }
+    let mut matched = vec![false; new.len()];
     for o in old {
-        let key = finding_key(o);
-        match unmatched.iter().position(|n| finding_key(n) == key) {
-            Some(i) => {
-                let n = unmatched.remove(i);
+        let found = by_key
+            .get_mut(&finding_key(o))
+            .and_then(VecDeque::pop_front);
+        match found.and_then(|i| Some((i, new.get(i)?))) {
+            Some((i, n)) => {
+                if let Some(m) = matched.get_mut(i) {
+                    *m = true;
+                }
                 let mut fields = Vec::new();
                 diff_values("", o, n, &mut fields);
                 lines.extend(
@@ -282,11 +292,8 @@ fn compare_findings(old: &[Value], new: &[Value], lines: &mut Lines) {
             None => lines.push(format!("{} is missing", describe_finding(o))),
         }
     }
-    lines.extend(
-        unmatched
-            .into_iter()
-            .map(|n| format!("{} is new", describe_finding(n))),
-    );
+    let unmatched = new.iter().zip(matched).filter(|(_, m)| !m);
+    lines.extend(unmatched.map(|(n, _)| format!("{} is new", describe_finding(n))));
 }
 
 impl Sink for Check {

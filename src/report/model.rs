@@ -140,6 +140,23 @@ impl UnixTime {
     }
 }
 
+impl Response {
+    /// The ids `start..=end` a NONE response granted, by the analysis's rule: a start of 0
+    /// or more, a length above 0, and an end within the largest producer id.
+    pub fn granted(&self) -> Option<(i64, i64)> {
+        match (
+            self.error_code,
+            self.producer_id_start,
+            self.producer_id_len,
+        ) {
+            (Some(0), Some(start), Some(len)) if start >= 0 && len > 0 => {
+                Some((start, start.checked_add(i64::from(len) - 1)?))
+            }
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

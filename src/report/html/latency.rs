@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::svg::open_figure;
 use crate::report::model::Latency;
 
 /// Dots drawn; past them the page says how many were not.
@@ -86,11 +87,11 @@ impl Latencies {
             .max(1.0);
         let x = |t: f64| LEFT + (t - t0) / span * (WIDTH - LEFT - RIGHT);
         let y = |us: f64| HEIGHT - BOTTOM - us.max(1.0).log10() / top * (HEIGHT - TOP - BOTTOM);
-        let _ = writeln!(
-            s,
-            "<figure><svg id=\"latency-over-time\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-labelledby=\"lot-title\"><title id=\"lot-title\">Latency of {} complete exchanges over time, logarithmic</title>",
+        let title = format!(
+            "Latency of {} complete exchanges over time, logarithmic",
             self.dots.len()
         );
+        open_figure(s, "latency-over-time", (WIDTH, HEIGHT), &title);
         axes(s, "time of the request", "latency (µs, log)");
         for decade in 0..=top as u32 {
             let us = 10f64.powi(decade as i32);
@@ -132,10 +133,9 @@ impl Latencies {
         let n = (last - first + 1) as f64;
         let width = (WIDTH - LEFT - RIGHT) / n;
         let x = |us: f64| LEFT + ((us.max(1.0).log2()) - first as f64) / n * (WIDTH - LEFT - RIGHT);
-        let _ = writeln!(
-            s,
-            "<figure><svg id=\"latency-distribution\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-labelledby=\"ld-title\"><title id=\"ld-title\">Distribution of the latencies, in bins doubling in width, with p50, p90 and p99</title>"
-        );
+        let title =
+            "Distribution of the latencies, in bins doubling in width, with p50, p90 and p99";
+        open_figure(s, "latency-distribution", (WIDTH, HEIGHT), title);
         axes(s, "latency (µs, bins doubling in width)", "exchanges");
         for (i, count) in self.bins.iter().enumerate().take(last + 1).skip(first) {
             if *count == 0 {

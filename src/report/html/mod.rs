@@ -86,12 +86,10 @@ fn trouble(ex: &Exchange) -> Option<(String, bool)> {
         }
         None => Some(("unanswered".into(), true)),
         Some(r) => match r.error.as_deref() {
-            Some("NONE") => {
-                let block = matches!((r.producer_id_start, r.producer_id_len),
-                    (Some(start), Some(len)) if start >= 0 && len > 0
-                        && start.checked_add(i64::from(len) - 1).is_some());
-                (!block).then(|| ("NONE (no block)".to_owned(), false))
-            }
+            Some("NONE") => r
+                .granted()
+                .is_none()
+                .then(|| ("NONE (no block)".to_owned(), false)),
             Some(e) => Some((e.to_owned(), true)),
             None => Some(("undecoded".into(), true)),
         },

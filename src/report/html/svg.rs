@@ -40,6 +40,16 @@ pub struct Chart {
     pub findings: Vec<PidFinding>,
 }
 
+/// Opens a chart: a `<figure>` with an `<svg>` of the page's own (only the SVG namespace
+/// is named) whose `<title>` is its text alternative.
+pub fn open_figure(s: &mut String, id: &str, (width, height): (f64, f64), title: &str) {
+    let _ = writeln!(
+        s,
+        "<figure><svg id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-labelledby=\"{id}-title\"><title id=\"{id}-title\">{}</title>",
+        esc(title)
+    );
+}
+
 /// Okabe and Ito's colours, told apart with the common colour blindnesses.
 const PALETTE: [&str; 7] = [
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -107,12 +117,15 @@ impl Chart {
         }
         let scale = self.scale();
         let colours = self.colours();
-        let _ = write!(
-            s,
-            "<figure><svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-labelledby=\"timeline-title\">\n<title id=\"timeline-title\">Producer-ID blocks over time: {} blocks drawn, {} failed requests</title>\n\
-             <defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" stroke-width=\"2\"/></pattern></defs>\n",
+        let title = format!(
+            "Producer-ID blocks over time: {} blocks drawn, {} failed requests",
             self.blocks.len(),
             self.marks.len()
+        );
+        open_figure(&mut s, "timeline", (WIDTH, HEIGHT), &title);
+        let _ = writeln!(
+            s,
+            "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" stroke-width=\"2\"/></pattern></defs>"
         );
         self.axes(&mut s, &scale);
         for b in &self.blocks {

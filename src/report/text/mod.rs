@@ -17,6 +17,7 @@ use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::Block;
 use crate::cli::ColorChoice;
+use crate::diag::Severity;
 use crate::pairing::{self, ExchangeOrder};
 use timeline::Timeline;
 use verdict::Grade;
@@ -53,17 +54,11 @@ fn exchange_line(ex: &Exchange) -> (String, Style) {
             ("response unknown (bytes lost)".to_owned(), YELLOW)
         }
         None => ("unanswered".to_owned(), YELLOW),
-        Some(resp) => match (&resp.error, resp.producer_id_start, resp.producer_id_len) {
-            // the same rule as the analysis: a range past the largest id is no block
-            (Some(err), Some(start), Some(len)) if err == "NONE" && len > 0 && start >= 0 => {
-                match start.checked_add(i64::from(len) - 1) {
-                    Some(end) => (format!("NONE ids {start}..={end}"), GREEN),
-                    None => ("NONE (no block)".to_owned(), YELLOW),
-                }
-            }
-            (Some(err), _, _) if err == "NONE" => ("NONE (no block)".to_owned(), YELLOW),
-            (Some(err), _, _) => (err.clone(), RED),
-            (None, _, _) => ("undecoded".to_owned(), RED),
+        Some(resp) => match (resp.granted(), &resp.error) {
+            (Some((start, end)), _) => (format!("NONE ids {start}..={end}"), GREEN),
+            (None, Some(err)) if err == "NONE" => ("NONE (no block)".to_owned(), YELLOW),
+            (None, Some(err)) => (err.clone(), RED),
+            (None, None) => ("undecoded".to_owned(), RED),
         },
     };
     let latency = ex
@@ -254,12 +249,9 @@ fn heading(w: &mut dyn Write, text: &str) -> io::Result<()> {
     writeln!(w, "\n{BOLD}{text}{BOLD:#}")
 }
 
-fn rank(severity: &str) -> u8 {
-    match severity {
-        "error" => 0,
-        "warning" => 1,
-        _ => 2,
-    }
+/// Errors first, then warnings, then the rest.
+fn rank(severity: &str) -> std::cmp::Reverse<Option<Severity>> {
+    std::cmp::Reverse(Severity::from_name(severity))
 }
 
 /// The findings, errors first, each once.
@@ -464,7 +456,8 @@ fn diagnostics(w: &mut dyn Write, report: &Report) -> io::Result<()> {
         .iter()
         .map(|f| f.kind)
         .collect();
-    let mut by_kind: BTreeMap<(u8, &str), Vec<&Diagnostic>> = BTreeMap::new();
+    let mut by_kind: BTreeMap<(std::cmp::Reverse<Option<Severity>>, &str), Vec<&Diagnostic>> =
+        BTreeMap::new();
     for d in report
         .diagnostics
         .iter()
