@@ -87,9 +87,13 @@ fn packet(op: &Op, seq: u32, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Packets written per input: enough to fill the budget many times over, few enough that
-/// one input runs in a few seconds with the sanitizer.
+/// Packets and payload bytes written per input: enough to fill the budget many times
+/// over, few enough that one input runs well under a second with the sanitizer, whose
+/// instrumented compares make the framing search (a few compares a byte) ~50 times
+/// slower than a release build: 15 MB of searched bytes took 2.2 s and, on a loaded
+/// machine, went past the 10 s timeout.
 const MAX_PACKETS: u32 = 20_000;
+const MAX_PAYLOAD_BYTES: usize = 4 << 20;
 
 fn capture(ops: &[Op]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -102,8 +106,9 @@ fn capture(ops: &[Op]) -> Vec<u8> {
     // the next sequence number of each connection's two directions
     let mut seqs = vec![[1000u32, 5000u32]; 256];
     let mut n = 0u32;
+    let mut payload_bytes = 0usize;
     for op in ops {
-        if n >= MAX_PACKETS {
+        if n >= MAX_PACKETS || payload_bytes >= MAX_PAYLOAD_BYTES {
             break;
         }
         let Some(seq) = seqs
@@ -115,6 +120,9 @@ fn capture(ops: &[Op]) -> Vec<u8> {
         *seq = seq.wrapping_add(u32::from(op.lost));
         let data = bytes(&op.payload);
         for _ in 0..=op.repeat {
+            if n >= MAX_PACKETS || payload_bytes >= MAX_PAYLOAD_BYTES {
+                break;
+            }
             match op.payload {
                 Payload::Syn | Payload::Fin => {
                     n += 1;
@@ -128,6 +136,7 @@ fn capture(ops: &[Op]) -> Vec<u8> {
                 _ => {
                     for chunk in data.chunks(1448).take(64) {
                         n += 1;
+                        payload_bytes += chunk.len();
                         record(&mut out, n, &packet(op, *seq, chunk));
                         *seq = seq.wrapping_add(chunk.len() as u32);
                     }

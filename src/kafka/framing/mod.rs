@@ -23,6 +23,7 @@
 
 use crate::capture::PacketRef;
 
+mod chain;
 mod search;
 
 use search::Window;

@@ -3,6 +3,7 @@
 //! only the bytes still needed (a head not yet all there, a frame to decode, a chain of
 //! unanchored responses, or bytes that may be read again as the other side's).
 
+use super::chain::{Chains, Outcome};
 use super::*;
 
 /// Room a search window keeps between pushes, however little it holds.
@@ -190,6 +191,7 @@ impl Framer {
         w: &Window,
         offset: usize,
         handler: &mut impl FrameHandler,
+        chains: &mut Chains,
     ) -> Verdict {
         let bytes = &w.bytes;
         let Some((size, prefix)) = head_at(bytes, offset, self.prefix_len) else {
@@ -208,7 +210,7 @@ impl Framer {
         }
         let next = offset + SIZE_LEN + size as usize;
         if !handler.anchors(size, prefix, at) {
-            return self.chain_verdict(w, offset, next, handler);
+            return self.chain_verdict(w, offset, next, handler, chains);
         }
         if next == bytes.len() && handler.confirms_at_data_end() {
             return Verdict::Yes; // it ends where the data seen so far ends
@@ -245,16 +247,17 @@ impl Framer {
     }
 
     /// A candidate that does not anchor (see [`FrameHandler::anchors`]): the heads that
-    /// follow it, each where the one before ends, must be plausible up to one that does.
+    /// follow it, each where the one before ends, must be plausible up to one that does,
+    /// within [`MAX_CHAIN_LINKS`] heads and the window.
     pub(super) fn chain_verdict(
         &self,
         w: &Window,
         offset: usize,
-        mut next: usize,
+        next: usize,
         handler: &mut impl FrameHandler,
+        chains: &mut Chains,
     ) -> Verdict {
-        let bytes = &w.bytes;
-        if next > bytes.len() && next - offset > MAX_RESYNC_WINDOW {
+        if next > w.bytes.len() && next - offset > MAX_RESYNC_WINDOW {
             // Carried by its head only where a packet starts: a size and a correlation id
             // are met at a few bytes in a hundred inside other data.
             return if w.starts_packet(offset) {
@@ -263,30 +266,23 @@ impl Framer {
                 Verdict::No
             };
         }
-        for _ in 0..MAX_CHAIN_LINKS {
-            if next - offset > MAX_RESYNC_WINDOW {
-                return Verdict::No;
-            }
-            let Some((size, prefix)) = head_at(bytes, next, self.prefix_len) else {
-                return Verdict::Wait(next + SIZE_LEN + self.prefix_len);
-            };
-            let prefix = bytes.get(prefix).unwrap_or_default();
-            let at = w.packet_at(next);
-            if size <= 0 || !handler.plausible(size, prefix, at) {
-                return Verdict::No;
-            }
-            if handler.anchors(size, prefix, at) {
-                return Verdict::Yes;
-            }
-            next += SIZE_LEN + size as usize;
+        let end = chains.end_from(w, next, self.prefix_len, handler);
+        if end.links > MAX_CHAIN_LINKS || end.at - offset > MAX_RESYNC_WINDOW {
+            return Verdict::No;
         }
-        Verdict::No
+        match end.outcome {
+            Outcome::Anchor => Verdict::Yes,
+            Outcome::Implausible => Verdict::No,
+            Outcome::Incomplete => Verdict::Wait(end.at + SIZE_LEN + self.prefix_len),
+        }
     }
 
     /// The first confirmed candidate in the window, if any. Candidates waiting for bytes
     /// are looked at again as bytes arrive; every other position is looked at once.
     pub(super) fn find(&self, w: &mut Window, handler: &mut impl FrameHandler) -> Option<Found> {
         let len = w.bytes.len();
+        // the window's bytes do not change in a pass, so neither do its chains
+        let mut chains = Chains::default();
         let mut found: Option<usize> = None;
         let waiting = std::mem::take(&mut w.waiting);
         for (candidate, need) in waiting {
@@ -294,7 +290,7 @@ impl Framer {
                 w.waiting.push((candidate, need));
                 continue;
             }
-            match self.verdict(w, candidate, handler) {
+            match self.verdict(w, candidate, handler, &mut chains) {
                 Verdict::Yes => found = Some(found.map_or(candidate, |f| f.min(candidate))),
                 Verdict::Wait(need) => w.waiting.push((candidate, need)),
                 Verdict::Far => Self::carry(self.prefix_len, w, candidate, handler),
@@ -303,7 +299,7 @@ impl Framer {
         }
         while found.is_none() && w.scanned + SIZE_LEN <= len {
             let offset = w.scanned;
-            match self.verdict(w, offset, handler) {
+            match self.verdict(w, offset, handler, &mut chains) {
                 Verdict::Yes => found = Some(offset),
                 Verdict::No => {}
                 Verdict::Far => Self::carry(self.prefix_len, w, offset, handler),
@@ -316,7 +312,7 @@ impl Framer {
             }
             w.scanned += 1;
         }
-        let far = self.confirmed_far(w, handler);
+        let far = self.confirmed_far(w, handler, &mut chains);
         match (found, far) {
             (Some(near), Some(idx))
                 if w.far
@@ -387,6 +383,7 @@ impl Framer {
         w: &Window,
         f: &FarCandidate,
         handler: &mut impl FrameHandler,
+        chains: &mut Chains,
     ) -> Verdict {
         // An end that fell into a gap, or was passed in a slid window, cannot confirm it.
         let Some(e) = f
@@ -406,7 +403,7 @@ impl Framer {
         }
         if !anchors {
             // A link of a chain: the heads from its end on must reach an answer.
-            return match self.verdict(w, e, handler) {
+            return match self.verdict(w, e, handler, chains) {
                 Verdict::Far => Verdict::No,
                 other => other,
             };
@@ -431,6 +428,7 @@ impl Framer {
         &self,
         w: &mut Window,
         handler: &mut impl FrameHandler,
+        chains: &mut Chains,
     ) -> Option<usize> {
         if w.far.is_empty() {
             return None;
@@ -442,7 +440,7 @@ impl Framer {
             if f.end > end {
                 return true; // the stream is not there yet
             }
-            match self.far_verdict(w, f, handler) {
+            match self.far_verdict(w, f, handler, chains) {
                 Verdict::No => false,
                 Verdict::Yes => {
                     found = Some(found.map_or(f.start, |s: u64| s.min(f.start)));

@@ -17,6 +17,10 @@ struct Recorder {
     missing: Vec<u32>,
     /// Heads up to this size are plausible (1000 when 0).
     max_len: i32,
+    /// When set, only heads starting with this byte anchor; the others must chain to one.
+    anchor_key: Option<u8>,
+    /// Heads judged plausible or not: the search's work.
+    plausible_calls: usize,
 }
 
 impl FrameHandler for Recorder {
@@ -32,6 +36,7 @@ impl FrameHandler for Recorder {
     }
     /// Test heads start with 7 or 9 and are short.
     fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
+        self.plausible_calls += 1;
         let max_len = if self.max_len == 0 {
             1000
         } else {
@@ -41,6 +46,10 @@ impl FrameHandler for Recorder {
     }
     fn resynced(&mut self, skipped: u64, _at: PacketRef) {
         self.resyncs.push(skipped);
+    }
+    fn anchors(&mut self, _len: i32, prefix: &[u8], _at: PacketRef) -> bool {
+        self.anchor_key
+            .is_none_or(|key| prefix.first() == Some(&key))
     }
     fn wants_confirmation(&self) -> bool {
         self.confirm
@@ -275,6 +284,37 @@ fn resync_window_stays_bounded() {
     assert!(framer.resync_window_len() < MAX_HEAD_LEN);
     assert!(framer.resync_skipped() >= 409_600 - MAX_HEAD_LEN as u64);
     assert!(rec.frames.is_empty());
+}
+
+/// Garbage, then 200 heads that do not anchor, then two that do (responses to requests
+/// from before the capture, then answers): the search frames from the first head within
+/// [`MAX_CHAIN_LINKS`] of an anchor, and reads each head about once, not once per chain
+/// that runs through it (each of the 200 chains is the tail of the one before).
+#[test]
+fn a_chain_of_unanchored_heads_is_walked_once() {
+    let mut framer = Framer::resyncing(1);
+    let mut rec = Recorder {
+        confirm: true,
+        anchor_key: Some(9),
+        ..Default::default()
+    };
+    let mut data = vec![1, 2, 3];
+    for _ in 0..200 {
+        data.extend(frame_bytes(&[7, 0, 0, 0, 0]));
+    }
+    data.extend(frame_bytes(&[9, 0, 0, 0, 0]));
+    data.extend(frame_bytes(&[9, 0, 0, 0, 0]));
+    framer.push(&data, at(1), &mut rec);
+    let first_framed = 200 - MAX_CHAIN_LINKS;
+    assert_eq!(rec.resyncs, vec![3 + 9 * first_framed as u64]);
+    assert_eq!(rec.frames.len(), 200 - first_framed + 2);
+    // Walked afresh from each head, the chains would read ~64 heads a head (12,800).
+    assert!(
+        rec.plausible_calls < 2 * data.len(),
+        "{} heads read for {} bytes",
+        rec.plausible_calls,
+        data.len()
+    );
 }
 
 /// Noise with a plausible head every 100 bytes, each claiming 5,000 bytes: the heads are
