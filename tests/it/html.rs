@@ -17,81 +17,73 @@ fn page(pcap: &str) -> String {
     String::from_utf8(out).unwrap()
 }
 
-fn truth(name: &str) -> Value {
+pub fn truth(name: &str) -> Value {
     let path = root().join(format!("fixtures/analysis/{name}.truth.json"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-#[test]
-fn the_page_draws_each_planted_block_and_fault_and_lists_each_finding() {
-    for name in [
-        "healthy",
-        "overlap",
-        "failover-regression",
-        "gaps-irregular",
-        "error-streak",
-        "slow",
-    ] {
-        let html = page(&format!("fixtures/analysis/{name}.pcap"));
-        let truth = truth(name);
-        let planted = |kind: &str| {
-            truth["expected_findings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|f| f["kind"] == kind)
-                .count()
-        };
-        let count = |needle: &str| html.matches(needle).count();
-        assert_eq!(
-            count("<rect class=\"block\""),
-            truth["blocks"].as_array().unwrap().len(),
-            "{name}: blocks"
-        );
-        assert_eq!(
-            count("<rect class=\"overlap\""),
-            planted("pid_block_overlap"),
-            "{name}: overlaps"
-        );
-        assert_eq!(
-            count("<rect class=\"regression\""),
-            planted("pid_block_regression"),
-            "{name}: regressions"
-        );
-        assert_eq!(
-            count("<rect class=\"gap\""),
-            planted("pid_block_gap"),
-            "{name}: gaps"
-        );
-        let findings = truth["expected_findings"].as_array().unwrap().len();
-        assert_eq!(
-            count("<tr class=\"finding "),
-            findings,
-            "{name}: finding rows"
-        );
-        let failed = truth["exchanges"]
-            .as_array()
-            .unwrap()
+/// The analysis fixtures, each with a truth file of what it planted.
+pub const FIXTURES: [&str; 6] = [
+    "healthy",
+    "overlap",
+    "failover-regression",
+    "gaps-irregular",
+    "error-streak",
+    "slow",
+];
+
+/// What the page must draw for a fixture, from its truth file.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Expected {
+    pub blocks: usize,
+    pub overlaps: usize,
+    pub regressions: usize,
+    pub gaps: usize,
+    /// Error responses and requests without an answer: marks on the time axis.
+    pub failed: usize,
+    pub findings: usize,
+    /// Complete exchanges: a latency dot each.
+    pub complete: usize,
+}
+
+pub fn expected(name: &str) -> Expected {
+    let truth = truth(name);
+    let findings = truth["expected_findings"].as_array().unwrap();
+    let planted = |kind: &str| findings.iter().filter(|f| f["kind"] == kind).count();
+    let exchanges = truth["exchanges"].as_array().unwrap();
+    Expected {
+        blocks: truth["blocks"].as_array().unwrap().len(),
+        overlaps: planted("pid_block_overlap"),
+        regressions: planted("pid_block_regression"),
+        gaps: planted("pid_block_gap"),
+        failed: exchanges
             .iter()
             .filter(|e| e["response"].is_null() || e["response"]["error_code"] != 0)
-            .count();
-        assert_eq!(
-            count("<path class=\"failed\""),
-            failed,
-            "{name}: failed requests"
-        );
-        // a dot per complete exchange, and the bins count them all
-        let complete = truth["exchanges"]
-            .as_array()
-            .unwrap()
+            .count(),
+        findings: findings.len(),
+        complete: exchanges
             .iter()
             .filter(|e| !e["response"].is_null())
-            .count();
-        assert_eq!(
-            count("<circle class=\"latency\""),
-            complete,
-            "{name}: latency dots"
-        );
+            .count(),
+    }
+}
+
+#[test]
+fn the_page_draws_each_planted_block_and_fault_and_lists_each_finding() {
+    for name in FIXTURES {
+        let html = page(&format!("fixtures/analysis/{name}.pcap"));
+        let count = |needle: &str| html.matches(needle).count();
+        let drawn = Expected {
+            blocks: count("<rect class=\"block\""),
+            overlaps: count("<rect class=\"overlap\""),
+            regressions: count("<rect class=\"regression\""),
+            gaps: count("<rect class=\"gap\""),
+            failed: count("<path class=\"failed\""),
+            findings: count("<tr class=\"finding "),
+            complete: count("<circle class=\"latency\""),
+        };
+        let expected = expected(name);
+        assert_eq!(drawn, expected, "{name}");
         let binned: usize = html
             .split("<rect class=\"bin\"")
             .skip(1)
@@ -100,7 +92,10 @@ fn the_page_draws_each_planted_block_and_fault_and_lists_each_finding() {
                 title.split(' ').next().unwrap().parse::<usize>().unwrap()
             })
             .sum();
-        assert_eq!(binned, complete, "{name}: the bins count every latency");
+        assert_eq!(
+            binned, expected.complete,
+            "{name}: the bins count every latency"
+        );
         assert_eq!(
             count("<line class=\"percentile\""),
             3,

@@ -3,6 +3,7 @@
 mod common;
 
 mod analysis;
+mod browser;
 mod cli;
 mod contract;
 mod cut_sweep;
@@ -10,7 +11,7 @@ mod filters;
 mod formats;
 mod gates;
 mod golden;
-mod html;
+pub mod html;
 mod incident_capture;
 mod incident_real;
 mod kafka_real;

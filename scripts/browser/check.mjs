@@ -1,0 +1,86 @@
+// Opens pidshark's HTML pages in a real browser (Debian's chromium, driven by
+// playwright-core: no browser is downloaded) and prints, one JSON line a page, what the
+// browser saw: the elements drawn, every request the page made, every console error, and
+// where its screenshot went. tests/it/browser.rs holds those to the truth files;
+// scripts/screenshot uses it for the README's picture.
+//
+//   node scripts/browser/check.mjs [--screenshots DIR] [--viewport-shot FILE] PAGE.html...
+//
+// CHROMIUM names the browser (default /usr/bin/chromium).
+import { chromium } from "playwright-core";
+import { basename, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const args = process.argv.slice(2);
+let screenshots = null;
+let viewportShot = null;
+const pages = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === "--screenshots") screenshots = args[++i];
+  else if (args[i] === "--viewport-shot") viewportShot = args[++i];
+  else pages.push(args[i]);
+}
+
+// The flags the issue names: headless, no sandbox (CI runs as root), no GPU, and no
+// background traffic of the browser's own, so that any request seen is the page's.
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+});
+
+// What the page holds, counted in the DOM the browser built (not in our text).
+function census() {
+  const count = (selector) => document.querySelectorAll(selector).length;
+  const drawn = [...document.querySelectorAll("svg")].map((svg) => {
+    const box = svg.getBoundingClientRect();
+    return { id: svg.id, width: box.width, height: box.height };
+  });
+  return {
+    title: document.title,
+    verdict: document.querySelector("#verdict")?.textContent ?? null,
+    blocks: count("svg#timeline rect.block"),
+    block_bins: count("svg#timeline rect.block-bin"),
+    overlaps: count("svg#timeline rect.overlap"),
+    regressions: count("svg#timeline rect.regression"),
+    gaps: count("svg#timeline rect.gap"),
+    failed: count("svg#timeline path.failed"),
+    latency_dots: count("circle.latency"),
+    findings: count("table#findings tr.finding"),
+    exchanges: count("table#exchanges tr.exchange"),
+    brokers: count("table#brokers tr.broker"),
+    svgs: drawn,
+  };
+}
+
+try {
+  for (const path of pages) {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const url = pathToFileURL(resolve(path)).href;
+    const requests = [];
+    const consoleErrors = [];
+    page.on("request", (r) => {
+      if (r.url() !== url) requests.push(r.url());
+    });
+    page.on("console", (m) => {
+      if (m.type() === "error") consoleErrors.push(m.text());
+    });
+    page.on("pageerror", (e) => consoleErrors.push(String(e)));
+    await page.goto(url, { waitUntil: "load" });
+    const seen = await page.evaluate(census);
+    let screenshot = null;
+    if (screenshots) {
+      screenshot = `${screenshots}/${basename(path).replace(/\.html$/, "")}.png`;
+      await page.screenshot({ path: screenshot, fullPage: true });
+    }
+    if (viewportShot) {
+      await page.screenshot({ path: viewportShot });
+    }
+    console.log(
+      JSON.stringify({ page: path, ...seen, requests, console_errors: consoleErrors, screenshot }),
+    );
+    await page.close();
+  }
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,136 @@
+//! `--format html` in a real browser: Debian's chromium, headless, driven by
+//! playwright-core (`scripts/browser/check.mjs`). Each analysis fixture's page must show in
+//! the DOM the browser built one block per block and one row per finding its truth file
+//! planted, request nothing from the network and log no console error. The screenshots
+//! stay in `target/browser/` (CI keeps them as artifacts).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{ci, have_program, pidshark, report, root};
+use crate::html::{expected, Expected, FIXTURES};
+
+/// The checker, when chromium, Node.js and playwright-core are here; otherwise a printed
+/// reason (a failure when `CI` is set).
+fn checker() -> Option<PathBuf> {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
+    let install = "apt-get install chromium";
+    if !have_program(&chromium, "the HTML page in a real browser", install)
+        || !have_program("node", "driving the browser", "apt-get install nodejs")
+    {
+        return None;
+    }
+    let dir = root().join("scripts/browser");
+    if !dir.join("node_modules/playwright-core").is_dir() {
+        let why = "playwright-core is not installed: run `npm ci --prefix scripts/browser`";
+        assert!(!ci(), "{why}, and CI is set, so this test may not skip");
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(dir.join("check.mjs"))
+}
+
+/// What the browser saw of each page, a JSON object a page.
+fn open_in_browser(check: &Path, pages: &[PathBuf], shots: &Path) -> Vec<Value> {
+    let mut cmd = Command::new("node");
+    cmd.arg(check).arg("--screenshots").arg(shots).args(pages);
+    if let Ok(chromium) = std::env::var("CHROMIUM") {
+        cmd.env("CHROMIUM", chromium);
+    }
+    let out = cmd.output().expect("node runs");
+    assert!(
+        out.status.success(),
+        "the browser check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object a line"))
+        .collect()
+}
+
+fn count(seen: &Value, key: &str) -> usize {
+    seen[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key}: {seen}")) as usize
+}
+
+#[test]
+fn each_analysis_page_shows_its_planted_blocks_and_findings_in_chromium() {
+    let Some(check) = checker() else { return };
+    let dir = root().join("target/browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pages: Vec<PathBuf> = FIXTURES
+        .iter()
+        .map(|name| {
+            let page = dir.join(format!("{name}.html"));
+            let pcap = format!("fixtures/analysis/{name}.pcap");
+            pidshark()
+                .args([pcap.as_str(), "--format", "html", "-o"])
+                .arg(&page)
+                .assert()
+                .success();
+            page
+        })
+        .collect();
+    let seen = open_in_browser(&check, &pages, &dir);
+    assert_eq!(seen.len(), FIXTURES.len());
+    for (name, (seen, page)) in FIXTURES.iter().zip(seen.iter().zip(&pages)) {
+        assert_eq!(seen["requests"], Value::Array(vec![]), "{name}: network");
+        assert_eq!(seen["console_errors"], Value::Array(vec![]), "{name}");
+        let drawn = Expected {
+            blocks: count(seen, "blocks"),
+            overlaps: count(seen, "overlaps"),
+            regressions: count(seen, "regressions"),
+            gaps: count(seen, "gaps"),
+            failed: count(seen, "failed"),
+            findings: count(seen, "findings"),
+            complete: count(seen, "latency_dots"),
+        };
+        assert_eq!(drawn, expected(name), "{name}: the DOM the browser built");
+        let json = report(&[&format!("fixtures/analysis/{name}.pcap")]);
+        let brokers = json["summary"]["brokers"].as_object().unwrap().len();
+        assert_eq!(count(seen, "brokers"), brokers, "{name}: broker rows");
+        // the browser parsed every row of the exchanges table the page wrote
+        let html = std::fs::read_to_string(page).unwrap();
+        let rows = html.matches("<tr class=\"exchange\"").count();
+        assert_eq!(count(seen, "exchanges"), rows, "{name}: exchange rows");
+        for svg in seen["svgs"].as_array().unwrap() {
+            assert!(
+                svg["width"].as_f64() > Some(100.0) && svg["height"].as_f64() > Some(100.0),
+                "{name}: a chart laid out with a size: {svg}"
+            );
+        }
+        let shot = std::fs::read(seen["screenshot"].as_str().unwrap()).unwrap();
+        assert!(
+            shot.starts_with(b"\x89PNG") && shot.len() > 10_000,
+            "{name}"
+        );
+    }
+}
+
+/// The check itself can fail: a page that loads an image and logs an error is caught.
+#[test]
+fn the_browser_check_sees_a_request_and_a_console_error() {
+    let Some(check) = checker() else { return };
+    let dir = root().join("target/browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("tampered.html");
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><html><head><title>t</title></head><body>\
+         <img src=\"http://127.0.0.1:9/x.png\"><script>console.error('planted')</script>\
+         </body></html>",
+    )
+    .unwrap();
+    let seen = open_in_browser(&check, &[page], &dir);
+    assert_eq!(seen[0]["requests"][0], "http://127.0.0.1:9/x.png");
+    assert!(seen[0]["console_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e.as_str().unwrap().contains("planted")));
+}
