@@ -224,6 +224,18 @@ impl PartialEq for Fact {
 
 impl Eq for Fact {}
 
+impl Fact {
+    /// The number, when it is one.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Self::Int(v) => Some(*v as f64),
+            Self::Uint(v) => Some(*v as f64),
+            Self::Float(v) => Some(*v),
+            Self::Text(_) => None,
+        }
+    }
+}
+
 impl From<i64> for Fact {
     fn from(v: i64) -> Self {
         Self::Int(v)

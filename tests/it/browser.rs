@@ -134,3 +134,27 @@ fn the_browser_check_sees_a_request_and_a_console_error() {
         .iter()
         .any(|e| e.as_str().unwrap().contains("planted")));
 }
+
+/// A page past 4,000 blocks, drawn in columns of time, renders as well.
+#[test]
+fn a_binned_page_renders_in_chromium() {
+    let Some(check) = checker() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("big.pcap");
+    crate::common::apid_capture(&pcap, 5, 1200);
+    let page = dir.path().join("big.html");
+    pidshark()
+        .arg(&pcap)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let seen = open_in_browser(&check, std::slice::from_ref(&page), dir.path());
+    let html = std::fs::read_to_string(&page).unwrap();
+    let bins = html.matches("<rect class=\"block-bin\"").count();
+    assert!(bins > 0);
+    assert_eq!(count(&seen[0], "block_bins"), bins);
+    assert_eq!(count(&seen[0], "blocks"), 0);
+    assert_eq!(seen[0]["requests"], Value::Array(vec![]));
+    assert_eq!(seen[0]["console_errors"], Value::Array(vec![]));
+}

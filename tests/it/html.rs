@@ -32,6 +32,22 @@ pub const FIXTURES: [&str; 6] = [
     "slow",
 ];
 
+/// The exchanges the bars of one chart count (their titles start with the count).
+fn binned_in(html: &str, id: &str) -> usize {
+    let start = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("{id}"));
+    let chart = &html[start..start + html[start..].find("</figure>").unwrap()];
+    chart
+        .split("<rect class=\"bin\"")
+        .skip(1)
+        .map(|b| {
+            let title = b.split("<title>").nth(1).unwrap();
+            title.split(' ').next().unwrap().parse::<usize>().unwrap()
+        })
+        .sum()
+}
+
 /// What the page must draw for a fixture, from its truth file.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Expected {
@@ -84,21 +100,59 @@ fn the_page_draws_each_planted_block_and_fault_and_lists_each_finding() {
         };
         let expected = expected(name);
         assert_eq!(drawn, expected, "{name}");
-        let binned: usize = html
-            .split("<rect class=\"bin\"")
-            .skip(1)
-            .map(|b| {
-                let title = b.split("<title>").nth(1).unwrap();
-                title.split(' ').next().unwrap().parse::<usize>().unwrap()
-            })
-            .sum();
+        // worth a look: the failed exchanges, those answered NONE without a block, and
+        // the slow ones
+        let truth_of = truth(name);
+        let slow = truth_of["expected_findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "pid_slow_response")
+            .count();
+        let answered_none = truth_of["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["response"]["error_code"] == 0)
+            .count();
+        let no_block = answered_none - expected.blocks;
+        assert_eq!(
+            count("<tr class=\"exchange\""),
+            expected.failed + no_block + slow,
+            "{name}: exchanges worth a look"
+        );
+        let binned = binned_in(&html, "latency-distribution");
         assert_eq!(
             binned, expected.complete,
             "{name}: the bins count every latency"
         );
+        // a distribution per broker, when there are several, counting its own
+        let truth = truth(name);
+        let mut per_broker = std::collections::BTreeMap::<i64, usize>::new();
+        for e in truth["exchanges"].as_array().unwrap() {
+            if !e["response"].is_null() {
+                *per_broker
+                    .entry(e["request"]["broker_id"].as_i64().unwrap())
+                    .or_default() += 1;
+            }
+        }
+        let multiples = html.matches("<svg id=\"latency-broker-").count();
+        assert_eq!(
+            multiples,
+            if per_broker.len() > 1 {
+                per_broker.len()
+            } else {
+                0
+            }
+        );
+        for (broker, complete) in per_broker.iter().filter(|_| multiples > 0) {
+            let id = format!("latency-broker-{broker}");
+            assert_eq!(binned_in(&html, &id), *complete, "{name}: broker {broker}");
+        }
+        // p50, p90 and p99 of the whole, p50 and p99 of each broker
         assert_eq!(
             count("<line class=\"percentile\""),
-            3,
+            3 + 2 * multiples,
             "{name}: p50, p90, p99"
         );
         // every mark says what it is
@@ -126,4 +180,144 @@ fn the_verdict_and_filters_come_first() {
     assert!(verdict < chart && chart < brokers && brokers < findings);
     assert!(html.contains("DUPLICATE PRODUCER IDS: ids 5500..=5999"));
     assert!(html.contains("<code>frame.number in {19 22}</code>"));
+}
+
+/// What the `<rect>`s of `class` count: each title reads `broker B: N ...`.
+fn counted_by(html: &str, class: &str) -> usize {
+    html.split(&format!("<rect class=\"{class}\""))
+        .skip(1)
+        .map(|b| {
+            let title = b.split("<title>").nth(1).unwrap();
+            let count = title.split(": ").nth(1).unwrap().split(' ').next().unwrap();
+            count.parse::<usize>().unwrap()
+        })
+        .sum()
+}
+
+/// Past 4,000 blocks the timeline draws columns of time per broker, which count every
+/// block, and says so; the page stays small.
+#[test]
+fn a_big_capture_s_timeline_is_binned_and_counts_every_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("big.pcap");
+    crate::common::apid_capture(&pcap, 5, 1200);
+    let html = page(pcap.to_str().unwrap());
+    assert!(html.len() < 3 << 20, "{} bytes", html.len());
+    assert_eq!(html.matches("<rect class=\"block\"").count(), 0);
+    let bins: Vec<&str> = html.split("<rect class=\"block-bin\"").skip(1).collect();
+    assert!(
+        !bins.is_empty() && bins.len() <= 5 * 240,
+        "{} bins",
+        bins.len()
+    );
+    assert_eq!(counted_by(&html, "block-bin"), 6000);
+    assert!(html.contains("The 6000 blocks are more than 4000, so each bar is one broker"));
+    // the latencies too: in columns of time per broker, counting every exchange
+    assert_eq!(html.matches("<circle class=\"latency\"").count(), 0);
+    assert_eq!(counted_by(&html, "latency-bin"), 6000);
+    assert_eq!(html.matches("<svg id=\"latency-broker-").count(), 5);
+    // every broker's bars in its own colour, and the legend names all five
+    for broker in 0..5 {
+        assert!(
+            html.contains(&format!("<title>broker {broker}: ")),
+            "{broker}"
+        );
+        assert!(
+            html.contains(&format!(">broker {broker}</text>")),
+            "{broker}"
+        );
+    }
+}
+
+/// The page's structure, whatever its whitespace, attribute order or coordinates: each
+/// element that carries meaning (headings, figures, the marks of the charts, tables and
+/// their rows) on a line, indented by depth, with its id and class and its own text
+/// (for a mark, its `<title>`; for a row, its cells).
+fn structure(html: &str) -> String {
+    let doc = scraper::Html::parse_document(html);
+    let mut out = String::new();
+    outline(doc.root_element(), 0, &mut out);
+    out
+}
+
+fn outline(el: scraper::ElementRef<'_>, depth: usize, out: &mut String) {
+    let name = el.value().name();
+    let words = |e: scraper::ElementRef<'_>| e.text().collect::<Vec<_>>().join(" ");
+    let tidy = |text: String| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = matches!(
+        name,
+        "h1" | "h2" | "h3" | "p" | "figure" | "figcaption" | "svg" | "table" | "tr"
+    ) || (matches!(name, "rect" | "path" | "circle" | "line" | "g")
+        && el.value().attr("class").is_some_and(|c| c != "axes"));
+    let mut depth = depth;
+    if shown {
+        let mut line = format!("{}{name}", "  ".repeat(depth));
+        if let Some(id) = el.value().attr("id") {
+            line += &format!("#{id}");
+        }
+        if let Some(class) = el.value().attr("class") {
+            line += &format!(
+                ".{}",
+                class.split_whitespace().collect::<Vec<_>>().join(".")
+            );
+        }
+        let text = match name {
+            "tr" => el
+                .children()
+                .filter_map(scraper::ElementRef::wrap)
+                .map(|cell| tidy(words(cell)))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            "svg" => el
+                .children()
+                .filter_map(scraper::ElementRef::wrap)
+                .find(|child| child.value().name() == "title")
+                .map(|title| tidy(words(title)))
+                .unwrap_or_default(),
+            "figure" | "table" => String::new(),
+            _ => tidy(words(el)),
+        };
+        if !text.is_empty() {
+            line += &format!(" {text}");
+        }
+        out.push_str(&line);
+        out.push('\n');
+        depth += 1;
+        if !matches!(name, "svg" | "figure" | "table") {
+            return; // its text is said; the marks inside an svg are not its own text
+        }
+    }
+    for child in el.children().filter_map(scraper::ElementRef::wrap) {
+        outline(child, depth, out);
+    }
+}
+
+/// Goldens of each analysis fixture's page structure (`fixtures/analysis/*.html.txt`),
+/// rewritten by `scripts/bless-golden` (which sets `PIDSHARK_BLESS`).
+#[test]
+fn page_structure_goldens_of_the_analysis_fixtures() {
+    for name in FIXTURES {
+        let html = page(&format!("fixtures/analysis/{name}.pcap"));
+        let got = structure(&html);
+        let path = root().join(format!("fixtures/analysis/{name}.html.txt"));
+        if std::env::var_os("PIDSHARK_BLESS").is_some() {
+            std::fs::write(&path, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (scripts/bless-golden writes it)", path.display()));
+        assert_eq!(
+            got, want,
+            "{name}: the page's structure moved; bless after review"
+        );
+    }
+}
+
+/// The structure is the same whatever the page's whitespace.
+#[test]
+fn page_structure_ignores_whitespace() {
+    let html = page("fixtures/analysis/overlap.pcap");
+    let spaced = html.replace("><", ">\n  <").replace(' ', "  ");
+    assert_eq!(structure(&spaced), structure(&html));
+    assert!(structure(&html).contains("rect.overlap pid_block_overlap: ids 5500..=5999"));
 }

@@ -3,6 +3,7 @@
 //! producer-ID blocks, the per-broker table, the findings and the exchanges worth a look,
 //! each with a Wireshark display filter. Every number on it is one the JSON report has.
 
+mod bins;
 mod latency;
 mod svg;
 
@@ -16,12 +17,10 @@ use crate::analysis::Block;
 use crate::pairing;
 use svg::{Chart, Drawn, Mark};
 
-/// Blocks drawn one by one; past them the page says how many more there were.
-const MAX_DRAWN: usize = 4000;
-/// Error and no-answer marks drawn on the time axis.
-const MAX_MARKS: usize = 4000;
 /// Exchanges worth a look listed.
 const MAX_ROWS: usize = 50;
+/// Findings listed; the page says how many more the JSON report has.
+const MAX_FINDINGS: usize = 1000;
 
 /// Text for HTML: `&`, `<`, `>` and quotes escaped.
 pub fn esc(text: &str) -> String {
@@ -106,34 +105,35 @@ impl Sink for HtmlSink {
 
     fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
         if let Some(b) = block {
-            if self.chart.blocks.len() < MAX_DRAWN {
-                self.chart.blocks.push(Drawn {
-                    broker: b.broker_id,
-                    start: b.start,
-                    end: b.end,
-                    at: super::model::UnixTime(b.timestamp).seconds(),
-                    frames: (b.request_frame, b.response_frame),
-                    time: format_timestamp(b.timestamp),
-                });
-            } else {
-                self.chart.not_drawn += 1;
-            }
+            self.chart.add_block(Drawn {
+                broker: b.broker_id,
+                start: b.start,
+                end: b.end,
+                at: super::model::UnixTime(b.timestamp).seconds(),
+                frames: (b.request_frame, b.response_frame),
+                time: format_timestamp(b.timestamp),
+            });
         }
         let ex = exchange(&ex);
         if let Some(us) = ex.latency_us {
-            self.latencies
-                .add(ex.request.unix_time.seconds(), us, ex.request.broker_id);
+            self.latencies.add(latency::Dot {
+                at: ex.request.unix_time.seconds(),
+                us,
+                broker: ex.request.broker_id,
+                time: ex.request.timestamp.clone(),
+                frame: ex.request.frame,
+            });
         }
         let Some((outcome, failed)) = trouble(&ex) else {
             return Ok(());
         };
         let broker = ex.request.broker_id;
-        if failed && self.chart.marks.len() < MAX_MARKS {
+        if failed {
             let (at, time) = match &ex.response {
                 Some(r) => (r.unix_time.seconds(), r.timestamp.clone()),
                 None => (ex.request.unix_time.seconds(), ex.request.timestamp.clone()),
             };
-            self.chart.marks.push(Mark {
+            self.chart.add_mark(Mark {
                 broker,
                 at,
                 time,
@@ -144,8 +144,12 @@ impl Sink for HtmlSink {
         if self.rows.len() < MAX_ROWS {
             let mut frames = vec![ex.request.frame];
             frames.extend(ex.response.as_ref().map(|r| r.frame));
+            let time = ex
+                .response
+                .as_ref()
+                .map_or(&ex.request.timestamp, |r| &r.timestamp);
             self.rows.push(Row {
-                time: ex.request.timestamp.clone(),
+                time: time.clone(),
                 broker: broker.map_or("?".into(), |b| b.to_string()),
                 connection: ex.connection,
                 correlation_id: ex.correlation_id,
@@ -160,7 +164,7 @@ impl Sink for HtmlSink {
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
-        let blocks = self.chart.blocks.len() as u64 + self.chart.not_drawn;
+        let blocks = self.chart.blocks();
         let mut page = String::with_capacity(64 << 10);
         head(&mut page, report, blocks);
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
@@ -168,17 +172,58 @@ impl Sink for HtmlSink {
         page.push_str(&self.chart.svg());
         page.push_str("<h2>Latency</h2>\n");
         let colours = self.chart.colours();
-        page.push_str(
-            &self
-                .latencies
-                .svg(&colours, report.summary.latency_us.as_ref()),
-        );
+        let summary = &report.summary;
+        let latency = summary.latency_us.as_ref();
+        page.push_str(&self.latencies.svg(&colours, latency, &summary.brokers));
         brokers(&mut page, report);
         findings(&mut page, report);
+        self.add_slow_rows(report);
         worth_a_look(&mut page, &self.rows, self.more_rows);
         page.push_str("</main>\n</body>\n</html>\n");
         self.out.write_all(page.as_bytes())?;
         self.out.flush()
+    }
+}
+
+impl HtmlSink {
+    /// The slow exchanges join those worth a look: what is slow is known only at the end,
+    /// from the analysis's `pid_slow_response` findings.
+    fn add_slow_rows(&mut self, report: &Report) {
+        let slow = report
+            .producer_id_blocks
+            .findings
+            .iter()
+            .filter(|f| f.kind == "pid_slow_response");
+        for f in slow {
+            let fact = |name| f.facts.get(name).and_then(crate::diag::Fact::as_f64);
+            let (Some(connection), Some(correlation_id)) = (f.connection, fact("correlation_id"))
+            else {
+                continue;
+            };
+            let correlation_id = correlation_id as i32;
+            let listed = self.rows.iter().any(|r| {
+                (r.connection, r.correlation_id) == (connection, correlation_id)
+                    && r.frames == f.frames
+            });
+            if listed {
+                continue; // an error that was slow too
+            }
+            if self.rows.len() >= MAX_ROWS {
+                self.more_rows += 1;
+                continue;
+            }
+            let threshold = fact("threshold_us").map_or("-".to_owned(), |t| t.to_string());
+            self.rows.push(Row {
+                time: f.timestamp.clone(),
+                broker: f.broker_id.map_or("?".into(), |b| b.to_string()),
+                connection,
+                correlation_id,
+                outcome: format!("slow (above {threshold} µs)"),
+                latency_us: fact("latency_us"),
+                frames: f.frames.clone(),
+            });
+        }
+        self.rows.sort_by_key(|r| r.frames.first().copied());
     }
 }
 
@@ -189,7 +234,9 @@ h1{font-size:1.3em}h2{font-size:1.1em;margin-top:2em}\
 .right{border-color:#1e8449}.nothing{border-color:#777}\
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.95em}\
-svg text{font:11px system-ui,sans-serif}@media print{body{margin:0}}";
+svg text{font:11px system-ui,sans-serif}\
+.multiples{display:flex;flex-wrap:wrap}.multiples figure{margin:0 .5em .5em 0}\
+@media print{body{margin:0}figure{break-inside:avoid}}";
 
 fn head(page: &mut String, report: &Report, blocks: u64) {
     let (grade, text) = verdict(report, blocks);
@@ -265,7 +312,7 @@ fn findings(page: &mut String, report: &Report) {
         return;
     }
     page.push_str("<table id=\"findings\">\n<tr><th>severity</th><th>kind</th><th>time</th><th>what</th><th>Wireshark filter</th></tr>\n");
-    for f in findings {
+    for f in findings.iter().take(MAX_FINDINGS) {
         page.push_str(&format!(
             "<tr class=\"finding {}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
             f.severity,
@@ -277,15 +324,23 @@ fn findings(page: &mut String, report: &Report) {
         ));
     }
     page.push_str("</table>\n");
+    if findings.len() > MAX_FINDINGS {
+        page.push_str(&format!(
+            "<p>And {} more: the JSON report lists every finding.</p>\n",
+            findings.len() - MAX_FINDINGS
+        ));
+    }
 }
 
 fn worth_a_look(page: &mut String, rows: &[Row], more: u64) {
     page.push_str("<h2>Exchanges worth a look</h2>\n");
     if rows.is_empty() {
-        page.push_str("<p>None: every exchange was answered NONE with a block.</p>\n");
+        page.push_str(
+            "<p>None: every exchange was answered NONE with a block, and none was slow.</p>\n",
+        );
         return;
     }
-    page.push_str("<table id=\"exchanges\">\n<tr><th>request time</th><th>broker</th><th>connection</th><th>correlation id</th><th>outcome</th><th>latency µs</th><th>Wireshark filter</th></tr>\n");
+    page.push_str("<table id=\"exchanges\">\n<tr><th>time</th><th>broker</th><th>connection</th><th>correlation id</th><th>outcome</th><th>latency µs</th><th>Wireshark filter</th></tr>\n");
     for r in rows {
         page.push_str(&format!(
             "<tr class=\"exchange\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td><code>{}</code></td></tr>\n",

@@ -7,8 +7,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::bins::{Cell, Held, OneByOne, Placed};
 use super::esc;
 use crate::report::model::PidFinding;
+
+/// Blocks drawn one by one; past them the timeline draws columns of time instead.
+pub const MAX_DRAWN: usize = 4000;
+/// Error and no-answer marks drawn one by one; past them, in columns too.
+pub const MAX_MARKS: usize = 4000;
 
 /// A block as drawn.
 pub struct Drawn {
@@ -31,14 +37,90 @@ pub struct Mark {
     pub frame: u64,
 }
 
-#[derive(Default)]
+/// A broker's blocks in one column of time.
+pub struct BlockBin {
+    held: Held,
+    start: i64,
+    end: i64,
+}
+
+impl Cell for BlockBin {
+    fn merge(&mut self, other: Self) {
+        self.held.merge(other.held);
+        self.start = self.start.min(other.start);
+        self.end = self.end.max(other.end);
+    }
+}
+
+impl From<Drawn> for BlockBin {
+    fn from(b: Drawn) -> Self {
+        Self {
+            start: b.start,
+            end: b.end,
+            held: Held::one(b.at, b.time, b.frames.1),
+        }
+    }
+}
+
+impl Placed<i32> for Drawn {
+    fn at(&self) -> f64 {
+        self.at
+    }
+    fn series(&self) -> i32 {
+        self.broker
+    }
+}
+
+impl Placed<Option<i32>> for Mark {
+    fn at(&self) -> f64 {
+        self.at
+    }
+    fn series(&self) -> Option<i32> {
+        self.broker
+    }
+}
+
+impl From<Mark> for Held {
+    fn from(m: Mark) -> Self {
+        Self::one(m.at, m.time, m.frame)
+    }
+}
+
+/// The timeline: blocks and failed requests one by one, or once there are too many, in
+/// columns of time per broker.
 pub struct Chart {
-    pub blocks: Vec<Drawn>,
-    /// Blocks past those drawn.
-    pub not_drawn: u64,
-    pub marks: Vec<Mark>,
+    blocks: OneByOne<Drawn, i32, BlockBin>,
+    marks: OneByOne<Mark, Option<i32>, Held>,
+    /// Blocks and marks met, and the times and highest id among them.
+    block_count: u64,
+    mark_count: u64,
+    span: (f64, f64),
+    /// The times of the span, as the report writes them.
+    span_times: Option<(String, String)>,
+    /// The lowest and highest ids among the blocks (the y axis spans them).
+    ids: Option<(i64, i64)>,
+    brokers: std::collections::BTreeSet<i32>,
     pub findings: Vec<PidFinding>,
 }
+
+impl Default for Chart {
+    fn default() -> Self {
+        Self {
+            blocks: OneByOne::new(MAX_DRAWN),
+            marks: OneByOne::new(MAX_MARKS),
+            block_count: 0,
+            mark_count: 0,
+            span: (f64::INFINITY, f64::NEG_INFINITY),
+            span_times: None,
+            ids: None,
+            brokers: Default::default(),
+            findings: Vec::new(),
+        }
+    }
+}
+
+/// Series met past this many are drawn in the fallback colour, not remembered.
+pub const MAX_BROKERS: usize = 1000;
 
 /// Opens a chart: a `<figure>` with an `<svg>` of the page's own (only the SVG namespace
 /// is named) whose `<title>` is its text alternative.
@@ -55,6 +137,8 @@ const PALETTE: [&str; 7] = [
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
 ];
 const ERROR: &str = "#c0392b";
+/// Height of a row of the legend.
+const LEGEND_ROW: f64 = 16.0;
 const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 420.0;
 const LEFT: f64 = 90.0;
@@ -65,6 +149,8 @@ const BOTTOM: f64 = 60.0;
 struct Scale {
     t0: f64,
     t1: f64,
+    /// The ids at the bottom and the top of the axis.
+    low_id: f64,
     top_id: f64,
 }
 
@@ -73,70 +159,124 @@ impl Scale {
         LEFT + (t - self.t0) / (self.t1 - self.t0) * (WIDTH - LEFT - RIGHT)
     }
     fn y(&self, id: f64) -> f64 {
-        HEIGHT - BOTTOM - id / self.top_id * (HEIGHT - TOP - BOTTOM)
+        HEIGHT - BOTTOM - (id - self.low_id) / (self.top_id - self.low_id) * (HEIGHT - TOP - BOTTOM)
     }
 }
 
 impl Chart {
+    fn saw(&mut self, at: f64, time: &str, broker: Option<i32>) {
+        if at.is_finite() {
+            let times = self
+                .span_times
+                .get_or_insert_with(|| (time.to_owned(), time.to_owned()));
+            if at < self.span.0 {
+                times.0 = time.to_owned();
+            }
+            if at > self.span.1 {
+                times.1 = time.to_owned();
+            }
+            self.span = (self.span.0.min(at), self.span.1.max(at));
+        }
+        if let Some(b) = broker {
+            if self.brokers.len() < MAX_BROKERS {
+                self.brokers.insert(b);
+            }
+        }
+    }
+
+    pub fn add_block(&mut self, block: Drawn) {
+        self.block_count += 1;
+        let (low, top) = self.ids.get_or_insert((block.start, block.end));
+        (*low, *top) = ((*low).min(block.start), (*top).max(block.end));
+        self.saw(block.at, &block.time, Some(block.broker));
+        self.blocks.add(block, self.span);
+    }
+
+    pub fn add_mark(&mut self, mark: Mark) {
+        self.mark_count += 1;
+        self.saw(mark.at, &mark.time, mark.broker);
+        self.marks.add(mark, self.span);
+    }
+
+    /// Blocks met, drawn or not.
+    pub fn blocks(&self) -> u64 {
+        self.block_count
+    }
+
     fn scale(&self) -> Scale {
-        let times = self
-            .blocks
-            .iter()
-            .map(|b| b.at)
-            .chain(self.marks.iter().map(|m| m.at));
-        let (t0, t1) = times.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
-            (a.min(t), b.max(t))
-        });
-        let (t0, t1) = if t0.is_finite() { (t0, t1) } else { (0.0, 1.0) };
+        let (t0, t1) = if self.span.0.is_finite() {
+            self.span
+        } else {
+            (0.0, 1.0)
+        };
         let pad = ((t1 - t0) * 0.02).max(1e-3);
-        let top_id = self.blocks.iter().map(|b| b.end).max().unwrap_or(0).max(1) as f64 * 1.05;
+        // from a little below the lowest id to a little above the highest (ids are never
+        // below 0)
+        let (low, top) = self.ids.unwrap_or((0, 1));
+        let (low, top) = (low as f64, (top as f64).max(low as f64 + 1.0));
+        let margin = (top - low) * 0.05;
         Scale {
             t0: t0 - pad,
             t1: t1 + pad,
-            top_id,
+            low_id: (low - margin).max(0.0),
+            top_id: top + margin,
         }
     }
 
     pub fn colours(&self) -> BTreeMap<i32, &'static str> {
-        let mut brokers: Vec<i32> = self.blocks.iter().map(|b| b.broker).collect();
-        brokers.extend(self.marks.iter().filter_map(|m| m.broker));
-        brokers.sort_unstable();
-        brokers.dedup();
-        brokers
-            .into_iter()
+        self.brokers
+            .iter()
             .enumerate()
-            .map(|(i, b)| (b, PALETTE.get(i % PALETTE.len()).copied().unwrap_or("#444")))
+            .map(|(i, b)| {
+                (
+                    *b,
+                    PALETTE.get(i % PALETTE.len()).copied().unwrap_or("#444"),
+                )
+            })
             .collect()
     }
 
-    /// The whole chart, a `<figure>` with the SVG and what was left out.
+    /// The whole chart, a `<figure>` with the SVG and what was aggregated.
     pub fn svg(&self) -> String {
         let mut s = String::new();
-        if self.blocks.is_empty() && self.marks.is_empty() {
+        if self.block_count == 0 && self.mark_count == 0 {
             return "<p id=\"timeline\">No block was granted, and no request failed.</p>\n".into();
         }
         let scale = self.scale();
         let colours = self.colours();
+        let how = if self.blocks.bins().is_some() {
+            "in columns of time per broker"
+        } else {
+            "each drawn"
+        };
         let title = format!(
-            "Producer-ID blocks over time: {} blocks drawn, {} failed requests",
-            self.blocks.len(),
-            self.marks.len()
+            "Producer-ID blocks over time: {} blocks, {how}; {} failed requests",
+            self.block_count, self.mark_count
         );
-        open_figure(&mut s, "timeline", (WIDTH, HEIGHT), &title);
+        let mut legend = String::new();
+        let above = self.legend(&mut legend, &colours);
+        open_figure(&mut s, "timeline", (WIDTH, HEIGHT + above), &title);
+        s.push_str(&legend);
+        let _ = writeln!(s, "<g transform=\"translate(0 {above})\">");
         let _ = writeln!(
             s,
             "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" stroke-width=\"2\"/></pattern></defs>"
         );
         self.axes(&mut s, &scale);
-        for b in &self.blocks {
-            let colour = colours.get(&b.broker).copied().unwrap_or("#444");
+        let colour = |broker: Option<i32>| {
+            broker
+                .and_then(|b| colours.get(&b).copied())
+                .unwrap_or("#444")
+        };
+        for b in self.blocks.each() {
             let (y0, y1) = (scale.y(b.start as f64), scale.y(b.end as f64 + 1.0));
             let _ = writeln!(
                 s,
-                "<rect class=\"block\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\" fill=\"{colour}\"><title>broker {}: ids {}..={}, frames {} and {}, {}</title></rect>",
+                "<rect class=\"block\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\" fill=\"{}\"><title>broker {}: ids {}..={}, frames {} and {}, {}</title></rect>",
                 scale.x(b.at) - 2.5,
                 y1,
                 (y0 - y1).max(1.0),
+                colour(Some(b.broker)),
                 b.broker,
                 b.start,
                 b.end,
@@ -145,35 +285,89 @@ impl Chart {
                 esc(&b.time)
             );
         }
+        if let Some(bins) = self.blocks.bins() {
+            for (from, to, broker, b) in bins.cells() {
+                let (x0, x1) = (scale.x(from), scale.x(to));
+                let (y0, y1) = (scale.y(b.start as f64), scale.y(b.end as f64 + 1.0));
+                let _ = writeln!(
+                    s,
+                    "<rect class=\"block-bin\" x=\"{x0:.1}\" y=\"{y1:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\" fill-opacity=\"0.7\"><title>broker {broker}: {} blocks, ids {}..={}, response frames {} to {}, {} to {}</title></rect>",
+                    (x1 - x0 - 0.5).max(1.0),
+                    (y0 - y1).max(1.0),
+                    colour(Some(broker)),
+                    b.held.count,
+                    b.start,
+                    b.end,
+                    b.held.frames.0,
+                    b.held.frames.1,
+                    esc(&b.held.first.1),
+                    esc(&b.held.last.1)
+                );
+            }
+        }
         self.findings_marks(&mut s, &scale);
-        for m in &self.marks {
-            let colour = m
-                .broker
-                .and_then(|b| colours.get(&b).copied())
-                .unwrap_or("#444");
-            let (x, y) = (scale.x(m.at), HEIGHT - BOTTOM + 4.0);
+        let y = HEIGHT - BOTTOM + 4.0;
+        for m in self.marks.each() {
             let broker = m.broker.map_or("?".to_owned(), |b| b.to_string());
             let _ = writeln!(
                 s,
-                "<path class=\"failed\" d=\"M{:.1} {y:.1} l5 9 h-10 z\" fill=\"{colour}\" stroke=\"{ERROR}\"><title>broker {broker}: {} (frame {}, {})</title></path>",
-                x,
+                "<path class=\"failed\" d=\"M{:.1} {y:.1} l5 9 h-10 z\" fill=\"{}\" stroke=\"{ERROR}\"><title>broker {broker}: {} (frame {}, {})</title></path>",
+                scale.x(m.at),
+                colour(m.broker),
                 esc(&m.what),
                 m.frame,
                 esc(&m.time)
             );
         }
-        self.legend(&mut s, &colours);
-        s.push_str("</svg>\n");
-        if self.not_drawn > 0 {
-            let _ = writeln!(
-                s,
-                "<figcaption>The first {} blocks are drawn; {} later ones are not (the JSON report lists every block).</figcaption>",
-                self.blocks.len(),
-                self.not_drawn
-            );
+        if let Some(bins) = self.marks.bins() {
+            for (from, to, broker, m) in bins.cells() {
+                let who = broker.map_or("?".to_owned(), |b| b.to_string());
+                let _ = writeln!(
+                    s,
+                    "<path class=\"failed-bin\" d=\"M{:.1} {y:.1} l5 9 h-10 z\" fill=\"{}\" stroke=\"{ERROR}\"><title>broker {who}: {} failed requests (error or no answer), frames {} to {}, {} to {}</title></path>",
+                    (scale.x(from) + scale.x(to)) / 2.0,
+                    colour(broker),
+                    m.count,
+                    m.frames.0,
+                    m.frames.1,
+                    esc(&m.first.1),
+                    esc(&m.last.1)
+                );
+            }
         }
+        s.push_str("</g></svg>\n");
+        self.caption(&mut s);
         s.push_str("</figure>\n");
         s
+    }
+
+    /// What the chart aggregated or left out, in words.
+    fn caption(&self, s: &mut String) {
+        let mut said = Vec::new();
+        if let Some(bins) = self.blocks.bins() {
+            said.push(format!(
+                "The {} blocks are more than {MAX_DRAWN}, so each bar is one broker's blocks in a column of {}, from their lowest id to their highest; its title counts them.",
+                self.block_count,
+                seconds(bins.width())
+            ));
+            if bins.not_drawn > 0 {
+                said.push(format!("{} blocks are not drawn.", bins.not_drawn));
+            }
+        }
+        if let Some(bins) = self.marks.bins() {
+            said.push(format!(
+                "The {} failed requests are more than {MAX_MARKS}, so each triangle is one broker's in a column of {}; its title counts them.",
+                self.mark_count,
+                seconds(bins.width())
+            ));
+            if bins.not_drawn > 0 {
+                said.push(format!("{} failed requests are not drawn.", bins.not_drawn));
+            }
+        }
+        if !said.is_empty() {
+            said.push("The JSON report lists every one.".into());
+            let _ = writeln!(s, "<figcaption>{}</figcaption>", said.join(" "));
+        }
     }
 
     fn axes(&self, s: &mut String, scale: &Scale) {
@@ -182,8 +376,9 @@ impl Chart {
             s,
             "<g class=\"axes\" stroke=\"#333\"><line x1=\"{x0}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y0}\"/><line x1=\"{x0}\" y1=\"{TOP}\" x2=\"{x0}\" y2=\"{y0}\"/></g>"
         );
-        let top = scale.top_id / 1.05;
-        for id in [0.0, top / 2.0, top] {
+        let (low, top) = self.ids.unwrap_or((0, 1));
+        let (low, top) = (low as f64, top as f64);
+        for id in [low, (low + top) / 2.0, top] {
             let _ = writeln!(
                 s,
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.0}</text>",
@@ -192,9 +387,7 @@ impl Chart {
                 id
             );
         }
-        let first = self.blocks.first().map(|b| b.time.as_str());
-        let last = self.blocks.last().map(|b| b.time.as_str());
-        if let (Some(first), Some(last)) = (first, last) {
+        if let Some((first, last)) = &self.span_times {
             let _ = writeln!(
                 s,
                 "<text x=\"{x0}\" y=\"{:.1}\">{}</text><text x=\"{x1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
@@ -218,15 +411,8 @@ impl Chart {
     /// them; gaps hatched.
     fn findings_marks(&self, s: &mut String, scale: &Scale) {
         for f in &self.findings {
-            let fact = |name: &str| match f.facts.get(name) {
-                Some(crate::diag::Fact::Int(v)) => Some(*v as f64),
-                Some(crate::diag::Fact::Uint(v)) => Some(*v as f64),
-                _ => None,
-            };
-            let Some(frame) = fact("frame") else { continue };
-            let Some(at) = self.blocks.iter().find(|b| b.frames.1 as f64 == frame) else {
-                continue;
-            };
+            let fact = |name: &str| f.facts.get(name).and_then(crate::diag::Fact::as_f64);
+            let at = f.unix_time.seconds();
             let (from, to, class) = match f.kind {
                 "pid_block_overlap" => (fact("ids_start"), fact("ids_end"), "overlap"),
                 "pid_block_regression" => (fact("start"), fact("other_end"), "regression"),
@@ -247,7 +433,7 @@ impl Chart {
             let _ = writeln!(
                 s,
                 "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"13\" height=\"{:.1}\" {style}><title>{}: {}</title></rect>",
-                scale.x(at.at) - 6.5,
+                scale.x(at) - 6.5,
                 y1,
                 (y0 - y1).max(2.0),
                 f.kind,
@@ -256,26 +442,49 @@ impl Chart {
         }
     }
 
-    fn legend(&self, s: &mut String, colours: &BTreeMap<i32, &'static str>) {
-        let mut x = LEFT;
-        let y = 12.0;
-        for (broker, colour) in colours {
+    /// The legend above the chart, in as many rows as it takes: each broker's colour,
+    /// then the shapes of the faults. Returns the height it added above the chart.
+    fn legend(&self, s: &mut String, colours: &BTreeMap<i32, &'static str>) -> f64 {
+        let swatch =
+            |colour: &str| format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"{colour}\"/>");
+        let mut items: Vec<(f64, String, String)> = colours
+            .iter()
+            .map(|(broker, colour)| (80.0, swatch(colour), format!("broker {broker}")))
+            .collect();
+        items.push((
+            170.0,
+            format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"none\" stroke=\"{ERROR}\" stroke-dasharray=\"4 2\"/>"),
+            "overlap or regression".into(),
+        ));
+        items.push((
+            150.0,
+            format!("<path d=\"M5 -9 l5 9 h-10 z\" fill=\"#fff\" stroke=\"{ERROR}\"/>"),
+            "error or no answer".into(),
+        ));
+        let (mut x, mut y) = (LEFT, 12.0);
+        for (width, mark, label) in items {
+            if x + width > WIDTH - RIGHT && x > LEFT {
+                (x, y) = (LEFT, y + LEGEND_ROW);
+            }
             let _ = write!(
                 s,
-                "<rect class=\"legend\" x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{}\" y=\"{y}\">broker {broker}</text>",
-                y - 9.0,
-                x + 14.0
+                "<g class=\"legend\" transform=\"translate({x} {y})\">{mark}<text x=\"14\" y=\"0\">{}</text></g>",
+                esc(&label)
             );
-            x += 80.0;
+            x += width;
         }
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"{ERROR}\" stroke-dasharray=\"4 2\"/><text x=\"{}\" y=\"{y}\">overlap or regression</text><path d=\"M{} {} l5 9 h-10 z\" fill=\"#fff\" stroke=\"{ERROR}\"/><text x=\"{}\" y=\"{y}\">error or no answer</text>",
-            y - 9.0,
-            x + 14.0,
-            x + 170.0,
-            y - 9.0,
-            x + 180.0
-        );
+        s.push('\n');
+        y - 12.0
+    }
+}
+
+/// A column's width, in the unit that reads best.
+fn seconds(width: f64) -> String {
+    if width >= 1.0 {
+        format!("{width:.1} s")
+    } else if width >= 1e-3 {
+        format!("{:.1} ms", width * 1e3)
+    } else {
+        format!("{:.1} µs", width * 1e6)
     }
 }
