@@ -189,7 +189,11 @@ impl Latencies {
             "Latency of {} complete exchanges over time, logarithmic: {how}",
             self.count
         );
-        open_figure(s, "latency-over-time", (WIDTH, HEIGHT), &title);
+        let mut legend = String::new();
+        let above = super::svg::legend(&mut legend, colours, Vec::new());
+        open_figure(s, "latency-over-time", (WIDTH, HEIGHT + above), &title);
+        s.push_str(&legend);
+        let _ = writeln!(s, "<g transform=\"translate(0 {above})\">");
         axes(s, "time of the request (UTC)", "latency (µs, log)");
         let _ = writeln!(
             s,
@@ -254,7 +258,7 @@ impl Latencies {
                 );
             }
         }
-        s.push_str("</svg>\n");
+        s.push_str("</g></svg>\n");
         if let Some(spreads) = self.dots.bins() {
             let _ = writeln!(
                 s,

@@ -442,40 +442,49 @@ impl Chart {
         }
     }
 
-    /// The legend above the chart, in as many rows as it takes: each broker's colour,
-    /// then the shapes of the faults. Returns the height it added above the chart.
+    /// The timeline's legend: the brokers' colours, then the shapes of the faults.
     fn legend(&self, s: &mut String, colours: &BTreeMap<i32, &'static str>) -> f64 {
-        let swatch =
-            |colour: &str| format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"{colour}\"/>");
-        let mut items: Vec<(f64, String, String)> = colours
-            .iter()
-            .map(|(broker, colour)| (80.0, swatch(colour), format!("broker {broker}")))
-            .collect();
-        items.push((
-            170.0,
-            format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"none\" stroke=\"{ERROR}\" stroke-dasharray=\"4 2\"/>"),
-            "overlap or regression".into(),
-        ));
-        items.push((
-            150.0,
-            format!("<path d=\"M5 -9 l5 9 h-10 z\" fill=\"#fff\" stroke=\"{ERROR}\"/>"),
-            "error or no answer".into(),
-        ));
-        let (mut x, mut y) = (LEFT, 12.0);
-        for (width, mark, label) in items {
-            if x + width > WIDTH - RIGHT && x > LEFT {
-                (x, y) = (LEFT, y + LEGEND_ROW);
-            }
-            let _ = write!(
-                s,
-                "<g class=\"legend\" transform=\"translate({x} {y})\">{mark}<text x=\"14\" y=\"0\">{}</text></g>",
-                esc(&label)
-            );
-            x += width;
-        }
-        s.push('\n');
-        y - 12.0
+        let faults = vec![
+            (
+                170.0,
+                format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"none\" stroke=\"{ERROR}\" stroke-dasharray=\"4 2\"/>"),
+                "overlap or regression".into(),
+            ),
+            (
+                150.0,
+                format!("<path d=\"M5 -9 l5 9 h-10 z\" fill=\"#fff\" stroke=\"{ERROR}\"/>"),
+                "error or no answer".into(),
+            ),
+        ];
+        legend(s, colours, faults)
     }
+}
+
+/// A legend item: its width, its mark (drawn at its origin) and its label.
+pub type LegendItem = (f64, String, String);
+
+/// A legend above a chart of [`WIDTH`], in as many rows as it takes: each broker's
+/// colour, then `more`. Returns the height it adds above the chart.
+pub fn legend(s: &mut String, colours: &BTreeMap<i32, &'static str>, more: Vec<LegendItem>) -> f64 {
+    let swatch =
+        |colour: &str| format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"{colour}\"/>");
+    let brokers = colours
+        .iter()
+        .map(|(broker, colour)| (80.0, swatch(colour), format!("broker {broker}")));
+    let (mut x, mut y) = (LEFT, 12.0);
+    for (width, mark, label) in brokers.chain(more) {
+        if x + width > WIDTH - RIGHT && x > LEFT {
+            (x, y) = (LEFT, y + LEGEND_ROW);
+        }
+        let _ = write!(
+            s,
+            "<g class=\"legend\" transform=\"translate({x} {y})\">{mark}<text x=\"14\" y=\"0\">{}</text></g>",
+            esc(&label)
+        );
+        x += width;
+    }
+    s.push('\n');
+    y - 12.0
 }
 
 /// A column's width, in the unit that reads best.
