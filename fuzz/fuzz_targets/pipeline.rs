@@ -7,6 +7,8 @@ use std::io;
 use libfuzzer_sys::fuzz_target;
 use pidshark::analysis::Block;
 use pidshark::pairing::Exchange;
+use pidshark::report::csv::CsvSink;
+use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
 use pidshark::report::model::Report;
 use pidshark::report::sink::{Collect, Needs, Sink};
@@ -55,6 +57,9 @@ fuzz_target!(|data: &[u8]| {
         Box::new(NdjsonSink::new(out())),
         Box::new(TextSink::new(true, out())),
         Box::new(TreeSink::new(out())),
+        Box::new(CsvSink::exchanges(out())),
+        Box::new(CsvSink::blocks(out())),
+        Box::new(HtmlSink::new(out())),
         Box::new(Collect::default()),
     ]);
     let _ = pidshark::run_readers(&config, vec![("fuzz".to_owned(), reader)], &mut tee);
