@@ -404,6 +404,13 @@ impl Histogram {
                 self.colour
             );
         }
+        // the right edge: where the last bin ends
+        let _ = writeln!(
+            s,
+            "<text x=\"{x1:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            y0 + 14.0,
+            1u64 << (last + 1).min(63)
+        );
         for (k, (name, us)) in lines.iter().enumerate() {
             let px = x(*us).clamp(left, x1);
             let dash = ["2 2", "6 2", "10 3"].get(k).copied().unwrap_or("2 2");
