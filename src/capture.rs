@@ -80,6 +80,10 @@ pub struct CaptureInfo {
     pub bytes: u64,
     pub first_timestamp: Option<Timestamp>,
     pub last_timestamp: Option<Timestamp>,
+    /// Packets captured shorter than they were on the wire (the snaplen cut them).
+    pub packets_cut: u64,
+    /// The longest captured length among those: the snap length in effect.
+    pub cut_len: u32,
 }
 
 /// pcapng interface: link type and how to turn its raw timestamps into time.
@@ -474,6 +478,10 @@ where
         let info = &mut self.info;
         info.packets += 1;
         info.bytes += data.len() as u64;
+        if (data.len() as u64) < u64::from(orig_len) {
+            info.packets_cut += 1;
+            info.cut_len = info.cut_len.max(data.len() as u32);
+        }
         info.first_timestamp.get_or_insert(timestamp);
         info.last_timestamp = Some(timestamp);
         self.last_ts = timestamp;
@@ -578,6 +586,8 @@ fn read_records<B: Blocks>(
             bytes: 0,
             first_timestamp: None,
             last_timestamp: None,
+            packets_cut: 0,
+            cut_len: 0,
         },
         interfaces: Vec::new(),
         interfaces_capped: false,

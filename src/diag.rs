@@ -77,6 +77,8 @@ pub enum Kind {
     CaptureFilesOverlap,
     /// Capture files read in another order than given (by their first packet's time).
     CaptureFilesReordered,
+    /// A Kafka connection whose server direction was never captured, not even an ACK.
+    OneSidedConnection,
     // Findings of the producer-ID analysis (src/analysis).
     PidBlockOverlap,
     PidBlockRegression,
@@ -90,7 +92,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 33] = [
+    pub const ALL: [Self; 34] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -116,6 +118,7 @@ impl Kind {
         Self::IpFragmentsDropped,
         Self::CaptureFilesOverlap,
         Self::CaptureFilesReordered,
+        Self::OneSidedConnection,
         Self::PidBlockOverlap,
         Self::PidBlockRegression,
         Self::PidBlockGap,
@@ -158,6 +161,7 @@ impl Kind {
             Self::IpFragmentsDropped => "ip_fragments_dropped",
             Self::CaptureFilesOverlap => "capture_files_overlap",
             Self::CaptureFilesReordered => "capture_files_reordered",
+            Self::OneSidedConnection => "one_sided_connection",
             Self::PidBlockOverlap => "pid_block_overlap",
             Self::PidBlockRegression => "pid_block_regression",
             Self::PidBlockGap => "pid_block_gap",
@@ -438,6 +442,11 @@ impl Diagnostics {
             }
         }
         self.items
+    }
+
+    /// Diagnostics of `kind` found, including those not listed.
+    pub fn count(&self, kind: Kind) -> u64 {
+        self.counts.get(&kind).copied().unwrap_or(0)
     }
 
     /// Diagnostics found, by kind, including those not listed.

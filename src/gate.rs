@@ -2,11 +2,14 @@
 //!
 //! A condition is a diagnostic kind (`pid_block_overlap`), a severity (`warning` means any
 //! warning or error, `error` any error, `info` anything), `error-response` (any
-//! AllocateProducerIds response with a non-NONE error code) or `unanswered` (any request
-//! without a response). Counts include diagnostics beyond the listing limit.
+//! AllocateProducerIds response with a non-NONE error code), `unanswered` (any request
+//! without a response), a verdict code (`incomplete_capture`: the verdict is that one) or
+//! `not-correct` (the verdict is neither `correct` nor `correct_with_warnings`). Counts
+//! include diagnostics beyond the listing limit.
 
 use std::fmt;
 
+use crate::analysis::verdict::Code;
 use crate::diag::{Kind, Severity};
 use crate::kafka::tables::ErrorCode;
 use crate::report::model::Report;
@@ -18,6 +21,8 @@ pub enum Condition {
     Severity(Severity),
     ErrorResponse,
     Unanswered,
+    Verdict(Code),
+    NotCorrect,
 }
 
 impl Condition {
@@ -26,17 +31,23 @@ impl Condition {
         match name {
             "error-response" => Ok(Self::ErrorResponse),
             "unanswered" => Ok(Self::Unanswered),
+            "not-correct" => Ok(Self::NotCorrect),
             _ => Severity::from_name(name)
                 .map(Self::Severity)
                 .or_else(|| Kind::from_name(name).map(Self::Kind))
+                .or_else(|| Code::from_name(name).map(Self::Verdict))
                 .ok_or_else(|| unknown(name)),
         }
     }
 
-    /// Every name a condition may have: the severities, the two of exchanges, the kinds.
+    /// Every name a condition may have: the severities, the two of exchanges, the
+    /// verdict's, the kinds.
     pub fn names() -> impl Iterator<Item = &'static str> {
-        ["info", "warning", "error", "error-response", "unanswered"]
+        let fixed = ["info", "warning", "error", "error-response", "unanswered"];
+        fixed
             .into_iter()
+            .chain(["not-correct"])
+            .chain(Code::ALL.iter().map(|c| c.as_str()))
             .chain(Kind::ALL.iter().map(|k| k.as_str()))
     }
 
@@ -67,6 +78,11 @@ impl Condition {
                     .sum()
             }
             Self::Unanswered => report.summary.exchanges.unanswered,
+            Self::Verdict(code) => u64::from(report.verdict.code == code.as_str()),
+            Self::NotCorrect => u64::from(!matches!(
+                Code::from_name(report.verdict.code),
+                Some(Code::Correct | Code::CorrectWithWarnings)
+            )),
         }
     }
 }
@@ -95,6 +111,8 @@ impl fmt::Display for Condition {
             Self::Severity(s) => f.write_str(s.as_str()),
             Self::ErrorResponse => f.write_str("error-response"),
             Self::Unanswered => f.write_str("unanswered"),
+            Self::Verdict(code) => f.write_str(code.as_str()),
+            Self::NotCorrect => f.write_str("not-correct"),
         }
     }
 }
@@ -127,6 +145,11 @@ mod tests {
             Condition::parse("pid_block_overlap"),
             Ok(Condition::Kind(Kind::PidBlockOverlap))
         );
+        assert_eq!(
+            Condition::parse("incomplete_capture"),
+            Ok(Condition::Verdict(Code::IncompleteCapture))
+        );
+        assert_eq!(Condition::parse("not-correct"), Ok(Condition::NotCorrect));
         assert!(Condition::parse("pid_block_overlaps")
             .unwrap_err()
             .contains("unknown condition"));

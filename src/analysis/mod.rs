@@ -10,6 +10,7 @@
 
 mod blocks;
 mod brokers;
+pub mod verdict;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -123,6 +124,8 @@ pub struct Totals {
     /// Response error names and counts.
     pub error_codes: BTreeMap<String, u64>,
     pub latencies: Latencies,
+    /// Blocks granted.
+    pub blocks: u64,
 }
 
 /// Everything the analysis found.
@@ -182,6 +185,7 @@ impl Analyzer {
                 response_unknown: 0,
                 error_codes: BTreeMap::new(),
                 latencies: Latencies::new(exact_latency),
+                blocks: 0,
             },
         }
     }
@@ -228,6 +232,7 @@ impl Analyzer {
         }
         let mut found = Vec::new();
         let block = self.blocks.add(ex, &mut found);
+        self.totals.blocks += u64::from(block.is_some());
         if let (Some(block), true) = (&block, self.list_blocks) {
             self.listed.push(block.clone());
         }

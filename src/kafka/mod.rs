@@ -653,6 +653,9 @@ impl StreamHandler for Dissector {
         // Unanswered only when every server byte after the request was captured and read.
         let server = client.reverse();
         let server_unseen = !info.seen.get(server.idx()).copied().unwrap_or(false);
+        if server_unseen {
+            Self::one_sided(ends, conn.pending.len(), at, diags);
+        }
         let (lost_since, evicted) = (conn.server_loss, info.evicted);
         let may_be_lost = |request_frame| {
             evicted || server_unseen || lost_since.is_some_and(|f| f >= request_frame)
@@ -662,6 +665,27 @@ impl StreamHandler for Dissector {
 }
 
 impl Dissector {
+    /// A Kafka connection of which only the client's packets were captured: whatever the
+    /// server answered is not in the capture (a capture point that sees one direction).
+    fn one_sided(ends: Endpoints, waiting: usize, at: PacketRef, diags: &mut Diagnostics) {
+        let Endpoints {
+            connection,
+            client,
+            server,
+        } = ends;
+        diags.push_with(Kind::OneSidedConnection, Some(connection), at, || {
+            let message = format!(
+                "only the client's direction of connection {client} <-> {server} was captured (not one packet from the server, not even an ACK): its {waiting} waiting request(s) may have been answered"
+            );
+            let facts = vec![
+                ("client", client.to_string().into()),
+                ("server", server.to_string().into()),
+                ("requests_waiting", (waiting as u64).into()),
+            ];
+            (message, facts)
+        });
+    }
+
     /// A connection on trial is Kafka: what it found joins the report.
     fn admit(&mut self, trial: Trial, diags: &mut Diagnostics) {
         self.out.absorb(trial.out);

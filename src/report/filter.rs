@@ -102,8 +102,9 @@ impl Filter {
             && self.frame.is_none_or(in_frames)
     }
 
-    /// The filters as the report names them, the time bounds as times.
-    fn describe(&self, first: Option<Timestamp>) -> model::Filters {
+    /// The filters as the report names them, the time bounds as times; `shown`:
+    /// exchanges they let through.
+    fn describe(&self, first: Option<Timestamp>, shown: u64) -> model::Filters {
         let time = |b: Option<TimeBound>| {
             b.and_then(|b| b.resolve(first)).map(|nanos| {
                 format_timestamp(Timestamp {
@@ -120,8 +121,34 @@ impl Filter {
             until: time(self.until),
             errors_only: self.errors_only,
             frame: self.frame,
+            exchanges_shown: shown,
         }
     }
+}
+
+/// The filters of a report as a person says them: `broker 1, requested from
+/// 2026-11-29T13:54:58Z, errors only`.
+pub fn describe(f: &model::Filters) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = f.broker {
+        parts.push(format!("broker {b}"));
+    }
+    if let Some(c) = f.connection {
+        parts.push(format!("connection {c}"));
+    }
+    if let Some(t) = &f.since {
+        parts.push(format!("requested from {t}"));
+    }
+    if let Some(t) = &f.until {
+        parts.push(format!("requested until {t}"));
+    }
+    if f.errors_only {
+        parts.push("errors only".to_owned());
+    }
+    if let Some(n) = f.frame {
+        parts.push(format!("frame {n}"));
+    }
+    parts.join(", ")
 }
 
 /// Not a complete NONE answer read whole.
@@ -139,6 +166,7 @@ pub struct Filtered<'a> {
     inner: &'a mut dyn Sink,
     /// Exchanges passed, when the report lists its blocks itself (to keep theirs only).
     passed: Option<HashSet<(u64, i32, u64)>>,
+    shown: u64,
 }
 
 impl<'a> Filtered<'a> {
@@ -153,6 +181,7 @@ impl<'a> Filtered<'a> {
             first_packet,
             inner,
             passed,
+            shown: 0,
         }
     }
 }
@@ -166,6 +195,7 @@ impl Sink for Filtered<'_> {
         if !self.filter.passes(&ex, self.first_packet.get().copied()) {
             return Ok(());
         }
+        self.shown += 1;
         if let Some(passed) = &mut self.passed {
             passed.insert((
                 ex.endpoints.connection,
@@ -177,7 +207,8 @@ impl Sink for Filtered<'_> {
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
-        report.filters = Some(self.filter.describe(self.first_packet.get().copied()));
+        let first = self.first_packet.get().copied();
+        report.filters = Some(self.filter.describe(first, self.shown));
         if let Some(passed) = &self.passed {
             report
                 .producer_id_blocks

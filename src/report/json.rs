@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::model::{
-    Capture, Diagnostic, Filters, PidFinding, ProducerIdBlocks, Report, Summary, Tool,
+    Capture, Diagnostic, Filters, PidFinding, ProducerIdBlocks, Report, Summary, Tool, Verdict,
 };
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
@@ -198,6 +198,7 @@ fn write_report(
         tool: &'a Tool,
         #[serde(skip_serializing_if = "Option::is_none")]
         filters: &'a Option<Filters>,
+        verdict: &'a Verdict,
         captures: &'a [Capture],
         summary: &'a Summary,
     }
@@ -220,6 +221,7 @@ fn write_report(
         format_version,
         tool,
         filters,
+        verdict,
         captures,
         summary,
         exchanges: _,
@@ -246,6 +248,7 @@ fn write_report(
             format_version: *format_version,
             tool,
             filters,
+            verdict,
             captures,
             summary,
         },

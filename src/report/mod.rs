@@ -25,7 +25,7 @@ use time::format_description::FormatItem;
 use time::macros::format_description;
 use time::OffsetDateTime;
 
-use crate::analysis::{Analysis, Block};
+use crate::analysis::{verdict, Analysis, Block};
 use crate::capture::{link_type_name, CaptureInfo, Timestamp};
 use crate::diag::Diagnostics;
 use crate::kafka::allocate_producer_ids;
@@ -209,6 +209,27 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
     }
 }
 
+/// The verdict in the report's form.
+pub fn verdict(v: &verdict::Verdict) -> model::Verdict {
+    model::Verdict {
+        code: v.code.as_str(),
+        grade: v.code.grade().as_str(),
+        headline: v.headline.clone(),
+        facts: v.facts.iter().cloned().collect(),
+        limits: v
+            .limits
+            .iter()
+            .map(|l| model::VerdictLimit {
+                kind: l.kind,
+                count: l.count,
+                damage: l.damage,
+                text: l.text.clone(),
+                advice: l.advice,
+            })
+            .collect(),
+    }
+}
+
 /// One block in the report's form.
 pub fn pid_block(b: &Block) -> model::PidBlock {
     model::PidBlock {
@@ -289,6 +310,15 @@ pub fn build(mut findings: Findings) -> model::Report {
             .collect(),
     };
     let analysis = &findings.analysis;
+    let verdict = verdict(&verdict::judge(&verdict::Evidence {
+        packets: summary.packets,
+        totals: &analysis.totals,
+        brokers: &analysis.brokers,
+        findings: &analysis.findings,
+        diagnostics: &findings.diagnostics,
+        captures: &findings.captures,
+        not_kafka_connections: findings.not_kafka_connections,
+    }));
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,
         slow_threshold_us: analysis.slow_threshold_us,
@@ -320,6 +350,8 @@ pub fn build(mut findings: Findings) -> model::Report {
             bytes: c.bytes,
             first_timestamp: c.first_timestamp.map(format_timestamp),
             last_timestamp: c.last_timestamp.map(format_timestamp),
+            packets_cut: c.packets_cut,
+            cut_len: (c.packets_cut > 0).then_some(c.cut_len),
         })
         .collect();
     let diagnostics = findings
@@ -344,6 +376,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             version: env!("CARGO_PKG_VERSION"),
         },
         filters: None,
+        verdict,
         captures,
         summary,
         exchanges,

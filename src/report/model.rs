@@ -28,6 +28,7 @@ pub struct Report {
     /// any. The summary, findings and diagnostics describe the whole capture.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filters: Option<Filters>,
+    pub verdict: Verdict,
     pub captures: Vec<Capture>,
     pub summary: Summary,
     pub exchanges: Vec<Exchange>,
@@ -45,6 +46,45 @@ pub struct Filters {
     pub until: Option<String>,
     pub errors_only: bool,
     pub frame: Option<u64>,
+    /// AllocateProducerIds exchanges the filters let through, of `summary.exchanges.total`.
+    pub exchanges_shown: u64,
+}
+
+/// The answer to "did the controller hand out producer IDs correctly?", judged once from
+/// the whole capture whatever the filters: the text and HTML reports print `headline`,
+/// `--fail-on` tests `code` and `grade`.
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct Verdict {
+    /// `duplicate_producer_ids`, `producer_ids_went_backwards`, `incomplete_capture`,
+    /// `no_producer_ids_granted`, `correct_as_far_as_captured`, `correct_with_warnings`,
+    /// `correct` or `no_exchanges`.
+    pub code: &'static str,
+    /// `wrong`, `unsure`, `warned`, `right` or `nothing`.
+    pub grade: &'static str,
+    /// One complete sentence, starting with the code in capitals.
+    pub headline: String,
+    /// The counts it rests on.
+    pub facts: BTreeMap<&'static str, Fact>,
+    /// What the capture cannot show, bytes missing from it first.
+    pub limits: Vec<VerdictLimit>,
+}
+
+/// Something the capture cannot show.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct VerdictLimit {
+    /// `capture_corrupt`, `capture_truncated`, `snaplen`, `one_sided`, `lost_bytes`,
+    /// `memory_limit`, `connection_limit`, `ip_fragments`, `malformed`, `link_type`,
+    /// `messages_unread` or `framing_lost`.
+    pub kind: &'static str,
+    pub count: u64,
+    /// True when bytes are missing from the capture, false when they are there but
+    /// could not be read.
+    pub damage: bool,
+    /// What it is, with its count.
+    pub text: String,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
@@ -62,6 +102,11 @@ pub struct Capture {
     pub bytes: u64,
     pub first_timestamp: Option<String>,
     pub last_timestamp: Option<String>,
+    /// Packets captured shorter than they were on the wire (cut by the snaplen).
+    pub packets_cut: u64,
+    /// The longest captured length among the packets cut: the snap length in effect;
+    /// null when none was cut.
+    pub cut_len: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]

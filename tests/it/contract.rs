@@ -15,6 +15,8 @@ use crate::common::report;
 struct Report {
     format_version: u32,
     tool: Tool,
+    /// Added: the verdict, judged from the whole capture.
+    verdict: Verdict,
     captures: Vec<Capture>,
     summary: Summary,
     exchanges: Vec<Exchange>,
@@ -102,6 +104,29 @@ struct Capture {
     bytes: u64,
     first_timestamp: Option<String>,
     last_timestamp: Option<String>,
+    /// Added: packets the snaplen cut, and the length they were cut to.
+    packets_cut: u64,
+    cut_len: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Verdict {
+    code: String,
+    grade: String,
+    headline: String,
+    facts: BTreeMap<String, serde_json::Value>,
+    limits: Vec<VerdictLimit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerdictLimit {
+    kind: String,
+    count: u64,
+    damage: bool,
+    text: String,
+    advice: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -174,10 +174,7 @@ fn every_format_shows_the_filtered_exchanges() {
     assert!(ex.iter().all(|e| e["request"]["broker_id"] == 3));
     assert_eq!(last["filters"]["broker"], 3);
     let text = run("text", &["--all"]);
-    assert!(
-        text.contains("showing only the exchanges and blocks of broker 3"),
-        "{text}"
-    );
+    assert!(text.contains("Filtered (broker 3): 2 of "), "{text}");
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("  corr ")).collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines.iter().all(|l| l.contains("broker 3/")), "{text}");

@@ -337,7 +337,7 @@ fn text_is_a_screenful_or_two_and_all_lists_every_exchange() {
         short.lines().count()
     );
     assert!(
-        short.contains("... and 280 more (--all lists every exchange)"),
+        short.contains("(first 20 of 300 worth a look; --all lists every exchange)"),
         "{short}"
     );
     assert!(
@@ -345,7 +345,7 @@ fn text_is_a_screenful_or_two_and_all_lists_every_exchange() {
             .lines()
             .nth(2)
             .unwrap()
-            .starts_with("NO PRODUCER IDS GRANTED: 300 requests, answered NOT_CONTROLLER 300"),
+            .starts_with("NO PRODUCER IDS GRANTED: 300 requests, none granted a block: answered NOT_CONTROLLER 300"),
         "{short}"
     );
     let all = text(&["--all"]);
@@ -464,4 +464,70 @@ fn csv_goldens_of_the_analysis_fixtures() {
             &format!("fixtures/analysis/{name}.blocks.csv"),
         );
     }
+}
+
+/// 200 brokers, each refused once (NOT_CONTROLLER) and then granted a block.
+fn many_brokers(path: &std::path::Path) {
+    use crate::common::*;
+    let mut w = PcapWriter::create(path);
+    let mut start = 0;
+    for b in 1..=200 {
+        let mut c = Conn::new(
+            &format!("10.0.{}.{}:40000", b / 200, b % 200 + 1),
+            "10.9.9.9:9093",
+        );
+        c.handshake(&mut w);
+        let ask = request(67, 0, 1, true, &apid_request_body(b, 7));
+        c.send(&mut w, true, &ask, 1460);
+        let refused = response(1, true, &apid_response_body(41, -1, 0));
+        c.send(&mut w, false, &refused, 1460);
+        let (ask, granted) = apid_pair(2, b, start);
+        start += 1000;
+        c.send(&mut w, true, &ask, 1460);
+        c.send(&mut w, false, &granted, 1460);
+        c.close(&mut w);
+    }
+    w.finish();
+}
+
+/// Counts are counts: every number is the whole capture's, every list that is cut says
+/// "first N of M", and the text stays within two screens however many brokers there are.
+#[test]
+fn text_of_many_brokers_keeps_to_two_screens_with_true_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("brokers.pcap");
+    many_brokers(&path);
+    let out = pidshark()
+        .arg(&path)
+        .args(["--format", "text"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.lines().count() <= 100,
+        "{} lines:\n{text}",
+        text.lines().count()
+    );
+    let has = |line: &str| assert!(text.contains(line), "{line:?} in:\n{text}");
+    has("CORRECT: 200 blocks granted to 200 brokers without overlap or regression");
+    has("Findings: 0 errors, 0 warnings, 200 info");
+    has("(first 20 of 200; ");
+    has("Brokers: 11 of 200, those with most errors and unanswered requests");
+    has("(the other 189 brokers, 189 of them with errors or unanswered requests)");
+    has("  189 others    |");
+    has("(first 20 of 200 worth a look; --all lists every exchange)");
+    // the others' row sums what the 11 rows leave out
+    let others: Vec<u64> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("others "))
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .take(5)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert_eq!(others, vec![378, 378, 0, 0, 189_000], "{text}");
 }

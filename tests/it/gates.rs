@@ -193,3 +193,39 @@ fn expect_compares_findings_and_forgives_fields_added_since_the_golden() {
             )),
         );
 }
+
+/// `--fail-on` takes the verdict: its code, or `not-correct` (anything but `correct` and
+/// `correct_with_warnings`), judged on the whole capture whatever the filters.
+#[test]
+fn fail_on_the_verdict_by_code_or_not_correct() {
+    let gate = |capture: &str, args: &[&str], condition: &str| {
+        pidshark()
+            .arg(capture)
+            .args(args)
+            .args(["--format", "text", "--fail-on", condition])
+            .assert()
+    };
+    gate("fixtures/truncated.pcap", &[], "incomplete_capture")
+        .code(1)
+        .stderr("pidshark: --fail-on conditions hold: incomplete_capture (1)\n");
+    gate("fixtures/truncated.pcap", &[], "not-correct")
+        .code(1)
+        .stderr("pidshark: --fail-on conditions hold: not-correct (1)\n");
+    gate("fixtures/analysis/healthy.pcap", &[], "not-correct").code(0);
+    gate("fixtures/analysis/healthy.pcap", &[], "incomplete_capture").code(0);
+    gate("fixtures/analysis/slow.pcap", &[], "not-correct").code(0);
+    gate(
+        "fixtures/analysis/overlap.pcap",
+        &[],
+        "duplicate_producer_ids",
+    )
+    .code(1);
+    // a filter that shows none of the overlap does not hide it from the gate
+    gate(
+        "fixtures/analysis/overlap.pcap",
+        &["--broker", "3"],
+        "duplicate_producer_ids",
+    )
+    .code(1);
+    gate("fixtures/controller-loopback.pcap", &[], "not-correct").code(1);
+}

@@ -27,5 +27,6 @@ mod synthetic;
 mod terminal;
 pub mod truth;
 pub mod variants;
+mod verdict;
 mod walkthrough;
 pub mod wireshark;

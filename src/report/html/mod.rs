@@ -11,7 +11,6 @@ use std::io::{self, Write};
 
 use super::model::{Exchange, Report};
 use super::sink::{Needs, Sink};
-use super::text::verdict::{verdict, Grade};
 use super::{exchange, format_timestamp};
 use crate::analysis::Block;
 use crate::pairing;
@@ -239,23 +238,17 @@ svg text{font:11px system-ui,sans-serif}\
 @media print{body{margin:0}figure{break-inside:avoid}}";
 
 fn head(page: &mut String, report: &Report, blocks: u64) {
-    let (grade, text) = verdict(report, blocks);
-    let class = match grade {
-        Grade::Wrong => "wrong",
-        Grade::Unsure => "unsure",
-        Grade::Warned => "warned",
-        Grade::Right => "right",
-        Grade::Nothing => "nothing",
-    };
+    let class = report.verdict.grade;
+    let text = &report.verdict.headline;
     let s = &report.summary;
     page.push_str(&format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>pidshark: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n\
          <h1>pidshark {}: AllocateProducerIds in {}</h1>\n<p class=\"verdict {class}\" id=\"verdict\">{}</p>\n",
-        esc(&text),
+        esc(text),
         esc(report.tool.version),
         esc(&report.captures.iter().map(|c| c.path.clone()).collect::<Vec<_>>().join(", ")),
-        esc(&text)
+        esc(text)
     ));
     let first = report
         .captures

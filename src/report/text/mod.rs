@@ -5,22 +5,21 @@
 //! read with the diagnostics by kind. Colour as `--color` says.
 
 mod timeline;
-pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 
-use super::model::{Diagnostic, Exchange, Filters, PidFinding, Report};
+use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::Block;
 use crate::cli::ColorChoice;
-use crate::diag::Severity;
+use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
+use crate::kafka::tables::ApiKey;
 use crate::pairing::{self, ExchangeOrder};
 use timeline::Timeline;
-use verdict::Grade;
 
 const BOLD: Style = Style::new().bold();
 const DIM: Style = Style::new().dimmed();
@@ -93,6 +92,8 @@ pub fn use_colour(choice: ColorChoice, to_stdout: bool) -> bool {
 
 /// Findings and exchanges listed before the rest are only counted.
 const MAX_LISTED: usize = 20;
+/// Kafka APIs listed before the rest are only counted.
+const MAX_APIS: usize = 12;
 /// Capture files listed before the rest are only counted.
 const MAX_CAPTURES: usize = 5;
 
@@ -104,6 +105,8 @@ pub struct TextSink {
     colour: bool,
     all: bool,
     lines: Ordered<ExchangeOrder>,
+    /// Exchanges handed to the sink: those the filters let through.
+    shown: u64,
     blocks: u64,
     timeline: Timeline,
     out: Box<dyn Write + Send>,
@@ -116,6 +119,7 @@ impl TextSink {
             colour,
             all: false,
             lines: Ordered::new(DEFAULT_RUN_BYTES),
+            shown: 0,
             blocks: 0,
             timeline: Timeline::default(),
             out,
@@ -142,6 +146,7 @@ impl Sink for TextSink {
     }
 
     fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+        self.shown += 1;
         if let Some(block) = block {
             self.blocks += 1;
             self.timeline.add(block.broker_id, block.timestamp);
@@ -161,6 +166,7 @@ impl Sink for TextSink {
         let parts = Parts {
             report,
             lines,
+            shown: self.shown,
             blocks: self.blocks,
             timeline,
             all: self.all,
@@ -178,6 +184,7 @@ impl Sink for TextSink {
 struct Parts<'a> {
     report: &'a Report,
     lines: Ordered<ExchangeOrder>,
+    shown: u64,
     blocks: u64,
     timeline: Timeline,
     all: bool,
@@ -193,56 +200,57 @@ impl Parts<'_> {
             "{BOLD}pidshark {}{BOLD:#}: {} packets, {} TCP connections, {} with Kafka",
             report.tool.version, s.packets, s.tcp_connections, s.kafka_connections
         )?;
-        let (grade, text) = verdict::verdict(report, self.blocks);
-        let style = match grade {
-            Grade::Wrong => RED,
-            Grade::Unsure | Grade::Warned => YELLOW,
-            Grade::Right => GREEN.bold(),
-            Grade::Nothing => BOLD,
-        };
-        writeln!(w, "\n{style}{text}{style:#}")?;
-        if let Some(filters) = &report.filters {
-            writeln!(
-                w,
-                "{DIM}showing only the exchanges and blocks of {}; the verdict, findings, tables and diagnostics are of the whole capture{DIM:#}",
-                describe_filters(filters)
-            )?;
-        }
+        verdict(&mut w, report, self.shown)?;
         findings(&mut w, report)?;
-        brokers(&mut w, report)?;
+        let chosen = chosen_brokers(report);
+        brokers(&mut w, report, &chosen)?;
         if self.blocks > 0 {
             heading(&mut w, "Blocks over time")?;
-            self.timeline.write(&mut w)?;
+            self.timeline.write(&mut w, &chosen)?;
         }
-        exchanges(&mut w, report, self.lines, self.all)?;
+        exchanges(&mut w, report, self.lines, self.all, self.shown)?;
         captures(&mut w, report)?;
         diagnostics(&mut w, report)?;
         w.flush()
     }
 }
 
-/// The filters applied, as a person says them.
-fn describe_filters(f: &Filters) -> String {
-    let mut parts = Vec::new();
-    if let Some(b) = f.broker {
-        parts.push(format!("broker {b}"));
+/// The verdict, what the capture cannot show and what to do about it, and what the
+/// filters let through.
+fn verdict(w: &mut dyn Write, report: &Report, shown: u64) -> io::Result<()> {
+    let v = &report.verdict;
+    let style = match v.grade {
+        "wrong" => RED,
+        "unsure" | "warned" => YELLOW,
+        "right" => GREEN.bold(),
+        _ => BOLD,
+    };
+    writeln!(w, "\n{style}{}{style:#}", v.headline)?;
+    // one limit is all in the headline; more are listed, each with what to do
+    for limit in v.limits.iter().filter(|_| v.limits.len() > 1) {
+        let advice = limit.advice.map(|a| format!(": {a}")).unwrap_or_default();
+        writeln!(w, "  cannot show: {}{advice}", limit.text)?;
     }
-    if let Some(c) = f.connection {
-        parts.push(format!("connection {c}"));
+    let Some(filters) = &report.filters else {
+        return Ok(());
+    };
+    let total = report.summary.exchanges.total;
+    let described = super::filter::describe(filters);
+    if shown == 0 && total > 0 {
+        writeln!(
+            w,
+            "{YELLOW}No exchange matches the filters ({described}): none of the {total} is listed below{YELLOW:#}"
+        )?;
+    } else {
+        writeln!(
+            w,
+            "{DIM}Filtered ({described}): {shown} of {total} exchanges and their blocks are listed below{DIM:#}"
+        )?;
     }
-    if let Some(t) = &f.since {
-        parts.push(format!("since {t}"));
-    }
-    if let Some(t) = &f.until {
-        parts.push(format!("until {t}"));
-    }
-    if f.errors_only {
-        parts.push("errors".to_owned());
-    }
-    if let Some(n) = f.frame {
-        parts.push(format!("frame {n}"));
-    }
-    parts.join(", ")
+    writeln!(
+        w,
+        "{DIM}The verdict, findings, tables and diagnostics are of the whole capture.{DIM:#}"
+    )
 }
 
 fn heading(w: &mut dyn Write, text: &str) -> io::Result<()> {
@@ -254,21 +262,33 @@ fn rank(severity: &str) -> std::cmp::Reverse<Option<Severity>> {
     std::cmp::Reverse(Severity::from_name(severity))
 }
 
-/// The findings, errors first, each once.
+/// The findings, errors first, each once: their true counts (the report lists at most
+/// 1,000 of a kind; the summary counts them all), then the first few.
 fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     let findings = &report.producer_id_blocks.findings;
-    if findings.is_empty() {
+    let kinds: std::collections::BTreeSet<&str> = findings.iter().map(|f| f.kind).collect();
+    let total_of = |sev: Severity| -> u64 {
+        kinds
+            .iter()
+            .filter(|k| Kind::from_name(k).is_some_and(|k| k.severity() == sev))
+            .map(|k| report.summary.diagnostics.get(*k).copied().unwrap_or(0))
+            .sum()
+    };
+    let (errors, warnings, info) = (
+        total_of(Severity::Error),
+        total_of(Severity::Warning),
+        total_of(Severity::Info),
+    );
+    let total = errors + warnings + info;
+    if total == 0 {
         return Ok(());
     }
-    let count = |sev: &str| findings.iter().filter(|f| f.severity == sev).count();
-    let (errors, warnings) = (count("error"), count("warning"));
     heading(
         w,
         &format!(
-            "Findings: {errors} error{}, {warnings} warning{}, {} info",
-            verdict::plural(errors),
-            verdict::plural(warnings),
-            count("info")
+            "Findings: {}, {}, {info} info",
+            counted(errors, "error"),
+            counted(warnings, "warning"),
         ),
     )?;
     let mut sorted: Vec<&PidFinding> = findings.iter().collect();
@@ -281,23 +301,60 @@ fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             f.severity, f.kind, f.message
         )?;
     }
-    if sorted.len() > MAX_LISTED {
+    let listed = sorted.len().min(MAX_LISTED) as u64;
+    if total > listed {
         writeln!(
             w,
-            "  ... and {} more findings (the JSON report lists them all)",
-            sorted.len() - MAX_LISTED
+            "  (first {listed} of {total}; the JSON report lists up to {MAX_LISTED_PER_KIND} of each kind, and its summary counts them all)"
         )?;
     }
     Ok(())
 }
 
-/// The per-broker table.
-fn brokers(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+/// `1 error`, `2 errors`.
+fn counted(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// Brokers drawn one by one in the table and the timeline: every one when they are
+/// few, else the most troubled.
+const MAX_BROKERS: usize = 12;
+
+/// A broker's trouble: error responses and requests without an answer.
+fn trouble(b: &Broker) -> u64 {
+    b.errors.values().sum::<u64>() + b.unanswered + b.response_unknown
+}
+
+/// The brokers the table and the timeline draw: all in id order when there are at most
+/// [`MAX_BROKERS`], else the most troubled (then the busiest, then by id), in that order.
+fn chosen_brokers(report: &Report) -> Vec<i32> {
+    let brokers = &report.summary.brokers;
+    let mut ids: Vec<(&i32, &Broker)> = brokers.iter().collect();
+    if ids.len() > MAX_BROKERS {
+        ids.sort_by_key(|(id, b)| (std::cmp::Reverse((trouble(b), b.requests)), **id));
+        ids.truncate(MAX_BROKERS - 1);
+    }
+    ids.into_iter().map(|(id, _)| *id).collect()
+}
+
+/// The per-broker table: the `chosen` brokers, then the others summed up.
+fn brokers(w: &mut dyn Write, report: &Report, chosen: &[i32]) -> io::Result<()> {
     let brokers = &report.summary.brokers;
     if brokers.is_empty() {
         return Ok(());
     }
-    heading(w, "Brokers")?;
+    let title = match brokers.len() > chosen.len() {
+        true => format!(
+            "Brokers: {} of {}, those with most errors and unanswered requests",
+            chosen.len(),
+            brokers.len()
+        ),
+        false => "Brokers".to_owned(),
+    };
+    heading(w, &title)?;
     writeln!(
         w,
         "  {:>8}  {:>8}  {:>8}  {:>10}  {:>7}  {:>12}  {:>9}  {:>9}  epochs; errors",
@@ -311,7 +368,7 @@ fn brokers(w: &mut dyn Write, report: &Report) -> io::Result<()> {
         "p99 ms"
     )?;
     let ms = |us: Option<f64>| us.map_or("-".to_owned(), |us| format!("{:.3}", us / 1000.0));
-    for (id, b) in brokers.iter().take(MAX_LISTED * 2) {
+    for (id, b) in chosen.iter().filter_map(|id| brokers.get_key_value(id)) {
         let epochs: Vec<String> = b.epochs_seen.iter().map(i64::to_string).collect();
         let errors: Vec<String> = b.errors.iter().map(|(e, n)| format!("{e} {n}")).collect();
         let errors = if errors.is_empty() {
@@ -332,11 +389,26 @@ fn brokers(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             epochs.join(",")
         )?;
     }
-    if brokers.len() > MAX_LISTED * 2 {
+    let others: Vec<&Broker> = brokers
+        .iter()
+        .filter(|(id, _)| !chosen.contains(id))
+        .map(|(_, b)| b)
+        .collect();
+    if !others.is_empty() {
+        let sum = |f: fn(&Broker) -> u64| others.iter().map(|b| f(b)).sum::<u64>();
+        let ids = others
+            .iter()
+            .fold(0i64, |sum, b| sum.saturating_add(b.ids_granted));
         writeln!(
             w,
-            "  ... and {} more brokers",
-            brokers.len() - MAX_LISTED * 2
+            "  {:>8}  {:>8}  {:>8}  {:>10}  {:>7}  {ids:>12}  (the other {} brokers, {} of them with errors or unanswered requests)",
+            "others",
+            sum(|b| b.requests),
+            sum(|b| b.complete),
+            sum(|b| b.unanswered),
+            sum(|b| b.response_unknown),
+            others.len(),
+            others.iter().filter(|b| trouble(b) > 0).count()
         )?;
     }
     Ok(())
@@ -348,6 +420,7 @@ fn exchanges(
     report: &Report,
     lines: Ordered<ExchangeOrder>,
     all: bool,
+    shown: u64,
 ) -> io::Result<()> {
     let s = &report.summary;
     let slow = report.producer_id_blocks.slow_threshold_us;
@@ -359,7 +432,10 @@ fn exchanges(
             .map(f64::from_le_bytes);
         flagged || matches!((latency, slow), (Some(l), Some(t)) if l > t)
     };
-    let total = s.exchanges.total;
+    let total = match report.filters {
+        Some(_) => format!("the {shown} shown of {}", s.exchanges.total),
+        None => s.exchanges.total.to_string(),
+    };
     let title = if all {
         format!(
             "AllocateProducerIds exchanges: {total} ({} complete, {} unanswered, {} response unknown)",
@@ -388,7 +464,11 @@ fn exchanges(
         writeln!(w, "  none")?;
     }
     if more > 0 {
-        writeln!(w, "  ... and {more} more (--all lists every exchange)")?;
+        writeln!(
+            w,
+            "  (first {listed} of {} worth a look; --all lists every exchange)",
+            listed as u64 + more
+        )?;
     }
     if let Some(l) = &s.latency_us {
         writeln!(
@@ -430,11 +510,28 @@ fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     if s.api_keys.is_empty() {
         writeln!(w, "  none")?;
     }
-    for (name, count) in &s.api_keys {
+    // the busiest first; AllocateProducerIds always
+    let mut apis: Vec<(&String, &ApiKeyCount)> = s.api_keys.iter().collect();
+    apis.sort_by_key(|(_, c)| {
+        (
+            c.api_key != ApiKey::ALLOCATE_PRODUCER_IDS.0,
+            std::cmp::Reverse(c.requests),
+        )
+    });
+    for (name, count) in apis.iter().take(MAX_APIS) {
         writeln!(
             w,
             "  {name} ({})  {} requests, {} responses",
             count.api_key, count.requests, count.responses
+        )?;
+    }
+    if apis.len() > MAX_APIS {
+        let rest = apis.get(MAX_APIS..).unwrap_or_default();
+        writeln!(
+            w,
+            "  ... and {} more APIs with {} requests",
+            rest.len(),
+            rest.iter().map(|(_, c)| c.requests).sum::<u64>()
         )?;
     }
     if s.unmatched_responses > 0 {

@@ -11,8 +11,6 @@ use crate::report::format_timestamp;
 
 /// Columns of the timeline.
 pub const COLUMNS: usize = 60;
-/// Brokers drawn; the rest are counted in one line.
-const MAX_ROWS: usize = 24;
 
 /// Blocks per broker and column.
 #[derive(Debug, Default)]
@@ -22,6 +20,9 @@ pub struct Timeline {
     width: i128,
     rows: BTreeMap<i32, [u32; COLUMNS]>,
     blocks: u64,
+    /// The first and the last block's time, nanoseconds since the epoch.
+    first: i128,
+    last: i128,
     /// Whether the capture's times have nanoseconds (written to the precision it has).
     nano: bool,
 }
@@ -33,7 +34,9 @@ impl Timeline {
         let at = at.as_nanos();
         if self.blocks == 0 {
             (self.origin, self.width) = (at, 1);
+            (self.first, self.last) = (at, at);
         }
+        (self.first, self.last) = (self.first.min(at), self.last.max(at));
         while at < self.origin {
             self.widen(true);
         }
@@ -71,8 +74,10 @@ impl Timeline {
         }
     }
 
-    /// The timeline, a heading and a row per broker; nothing without blocks.
-    pub fn write(&self, w: &mut dyn Write) -> io::Result<()> {
+    /// The timeline, a heading and a row per broker of `chosen` (in that order), the
+    /// others' blocks summed in one more row; nothing without blocks. Only the columns
+    /// from the first block's to the last one's are drawn.
+    pub fn write(&self, w: &mut dyn Write, chosen: &[i32]) -> io::Result<()> {
         if self.blocks == 0 {
             return Ok(());
         }
@@ -83,19 +88,43 @@ impl Timeline {
             let nanos = if nano { nanos } else { nanos / 1000 * 1000 };
             format_timestamp(Timestamp { secs, nanos, nano })
         };
+        let column = |t: i128| usize::try_from((t - self.origin) / self.width).unwrap_or(0);
+        let used = column(self.first)..=column(self.last).min(COLUMNS - 1);
         writeln!(
             w,
-            "  from {} to {}, {} a column; a digit counts the blocks granted in it (+: more than 9)",
-            at(self.origin),
-            at(self.end()),
+            "  from {} to {} (the first and last block), {} a column; a digit counts the blocks granted in it (+: more than 9)",
+            at(self.first),
+            at(self.last),
             duration(self.width)
         )?;
-        for (broker, row) in self.rows.iter().take(MAX_ROWS) {
-            let cells: String = row.iter().map(|n| cell(*n)).collect();
-            writeln!(w, "  broker {broker:<6} |{cells}|")?;
+        let draw = |w: &mut dyn Write, label: String, row: &[u32; COLUMNS]| {
+            let cells: String = row
+                .get(used.clone())
+                .unwrap_or_default()
+                .iter()
+                .map(|n| cell(*n))
+                .collect();
+            writeln!(w, "  {label:<13} |{cells}|")
+        };
+        for broker in chosen {
+            if let Some(row) = self.rows.get(broker) {
+                draw(w, format!("broker {broker}"), row)?;
+            }
         }
-        if self.rows.len() > MAX_ROWS {
-            writeln!(w, "  ... and {} more brokers", self.rows.len() - MAX_ROWS)?;
+        let others: Vec<&[u32; COLUMNS]> = self
+            .rows
+            .iter()
+            .filter(|(b, _)| !chosen.contains(b))
+            .map(|(_, row)| row)
+            .collect();
+        if !others.is_empty() {
+            let mut sum = [0u32; COLUMNS];
+            for row in &others {
+                for (total, n) in sum.iter_mut().zip(row.iter()) {
+                    *total = total.saturating_add(*n);
+                }
+            }
+            draw(w, format!("{} others", others.len()), &sum)?;
         }
         Ok(())
     }
@@ -152,10 +181,15 @@ mod tests {
         let columns: Vec<usize> = (0..COLUMNS).filter(|c| row[*c] > 0).collect();
         assert!(columns.len() >= 2 && columns.first() < columns.last());
         let mut out = Vec::new();
-        t.write(&mut out).unwrap();
+        t.write(&mut out, &[1, 2]).unwrap();
         let out = String::from_utf8(out).unwrap();
         assert_eq!(out.lines().count(), 3, "{out}");
         assert!(out.contains("broker 2      |"), "{out}");
+        // the heading's times are the first and the last block's
+        assert!(
+            out.contains("to 2023-11-14T22:14:19.999000Z (the first"),
+            "{out}"
+        );
     }
 
     #[test]
@@ -166,8 +200,31 @@ mod tests {
         }
         t.add(7, at(60_000));
         let mut out = Vec::new();
-        t.write(&mut out).unwrap();
+        t.write(&mut out, &[7]).unwrap();
         let out = String::from_utf8(out).unwrap();
         assert!(out.contains("|+"), "{out}");
+    }
+
+    #[test]
+    fn brokers_not_chosen_share_one_row_and_no_column_runs_past_the_last_block() {
+        let mut t = Timeline::default();
+        for broker in 0..100 {
+            t.add(broker, at(i64::from(broker) * 10));
+        }
+        t.add(5, at(12_345));
+        let mut out = Vec::new();
+        t.write(&mut out, &[5, 7]).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4, "{out}");
+        assert!(lines[1].starts_with("  broker 5 "), "{out}");
+        assert!(lines[3].starts_with("  98 others "), "{out}");
+        // the row ends with the column of the last block
+        assert!(lines[1].ends_with("1|"), "{out}");
+        let drawn: u32 = lines[1..]
+            .iter()
+            .flat_map(|l| l.chars().filter_map(|c| c.to_digit(10)))
+            .sum();
+        assert!(drawn >= 4, "{out}");
     }
 }

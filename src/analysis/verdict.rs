@@ -1,0 +1,534 @@
+//! The verdict: did the controller hand out producer IDs correctly, as far as this
+//! capture can show? Judged once, from the whole capture, most serious first; the text
+//! and HTML reports print it, the JSON report carries it, `--fail-on` tests it. Filters
+//! select what a report lists, never what is judged.
+//!
+//! In: the analysis's totals and findings, every diagnostic's count and what the capture
+//! files say about themselves ([`Evidence`]). Out: a [`Verdict`]: a code, one complete
+//! sentence, the facts it rests on and what the capture cannot show ([`Limit`]), each with
+//! what to do about it. A capture that lost bytes is never judged correct.
+
+use std::collections::BTreeMap;
+
+use super::{BrokerStats, Finding, Totals};
+use crate::capture::CaptureInfo;
+use crate::diag::{Diagnostics, Facts, Kind, Severity};
+
+/// What the verdict says, most serious first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Code {
+    DuplicateProducerIds,
+    ProducerIdsWentBackwards,
+    IncompleteCapture,
+    NoProducerIdsGranted,
+    CorrectAsFarAsCaptured,
+    CorrectWithWarnings,
+    Correct,
+    NoExchanges,
+}
+
+impl Code {
+    pub const ALL: [Self; 8] = [
+        Self::DuplicateProducerIds,
+        Self::ProducerIdsWentBackwards,
+        Self::IncompleteCapture,
+        Self::NoProducerIdsGranted,
+        Self::CorrectAsFarAsCaptured,
+        Self::CorrectWithWarnings,
+        Self::Correct,
+        Self::NoExchanges,
+    ];
+
+    /// The name in the report (`verdict.code`) and for `--fail-on`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DuplicateProducerIds => "duplicate_producer_ids",
+            Self::ProducerIdsWentBackwards => "producer_ids_went_backwards",
+            Self::IncompleteCapture => "incomplete_capture",
+            Self::NoProducerIdsGranted => "no_producer_ids_granted",
+            Self::CorrectAsFarAsCaptured => "correct_as_far_as_captured",
+            Self::CorrectWithWarnings => "correct_with_warnings",
+            Self::Correct => "correct",
+            Self::NoExchanges => "no_exchanges",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// The words the headline starts with.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::DuplicateProducerIds => "DUPLICATE PRODUCER IDS",
+            Self::ProducerIdsWentBackwards => "PRODUCER IDS WENT BACKWARDS",
+            Self::IncompleteCapture => "INCOMPLETE CAPTURE",
+            Self::NoProducerIdsGranted => "NO PRODUCER IDS GRANTED",
+            Self::CorrectAsFarAsCaptured => "CORRECT AS FAR AS CAPTURED",
+            Self::CorrectWithWarnings => "CORRECT, WITH WARNINGS",
+            Self::Correct => "CORRECT",
+            Self::NoExchanges => "NO ALLOCATEPRODUCERIDS EXCHANGES",
+        }
+    }
+
+    pub fn grade(self) -> Grade {
+        match self {
+            Self::DuplicateProducerIds | Self::ProducerIdsWentBackwards => Grade::Wrong,
+            Self::IncompleteCapture | Self::NoProducerIdsGranted | Self::CorrectAsFarAsCaptured => {
+                Grade::Unsure
+            }
+            Self::CorrectWithWarnings => Grade::Warned,
+            Self::Correct => Grade::Right,
+            Self::NoExchanges => Grade::Nothing,
+        }
+    }
+}
+
+/// How bad the verdict is: for colour, and for `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grade {
+    /// Ids were handed out wrongly.
+    Wrong,
+    /// The capture cannot show whether they were.
+    Unsure,
+    Warned,
+    Right,
+    /// Nothing to judge.
+    Nothing,
+}
+
+impl Grade {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Wrong => "wrong",
+            Self::Unsure => "unsure",
+            Self::Warned => "warned",
+            Self::Right => "right",
+            Self::Nothing => "nothing",
+        }
+    }
+}
+
+/// Something the capture cannot show, how often, and what to do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    /// `snaplen`, `capture_truncated`, `one_sided`, ...: see [`limits`].
+    pub kind: &'static str,
+    pub count: u64,
+    /// Bytes are missing from the capture (rather than present but unreadable).
+    pub damage: bool,
+    /// A phrase with the count: "118 packets cut at 96 bytes by the snaplen".
+    pub text: String,
+    pub advice: Option<&'static str>,
+}
+
+/// The verdict on a whole capture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub code: Code,
+    /// One complete sentence, starting with the code's title.
+    pub headline: String,
+    /// The numbers it rests on.
+    pub facts: Facts,
+    /// What the capture cannot show, bytes missing first.
+    pub limits: Vec<Limit>,
+}
+
+/// What the verdict is judged from: the whole capture.
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence<'a> {
+    pub packets: u64,
+    pub totals: &'a Totals,
+    pub brokers: &'a BTreeMap<i32, BrokerStats>,
+    /// As listed (the first of each kind is enough to name it).
+    pub findings: &'a [Finding],
+    /// Every diagnostic counted, findings among them.
+    pub diagnostics: &'a Diagnostics,
+    pub captures: &'a [CaptureInfo],
+    /// TCP connections given up as not Kafka.
+    pub not_kafka_connections: u64,
+}
+
+/// Kinds whose diagnostics are accounted for by a [`Limit`], and so not listed again as
+/// warnings or errors of their own.
+const LIMIT_KINDS: [Kind; 14] = [
+    Kind::CaptureCorrupt,
+    Kind::CaptureTruncated,
+    Kind::PacketTruncated,
+    Kind::OneSidedConnection,
+    Kind::TcpGap,
+    Kind::MemoryLimit,
+    Kind::ConnectionLimit,
+    Kind::IpFragmentsDropped,
+    Kind::PacketMalformed,
+    Kind::UnsupportedLinkType,
+    Kind::KafkaDecodeError,
+    Kind::KafkaUnsupportedVersion,
+    Kind::KafkaMessageTruncated,
+    Kind::KafkaFramingLost,
+];
+
+/// Judges the capture.
+pub fn judge(e: &Evidence<'_>) -> Verdict {
+    let limits = limits(e);
+    let t = e.totals;
+    let count = |kind| e.diagnostics.count(kind);
+    let brokers_granted = e.brokers.values().filter(|b| b.ids_granted > 0).count();
+    let facts: Facts = vec![
+        ("packets", e.packets.into()),
+        ("requests", t.total.into()),
+        ("complete", t.complete.into()),
+        ("unanswered", t.unanswered.into()),
+        ("response_unknown", t.response_unknown.into()),
+        ("blocks", t.blocks.into()),
+        ("brokers_granted", (brokers_granted as u64).into()),
+        ("overlaps", count(Kind::PidBlockOverlap).into()),
+        ("regressions", count(Kind::PidBlockRegression).into()),
+    ];
+    let (code, headline) = decide(e, &limits, brokers_granted);
+    Verdict {
+        code,
+        headline: format!("{}: {headline}", code.title()),
+        facts,
+        limits,
+    }
+}
+
+/// The code and the sentence after its title.
+fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, String) {
+    let t = e.totals;
+    let damage: Vec<&Limit> = limits.iter().filter(|l| l.damage).collect();
+    let unreadable: Vec<&Limit> = limits.iter().filter(|l| !l.damage).collect();
+    if t.total == 0 {
+        let mut none = format!("none in {}", counted(e.packets, "packet"));
+        let not_kafka = e.not_kafka_connections;
+        if not_kafka > 0 {
+            let were = if not_kafka == 1 { "was" } else { "were" };
+            none = format!(
+                "{none}, where {} {were} not read as Kafka (each not_kafka diagnostic says why)",
+                counted(not_kafka, "TCP connection")
+            );
+        }
+        return (Code::NoExchanges, but(none, limits.iter()));
+    }
+    for (kind, code) in [
+        (Kind::PidBlockOverlap, Code::DuplicateProducerIds),
+        (Kind::PidBlockRegression, Code::ProducerIdsWentBackwards),
+    ] {
+        if let Some(text) = finding(e, kind) {
+            let text = match damage.first() {
+                Some(first) => format!("{text}; the capture is incomplete too: {}", first.text),
+                None => text,
+            };
+            return (code, text);
+        }
+    }
+    let granted = granted(t.blocks, brokers_granted, t.total);
+    if let Some(first) = damage.first() {
+        let mut text = list(damage.iter().copied());
+        if let Some(advice) = first.advice {
+            text = format!("{text}; {advice}");
+        }
+        return (
+            Code::IncompleteCapture,
+            format!("{text}; in what was read, {granted}"),
+        );
+    }
+    if t.blocks == 0 {
+        let text = format!(
+            "{}, none granted a block: answered {}",
+            counted(t.total, "request"),
+            answers(t)
+        );
+        return (
+            Code::NoProducerIdsGranted,
+            match unreadable.is_empty() {
+                true => text,
+                false => format!("{text}; {}", list(unreadable.iter().copied())),
+            },
+        );
+    }
+    let doubts = doubts(e, &unreadable);
+    if !doubts.is_empty() {
+        return (
+            Code::CorrectAsFarAsCaptured,
+            format!("{granted}, but {}", doubts.join(", ")),
+        );
+    }
+    let warnings = of_severity(e, Severity::Warning);
+    if !warnings.is_empty() {
+        return (
+            Code::CorrectWithWarnings,
+            format!("{granted}; {}", warnings.join(", ")),
+        );
+    }
+    (Code::Correct, granted)
+}
+
+/// The first listed finding of `kind` and how many there are in all.
+fn finding(e: &Evidence<'_>, kind: Kind) -> Option<String> {
+    let total = e.diagnostics.count(kind);
+    if total == 0 {
+        return None;
+    }
+    let first = e.findings.iter().find(|f| f.kind == kind);
+    let message = first.map_or_else(|| counted(total, kind.as_str()), |f| f.message.clone());
+    Some(match total {
+        1 => message,
+        n => format!("{message} ({n} in all)"),
+    })
+}
+
+/// "9 blocks granted to 3 brokers without overlap or regression", or "no block granted
+/// to any of 11 requests".
+fn granted(blocks: u64, brokers: usize, requests: u64) -> String {
+    if blocks == 0 {
+        return format!("no block was granted to {}", counted(requests, "request"));
+    }
+    format!(
+        "{} granted to {} without overlap or regression",
+        counted(blocks, "block"),
+        counted(brokers as u64, "broker")
+    )
+}
+
+/// How the requests were answered, adding up to all of them.
+fn answers(t: &Totals) -> String {
+    let mut parts: Vec<String> = t
+        .error_codes
+        .iter()
+        .map(|(name, n)| match name.as_str() {
+            "NONE" => format!("NONE without a valid block {n}"),
+            _ => format!("{name} {n}"),
+        })
+        .collect();
+    let coded: u64 = t.error_codes.values().sum();
+    let undecoded = t.complete.saturating_sub(coded);
+    if undecoded > 0 {
+        parts.push(format!("with an error code not read {undecoded}"));
+    }
+    if t.unanswered > 0 {
+        parts.push(format!("not at all {}", t.unanswered));
+    }
+    if t.response_unknown > 0 {
+        parts.push(format!("not in the capture {}", t.response_unknown));
+    }
+    parts.join(", ")
+}
+
+/// What keeps a capture without damage from showing every grant: requests without a
+/// known answer, what could not be read, and errors no other part names.
+fn doubts(e: &Evidence<'_>, unreadable: &[&Limit]) -> Vec<String> {
+    let t = e.totals;
+    let mut doubts = Vec::new();
+    if t.response_unknown > 0 {
+        doubts.push(format!(
+            "{} whose response the capture may have lost",
+            counted(t.response_unknown, "request")
+        ));
+    }
+    if t.unanswered > 0 {
+        doubts.push(format!("{} unanswered", counted(t.unanswered, "request")));
+    }
+    doubts.extend(unreadable.iter().map(|l| l.text.clone()));
+    doubts.extend(of_severity(e, Severity::Error));
+    doubts
+}
+
+/// Diagnostics of exactly `severity` that neither a finding rule above nor a limit
+/// accounts for, by kind with their counts.
+fn of_severity(e: &Evidence<'_>, severity: Severity) -> Vec<String> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| k.severity() == severity && !LIMIT_KINDS.contains(k))
+        .filter(|k| !matches!(k, Kind::PidBlockOverlap | Kind::PidBlockRegression))
+        .filter_map(|k| match e.diagnostics.count(k) {
+            0 => None,
+            n => Some(format!("{n} {}", k.as_str())),
+        })
+        .collect()
+}
+
+/// `text, but a, b and c`.
+fn but<'a>(text: String, limits: impl Iterator<Item = &'a Limit>) -> String {
+    let limits: Vec<&Limit> = limits.collect();
+    match limits.is_empty() {
+        true => text,
+        false => format!("{text}, but {}", list(limits.into_iter())),
+    }
+}
+
+/// The limits' phrases: the first three, then how many more.
+fn list<'a>(limits: impl Iterator<Item = &'a Limit>) -> String {
+    const SHOWN: usize = 3;
+    let limits: Vec<&Limit> = limits.collect();
+    let mut parts: Vec<String> = limits.iter().take(SHOWN).map(|l| l.text.clone()).collect();
+    if limits.len() > SHOWN {
+        parts.push(format!("and {} more", limits.len() - SHOWN));
+    }
+    parts.join(", ")
+}
+
+/// `1 packet`, `2 packets`.
+fn counted(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// What the capture cannot show, bytes missing first, each with its count.
+pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
+    let count = |kind| e.diagnostics.count(kind);
+    let cut: u64 = e.captures.iter().map(|c| c.packets_cut).sum();
+    let cut_len = e.captures.iter().map(|c| c.cut_len).max().unwrap_or(0);
+    let messages_cut = count(Kind::KafkaMessageTruncated);
+    let snapped = cut.max(count(Kind::PacketTruncated));
+    // each packet the snaplen cut leaves a hole in its stream too
+    let holes = count(Kind::TcpGap).saturating_sub(count(Kind::PacketTruncated));
+    let mut limits = Vec::new();
+    let mut add = |kind, count: u64, damage, text: String, advice| {
+        if count > 0 {
+            limits.push(Limit {
+                kind,
+                count,
+                damage,
+                text,
+                advice,
+            });
+        }
+    };
+    let n = count(Kind::CaptureCorrupt);
+    add(
+        "capture_corrupt",
+        n,
+        true,
+        format!(
+            "{} corrupt, where reading stopped or skipped",
+            counted(n, "capture record")
+        ),
+        Some(
+            "copy the capture again from where it was taken: what came before the damage was read",
+        ),
+    );
+    let n = count(Kind::CaptureTruncated);
+    add(
+        "capture_truncated",
+        n,
+        true,
+        format!(
+            "{} cut short, ending inside a record",
+            counted(n, "capture file")
+        ),
+        Some("copy the whole file again: the packets before the cut were read"),
+    );
+    let what = match cut_len {
+        0 => format!("{} cut by the snaplen", counted(snapped, "packet")),
+        len => format!(
+            "{} cut at {len} bytes by the snaplen",
+            counted(snapped, "packet")
+        ),
+    };
+    let what = match messages_cut {
+        0 => what,
+        n => format!(
+            "{what} ({} not fully captured)",
+            counted(n, "AllocateProducerIds message")
+        ),
+    };
+    add(
+        "snaplen",
+        snapped,
+        true,
+        what,
+        Some("capture again with -s 0 (tcpdump) to keep whole packets"),
+    );
+    let n = count(Kind::OneSidedConnection);
+    add("one_sided", n, true, format!("{} captured in one direction only, nothing from the server", counted(n, "Kafka connection")),
+        Some("capture where both directions pass: on the controller's or the broker's host, or a mirror of both directions"));
+    add("lost_bytes", holes, true, format!("{} where the capture lost TCP bytes", counted(holes, "hole")),
+        Some("capture with a larger buffer (tcpdump -B 65536) and a filter on the Kafka ports, so that nothing is dropped"));
+    let n = count(Kind::MemoryLimit);
+    add(
+        "memory_limit",
+        n,
+        true,
+        format!(
+            "{} given up at the memory budget",
+            counted(n, "time held bytes were")
+        ),
+        Some("run again with a larger --max-memory"),
+    );
+    let n = count(Kind::ConnectionLimit);
+    add(
+        "connection_limit",
+        n,
+        true,
+        format!(
+            "{} forgotten past --max-connections",
+            counted(n, "connection")
+        ),
+        Some("run again with a larger --max-connections"),
+    );
+    let n = count(Kind::IpFragmentsDropped);
+    add(
+        "ip_fragments",
+        n,
+        true,
+        format!("{} not reassembled", counted(n, "IP fragment")),
+        None,
+    );
+    let n = count(Kind::PacketMalformed);
+    add(
+        "malformed",
+        n,
+        false,
+        format!("{} could not be decoded", counted(n, "packet")),
+        None,
+    );
+    let n = count(Kind::UnsupportedLinkType);
+    add(
+        "link_type",
+        n,
+        false,
+        format!(
+            "{} not supported, their packets skipped",
+            counted(n, "link type")
+        ),
+        None,
+    );
+    // messages cut by the snaplen are named with it; the rest here
+    let unread = count(Kind::KafkaDecodeError)
+        + count(Kind::KafkaUnsupportedVersion)
+        + if snapped > 0 { 0 } else { messages_cut };
+    add(
+        "messages_unread",
+        unread,
+        false,
+        format!(
+            "{} not fully read",
+            counted(unread, "AllocateProducerIds message")
+        ),
+        None,
+    );
+    // framing lost at a hole is the hole's doing
+    let n = if holes + snapped > 0 {
+        0
+    } else {
+        count(Kind::KafkaFramingLost)
+    };
+    add(
+        "framing_lost",
+        n,
+        false,
+        format!(
+            "Kafka framing lost {}, the bytes up to the next frame passed over",
+            counted(n, "time")
+        ),
+        None,
+    );
+    limits
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+use super::*;
+use crate::analysis::test_support::exchange;
+use crate::analysis::{analyse, SlowRule};
+use crate::capture::PacketRef;
+
+/// The verdict on `exchanges` with these extra diagnostics counted.
+fn judged(exchanges: &[crate::pairing::Exchange], extra: &[(Kind, u64)]) -> Verdict {
+    let mut diags = Diagnostics::default();
+    let analysis = analyse(exchanges, SlowRule::Default, &mut diags);
+    for (kind, n) in extra {
+        for _ in 0..*n {
+            diags.push(*kind, None, PacketRef::default(), String::new(), vec![]);
+        }
+    }
+    judge(&Evidence {
+        packets: 100,
+        totals: &analysis.totals,
+        brokers: &analysis.brokers,
+        findings: &analysis.findings,
+        diagnostics: &diags,
+        captures: &[],
+        not_kafka_connections: 0,
+    })
+}
+
+fn healthy() -> Vec<crate::pairing::Exchange> {
+    vec![
+        exchange(1, 1, 5, Some((0, 0, 1000, 2))),
+        exchange(2, 2, 5, Some((0, 1000, 1000, 3))),
+        exchange(3, 1, 5, Some((0, 2000, 1000, 2))),
+    ]
+}
+
+#[test]
+fn a_healthy_allocation_is_correct() {
+    let v = judged(&healthy(), &[]);
+    assert_eq!(v.code, Code::Correct);
+    assert_eq!(
+        v.headline,
+        "CORRECT: 3 blocks granted to 2 brokers without overlap or regression"
+    );
+}
+
+#[test]
+fn no_diagnostic_of_error_severity_leaves_the_verdict_correct() {
+    for kind in Kind::ALL
+        .into_iter()
+        .filter(|k| k.severity() == Severity::Error)
+    {
+        let v = judged(&healthy(), &[(kind, 1)]);
+        assert!(
+            !matches!(v.code, Code::Correct | Code::CorrectWithWarnings),
+            "{kind:?}: {}",
+            v.headline
+        );
+    }
+}
+
+#[test]
+fn every_warning_is_named_or_limits_the_verdict() {
+    for kind in Kind::ALL
+        .into_iter()
+        .filter(|k| k.severity() == Severity::Warning)
+    {
+        let v = judged(&healthy(), &[(kind, 2)]);
+        assert_ne!(v.code, Code::Correct, "{kind:?}");
+        let named = v.headline.contains(kind.as_str()) || !v.limits.is_empty();
+        assert!(named, "{kind:?}: {}", v.headline);
+    }
+}
+
+#[test]
+fn damage_makes_the_capture_incomplete_with_what_to_do() {
+    let v = judged(&healthy(), &[(Kind::CaptureTruncated, 1)]);
+    assert_eq!(v.code, Code::IncompleteCapture);
+    assert_eq!(
+        v.headline,
+        "INCOMPLETE CAPTURE: 1 capture file cut short, ending inside a record; copy the whole file again: the packets before the cut were read; in what was read, 3 blocks granted to 2 brokers without overlap or regression"
+    );
+    let v = judged(&healthy(), &[(Kind::OneSidedConnection, 2)]);
+    assert_eq!(v.code, Code::IncompleteCapture);
+    assert!(v
+        .headline
+        .contains("2 Kafka connections captured in one direction only"));
+}
+
+#[test]
+fn requests_without_a_block_say_how_each_was_answered() {
+    let ex = vec![
+        exchange(1, 1, 5, Some((41, -1, 0, 2))),
+        exchange(2, 1, 5, Some((41, -1, 0, 2))),
+        exchange(3, 2, 5, None),
+    ];
+    let v = judged(&ex, &[]);
+    assert_eq!(v.code, Code::NoProducerIdsGranted);
+    assert_eq!(
+        v.headline,
+        "NO PRODUCER IDS GRANTED: 3 requests, none granted a block: answered NOT_CONTROLLER 2, not at all 1"
+    );
+}
+
+#[test]
+fn an_overlap_is_named_even_in_a_damaged_capture() {
+    let ex = vec![
+        exchange(1, 1, 5, Some((0, 0, 1000, 2))),
+        exchange(2, 2, 5, Some((0, 500, 1000, 3))),
+    ];
+    let v = judged(&ex, &[(Kind::CaptureTruncated, 1)]);
+    assert_eq!(v.code, Code::DuplicateProducerIds);
+    assert!(v.headline.ends_with(
+        "; the capture is incomplete too: 1 capture file cut short, ending inside a record"
+    ));
+}
+
+#[test]
+fn nothing_to_judge_says_what_could_not_be_read() {
+    let v = judged(&[], &[]);
+    assert_eq!(
+        v.headline,
+        "NO ALLOCATEPRODUCERIDS EXCHANGES: none in 100 packets"
+    );
+    let v = judged(&[], &[(Kind::PacketMalformed, 3)]);
+    assert_eq!(
+        v.headline,
+        "NO ALLOCATEPRODUCERIDS EXCHANGES: none in 100 packets, but 3 packets could not be decoded"
+    );
+}
+
+#[test]
+fn codes_round_trip_by_name() {
+    for code in Code::ALL {
+        assert_eq!(Code::from_name(code.as_str()), Some(code));
+    }
+}
