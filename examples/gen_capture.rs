@@ -1501,7 +1501,11 @@ fn run(args: &Args) -> Result<(), String> {
                     .map_or(2_000_000, |size| size / CONTROL_BYTES_PER_PACKET)
             });
             let brokers = args.brokers.map_or(CONTROL_BROKERS, usize::from);
-            (plan_control(&mut rng, packets.max(1), brokers), Vec::new(), 0.002)
+            (
+                plan_control(&mut rng, packets.max(1), brokers),
+                Vec::new(),
+                0.002,
+            )
         }
     };
     let create = |path: &PathBuf| {
