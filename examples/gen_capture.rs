@@ -20,7 +20,8 @@
 //! - `control` (about `--packets` packets, default 2,000,000): tens of thousands of short
 //!   connections (0.4 s to 8 s) opening and closing throughout the capture, carrying
 //!   AllocateProducerIds v0 (brokers to the controller; about 0.2% of the answers are
-//!   NOT_CONTROLLER) or Heartbeat v4 (consumers to their group coordinator).
+//!   NOT_CONTROLLER) or Heartbeat v4 (consumers to their group coordinator); `--brokers`
+//!   brokers (default 16) ask.
 //!
 //! Successful AllocateProducerIds responses grant contiguous blocks of 1000 ids, in the order the
 //! responses are sent. The same options always give the same bytes. Record batches carry their
@@ -91,6 +92,10 @@ struct Args {
     /// Approximate number of packets (control only; default 2000000).
     #[arg(long)]
     packets: Option<u64>,
+    /// Brokers asking the controller for producer ids (control only; default 16, at most
+    /// 60000): a big cluster, for the pages and tables that must stay bounded.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=60000))]
+    brokers: Option<u16>,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -744,13 +749,12 @@ fn plan_bulk(rng: &mut Rng, size: u64) -> (Vec<Spec>, Vec<u64>) {
 }
 
 /// The connections of the control shape, by start time.
-fn plan_control(rng: &mut Rng, packets: u64) -> Vec<Spec> {
+fn plan_control(rng: &mut Rng, packets: u64, brokers: usize) -> Vec<Spec> {
     let duration = packets.max(1000) * US_PER_PACKET;
     // 8 packets of handshake, ApiVersions and FINs, then 2 per exchange, 5 to 40 exchanges.
     let connections = (packets / 53).max(1);
-    // A cluster does not grow with the length of the capture (this is the count that 2M
-    // packets had when it scaled with them, keeping that file as it was).
-    let brokers = CONTROL_BROKERS;
+    // A cluster does not grow with the length of the capture (CONTROL_BROKERS is the count
+    // that 2M packets had when it scaled with them, keeping that file as it was).
     let members = max(50, connections * 55 / 100 / 200) as usize;
     let mut broker_hosts = Hosts::new(rng, [10, 0], brokers);
     let mut member_hosts = Hosts::new(rng, [10, 1], members);
@@ -1485,8 +1489,8 @@ fn run(args: &Args) -> Result<(), String> {
     let mut rng = Rng::new(args.seed);
     let (specs, not_controller_at, not_controller_rate) = match args.shape {
         Shape::Bulk => {
-            if args.packets.is_some() {
-                return Err("--packets is for --shape control; use --size".into());
+            if args.packets.is_some() || args.brokers.is_some() {
+                return Err("--packets and --brokers are for --shape control".into());
             }
             let (specs, errors) = plan_bulk(&mut rng, args.size.unwrap_or(1 << 30));
             (specs, errors, 0.0)
@@ -1496,7 +1500,12 @@ fn run(args: &Args) -> Result<(), String> {
                 args.size
                     .map_or(2_000_000, |size| size / CONTROL_BYTES_PER_PACKET)
             });
-            (plan_control(&mut rng, packets.max(1)), Vec::new(), 0.002)
+            let brokers = args.brokers.map_or(CONTROL_BROKERS, usize::from);
+            (
+                plan_control(&mut rng, packets.max(1), brokers),
+                Vec::new(),
+                0.002,
+            )
         }
     };
     let create = |path: &PathBuf| {

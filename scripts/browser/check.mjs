@@ -4,7 +4,11 @@
 // where its screenshot went. tests/it/browser.rs holds those to the truth files;
 // scripts/screenshot uses it for the README's picture.
 //
-//   node scripts/browser/check.mjs [--screenshots DIR] [--viewport-shot FILE] PAGE.html...
+//   node scripts/browser/check.mjs [--screenshots DIR] [--viewport-shot FILE]
+//        [--widths 700,1400] PAGE.html...
+//
+// With --widths, each page is opened at each window width in turn (one line each, with
+// its `width`; screenshots NAME-WIDTH.png); the default is one window 1100 px wide.
 //
 // CHROMIUM names the browser (default /usr/bin/chromium).
 import { chromium } from "playwright-core";
@@ -14,10 +18,12 @@ import { pathToFileURL } from "node:url";
 const args = process.argv.slice(2);
 let screenshots = null;
 let viewportShot = null;
+let widths = null;
 const pages = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--screenshots") screenshots = args[++i];
   else if (args[i] === "--viewport-shot") viewportShot = args[++i];
+  else if (args[i] === "--widths") widths = args[++i].split(",").map(Number);
   else pages.push(args[i]);
 }
 
@@ -31,6 +37,28 @@ const browser = await chromium.launch({
 
 // What the page holds, counted in the DOM the browser built (not in our text).
 function census() {
+  // The words of each timestamp and Wireshark filter cell that the browser laid out on
+  // more than one line.
+  function brokenTokens() {
+    const broken = [];
+    for (const el of document.querySelectorAll("td.t, code.f")) {
+      const text = el.firstChild;
+      if (!text || text.nodeType !== Node.TEXT_NODE) continue;
+      let at = 0;
+      for (const word of text.data.split(" ")) {
+        if (word.length > 1) {
+          const range = document.createRange();
+          range.setStart(text, at);
+          range.setEnd(text, at + word.length);
+          const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+          if (lines.size > 1) broken.push(word);
+        }
+        at += word.length + 1;
+      }
+    }
+    return broken;
+  }
+
   const count = (selector) => document.querySelectorAll(selector).length;
   const drawn = [...document.querySelectorAll("svg")].map((svg) => {
     const box = svg.getBoundingClientRect();
@@ -44,43 +72,61 @@ function census() {
     overlaps: count("svg#timeline rect.overlap"),
     regressions: count("svg#timeline rect.regression"),
     gaps: count("svg#timeline rect.gap"),
-    failed: count("svg#timeline path.failed"),
+    failed: count("svg#timeline .failed"),
+    failed_bins: count("svg#timeline .failed-bin"),
     latency_dots: count("circle.latency"),
     findings: count("table#findings tr.finding"),
     exchanges: count("table#exchanges tr.exchange"),
     brokers: count("table#brokers tr.broker"),
     svgs: drawn,
+    // the time axes' labels, per chart
+    ticks: Object.fromEntries(
+      [...document.querySelectorAll("svg")].map((svg) => [svg.id, svg.querySelectorAll("text.tick").length]),
+    ),
+    // wider than the window: a horizontal scrollbar
+    scroll_width: document.documentElement.scrollWidth,
+    client_width: document.documentElement.clientWidth,
+    // timestamps and filters broken over lines inside a word (copy and paste breaks)
+    broken_tokens: brokenTokens(),
+    bytes: document.documentElement.outerHTML.length,
   };
 }
 
 try {
   for (const path of pages) {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    const url = pathToFileURL(resolve(path)).href;
-    const requests = [];
-    const consoleErrors = [];
-    page.on("request", (r) => {
-      if (r.url() !== url) requests.push(r.url());
-    });
-    page.on("console", (m) => {
-      if (m.type() === "error") consoleErrors.push(m.text());
-    });
-    page.on("pageerror", (e) => consoleErrors.push(String(e)));
-    await page.goto(url, { waitUntil: "load" });
-    const seen = await page.evaluate(census);
-    let screenshot = null;
-    if (screenshots) {
-      screenshot = `${screenshots}/${basename(path).replace(/\.html$/, "")}.png`;
-      await page.screenshot({ path: screenshot, fullPage: true });
+    for (const width of widths ?? [null]) {
+      await check(path, width);
     }
-    if (viewportShot) {
-      await page.screenshot({ path: viewportShot });
-    }
-    console.log(
-      JSON.stringify({ page: path, ...seen, requests, console_errors: consoleErrors, screenshot }),
-    );
-    await page.close();
   }
 } finally {
   await browser.close();
+}
+
+async function check(path, width) {
+  const page = await browser.newPage({ viewport: { width: width ?? 1100, height: 900 } });
+  const url = pathToFileURL(resolve(path)).href;
+  const requests = [];
+  const consoleErrors = [];
+  page.on("request", (r) => {
+    if (r.url() !== url) requests.push(r.url());
+  });
+  page.on("console", (m) => {
+    if (m.type() === "error") consoleErrors.push(m.text());
+  });
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+  await page.goto(url, { waitUntil: "load" });
+  const seen = await page.evaluate(census);
+  let screenshot = null;
+  if (screenshots) {
+    const name = basename(path).replace(/\.html$/, "") + (width ? `-${width}` : "");
+    screenshot = `${screenshots}/${name}.png`;
+    await page.screenshot({ path: screenshot, fullPage: true });
+  }
+  if (viewportShot) {
+    await page.screenshot({ path: viewportShot });
+  }
+  console.log(
+    JSON.stringify({ page: path, width, ...seen, requests, console_errors: consoleErrors, screenshot }),
+  );
+  await page.close();
 }

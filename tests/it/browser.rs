@@ -34,8 +34,17 @@ fn checker() -> Option<PathBuf> {
 
 /// What the browser saw of each page, a JSON object a page.
 fn open_in_browser(check: &Path, pages: &[PathBuf], shots: &Path) -> Vec<Value> {
+    open_at(check, pages, shots, &[])
+}
+
+/// What the browser saw of each page, with `options` for the checker (`--widths`).
+fn open_at(check: &Path, pages: &[PathBuf], shots: &Path, options: &[&str]) -> Vec<Value> {
     let mut cmd = Command::new("node");
-    cmd.arg(check).arg("--screenshots").arg(shots).args(pages);
+    cmd.arg(check)
+        .arg("--screenshots")
+        .arg(shots)
+        .args(options)
+        .args(pages);
     if let Ok(chromium) = std::env::var("CHROMIUM") {
         cmd.env("CHROMIUM", chromium);
     }
@@ -157,4 +166,111 @@ fn a_binned_page_renders_in_chromium() {
     assert_eq!(count(&seen[0], "blocks"), 0);
     assert_eq!(seen[0]["requests"], Value::Array(vec![]));
     assert_eq!(seen[0]["console_errors"], Value::Array(vec![]));
+}
+
+/// The bench's big control capture at the scale a test can afford on a small machine: the
+/// same shape with a thousand brokers asking and 600,000 packets (over 100,000 blocks,
+/// every aggregation path), from the capture generator.
+fn big_control_capture(dir: &Path) -> PathBuf {
+    let pcap = dir.join("big-control.pcap");
+    let out = Command::new(env!("CARGO"))
+        .args(["run", "--quiet", "--example", "gen_capture", "--"])
+        .args([
+            "--shape",
+            "control",
+            "--brokers",
+            "1000",
+            "--packets",
+            "600000",
+        ])
+        .arg("-o")
+        .arg(&pcap)
+        .current_dir(root())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "gen_capture failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    pcap
+}
+
+/// The big capture's page: under 2 MB, and at 700 and 1,400 px windows no horizontal
+/// scrollbar, charts as wide as the window, time axes with ticks, timestamps and filters
+/// whole on their lines, nothing requested, no console error.
+#[test]
+fn the_big_control_capture_s_page_fits_700_and_1400_px_windows() {
+    let Some(check) = checker() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let pcap = big_control_capture(tmp.path());
+    let shots = root().join("target/browser");
+    std::fs::create_dir_all(&shots).unwrap();
+    let page = shots.join("big-control.html");
+    pidshark()
+        .arg(&pcap)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.len() < 2 << 20, "{} bytes", html.len());
+    assert!(
+        html.contains("<rect class=\"block-bin\""),
+        "blocks in columns"
+    );
+    // most of the thousand ask in this much traffic: 11 named, the rest grey
+    let brokers: usize = html
+        .split("First 200 of ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the broker table says of how many");
+    assert!((900..=1000).contains(&brokers), "{brokers} brokers");
+    let others = format!("other {} brokers", brokers - 11);
+    assert!(html.contains(&others), "{others}");
+    assert!(!html.contains("not drawn"));
+    let seen = open_at(&check, &[page], &shots, &["--widths", "700,1400"]);
+    assert_eq!(seen.len(), 2);
+    for at in &seen {
+        let width = &at["width"];
+        assert_eq!(at["requests"], Value::Array(vec![]), "{width}: network");
+        assert_eq!(at["console_errors"], Value::Array(vec![]), "{width}");
+        assert!(
+            at["scroll_width"].as_f64() <= at["client_width"].as_f64(),
+            "{width}: wider than the window: {} > {}",
+            at["scroll_width"],
+            at["client_width"]
+        );
+        assert_eq!(at["broken_tokens"], Value::Array(vec![]), "{width}");
+        for chart in ["timeline", "latency-over-time"] {
+            let ticks = at["ticks"][chart].as_u64().unwrap();
+            assert!(ticks >= 4, "{width}: {chart} has {ticks} time labels");
+        }
+    }
+    // each chart as wide as the window allows
+    let widths = |at: &Value| -> Vec<(String, f64)> {
+        at["svgs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|svg| {
+                (
+                    svg["id"].as_str().unwrap().to_owned(),
+                    svg["width"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (narrow, wide) = (widths(&seen[0]), widths(&seen[1]));
+    assert_eq!(narrow.len(), wide.len());
+    for ((id, at_700), (_, at_1400)) in narrow.iter().zip(&wide) {
+        assert!(*at_700 <= 700.0, "{id}: {at_700} px in a 700 px window");
+        assert!(
+            at_1400 > at_700,
+            "{id}: {at_700} px at 700, {at_1400} px at 1400"
+        );
+    }
+    let timeline = |w: &[(String, f64)]| w.iter().find(|(id, _)| id == "timeline").unwrap().1;
+    assert!(timeline(&wide) - timeline(&narrow) > 600.0);
 }

@@ -94,7 +94,7 @@ fn the_page_draws_each_planted_block_and_fault_and_lists_each_finding() {
             overlaps: count("<rect class=\"overlap\""),
             regressions: count("<rect class=\"regression\""),
             gaps: count("<rect class=\"gap\""),
-            failed: count("<path class=\"failed\""),
+            failed: count("<use class=\"failed\""),
             findings: count("<tr class=\"finding "),
             complete: count("<circle class=\"latency\""),
         };
@@ -179,7 +179,7 @@ fn the_verdict_and_filters_come_first() {
     let findings = html.find("id=\"findings\"").unwrap();
     assert!(verdict < chart && chart < brokers && brokers < findings);
     assert!(html.contains("DUPLICATE PRODUCER IDS: ids 5500..=5999"));
-    assert!(html.contains("<code>frame.number in {19 22}</code>"));
+    assert!(html.contains("<code class=\"f\">frame.number in {19 22}</code>"));
 }
 
 /// What the `<rect>`s of `class` count: each title reads `broker B: N ...`.
@@ -216,17 +216,75 @@ fn a_big_capture_s_timeline_is_binned_and_counts_every_block() {
     assert_eq!(html.matches("<circle class=\"latency\"").count(), 0);
     assert_eq!(counted_by(&html, "latency-bin"), 6000);
     assert_eq!(html.matches("<svg id=\"latency-broker-").count(), 5);
-    // every broker's bars in its own colour, and the legend names all five
+    // every broker's bars in its own colour, and the key names all five
     for broker in 0..5 {
         assert!(
             html.contains(&format!("<title>broker {broker}: ")),
             "{broker}"
         );
         assert!(
-            html.contains(&format!(">broker {broker}</text>")),
+            html.contains(&format!("</i>broker {broker}</span>")),
             "{broker}"
         );
     }
+}
+
+/// The colours of the `<rect>`s of `class`.
+fn fills(html: &str, class: &str) -> std::collections::BTreeSet<String> {
+    html.split(&format!("<rect class=\"{class}\""))
+        .skip(1)
+        .map(|r| {
+            r.split("fill=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A thousand brokers: the charts tell apart the 11 with the most trouble and draw the
+/// others in one grey, still counting every block; the broker table lists the 200 with
+/// the most trouble and says of how many; the page stays far under 2 MB.
+#[test]
+fn a_thousand_brokers_make_a_dozen_series_and_a_bounded_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("brokers.pcap");
+    crate::common::apid_capture(&pcap, 1000, 6);
+    let html = page(pcap.to_str().unwrap());
+    assert!(html.len() < 2 << 20, "{} bytes", html.len());
+    assert_eq!(counted_by(&html, "block-bin"), 6000);
+    assert_eq!(counted_by(&html, "latency-bin"), 6000);
+    assert!(!html.contains("not drawn"));
+    assert_eq!(
+        fills(&html, "block-bin").len(),
+        12,
+        "11 colours and the grey"
+    );
+    assert!(html.contains("<title>other 989 brokers: "));
+    // every broker asked 6 times without trouble: the lowest ids are named
+    let key = &html[html.find("<p class=\"key\">").unwrap()..];
+    let key = &key[..key.find("</p>").unwrap()];
+    for broker in 0..11 {
+        assert!(
+            key.contains(&format!("</i>broker {broker}</span>")),
+            "{key}"
+        );
+    }
+    assert!(key.contains("</i>other 989 brokers</span>"), "{key}");
+    assert_eq!(key.matches("<span>").count(), 12 + 3, "{key}");
+    // a distribution per named broker and one for the others, together counting all
+    let multiples: usize = (0..11)
+        .map(|b| binned_in(&html, &format!("latency-broker-{b}")))
+        .sum::<usize>()
+        + binned_in(&html, "latency-brokers-other");
+    assert_eq!(multiples, 6000);
+    assert_eq!(html.matches("<svg id=\"latency-broker").count(), 12);
+    // the table: 200 rows, said so
+    assert_eq!(html.matches("<tr class=\"broker\"").count(), 200);
+    assert!(html.contains("First 200 of 1000 brokers, the most trouble first"));
 }
 
 /// The page's structure, whatever its whitespace, attribute order or coordinates: each
@@ -247,7 +305,7 @@ fn outline(el: scraper::ElementRef<'_>, depth: usize, out: &mut String) {
     let shown = matches!(
         name,
         "h1" | "h2" | "h3" | "p" | "figure" | "figcaption" | "svg" | "table" | "tr"
-    ) || (matches!(name, "rect" | "path" | "circle" | "line" | "g")
+    ) || (matches!(name, "rect" | "path" | "use" | "circle" | "line" | "g")
         && el.value().attr("class").is_some_and(|c| c != "axes"));
     let mut depth = depth;
     if shown {

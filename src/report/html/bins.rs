@@ -1,36 +1,40 @@
 //! Columns of equal time for a chart with too much to draw one by one: each thing goes
 //! into the column of its time and its series (a broker), and when the columns would
-//! number more than the chart holds, they double in width, pairs merged. Bounded by the
-//! columns times the series, whatever the capture holds; series past [`MAX_CELLS`] are
-//! counted, not drawn.
+//! number more than the chart holds, or the cells more than [`MAX_CELLS`], they double in
+//! width, pairs merged. So every thing is in a cell, and the cells are bounded by the
+//! series (themselves bounded by the caller) whatever the capture holds.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+
+use crate::capture::Timestamp;
 
 /// Columns the charts hold: a few pixels each.
 pub const COLUMNS: i64 = 240;
-/// Cells (column and series) held at most.
-const MAX_CELLS: usize = 20_000;
+/// Cells (column and series) held at most: a few megabytes.
+pub const MAX_CELLS: usize = 50_000;
 
 /// What a cell adds up.
-pub trait Cell {
+pub trait Cell: Clone {
     fn merge(&mut self, other: Self);
 }
 
-/// How many things a cell holds, the first and last of them (seconds since the epoch,
-/// and the time as the report writes it) and the range of their frames.
+/// How many things a cell holds, the first and last of their times and the range of
+/// their frames.
+#[derive(Clone)]
 pub struct Held {
     pub count: u64,
-    pub first: (f64, String),
-    pub last: (f64, String),
+    pub first: Timestamp,
+    pub last: Timestamp,
     pub frames: (u64, u64),
 }
 
 impl Held {
-    pub fn one(at: f64, time: String, frame: u64) -> Self {
+    pub fn one(time: Timestamp, frame: u64) -> Self {
         Self {
             count: 1,
-            first: (at, time.clone()),
-            last: (at, time),
+            first: time,
+            last: time,
             frames: (frame, frame),
         }
     }
@@ -39,12 +43,8 @@ impl Held {
 impl Cell for Held {
     fn merge(&mut self, other: Self) {
         self.count += other.count;
-        if other.first.0 < self.first.0 {
-            self.first = other.first;
-        }
-        if other.last.0 > self.last.0 {
-            self.last = other.last;
-        }
+        self.first = self.first.min(other.first);
+        self.last = self.last.max(other.last);
         self.frames = (
             self.frames.0.min(other.frames.0),
             self.frames.1.max(other.frames.1),
@@ -57,7 +57,7 @@ pub struct TimeBins<K, C> {
     origin: f64,
     width: f64,
     cells: BTreeMap<(i64, K), C>,
-    /// Things not drawn: their cell would have passed [`MAX_CELLS`].
+    /// Things whose time is not a number: in no column.
     pub not_drawn: u64,
 }
 
@@ -78,29 +78,31 @@ impl<K: Ord + Copy, C: Cell> TimeBins<K, C> {
     }
 
     pub fn add(&mut self, at: f64, series: K, cell: C) {
+        if !at.is_finite() {
+            self.not_drawn += 1;
+            return;
+        }
         // a float's exponent bounds the doublings any finite time can need
         for _ in 0..2100 {
-            if !at.is_finite() {
-                break;
-            }
             let column = self.column(at);
             let first = self.cells.keys().next().map_or(column, |(c, _)| *c);
             let last = self.cells.keys().next_back().map_or(column, |(c, _)| *c);
-            if column.max(last).saturating_sub(column.min(first)) >= COLUMNS {
-                self.widen();
-                continue;
+            if column.max(last).saturating_sub(column.min(first)) < COLUMNS {
+                break;
             }
-            if let Some(held) = self.cells.get_mut(&(column, series)) {
-                held.merge(cell);
-                return;
-            }
-            if self.cells.len() < MAX_CELLS {
-                self.cells.insert((column, series), cell);
-                return;
-            }
-            break;
+            self.widen();
         }
-        self.not_drawn += 1;
+        let column = self.column(at);
+        match self.cells.entry((column, series)) {
+            Entry::Occupied(mut e) => e.get_mut().merge(cell),
+            Entry::Vacant(e) => {
+                e.insert(cell);
+            }
+        }
+        // as many series as columns fill the cells: fewer, wider columns hold them
+        while self.cells.len() > MAX_CELLS && self.width.is_finite() {
+            self.widen();
+        }
     }
 
     /// Doubles the columns' width, each pair merged.
@@ -109,8 +111,8 @@ impl<K: Ord + Copy, C: Cell> TimeBins<K, C> {
         let cells = std::mem::take(&mut self.cells);
         for ((column, series), cell) in cells {
             match self.cells.entry((column.div_euclid(2), series)) {
-                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().merge(cell),
-                std::collections::btree_map::Entry::Vacant(e) => {
+                Entry::Occupied(mut e) => e.get_mut().merge(cell),
+                Entry::Vacant(e) => {
                     e.insert(cell);
                 }
             }
@@ -120,6 +122,26 @@ impl<K: Ord + Copy, C: Cell> TimeBins<K, C> {
     /// Seconds each column spans.
     pub fn width(&self) -> f64 {
         self.width
+    }
+
+    /// The cells again, their series mapped by `group` (cells of one column whose series
+    /// map alike merged): the same columns, fewer series.
+    pub fn grouped<G: Ord + Copy>(&self, group: impl Fn(K) -> G) -> TimeBins<G, C> {
+        let mut cells = BTreeMap::new();
+        for ((column, series), cell) in &self.cells {
+            match cells.entry((*column, group(*series))) {
+                Entry::Occupied(mut e) => Cell::merge(e.get_mut(), cell.clone()),
+                Entry::Vacant(e) => {
+                    e.insert(cell.clone());
+                }
+            }
+        }
+        TimeBins {
+            origin: self.origin,
+            width: self.width,
+            cells,
+            not_drawn: self.not_drawn,
+        }
     }
 
     /// Each cell with the seconds its column starts and ends at.
@@ -205,5 +227,28 @@ mod tests {
             .all(|(from, to, _, _)| (to - from - width).abs() < 1e-9));
         let (first, ..) = bins.cells().next().unwrap();
         assert!(first <= -50.0);
+    }
+
+    /// A thousand series in every column are more cells than held: the columns widen
+    /// until they fit, and nothing is left out.
+    #[test]
+    fn many_series_widen_the_columns_instead_of_leaving_things_out() {
+        let mut bins: TimeBins<i32, u64> = TimeBins::new(0.0, 100.0);
+        for i in 0..400_000 {
+            bins.add(f64::from(i) * 0.00025, i % 1000, 1);
+        }
+        assert!(bins.cells().count() <= MAX_CELLS);
+        assert_eq!(bins.not_drawn, 0);
+        assert_eq!(bins.cells().map(|(_, _, _, n)| *n).sum::<u64>(), 400_000);
+        let columns = bins
+            .cells()
+            .map(|(from, ..)| (from / bins.width()).round() as i64)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        assert!((20..=50).contains(&columns), "{columns} columns");
+        // grouped: the same columns, the counts kept
+        let grouped = bins.grouped(|s| s < 11);
+        assert_eq!(grouped.cells().count(), 2 * columns);
+        assert_eq!(grouped.cells().map(|(_, _, _, n)| *n).sum::<u64>(), 400_000);
     }
 }

@@ -1,31 +1,30 @@
-//! The latency charts of the HTML page, plain SVG: each complete exchange's latency over
-//! time (a dot per exchange, in its broker's colour, on a logarithmic scale; past
-//! [`MAX_DOTS`], a line per broker and column of time from its least to its most), their
-//! distribution (a bar per power-of-two bin of microseconds) with the report's p50, p90
-//! and p99 marked, and the same per broker in small multiples with the broker's p50 and
-//! p99. Bounded by the columns and brokers, whatever the capture holds.
+//! The latency charts of the HTML page, plain SVG as wide as the window: each complete
+//! exchange's latency over time (a dot per exchange, in its broker's colour, on a
+//! logarithmic scale; past [`MAX_DOTS`], a line per broker and column of time from its
+//! least to its most), their distribution (a bar per power-of-two bin of microseconds)
+//! with the report's p50, p90 and p99 marked, and the same per broker told apart in small
+//! multiples with the broker's p50 and p99 (and one for the grey brokers together).
+//! Bounded by the columns and the dozen series, whatever the capture holds.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::bins::{Cell, Held, OneByOne, Placed};
-use super::esc;
-use super::svg::open_figure;
+use super::groups::{Group, Groups};
+use super::svg::{open_svg, pct, seconds, time_axis, ERROR};
+use super::{esc, format_timestamp};
+use crate::capture::Timestamp;
 use crate::report::model::{Broker, Latency};
 
 /// Dots drawn; past them the chart draws columns of time.
 pub const MAX_DOTS: usize = 4000;
-/// Brokers with a distribution of their own; past them the page says how many more.
-const MAX_SMALL_MULTIPLES: usize = 24;
 /// Bins of the distribution: 2^0 .. 2^40 microseconds.
 const BINS: usize = 41;
 
-const WIDTH: f64 = 960.0;
-const HEIGHT: f64 = 260.0;
-const LEFT: f64 = 90.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 20.0;
-const BOTTOM: f64 = 50.0;
+const HEIGHT: f64 = 262.0;
+const TOP: f64 = 8.0;
+/// The x axis.
+const BOTTOM: f64 = 200.0;
 
 /// A complete exchange's latency.
 pub struct Dot {
@@ -33,12 +32,15 @@ pub struct Dot {
     pub at: f64,
     pub us: f64,
     pub broker: Option<i32>,
-    /// The request's time as the report writes it, and its frame.
-    pub time: String,
+    /// The broker when the charts keep it apart.
+    pub series: Option<i32>,
+    /// The request's time and frame.
+    pub time: Timestamp,
     pub frame: u64,
 }
 
 /// A broker's latencies in one column of time.
+#[derive(Clone)]
 pub struct Spread {
     /// Frames: of the requests.
     held: Held,
@@ -59,7 +61,7 @@ impl Placed<Option<i32>> for Dot {
         self.at
     }
     fn series(&self) -> Option<i32> {
-        self.broker
+        self.series
     }
 }
 
@@ -68,7 +70,7 @@ impl From<Dot> for Spread {
         Self {
             least: d.us,
             most: d.us,
-            held: Held::one(d.at, d.time, d.frame),
+            held: Held::one(d.time, d.frame),
         }
     }
 }
@@ -77,8 +79,6 @@ pub struct Latencies {
     dots: OneByOne<Dot, Option<i32>, Spread>,
     count: u64,
     span: Option<(f64, f64)>,
-    /// The first and last requests' times, as the report writes them.
-    span_times: (String, String),
     most: f64,
     bins: Bins,
     per_broker: BTreeMap<i32, Bins>,
@@ -90,7 +90,6 @@ impl Default for Latencies {
             dots: OneByOne::new(MAX_DOTS),
             count: 0,
             span: None,
-            span_times: Default::default(),
             most: 0.0,
             bins: Bins::default(),
             per_broker: BTreeMap::new(),
@@ -130,27 +129,16 @@ fn bin(us: f64) -> usize {
 
 impl Latencies {
     pub fn add(&mut self, dot: Dot) {
-        let Dot { at, us, broker, .. } = dot;
+        let Dot { at, us, series, .. } = dot;
         if !us.is_finite() || !at.is_finite() {
             return;
         }
         self.count += 1;
         self.bins.add(us);
-        if let Some(b) = broker {
-            if self.per_broker.len() < super::svg::MAX_BROKERS || self.per_broker.contains_key(&b) {
-                self.per_broker.entry(b).or_default().add(us);
-            }
+        if let Some(b) = series {
+            self.per_broker.entry(b).or_default().add(us);
         }
-        let span = self.span.get_or_insert_with(|| {
-            self.span_times = (dot.time.clone(), dot.time.clone());
-            (at, at)
-        });
-        if at < span.0 {
-            self.span_times.0 = dot.time.clone();
-        }
-        if at > span.1 {
-            self.span_times.1 = dot.time.clone();
-        }
+        let span = self.span.get_or_insert((at, at));
         *span = (span.0.min(at), span.1.max(at));
         self.most = self.most.max(us);
         let span = *span;
@@ -160,7 +148,7 @@ impl Latencies {
     /// The charts, or a sentence when no exchange completed.
     pub fn svg(
         &self,
-        colours: &BTreeMap<i32, &'static str>,
+        groups: &Groups,
         summary: Option<&Latency>,
         brokers: &BTreeMap<i32, Broker>,
     ) -> String {
@@ -168,18 +156,19 @@ impl Latencies {
             return "<p id=\"latency\">No exchange completed: no latency to draw.</p>\n".into();
         }
         let mut s = String::new();
-        self.over_time(&mut s, colours);
+        self.over_time(&mut s, groups);
         self.distribution(&mut s, summary);
-        self.small_multiples(&mut s, colours, brokers);
+        self.small_multiples(&mut s, groups, brokers);
         s
     }
 
-    fn over_time(&self, s: &mut String, colours: &BTreeMap<i32, &'static str>) {
+    fn over_time(&self, s: &mut String, groups: &Groups) {
         let (t0, t1) = self.span.unwrap_or((0.0, 1.0));
-        let span = (t1 - t0).max(1e-3);
+        let pad = ((t1 - t0) * 0.02).max(1e-3);
+        let (t0, t1) = (t0 - pad, t1 + pad);
         let top = self.most.max(1.0).log10().ceil().max(1.0);
-        let x = |t: f64| LEFT + (t - t0) / span * (WIDTH - LEFT - RIGHT);
-        let y = |us: f64| HEIGHT - BOTTOM - us.max(1.0).log10() / top * (HEIGHT - TOP - BOTTOM);
+        let x = |t: f64| pct((t - t0) / (t1 - t0));
+        let y = |us: f64| BOTTOM - us.max(1.0).log10() / top * (BOTTOM - TOP);
         let how = if self.dots.bins().is_some() {
             "a line per broker and column of time, from the least to the most"
         } else {
@@ -189,87 +178,78 @@ impl Latencies {
             "Latency of {} complete exchanges over time, logarithmic: {how}",
             self.count
         );
-        let mut legend = String::new();
-        let above = super::svg::legend(&mut legend, colours, Vec::new());
-        open_figure(s, "latency-over-time", (WIDTH, HEIGHT + above), &title);
-        s.push_str(&legend);
-        let _ = writeln!(s, "<g transform=\"translate(0 {above})\">");
-        axes(s, "time of the request (UTC)", "latency (µs, log)");
+        s.push_str("<figure class=\"chart\">\n");
+        groups.key(s, "");
+        open_svg(s, "latency-over-time", HEIGHT, &title);
+        time_axis(s, (t0, t1), (TOP, BOTTOM), "the request");
         let _ = writeln!(
             s,
-            "<text x=\"{LEFT}\" y=\"{:.1}\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            HEIGHT - BOTTOM + 16.0,
-            esc(&self.span_times.0),
-            WIDTH - RIGHT,
-            HEIGHT - BOTTOM + 16.0,
-            esc(&self.span_times.1)
+            "<text transform=\"translate(-76 {:.1}) rotate(-90)\" text-anchor=\"middle\">latency (µs, log)</text>",
+            (TOP + BOTTOM) / 2.0
         );
         for decade in 0..=top as u32 {
             let us = 10f64.powi(decade as i32);
             let _ = writeln!(
                 s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{us}</text>",
-                LEFT - 6.0,
+                "<text x=\"-6\" y=\"{:.1}\" text-anchor=\"end\">{us}</text>",
                 y(us) + 4.0
             );
         }
-        let colour = |broker: &Option<i32>| {
-            broker
-                .and_then(|b| colours.get(&b).copied())
-                .unwrap_or("#444")
-        };
         let who = |broker: &Option<i32>| broker.map_or("?".to_owned(), |b| b.to_string());
-        for Dot {
-            at,
-            us,
-            broker,
-            time,
-            ..
-        } in self.dots.each()
-        {
+        for d in self.dots.each() {
             let _ = writeln!(
                 s,
-                "<circle class=\"latency\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>broker {}: {us} µs, {}</title></circle>",
-                x(*at),
-                y(*us),
-                colour(broker),
-                who(broker),
-                esc(time)
+                "<circle class=\"latency\" cx=\"{}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>broker {}: {} µs, {}</title></circle>",
+                x(d.at),
+                y(d.us),
+                groups.colour(groups.of(d.series)),
+                who(&d.broker),
+                d.us,
+                format_timestamp(d.time)
             );
         }
         if let Some(spreads) = self.dots.bins() {
-            for (from, to, broker, sp) in spreads.cells() {
+            let grouped = spreads.grouped(|series| groups.of(series));
+            let mut cells: Vec<_> = grouped.cells().collect();
+            cells.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.total_cmp(&b.0)));
+            for (from, to, group, sp) in cells {
                 let (top, bottom) = (y(sp.most), y(sp.least));
                 let _ = writeln!(
                     s,
-                    "<rect class=\"latency-bin\" x=\"{:.1}\" y=\"{:.1}\" width=\"2\" height=\"{:.1}\" fill=\"{}\"><title>broker {}: {} exchanges of {} to {} µs, requests in frames {} to {}, {} to {}</title></rect>",
-                    (x(from) + x(to)) / 2.0 - 1.0,
+                    "<rect class=\"latency-bin\" x=\"{}\" y=\"{:.1}\" width=\"2\" height=\"{:.1}\" fill=\"{}\"><title>{}: {} exchanges of {} to {} µs, requests in frames {} to {}, {} to {}</title></rect>",
+                    x((from + to) / 2.0),
                     top - 1.0,
                     bottom - top + 2.0,
-                    colour(&broker),
-                    who(&broker),
+                    groups.colour(group),
+                    groups.name(group),
                     sp.held.count,
                     sp.least,
                     sp.most,
                     sp.held.frames.0,
                     sp.held.frames.1,
-                    esc(&sp.held.first.1),
-                    esc(&sp.held.last.1)
+                    format_timestamp(sp.held.first),
+                    format_timestamp(sp.held.last)
                 );
             }
         }
-        s.push_str("</g></svg>\n");
+        s.push_str("</svg>\n");
+        let mut said = Vec::new();
         if let Some(spreads) = self.dots.bins() {
-            let _ = writeln!(
-                s,
-                "<figcaption>The {} exchanges are more than {MAX_DOTS}, so each line spans one broker's latencies in a column of time; its title counts them.{} The JSON report lists every one.</figcaption>",
+            said.push(format!(
+                "The {} exchanges are more than {MAX_DOTS}, so each line spans one broker's latencies (or the grey brokers') in a column of {}; its title counts them.",
                 self.count,
-                if spreads.not_drawn > 0 {
-                    format!(" {} are not drawn.", spreads.not_drawn)
-                } else {
-                    String::new()
-                }
-            );
+                seconds(spreads.width())
+            ));
+            if spreads.not_drawn > 0 {
+                said.push(format!(
+                    "{} have no time to draw them at.",
+                    spreads.not_drawn
+                ));
+            }
+            said.push("The JSON report lists every one.".into());
+        }
+        if !said.is_empty() {
+            let _ = writeln!(s, "<figcaption>{}</figcaption>", said.join(" "));
         }
         s.push_str("</figure>\n");
     }
@@ -282,112 +262,141 @@ impl Latencies {
             "Distribution of the latencies, in bins doubling in width, with p50, p90 and p99";
         let plot = Histogram {
             id: "latency-distribution".into(),
-            size: (WIDTH, HEIGHT),
+            height: HEIGHT,
             range: self.bins.range(),
             colour: "#0072B2",
+            small: false,
         };
+        s.push_str("<figure class=\"chart\">\n");
         plot.draw(s, title, &self.bins, &lines);
         s.push_str("</svg></figure>\n");
     }
 
-    /// One small distribution per broker, on the same bins as the whole, with the
-    /// broker's p50 and p99 from the report's broker table.
-    fn small_multiples(
-        &self,
-        s: &mut String,
-        colours: &BTreeMap<i32, &'static str>,
-        brokers: &BTreeMap<i32, Broker>,
-    ) {
+    /// One small distribution per broker told apart, on the same bins as the whole, with
+    /// the broker's p50 and p99 from the report's broker table; then the grey brokers'
+    /// together (the whole less those drawn).
+    fn small_multiples(&self, s: &mut String, groups: &Groups, brokers: &BTreeMap<i32, Broker>) {
         if self.per_broker.len() < 2 {
             return; // the whole is the one broker's
         }
         s.push_str("<h3>Per broker</h3>\n<div class=\"multiples\">\n");
-        for (broker, bins) in self.per_broker.iter().take(MAX_SMALL_MULTIPLES) {
+        let mut rest = self.bins.clone();
+        for broker in groups.named() {
+            let Some(bins) = self.per_broker.get(&broker) else {
+                continue; // no exchange of its completed
+            };
+            for (all, own) in rest.0.iter_mut().zip(bins.0) {
+                *all -= own;
+            }
             let lines: Vec<(&str, f64)> = brokers
-                .get(broker)
+                .get(&broker)
                 .and_then(|b| b.latency_us)
                 .map(|l| vec![("p50", l.p50), ("p99", l.p99)])
                 .unwrap_or_default();
-            let plot = Histogram {
-                id: format!("latency-broker-{broker}"),
-                size: (SMALL_WIDTH, SMALL_HEIGHT),
-                range: self.bins.range(),
-                colour: colours.get(broker).copied().unwrap_or("#444"),
-            };
             let title = format!("Broker {broker}: distribution of its latencies, with p50 and p99");
-            plot.draw(s, &title, bins, &lines);
+            let colour = groups.colour(groups.of(Some(broker)));
+            self.small(
+                s,
+                (&format!("latency-broker-{broker}"), &title),
+                bins,
+                &lines,
+                colour,
+            );
             let _ = writeln!(
                 s,
-                "<text x=\"{LEFT}\" y=\"14\" font-weight=\"bold\">broker {broker}</text></svg></figure>"
+                "<text x=\"0\" y=\"14\" font-weight=\"bold\">broker {broker}</text></svg></figure>"
+            );
+        }
+        if groups.others > 0 && rest.0.iter().any(|n| *n > 0) {
+            let name = groups.name(Group::Other);
+            let title = format!("The {name}: distribution of their latencies together");
+            self.small(
+                s,
+                ("latency-brokers-other", &title),
+                &rest,
+                &[],
+                groups.colour(Group::Other),
+            );
+            let _ = writeln!(
+                s,
+                "<text x=\"0\" y=\"14\" font-weight=\"bold\">{}</text></svg></figure>",
+                esc(&name)
             );
         }
         s.push_str("</div>\n");
-        let more = self.per_broker.len().saturating_sub(MAX_SMALL_MULTIPLES);
-        if more > 0 {
-            let _ = writeln!(
-                s,
-                "<p>And {more} more brokers, not drawn: the table below has their p50 and p99.</p>"
-            );
-        }
+    }
+
+    fn small(
+        &self,
+        s: &mut String,
+        (id, title): (&str, &str),
+        bins: &Bins,
+        lines: &[(&str, f64)],
+        colour: &'static str,
+    ) {
+        let plot = Histogram {
+            id: id.to_owned(),
+            height: SMALL_HEIGHT,
+            range: self.bins.range(),
+            colour,
+            small: true,
+        };
+        s.push_str("<figure class=\"chart small\">\n");
+        plot.draw(s, title, bins, lines);
     }
 }
 
-const SMALL_WIDTH: f64 = 310.0;
 const SMALL_HEIGHT: f64 = 170.0;
 
 /// A histogram of latency bins (`range`: the first and last bin drawn).
 struct Histogram {
     id: String,
-    size: (f64, f64),
+    height: f64,
     range: (usize, usize),
     colour: &'static str,
+    small: bool,
 }
 
 impl Histogram {
-    /// Opens the figure and draws the bars, their axes and the percentile lines; the
+    /// Opens the `<svg>` and draws the bars, their axes and the percentile lines; the
     /// caller closes the `<svg>` (after anything of its own) and the figure.
     fn draw(&self, s: &mut String, title: &str, bins: &Bins, lines: &[(&str, f64)]) {
-        let (w, h) = self.size;
-        let small = w < WIDTH;
-        let (left, bottom) = if small { (40.0, 36.0) } else { (LEFT, BOTTOM) };
+        let h = self.height;
+        let bottom = if self.small { 36.0 } else { 50.0 };
         let (first, last) = self.range;
         let n = (last - first + 1) as f64;
-        let plot_w = w - left - RIGHT;
         let most = bins.0.iter().copied().max().unwrap_or(1).max(1);
-        let bar_w = plot_w / n;
-        let x = |us: f64| left + (us.max(1.0).log2() - first as f64) / n * plot_w;
-        open_figure(s, &self.id, self.size, title);
-        let (y0, x1) = (h - bottom, w - RIGHT);
+        let x = |us: f64| (us.max(1.0).log2() - first as f64) / n;
+        open_svg(s, &self.id, h, title);
+        let y0 = h - bottom;
         let _ = writeln!(
             s,
-            "<g class=\"axes\" stroke=\"#333\"><line x1=\"{left}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y0}\"/><line x1=\"{left}\" y1=\"{TOP}\" x2=\"{left}\" y2=\"{y0}\"/></g>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">latency (µs, bins doubling in width)</text>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{most}</text><text x=\"{:.1}\" y=\"{y0}\" text-anchor=\"end\">0</text>",
-            (left + x1) / 2.0,
+            "<g class=\"axes\" stroke=\"#333\"><line x1=\"0\" y1=\"{y0}\" x2=\"100%\" y2=\"{y0}\"/><line x1=\"0\" y1=\"{TOP}\" x2=\"0\" y2=\"{y0}\"/></g>\
+             <text x=\"50%\" y=\"{:.1}\" text-anchor=\"middle\">latency (µs, bins doubling in width)</text>\
+             <text x=\"-4\" y=\"{:.1}\" text-anchor=\"end\">{most}</text><text x=\"-4\" y=\"{y0}\" text-anchor=\"end\">0</text>",
             h - 6.0,
-            left - 4.0,
             TOP + 8.0,
-            left - 4.0,
         );
-        if !small {
+        if !self.small {
             let _ = writeln!(
                 s,
-                "<text transform=\"translate(16 {:.1}) rotate(-90)\" text-anchor=\"middle\">exchanges</text>",
+                "<text transform=\"translate(-76 {:.1}) rotate(-90)\" text-anchor=\"middle\">exchanges</text>",
                 (TOP + y0) / 2.0
             );
         }
-        let label_every = if small {
+        let label_every = if self.small {
             (n / 4.0).ceil().max(1.0) as usize
         } else {
-            1
+            (n / 12.0).ceil().max(1.0) as usize
         };
         for (i, count) in bins.0.iter().enumerate().take(last + 1).skip(first) {
             let (lo, hi) = (1u64 << i, 1u64 << (i + 1));
-            let bx = left + (i - first) as f64 * bar_w;
+            let bx = (i - first) as f64 / n;
             if (i - first) % label_every == 0 {
                 let _ = writeln!(
                     s,
-                    "<text x=\"{bx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{lo}</text>",
+                    "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"middle\">{lo}</text>",
+                    pct(bx),
                     y0 + 14.0
                 );
             }
@@ -397,46 +406,31 @@ impl Histogram {
             let bh = *count as f64 / most as f64 * (y0 - TOP);
             let _ = writeln!(
                 s,
-                "<rect class=\"bin\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{count} exchanges from {lo} to {hi} µs</title></rect>",
-                bx + 1.0,
+                "<rect class=\"bin\" x=\"{}\" y=\"{:.1}\" width=\"{}\" height=\"{bh:.1}\" fill=\"{}\"><title>{count} exchanges from {lo} to {hi} µs</title></rect>",
+                pct(bx + 0.1 / n),
                 y0 - bh,
-                (bar_w - 2.0).max(1.0),
+                pct(0.8 / n),
                 self.colour
             );
         }
         // the right edge: where the last bin ends
         let _ = writeln!(
             s,
-            "<text x=\"{x1:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            "<text x=\"100%\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             y0 + 14.0,
             1u64 << (last + 1).min(63)
         );
         for (k, (name, us)) in lines.iter().enumerate() {
-            let px = x(*us).clamp(left, x1);
+            let px = x(*us).clamp(0.0, 1.0);
             let dash = ["2 2", "6 2", "10 3"].get(k).copied().unwrap_or("2 2");
-            // labels near the right edge read leftwards
-            let (lx, anchor) = if px > w - 160.0 {
-                (px - 3.0, "end")
-            } else {
-                (px + 3.0, "start")
-            };
+            // labels in the right half read leftwards
+            let (nudge, anchor) = if px > 0.6 { (-3, "end") } else { (3, "start") };
             let _ = writeln!(
                 s,
-                "<line class=\"percentile\" x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{y0:.1}\" stroke=\"#c0392b\" stroke-dasharray=\"{dash}\"><title>{name}: {us} µs</title></line><text x=\"{lx:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{name} {us} µs</text>",
-                TOP + 10.0 + 12.0 * k as f64
+                "<line class=\"percentile\" x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{y0:.1}\" stroke=\"{ERROR}\" stroke-dasharray=\"{dash}\"><title>{name}: {us} µs</title></line><text x=\"{x}\" dx=\"{nudge}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{name} {us} µs</text>",
+                TOP + 10.0 + 12.0 * k as f64,
+                x = pct(px),
             );
         }
     }
-}
-
-fn axes(s: &mut String, x_label: &str, y_label: &str) {
-    let (x0, x1, y0) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM);
-    let _ = writeln!(
-        s,
-        "<g class=\"axes\" stroke=\"#333\"><line x1=\"{x0}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y0}\"/><line x1=\"{x0}\" y1=\"{TOP}\" x2=\"{x0}\" y2=\"{y0}\"/></g>\
-         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{x_label}</text><text transform=\"translate(16 {:.1}) rotate(-90)\" text-anchor=\"middle\">{y_label}</text>",
-        (x0 + x1) / 2.0,
-        HEIGHT - 8.0,
-        (TOP + y0) / 2.0
-    );
 }

@@ -4,9 +4,13 @@
 //! each with a Wireshark display filter. Every number on it is one the JSON report has.
 
 mod bins;
+mod groups;
 mod latency;
 mod svg;
+mod ticks;
 
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::io::{self, Write};
 
 use super::model::{Exchange, Report};
@@ -14,12 +18,22 @@ use super::sink::{Needs, Sink};
 use super::{exchange, format_timestamp};
 use crate::analysis::Block;
 use crate::pairing;
+use groups::Groups;
 use svg::{Chart, Drawn, Mark};
 
-/// Exchanges worth a look listed.
+/// Exchanges worth a look listed; the page says of how many.
 const MAX_ROWS: usize = 50;
-/// Findings listed; the page says how many more the JSON report has.
-const MAX_FINDINGS: usize = 1000;
+/// Findings listed; the page says of how many.
+const MAX_FINDINGS: usize = 500;
+/// The analysis's slow candidates (the slowest exchanges, among which it finds the slow).
+const MAX_SLOW_CANDIDATES: usize = 1000;
+/// Brokers listed, most trouble first when there are more.
+const MAX_BROKER_ROWS: usize = 200;
+/// Brokers the charts keep apart (the first met); the others are drawn with the grey
+/// ones. More than the page names, so that those it names are chosen among many.
+const MAX_KEPT: usize = 1000;
+/// Frames a finding's filter names; past them the filter spans the first to the last.
+const MAX_FILTER_FRAMES: usize = 12;
 
 /// Text for HTML: `&`, `<`, `>` and quotes escaped.
 pub fn esc(text: &str) -> String {
@@ -37,8 +51,16 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// Wireshark's filter for these frames.
+/// Wireshark's filter for these frames (past [`MAX_FILTER_FRAMES`], the range from the
+/// first to the last, which Wireshark's sets also take).
 fn filter(frames: &[u64]) -> String {
+    if let (true, Some(first), Some(last)) = (
+        frames.len() > MAX_FILTER_FRAMES,
+        frames.iter().min(),
+        frames.iter().max(),
+    ) {
+        return format!("frame.number in {{{first}..{last}}}");
+    }
     let list: Vec<String> = frames.iter().map(u64::to_string).collect();
     format!("frame.number in {{{}}}", list.join(" "))
 }
@@ -60,6 +82,12 @@ pub struct HtmlSink {
     latencies: latency::Latencies,
     rows: Vec<Row>,
     more_rows: u64,
+    /// The slowest of the exchanges worth a look not listed, by their frames: a slow
+    /// finding about one of them is counted already. As many as the analysis keeps slow
+    /// candidates, twice over for ties.
+    unlisted_slowest: BinaryHeap<Reverse<(i64, Vec<u64>)>>,
+    /// The brokers the charts keep apart.
+    kept: BTreeSet<i32>,
     out: Box<dyn Write + Send>,
 }
 
@@ -70,6 +98,8 @@ impl HtmlSink {
             latencies: latency::Latencies::default(),
             rows: Vec::new(),
             more_rows: 0,
+            unlisted_slowest: BinaryHeap::new(),
+            kept: BTreeSet::new(),
             out,
         }
     }
@@ -103,23 +133,27 @@ impl Sink for HtmlSink {
     }
 
     fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+        let ex = exchange(&ex);
+        let series = self.keep(ex.request.broker_id);
         if let Some(b) = block {
+            let series = self.keep(Some(b.broker_id));
             self.chart.add_block(Drawn {
                 broker: b.broker_id,
+                series,
                 start: b.start,
                 end: b.end,
                 at: super::model::UnixTime(b.timestamp).seconds(),
                 frames: (b.request_frame, b.response_frame),
-                time: format_timestamp(b.timestamp),
+                time: b.timestamp,
             });
         }
-        let ex = exchange(&ex);
         if let Some(us) = ex.latency_us {
             self.latencies.add(latency::Dot {
                 at: ex.request.unix_time.seconds(),
                 us,
                 broker: ex.request.broker_id,
-                time: ex.request.timestamp.clone(),
+                series,
+                time: ex.request.unix_time.0,
                 frame: ex.request.frame,
             });
         }
@@ -128,21 +162,22 @@ impl Sink for HtmlSink {
         };
         let broker = ex.request.broker_id;
         if failed {
-            let (at, time) = match &ex.response {
-                Some(r) => (r.unix_time.seconds(), r.timestamp.clone()),
-                None => (ex.request.unix_time.seconds(), ex.request.timestamp.clone()),
-            };
+            let time = ex
+                .response
+                .as_ref()
+                .map_or(ex.request.unix_time, |r| r.unix_time);
             self.chart.add_mark(Mark {
                 broker,
-                at,
-                time,
+                series,
+                at: time.seconds(),
+                time: time.0,
                 what: outcome.clone(),
                 frame: ex.response.as_ref().map_or(ex.request.frame, |r| r.frame),
             });
         }
+        let mut frames = vec![ex.request.frame];
+        frames.extend(ex.response.as_ref().map(|r| r.frame));
         if self.rows.len() < MAX_ROWS {
-            let mut frames = vec![ex.request.frame];
-            frames.extend(ex.response.as_ref().map(|r| r.frame));
             let time = ex
                 .response
                 .as_ref()
@@ -158,6 +193,13 @@ impl Sink for HtmlSink {
             });
         } else {
             self.more_rows += 1;
+            if let Some(us) = ex.latency_us {
+                let ns = (us * 1000.0) as i64;
+                self.unlisted_slowest.push(Reverse((ns, frames)));
+                if self.unlisted_slowest.len() > 2 * MAX_SLOW_CANDIDATES {
+                    self.unlisted_slowest.pop();
+                }
+            }
         }
         Ok(())
     }
@@ -166,15 +208,15 @@ impl Sink for HtmlSink {
         let blocks = self.chart.blocks();
         let mut page = String::with_capacity(64 << 10);
         head(&mut page, report, blocks);
+        let groups = Groups::new(report, |b| self.kept.contains(&b));
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();
-        page.push_str(&self.chart.svg());
+        page.push_str(&self.chart.svg(&groups));
         page.push_str("<h2>Latency</h2>\n");
-        let colours = self.chart.colours();
         let summary = &report.summary;
         let latency = summary.latency_us.as_ref();
-        page.push_str(&self.latencies.svg(&colours, latency, &summary.brokers));
-        brokers(&mut page, report);
+        page.push_str(&self.latencies.svg(&groups, latency, &summary.brokers));
+        brokers(&mut page, report, &groups);
         findings(&mut page, report);
         self.add_slow_rows(report);
         worth_a_look(&mut page, &self.rows, self.more_rows);
@@ -185,6 +227,15 @@ impl Sink for HtmlSink {
 }
 
 impl HtmlSink {
+    /// The series a broker's marks go in: itself, when the charts keep it apart.
+    fn keep(&mut self, broker: Option<i32>) -> Option<i32> {
+        let b = broker?;
+        if self.kept.len() < MAX_KEPT {
+            self.kept.insert(b);
+        }
+        self.kept.contains(&b).then_some(b)
+    }
+
     /// The slow exchanges join those worth a look: what is slow is known only at the end,
     /// from the analysis's `pid_slow_response` findings.
     fn add_slow_rows(&mut self, report: &Report) {
@@ -204,7 +255,11 @@ impl HtmlSink {
                 (r.connection, r.correlation_id) == (connection, correlation_id)
                     && r.frames == f.frames
             });
-            if listed {
+            let counted = self
+                .unlisted_slowest
+                .iter()
+                .any(|Reverse((_, frames))| *frames == f.frames);
+            if listed || counted {
                 continue; // an error that was slow too
             }
             if self.rows.len() >= MAX_ROWS {
@@ -227,14 +282,23 @@ impl HtmlSink {
 }
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:2em}\
+h1{font-size:1.3em;overflow-wrap:anywhere}h2{font-size:1.1em;margin-top:2em}\
 .verdict{font-size:1.2em;font-weight:bold;padding:.5em;border-left:6px solid}\
 .wrong{border-color:#c0392b;color:#c0392b}.unsure,.warned{border-color:#b9770e}\
 .right{border-color:#1e8449}.nothing{border-color:#777}\
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}\
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .4em;text-align:left}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.95em}\
-svg text{font:11px system-ui,sans-serif}\
-.multiples{display:flex;flex-wrap:wrap}.multiples figure{margin:0 .5em .5em 0}\
+.t{white-space:nowrap}code.f{white-space:normal;overflow-wrap:normal;word-break:keep-all}\
+figure.chart{margin:1em 10px 1.5em 90px}figure.small{margin-left:44px}\
+svg.plot{display:block;overflow:visible}svg text{font:11px system-ui,sans-serif}\
+.key span{margin-right:1em;white-space:nowrap}\
+.key i,i.sw{display:inline-block;width:10px;height:10px;margin-right:4px}\
+.key i.outline{border:2px dashed #c0392b;width:6px;height:6px}\
+.key i.hatch{background:repeating-linear-gradient(45deg,#888 0 2px,#fff 2px 5px)}\
+.tri{color:#c0392b;margin-right:4px;font-size:.8em}\
+.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));column-gap:1em}\
+.wide{overflow-x:auto}\
+@media (max-width:800px){body{margin:.6em;font-size:13px}table{font-size:12px}th{font-size:.85em}td,th{padding:.15em .25em}figure.chart{margin-left:76px}}\
 @media print{body{margin:0}figure{break-inside:avoid}}";
 
 fn head(page: &mut String, report: &Report, blocks: u64) {
@@ -275,14 +339,35 @@ fn head(page: &mut String, report: &Report, blocks: u64) {
     ));
 }
 
-fn brokers(page: &mut String, report: &Report) {
-    page.push_str("<h2>Brokers</h2>\n<table id=\"brokers\">\n<tr><th>broker</th><th>requests</th><th>complete</th><th>unanswered</th><th>response unknown</th><th>ids granted</th><th>p50 µs</th><th>p99 µs</th><th>epochs</th><th>errors</th></tr>\n");
-    for (id, b) in &report.summary.brokers {
+/// The table of every broker's numbers, which also shows each broker's colour on the
+/// charts (plain text rows, for the browser's find); past [`MAX_BROKER_ROWS`] brokers,
+/// those with the most trouble.
+fn brokers(page: &mut String, report: &Report, groups: &Groups) {
+    let all = &report.summary.brokers;
+    let listed: Vec<i32> = if all.len() > MAX_BROKER_ROWS {
+        let shown = groups.ranked.iter().take(MAX_BROKER_ROWS);
+        shown.map(|(id, _)| *id).collect()
+    } else {
+        all.keys().copied().collect()
+    };
+    page.push_str("<h2>Brokers</h2>\n");
+    if all.len() > MAX_BROKER_ROWS {
+        page.push_str(&format!(
+            "<p id=\"brokers-listed\">First {} of {} brokers, the most trouble first (failed requests and findings, then requests); the JSON report has every broker.</p>\n",
+            listed.len(),
+            all.len()
+        ));
+    }
+    let findings = findings_per_broker(report);
+    page.push_str("<div class=\"wide\"><table id=\"brokers\">\n<tr><th>broker</th><th>requests</th><th>complete</th><th>unanswered</th><th>response unknown</th><th>ids granted</th><th>p50 µs</th><th>p99 µs</th><th>epochs</th><th>errors</th><th>findings</th></tr>\n");
+    for id in listed {
+        let Some(b) = all.get(&id) else { continue };
         let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| v.to_string());
         let epochs: Vec<String> = b.epochs_seen.iter().map(i64::to_string).collect();
         let errors: Vec<String> = b.errors.iter().map(|(e, n)| format!("{e} {n}")).collect();
         page.push_str(&format!(
-            "<tr class=\"broker\"><td>{id}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr class=\"broker\"><td class=\"t\"><i class=\"sw\" style=\"background:{}\"></i>{id}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>\n",
+            groups.colour(groups.of(Some(id))),
             b.requests,
             b.complete,
             b.unanswered,
@@ -290,11 +375,38 @@ fn brokers(page: &mut String, report: &Report) {
             b.ids_granted,
             us(b.latency_us.map(|l| l.p50)),
             us(b.latency_us.map(|l| l.p99)),
-            epochs.join(", "),
-            esc(&errors.join(", "))
+            short_list(&epochs),
+            esc(&short_list(&errors)),
+            findings.get(&id).copied().unwrap_or(0)
         ));
     }
-    page.push_str("</table>\n");
+    page.push_str("</table></div>\n");
+}
+
+/// Findings about each broker.
+fn findings_per_broker(report: &Report) -> std::collections::BTreeMap<i32, u64> {
+    let mut per = std::collections::BTreeMap::new();
+    for f in &report.producer_id_blocks.findings {
+        if let Some(b) = f.broker_id {
+            *per.entry(b).or_default() += 1;
+        }
+    }
+    per
+}
+
+/// A list in a cell: a dozen at most, then how many more.
+fn short_list(items: &[String]) -> String {
+    const SHOWN: usize = 12;
+    let mut text = items
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        text += &format!(" (first {SHOWN} of {})", items.len());
+    }
+    text
 }
 
 fn findings(page: &mut String, report: &Report) {
@@ -304,10 +416,16 @@ fn findings(page: &mut String, report: &Report) {
         page.push_str("<p>None.</p>\n");
         return;
     }
-    page.push_str("<table id=\"findings\">\n<tr><th>severity</th><th>kind</th><th>time</th><th>what</th><th>Wireshark filter</th></tr>\n");
+    if findings.len() > MAX_FINDINGS {
+        page.push_str(&format!(
+            "<p id=\"findings-listed\">First {MAX_FINDINGS} of {} findings, in packet order; the JSON report lists every one.</p>\n",
+            findings.len()
+        ));
+    }
+    page.push_str("<div class=\"wide\"><table id=\"findings\">\n<tr><th>severity</th><th>kind</th><th>time</th><th>what</th><th>Wireshark filter</th></tr>\n");
     for f in findings.iter().take(MAX_FINDINGS) {
         page.push_str(&format!(
-            "<tr class=\"finding {}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+            "<tr class=\"finding {}\"><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td><code class=\"f\">{}</code></td></tr>\n",
             f.severity,
             f.severity,
             f.kind,
@@ -316,13 +434,7 @@ fn findings(page: &mut String, report: &Report) {
             filter(&f.frames)
         ));
     }
-    page.push_str("</table>\n");
-    if findings.len() > MAX_FINDINGS {
-        page.push_str(&format!(
-            "<p>And {} more: the JSON report lists every finding.</p>\n",
-            findings.len() - MAX_FINDINGS
-        ));
-    }
+    page.push_str("</table></div>\n");
 }
 
 fn worth_a_look(page: &mut String, rows: &[Row], more: u64) {
@@ -333,10 +445,17 @@ fn worth_a_look(page: &mut String, rows: &[Row], more: u64) {
         );
         return;
     }
-    page.push_str("<table id=\"exchanges\">\n<tr><th>time</th><th>broker</th><th>connection</th><th>correlation id</th><th>outcome</th><th>latency µs</th><th>Wireshark filter</th></tr>\n");
+    if more > 0 {
+        page.push_str(&format!(
+            "<p id=\"exchanges-listed\">{} of {} exchanges worth a look (errors, no answer, NONE without a block, slow): the first in packet order, then slow ones; the JSON report lists every exchange.</p>\n",
+            rows.len(),
+            rows.len() as u64 + more
+        ));
+    }
+    page.push_str("<div class=\"wide\"><table id=\"exchanges\">\n<tr><th>time</th><th>broker</th><th>connection</th><th>correlation id</th><th>outcome</th><th>latency µs</th><th>Wireshark filter</th></tr>\n");
     for r in rows {
         page.push_str(&format!(
-            "<tr class=\"exchange\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td><code>{}</code></td></tr>\n",
+            "<tr class=\"exchange\"><td class=\"t\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td><code class=\"f\">{}</code></td></tr>\n",
             esc(&r.time),
             esc(&r.broker),
             r.connection,
@@ -346,10 +465,5 @@ fn worth_a_look(page: &mut String, rows: &[Row], more: u64) {
             filter(&r.frames)
         ));
     }
-    page.push_str("</table>\n");
-    if more > 0 {
-        page.push_str(&format!(
-            "<p>And {more} more: the JSON report lists every exchange.</p>\n"
-        ));
-    }
+    page.push_str("</table></div>\n");
 }

@@ -1,43 +1,52 @@
-//! The timeline of the HTML page, plain SVG: time across, producer ids up, a bar per block
-//! in its broker's colour; overlaps and regressions outlined in the error colour (dashed,
-//! so not by colour alone) over the ids concerned; gaps hatched; error responses and
-//! requests without an answer as triangles on the time axis. Every mark has a `<title>`
-//! with its facts, which is also the chart's text alternative.
+//! The timeline of the HTML page, plain SVG as wide as the window: time across (as a
+//! percentage of the width, so the marks follow the window without stretching any text),
+//! producer ids up (pixels); a bar per block in its broker's colour; overlaps and
+//! regressions outlined in the error colour (dashed, so not by colour alone) over the ids
+//! concerned; gaps hatched; error responses and requests without an answer as triangles
+//! on the time axis. Every mark has a `<title>` with its facts, which is also the chart's
+//! text alternative.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::bins::{Cell, Held, OneByOne, Placed};
-use super::esc;
+use super::groups::Groups;
+use super::{esc, format_timestamp};
+use crate::capture::Timestamp;
 use crate::report::model::PidFinding;
 
 /// Blocks drawn one by one; past them the timeline draws columns of time instead.
 pub const MAX_DRAWN: usize = 4000;
 /// Error and no-answer marks drawn one by one; past them, in columns too.
 pub const MAX_MARKS: usize = 4000;
+/// Overlaps, regressions and gaps outlined; the findings table lists them all.
+pub const MAX_OUTLINES: usize = 1000;
 
 /// A block as drawn.
 pub struct Drawn {
     pub broker: i32,
+    /// The broker when the charts keep it apart.
+    pub series: Option<i32>,
     pub start: i64,
     pub end: i64,
     /// Seconds since the epoch, of the response.
     pub at: f64,
     /// Request and response frames.
     pub frames: (u64, u64),
-    pub time: String,
+    pub time: Timestamp,
 }
 
 /// An error response or a request without an answer.
 pub struct Mark {
     pub broker: Option<i32>,
+    pub series: Option<i32>,
     pub at: f64,
-    pub time: String,
+    pub time: Timestamp,
     pub what: String,
     pub frame: u64,
 }
 
 /// A broker's blocks in one column of time.
+#[derive(Clone)]
 pub struct BlockBin {
     held: Held,
     start: i64,
@@ -57,17 +66,17 @@ impl From<Drawn> for BlockBin {
         Self {
             start: b.start,
             end: b.end,
-            held: Held::one(b.at, b.time, b.frames.1),
+            held: Held::one(b.time, b.frames.1),
         }
     }
 }
 
-impl Placed<i32> for Drawn {
+impl Placed<Option<i32>> for Drawn {
     fn at(&self) -> f64 {
         self.at
     }
-    fn series(&self) -> i32 {
-        self.broker
+    fn series(&self) -> Option<i32> {
+        self.series
     }
 }
 
@@ -76,30 +85,27 @@ impl Placed<Option<i32>> for Mark {
         self.at
     }
     fn series(&self) -> Option<i32> {
-        self.broker
+        self.series
     }
 }
 
 impl From<Mark> for Held {
     fn from(m: Mark) -> Self {
-        Self::one(m.at, m.time, m.frame)
+        Self::one(m.time, m.frame)
     }
 }
 
 /// The timeline: blocks and failed requests one by one, or once there are too many, in
 /// columns of time per broker.
 pub struct Chart {
-    blocks: OneByOne<Drawn, i32, BlockBin>,
+    blocks: OneByOne<Drawn, Option<i32>, BlockBin>,
     marks: OneByOne<Mark, Option<i32>, Held>,
     /// Blocks and marks met, and the times and highest id among them.
     block_count: u64,
     mark_count: u64,
     span: (f64, f64),
-    /// The times of the span, as the report writes them.
-    span_times: Option<(String, String)>,
     /// The lowest and highest ids among the blocks (the y axis spans them).
     ids: Option<(i64, i64)>,
-    brokers: std::collections::BTreeSet<i32>,
     pub findings: Vec<PidFinding>,
 }
 
@@ -111,40 +117,32 @@ impl Default for Chart {
             block_count: 0,
             mark_count: 0,
             span: (f64::INFINITY, f64::NEG_INFINITY),
-            span_times: None,
             ids: None,
-            brokers: Default::default(),
             findings: Vec::new(),
         }
     }
 }
 
-/// Series met past this many are drawn in the fallback colour, not remembered.
-pub const MAX_BROKERS: usize = 1000;
-
-/// Opens a chart: a `<figure>` with an `<svg>` of the page's own (only the SVG namespace
-/// is named) whose `<title>` is its text alternative.
-pub fn open_figure(s: &mut String, id: &str, (width, height): (f64, f64), title: &str) {
+/// Opens a chart's `<svg>`, as wide as the page (only the SVG namespace is named), whose
+/// `<title>` is its text alternative.
+pub fn open_svg(s: &mut String, id: &str, height: f64, title: &str) {
     let _ = writeln!(
         s,
-        "<figure><svg id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-labelledby=\"{id}-title\"><title id=\"{id}-title\">{}</title>",
+        "<svg id=\"{id}\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" height=\"{height}\" role=\"img\" aria-labelledby=\"{id}-title\"><title id=\"{id}-title\">{}</title>",
         esc(title)
     );
 }
 
-/// Okabe and Ito's colours, told apart with the common colour blindnesses.
-const PALETTE: [&str; 7] = [
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-];
-const ERROR: &str = "#c0392b";
-/// Height of a row of the legend.
-const LEGEND_ROW: f64 = 16.0;
-const WIDTH: f64 = 960.0;
-const HEIGHT: f64 = 420.0;
-const LEFT: f64 = 90.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 20.0;
-const BOTTOM: f64 = 60.0;
+/// A position across, as an SVG percentage of the width.
+pub fn pct(fraction: f64) -> String {
+    format!("{:.2}%", (fraction * 100.0).clamp(-1.0, 101.0))
+}
+
+pub const ERROR: &str = "#c0392b";
+const HEIGHT: f64 = 392.0;
+const TOP: f64 = 8.0;
+/// The time axis.
+const BOTTOM: f64 = 330.0;
 
 struct Scale {
     t0: f64,
@@ -155,32 +153,18 @@ struct Scale {
 }
 
 impl Scale {
-    fn x(&self, t: f64) -> f64 {
-        LEFT + (t - self.t0) / (self.t1 - self.t0) * (WIDTH - LEFT - RIGHT)
+    fn x(&self, t: f64) -> String {
+        pct((t - self.t0) / (self.t1 - self.t0))
     }
     fn y(&self, id: f64) -> f64 {
-        HEIGHT - BOTTOM - (id - self.low_id) / (self.top_id - self.low_id) * (HEIGHT - TOP - BOTTOM)
+        BOTTOM - (id - self.low_id) / (self.top_id - self.low_id) * (BOTTOM - TOP)
     }
 }
 
 impl Chart {
-    fn saw(&mut self, at: f64, time: &str, broker: Option<i32>) {
+    fn saw(&mut self, at: f64) {
         if at.is_finite() {
-            let times = self
-                .span_times
-                .get_or_insert_with(|| (time.to_owned(), time.to_owned()));
-            if at < self.span.0 {
-                times.0 = time.to_owned();
-            }
-            if at > self.span.1 {
-                times.1 = time.to_owned();
-            }
             self.span = (self.span.0.min(at), self.span.1.max(at));
-        }
-        if let Some(b) = broker {
-            if self.brokers.len() < MAX_BROKERS {
-                self.brokers.insert(b);
-            }
         }
     }
 
@@ -188,13 +172,13 @@ impl Chart {
         self.block_count += 1;
         let (low, top) = self.ids.get_or_insert((block.start, block.end));
         (*low, *top) = ((*low).min(block.start), (*top).max(block.end));
-        self.saw(block.at, &block.time, Some(block.broker));
+        self.saw(block.at);
         self.blocks.add(block, self.span);
     }
 
     pub fn add_mark(&mut self, mark: Mark) {
         self.mark_count += 1;
-        self.saw(mark.at, &mark.time, mark.broker);
+        self.saw(mark.at);
         self.marks.add(mark, self.span);
     }
 
@@ -223,27 +207,13 @@ impl Chart {
         }
     }
 
-    pub fn colours(&self) -> BTreeMap<i32, &'static str> {
-        self.brokers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                (
-                    *b,
-                    PALETTE.get(i % PALETTE.len()).copied().unwrap_or("#444"),
-                )
-            })
-            .collect()
-    }
-
-    /// The whole chart, a `<figure>` with the SVG and what was aggregated.
-    pub fn svg(&self) -> String {
+    /// The whole chart, a `<figure>` with its key, the SVG and what was aggregated.
+    pub fn svg(&self, groups: &Groups) -> String {
         let mut s = String::new();
         if self.block_count == 0 && self.mark_count == 0 {
             return "<p id=\"timeline\">No block was granted, and no request failed.</p>\n".into();
         }
         let scale = self.scale();
-        let colours = self.colours();
         let how = if self.blocks.bins().is_some() {
             "in columns of time per broker"
         } else {
@@ -253,117 +223,143 @@ impl Chart {
             "Producer-ID blocks over time: {} blocks, {how}; {} failed requests",
             self.block_count, self.mark_count
         );
-        let mut legend = String::new();
-        let above = self.legend(&mut legend, &colours);
-        open_figure(&mut s, "timeline", (WIDTH, HEIGHT + above), &title);
-        s.push_str(&legend);
-        let _ = writeln!(s, "<g transform=\"translate(0 {above})\">");
+        s.push_str("<figure class=\"chart\">\n");
+        groups.key(
+            &mut s,
+            "<span><i class=\"outline\"></i>overlap or regression</span> <span><i class=\"hatch\"></i>gap</span> <span><b class=\"tri\">▲</b>error or no answer</span>",
+        );
+        open_svg(&mut s, "timeline", HEIGHT, &title);
         let _ = writeln!(
             s,
-            "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" stroke-width=\"2\"/></pattern></defs>"
+            "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" stroke-width=\"2\"/></pattern><path id=\"tri\" d=\"M0 0 l5 9 h-10 z\" stroke=\"{ERROR}\"/></defs>"
         );
         self.axes(&mut s, &scale);
-        let colour = |broker: Option<i32>| {
-            broker
-                .and_then(|b| colours.get(&b).copied())
-                .unwrap_or("#444")
-        };
+        self.draw_blocks(&mut s, &scale, groups);
+        self.findings_marks(&mut s, &scale);
+        self.draw_marks(&mut s, &scale, groups);
+        s.push_str("</svg>\n");
+        self.caption(&mut s, groups);
+        s.push_str("</figure>\n");
+        s
+    }
+
+    fn draw_blocks(&self, s: &mut String, scale: &Scale, groups: &Groups) {
         for b in self.blocks.each() {
             let (y0, y1) = (scale.y(b.start as f64), scale.y(b.end as f64 + 1.0));
             let _ = writeln!(
                 s,
-                "<rect class=\"block\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\" fill=\"{}\"><title>broker {}: ids {}..={}, frames {} and {}, {}</title></rect>",
-                scale.x(b.at) - 2.5,
+                "<rect class=\"block\" x=\"{}\" y=\"{:.1}\" width=\"4\" height=\"{:.1}\" fill=\"{}\"><title>broker {}: ids {}..={}, frames {} and {}, {}</title></rect>",
+                scale.x(b.at),
                 y1,
                 (y0 - y1).max(1.0),
-                colour(Some(b.broker)),
+                groups.colour(groups.of(b.series)),
                 b.broker,
                 b.start,
                 b.end,
                 b.frames.0,
                 b.frames.1,
-                esc(&b.time)
+                format_timestamp(b.time)
             );
         }
-        if let Some(bins) = self.blocks.bins() {
-            for (from, to, broker, b) in bins.cells() {
-                let (x0, x1) = (scale.x(from), scale.x(to));
-                let (y0, y1) = (scale.y(b.start as f64), scale.y(b.end as f64 + 1.0));
-                let _ = writeln!(
-                    s,
-                    "<rect class=\"block-bin\" x=\"{x0:.1}\" y=\"{y1:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\" fill-opacity=\"0.7\"><title>broker {broker}: {} blocks, ids {}..={}, response frames {} to {}, {} to {}</title></rect>",
-                    (x1 - x0 - 0.5).max(1.0),
-                    (y0 - y1).max(1.0),
-                    colour(Some(broker)),
-                    b.held.count,
-                    b.start,
-                    b.end,
-                    b.held.frames.0,
-                    b.held.frames.1,
-                    esc(&b.held.first.1),
-                    esc(&b.held.last.1)
-                );
-            }
+        let Some(bins) = self.blocks.bins() else {
+            return;
+        };
+        let grouped = bins.grouped(|series| groups.of(series));
+        // the grey first, then the named from the least trouble: the most on top
+        let mut cells: Vec<_> = grouped.cells().collect();
+        cells.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.total_cmp(&b.0)));
+        for (from, to, group, b) in cells {
+            let (y0, y1) = (scale.y(b.start as f64), scale.y(b.end as f64 + 1.0));
+            let width = (to - from) / (scale.t1 - scale.t0);
+            let _ = writeln!(
+                s,
+                "<rect class=\"block-bin\" x=\"{}\" y=\"{y1:.1}\" width=\"{}\" height=\"{:.1}\" fill=\"{}\" fill-opacity=\"0.75\"><title>{}: {} blocks, ids {}..={}, response frames {} to {}, {} to {}</title></rect>",
+                scale.x(from),
+                pct(width * 0.9),
+                (y0 - y1).max(1.0),
+                groups.colour(group),
+                groups.name(group),
+                b.held.count,
+                b.start,
+                b.end,
+                b.held.frames.0,
+                b.held.frames.1,
+                format_timestamp(b.held.first),
+                format_timestamp(b.held.last)
+            );
         }
-        self.findings_marks(&mut s, &scale);
-        let y = HEIGHT - BOTTOM + 4.0;
+    }
+
+    fn draw_marks(&self, s: &mut String, scale: &Scale, groups: &Groups) {
+        let y = BOTTOM + 4.0;
         for m in self.marks.each() {
             let broker = m.broker.map_or("?".to_owned(), |b| b.to_string());
             let _ = writeln!(
                 s,
-                "<path class=\"failed\" d=\"M{:.1} {y:.1} l5 9 h-10 z\" fill=\"{}\" stroke=\"{ERROR}\"><title>broker {broker}: {} (frame {}, {})</title></path>",
+                "<use class=\"failed\" href=\"#tri\" x=\"{}\" y=\"{y:.1}\" fill=\"{}\"><title>broker {broker}: {} (frame {}, {})</title></use>",
                 scale.x(m.at),
-                colour(m.broker),
+                groups.colour(groups.of(m.series)),
                 esc(&m.what),
                 m.frame,
-                esc(&m.time)
+                format_timestamp(m.time)
             );
         }
-        if let Some(bins) = self.marks.bins() {
-            for (from, to, broker, m) in bins.cells() {
-                let who = broker.map_or("?".to_owned(), |b| b.to_string());
-                let _ = writeln!(
-                    s,
-                    "<path class=\"failed-bin\" d=\"M{:.1} {y:.1} l5 9 h-10 z\" fill=\"{}\" stroke=\"{ERROR}\"><title>broker {who}: {} failed requests (error or no answer), frames {} to {}, {} to {}</title></path>",
-                    (scale.x(from) + scale.x(to)) / 2.0,
-                    colour(broker),
-                    m.count,
-                    m.frames.0,
-                    m.frames.1,
-                    esc(&m.first.1),
-                    esc(&m.last.1)
-                );
-            }
+        let Some(bins) = self.marks.bins() else {
+            return;
+        };
+        let grouped = bins.grouped(|series| groups.of(series));
+        for (from, to, group, m) in grouped.cells() {
+            let _ = writeln!(
+                s,
+                "<use class=\"failed-bin\" href=\"#tri\" x=\"{}\" y=\"{y:.1}\" fill=\"{}\"><title>{}: {} failed requests (error or no answer), frames {} to {}, {} to {}</title></use>",
+                scale.x((from + to) / 2.0),
+                groups.colour(group),
+                groups.name(group),
+                m.count,
+                m.frames.0,
+                m.frames.1,
+                format_timestamp(m.first),
+                format_timestamp(m.last)
+            );
         }
-        s.push_str("</g></svg>\n");
-        self.caption(&mut s);
-        s.push_str("</figure>\n");
-        s
     }
 
     /// What the chart aggregated or left out, in words.
-    fn caption(&self, s: &mut String) {
+    fn caption(&self, s: &mut String, groups: &Groups) {
         let mut said = Vec::new();
         if let Some(bins) = self.blocks.bins() {
             said.push(format!(
-                "The {} blocks are more than {MAX_DRAWN}, so each bar is one broker's blocks in a column of {}, from their lowest id to their highest; its title counts them.",
+                "The {} blocks are more than {MAX_DRAWN}, so each bar is one broker's blocks (or the grey brokers') in a column of {}, from their lowest id to their highest; its title counts them.",
                 self.block_count,
                 seconds(bins.width())
             ));
             if bins.not_drawn > 0 {
-                said.push(format!("{} blocks are not drawn.", bins.not_drawn));
+                said.push(format!(
+                    "{} blocks have no time to draw them at.",
+                    bins.not_drawn
+                ));
             }
         }
         if let Some(bins) = self.marks.bins() {
             said.push(format!(
-                "The {} failed requests are more than {MAX_MARKS}, so each triangle is one broker's in a column of {}; its title counts them.",
+                "The {} failed requests are more than {MAX_MARKS}, so each triangle is one broker's (or the grey brokers') in a column of {}; its title counts them.",
                 self.mark_count,
                 seconds(bins.width())
             ));
             if bins.not_drawn > 0 {
-                said.push(format!("{} failed requests are not drawn.", bins.not_drawn));
+                said.push(format!(
+                    "{} failed requests have no time to draw them at.",
+                    bins.not_drawn
+                ));
             }
         }
+        let outlined = self.outlined().count();
+        if outlined > MAX_OUTLINES {
+            said.push(format!(
+                "The first {MAX_OUTLINES} of {outlined} overlaps, regressions and gaps are outlined; the findings below count them all."
+            ));
+        }
+        said.extend(groups.why());
         if !said.is_empty() {
             said.push("The JSON report lists every one.".into());
             let _ = writeln!(s, "<figcaption>{}</figcaption>", said.join(" "));
@@ -371,53 +367,44 @@ impl Chart {
     }
 
     fn axes(&self, s: &mut String, scale: &Scale) {
-        let (x0, x1, y0) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM);
-        let _ = writeln!(
-            s,
-            "<g class=\"axes\" stroke=\"#333\"><line x1=\"{x0}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y0}\"/><line x1=\"{x0}\" y1=\"{TOP}\" x2=\"{x0}\" y2=\"{y0}\"/></g>"
-        );
+        time_axis(s, (scale.t0, scale.t1), (TOP, BOTTOM), "the response");
         let (low, top) = self.ids.unwrap_or((0, 1));
         let (low, top) = (low as f64, top as f64);
         for id in [low, (low + top) / 2.0, top] {
             let _ = writeln!(
                 s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.0}</text>",
-                x0 - 6.0,
+                "<text x=\"-6\" y=\"{:.1}\" text-anchor=\"end\">{:.0}</text>",
                 scale.y(id) + 4.0,
                 id
             );
         }
-        if let Some((first, last)) = &self.span_times {
-            let _ = writeln!(
-                s,
-                "<text x=\"{x0}\" y=\"{:.1}\">{}</text><text x=\"{x1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                y0 + 28.0,
-                esc(first),
-                y0 + 28.0,
-                esc(last)
-            );
-        }
         let _ = writeln!(
             s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">time of the response (UTC)</text>\
-             <text transform=\"translate(16 {:.1}) rotate(-90)\" text-anchor=\"middle\">producer id</text>",
-            (x0 + x1) / 2.0,
-            HEIGHT - 8.0,
-            (TOP + y0) / 2.0
+            "<text transform=\"translate(-76 {:.1}) rotate(-90)\" text-anchor=\"middle\">producer id</text>",
+            (TOP + BOTTOM) / 2.0
         );
+    }
+
+    /// The findings the timeline outlines.
+    fn outlined(&self) -> impl Iterator<Item = &PidFinding> {
+        self.findings.iter().filter(|f| {
+            matches!(
+                f.kind,
+                "pid_block_overlap" | "pid_block_regression" | "pid_block_gap"
+            )
+        })
     }
 
     /// Overlaps and regressions outlined over the ids concerned, at the block that showed
     /// them; gaps hatched.
     fn findings_marks(&self, s: &mut String, scale: &Scale) {
-        for f in &self.findings {
+        for f in self.outlined().take(MAX_OUTLINES) {
             let fact = |name: &str| f.facts.get(name).and_then(crate::diag::Fact::as_f64);
             let at = f.unix_time.seconds();
             let (from, to, class) = match f.kind {
                 "pid_block_overlap" => (fact("ids_start"), fact("ids_end"), "overlap"),
                 "pid_block_regression" => (fact("start"), fact("other_end"), "regression"),
-                "pid_block_gap" => (fact("ids_start"), fact("ids_end"), "gap"),
-                _ => continue,
+                _ => (fact("ids_start"), fact("ids_end"), "gap"),
             };
             let (Some(from), Some(to)) = (from, to) else {
                 continue;
@@ -432,8 +419,8 @@ impl Chart {
             };
             let _ = writeln!(
                 s,
-                "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"13\" height=\"{:.1}\" {style}><title>{}: {}</title></rect>",
-                scale.x(at) - 6.5,
+                "<rect class=\"{class}\" x=\"{}\" y=\"{:.1}\" width=\"13\" height=\"{:.1}\" transform=\"translate(-6.5 0)\" {style}><title>{}: {}</title></rect>",
+                scale.x(at),
                 y1,
                 (y0 - y1).max(2.0),
                 f.kind,
@@ -441,54 +428,48 @@ impl Chart {
             );
         }
     }
-
-    /// The timeline's legend: the brokers' colours, then the shapes of the faults.
-    fn legend(&self, s: &mut String, colours: &BTreeMap<i32, &'static str>) -> f64 {
-        let faults = vec![
-            (
-                170.0,
-                format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"none\" stroke=\"{ERROR}\" stroke-dasharray=\"4 2\"/>"),
-                "overlap or regression".into(),
-            ),
-            (
-                150.0,
-                format!("<path d=\"M5 -9 l5 9 h-10 z\" fill=\"#fff\" stroke=\"{ERROR}\"/>"),
-                "error or no answer".into(),
-            ),
-        ];
-        legend(s, colours, faults)
-    }
 }
 
-/// A legend item: its width, its mark (drawn at its origin) and its label.
-pub type LegendItem = (f64, String, String);
-
-/// A legend above a chart of [`WIDTH`], in as many rows as it takes: each broker's
-/// colour, then `more`. Returns the height it adds above the chart.
-pub fn legend(s: &mut String, colours: &BTreeMap<i32, &'static str>, more: Vec<LegendItem>) -> f64 {
-    let swatch =
-        |colour: &str| format!("<rect width=\"10\" height=\"10\" y=\"-9\" fill=\"{colour}\"/>");
-    let brokers = colours
-        .iter()
-        .map(|(broker, colour)| (80.0, swatch(colour), format!("broker {broker}")));
-    let (mut x, mut y) = (LEFT, 12.0);
-    for (width, mark, label) in brokers.chain(more) {
-        if x + width > WIDTH - RIGHT && x > LEFT {
-            (x, y) = (LEFT, y + LEGEND_ROW);
-        }
+/// The axes' lines, and a time axis under the plot (`top..bottom` pixels) over `t0..t1`
+/// seconds: a gridline and a label at each tick, and what the time is of.
+pub fn time_axis(s: &mut String, (t0, t1): (f64, f64), (top, bottom): (f64, f64), of: &str) {
+    s.push_str("<g class=\"axes\" stroke=\"#333\">");
+    let _ = write!(
+        s,
+        "<line x1=\"0\" y1=\"{bottom}\" x2=\"100%\" y2=\"{bottom}\"/><line x1=\"0\" y1=\"{top}\" x2=\"0\" y2=\"{bottom}\"/>"
+    );
+    let ticks = super::ticks::ticks(t0, t1);
+    for (t, _) in &ticks {
+        let x = pct((t - t0) / (t1 - t0));
         let _ = write!(
             s,
-            "<g class=\"legend\" transform=\"translate({x} {y})\">{mark}<text x=\"14\" y=\"0\">{}</text></g>",
-            esc(&label)
+            "<line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{:.1}\" stroke=\"#ddd\"/>",
+            bottom + 4.0
         );
-        x += width;
     }
-    s.push('\n');
-    y - 12.0
+    s.push_str("</g>\n");
+    for (t, label) in &ticks {
+        let _ = write!(
+            s,
+            "<text class=\"tick\" x=\"{}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>",
+            pct((t - t0) / (t1 - t0)),
+            bottom + 26.0
+        );
+    }
+    let day = ticks
+        .first()
+        .and_then(|(t, _)| time::OffsetDateTime::from_unix_timestamp(t.floor() as i64).ok())
+        .map(|d| format!(", {}", d.date()))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "<text x=\"50%\" y=\"{:.1}\" text-anchor=\"middle\">time of {of} (UTC{day})</text>",
+        bottom + 52.0
+    );
 }
 
 /// A column's width, in the unit that reads best.
-fn seconds(width: f64) -> String {
+pub fn seconds(width: f64) -> String {
     if width >= 1.0 {
         format!("{width:.1} s")
     } else if width >= 1e-3 {
