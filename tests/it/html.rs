@@ -291,7 +291,7 @@ fn a_thousand_brokers_make_a_dozen_series_and_a_bounded_table() {
 /// element that carries meaning (headings, figures, the marks of the charts, tables and
 /// their rows) on a line, indented by depth, with its id and class and its own text
 /// (for a mark, its `<title>`; for a row, its cells).
-fn structure(html: &str) -> String {
+pub fn structure(html: &str) -> String {
     let doc = scraper::Html::parse_document(html);
     let mut out = String::new();
     outline(doc.root_element(), 0, &mut out);

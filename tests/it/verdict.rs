@@ -245,6 +245,28 @@ fn text_goldens_of_every_verdict() {
     assert!(differ.is_empty(), "differ:\n{}", differ.join("\n"));
 }
 
+/// Goldens of the HTML page's structure for each verdict code and filter case
+/// (`fixtures/verdicts/*.html.txt`, as `tests/it/html.rs` extracts it), rewritten by
+/// `scripts/bless-golden`.
+#[test]
+fn html_goldens_of_every_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let bless = std::env::var_os("PIDSHARK_BLESS").is_some();
+    let mut differ = Vec::new();
+    for case in CASES {
+        let capture = capture(case, dir.path());
+        let page = output(&capture, &[case.args, &["--format", "html"]].concat());
+        let outline = crate::html::structure(&page);
+        let golden = root().join(format!("fixtures/verdicts/{}.html.txt", case.name));
+        if bless {
+            std::fs::write(&golden, &outline).unwrap();
+        } else if std::fs::read_to_string(&golden).ok().as_deref() != Some(outline.as_str()) {
+            differ.push(format!("{}:\n{outline}", golden.display()));
+        }
+    }
+    assert!(differ.is_empty(), "differ:\n{}", differ.join("\n"));
+}
+
 /// Each case gets its code; the JSON, text and HTML say the same sentence; every code
 /// is among the cases, and every sentence is whole.
 #[test]

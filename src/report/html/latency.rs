@@ -145,15 +145,21 @@ impl Latencies {
         self.dots.add(dot, span);
     }
 
-    /// The charts, or a sentence when no exchange completed.
+    /// The charts, or a sentence when no exchange completed; `filtered`: they hold only
+    /// the exchanges the filters let through.
     pub fn svg(
         &self,
         groups: &Groups,
         summary: Option<&Latency>,
         brokers: &BTreeMap<i32, Broker>,
+        filtered: bool,
     ) -> String {
         if self.count == 0 {
-            return "<p id=\"latency\">No exchange completed: no latency to draw.</p>\n".into();
+            return match filtered {
+                true => "<p id=\"latency\">No exchange shown completed: no latency to draw.</p>\n",
+                false => "<p id=\"latency\">No exchange completed: no latency to draw.</p>\n",
+            }
+            .into();
         }
         let mut s = String::new();
         self.over_time(&mut s, groups);

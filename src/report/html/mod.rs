@@ -17,6 +17,7 @@ use super::model::{Exchange, Report};
 use super::sink::{Needs, Sink};
 use super::{exchange, format_timestamp};
 use crate::analysis::Block;
+use crate::diag::Fact;
 use crate::pairing;
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
@@ -205,17 +206,21 @@ impl Sink for HtmlSink {
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
-        let blocks = self.chart.blocks();
         let mut page = String::with_capacity(64 << 10);
-        head(&mut page, report, blocks);
+        head(&mut page, report);
         let groups = Groups::new(report, |b| self.kept.contains(&b));
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();
-        page.push_str(&self.chart.svg(&groups));
+        page.push_str(&self.chart.svg(&groups, report.filters.is_some()));
         page.push_str("<h2>Latency</h2>\n");
         let summary = &report.summary;
         let latency = summary.latency_us.as_ref();
-        page.push_str(&self.latencies.svg(&groups, latency, &summary.brokers));
+        page.push_str(&self.latencies.svg(
+            &groups,
+            latency,
+            &summary.brokers,
+            report.filters.is_some(),
+        ));
         brokers(&mut page, report, &groups);
         findings(&mut page, report);
         self.add_slow_rows(report);
@@ -245,7 +250,7 @@ impl HtmlSink {
             .iter()
             .filter(|f| f.kind == "pid_slow_response");
         for f in slow {
-            let fact = |name| f.facts.get(name).and_then(crate::diag::Fact::as_f64);
+            let fact = |name| f.facts.get(name).and_then(Fact::as_f64);
             let (Some(connection), Some(correlation_id)) = (f.connection, fact("correlation_id"))
             else {
                 continue;
@@ -301,7 +306,7 @@ svg.plot{display:block;overflow:visible}svg text{font:11px system-ui,sans-serif}
 @media (max-width:800px){body{margin:.6em;font-size:13px}table{font-size:12px}th{font-size:.85em}td,th{padding:.15em .25em}figure.chart{margin-left:76px}}\
 @media print{body{margin:0}figure{break-inside:avoid}}";
 
-fn head(page: &mut String, report: &Report, blocks: u64) {
+fn head(page: &mut String, report: &Report) {
     let class = report.verdict.grade;
     let text = &report.verdict.headline;
     let s = &report.summary;
@@ -314,6 +319,7 @@ fn head(page: &mut String, report: &Report, blocks: u64) {
         esc(&report.captures.iter().map(|c| c.path.clone()).collect::<Vec<_>>().join(", ")),
         esc(text)
     ));
+    limits_and_filters(page, report);
     let first = report
         .captures
         .iter()
@@ -335,7 +341,43 @@ fn head(page: &mut String, report: &Report, blocks: u64) {
         s.exchanges.unanswered,
         s.exchanges.response_unknown,
         s.brokers.len(),
-        blocks
+        // the whole capture's, as every other number here
+        report.verdict.facts.get("blocks").and_then(Fact::as_f64).unwrap_or(0.0)
+    ));
+}
+
+/// Under the verdict: what the capture cannot show, each with what to do (one limit is
+/// all in the verdict), and what the filters let through.
+fn limits_and_filters(page: &mut String, report: &Report) {
+    let limits = &report.verdict.limits;
+    if limits.len() > 1 {
+        page.push_str("<ul id=\"limits\">\n");
+        for limit in limits {
+            let advice = limit
+                .advice
+                .map(|a| format!(": {}", esc(a)))
+                .unwrap_or_default();
+            page.push_str(&format!(
+                "<li>cannot show: {}{advice}</li>\n",
+                esc(&limit.text)
+            ));
+        }
+        page.push_str("</ul>\n");
+    }
+    let Some(filters) = &report.filters else {
+        return;
+    };
+    let described = esc(&super::filter::describe(filters));
+    let (shown, total) = (filters.exchanges_shown, report.summary.exchanges.total);
+    let said = if shown == 0 && total > 0 {
+        format!(
+            "No exchange matches the filters ({described}): none of the {total} is shown below."
+        )
+    } else {
+        format!("Filtered ({described}): {shown} of {total} exchanges and their blocks are shown below.")
+    };
+    page.push_str(&format!(
+        "<p id=\"filters\">{said} The verdict, findings, tables and diagnostics are of the whole capture.</p>\n"
     ));
 }
 

@@ -182,11 +182,6 @@ impl Chart {
         self.marks.add(mark, self.span);
     }
 
-    /// Blocks met, drawn or not.
-    pub fn blocks(&self) -> u64 {
-        self.block_count
-    }
-
     fn scale(&self) -> Scale {
         let (t0, t1) = if self.span.0.is_finite() {
             self.span
@@ -207,11 +202,16 @@ impl Chart {
         }
     }
 
-    /// The whole chart, a `<figure>` with its key, the SVG and what was aggregated.
-    pub fn svg(&self, groups: &Groups) -> String {
+    /// The whole chart, a `<figure>` with its key, the SVG and what was aggregated;
+    /// `filtered`: it holds only the exchanges the filters let through.
+    pub fn svg(&self, groups: &Groups, filtered: bool) -> String {
         let mut s = String::new();
         if self.block_count == 0 && self.mark_count == 0 {
-            return "<p id=\"timeline\">No block was granted, and no request failed.</p>\n".into();
+            return match filtered {
+                true => "<p id=\"timeline\">No block was granted, and no request failed, in the exchanges shown.</p>\n",
+                false => "<p id=\"timeline\">No block was granted, and no request failed.</p>\n",
+            }
+            .into();
         }
         let scale = self.scale();
         let how = if self.blocks.bins().is_some() {
