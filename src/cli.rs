@@ -26,8 +26,9 @@ Examples:
 const EXIT_STATUS: &str = "\
 Exit status: 0 when a report was written and no --fail-on condition held and --expect found \
 no difference (also when the reader of the output closed it early, as `head` does); 1 when \
-the report was written but a --fail-on condition held or --expect found differences (named \
-on stderr); 2 when a capture could not be read (missing, empty, a directory, not a \
+the report was made but a --fail-on condition held or --expect found differences (named \
+on stderr; with a gate, a reader that closes the output early does not cut the run short, \
+so the gate judges the whole capture); 2 when a capture could not be read (missing, empty, a directory, not a \
 pcap/pcapng file), the --expect file could not be read, or the report could not be written, \
 with one line on stderr naming the file and the reason.
 
