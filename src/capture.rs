@@ -627,6 +627,22 @@ fn read_records<B: Blocks>(
         Some(Stop::Corrupt(why)) => records.corrupt(format!(
             "{path} is corrupt at byte {offset} ({why}); the {packets} packets before it were read"
         )),
+        // Only a decompressor says this: its input ended before its stream did.
+        Some(Stop::ReadFailed(err)) if err.kind() == io::ErrorKind::UnexpectedEof => {
+            records.diags.push(
+                Kind::CaptureTruncated,
+                None,
+                Some(*records.next_frame),
+                format!(
+                    "{path} is cut short: {err}; the {packets} packets before the cut were read"
+                ),
+                vec![
+                    ("path", path.into()),
+                    ("record_offset", offset.into()),
+                    ("packets", packets.into()),
+                ],
+            )
+        }
         Some(Stop::ReadFailed(err)) => records.corrupt(format!(
             "{path}: reading failed after {packets} packets ({err}); what came before is reported"
         )),

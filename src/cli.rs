@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use clap::builder::TypedValueParser;
 use clap::Parser;
 
 use crate::analysis::SlowRule;
@@ -19,15 +20,16 @@ Examples:
   pidshark -r capture.pcapng -o report.json   tshark's -r works too
   pidshark cap*.pcap.gz                       rotated files, read as one capture in time order
   tcpdump -w - port 9093 | pidshark -         from a live capture on standard input
-  pidshark --format ndjson capture.pcap | jq -c 'select(.status != \"complete\")'
+  pidshark --format ndjson capture.pcap | jq -c 'select(.type == \"exchange\" and .status != \"complete\")'
   pidshark capture.pcap -o report.json --expect golden.json --fail-on pid_block_overlap,error
   pidshark --list-kinds                       every diagnostic kind, its severity and meaning";
 
 const EXIT_STATUS: &str = "\
 Exit status: 0 when a report was written and no --fail-on condition held and --expect found \
 no difference (also when the reader of the output closed it early, as `head` does); 1 when \
-the report was written but a --fail-on condition held or --expect found differences (named \
-on stderr); 2 when a capture could not be read (missing, empty, a directory, not a \
+the report was made but a --fail-on condition held or --expect found differences (named \
+on stderr; with a gate, a reader that closes the output early does not cut the run short, \
+so the gate judges the whole capture); 2 when a capture could not be read (missing, empty, a directory, not a \
 pcap/pcapng file), the --expect file could not be read, or the report could not be written, \
 with one line on stderr naming the file and the reason.
 
@@ -40,7 +42,7 @@ The report's fields, diagnostic kinds and exit codes are described in docs/repor
 #[command(
     name = "pidshark",
     version,
-    after_help = "More limits, the examples and the exit status: pidshark --help",
+    after_help = "Each option in full, the examples and the exit status: pidshark --help",
     after_long_help = format!("{EXAMPLES}\n\n{EXIT_STATUS}")
 )]
 pub struct Args {
@@ -69,7 +71,7 @@ pub struct Args {
     ///
     /// Connections to P are read as Kafka whatever their bytes look like. Without it,
     /// every connection whose first message is a plausible Kafka request is taken as Kafka.
-    #[arg(long = "port", value_name = "P", help_heading = "Input")]
+    #[arg(long = "port", value_name = "P", value_parser = parse_port, help_heading = "Input")]
     pub ports: Vec<u16>,
 
     /// Write the report to FILE instead of standard output.
@@ -132,12 +134,7 @@ pub struct Args {
     /// Print the manual page (roff) and exit.
     ///
     /// For example `pidshark --man > ~/.local/share/man/man1/pidshark.1`.
-    #[arg(
-        long,
-        exclusive = true,
-        help_heading = "Installation",
-        hide_short_help = true
-    )]
+    #[arg(long, exclusive = true, help_heading = "Installation")]
     pub man: bool,
 
     /// Only the exchanges (and blocks) of broker ID.
@@ -182,7 +179,7 @@ pub struct Args {
     ///
     /// COND is a diagnostic kind (see --list-kinds), a severity (`warning`: any warning or
     /// error), `error-response` (a non-NONE error code) or `unanswered`.
-    #[arg(long, value_name = "COND", value_delimiter = ',', value_parser = Condition::parse, help_heading = "CI gates")]
+    #[arg(long, value_name = "COND", value_delimiter = ',', value_parser = ConditionParser, hide_possible_values = true, help_heading = "CI gates")]
     pub fail_on: Vec<Condition>,
 
     /// Exit 1 if the exchanges differ from those of the report in FILE.
@@ -216,20 +213,20 @@ pub struct Args {
     ///
     /// Past it the oldest is given up (`pending_limit`; Produce with acks=0 is never
     /// answered).
-    #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION, help_heading = "Limits", hide_short_help = true)]
+    #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION, help_heading = "Limits")]
     pub max_pending: usize,
 
     /// Largest capture record (pcapng block) read.
     ///
     /// A larger one is `capture_corrupt`, and reading that file stops there.
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size, help_heading = "Limits", hide_short_help = true)]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size, help_heading = "Limits")]
     pub max_record: usize,
 
     /// Largest Kafka frame believed.
     ///
     /// A larger size prefix is `kafka_frame_too_large` (Kafka's own default
     /// `socket.request.max.bytes` is 100 MiB).
-    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size, help_heading = "Limits", hide_short_help = true)]
+    #[arg(long, value_name = "SIZE", default_value = "100M", value_parser = parse_size, help_heading = "Limits")]
     pub max_frame: usize,
 }
 
@@ -239,6 +236,41 @@ pub enum ColorChoice {
     Auto,
     Always,
     Never,
+}
+
+/// `--fail-on`'s values: parsed by [`Condition::parse`], whose error names the nearest
+/// condition and lists them all; offered to shell completion as every condition name.
+#[derive(Debug, Clone, Copy)]
+struct ConditionParser;
+
+impl TypedValueParser for ConditionParser {
+    type Value = Condition;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Condition, clap::Error> {
+        Condition::parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            Condition::names().map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+/// A TCP port, `1` to `65535`, saying so when given anything else (`--port kafka`).
+fn parse_port(text: &str) -> Result<u16, String> {
+    text.trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|port| *port != 0)
+        .ok_or_else(|| format!("--port takes a TCP port number 1-65535 (e.g. 9092), not {text:?}"))
 }
 
 /// `4096`, `64K`, `4M`, `1G` (also `KiB`, `MiB`, `GiB`): a byte count.

@@ -58,7 +58,8 @@ impl Golden {
     }
 
     /// `--format ndjson` output: a line per exchange (`"type": "exchange"`, or without a
-    /// type from before lines had one), then the rest of the report.
+    /// type from before lines had one), per block and per finding, then the rest of the
+    /// report.
     fn parse_lines(text: &str) -> Result<Self, String> {
         let mut golden = Self::default();
         for (n, line) in text
@@ -72,6 +73,8 @@ impl Golden {
             match value.get("type").and_then(Value::as_str) {
                 Some("report") => golden.findings = findings_of(&value),
                 None if is_report => golden.findings = findings_of(&value),
+                // Each block is its exchange's; the findings are the report line's too.
+                Some("block" | "finding") => {}
                 Some("exchange") | None => {
                     if let Some(line) = value.as_object_mut() {
                         line.shift_remove("type"); // the line's, not the exchange's

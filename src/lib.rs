@@ -172,9 +172,20 @@ struct BombGuard<R> {
     produced: u64,
 }
 
+/// What the gzip decoder's "unexpected end of file" means: the compressed file was cut
+/// short (`head -c`, a copy stopped midway), as a plain capture cut inside a record is.
+/// Kept an `UnexpectedEof`, which the capture reader reports as `capture_truncated`.
+const GZIP_ENDS_EARLY: &str = "the compressed file ends in the middle of its gzip stream";
+
 impl<R: Read> Read for BombGuard<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        let n = self.inner.read(buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, GZIP_ENDS_EARLY)
+            }
+            // bad deflate data, a checksum that does not match: corruption
+            _ => e,
+        })?;
         self.produced = self.produced.saturating_add(n as u64);
         let allowed = self
             .compressed

@@ -1,8 +1,13 @@
 //! `pidshark`: parse arguments, run the library, write the report, check `--expect` and
 //! `--fail-on`, map the outcome to an exit code (0 clean, 1 a check failed, 2 fatal).
+//!
+//! Closed pipes are no failure: nothing written to stderr may panic (see [`say!`]), and a
+//! reader that closes standard output early ends the run with 0, unless a gate is set,
+//! which then still judges the whole capture (see [`Gated`]).
 
 #![forbid(unsafe_code)]
 
+use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
@@ -22,15 +27,80 @@ use pidshark::report::text::{self, TextSink};
 use pidshark::report::tree::TreeSink;
 use pidshark::{expect, gate, Config, Error};
 
-/// Where the output goes: the `-o` file or standard output.
-fn open_output(config: &Config) -> Result<(Box<dyn Write + Send>, PathBuf), Error> {
-    match &config.output {
-        Some(path) => Ok((Box::new(LazyFile::new(path.clone())), path.clone())),
+/// Writes one line on stderr, like `eprintln!`, but a closed stderr (`2>&1 | head -c 10`)
+/// is ignored instead of a panic: the exit code still says how the run went.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say_line(format_args!($($arg)*))
+    };
+}
+
+fn say_line(line: fmt::Arguments<'_>) {
+    let mut stderr = io::stderr().lock();
+    let _ = stderr
+        .write_fmt(line)
+        .and_then(|()| stderr.write_all(b"\n"));
+}
+
+/// Where the output goes: the `-o` file or standard output, [`Gated`] when a gate is set.
+fn open_output(config: &Config) -> (Box<dyn Write + Send>, PathBuf) {
+    let (out, path): (Box<dyn Write + Send>, PathBuf) = match &config.output {
+        Some(path) => (Box::new(LazyFile::new(path.clone())), path.clone()),
         // Not locked: the report is written from the output thread.
-        None => Ok((
+        None => (
             Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
             "<stdout>".into(),
-        )),
+        ),
+    };
+    let gated = !config.fail_on.is_empty() || config.expect.is_some();
+    if gated {
+        (Box::new(Gated { out, closed: false }), path)
+    } else {
+        (out, path)
+    }
+}
+
+/// The output of a run with a gate (`--fail-on`, `--expect`). When its reader goes away
+/// early (`| grep -q`, `| head`) the rest of the report is dropped unwritten and the run
+/// goes on, so that the gate judges the whole capture: a closed pipe never turns a gate
+/// that holds into exit 0. Without a gate the closed pipe is the sink's error and ends
+/// the run early, with exit 0.
+struct Gated {
+    out: Box<dyn Write + Send>,
+    /// The reader has gone: nothing more is written.
+    closed: bool,
+}
+
+/// A reader that has gone: what it was not given is no error.
+fn is_closed_pipe(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe
+}
+
+impl Write for Gated {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        match self.out.write(buf) {
+            Err(e) if is_closed_pipe(&e) => {
+                self.closed = true;
+                Ok(buf.len())
+            }
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.out.flush() {
+            Err(e) if is_closed_pipe(&e) => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
     }
 }
 
@@ -106,7 +176,7 @@ enum Output {
 /// Runs everything; `Ok(true)` when every check passed.
 fn run(config: &Config) -> Result<bool, Error> {
     let expected = read_expected(config)?;
-    let (out, path) = open_output(config)?;
+    let (out, path) = open_output(config);
     let sink = sink_for(config, out);
     let mut output = match expected {
         Some(golden) => Output::Checked(expect::Check::new(golden, sink)),
@@ -124,13 +194,13 @@ fn run(config: &Config) -> Result<bool, Error> {
     if let (Output::Checked(check), Some(golden_path)) = (&output, &config.expect) {
         let differences = check.differences();
         if !differences.is_empty() {
-            eprintln!(
+            say!(
                 "pidshark: the exchanges or findings differ from {} in {} place(s):",
                 golden_path.display(),
                 differences.len()
             );
             for line in differences {
-                eprintln!("  {line}");
+                say!("  {line}");
             }
             passed = false;
         }
@@ -138,7 +208,7 @@ fn run(config: &Config) -> Result<bool, Error> {
     let failing = gate::failing(&config.fail_on, &report);
     if !failing.is_empty() {
         let list: Vec<String> = failing.iter().map(|(c, n)| format!("{c} ({n})")).collect();
-        eprintln!("pidshark: --fail-on conditions hold: {}", list.join(", "));
+        say!("pidshark: --fail-on conditions hold: {}", list.join(", "));
         passed = false;
     }
     Ok(passed)
@@ -195,8 +265,8 @@ fn progress(
 /// Prints `text` on standard output; a reader that closed it early is no failure.
 fn print_quietly(text: &str) -> ExitCode {
     match io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            eprintln!("pidshark: <stdout>: {e}");
+        Err(e) if !is_closed_pipe(&e) => {
+            say!("pidshark: <stdout>: {e}");
             ExitCode::from(2)
         }
         _ => ExitCode::SUCCESS,
@@ -236,7 +306,7 @@ fn main() -> ExitCode {
     if args.man {
         let mut page = Vec::new();
         if let Err(e) = clap_mangen::Man::new(Args::command()).render(&mut page) {
-            eprintln!("pidshark: cannot make the manual page: {e}");
+            say!("pidshark: cannot make the manual page: {e}");
             return ExitCode::from(2);
         }
         return print_quietly(&String::from_utf8_lossy(&page));
@@ -257,11 +327,9 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         // The reader closed the output (`| head`): it has what it wanted; nothing to say.
-        Err(Error::Write { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => {
-            ExitCode::SUCCESS
-        }
+        Err(Error::Write { source, .. }) if is_closed_pipe(&source) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("pidshark: {err}");
+            say!("pidshark: {err}");
             ExitCode::from(2)
         }
     }

@@ -1,5 +1,5 @@
 //! `--format ndjson` streams: memory must not grow with the number of exchanges. Two
-//! generated captures, one twice the other, are streamed through the library under a
+//! generated captures, one twice the other, are streamed through its sink under a
 //! counting allocator; the larger may not raise the peak of live heap bytes by more than
 //! the jitter of the fixed buffers between threads. Both have more exchanges than can be
 //! in flight between the capture thread and the output thread, and more bytes than the
@@ -17,20 +17,58 @@ use common::*;
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
 
+/// Counts the lines `--format ndjson` writes, by type, and keeps none of them.
+#[derive(Default)]
+struct LineCounter {
+    exchanges: u64,
+    blocks: u64,
+    lines: u64,
+}
+
+impl std::io::Write for LineCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The sink writes each exchange's line and its block's line whole, in one write.
+        let starts = |kind: &[u8]| buf.windows(kind.len()).filter(|w| *w == kind).count() as u64;
+        self.exchanges += starts(b"{\"type\":\"exchange\",");
+        self.blocks += starts(b"{\"type\":\"block\",");
+        self.lines += buf.iter().filter(|b| **b == b'\n').count() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Streams `path` through the ndjson sink; the number of exchanges.
 fn stream(path: &std::path::Path) -> u64 {
     let mut config = pidshark::Config::for_inputs(vec![path.to_str().unwrap().to_owned()]);
     config.max_recent_blocks = 256;
-    let mut lines = 0u64;
-    let mut sink = |ex: &pidshark::report::model::Exchange| -> std::io::Result<()> {
-        assert_eq!(ex.status, "complete");
-        lines += 1;
-        Ok(())
-    };
-    let report = pidshark::run(&config, &mut pidshark::report::sink::Each(&mut sink))
-        .expect("capture reads");
+    let counted = std::sync::Arc::new(std::sync::Mutex::new(LineCounter::default()));
+    let out = SharedCounter(std::sync::Arc::clone(&counted));
+    let mut sink = pidshark::report::json::NdjsonSink::new(Box::new(out));
+    let report = pidshark::run(&config, &mut sink).expect("capture reads");
     assert!(report.exchanges.is_empty());
-    assert_eq!(report.summary.exchanges.total, lines);
-    lines
+    assert!(report.producer_id_blocks.blocks.is_empty());
+    let counted = counted.lock().unwrap();
+    assert_eq!(report.summary.exchanges.total, counted.exchanges);
+    assert_eq!(counted.blocks, counted.exchanges, "a block per exchange");
+    let findings = report.producer_id_blocks.findings.len() as u64;
+    assert_eq!(counted.lines, counted.exchanges * 2 + findings + 1);
+    counted.exchanges
+}
+
+/// A [`LineCounter`] the sink can own while the test reads it after the run.
+struct SharedCounter(std::sync::Arc<std::sync::Mutex<LineCounter>>);
+
+impl std::io::Write for SharedCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[test]

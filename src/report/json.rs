@@ -1,8 +1,8 @@
 //! The JSON formats as sinks. `--format json` serializes each exchange and block as it
 //! comes (on the output thread, beside the reading) into [`Ordered`] lists, which hold
 //! only text, and off the heap past a bound; the report is written around them at the
-//! end. `--format ndjson` writes a line per exchange as it completes, then a line with the
-//! rest of the report.
+//! end. `--format ndjson` writes a line per exchange as it completes (and one for the
+//! block it granted), then a line per finding and a line with the rest of the report.
 //!
 //! The bytes written are exactly those of `serde_json` on the whole report, compact or
 //! pretty (`tests/it/serialized.rs` holds the two side by side for every fixture).
@@ -96,8 +96,9 @@ impl Sink for JsonSink {
     }
 }
 
-/// `--format ndjson`: a line per exchange as it completes, flushed within a tenth of a
-/// second, then a line with everything else the report holds (no `exchanges`, no
+/// `--format ndjson`: a line per exchange as it completes, followed by a line for the
+/// block it granted if it granted one, flushed within a tenth of a second; then a line per
+/// finding, and a line with everything else the report holds (no `exchanges`, no
 /// `producer_id_blocks.blocks`). Memory does not grow with the number of exchanges.
 pub struct NdjsonSink {
     out: Box<dyn Write + Send>,
@@ -118,6 +119,15 @@ impl NdjsonSink {
     }
 }
 
+/// Appends a line: the object `write_object` writes, with `start` (`{"type":"...",`) in
+/// place of its `{`.
+fn push_line(line: &mut Vec<u8>, start: &[u8], write_object: impl FnOnce(&mut Vec<u8>)) {
+    let at = line.len();
+    write_object(line);
+    line.splice(at..at.saturating_add(1), start.iter().copied());
+    line.push(b'\n');
+}
+
 impl Sink for NdjsonSink {
     fn needs(&self) -> Needs {
         Needs {
@@ -126,12 +136,16 @@ impl Sink for NdjsonSink {
         }
     }
 
-    fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
         self.line.clear();
-        compact::exchange(&mut self.line, &exchange(&ex));
-        // `{"type":"exchange",` in place of the object's `{`
-        self.line.splice(..1, EXCHANGE_LINE_START.iter().copied());
-        self.line.push(b'\n');
+        push_line(&mut self.line, EXCHANGE_LINE_START, |out| {
+            compact::exchange(out, &exchange(&ex));
+        });
+        if let Some(block) = block {
+            push_line(&mut self.line, BLOCK_LINE_START, |out| {
+                compact::pid_block(out, &pid_block(block));
+            });
+        }
         self.out.write_all(&self.line)?;
         if self.last_flush.elapsed() >= NDJSON_FLUSH {
             self.last_flush = Instant::now();
@@ -141,6 +155,14 @@ impl Sink for NdjsonSink {
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        for finding in &report.producer_id_blocks.findings {
+            self.line.clear();
+            let object = serde_json::to_vec(finding)?;
+            push_line(&mut self.line, FINDING_LINE_START, |out| {
+                out.extend_from_slice(&object);
+            });
+            self.out.write_all(&self.line)?;
+        }
         self.out.write_all(REPORT_LINE_START)?;
         write_report(report, false, None, &mut self.out)?;
         self.out.write_all(b"\n")?;
@@ -150,6 +172,8 @@ impl Sink for NdjsonSink {
 
 /// How each ndjson line starts: its `type`, then the object's fields.
 const EXCHANGE_LINE_START: &[u8] = b"{\"type\":\"exchange\",";
+const BLOCK_LINE_START: &[u8] = b"{\"type\":\"block\",";
+const FINDING_LINE_START: &[u8] = b"{\"type\":\"finding\",";
 const REPORT_LINE_START: &[u8] = b"{\"type\":\"report\",";
 
 /// The two ordered arrays of the JSON report.

@@ -339,24 +339,79 @@ fn gzip_capture_is_recognised_by_content_not_name() {
     assert_eq!(zipped["summary"], plain["summary"]);
 }
 
-#[test]
-fn truncated_gzip_reports_what_came_before() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cut.pcap.gz");
-    let zipped = gzip(&std::fs::read(fixture("controller-loopback.pcap")).unwrap());
-    std::fs::write(&path, &zipped[..zipped.len() / 2]).unwrap();
-    let report = report(&[path.to_str().unwrap()]);
-    assert!(report["summary"]["packets"].as_u64().unwrap() > 0);
-    let kinds: Vec<&str> = report["diagnostics"]
+/// The diagnostics of `report` of `kind`.
+fn diagnostics_of<'a>(report: &'a serde_json::Value, kind: &str) -> Vec<&'a serde_json::Value> {
+    report["diagnostics"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["kind"].as_str().unwrap())
-        .collect();
-    assert!(
-        kinds.contains(&"capture_corrupt") || kinds.contains(&"capture_truncated"),
-        "{kinds:?}"
-    );
+        .filter(|d| d["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn truncated_gzip_is_a_truncated_capture_not_a_corrupt_one() {
+    // `head -c N x.pcap.gz`: a file that simply ends early, as a cut plain pcap does.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.pcap.gz");
+    let zipped = gzip(&std::fs::read(fixture("controller-loopback.pcap")).unwrap());
+    // Cut inside the deflate data, and inside the 8-byte trailer after it.
+    for cut in [zipped.len() / 2, zipped.len() - 4] {
+        std::fs::write(&path, &zipped[..cut]).unwrap();
+        let report = report(&[path.to_str().unwrap()]);
+        assert!(report["summary"]["packets"].as_u64().unwrap() > 0);
+        assert!(
+            diagnostics_of(&report, "capture_corrupt").is_empty(),
+            "cut at {cut}: {:?}",
+            report["diagnostics"]
+        );
+        let truncated = diagnostics_of(&report, "capture_truncated");
+        assert_eq!(
+            truncated.len(),
+            1,
+            "cut at {cut}: {:?}",
+            report["diagnostics"]
+        );
+        assert_eq!(truncated[0]["severity"], "warning");
+        let message = truncated[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("the compressed file ends in the middle of its gzip stream"),
+            "{message}"
+        );
+        assert_eq!(
+            truncated[0]["facts"]["packets"], report["summary"]["packets"],
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn damaged_gzip_data_is_a_corrupt_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.pcap.gz");
+    let zipped = gzip(&std::fs::read(fixture("controller-loopback.pcap")).unwrap());
+    // A flipped byte in the middle of the deflate data; a CRC-32 that does not match.
+    let mut flipped = zipped.clone();
+    flipped[zipped.len() / 2] ^= 0xff;
+    let mut bad_crc = zipped.clone();
+    bad_crc[zipped.len() - 8] ^= 0x01;
+    for (what, bytes, reason) in [
+        ("flipped byte", flipped, ""),
+        ("bad checksum", bad_crc, "checksum"),
+    ] {
+        std::fs::write(&path, &bytes).unwrap();
+        let report = report(&[path.to_str().unwrap()]);
+        assert!(
+            diagnostics_of(&report, "capture_truncated").is_empty(),
+            "{what}: {:?}",
+            report["diagnostics"]
+        );
+        let corrupt = diagnostics_of(&report, "capture_corrupt");
+        assert!(!corrupt.is_empty(), "{what}: {:?}", report["diagnostics"]);
+        assert!(corrupt.iter().all(|d| d["severity"] == "error"), "{what}");
+        let message = corrupt[0]["message"].as_str().unwrap();
+        assert!(message.contains(reason), "{what}: {message}");
+    }
 }
 
 #[test]

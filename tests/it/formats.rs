@@ -192,6 +192,7 @@ fn ndjson_lines_are_the_reports_exchanges_then_the_rest() {
     assert_eq!(last["type"], "report");
     let mut ours: Vec<String> = exchanges
         .iter()
+        .filter(|line| line["type"] != "block" && line["type"] != "finding")
         .map(|e| {
             assert_eq!(e["type"], "exchange", "{e}");
             let mut e = e.clone();
@@ -226,6 +227,111 @@ fn ndjson_lines_are_the_reports_exchanges_then_the_rest() {
     }
     assert_eq!(a, b, "the same summary but for approximate percentiles");
     assert_eq!(last["summary"]["latency_us"]["percentiles_exact"], false);
+}
+
+/// The lines of `--format ndjson` on `capture`, parsed.
+fn ndjson_lines(capture: &str) -> Vec<serde_json::Value> {
+    let out = pidshark()
+        .args([capture, "--format", "ndjson"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is one JSON object"))
+        .collect()
+}
+
+/// The lines of `type`, without their `type` field.
+fn of_type(lines: &[serde_json::Value], kind: &str) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .filter(|line| line["type"] == kind)
+        .map(|line| {
+            let mut line = line.clone();
+            line.as_object_mut().unwrap().shift_remove("type");
+            line
+        })
+        .collect()
+}
+
+#[test]
+fn ndjson_has_a_line_per_block_after_its_exchange_and_per_finding_before_the_report() {
+    let capture = "fixtures/analysis/overlap.pcap";
+    let json = crate::common::report(&[capture]);
+    let lines = ndjson_lines(capture);
+    // A pipeline reading the lines sees every block with the report's values.
+    let mut blocks = of_type(&lines, "block");
+    let mut theirs = json["producer_id_blocks"]["blocks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(blocks.len(), 6, "overlap.pcap grants 6 blocks");
+    let by_grant = |b: &serde_json::Value| (b["response_frame"].as_u64(), b["start"].as_i64());
+    blocks.sort_by_key(by_grant);
+    theirs.sort_by_key(by_grant);
+    assert_eq!(blocks, theirs, "the same blocks, field for field");
+    // Each block right after the exchange that granted it.
+    for (at, line) in lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l["type"] == "block")
+    {
+        let exchange = &lines[at - 1];
+        assert_eq!(exchange["type"], "exchange", "line {at}: {line}");
+        assert_eq!(exchange["connection"], line["connection"]);
+        assert_eq!(exchange["correlation_id"], line["correlation_id"]);
+        assert_eq!(exchange["response"]["frame"], line["response_frame"]);
+        assert_eq!(exchange["response"]["producer_id_start"], line["start"]);
+    }
+    // The findings, in the report's order, after every exchange and before the report.
+    let findings = of_type(&lines, "finding");
+    let kinds: Vec<&str> = findings
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["pid_block_overlap", "pid_block_regression"]);
+    assert_eq!(
+        serde_json::Value::from(findings),
+        json["producer_id_blocks"]["findings"]
+    );
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    let first_finding = types.iter().position(|t| *t == "finding").unwrap();
+    assert!(types[..first_finding].iter().all(|t| *t != "finding"));
+    assert!(types[first_finding..types.len() - 1]
+        .iter()
+        .all(|t| *t == "finding"));
+    assert_eq!(types.last(), Some(&"report"));
+    // The report line still holds the findings, as it always has.
+    assert_eq!(
+        lines.last().unwrap()["producer_id_blocks"]["findings"],
+        json["producer_id_blocks"]["findings"]
+    );
+}
+
+#[test]
+fn ndjson_lines_follow_the_filters() {
+    // Broker 1's exchanges and their blocks only; the findings are the whole capture's.
+    let out = pidshark()
+        .args(["fixtures/analysis/overlap.pcap", "--format", "ndjson"])
+        .args(["--broker", "1"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let blocks = of_type(&lines, "block");
+    assert_eq!(blocks.len(), 3);
+    assert!(blocks.iter().all(|b| b["broker_id"] == 1), "{blocks:?}");
+    assert_eq!(of_type(&lines, "finding").len(), 2);
 }
 
 #[test]

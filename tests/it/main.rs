@@ -17,6 +17,7 @@ mod incident_real;
 mod kafka_real;
 mod noise;
 mod noise_real;
+mod pipes;
 mod properties;
 mod regression;
 mod report_format;

@@ -551,6 +551,15 @@ fn requests_never_answered_are_bounded_per_connection() {
     let ex = exchanges(&report);
     assert_eq!(ex.len(), 1);
     assert_eq!(ex[0]["status"], "response_unknown");
+    // and the kind's documented meaning (--list-kinds prints it) says so
+    let kinds = pidshark().arg("--list-kinds").assert().success();
+    let kinds = String::from_utf8(kinds.get_output().stdout.clone()).unwrap();
+    let row = kinds
+        .lines()
+        .find(|l| l.starts_with("pending_limit "))
+        .unwrap();
+    assert!(row.contains("response_unknown"), "{row}");
+    assert!(!row.contains("unanswered"), "{row}");
 }
 
 #[test]

@@ -12,8 +12,9 @@ use crate::common::{apid_capture, have_program, pidshark, root};
 fn short_help_is_a_screenful_and_long_help_is_grouped_with_examples() {
     let short = pidshark().arg("-h").assert().success();
     let short = String::from_utf8(short.get_output().stdout.clone()).unwrap();
+    // A screenful, although it lists every option (a line each).
     assert!(
-        short.lines().count() <= 50,
+        short.lines().count() <= 55,
         "-h is {} lines",
         short.lines().count()
     );
@@ -218,6 +219,180 @@ fn completions_for_each_shell_know_every_option() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("bash").and(predicate::str::contains("zsh")));
+}
+
+#[test]
+fn short_help_lists_every_option() {
+    use clap::CommandFactory;
+    let short = pidshark().arg("-h").assert().success();
+    let short = String::from_utf8(short.get_output().stdout.clone()).unwrap();
+    let command = pidshark::cli::Args::command();
+    let longs: Vec<&str> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .collect();
+    assert!(longs.len() > 25, "{longs:?}");
+    for long in longs.iter().chain(&["help", "version", "man"]) {
+        assert!(
+            short.contains(&format!("--{long}")),
+            "-h lacks --{long}:\n{short}"
+        );
+    }
+}
+
+/// What bash completes `words` to (the last word being typed), from the script of
+/// `pidshark --completions bash`; `None` without bash.
+fn bash_completes(words: &[&str]) -> Option<Vec<String>> {
+    if !have_program(
+        "bash",
+        "the completion test runs bash",
+        "apt-get install bash",
+    ) {
+        return None;
+    }
+    let run = pidshark()
+        .args(["--completions", "bash"])
+        .assert()
+        .success();
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), &run.get_output().stdout).unwrap();
+    let cword = words.len() - 1;
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    // As bash calls a completion function: the command, the word, the word before it.
+    let program = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={cword}; _pidshark pidshark '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.path().display(),
+        quoted.join(" "),
+        words[cword],
+        words[cword - 1],
+    );
+    let out = Command::new("bash")
+        .args(["-c", &program])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+#[test]
+fn bash_completes_the_values_of_fail_on_format_and_color() {
+    let Some(overlap) = bash_completes(&["pidshark", "x.pcap", "--fail-on", "pid_block_o"]) else {
+        return;
+    };
+    assert_eq!(overlap, ["pid_block_overlap"]);
+    let every = bash_completes(&["pidshark", "--fail-on", ""]).unwrap();
+    let kinds = pidshark().arg("--list-kinds").assert().success();
+    let kinds = String::from_utf8(kinds.get_output().stdout.clone()).unwrap();
+    for kind in kinds
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+    {
+        assert!(
+            every.iter().any(|c| c == kind),
+            "--fail-on lacks {kind}: {every:?}"
+        );
+    }
+    for condition in ["info", "warning", "error", "error-response", "unanswered"] {
+        assert!(
+            every.iter().any(|c| c == condition),
+            "--fail-on lacks {condition}"
+        );
+    }
+    assert_eq!(
+        bash_completes(&["pidshark", "--format", "csv"]).unwrap(),
+        ["csv", "csv-blocks"]
+    );
+    assert_eq!(
+        bash_completes(&["pidshark", "--color", "a"]).unwrap(),
+        ["auto", "always"]
+    );
+}
+
+#[test]
+fn completion_scripts_hold_the_values_of_fail_on_format_and_color() {
+    // (clap_complete's elvish and powershell scripts complete option names only)
+    for shell in ["bash", "zsh", "fish"] {
+        let run = pidshark().args(["--completions", shell]).assert().success();
+        let script = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+        for value in [
+            "pid_block_overlap",
+            "error-response",
+            "csv-blocks",
+            "always",
+        ] {
+            assert!(script.contains(value), "{shell} completion lacks {value}");
+        }
+    }
+}
+
+#[test]
+fn a_port_that_is_not_a_number_says_what_port_takes() {
+    for port in ["kafka", "0", "70000"] {
+        pidshark()
+            .args(["fixtures/seed-v0.pcap", "--port", port])
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains("--port takes a TCP port number 1-65535 (e.g. 9092)")
+                    .and(predicate::str::contains("invalid digit").not()),
+            );
+    }
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--port", "9093"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn the_help_jq_example_selects_the_exchanges_not_complete() {
+    let help = pidshark().arg("--help").assert().success();
+    let help = String::from_utf8(help.get_output().stdout.clone()).unwrap();
+    let example = help
+        .lines()
+        .find(|l| l.contains("--format ndjson") && l.contains("| jq"))
+        .expect("--help has the ndjson and jq example");
+    let filter = example
+        .split('\'')
+        .nth(1)
+        .expect("the jq filter in single quotes");
+    if !have_program(
+        "jq",
+        "the --help example pipes into jq",
+        "apt-get install jq",
+    ) {
+        return;
+    }
+    // On the committed ndjson golden: one request unanswered, among exchanges, blocks and
+    // the report line.
+    let out = Command::new("jq")
+        .args(["-c", filter])
+        .arg(root().join("fixtures/controller-loopback.ndjson"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["type"], "exchange");
+    assert_eq!(lines[0]["status"], "unanswered");
 }
 
 #[test]
