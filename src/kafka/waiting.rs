@@ -146,7 +146,7 @@ impl Waiting {
                 Some(ends.connection),
                 meta.at(),
                 format!(
-                    "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still unanswered; the earlier one is reported as unanswered",
+                    "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still waiting; the earlier one is reported as response_unknown (which of the two a later answer is for cannot be told)",
                     req.api_key, old.api_key
                 ),
                 vec![
@@ -175,7 +175,7 @@ impl Waiting {
                     Some(ends.connection),
                     meta.at(),
                     format!(
-                        "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as unanswered)"
+                        "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)"
                     ),
                     vec![("max_pending", (max_pending as u64).into())],
                 );
