@@ -290,6 +290,7 @@ fn process(
         tcp_connections,
         kafka_connections: dissector.kafka_connections,
         not_kafka_connections: dissector.not_kafka_connections,
+        encrypted_connections: dissector.encrypted_connections,
         pairing,
         diagnostics: diags,
     });

@@ -42,6 +42,7 @@ pub struct Findings {
     pub tcp_connections: u64,
     pub kafka_connections: u64,
     pub not_kafka_connections: u64,
+    pub encrypted_connections: u64,
     pub pairing: pairing::Pairing,
     pub diagnostics: Diagnostics,
 }
@@ -253,6 +254,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         tcp_connections: findings.tcp_connections,
         kafka_connections: findings.kafka_connections,
         not_kafka_connections: findings.not_kafka_connections,
+        encrypted_connections: findings.encrypted_connections,
         kafka_requests,
         kafka_responses,
         api_keys,

@@ -72,6 +72,9 @@ pub struct Summary {
     /// TCP connections that carried bytes not read as Kafka (each has a `not_kafka`
     /// diagnostic saying why).
     pub not_kafka_connections: u64,
+    /// TCP connections whose bytes are TLS, given up as encrypted (each has a
+    /// `tls_encrypted` diagnostic); not counted in `not_kafka_connections`.
+    pub encrypted_connections: u64,
     pub kafka_requests: u64,
     pub kafka_responses: u64,
     pub api_keys: BTreeMap<String, ApiKeyCount>,

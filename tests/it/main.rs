@@ -25,6 +25,7 @@ mod serialized;
 mod snaplen;
 mod synthetic;
 mod terminal;
+mod tls;
 pub mod truth;
 pub mod variants;
 mod walkthrough;
