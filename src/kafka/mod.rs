@@ -108,6 +108,30 @@ pub struct KafkaConn {
     server_loss: Option<u64>,
 }
 
+/// How far the Kafka stage has got with a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Read as Kafka (counted in `kafka_connections`).
+    Kafka,
+    /// Given up as not Kafka, with a `not_kafka` diagnostic.
+    NotKafka,
+    /// Given up as TLS, with a `tls_encrypted` diagnostic.
+    Encrypted,
+    /// Still being looked at, or on trial.
+    Undecided,
+}
+
+impl KafkaConn {
+    pub fn reading(&self) -> Reading {
+        match self.role {
+            Role::Kafka { .. } if self.trial.is_none() => Reading::Kafka,
+            Role::NotKafka => Reading::NotKafka,
+            Role::Encrypted => Reading::Encrypted,
+            _ => Reading::Undecided,
+        }
+    }
+}
+
 /// A connection whose bytes look like Kafka but are not proven to be: the first message of
 /// a ZooKeeper session reads as a Produce request and its answer as the response. Its
 /// frames go to an outbox and diagnostics of its own, read strictly (every
@@ -180,6 +204,8 @@ pub struct Dissector {
     pub not_kafka_connections: u64,
     /// Connections whose bytes are TLS, given up as encrypted.
     pub encrypted_connections: u64,
+    /// One connection whose reading is noted as it is decided (for `--frame`), and it.
+    watched: Option<(u64, Reading)>,
 }
 
 fn framer_for(client: bool, resync: bool) -> Framer {
@@ -209,6 +235,28 @@ impl Dissector {
         Self {
             config,
             ..Self::default()
+        }
+    }
+
+    /// Notes how connection `index`, now at `now`, ends up being read. A connection no
+    /// longer followed shows as undecided: what was decided for it stands.
+    pub fn watch(&mut self, index: u64, now: Reading) {
+        let known = self.watched.is_some_and(|(watched, _)| watched == index);
+        if !(known && now == Reading::Undecided) {
+            self.watched = Some((index, now));
+        }
+    }
+
+    /// How the watched connection was read, as far as is known.
+    pub fn watched(&self) -> Option<(u64, Reading)> {
+        self.watched
+    }
+
+    fn decided(&mut self, index: u64, reading: Reading) {
+        if let Some((watched, now)) = &mut self.watched {
+            if *watched == index {
+                *now = reading;
+            }
         }
     }
 
@@ -248,6 +296,7 @@ impl Dissector {
             conn.role = Role::Kafka { client };
             conn.framers = Some(framers(client, info.midstream));
             self.kafka_connections += 1;
+            self.decided(info.index, Reading::Kafka);
         } else if !info.midstream {
             if dir != Dir::FromInitiator {
                 return false; // the server spoke first: not Kafka (reported by the caller)
@@ -605,7 +654,7 @@ impl StreamHandler for Dissector {
             return false;
         }
         if trial.proven() {
-            self.admit(*trial, diags);
+            self.admit(info, *trial, diags);
         } else {
             conn.trial = Some(trial);
         }
@@ -688,7 +737,7 @@ impl StreamHandler for Dissector {
         }
         if let (Role::Kafka { .. }, Some(trial)) = (conn.role, conn.trial.take()) {
             // It ended with nothing that refutes it: too short to prove, and read as Kafka.
-            self.admit(*trial, diags);
+            self.admit(info, *trial, diags);
         }
         let (Role::Kafka { client }, Some(framers)) = (conn.role, &conn.framers) else {
             return;
@@ -708,10 +757,11 @@ impl StreamHandler for Dissector {
 
 impl Dissector {
     /// A connection on trial is Kafka: what it found joins the report.
-    fn admit(&mut self, trial: Trial, diags: &mut Diagnostics) {
+    fn admit(&mut self, info: &ConnInfo, trial: Trial, diags: &mut Diagnostics) {
         self.out.absorb(trial.out);
         diags.absorb(trial.diags);
         self.kafka_connections += 1;
+        self.decided(info.index, Reading::Kafka);
     }
 
     /// Whether a server's first bytes start like a Kafka response: a size Kafka accepts.
@@ -735,6 +785,7 @@ impl Dissector {
         diags: &mut Diagnostics,
     ) {
         self.encrypted_connections += 1;
+        self.decided(info.index, Reading::Encrypted);
         let client = match seen {
             tls::Seen::ClientHello { .. } => dir,
             tls::Seen::ServerHello => dir.reverse(),
@@ -780,6 +831,7 @@ impl Dissector {
         diags: &mut Diagnostics,
     ) {
         self.not_kafka_connections += 1;
+        self.decided(info.index, Reading::NotKafka);
         let (a, b) = (info.initiator, info.responder);
         let server_port =
             Self::guessed_client(info).map_or(b.port(), |client| info.destination(client).port());

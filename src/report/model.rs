@@ -45,6 +45,9 @@ pub struct Filters {
     pub until: Option<String>,
     pub errors_only: bool,
     pub frame: Option<u64>,
+    /// With `frame`: what that frame held, as one sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_holds: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]

@@ -9,6 +9,7 @@ mod contract;
 mod cut_sweep;
 mod filters;
 mod formats;
+mod frame_holds;
 mod gates;
 mod golden;
 pub mod html;
