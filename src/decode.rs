@@ -187,6 +187,29 @@ pub fn decode<'a>(packet: &Packet<'a>) -> Decoded<'a> {
     }
 }
 
+/// What a packet that is not TCP carries, in a word or two (`ARP`, `UDP`, `ICMP`,
+/// `IPv4 protocol 89`, `EtherType 0x88cc`), to say what a frame held.
+pub fn what_else(packet: &Packet<'_>) -> String {
+    let Ok(sliced) = slice_link(packet.link_type, packet.data) else {
+        return "no IP packet".into();
+    };
+    let protocol = |number: IpNumber, ip: &str| match number.keyword_str() {
+        Some(name) => name.to_owned(),
+        None => format!("{ip} protocol {}", number.0),
+    };
+    match &sliced.net {
+        Some(LaxNetSlice::Ipv4(ip)) => protocol(ip.payload().ip_number, "IPv4"),
+        Some(LaxNetSlice::Ipv6(ip)) => protocol(ip.payload().ip_number, "IPv6"),
+        Some(LaxNetSlice::Arp(_)) => "ARP".into(),
+        None => match &sliced.link {
+            Some(etherparse::LinkSlice::Ethernet2(eth)) => {
+                format!("EtherType {:#06x}", eth.ether_type().0)
+            }
+            _ => "no IP packet".into(),
+        },
+    }
+}
+
 /// Any link type, through etherparse's whole lax slicing.
 fn decode_sliced<'a>(packet: &Packet<'a>) -> Decoded<'a> {
     let sliced = match slice_link(packet.link_type, packet.data) {

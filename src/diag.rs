@@ -71,6 +71,8 @@ pub enum Kind {
     MemoryLimit,
     /// A TCP connection whose bytes were not read as Kafka, with the reason.
     NotKafka,
+    /// A TCP connection whose bytes are TLS: encrypted, given up.
+    TlsEncrypted,
     /// IP fragments of a TCP datagram that could not be reassembled, with the reason.
     IpFragmentsDropped,
     /// Two capture files whose time ranges overlap.
@@ -92,7 +94,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 35] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -115,6 +117,7 @@ impl Kind {
         Self::ConnectionLimit,
         Self::MemoryLimit,
         Self::NotKafka,
+        Self::TlsEncrypted,
         Self::IpFragmentsDropped,
         Self::CaptureFilesOverlap,
         Self::CaptureFilesReordered,
@@ -158,6 +161,7 @@ impl Kind {
             Self::ConnectionLimit => "connection_limit",
             Self::MemoryLimit => "memory_limit",
             Self::NotKafka => "not_kafka",
+            Self::TlsEncrypted => "tls_encrypted",
             Self::IpFragmentsDropped => "ip_fragments_dropped",
             Self::CaptureFilesOverlap => "capture_files_overlap",
             Self::CaptureFilesReordered => "capture_files_reordered",

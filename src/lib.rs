@@ -40,6 +40,7 @@ pub mod defrag;
 pub mod diag;
 pub mod error;
 pub mod expect;
+pub mod frame_watch;
 pub mod gate;
 pub mod kafka;
 pub mod pairing;
@@ -63,7 +64,8 @@ use analysis::Analyzer;
 use capture::PacketRef;
 use decode::Decoded;
 use diag::{Diagnostics, Fact, Kind};
-use kafka::{Dissector, KafkaConn};
+use frame_watch::FrameWatch;
+use kafka::{Dissector, KafkaConn, Reading};
 use readahead::{Blocks, ReadAhead, ReadBlocks};
 use report::sink::Sink;
 use tcp::Tracker;
@@ -236,8 +238,16 @@ pub fn report(config: &Config) -> Result<report::model::Report, Error> {
 /// Pairs what the Kafka stage found and hands the exchanges it finished to the analysis
 /// thread. Exchanges completed by the same packet go in report order, so that responses a
 /// server sends together count as simultaneous.
-fn drain(dissector: &mut Dissector, pairing: &mut pairing::Pairing, batcher: &mut Batcher) {
+fn drain(
+    dissector: &mut Dissector,
+    pairing: &mut pairing::Pairing,
+    batcher: &mut Batcher,
+    mut watch: Option<&mut FrameWatch>,
+) {
     for message in dissector.out.messages.drain(..) {
+        if let Some(watch) = watch.as_deref_mut() {
+            watch.message(&message);
+        }
         pairing.message(message);
     }
     if pairing.exchanges.is_empty() {
@@ -261,11 +271,12 @@ fn process(
 ) -> Result<report::model::Report, Error> {
     // Every format shows the exchanges the filters pass (the analysis sees them all).
     let first_packet = OnceLock::new();
+    let frame_holds = OnceLock::new();
     let mut filtered;
     let sink: &mut dyn Sink = if config.filter.is_empty() {
         sink
     } else {
-        filtered = report::filter::Filtered::new(&config.filter, &first_packet, sink);
+        filtered = report::filter::Filtered::new(&config.filter, &first_packet, &frame_holds, sink);
         &mut filtered
     };
     let needs = sink.needs();
@@ -293,7 +304,10 @@ fn process(
     if let Some(source) = outcome.sink_error {
         return Err(Error::Output { source });
     }
-    let (mut diags, captures, tcp_connections, dissector, pairing) = read?;
+    let (mut diags, captures, tcp_connections, dissector, pairing, held) = read?;
+    if let Some(sentence) = held {
+        let _ = frame_holds.set(sentence);
+    }
     let analysis = outcome.analyzer.finish(&mut diags);
     let mut report = report::build(report::Findings {
         captures,
@@ -301,6 +315,7 @@ fn process(
         tcp_connections,
         kafka_connections: dissector.kafka_connections,
         not_kafka_connections: dissector.not_kafka_connections,
+        encrypted_connections: dissector.encrypted_connections,
         pairing,
         diagnostics: diags,
     });
@@ -374,14 +389,30 @@ fn in_time_order(inputs: &[String], diags: &mut Diagnostics) -> Vec<String> {
     ordered
 }
 
-/// What reading the captures leaves for the report besides the exchanges.
+/// What reading the captures leaves for the report besides the exchanges: with
+/// `--frame`, what that frame held too.
 type ReadOutcome = (
     Diagnostics,
     Vec<capture::CaptureInfo>,
     u64,
     Dissector,
     pairing::Pairing,
+    Option<String>,
 );
+
+/// For `--frame`: notes which connection the frame's segment belongs to, and has the
+/// Kafka stage note how that connection is read.
+fn watch_connection(
+    watch: &mut FrameWatch,
+    tracker: &Tracker<KafkaConn>,
+    dissector: &mut Dissector,
+    segment: &decode::TcpSegmentView<'_>,
+) {
+    if let Some((index, state)) = tracker.connection_of(segment) {
+        watch.connection(index);
+        dissector.watch(index, state.map_or(Reading::Undecided, KafkaConn::reading));
+    }
+}
 
 /// Reads every capture, in order, through decoding, reassembly, framing and pairing;
 /// exchanges go to `batcher` as they complete.
@@ -402,6 +433,7 @@ fn read_all(
     let mut unsupported = BTreeSet::new();
     let mut defragmenter = defrag::Defragmenter::default();
     let mut captures = Vec::new();
+    let mut watch = config.filter.frame.map(FrameWatch::new);
     // Files are opened one after the other, as they are read.
     let mut inputs: Vec<(String, Option<Box<dyn Blocks>>)> = match readers.take() {
         Some(given) => given.into_iter().map(|(name, r)| (name, Some(r))).collect(),
@@ -435,10 +467,22 @@ fn read_all(
                     let _ = first_packet.set(packet.at.timestamp);
                 }
                 last = packet.at;
-                match decode::decode(packet) {
+                let decoded = decode::decode(packet);
+                let mut watched = watch.as_mut().filter(|w| w.frame() == packet.at.frame);
+                if let Some(w) = watched.as_deref_mut() {
+                    w.packet(packet, &decoded);
+                }
+                match decoded {
                     Decoded::Tcp(segment) => {
+                        // before, for a connection this segment ends; after, for one it starts
+                        if let Some(w) = watched.as_deref_mut() {
+                            watch_connection(w, &tracker, &mut dissector, &segment);
+                        }
                         tracker.segment(&segment, packet.at, &mut dissector, diags);
-                        drain(&mut dissector, &mut pairing, batcher);
+                        if let Some(w) = watched {
+                            watch_connection(w, &tracker, &mut dissector, &segment);
+                        }
+                        drain(&mut dissector, &mut pairing, batcher, watch.as_mut());
                     }
                     Decoded::Fragment(fragment) => {
                         let Some(datagram) = defragmenter.fragment(&fragment, packet.at, diags)
@@ -455,7 +499,7 @@ fn read_all(
                         ) {
                             Decoded::Tcp(segment) => {
                                 tracker.segment(&segment, packet.at, &mut dissector, diags);
-                                drain(&mut dissector, &mut pairing, batcher);
+                                drain(&mut dissector, &mut pairing, batcher, watch.as_mut());
                             }
                             Decoded::Malformed(reason) => diags.push(
                                 Kind::PacketMalformed,
@@ -543,6 +587,7 @@ fn read_all(
     defragmenter.finish(&mut diags);
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);
-    drain(&mut dissector, &mut pairing, batcher);
-    Ok((diags, captures, tcp_connections, dissector, pairing))
+    drain(&mut dissector, &mut pairing, batcher, watch.as_mut());
+    let held = watch.map(|w| w.sentence(next_frame.saturating_sub(1), dissector.watched()));
+    Ok((diags, captures, tcp_connections, dissector, pairing, held))
 }

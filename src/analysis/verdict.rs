@@ -147,11 +147,13 @@ pub struct Evidence<'a> {
     pub captures: &'a [CaptureInfo],
     /// TCP connections given up as not Kafka.
     pub not_kafka_connections: u64,
+    /// TCP connections that carried TLS: encrypted, not read.
+    pub encrypted_connections: u64,
 }
 
 /// Kinds whose diagnostics are accounted for by a [`Limit`], and so not listed again as
 /// warnings or errors of their own.
-const LIMIT_KINDS: [Kind; 14] = [
+const LIMIT_KINDS: [Kind; 15] = [
     Kind::CaptureCorrupt,
     Kind::CaptureTruncated,
     Kind::PacketTruncated,
@@ -166,6 +168,7 @@ const LIMIT_KINDS: [Kind; 14] = [
     Kind::KafkaUnsupportedVersion,
     Kind::KafkaMessageTruncated,
     Kind::KafkaFramingLost,
+    Kind::TlsEncrypted,
 ];
 
 /// Judges the capture.
@@ -477,6 +480,14 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         true,
         format!("{} not reassembled", counted(n, "IP fragment")),
         None,
+    );
+    let n = e.encrypted_connections;
+    add(
+        "encrypted",
+        n,
+        false,
+        format!("{} encrypted (TLS), which cannot be read", counted(n, "connection")),
+        Some("pidshark cannot decrypt TLS: capture where AllocateProducerIds travels in plaintext (often the controllers' listener), or check that it does not travel over these"),
     );
     let n = count(Kind::PacketMalformed);
     add(

@@ -14,7 +14,9 @@
 //!   when exactly one port is below the ephemeral range (32768) that side is taken as
 //!   the server, otherwise the first direction to show a request head is the client.
 //!
-//! A connection found not to be Kafka is dropped and costs nothing more.
+//! A connection found not to be Kafka is dropped and costs nothing more. One whose
+//! bytes are TLS (a ClientHello, a ServerHello, or application data records mid-stream)
+//! is given up as encrypted, whatever its port and even when `--port` names it.
 
 pub mod allocate_producer_ids;
 pub mod framing;
@@ -24,6 +26,7 @@ pub mod message;
 pub mod reader;
 mod sides;
 pub mod tables;
+pub mod tls;
 pub mod waiting;
 
 use framing::{FrameHandler, Framer, GapEffect, MAX_HEAD_LEN};
@@ -33,7 +36,7 @@ use sides::{RequestSide, ResponseSide, Side};
 use tables::ApiKey;
 
 use crate::capture::PacketRef;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, Fact, Kind};
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir, StreamHandler};
 use message::{Endpoints, Outbox, Tally};
@@ -84,6 +87,8 @@ enum Role {
     },
     /// Given up as not Kafka (and said so); nothing more is read.
     NotKafka,
+    /// Given up as TLS (and said so); nothing more is read.
+    Encrypted,
 }
 
 /// Kafka state of one TCP connection.
@@ -101,6 +106,30 @@ pub struct KafkaConn {
     trial: Option<Box<Trial>>,
     /// The last frame where bytes of the server's stream were lost or passed over.
     server_loss: Option<u64>,
+}
+
+/// How far the Kafka stage has got with a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Read as Kafka (counted in `kafka_connections`).
+    Kafka,
+    /// Given up as not Kafka, with a `not_kafka` diagnostic.
+    NotKafka,
+    /// Given up as TLS, with a `tls_encrypted` diagnostic.
+    Encrypted,
+    /// Still being looked at, or on trial.
+    Undecided,
+}
+
+impl KafkaConn {
+    pub fn reading(&self) -> Reading {
+        match self.role {
+            Role::Kafka { .. } if self.trial.is_none() => Reading::Kafka,
+            Role::NotKafka => Reading::NotKafka,
+            Role::Encrypted => Reading::Encrypted,
+            _ => Reading::Undecided,
+        }
+    }
 }
 
 /// A connection whose bytes look like Kafka but are not proven to be: the first message of
@@ -171,8 +200,12 @@ pub struct Dissector {
     /// What the connections found, for pairing to take after each packet.
     pub out: Outbox,
     pub kafka_connections: u64,
-    /// Connections whose bytes were looked at and not read as Kafka.
+    /// Connections whose bytes were looked at and not read as Kafka (TLS ones aside).
     pub not_kafka_connections: u64,
+    /// Connections whose bytes are TLS, given up as encrypted.
+    pub encrypted_connections: u64,
+    /// One connection whose reading is noted as it is decided (for `--frame`), and it.
+    watched: Option<(u64, Reading)>,
 }
 
 fn framer_for(client: bool, resync: bool) -> Framer {
@@ -202,6 +235,28 @@ impl Dissector {
         Self {
             config,
             ..Self::default()
+        }
+    }
+
+    /// Notes how connection `index`, now at `now`, ends up being read. A connection no
+    /// longer followed shows as undecided: what was decided for it stands.
+    pub fn watch(&mut self, index: u64, now: Reading) {
+        let known = self.watched.is_some_and(|(watched, _)| watched == index);
+        if !(known && now == Reading::Undecided) {
+            self.watched = Some((index, now));
+        }
+    }
+
+    /// How the watched connection was read, as far as is known.
+    pub fn watched(&self) -> Option<(u64, Reading)> {
+        self.watched
+    }
+
+    fn decided(&mut self, index: u64, reading: Reading) {
+        if let Some((watched, now)) = &mut self.watched {
+            if *watched == index {
+                *now = reading;
+            }
         }
     }
 
@@ -241,6 +296,7 @@ impl Dissector {
             conn.role = Role::Kafka { client };
             conn.framers = Some(framers(client, info.midstream));
             self.kafka_connections += 1;
+            self.decided(info.index, Reading::Kafka);
         } else if !info.midstream {
             if dir != Dir::FromInitiator {
                 return false; // the server spoke first: not Kafka (reported by the caller)
@@ -326,8 +382,9 @@ struct Probe {
 /// Why a connection's bytes were not read as Kafka.
 #[derive(Debug, Clone, Copy)]
 enum NotKafka {
-    /// With the handshake captured, the server sent the first bytes.
-    ServerSpokeFirst,
+    /// With the handshake captured, the server sent the first bytes; `response_head`:
+    /// they start like a Kafka response (a size Kafka accepts).
+    ServerSpokeFirst { response_head: bool },
     /// The client's first message is no Kafka request.
     FirstMessage,
     /// Picked up mid-stream, and no request head was found in a window of bytes.
@@ -346,7 +403,7 @@ impl NotKafka {
     /// A short name of the reason, for the diagnostic's facts.
     fn name(self) -> &'static str {
         match self {
-            Self::ServerSpokeFirst => "server_spoke_first",
+            Self::ServerSpokeFirst { .. } => "server_spoke_first",
             Self::FirstMessage => "first_message",
             Self::NoRequestHead => "no_request_head",
             Self::Undecided => "undecided",
@@ -358,13 +415,33 @@ impl NotKafka {
 
     fn reason(self) -> String {
         match self {
-            Self::ServerSpokeFirst => "with its handshake captured, the server sent the first bytes, which a Kafka server never does (or the capture holds only the server's direction)".into(),
+            Self::ServerSpokeFirst { .. } => "with its handshake captured, the server sent the first bytes, which a Kafka server never does (or the capture holds only the server's direction)".into(),
             Self::FirstMessage => "the client's first message is not a Kafka request header (a known API key and version, a sane size and client id length)".into(),
             Self::NoRequestHead => "it was picked up mid-stream and no Kafka request head was found in more bytes of either direction than the largest frame (--max-frame)".into(),
             Self::Undecided => "it ended before its bytes showed a Kafka request head".into(),
             Self::TrialHead => format!("its first frames read as Kafka, but a later request head is not a Kafka one whose correlation id counts up (before {PROVING_REQUESTS} requests or {PROVING_ANSWERS} answers proved it), as in a ZooKeeper session"),
             Self::TrialAnswerSize => format!("its first frames read as Kafka, but the server then sent a size prefix Kafka cannot have (before {PROVING_ANSWERS} answers proved it)"),
             Self::TrialAnswer => format!("its first frames read as Kafka, but the server then answered a correlation id no request carried (before {PROVING_ANSWERS} answers proved it)"),
+        }
+    }
+
+    /// What would have to be true for `--port` to read the connection as Kafka, when its
+    /// bytes did look like Kafka frames; `None` when they did not, and `--port` would
+    /// only misread them.
+    fn port_would_help_if(self) -> Option<&'static str> {
+        match self {
+            Self::ServerSpokeFirst {
+                response_head: true,
+            } => Some("if the capture holds only the server's side of a Kafka connection (its first bytes start like a Kafka response)"),
+            Self::TrialHead => Some("if it is Kafka from a client that does not number its requests in order"),
+            Self::TrialAnswerSize => Some("if it is Kafka and that size prefix is damage in the capture"),
+            Self::TrialAnswer => Some("if it is Kafka and that answer is to a request the capture lost"),
+            Self::ServerSpokeFirst {
+                response_head: false,
+            }
+            | Self::FirstMessage
+            | Self::NoRequestHead
+            | Self::Undecided => None,
         }
     }
 }
@@ -380,6 +457,17 @@ impl StreamHandler for Dissector {
         delivery: Delivery<'_>,
         diags: &mut Diagnostics,
     ) -> bool {
+        if let (Role::Unknown | Role::Probing { .. }, Delivery::Data(bytes, at)) =
+            (conn.role, &delivery)
+        {
+            if let Some(seen) = tls::recognise(bytes) {
+                conn.role = Role::Encrypted;
+                conn.trial = None; // what it seemed to hold was not Kafka
+                conn.framers = None;
+                self.encrypted(info, dir, *at, &seen, diags);
+                return false;
+            }
+        }
         if conn.role == Role::Unknown {
             if let (Delivery::Gap { .. }, Dir::FromInitiator, false) =
                 (&delivery, dir, info.midstream)
@@ -397,10 +485,16 @@ impl StreamHandler for Dissector {
             match delivery {
                 // Nothing to go on yet; a connection counts as Kafka from its first byte.
                 Delivery::Gap { .. } | Delivery::Fin(_) | Delivery::Conflict { .. } => return true,
-                Delivery::Data(_, at) => {
+                Delivery::Data(bytes, at) => {
                     if !self.start(conn, info, dir) {
                         conn.role = Role::NotKafka;
-                        self.not_kafka(info, at, NotKafka::ServerSpokeFirst, diags);
+                        let response_head = self.response_head(bytes);
+                        self.not_kafka(
+                            info,
+                            at,
+                            NotKafka::ServerSpokeFirst { response_head },
+                            diags,
+                        );
                         return false;
                     }
                 }
@@ -414,7 +508,7 @@ impl StreamHandler for Dissector {
             // Mid-stream, client unknown: this direction is tried as the client.
             Role::Probing { client: None } => (dir, true),
             Role::Unknown => return true,
-            Role::NotKafka => return false,
+            Role::NotKafka | Role::Encrypted => return false,
         };
         let ends = Self::endpoints(info, client);
         let Some(framers) = conn.framers.as_deref_mut() else {
@@ -560,7 +654,7 @@ impl StreamHandler for Dissector {
             return false;
         }
         if trial.proven() {
-            self.admit(*trial, diags);
+            self.admit(info, *trial, diags);
         } else {
             conn.trial = Some(trial);
         }
@@ -586,7 +680,7 @@ impl StreamHandler for Dissector {
         let client = match conn.role {
             Role::Kafka { client } => Some(client),
             Role::Probing { client } => client,
-            Role::Unknown | Role::NotKafka => return 0,
+            Role::Unknown | Role::NotKafka | Role::Encrypted => return 0,
         };
         let before = self.held_bytes(conn);
         let mut what = Vec::new();
@@ -643,7 +737,7 @@ impl StreamHandler for Dissector {
         }
         if let (Role::Kafka { .. }, Some(trial)) = (conn.role, conn.trial.take()) {
             // It ended with nothing that refutes it: too short to prove, and read as Kafka.
-            self.admit(*trial, diags);
+            self.admit(info, *trial, diags);
         }
         let (Role::Kafka { client }, Some(framers)) = (conn.role, &conn.framers) else {
             return;
@@ -687,14 +781,72 @@ impl Dissector {
     }
 
     /// A connection on trial is Kafka: what it found joins the report.
-    fn admit(&mut self, trial: Trial, diags: &mut Diagnostics) {
+    fn admit(&mut self, info: &ConnInfo, trial: Trial, diags: &mut Diagnostics) {
         self.out.absorb(trial.out);
         diags.absorb(trial.diags);
         self.kafka_connections += 1;
+        self.decided(info.index, Reading::Kafka);
     }
 
-    /// Gives up on a connection that is not Kafka, out loud: a diagnostic with the reason
-    /// and the way to have it read anyway.
+    /// Whether a server's first bytes start like a Kafka response: a size Kafka accepts.
+    fn response_head(&self, bytes: &[u8]) -> bool {
+        let size = bytes
+            .get(..framing::SIZE_LEN)
+            .and_then(|b| <[u8; framing::SIZE_LEN]>::try_from(b).ok())
+            .map(i32::from_be_bytes);
+        size.and_then(|s| u32::try_from(s).ok())
+            .is_some_and(|s| (RESPONSE_PREFIX_LEN as u32..=self.config.max_frame_len).contains(&s))
+    }
+
+    /// Gives up on a connection whose bytes are TLS, out loud: what was seen, on which
+    /// port, and the server name the client asked for when its ClientHello says.
+    fn encrypted(
+        &mut self,
+        info: &ConnInfo,
+        dir: Dir,
+        at: PacketRef,
+        seen: &tls::Seen,
+        diags: &mut Diagnostics,
+    ) {
+        self.encrypted_connections += 1;
+        self.decided(info.index, Reading::Encrypted);
+        let client = match seen {
+            tls::Seen::ClientHello { .. } => dir,
+            tls::Seen::ServerHello => dir.reverse(),
+            tls::Seen::ApplicationData => self
+                .forced_client(info)
+                .or_else(|| Self::guessed_client(info))
+                .unwrap_or(Dir::FromInitiator),
+        };
+        let (client, server) = (info.source(client), info.destination(client));
+        let port = server.port();
+        let mut facts = vec![
+            ("port", Fact::from(u64::from(port))),
+            ("client", client.to_string().into()),
+            ("server", server.to_string().into()),
+            ("seen", seen.name().into()),
+        ];
+        let mut what = seen.describe().to_owned();
+        if let tls::Seen::ClientHello {
+            server_name: Some(name),
+        } = seen
+        {
+            what.push_str(&format!(", server name {name}"));
+            facts.push(("server_name", name.clone().into()));
+        }
+        diags.push(
+            Kind::TlsEncrypted,
+            Some(info.index),
+            at,
+            format!(
+                "connection {client} -> {server} is TLS on port {port} ({what}): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted"
+            ),
+            facts,
+        );
+    }
+
+    /// Gives up on a connection that is not Kafka, out loud: a diagnostic with the reason,
+    /// and the `--port` that would read it anyway when its bytes did look like Kafka.
     fn not_kafka(
         &mut self,
         info: &ConnInfo,
@@ -703,15 +855,20 @@ impl Dissector {
         diags: &mut Diagnostics,
     ) {
         self.not_kafka_connections += 1;
+        self.decided(info.index, Reading::NotKafka);
         let (a, b) = (info.initiator, info.responder);
         let server_port =
             Self::guessed_client(info).map_or(b.port(), |client| info.destination(client).port());
+        let advice = why
+            .port_would_help_if()
+            .map(|condition| format!("; {condition}, run again with --port {server_port}"))
+            .unwrap_or_default();
         diags.push(
             Kind::NotKafka,
             Some(info.index),
             at,
             format!(
-                "connection {a} <-> {b} is not read as Kafka: {}; if it is Kafka, run again with --port {server_port}",
+                "connection {a} <-> {b} is not read as Kafka: {}{advice}",
                 why.reason()
             ),
             vec![

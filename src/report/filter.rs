@@ -104,7 +104,12 @@ impl Filter {
 
     /// The filters as the report names them, the time bounds as times; `shown`:
     /// exchanges they let through.
-    fn describe(&self, first: Option<Timestamp>, shown: u64) -> model::Filters {
+    fn describe(
+        &self,
+        first: Option<Timestamp>,
+        frame_holds: Option<String>,
+        shown: u64,
+    ) -> model::Filters {
         let time = |b: Option<TimeBound>| {
             b.and_then(|b| b.resolve(first)).map(|nanos| {
                 format_timestamp(Timestamp {
@@ -121,6 +126,7 @@ impl Filter {
             until: time(self.until),
             errors_only: self.errors_only,
             frame: self.frame,
+            frame_holds,
             exchanges_shown: shown,
         }
     }
@@ -163,6 +169,8 @@ fn is_error(ex: &Exchange) -> bool {
 pub struct Filtered<'a> {
     filter: &'a Filter,
     first_packet: &'a OnceLock<Timestamp>,
+    /// What the `--frame` frame held, once the captures are read.
+    frame_holds: &'a OnceLock<String>,
     inner: &'a mut dyn Sink,
     /// Exchanges passed, when the report lists its blocks itself (to keep theirs only).
     passed: Option<HashSet<(u64, i32, u64)>>,
@@ -173,12 +181,14 @@ impl<'a> Filtered<'a> {
     pub fn new(
         filter: &'a Filter,
         first_packet: &'a OnceLock<Timestamp>,
+        frame_holds: &'a OnceLock<String>,
         inner: &'a mut dyn Sink,
     ) -> Self {
         let passed = inner.needs().blocks_in_report.then(HashSet::new);
         Self {
             filter,
             first_packet,
+            frame_holds,
             inner,
             passed,
             shown: 0,
@@ -207,8 +217,11 @@ impl Sink for Filtered<'_> {
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
-        let first = self.first_packet.get().copied();
-        report.filters = Some(self.filter.describe(first, self.shown));
+        report.filters = Some(self.filter.describe(
+            self.first_packet.get().copied(),
+            self.frame_holds.get().cloned(),
+            self.shown,
+        ));
         if let Some(passed) = &self.passed {
             report
                 .producer_id_blocks

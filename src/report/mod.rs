@@ -42,6 +42,7 @@ pub struct Findings {
     pub tcp_connections: u64,
     pub kafka_connections: u64,
     pub not_kafka_connections: u64,
+    pub encrypted_connections: u64,
     pub pairing: pairing::Pairing,
     pub diagnostics: Diagnostics,
 }
@@ -274,6 +275,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         tcp_connections: findings.tcp_connections,
         kafka_connections: findings.kafka_connections,
         not_kafka_connections: findings.not_kafka_connections,
+        encrypted_connections: findings.encrypted_connections,
         kafka_requests,
         kafka_responses,
         api_keys,
@@ -318,6 +320,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         diagnostics: &findings.diagnostics,
         captures: &findings.captures,
         not_kafka_connections: findings.not_kafka_connections,
+        encrypted_connections: findings.encrypted_connections,
     }));
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,

@@ -46,6 +46,9 @@ pub struct Filters {
     pub until: Option<String>,
     pub errors_only: bool,
     pub frame: Option<u64>,
+    /// With `frame`: what that frame held, as one sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_holds: Option<String>,
     /// AllocateProducerIds exchanges the filters let through, of `summary.exchanges.total`.
     pub exchanges_shown: u64,
 }
@@ -117,6 +120,9 @@ pub struct Summary {
     /// TCP connections that carried bytes not read as Kafka (each has a `not_kafka`
     /// diagnostic saying why).
     pub not_kafka_connections: u64,
+    /// TCP connections whose bytes are TLS, given up as encrypted (each has a
+    /// `tls_encrypted` diagnostic); not counted in `not_kafka_connections`.
+    pub encrypted_connections: u64,
     pub kafka_requests: u64,
     pub kafka_responses: u64,
     pub api_keys: BTreeMap<String, ApiKeyCount>,

@@ -324,11 +324,20 @@ impl Sink for TreeSink {
         Ok(())
     }
 
-    fn finish(&mut self, _report: &mut Report) -> io::Result<()> {
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         let messages = std::mem::replace(&mut self.messages, Ordered::new(1));
         let mut w = io::BufWriter::with_capacity(64 << 10, &mut self.out);
         if messages.is_empty() {
-            w.write_all(b"no AllocateProducerIds messages in the capture\n")?;
+            // With `--frame`, what that frame is instead.
+            let frame_holds = report
+                .filters
+                .as_ref()
+                .and_then(|f| f.frame_holds.as_deref())
+                .filter(|_| self.only_frame.is_some());
+            match frame_holds {
+                Some(sentence) => writeln!(w, "{sentence}")?,
+                None => w.write_all(b"no AllocateProducerIds messages in the capture\n")?,
+            }
         }
         messages.write_each(|_, text| w.write_all(text))?;
         w.flush()

@@ -679,6 +679,16 @@ impl<C: Default> Tracker<C> {
         self.next_index
     }
 
+    /// The number of the open connection on `seg`'s address pair, and its handler's
+    /// state while it is followed.
+    pub fn connection_of(&self, seg: &TcpSegmentView<'_>) -> Option<(u64, Option<&C>)> {
+        let conn = self.conns.get(&PairKey::new(seg.src, seg.dst))?;
+        Some((
+            conn.info.index,
+            conn.live.as_deref().map(|live| &live.state),
+        ))
+    }
+
     /// A fresh connection numbered `index`, starting with `seg`.
     fn open(
         &self,

@@ -136,6 +136,7 @@ struct Summary {
     tcp_connections: u64,
     kafka_connections: u64,
     not_kafka_connections: u64,
+    encrypted_connections: u64,
     kafka_requests: u64,
     kafka_responses: u64,
     api_keys: BTreeMap<String, ApiKeyCount>,

@@ -27,6 +27,9 @@ struct Noise {
     connections: u64,
     /// Whether every connection was open before tcpdump started (no handshake captured).
     midstream: bool,
+    /// Connections that are TLS, by Wireshark (`tshark -d tcp.port==P,tls -Y tls`): each
+    /// is given up as `tls_encrypted`, the others as `not_kafka`.
+    tls: u64,
 }
 
 const FIXTURES: [Noise; 8] = [
@@ -36,12 +39,14 @@ const FIXTURES: [Noise; 8] = [
         port: 2181,
         connections: 14,
         midstream: false,
+        tls: 0,
     },
     Noise {
         file: "zookeeper-3.9.3-port9092.pcap",
         port: 9092,
         connections: 14,
         midstream: false,
+        tls: 0,
     },
     // three busy zkCli sessions
     Noise {
@@ -49,6 +54,7 @@ const FIXTURES: [Noise; 8] = [
         port: 2181,
         connections: 3,
         midstream: true,
+        tls: 0,
     },
     // 11 psql connections (one of them a CancelRequest), 2 × 3 of pgbench's
     Noise {
@@ -56,6 +62,9 @@ const FIXTURES: [Noise; 8] = [
         port: 5432,
         connections: 17,
         midstream: false,
+        // psql's sslmode=prefer (the default) and =require, and pgbench's: after the
+        // SSLRequest, TLS
+        tls: 8,
     },
     // two pgbench clients
     Noise {
@@ -63,6 +72,8 @@ const FIXTURES: [Noise; 8] = [
         port: 5432,
         connections: 2,
         midstream: true,
+        // pgbench over TLS: application data records
+        tls: 2,
     },
     // eight openssl s_client connections
     Noise {
@@ -70,6 +81,7 @@ const FIXTURES: [Noise; 8] = [
         port: 9093,
         connections: 8,
         midstream: false,
+        tls: 8,
     },
     // six nghttp / curl connections and two of h2load's
     Noise {
@@ -77,12 +89,14 @@ const FIXTURES: [Noise; 8] = [
         port: 9092,
         connections: 8,
         midstream: false,
+        tls: 0,
     },
     Noise {
         file: "random-length-prefixed-9092.pcap",
         port: 9092,
         connections: 4,
         midstream: false,
+        tls: 0,
     },
 ];
 
@@ -109,10 +123,12 @@ fn kafka_found(report: &Value) -> Vec<String> {
     if exchanges != 0 {
         out.push(format!("{exchanges} exchanges"));
     }
-    if s["not_kafka_connections"] != s["tcp_connections"] {
+    let given_up =
+        s["not_kafka_connections"].as_u64().unwrap() + s["encrypted_connections"].as_u64().unwrap();
+    if Some(given_up) != s["tcp_connections"].as_u64() {
         out.push(format!(
-            "not_kafka_connections {} of tcp_connections {}: not every connection given up out loud",
-            s["not_kafka_connections"], s["tcp_connections"]
+            "not_kafka_connections {} and encrypted_connections {} of tcp_connections {}: not every connection given up out loud",
+            s["not_kafka_connections"], s["encrypted_connections"], s["tcp_connections"]
         ));
     }
     if !out.is_empty() {
@@ -163,17 +179,28 @@ fn real_programs_noise_fixtures_hold_what_they_claim() {
             s["packets"]
         );
         // every connection is to the server's port
-        let not_kafka: Vec<&str> = report["diagnostics"]
+        let given_up: Vec<&str> = report["diagnostics"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|d| d["kind"] == "not_kafka")
+            .filter(|d| d["kind"] == "not_kafka" || d["kind"] == "tls_encrypted")
             .map(|d| d["message"].as_str().unwrap())
             .collect();
-        let port = format!("127.0.0.1:{} ", n.port);
-        for m in &not_kafka {
-            assert!(m.contains(&port), "{what}: not on port {}: {m}", n.port);
+        let port = format!("127.0.0.1:{}", n.port);
+        for m in &given_up {
+            assert!(
+                m.contains(&format!("{port} ")),
+                "{what}: not on port {}: {m}",
+                n.port
+            );
         }
+        // the TLS ones are named, and only those
+        assert_eq!(s["encrypted_connections"], n.tls, "{what}");
+        assert_eq!(
+            s["diagnostics"]["tls_encrypted"].as_u64().unwrap_or(0),
+            n.tls,
+            "{what}"
+        );
         // handshakes captured, or every connection picked up mid-stream
         let midstream = s["diagnostics"]["midstream_start"].as_u64().unwrap_or(0);
         let want = if n.midstream { tcp } else { 0 };

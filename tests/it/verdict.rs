@@ -93,6 +93,12 @@ const CASES: &[Case] = &[
         code: "correct_as_far_as_captured",
     },
     Case {
+        name: "tls",
+        source: Source::Fixture("fixtures/analysis/healthy.pcap"),
+        args: &["fixtures/noise-real/tls-openssl-9093.pcap"],
+        code: "correct_as_far_as_captured",
+    },
+    Case {
         name: "warnings",
         source: Source::Fixture("fixtures/analysis/slow.pcap"),
         args: &[],
@@ -403,6 +409,12 @@ fn a_filter_that_matches_nothing_says_so() {
     }
     let report: Value = serde_json::from_str(&output(&capture, &["--broker", "1"])).unwrap();
     assert_eq!(report["filters"]["exchanges_shown"], 3);
+    // --frame on a frame that is not AllocateProducerIds: what it is, in the same line
+    let text = output(&capture, &["--frame", "1", "--format", "text"]);
+    assert!(
+        text.contains("none of the 9 is listed below; frame 1 is TCP "),
+        "{text}"
+    );
 }
 
 /// A capture of the client's direction only: each Kafka connection says so, and the

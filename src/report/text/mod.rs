@@ -237,9 +237,14 @@ fn verdict(w: &mut dyn Write, report: &Report, shown: u64) -> io::Result<()> {
     let total = report.summary.exchanges.total;
     let described = super::filter::describe(filters);
     if shown == 0 && total > 0 {
+        let holds = filters
+            .frame_holds
+            .as_ref()
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
         writeln!(
             w,
-            "{YELLOW}No exchange matches the filters ({described}): none of the {total} is listed below{YELLOW:#}"
+            "{YELLOW}No exchange matches the filters ({described}): none of the {total} is listed below{holds}{YELLOW:#}"
         )?;
     } else {
         writeln!(
