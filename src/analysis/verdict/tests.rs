@@ -20,7 +20,12 @@ fn judged(exchanges: &[crate::pairing::Exchange], extra: &[(Kind, u64)]) -> Verd
         diagnostics: &diags,
         captures: &[],
         not_kafka_connections: 0,
-        encrypted_connections: 0,
+        // one per tls_encrypted diagnostic, as the Kafka stage counts them
+        encrypted_connections: extra
+            .iter()
+            .filter(|(k, _)| *k == Kind::TlsEncrypted)
+            .map(|(_, n)| n)
+            .sum(),
     })
 }
 
