@@ -10,7 +10,6 @@
 //! is kept.
 
 use std::io::{self, Read};
-use std::ops::ControlFlow;
 
 use pcap_parser::nom;
 use pcap_parser::pcap::{
@@ -55,8 +54,20 @@ impl Timestamp {
 /// Where a packet sits: its frame number and time. Copied freely down the pipeline.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PacketRef {
+    /// Wireshark's `frame.number`: of the merged capture when several files are read.
     pub frame: u64,
     pub timestamp: Timestamp,
+    /// With several capture files: which one the packet came from, and its number there.
+    pub origin: Option<Origin>,
+}
+
+/// A packet's place in the capture file it came from, when several are merged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Index of the file in `captures[]` (the order given).
+    pub capture: u32,
+    /// 1-based packet number inside that file.
+    pub frame: u64,
 }
 
 /// One packet record, borrowed from the read buffer.
@@ -84,6 +95,26 @@ pub struct CaptureInfo {
     pub packets_cut: u64,
     /// The longest captured length among those: the snap length in effect.
     pub cut_len: u32,
+    /// Packets that were copies of another file's, read once (see `copies`).
+    pub duplicate_packets: u64,
+}
+
+impl CaptureInfo {
+    /// A file of which nothing is read yet.
+    pub fn unread(path: String) -> Self {
+        Self {
+            path,
+            format: "pcap",
+            link_types: Vec::new(),
+            packets: 0,
+            bytes: 0,
+            first_timestamp: None,
+            last_timestamp: None,
+            packets_cut: 0,
+            cut_len: 0,
+            duplicate_packets: 0,
+        }
+    }
 }
 
 /// pcapng interface: link type and how to turn its raw timestamps into time.
@@ -149,39 +180,27 @@ pub fn read_capture_with(
     max_record: usize,
     mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
 ) -> Result<CaptureInfo, Error> {
-    read_records(
-        input,
-        path,
-        next_frame,
-        diags,
-        max_record,
-        |packet, diags| {
-            on_packet(packet, diags);
-            ControlFlow::Continue(())
-        },
-    )
+    let mut reader = CaptureReader::open(input, path, max_record)?;
+    while let Some(timestamp) = reader.peek(*next_frame, diags) {
+        let at = PacketRef {
+            frame: *next_frame,
+            timestamp,
+            origin: None,
+        };
+        *next_frame += 1;
+        if let Some(packet) = reader.take(at) {
+            on_packet(&packet, diags);
+        }
+    }
+    Ok(reader.into_info())
 }
 
 /// The timestamp of the first packet of a capture, reading no further than that packet;
 /// `None` when the capture has none before its end or a fault. Nothing is reported: the
 /// capture is read again in full later, which reports what there is to report.
 pub fn first_timestamp<R: Read + Send>(input: R, path: &str) -> Option<Timestamp> {
-    let mut first = None;
-    let mut frame = 1;
-    let mut diags = Diagnostics::default();
-    read_records(
-        ReadBlocks::new(input),
-        path,
-        &mut frame,
-        &mut diags,
-        MAX_RECORD_BUFFER,
-        |packet, _| {
-            first = Some(packet.at.timestamp);
-            ControlFlow::Break(())
-        },
-    )
-    .ok()?;
-    first
+    let mut reader = CaptureReader::open(ReadBlocks::new(input), path, MAX_RECORD_BUFFER).ok()?;
+    reader.peek(1, &mut Diagnostics::default())
 }
 
 /// The bytes not yet parsed: the rest of the current block, or, for a record that spans
@@ -334,13 +353,35 @@ impl Format {
     }
 }
 
-/// One capture being read: its format and interfaces, what it held so far, and where
-/// its packets go. One method per kind of record.
-struct Records<'a, F> {
-    path: &'a str,
-    next_frame: &'a mut u64,
-    diags: &'a mut Diagnostics,
-    on_packet: F,
+/// A packet record parsed and not yet stepped over: where its bytes lie in the feed.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    /// Bytes the whole record takes.
+    record_len: usize,
+    /// Its packet bytes, as offsets into the feed's unparsed bytes.
+    data_start: usize,
+    data_len: usize,
+    link_type: Linktype,
+    timestamp: Timestamp,
+    orig_len: u32,
+    /// Handed out by [`CaptureReader::take`]: stepped over at the next peek.
+    taken: bool,
+}
+
+/// One capture file read a packet at a time: [`peek`](Self::peek) says when the next
+/// packet was captured, [`take`](Self::take) hands it over, borrowed from the read
+/// buffer. Several files are merged in time order by peeking at each (see `merge`).
+pub struct CaptureReader<B> {
+    feed: Feed<B>,
+    records: Records,
+    max_record: usize,
+    pending: Option<Pending>,
+    /// The file is read to its end, or to what stopped the reading (then reported).
+    ended: bool,
+}
+
+/// What the records read so far say: the format and interfaces, and what the file held.
+struct Records {
     format: Format,
     info: CaptureInfo,
     interfaces: Vec<Interface>,
@@ -350,30 +391,266 @@ struct Records<'a, F> {
     offset: u64,
 }
 
-impl<F> Records<'_, F>
-where
-    F: FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
-{
-    fn corrupt(&mut self, message: String) {
-        let facts = vec![
-            ("path", self.path.into()),
-            ("record_offset", self.offset.into()),
-        ];
-        self.diags.push(
-            Kind::CaptureCorrupt,
-            None,
-            Some(*self.next_frame),
-            message,
-            facts,
-        );
+impl<B: Blocks> CaptureReader<B> {
+    /// Reads the file header: the format, or why this is not a capture.
+    pub fn open(blocks: B, path: &str, max_record: usize) -> Result<Self, Error> {
+        let mut feed = Feed::new(blocks);
+        let format = read_header(&mut feed, path)?;
+        Ok(Self {
+            feed,
+            records: Records {
+                format,
+                info: CaptureInfo::unread(path.to_owned()),
+                interfaces: Vec::new(),
+                interfaces_capped: false,
+                last_ts: Timestamp::default(),
+                offset: 0,
+            },
+            max_record,
+            pending: None,
+            ended: false,
+        })
     }
 
-    fn legacy_packet(&mut self, record: &LegacyPcapBlock<'_>) -> ControlFlow<()> {
+    /// When the next packet was captured; `None` once the file is read. What stops the
+    /// reading early (a cut, corruption) is reported then, at `frame`: the number the
+    /// next packet would have had.
+    pub fn peek(&mut self, frame: u64, diags: &mut Diagnostics) -> Option<Timestamp> {
+        if let Some(pending) = self.pending {
+            if !pending.taken {
+                return Some(pending.timestamp);
+            }
+            self.feed.consume(pending.record_len);
+            self.pending = None;
+        }
+        while !self.ended {
+            self.records.offset = self.feed.offset;
+            match self.next_record(frame, diags) {
+                Ok(true) => {
+                    if let Some(pending) = self.pending {
+                        return Some(pending.timestamp);
+                    }
+                }
+                Ok(false) => self.ended = true,
+                Err(stop) => {
+                    self.ended = true;
+                    self.stopped(stop, frame, diags);
+                }
+            }
+        }
+        None
+    }
+
+    /// The packet [`peek`](Self::peek) found, numbered `at`; `None` without one.
+    pub fn take(&mut self, at: PacketRef) -> Option<Packet<'_>> {
+        let pending = self.pending.as_mut().filter(|p| !p.taken)?;
+        pending.taken = true;
+        let end = pending.data_start.saturating_add(pending.data_len);
+        Some(Packet {
+            at,
+            link_type: pending.link_type,
+            orig_len: pending.orig_len,
+            data: self
+                .feed
+                .data()
+                .get(pending.data_start..end)
+                .unwrap_or_default(),
+        })
+    }
+
+    /// What the file held, read so far.
+    pub fn info(&self) -> &CaptureInfo {
+        &self.records.info
+    }
+
+    /// What the file held.
+    pub fn into_info(self) -> CaptureInfo {
+        self.records.info
+    }
+
+    /// Reads the next record: `Ok(false)` at the clean end of the file. A packet record
+    /// becomes `pending`; other records are stepped over.
+    fn next_record(&mut self, frame: u64, diags: &mut Diagnostics) -> Result<bool, Stop> {
+        loop {
+            let need = match self.records.format.record_len(self.feed.data()) {
+                Ok(len) if len > self.max_record => return Err(Stop::TooLarge),
+                Ok(len) if self.feed.data().len() >= len => break,
+                Ok(len) | Err(len) => len,
+            };
+            if !self.feed.fill(need).map_err(Stop::ReadFailed)? {
+                return if self.feed.data().is_empty() {
+                    Ok(false)
+                } else {
+                    Err(Stop::Truncated)
+                };
+            }
+        }
+        let data = self.feed.data();
+        let base = data.as_ptr() as usize;
+        let (len, packet) = match self.records.format {
+            Format::Pcap {
+                big_endian,
+                modified,
+                ..
+            } => {
+                let parse = match (modified, big_endian) {
+                    (true, _) => parse_pcap_frame_modified,
+                    (false, true) => parse_pcap_frame_be,
+                    (false, false) => parse_pcap_frame,
+                };
+                let (rest, record) = parse(data).map_err(parse_stop)?;
+                let found = self.records.legacy_packet(&record, base);
+                (data.len() - rest.len(), found)
+            }
+            Format::Pcapng { big_endian } => {
+                let parse = if big_endian {
+                    parse_block_be
+                } else {
+                    parse_block_le
+                };
+                let (rest, block) = parse(data).map_err(parse_stop)?;
+                let found = self.records.block(&block, base, frame, diags);
+                (data.len() - rest.len(), found)
+            }
+        };
+        match packet {
+            Some(found) => self.accept(found, len, frame, diags),
+            None => self.feed.consume(len),
+        }
+        Ok(true)
+    }
+
+    /// Counts a packet record and holds it as `pending`, or skips it as corrupt.
+    fn accept(
+        &mut self,
+        mut found: Pending,
+        record_len: usize,
+        frame: u64,
+        diags: &mut Diagnostics,
+    ) {
+        found.record_len = record_len;
+        // A record longer than the file's snaplen (and than any packet Wireshark accepts)
+        // is corruption, not a packet.
+        let snaplen = match self.records.format {
+            Format::Pcap { snaplen, .. } => snaplen,
+            Format::Pcapng { .. } => 0,
+        };
+        if found.data_len > (snaplen as usize).max(MAX_SNAPLEN) {
+            let (path, offset) = (self.records.path(), self.records.offset);
+            self.records.corrupt(format!(
+                "{path}: the record at byte {offset} holds {} bytes, more than the capture's snaplen of {snaplen} and the {MAX_SNAPLEN} any packet may have; it was skipped",
+                found.data_len
+            ), frame, diags);
+            self.feed.consume(record_len);
+            return;
+        }
+        let records = &mut self.records;
+        let info = &mut records.info;
+        info.packets += 1;
+        info.bytes += found.data_len as u64;
+        if (found.data_len as u64) < u64::from(found.orig_len) {
+            info.packets_cut += 1;
+            info.cut_len = info.cut_len.max(found.data_len as u32);
+        }
+        info.first_timestamp.get_or_insert(found.timestamp);
+        info.last_timestamp = Some(found.timestamp);
+        records.last_ts = found.timestamp;
+        if !info.link_types.contains(&found.link_type) {
+            info.link_types.push(found.link_type);
+        }
+        self.pending = Some(found);
+    }
+
+    /// Reports why the reading stopped before the end of the file.
+    fn stopped(&self, stop: Stop, frame: u64, diags: &mut Diagnostics) {
+        let records = &self.records;
+        let (path, offset, packets) = (records.path(), records.offset, records.info.packets);
+        let truncated = |message: String| {
+            (
+                Kind::CaptureTruncated,
+                message,
+                vec![
+                    ("path", path.into()),
+                    ("record_offset", offset.into()),
+                    ("packets", packets.into()),
+                ],
+            )
+        };
+        let (kind, message, facts) = match stop {
+            Stop::Truncated => truncated(format!(
+                "{path} ends inside a record that starts at byte {offset}; the {packets} packets before it were read"
+            )),
+            // Only a decompressor says this: its input ended before its stream did.
+            Stop::ReadFailed(err) if err.kind() == io::ErrorKind::UnexpectedEof => truncated(
+                format!("{path} is cut short: {err}; the {packets} packets before the cut were read"),
+            ),
+            Stop::TooLarge => {
+                return records.corrupt(
+                    format!(
+                        "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",
+                        self.max_record >> 20
+                    ),
+                    frame,
+                    diags,
+                )
+            }
+            Stop::Corrupt(why) => {
+                return records.corrupt(
+                    format!("{path} is corrupt at byte {offset} ({why}); the {packets} packets before it were read"),
+                    frame,
+                    diags,
+                )
+            }
+            Stop::ReadFailed(err) => {
+                return records.corrupt(
+                    format!("{path}: reading failed after {packets} packets ({err}); what came before is reported"),
+                    frame,
+                    diags,
+                )
+            }
+        };
+        diags.push(kind, None, Some(frame), message, facts);
+    }
+}
+
+impl Records {
+    fn path(&self) -> &str {
+        &self.info.path
+    }
+
+    fn corrupt(&self, message: String, frame: u64, diags: &mut Diagnostics) {
+        let facts = vec![
+            ("path", self.path().into()),
+            ("record_offset", self.offset.into()),
+        ];
+        diags.push(Kind::CaptureCorrupt, None, Some(frame), message, facts);
+    }
+
+    /// Where a packet's bytes, borrowed from the feed at `base`, lie in it.
+    fn found(
+        data: &[u8],
+        base: usize,
+        link_type: Linktype,
+        timestamp: Timestamp,
+        orig_len: u32,
+    ) -> Pending {
+        Pending {
+            record_len: 0,
+            data_start: (data.as_ptr() as usize).saturating_sub(base),
+            data_len: data.len(),
+            link_type,
+            timestamp,
+            orig_len,
+            taken: false,
+        }
+    }
+
+    fn legacy_packet(&self, record: &LegacyPcapBlock<'_>, base: usize) -> Option<Pending> {
         let Format::Pcap {
             link_type, nano, ..
         } = self.format
         else {
-            return ControlFlow::Continue(());
+            return None;
         };
         let nanos = if nano {
             record.ts_usec
@@ -387,10 +664,22 @@ where
         };
         let data_len = (record.caplen as usize).min(record.data.len());
         let data = record.data.get(..data_len).unwrap_or_default();
-        self.packet(link_type, timestamp, record.origlen, data)
+        Some(Self::found(
+            data,
+            base,
+            link_type,
+            timestamp,
+            record.origlen,
+        ))
     }
 
-    fn block(&mut self, block: &Block<'_>) -> ControlFlow<()> {
+    fn block(
+        &mut self,
+        block: &Block<'_>,
+        base: usize,
+        frame: u64,
+        diags: &mut Diagnostics,
+    ) -> Option<Pending> {
         self.info.format = "pcapng";
         match block {
             Block::SectionHeader(shb) => {
@@ -399,16 +688,24 @@ where
                 };
                 self.interfaces.clear();
                 self.interfaces_capped = false;
+                None
             }
-            Block::InterfaceDescription(idb) => self.interface(idb),
-            Block::EnhancedPacket(epb) => return self.enhanced_packet(epb),
-            Block::SimplePacket(spb) => return self.simple_packet(spb),
-            _ => {}
+            Block::InterfaceDescription(idb) => {
+                self.interface(idb, frame, diags);
+                None
+            }
+            Block::EnhancedPacket(epb) => self.enhanced_packet(epb, base, frame, diags),
+            Block::SimplePacket(spb) => self.simple_packet(spb, base),
+            _ => None,
         }
-        ControlFlow::Continue(())
     }
 
-    fn interface(&mut self, idb: &InterfaceDescriptionBlock<'_>) {
+    fn interface(
+        &mut self,
+        idb: &InterfaceDescriptionBlock<'_>,
+        frame: u64,
+        diags: &mut Diagnostics,
+    ) {
         if self.interfaces.len() < MAX_INTERFACES {
             self.interfaces.push(Interface {
                 link_type: idb.linktype,
@@ -417,84 +714,52 @@ where
             });
         } else if !self.interfaces_capped {
             self.interfaces_capped = true;
-            let (path, offset) = (self.path, self.offset);
+            let (path, offset) = (self.path(), self.offset);
             self.corrupt(format!(
                 "{path}: the section at byte {offset} describes more than {MAX_INTERFACES} interfaces; the rest are not kept, and their packets are skipped"
-            ));
+            ), frame, diags);
         }
     }
 
-    fn enhanced_packet(&mut self, epb: &EnhancedPacketBlock<'_>) -> ControlFlow<()> {
+    fn enhanced_packet(
+        &self,
+        epb: &EnhancedPacketBlock<'_>,
+        base: usize,
+        frame: u64,
+        diags: &mut Diagnostics,
+    ) -> Option<Pending> {
         let Some(iface) = self.interfaces.get(epb.if_id as usize).copied() else {
-            let (path, offset, described) = (self.path, self.offset, self.interfaces.len());
+            let (path, offset, described) = (self.path(), self.offset, self.interfaces.len());
             self.corrupt(format!(
                 "{path}: packet block at byte {offset} names interface {} but only {described} are described; the packet was skipped",
                 epb.if_id
-            ));
-            return ControlFlow::Continue(());
+            ), frame, diags);
+            return None;
         };
         let data: &[u8] = epb.data;
         let data = data.get(..epb.caplen as usize).unwrap_or(data);
         let timestamp = iface.timestamp(epb.ts_high, epb.ts_low);
-        self.packet(iface.link_type, timestamp, epb.origlen, data)
+        Some(Self::found(
+            data,
+            base,
+            iface.link_type,
+            timestamp,
+            epb.origlen,
+        ))
     }
 
-    fn simple_packet(&mut self, spb: &SimplePacketBlock<'_>) -> ControlFlow<()> {
-        let Some(iface) = self.interfaces.first().copied() else {
-            return ControlFlow::Continue(());
-        };
+    fn simple_packet(&self, spb: &SimplePacketBlock<'_>, base: usize) -> Option<Pending> {
+        let iface = self.interfaces.first().copied()?;
         // A simple packet block has no timestamp; keep the previous one.
         let data: &[u8] = spb.data;
         let data = data.get(..spb.origlen as usize).unwrap_or(data);
-        self.packet(iface.link_type, self.last_ts, spb.origlen, data)
-    }
-
-    fn packet(
-        &mut self,
-        link_type: Linktype,
-        timestamp: Timestamp,
-        orig_len: u32,
-        data: &[u8],
-    ) -> ControlFlow<()> {
-        // A record longer than the file's snaplen (and than any packet Wireshark accepts)
-        // is corruption, not a packet.
-        let snaplen = match self.format {
-            Format::Pcap { snaplen, .. } => snaplen,
-            Format::Pcapng { .. } => 0,
-        };
-        if data.len() > (snaplen as usize).max(MAX_SNAPLEN) {
-            let (path, offset) = (self.path, self.offset);
-            self.corrupt(format!(
-                "{path}: the record at byte {offset} holds {} bytes, more than the capture's snaplen of {snaplen} and the {MAX_SNAPLEN} any packet may have; it was skipped",
-                data.len()
-            ));
-            return ControlFlow::Continue(());
-        }
-        let at = PacketRef {
-            frame: *self.next_frame,
-            timestamp,
-        };
-        *self.next_frame += 1;
-        let info = &mut self.info;
-        info.packets += 1;
-        info.bytes += data.len() as u64;
-        if (data.len() as u64) < u64::from(orig_len) {
-            info.packets_cut += 1;
-            info.cut_len = info.cut_len.max(data.len() as u32);
-        }
-        info.first_timestamp.get_or_insert(timestamp);
-        info.last_timestamp = Some(timestamp);
-        self.last_ts = timestamp;
-        if !info.link_types.contains(&link_type) {
-            info.link_types.push(link_type);
-        }
-        let packet = Packet {
-            at,
-            link_type,
-            orig_len,
+        Some(Self::found(
             data,
-        };
-        (self.on_packet)(&packet, self.diags)
+            base,
+            iface.link_type,
+            self.last_ts,
+            spb.origlen,
+        ))
     }
 }
 
@@ -559,150 +824,6 @@ fn read_header<B: Blocks>(feed: &mut Feed<B>, path: &str) -> Result<Format, Erro
             Err(fail(format!("the capture header is invalid ({e})")))
         }
     }
-}
-
-/// Reads records until the input ends or `on_packet` breaks.
-fn read_records<B: Blocks>(
-    input: B,
-    path: &str,
-    next_frame: &mut u64,
-    diags: &mut Diagnostics,
-    max_record: usize,
-    on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
-) -> Result<CaptureInfo, Error> {
-    let mut feed = Feed::new(input);
-    let format = read_header(&mut feed, path)?;
-    let mut records = Records {
-        path,
-        next_frame,
-        diags,
-        on_packet,
-        format,
-        info: CaptureInfo {
-            path: path.to_owned(),
-            format: "pcap",
-            link_types: Vec::new(),
-            packets: 0,
-            bytes: 0,
-            first_timestamp: None,
-            last_timestamp: None,
-            packets_cut: 0,
-            cut_len: 0,
-        },
-        interfaces: Vec::new(),
-        interfaces_capped: false,
-        last_ts: Timestamp::default(),
-        offset: 0,
-    };
-    let stop = loop {
-        records.offset = feed.offset;
-        match next_record(&mut feed, &mut records, max_record) {
-            Ok(ControlFlow::Continue(true)) => {}
-            Ok(ControlFlow::Continue(false) | ControlFlow::Break(())) => break None,
-            Err(stop) => break Some(stop),
-        }
-    };
-    let packets = records.info.packets;
-    let offset = records.offset;
-    match stop {
-        None => {}
-        Some(Stop::Truncated) => records.diags.push(
-            Kind::CaptureTruncated,
-            None,
-            // the frame number the broken record would have had
-            Some(*records.next_frame),
-            format!(
-                "{path} ends inside a record that starts at byte {offset}; the {packets} packets before it were read"
-            ),
-            vec![
-                ("path", path.into()),
-                ("record_offset", offset.into()),
-                ("packets", packets.into()),
-            ],
-        ),
-        Some(Stop::TooLarge) => records.corrupt(format!(
-            "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",
-            max_record >> 20
-        )),
-        Some(Stop::Corrupt(why)) => records.corrupt(format!(
-            "{path} is corrupt at byte {offset} ({why}); the {packets} packets before it were read"
-        )),
-        // Only a decompressor says this: its input ended before its stream did.
-        Some(Stop::ReadFailed(err)) if err.kind() == io::ErrorKind::UnexpectedEof => {
-            records.diags.push(
-                Kind::CaptureTruncated,
-                None,
-                Some(*records.next_frame),
-                format!(
-                    "{path} is cut short: {err}; the {packets} packets before the cut were read"
-                ),
-                vec![
-                    ("path", path.into()),
-                    ("record_offset", offset.into()),
-                    ("packets", packets.into()),
-                ],
-            )
-        }
-        Some(Stop::ReadFailed(err)) => records.corrupt(format!(
-            "{path}: reading failed after {packets} packets ({err}); what came before is reported"
-        )),
-    }
-    Ok(records.info)
-}
-
-/// Reads and hands over the next record: `Continue(false)` at the clean end of the file.
-fn next_record<B: Blocks, F>(
-    feed: &mut Feed<B>,
-    records: &mut Records<'_, F>,
-    max_record: usize,
-) -> Result<ControlFlow<(), bool>, Stop>
-where
-    F: FnMut(&Packet<'_>, &mut Diagnostics) -> ControlFlow<()>,
-{
-    loop {
-        let need = match records.format.record_len(feed.data()) {
-            Ok(len) if len > max_record => return Err(Stop::TooLarge),
-            Ok(len) if feed.data().len() >= len => break,
-            Ok(len) | Err(len) => len,
-        };
-        if !feed.fill(need).map_err(Stop::ReadFailed)? {
-            return if feed.data().is_empty() {
-                Ok(ControlFlow::Continue(false))
-            } else {
-                Err(Stop::Truncated)
-            };
-        }
-    }
-    let data = feed.data();
-    let (len, flow) = match records.format {
-        Format::Pcap {
-            big_endian,
-            modified,
-            ..
-        } => {
-            let parse = match (modified, big_endian) {
-                (true, _) => parse_pcap_frame_modified,
-                (false, true) => parse_pcap_frame_be,
-                (false, false) => parse_pcap_frame,
-            };
-            let (rest, record) = parse(data).map_err(parse_stop)?;
-            (data.len() - rest.len(), records.legacy_packet(&record))
-        }
-        Format::Pcapng { big_endian } => {
-            let parse = if big_endian {
-                parse_block_be
-            } else {
-                parse_block_le
-            };
-            let (rest, block) = parse(data).map_err(parse_stop)?;
-            (data.len() - rest.len(), records.block(&block))
-        }
-    };
-    feed.consume(len);
-    Ok(match flow {
-        ControlFlow::Continue(()) => ControlFlow::Continue(true),
-        ControlFlow::Break(()) => ControlFlow::Break(()),
-    })
 }
 
 /// A parse failure of a record whose bytes are all there.

@@ -74,6 +74,14 @@ pub struct Args {
     #[arg(long = "port", value_name = "P", value_parser = parse_port, help_heading = "Input")]
     pub ports: Vec<u16>,
 
+    /// How far apart, in milliseconds, two files' clocks may put the same packet.
+    ///
+    /// Several files are merged by time, as mergecap merges them; a packet found in two
+    /// of them (same connection, sequence numbers, flags and bytes) within MS of each
+    /// other is read once and counted in `duplicate_packets`.
+    #[arg(long, value_name = "MS", default_value = "5", value_parser = parse_clock_skew, help_heading = "Input")]
+    pub clock_skew: u64,
+
     /// Write the report to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
@@ -276,6 +284,20 @@ fn parse_port(text: &str) -> Result<u16, String> {
         .ok_or_else(|| format!("--port takes a TCP port number 1-65535 (e.g. 9092), not {text:?}"))
 }
 
+/// Milliseconds (a fraction allowed, up to a minute) as nanoseconds.
+fn parse_clock_skew(text: &str) -> Result<u64, String> {
+    let ms: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of milliseconds"))?;
+    if !(0.0..=60_000.0).contains(&ms) {
+        return Err(format!(
+            "`{text}`: the clock skew is 0 to 60000 milliseconds"
+        ));
+    }
+    Ok((ms * 1e6).round() as u64)
+}
+
 /// `4096`, `64K`, `4M`, `1G` (also `KiB`, `MiB`, `GiB`): a byte count.
 fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
@@ -334,6 +356,8 @@ pub struct Config {
     pub max_memory: usize,
     /// Largest capture record read.
     pub max_record: usize,
+    /// How far apart two files' timestamps of one packet may be, in nanoseconds.
+    pub clock_skew_ns: u64,
     pub slow: SlowRule,
     pub fail_on: Vec<Condition>,
     pub expect: Option<PathBuf>,
@@ -360,6 +384,7 @@ impl Config {
             max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
             max_memory: crate::tcp::DEFAULT_MAX_MEMORY,
             max_record: crate::capture::MAX_RECORD_BUFFER,
+            clock_skew_ns: crate::copies::DEFAULT_CLOCK_SKEW_NS,
             slow: SlowRule::Default,
             fail_on: Vec::new(),
             expect: None,
@@ -401,6 +426,7 @@ impl From<Args> for Config {
             max_connections: args.max_connections,
             max_memory: args.max_memory,
             max_record: args.max_record,
+            clock_skew_ns: args.clock_skew,
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
             fail_on: args.fail_on,
             expect: args.expect,

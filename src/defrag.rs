@@ -341,6 +341,7 @@ mod tests {
                 nanos: 0,
                 nano: false,
             },
+            origin: None,
         }
     }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::capture::{PacketRef, Timestamp};
+use crate::capture::{Origin, PacketRef, Timestamp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -75,10 +75,10 @@ pub enum Kind {
     TlsEncrypted,
     /// IP fragments of a TCP datagram that could not be reassembled, with the reason.
     IpFragmentsDropped,
-    /// Two capture files whose time ranges overlap.
+    /// Two capture files whose time ranges overlap: their packets were merged by time.
     CaptureFilesOverlap,
-    /// Capture files read in another order than given (by their first packet's time).
-    CaptureFilesReordered,
+    /// Too many packets within the clock skew to look for copies among all of them.
+    DuplicateWindowFull,
     /// A Kafka connection whose server direction was never captured, not even an ACK.
     OneSidedConnection,
     // Findings of the producer-ID analysis (src/analysis).
@@ -120,7 +120,7 @@ impl Kind {
         Self::TlsEncrypted,
         Self::IpFragmentsDropped,
         Self::CaptureFilesOverlap,
-        Self::CaptureFilesReordered,
+        Self::DuplicateWindowFull,
         Self::OneSidedConnection,
         Self::PidBlockOverlap,
         Self::PidBlockRegression,
@@ -164,7 +164,7 @@ impl Kind {
             Self::TlsEncrypted => "tls_encrypted",
             Self::IpFragmentsDropped => "ip_fragments_dropped",
             Self::CaptureFilesOverlap => "capture_files_overlap",
-            Self::CaptureFilesReordered => "capture_files_reordered",
+            Self::DuplicateWindowFull => "duplicate_window_full",
             Self::OneSidedConnection => "one_sided_connection",
             Self::PidBlockOverlap => "pid_block_overlap",
             Self::PidBlockRegression => "pid_block_regression",
@@ -194,7 +194,8 @@ impl Kind {
             | Self::UnsupportedLinkType
             | Self::DiagnosticsLimited
             | Self::NotKafka
-            | Self::CaptureFilesReordered
+            | Self::CaptureFilesOverlap
+            | Self::DuplicateWindowFull
             | Self::PidBlockGap
             | Self::PidRetry
             | Self::PidBrokerEpochChange => Severity::Info,
@@ -298,6 +299,8 @@ pub struct Diagnostic {
     pub frame: Option<u64>,
     /// Time of the packet, when the diagnostic is about one.
     pub timestamp: Option<Timestamp>,
+    /// Where that packet lies in its own file, when several are merged.
+    pub origin: Option<Origin>,
     pub message: String,
     /// What `message` says, as fields.
     pub facts: Facts,
@@ -350,6 +353,13 @@ impl At {
             _ => None,
         }
     }
+
+    pub fn origin(self) -> Option<Origin> {
+        match self {
+            Self::Packet(at) => at.origin,
+            _ => None,
+        }
+    }
 }
 
 impl Diagnostics {
@@ -388,6 +398,7 @@ impl Diagnostics {
             connection,
             frame: at.frame(),
             timestamp: at.timestamp(),
+            origin: at.origin(),
             message,
             facts,
         });
@@ -407,7 +418,11 @@ impl Diagnostics {
         for d in other.items {
             *listed.entry(d.kind).or_default() += 1;
             let at = match (d.frame, d.timestamp) {
-                (Some(frame), Some(timestamp)) => At::Packet(PacketRef { frame, timestamp }),
+                (Some(frame), Some(timestamp)) => At::Packet(PacketRef {
+                    frame,
+                    timestamp,
+                    origin: d.origin,
+                }),
                 (frame, _) => At::from(frame),
             };
             self.push(d.kind, d.connection, at, d.message, d.facts);
@@ -428,6 +443,7 @@ impl Diagnostics {
         for (kind, count) in &self.counts {
             if *count > MAX_LISTED_PER_KIND {
                 self.items.push(Diagnostic {
+                    origin: None,
                     severity: Kind::DiagnosticsLimited.severity(),
                     kind: Kind::DiagnosticsLimited,
                     connection: None,

@@ -265,6 +265,7 @@ mod tests {
                 nano: false,
             },
             size: 100,
+            origin: None,
         }
     }
 

@@ -35,6 +35,7 @@
 pub mod analysis;
 pub mod capture;
 pub mod cli;
+pub mod copies;
 pub mod decode;
 pub mod defrag;
 pub mod diag;
@@ -43,6 +44,7 @@ pub mod expect;
 pub mod frame_watch;
 pub mod gate;
 pub mod kafka;
+pub mod merge;
 pub mod pairing;
 pub mod readahead;
 pub mod report;
@@ -63,7 +65,7 @@ pub use error::Error;
 use analysis::Analyzer;
 use capture::PacketRef;
 use decode::Decoded;
-use diag::{Diagnostics, Fact, Kind};
+use diag::{Diagnostics, Kind};
 use frame_watch::FrameWatch;
 use kafka::{Dissector, KafkaConn, Reading};
 use readahead::{Blocks, ReadAhead, ReadBlocks};
@@ -324,15 +326,12 @@ fn process(
     Ok(report)
 }
 
-/// The inputs in the order they are read: regular files by the timestamp of their first
-/// packet (rotated captures given in shell-glob order, `cap10` before `cap2`, are read in
-/// time order), files without packets after them, ties in the order given. Standard input
-/// and other inputs that are not regular files (pipes) cannot be read twice, so they keep
-/// their place in the list and the files are ordered around them. A file that cannot be
-/// opened or read is left to the real read to report. When the order differs from the
-/// one given, a `capture_files_reordered` diagnostic lists it.
-fn in_time_order(inputs: &[String], diags: &mut Diagnostics) -> Vec<String> {
-    let peek = |path: &str| -> Option<Option<capture::Timestamp>> {
+/// Each input with the time of its first packet, for the merge to open it when its time
+/// comes: `None` for standard input and other inputs that are not regular files (pipes
+/// cannot be read twice), and for files with no packet or that cannot be read as a
+/// capture: those are opened at once, and their real read reports what there is to report.
+fn first_times(inputs: &[String]) -> Vec<(String, Option<capture::Timestamp>)> {
+    let peek = |path: &str| -> Option<capture::Timestamp> {
         if path == "-" {
             return None;
         }
@@ -341,52 +340,9 @@ fn in_time_order(inputs: &[String], diags: &mut Diagnostics) -> Vec<String> {
             return None;
         }
         let input = decompress(path, Box::new(file)).ok()?;
-        Some(capture::first_timestamp(input, path))
+        capture::first_timestamp(input, path)
     };
-    let peeked: Vec<Option<Option<capture::Timestamp>>> = inputs.iter().map(|p| peek(p)).collect();
-    // indices of the inputs that are ordered, and the same sorted by time
-    let slots: Vec<usize> = (0..inputs.len())
-        .filter(|idx| peeked.get(*idx).is_some_and(Option::is_some))
-        .collect();
-    let first = |idx: usize| peeked.get(idx).copied().flatten().flatten();
-    let mut sorted = slots.clone();
-    sorted.sort_by_key(|idx| (first(*idx).is_none(), first(*idx).map(|t| t.as_nanos())));
-    let mut order: Vec<usize> = (0..inputs.len()).collect();
-    for (slot, idx) in slots.iter().zip(&sorted) {
-        if let Some(entry) = order.get_mut(*slot) {
-            *entry = *idx;
-        }
-    }
-    let ordered: Vec<String> = order
-        .iter()
-        .filter_map(|idx| inputs.get(*idx).cloned())
-        .collect();
-    if order.iter().enumerate().any(|(at, idx)| at != *idx) {
-        let listed: Vec<String> = order
-            .iter()
-            .filter_map(|idx| {
-                let path = inputs.get(*idx)?;
-                Some(match peeked.get(*idx)? {
-                    Some(Some(ts)) => {
-                        format!("{path} (first packet {})", report::format_timestamp(*ts))
-                    }
-                    Some(None) => format!("{path} (no packets)"),
-                    None => format!("{path} (kept in place: not a regular file)"),
-                })
-            })
-            .collect();
-        diags.push(
-            Kind::CaptureFilesReordered,
-            None,
-            None,
-            format!(
-                "the capture files were read in the time order of their first packets, not in the order given: {}",
-                listed.join(", ")
-            ),
-            vec![("order", listed.join(", ").into())],
-        );
-    }
-    ordered
+    inputs.iter().map(|p| (p.clone(), peek(p))).collect()
 }
 
 /// What reading the captures leaves for the report besides the exchanges: with
@@ -414,8 +370,135 @@ fn watch_connection(
     }
 }
 
-/// Reads every capture, in order, through decoding, reassembly, framing and pairing;
-/// exchanges go to `batcher` as they complete.
+/// The stages a packet goes through on the capture thread, decoding to pairing.
+struct Stages {
+    tracker: Tracker<KafkaConn>,
+    dissector: Dissector,
+    pairing: pairing::Pairing,
+    defragmenter: defrag::Defragmenter,
+    copies: copies::Copies,
+    /// Link types already reported as unsupported.
+    unsupported: BTreeSet<i32>,
+    watch: Option<FrameWatch>,
+}
+
+impl Stages {
+    fn new(config: &Config) -> Self {
+        let mut tracker = Tracker::with_limits(config.max_held_len, config.max_connections);
+        tracker.set_max_memory(config.max_memory);
+        Self {
+            tracker,
+            dissector: Dissector::new(config.kafka.clone()),
+            pairing: pairing::Pairing::default(),
+            defragmenter: defrag::Defragmenter::default(),
+            copies: copies::Copies::new(config.clock_skew_ns),
+            unsupported: BTreeSet::new(),
+            watch: config.filter.frame.map(FrameWatch::new),
+        }
+    }
+
+    /// One packet through decoding, reassembly, framing and pairing; the exchanges it
+    /// completes go to `batcher`.
+    fn packet(
+        &mut self,
+        packet: &capture::Packet<'_>,
+        batcher: &mut Batcher,
+        diags: &mut Diagnostics,
+    ) {
+        let decoded = decode::decode(packet);
+        let mut watched = self.watch.as_mut().filter(|w| w.frame() == packet.at.frame);
+        if let Some(w) = watched.as_deref_mut() {
+            w.packet(packet, &decoded);
+        }
+        match decoded {
+            Decoded::Tcp(segment) => {
+                if self.copies.is_copy(&segment, packet.at, diags) {
+                    return; // another file's copy of it was read
+                }
+                // before, for a connection this segment ends; after, for one it starts
+                if let Some(w) = watched.as_deref_mut() {
+                    watch_connection(w, &self.tracker, &mut self.dissector, &segment);
+                }
+                self.tracker.segment(&segment, packet.at, &mut self.dissector, diags);
+                if let Some(w) = watched {
+                    watch_connection(w, &self.tracker, &mut self.dissector, &segment);
+                }
+                drain(&mut self.dissector, &mut self.pairing, batcher, self.watch.as_mut());
+            }
+            Decoded::Fragment(fragment) => {
+                let Some(datagram) = self.defragmenter.fragment(&fragment, packet.at, diags)
+                else {
+                    return;
+                };
+                let cut = datagram.missing_len > 0;
+                match decode::tcp_in_ip_payload(
+                    datagram.src,
+                    datagram.dst,
+                    &datagram.payload,
+                    datagram.missing_len,
+                    cut,
+                ) {
+                    Decoded::Tcp(segment) => {
+                        if self.copies.is_copy(&segment, packet.at, diags) {
+                            return;
+                        }
+                        self.tracker.segment(&segment, packet.at, &mut self.dissector, diags);
+                        drain(&mut self.dissector, &mut self.pairing, batcher, self.watch.as_mut());
+                    }
+                    Decoded::Malformed(reason) => diags.push(
+                        Kind::PacketMalformed,
+                        None,
+                        packet.at,
+                        format!(
+                            "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
+                            datagram.fragments
+                        ),
+                        vec![
+                            ("fragments", (datagram.fragments as u64).into()),
+                            ("reason", reason.into()),
+                        ],
+                    ),
+                    _ => {}
+                }
+            }
+            Decoded::FragmentNotReassembled(reason) => diags.push(
+                Kind::IpFragmentsDropped,
+                None,
+                packet.at,
+                format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
+                vec![("reason", reason.into())],
+            ),
+            Decoded::Other => {}
+            Decoded::UnsupportedLinkType => {
+                if self.unsupported.insert(packet.link_type.0) {
+                    diags.push(
+                        Kind::UnsupportedLinkType,
+                        None,
+                        packet.at,
+                        format!(
+                            "link type {} is not supported; its packets are skipped",
+                            capture::link_type_name(packet.link_type)
+                        ),
+                        vec![
+                            ("link_type", capture::link_type_name(packet.link_type).into()),
+                            ("link_type_number", packet.link_type.0.into()),
+                        ],
+                    );
+                }
+            }
+            Decoded::Malformed(reason) => diags.push(
+                Kind::PacketMalformed,
+                None,
+                packet.at,
+                format!("packet could not be decoded: {reason}"),
+                vec![("reason", reason.into())],
+            ),
+        }
+    }
+}
+
+/// Reads every capture, merged by time, through the [`Stages`]; exchanges go to
+/// `batcher` as they complete.
 fn read_all(
     config: &Config,
     mut readers: Option<Vec<(String, Box<dyn Blocks>)>>,
@@ -423,167 +506,49 @@ fn read_all(
     first_packet: &OnceLock<capture::Timestamp>,
 ) -> Result<ReadOutcome, Error> {
     let mut diags = Diagnostics::default();
-    let mut tracker: Tracker<KafkaConn> =
-        Tracker::with_limits(config.max_held_len, config.max_connections);
-    tracker.set_max_memory(config.max_memory);
-    let mut dissector = Dissector::new(config.kafka.clone());
-    let mut pairing = pairing::Pairing::default();
-    let mut next_frame = 1u64;
+    let mut stages = Stages::new(config);
     let mut last = PacketRef::default();
-    let mut unsupported = BTreeSet::new();
-    let mut defragmenter = defrag::Defragmenter::default();
-    let mut captures = Vec::new();
-    let mut watch = config.filter.frame.map(FrameWatch::new);
-    // Files are opened one after the other, as they are read.
-    let mut inputs: Vec<(String, Option<Box<dyn Blocks>>)> = match readers.take() {
-        Some(given) => given.into_iter().map(|(name, r)| (name, Some(r))).collect(),
-        None => in_time_order(&config.inputs, &mut diags)
-            .into_iter()
-            .map(|p| (p, None))
-            .collect(),
-    };
-    // The file read so far that ends last, and when.
-    let mut latest_end: Option<(String, capture::Timestamp)> = None;
     let stop = batcher.stop_flag();
-    for (path, reader) in &mut inputs {
+    let inputs = match &readers {
+        Some(given) => given.iter().map(|(name, _)| (name.clone(), None)).collect(),
+        None => first_times(&config.inputs),
+    };
+    let open = |idx: usize, path: &str| -> Result<Box<dyn Blocks>, Error> {
+        let given = readers
+            .as_mut()
+            .and_then(|given| given.get_mut(idx))
+            .map(|(_, r)| std::mem::replace(r, Box::new(ReadBlocks::new(std::io::empty()))));
+        match given {
+            Some(r) => Ok(r),
+            None => open(path, config.bytes_read.as_ref(), Arc::clone(&stop)),
+        }
+    };
+    let mut merge = merge::Merge::new(inputs, config.max_record, Box::new(open), &mut diags)?;
+    while let Some(packet) = merge.next(&mut diags)? {
         if stop.load(Ordering::Relaxed) {
             break; // the output failed: nothing more will be written
         }
-        let path = path.as_str();
-        let input = match reader.take() {
-            Some(r) => r,
-            None => open(path, config.bytes_read.as_ref(), Arc::clone(&stop))?,
-        };
-        let first_frame = next_frame;
-        let info = capture::read_capture_with(
-            input,
-            path,
-            &mut next_frame,
-            &mut diags,
-            config.max_record,
-            |packet, diags| {
-                if last == PacketRef::default() {
-                    // for --since/--until in seconds after the first packet
-                    let _ = first_packet.set(packet.at.timestamp);
-                }
-                last = packet.at;
-                let decoded = decode::decode(packet);
-                let mut watched = watch.as_mut().filter(|w| w.frame() == packet.at.frame);
-                if let Some(w) = watched.as_deref_mut() {
-                    w.packet(packet, &decoded);
-                }
-                match decoded {
-                    Decoded::Tcp(segment) => {
-                        // before, for a connection this segment ends; after, for one it starts
-                        if let Some(w) = watched.as_deref_mut() {
-                            watch_connection(w, &tracker, &mut dissector, &segment);
-                        }
-                        tracker.segment(&segment, packet.at, &mut dissector, diags);
-                        if let Some(w) = watched {
-                            watch_connection(w, &tracker, &mut dissector, &segment);
-                        }
-                        drain(&mut dissector, &mut pairing, batcher, watch.as_mut());
-                    }
-                    Decoded::Fragment(fragment) => {
-                        let Some(datagram) = defragmenter.fragment(&fragment, packet.at, diags)
-                        else {
-                            return;
-                        };
-                        let cut = datagram.missing_len > 0;
-                        match decode::tcp_in_ip_payload(
-                            datagram.src,
-                            datagram.dst,
-                            &datagram.payload,
-                            datagram.missing_len,
-                            cut,
-                        ) {
-                            Decoded::Tcp(segment) => {
-                                tracker.segment(&segment, packet.at, &mut dissector, diags);
-                                drain(&mut dissector, &mut pairing, batcher, watch.as_mut());
-                            }
-                            Decoded::Malformed(reason) => diags.push(
-                                Kind::PacketMalformed,
-                                None,
-                                packet.at,
-                                format!(
-                                    "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
-                                    datagram.fragments
-                                ),
-                                vec![
-                                    ("fragments", (datagram.fragments as u64).into()),
-                                    ("reason", reason.into()),
-                                ],
-                            ),
-                            _ => {}
-                        }
-                    }
-                    Decoded::FragmentNotReassembled(reason) => diags.push(
-                        Kind::IpFragmentsDropped,
-                        None,
-                        packet.at,
-                        format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
-                        vec![("reason", reason.into())],
-                    ),
-                    Decoded::Other => {}
-                    Decoded::UnsupportedLinkType => {
-                        if unsupported.insert(packet.link_type.0) {
-                            diags.push(
-                                Kind::UnsupportedLinkType,
-                                None,
-                                packet.at,
-                                format!(
-                                    "link type {} is not supported; its packets are skipped",
-                                    capture::link_type_name(packet.link_type)
-                                ),
-                                vec![
-                                    ("link_type", capture::link_type_name(packet.link_type).into()),
-                                    ("link_type_number", packet.link_type.0.into()),
-                                ],
-                            );
-                        }
-                    }
-                    Decoded::Malformed(reason) => diags.push(
-                        Kind::PacketMalformed,
-                        None,
-                        packet.at,
-                        format!("packet could not be decoded: {reason}"),
-                        vec![("reason", reason.into())],
-                    ),
-                }
-            },
-        )?;
-        if let (Some(first), Some((earlier, end))) = (info.first_timestamp, &latest_end) {
-            if first.as_nanos() < end.as_nanos() {
-                diags.push(
-                    Kind::CaptureFilesOverlap,
-                    None,
-                    PacketRef {
-                        frame: first_frame,
-                        timestamp: first,
-                    },
-                    format!(
-                        "{path} starts at {}, before {earlier} ends at {}: the files are read one after the other, not interleaved, so packets of the two may look out of order",
-                        report::format_timestamp(first),
-                        report::format_timestamp(*end)
-                    ),
-                    vec![
-                        ("path", Fact::from(path.to_string())),
-                        ("earlier_path", Fact::from(earlier.clone())),
-                        ("earlier_end", report::format_timestamp(*end).into()),
-                    ],
-                );
-            }
+        if last == PacketRef::default() {
+            // for --since/--until in seconds after the first packet
+            let _ = first_packet.set(packet.at.timestamp);
         }
-        if let Some(last) = info.last_timestamp {
-            if latest_end
-                .as_ref()
-                .is_none_or(|(_, end)| last.as_nanos() > end.as_nanos())
-            {
-                latest_end = Some((path.to_owned(), last));
-            }
-        }
-        captures.push(info);
+        last = packet.at;
+        stages.packet(&packet, batcher, &mut diags);
     }
+    let next_frame = merge.frames() + 1;
+    let mut captures = merge.finish();
+    for (capture, copies) in captures.iter_mut().zip(stages.copies.found()) {
+        capture.duplicate_packets = *copies;
+    }
+    merge::note_overlaps(&captures, &mut diags);
+    let Stages {
+        tracker,
+        mut dissector,
+        mut pairing,
+        mut defragmenter,
+        mut watch,
+        ..
+    } = stages;
     defragmenter.finish(&mut diags);
     let tcp_connections = tracker.connections();
     tracker.finish(last, &mut dissector, &mut diags);

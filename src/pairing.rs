@@ -170,6 +170,7 @@ mod tests {
             first_frame: frame,
             timestamp: Timestamp::default(),
             size: 28,
+            origin: None,
         }
     }
 

@@ -268,6 +268,7 @@ impl Analyzer {
                     At::Packet(PacketRef {
                         frame,
                         timestamp: f.at,
+                        origin: None,
                     })
                 }),
                 f.message.clone(),
@@ -362,6 +363,7 @@ pub(crate) mod test_support {
                 nano: false,
             },
             size: 28,
+            origin: None,
         };
         Exchange {
             endpoints: Endpoints {

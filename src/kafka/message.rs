@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use super::allocate_producer_ids::{Request, Response};
 use super::tables::ApiKey;
-use crate::capture::Timestamp;
+use crate::capture::{Origin, Timestamp};
 
 /// Where a Kafka message sat in the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub struct MessageMeta {
     pub timestamp: Timestamp,
     /// Bytes on the wire, size prefix included.
     pub size: u64,
+    /// Where `frame` lies in its own file, when several are merged.
+    pub origin: Option<Origin>,
 }
 
 impl MessageMeta {
@@ -26,6 +28,7 @@ impl MessageMeta {
         crate::capture::PacketRef {
             frame: self.frame,
             timestamp: self.timestamp,
+            origin: self.origin,
         }
     }
 }

@@ -62,6 +62,7 @@ fn meta(frame: &Frame<'_>) -> MessageMeta {
         first_frame: frame.first.frame,
         timestamp: frame.last.timestamp,
         size: u64::from(frame.len) + SIZE_LEN as u64,
+        origin: frame.last.origin,
     }
 }
 

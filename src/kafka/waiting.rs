@@ -296,6 +296,7 @@ mod tests {
             first_frame: frame,
             timestamp: Timestamp::default(),
             size: 28,
+            origin: None,
         }
     }
 

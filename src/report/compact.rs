@@ -7,7 +7,7 @@
 //! every field of its type, so that a field added to the model does not compile until it
 //! is written here too.
 
-use super::model::{Exchange, PidBlock, Request, Response, TaggedField, UnixTime};
+use super::model::{Exchange, InCapture, PidBlock, Request, Response, TaggedField, UnixTime};
 
 /// Appends `ex` as compact JSON.
 pub fn exchange(out: &mut Vec<u8>, ex: &Exchange) {
@@ -184,6 +184,7 @@ fn write_exchange(w: &mut Json<'_>, ex: &Exchange) {
 fn request(w: &mut Json<'_>, r: &Request) {
     let Request {
         frame,
+        in_capture,
         first_frame,
         timestamp,
         unix_time,
@@ -199,7 +200,12 @@ fn request(w: &mut Json<'_>, r: &Request) {
         decode_error,
         raw: _, // not in the JSON
     } = r;
-    message_head(w, (*frame, *first_frame), (timestamp, *unix_time), *size);
+    message_head(
+        w,
+        (*frame, *in_capture, *first_frame),
+        (timestamp, *unix_time),
+        *size,
+    );
     w.key("api_key");
     w.int(*api_key);
     w.key("api_version");
@@ -221,6 +227,7 @@ fn request(w: &mut Json<'_>, r: &Request) {
 fn response(w: &mut Json<'_>, r: &Response) {
     let Response {
         frame,
+        in_capture,
         first_frame,
         timestamp,
         unix_time,
@@ -236,7 +243,12 @@ fn response(w: &mut Json<'_>, r: &Response) {
         decode_error,
         raw: _, // not in the JSON
     } = r;
-    message_head(w, (*frame, *first_frame), (timestamp, *unix_time), *size);
+    message_head(
+        w,
+        (*frame, *in_capture, *first_frame),
+        (timestamp, *unix_time),
+        *size,
+    );
     w.optional(
         "header_tagged_fields",
         header_tagged_fields.as_deref(),
@@ -253,13 +265,23 @@ fn response(w: &mut Json<'_>, r: &Response) {
 /// Opens a request or response with the fields every one has.
 fn message_head(
     w: &mut Json<'_>,
-    (frame, first_frame): (u64, u64),
+    (frame, in_capture, first_frame): (u64, Option<InCapture>, u64),
     (timestamp, unix_time): (&str, UnixTime),
     size: u64,
 ) {
     w.open(b'{');
     w.key("frame");
     w.int(frame);
+    if let Some(InCapture {
+        capture_index,
+        capture_frame,
+    }) = in_capture
+    {
+        w.key("capture_index");
+        w.int(capture_index);
+        w.key("capture_frame");
+        w.int(capture_frame);
+    }
     w.key("first_frame");
     w.int(first_frame);
     w.key("timestamp");
@@ -387,10 +409,19 @@ mod tests {
         })
     }
 
+    fn in_capture() -> impl Strategy<Value = Option<InCapture>> {
+        proptest::option::of((any::<u32>(), any::<u64>()).prop_map(
+            |(capture_index, capture_frame)| InCapture {
+                capture_index,
+                capture_frame,
+            },
+        ))
+    }
+
     fn request() -> impl Strategy<Value = Request> {
         (
             (
-                any::<u64>(),
+                (any::<u64>(), in_capture()),
                 any::<u64>(),
                 (text(), unix_time()),
                 any::<u64>(),
@@ -410,7 +441,7 @@ mod tests {
         )
             .prop_map(
                 |(
-                    (frame, first_frame, (timestamp, unix_time), size),
+                    ((frame, in_capture), first_frame, (timestamp, unix_time), size),
                     (api_key, api_version),
                     client_id,
                     header_tagged_fields,
@@ -419,6 +450,7 @@ mod tests {
                     (bytes_not_captured, decode_error),
                 )| Request {
                     frame,
+                    in_capture,
                     first_frame,
                     timestamp,
                     unix_time,
@@ -440,7 +472,7 @@ mod tests {
     fn response() -> impl Strategy<Value = Response> {
         (
             (
-                any::<u64>(),
+                (any::<u64>(), in_capture()),
                 any::<u64>(),
                 (text(), unix_time()),
                 any::<u64>(),
@@ -463,7 +495,7 @@ mod tests {
         )
             .prop_map(
                 |(
-                    (frame, first_frame, (timestamp, unix_time), size),
+                    ((frame, in_capture), first_frame, (timestamp, unix_time), size),
                     header_tagged_fields,
                     (throttle_time_ms, error_code, error),
                     (producer_id_start, producer_id_len),
@@ -471,6 +503,7 @@ mod tests {
                     (bytes_not_captured, decode_error),
                 )| Response {
                     frame,
+                    in_capture,
                     first_frame,
                     timestamp,
                     unix_time,

@@ -152,6 +152,7 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
     let req = &ex.request;
     let request = model::Request {
         frame: ex.request_meta.frame,
+        in_capture: ex.request_meta.origin.map(Into::into),
         first_frame: ex.request_meta.first_frame,
         timestamp: format_timestamp(ex.request_meta.timestamp),
         unix_time: UnixTime(ex.request_meta.timestamp),
@@ -193,6 +194,7 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
 fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model::Response {
     model::Response {
         frame: meta.frame,
+        in_capture: meta.origin.map(Into::into),
         first_frame: meta.first_frame,
         timestamp: format_timestamp(meta.timestamp),
         unix_time: UnixTime(meta.timestamp),
@@ -272,6 +274,7 @@ pub fn build(mut findings: Findings) -> model::Report {
     let totals = &findings.analysis.totals;
     let summary = model::Summary {
         packets: findings.captures.iter().map(|c| c.packets).sum(),
+        duplicate_packets: findings.captures.iter().map(|c| c.duplicate_packets).sum(),
         tcp_connections: findings.tcp_connections,
         kafka_connections: findings.kafka_connections,
         not_kafka_connections: findings.not_kafka_connections,
@@ -355,6 +358,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             last_timestamp: c.last_timestamp.map(format_timestamp),
             packets_cut: c.packets_cut,
             cut_len: (c.packets_cut > 0).then_some(c.cut_len),
+            duplicate_packets: c.duplicate_packets,
         })
         .collect();
     let diagnostics = findings
@@ -366,6 +370,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             kind: d.kind.as_str(),
             connection: d.connection,
             frame: d.frame,
+            in_capture: d.origin.map(Into::into),
             timestamp: d.timestamp.map(format_timestamp),
             unix_time: d.timestamp.map(UnixTime),
             facts: d.facts.into_iter().collect(),

@@ -110,11 +110,16 @@ pub struct Capture {
     /// The longest captured length among the packets cut: the snap length in effect;
     /// null when none was cut.
     pub cut_len: Option<u32>,
+    /// Packets that were copies of packets another file holds (the same packet captured on
+    /// two hosts), read once.
+    pub duplicate_packets: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Summary {
     pub packets: u64,
+    /// Packets read once as copies of another file's (see `captures[].duplicate_packets`).
+    pub duplicate_packets: u64,
     pub tcp_connections: u64,
     pub kafka_connections: u64,
     /// TCP connections that carried bytes not read as Kafka (each has a `not_kafka`
@@ -330,9 +335,30 @@ pub struct TaggedField {
     pub data_crc32: Option<String>,
 }
 
+/// Where a packet lies in its own capture file, when several files are merged (`frame`
+/// numbers the merged capture).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct InCapture {
+    /// Index of the file in `captures[]`.
+    pub capture_index: u32,
+    /// Its packet number inside that file.
+    pub capture_frame: u64,
+}
+
+impl From<crate::capture::Origin> for InCapture {
+    fn from(origin: crate::capture::Origin) -> Self {
+        Self {
+            capture_index: origin.capture,
+            capture_frame: origin.frame,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Request {
     pub frame: u64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub in_capture: Option<InCapture>,
     pub first_frame: u64,
     pub timestamp: String,
     #[schemars(with = "f64")]
@@ -365,6 +391,8 @@ pub struct Request {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Response {
     pub frame: u64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub in_capture: Option<InCapture>,
     pub first_frame: u64,
     pub timestamp: String,
     #[schemars(with = "f64")]
@@ -402,6 +430,8 @@ pub struct Diagnostic {
     pub kind: &'static str,
     pub connection: Option<u64>,
     pub frame: Option<u64>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub in_capture: Option<InCapture>,
     /// Time of `frame`; null without one (or when the diagnostic is not about a packet
     /// that was read: the end of a file, a connection's end).
     pub timestamp: Option<String>,

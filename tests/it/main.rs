@@ -16,6 +16,7 @@ pub mod html;
 mod incident_capture;
 mod incident_real;
 mod kafka_real;
+mod merge;
 mod noise;
 mod noise_real;
 mod pipes;

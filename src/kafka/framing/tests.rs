@@ -73,6 +73,7 @@ fn at(frame: u64) -> PacketRef {
     PacketRef {
         frame,
         timestamp: Timestamp::default(),
+        origin: None,
     }
 }
 

@@ -511,6 +511,19 @@ fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             report.captures.len() - MAX_CAPTURES
         )?;
     }
+    if report.captures.len() > 1 {
+        writeln!(
+            w,
+            "  merged by time as `mergecap` merges them: frame numbers are the merged file's"
+        )?;
+        if s.duplicate_packets > 0 {
+            writeln!(
+                w,
+                "  {} packets were in two files (the same packet seen on two hosts): read once",
+                s.duplicate_packets
+            )?;
+        }
+    }
     heading(w, "Kafka APIs")?;
     if s.api_keys.is_empty() {
         writeln!(w, "  none")?;

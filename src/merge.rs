@@ -1,0 +1,204 @@
+//! Several capture files read as one, merged by time as `mergecap` merges them.
+//!
+//! In: the files, in the order given. Out: their packets one at a time, each file's in its
+//! own order and the files interleaved by timestamp (on equal times the file given last
+//! goes first, as with mergecap), numbered as Wireshark numbers the frames of `mergecap -w merged.pcap` of
+//! the same files. With more than one file each packet also carries its [`Origin`]: the
+//! file and its number there.
+//!
+//! A regular file is opened only when the merge reaches its first packet (peeked once at
+//! the start), so rotated captures are read one or two at a time, not all at once.
+//! Standard input and pipes cannot be peeked: they are opened from the start.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::capture::{CaptureInfo, CaptureReader, Origin, Packet, PacketRef, Timestamp};
+use crate::diag::{Diagnostics, Kind};
+use crate::error::Error;
+use crate::readahead::Blocks;
+
+/// Opens input `index` (named `path`) for reading: the read-ahead and decompression of
+/// the caller's choice.
+pub type Opener<'a> = dyn FnMut(usize, &str) -> Result<Box<dyn Blocks>, Error> + 'a;
+
+/// One input of the merge.
+enum Source {
+    /// A file not opened yet: its first packet is among the heads.
+    Waiting {
+        path: String,
+    },
+    Open {
+        reader: Box<CaptureReader<Box<dyn Blocks>>>,
+        /// Packets taken from it so far: the number of the last in its own file.
+        taken: u64,
+    },
+    Done(CaptureInfo),
+}
+
+/// The files of one run, merged: see the module documentation.
+pub struct Merge<'a> {
+    sources: Vec<Source>,
+    /// The next packet of each source with one, by time; on equal times the source given
+    /// last first, as mergecap's merge_read_packet picks (its `is_earlier` holds on equal
+    /// times, so the last file of a tie is kept).
+    heads: BinaryHeap<Reverse<(i128, Reverse<usize>)>>,
+    /// The source of the packet last handed out: it is peeked again at the next step.
+    last: Option<usize>,
+    next_frame: u64,
+    max_record: usize,
+    open: Box<Opener<'a>>,
+    /// Whether packets carry their [`Origin`] (more than one file).
+    several: bool,
+}
+
+impl<'a> Merge<'a> {
+    /// A merge of `inputs` (path, and the time of its first packet when it could be peeked
+    /// as a regular file; `None` opens it at once). Fails when an input opened at once is
+    /// not a capture.
+    pub fn new(
+        inputs: Vec<(String, Option<Timestamp>)>,
+        max_record: usize,
+        open: Box<Opener<'a>>,
+        diags: &mut Diagnostics,
+    ) -> Result<Self, Error> {
+        let mut merge = Self {
+            several: inputs.len() > 1,
+            sources: Vec::with_capacity(inputs.len()),
+            heads: BinaryHeap::with_capacity(inputs.len()),
+            last: None,
+            next_frame: 1,
+            max_record,
+            open,
+        };
+        for (idx, (path, first)) in inputs.into_iter().enumerate() {
+            match first {
+                Some(first) => {
+                    merge.heads.push(Reverse((first.as_nanos(), Reverse(idx))));
+                    merge.sources.push(Source::Waiting { path });
+                }
+                None => {
+                    let blocks = (merge.open)(idx, &path)?;
+                    let reader = CaptureReader::open(blocks, &path, max_record)?;
+                    merge.sources.push(Source::Open {
+                        reader: Box::new(reader),
+                        taken: 0,
+                    });
+                    merge.peek(idx, diags);
+                }
+            }
+        }
+        Ok(merge)
+    }
+
+    /// The next packet in merged order; `None` when every file is read. Fails when a file
+    /// opened on the way is not a capture.
+    pub fn next(&mut self, diags: &mut Diagnostics) -> Result<Option<Packet<'_>>, Error> {
+        if let Some(idx) = self.last.take() {
+            self.peek(idx, diags);
+        }
+        while let Some(Reverse((_, Reverse(idx)))) = self.heads.pop() {
+            if let Some(Source::Waiting { path }) = self.sources.get(idx) {
+                // Its time has come: open it and take its place by its first packet.
+                let path = path.clone();
+                let blocks = (self.open)(idx, &path)?;
+                let reader = CaptureReader::open(blocks, &path, self.max_record)?;
+                if let Some(source) = self.sources.get_mut(idx) {
+                    *source = Source::Open {
+                        reader: Box::new(reader),
+                        taken: 0,
+                    };
+                }
+                self.peek(idx, diags);
+                continue;
+            }
+            self.last = Some(idx);
+            return Ok(self.take(idx));
+        }
+        Ok(None)
+    }
+
+    /// Every file's [`CaptureInfo`], in the order given; files not opened (the merge was
+    /// stopped early) say only their path.
+    pub fn finish(self) -> Vec<CaptureInfo> {
+        self.sources
+            .into_iter()
+            .map(|source| match source {
+                Source::Done(info) => info,
+                Source::Open { reader, .. } => reader.into_info(),
+                Source::Waiting { path } => CaptureInfo::unread(path),
+            })
+            .collect()
+    }
+
+    /// Frames numbered so far.
+    pub fn frames(&self) -> u64 {
+        self.next_frame.saturating_sub(1)
+    }
+
+    /// Puts source `idx`'s next packet among the heads, or closes it at its end.
+    fn peek(&mut self, idx: usize, diags: &mut Diagnostics) {
+        let Some(source) = self.sources.get_mut(idx) else {
+            return;
+        };
+        let Source::Open { reader, .. } = source else {
+            return;
+        };
+        match reader.peek(self.next_frame, diags) {
+            Some(at) => self.heads.push(Reverse((at.as_nanos(), Reverse(idx)))),
+            None => {
+                let info = reader.info().clone();
+                *source = Source::Done(info);
+            }
+        }
+    }
+
+    /// Hands out source `idx`'s peeked packet as the next frame.
+    fn take(&mut self, idx: usize) -> Option<Packet<'_>> {
+        let Some(Source::Open { reader, taken }) = self.sources.get_mut(idx) else {
+            return None;
+        };
+        *taken += 1;
+        let frame = self.next_frame;
+        self.next_frame += 1;
+        let origin = self.several.then_some(Origin {
+            capture: u32::try_from(idx).unwrap_or(u32::MAX),
+            frame: *taken,
+        });
+        let timestamp = reader.peek(frame, &mut Diagnostics::default())?;
+        reader.take(PacketRef {
+            frame,
+            timestamp,
+            origin,
+        })
+    }
+}
+
+/// Says which files overlap in time, once the merge is done: their packets were
+/// interleaved, as `mergecap` interleaves them.
+pub fn note_overlaps(captures: &[CaptureInfo], diags: &mut Diagnostics) {
+    let spans: Vec<(&str, Timestamp, Timestamp)> = captures
+        .iter()
+        .filter_map(|c| Some((c.path.as_str(), c.first_timestamp?, c.last_timestamp?)))
+        .collect();
+    for (at, (path, first, last)) in spans.iter().enumerate() {
+        for (other, other_first, other_last) in spans.iter().skip(at + 1) {
+            if first.as_nanos() <= other_last.as_nanos()
+                && other_first.as_nanos() <= last.as_nanos()
+            {
+                diags.push(
+                    Kind::CaptureFilesOverlap,
+                    None,
+                    None,
+                    format!(
+                        "{path} and {other} overlap in time: their packets were merged by timestamp, as mergecap merges them"
+                    ),
+                    vec![
+                        ("path", (*path).into()),
+                        ("other_path", (*other).into()),
+                    ],
+                );
+            }
+        }
+    }
+}
