@@ -737,6 +737,7 @@ fn connection_crossing_rotated_files_is_one_connection() {
     c.send(&mut w, true, &req[..10], 1000);
     w.finish();
     let mut w = PcapWriter::create(&second);
+    w.set_time(1_700_000_001_000_000_000); // rotated a second later
     c.send(&mut w, true, &req[10..], 1000);
     c.send(&mut w, false, &resp, 1000);
     c.close(&mut w);
