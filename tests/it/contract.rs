@@ -107,6 +107,8 @@ struct Capture {
     /// Added: packets the snaplen cut, and the length they were cut to.
     packets_cut: u64,
     cut_len: Option<u32>,
+    /// Added: packets read once as copies of another file's.
+    duplicate_packets: u64,
 }
 
 #[derive(Deserialize)]
@@ -133,6 +135,8 @@ struct VerdictLimit {
 #[serde(deny_unknown_fields)]
 struct Summary {
     packets: u64,
+    /// Added: copies of packets another file holds, read once.
+    duplicate_packets: u64,
     tcp_connections: u64,
     kafka_connections: u64,
     not_kafka_connections: u64,
