@@ -30,6 +30,7 @@ mod synthetic;
 mod terminal;
 mod tls;
 pub mod truth;
+mod two_hosts;
 pub mod variants;
 mod verdict;
 mod walkthrough;
