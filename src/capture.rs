@@ -181,14 +181,10 @@ pub fn read_capture_with(
     mut on_packet: impl FnMut(&Packet<'_>, &mut Diagnostics),
 ) -> Result<CaptureInfo, Error> {
     let mut reader = CaptureReader::open(input, path, max_record)?;
-    while let Some(timestamp) = reader.peek(*next_frame, diags) {
-        let at = PacketRef {
-            frame: *next_frame,
-            timestamp,
-            origin: None,
-        };
+    while reader.peek(*next_frame, diags).is_some() {
+        let frame = *next_frame;
         *next_frame += 1;
-        if let Some(packet) = reader.take(at) {
+        if let Some(packet) = reader.take(frame, None) {
             on_packet(&packet, diags);
         }
     }
@@ -416,7 +412,7 @@ impl<B: Blocks> CaptureReader<B> {
     /// reading early (a cut, corruption) is reported then, at `frame`: the number the
     /// next packet would have had.
     pub fn peek(&mut self, frame: u64, diags: &mut Diagnostics) -> Option<Timestamp> {
-        if let Some(pending) = self.pending {
+        if let Some(pending) = &self.pending {
             if !pending.taken {
                 return Some(pending.timestamp);
             }
@@ -427,7 +423,7 @@ impl<B: Blocks> CaptureReader<B> {
             self.records.offset = self.feed.offset;
             match self.next_record(frame, diags) {
                 Ok(true) => {
-                    if let Some(pending) = self.pending {
+                    if let Some(pending) = &self.pending {
                         return Some(pending.timestamp);
                     }
                 }
@@ -441,13 +437,17 @@ impl<B: Blocks> CaptureReader<B> {
         None
     }
 
-    /// The packet [`peek`](Self::peek) found, numbered `at`; `None` without one.
-    pub fn take(&mut self, at: PacketRef) -> Option<Packet<'_>> {
+    /// The packet [`peek`](Self::peek) found, numbered `frame`; `None` without one.
+    pub fn take(&mut self, frame: u64, origin: Option<Origin>) -> Option<Packet<'_>> {
         let pending = self.pending.as_mut().filter(|p| !p.taken)?;
         pending.taken = true;
         let end = pending.data_start.saturating_add(pending.data_len);
         Some(Packet {
-            at,
+            at: PacketRef {
+                frame,
+                timestamp: pending.timestamp,
+                origin,
+            },
             link_type: pending.link_type,
             orig_len: pending.orig_len,
             data: self

@@ -412,7 +412,7 @@ impl Stages {
         }
         match decoded {
             Decoded::Tcp(segment) => {
-                if self.copies.is_copy(&segment, packet.at, diags) {
+                if packet.at.origin.is_some() && self.copies.is_copy(&segment, packet.at, diags) {
                     return; // another file's copy of it was read
                 }
                 // before, for a connection this segment ends; after, for one it starts
@@ -439,7 +439,7 @@ impl Stages {
                     cut,
                 ) {
                     Decoded::Tcp(segment) => {
-                        if self.copies.is_copy(&segment, packet.at, diags) {
+                        if packet.at.origin.is_some() && self.copies.is_copy(&segment, packet.at, diags) {
                             return;
                         }
                         self.tracker.segment(&segment, packet.at, &mut self.dissector, diags);

@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::capture::{CaptureInfo, CaptureReader, Origin, Packet, PacketRef, Timestamp};
+use crate::capture::{CaptureInfo, CaptureReader, Origin, Packet, Timestamp};
 use crate::diag::{Diagnostics, Kind};
 use crate::error::Error;
 use crate::readahead::Blocks;
@@ -95,6 +95,10 @@ impl<'a> Merge<'a> {
     /// opened on the way is not a capture.
     pub fn next(&mut self, diags: &mut Diagnostics) -> Result<Option<Packet<'_>>, Error> {
         if let Some(idx) = self.last.take() {
+            if self.heads.is_empty() {
+                // the only file left: nothing to interleave with it
+                return Ok(self.next_of_only(idx, diags));
+            }
             self.peek(idx, diags);
         }
         while let Some(Reverse((_, Reverse(idx)))) = self.heads.pop() {
@@ -136,6 +140,22 @@ impl<'a> Merge<'a> {
         self.next_frame.saturating_sub(1)
     }
 
+    /// The next packet of source `idx` when no other source has one (nor is waiting).
+    fn next_of_only(&mut self, idx: usize, diags: &mut Diagnostics) -> Option<Packet<'_>> {
+        let Some(Source::Open { reader, .. }) = self.sources.get_mut(idx) else {
+            return None;
+        };
+        if reader.peek(self.next_frame, diags).is_none() {
+            let info = reader.info().clone();
+            if let Some(source) = self.sources.get_mut(idx) {
+                *source = Source::Done(info);
+            }
+            return None;
+        }
+        self.last = Some(idx);
+        self.take(idx)
+    }
+
     /// Puts source `idx`'s next packet among the heads, or closes it at its end.
     fn peek(&mut self, idx: usize, diags: &mut Diagnostics) {
         let Some(source) = self.sources.get_mut(idx) else {
@@ -165,12 +185,7 @@ impl<'a> Merge<'a> {
             capture: u32::try_from(idx).unwrap_or(u32::MAX),
             frame: *taken,
         });
-        let timestamp = reader.peek(frame, &mut Diagnostics::default())?;
-        reader.take(PacketRef {
-            frame,
-            timestamp,
-            origin,
-        })
+        reader.take(frame, origin)
     }
 }
 
