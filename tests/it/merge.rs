@@ -301,9 +301,41 @@ fn the_text_report_says_the_files_were_merged() {
         .assert()
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(text.contains("merged by time"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "frame numbers are those of `mergecap -w merged.pcapng {broker} {controller}`"
+        )),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("{shared} packets were in two files")),
         "{text}"
     );
+}
+
+#[test]
+fn the_page_spans_the_files_in_time_and_names_the_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, controller, _) = two_hosts(dir.path());
+    // the later-starting file given first: the span still runs from the earliest packet
+    let page = dir.path().join("report.html");
+    pidshark()
+        .args([&controller, &broker, "--format", "html", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(page).unwrap();
+    let alone = report(&[&broker]);
+    let first = alone["captures"][0]["first_timestamp"].as_str().unwrap();
+    let last = report(&[&controller])["captures"][0]["last_timestamp"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        page.contains(&format!("packets from {first} to {last};")),
+        "{first} {last}"
+    );
+    assert!(page.contains(&format!(
+        "those of <code>mergecap -w merged.pcapng {controller} {broker}</code>"
+    )));
 }

@@ -320,15 +320,7 @@ fn head(page: &mut String, report: &Report) {
         esc(text)
     ));
     limits_and_filters(page, report);
-    let first = report
-        .captures
-        .iter()
-        .find_map(|c| c.first_timestamp.clone());
-    let last = report
-        .captures
-        .iter()
-        .rev()
-        .find_map(|c| c.last_timestamp.clone());
+    let (first, last) = crate::report::time_span(&report.captures);
     page.push_str(&format!(
         "<p id=\"facts\">{} packets from {} to {}; {} TCP connections, {} with Kafka; {} AllocateProducerIds exchanges ({} complete, {} unanswered, {} response unknown); {} brokers; {} blocks.</p>\n",
         s.packets,
@@ -344,6 +336,18 @@ fn head(page: &mut String, report: &Report) {
         // the whole capture's, as every other number here
         report.verdict.facts.get("blocks").and_then(Fact::as_f64).unwrap_or(0.0)
     ));
+    if let Some(command) = crate::report::mergecap_command(&report.captures) {
+        page.push_str(&format!(
+            "<p id=\"merged\">The {} files are one capture merged by time: frame numbers and Wireshark filters are those of <code>{}</code>{}.</p>\n",
+            report.captures.len(),
+            esc(&command),
+            if s.duplicate_packets > 0 {
+                format!("; {} packets were in two files (one packet seen on two hosts) and were read once", s.duplicate_packets)
+            } else {
+                String::new()
+            }
+        ));
+    }
 }
 
 /// Under the verdict: what the capture cannot show, each with what to do (one limit is

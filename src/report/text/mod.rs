@@ -511,10 +511,10 @@ fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             report.captures.len() - MAX_CAPTURES
         )?;
     }
-    if report.captures.len() > 1 {
+    if let Some(command) = crate::report::mergecap_command(&report.captures) {
         writeln!(
             w,
-            "  merged by time as `mergecap` merges them: frame numbers are the merged file's"
+            "  merged by time: frame numbers are those of `{command}`"
         )?;
         if s.duplicate_packets > 0 {
             writeln!(
