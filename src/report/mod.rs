@@ -393,6 +393,46 @@ pub fn build(mut findings: Findings) -> model::Report {
     }
 }
 
+/// The capture's first and last packet times over every file (files are listed in the
+/// order given, not in time order).
+pub fn time_span(captures: &[model::Capture]) -> (Option<String>, Option<String>) {
+    // RFC 3339 in UTC compares as text once the fraction has its 9 digits
+    let key = |t: &String| {
+        let (whole, fraction) = t.trim_end_matches('Z').split_once('.').unwrap_or((t, ""));
+        format!("{whole}.{fraction:0<9}")
+    };
+    let first = captures
+        .iter()
+        .filter_map(|c| c.first_timestamp.as_ref())
+        .min_by_key(|t| key(t))
+        .cloned();
+    let last = captures
+        .iter()
+        .filter_map(|c| c.last_timestamp.as_ref())
+        .max_by_key(|t| key(t))
+        .cloned();
+    (first, last)
+}
+
+/// With several files: the mergecap command whose output has the report's frame numbers.
+pub fn mergecap_command(captures: &[model::Capture]) -> Option<String> {
+    if captures.len() < 2 {
+        return None;
+    }
+    let quote = |path: &str| {
+        if path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+        {
+            path.to_owned()
+        } else {
+            format!("'{}'", path.replace('\'', "'\\''"))
+        }
+    };
+    let files: Vec<String> = captures.iter().map(|c| quote(&c.path)).collect();
+    Some(format!("mergecap -w merged.pcapng {}", files.join(" ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,44 +478,4 @@ mod tests {
         }
         assert_eq!(hex(&[0x00, 0xab, 0x0f]), "00ab0f");
     }
-}
-
-/// The capture's first and last packet times over every file (files are listed in the
-/// order given, not in time order).
-pub fn time_span(captures: &[model::Capture]) -> (Option<String>, Option<String>) {
-    // RFC 3339 in UTC compares as text once the fraction has its 9 digits
-    let key = |t: &String| {
-        let (whole, fraction) = t.trim_end_matches('Z').split_once('.').unwrap_or((t, ""));
-        format!("{whole}.{fraction:0<9}")
-    };
-    let first = captures
-        .iter()
-        .filter_map(|c| c.first_timestamp.as_ref())
-        .min_by_key(|t| key(t))
-        .cloned();
-    let last = captures
-        .iter()
-        .filter_map(|c| c.last_timestamp.as_ref())
-        .max_by_key(|t| key(t))
-        .cloned();
-    (first, last)
-}
-
-/// With several files: the mergecap command whose output has the report's frame numbers.
-pub fn mergecap_command(captures: &[model::Capture]) -> Option<String> {
-    if captures.len() < 2 {
-        return None;
-    }
-    let quote = |path: &str| {
-        if path
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
-        {
-            path.to_owned()
-        } else {
-            format!("'{}'", path.replace('\'', "'\\''"))
-        }
-    };
-    let files: Vec<String> = captures.iter().map(|c| quote(&c.path)).collect();
-    Some(format!("mergecap -w merged.pcapng {}", files.join(" ")))
 }
