@@ -40,6 +40,7 @@ struct Seen {
 struct Latest {
     at: i128,
     capture: u32,
+    frame: u64,
     remembered: u32,
 }
 
@@ -70,24 +71,23 @@ impl Copies {
     }
 
     /// Whether `segment`, captured at `at`, is a copy of a segment another file gave within
-    /// the skew: then it is counted, and should not be read again. Segments of a run with
-    /// one file (no origin) are never copies.
-    pub fn is_copy(
+    /// the skew: then it is counted, should not be read again, and the frame of the copy
+    /// read is returned. Segments of a run with one file (no origin) are never copies.
+    pub fn copy_of(
         &mut self,
         segment: &TcpSegmentView<'_>,
         at: PacketRef,
         diags: &mut Diagnostics,
-    ) -> bool {
-        let Some(origin) = at.origin else {
-            return false;
-        };
+    ) -> Option<u64> {
+        let origin = at.origin?;
         let now = at.timestamp.as_nanos();
         self.forget_before(now.saturating_sub(self.skew_ns));
         let fingerprint = self.fingerprint(segment);
         if let Some(latest) = self.latest.get(&fingerprint) {
             if latest.capture != origin.capture && (now - latest.at).abs() <= self.skew_ns {
+                let frame = latest.frame;
                 self.count(origin.capture);
-                return true;
+                return Some(frame);
             }
         }
         if self.recent.len() >= MAX_REMEMBERED {
@@ -103,12 +103,14 @@ impl Copies {
         let latest = self.latest.entry(fingerprint).or_insert(Latest {
             at: now,
             capture: origin.capture,
+            frame: at.frame,
             remembered: 0,
         });
         latest.at = now;
         latest.capture = origin.capture;
+        latest.frame = at.frame;
         latest.remembered += 1;
-        false
+        None
     }
 
     /// Copies found, by the index of the file they came from.

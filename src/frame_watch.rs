@@ -48,6 +48,8 @@ pub struct FrameWatch {
     frame: u64,
     packet: Option<Packet>,
     connection: Option<u64>,
+    /// The frame is a copy of this one, from another capture file, read instead.
+    copy_of: Option<u64>,
     held: Vec<Held>,
     /// Messages in the frame past [`MAX_DESCRIBED`].
     more: u64,
@@ -58,6 +60,7 @@ impl FrameWatch {
         Self {
             frame,
             packet: None,
+            copy_of: None,
             connection: None,
             held: Vec::new(),
             more: 0,
@@ -86,6 +89,11 @@ impl FrameWatch {
     /// The number of the connection the frame's segment belongs to.
     pub fn connection(&mut self, index: u64) {
         self.connection = Some(index);
+    }
+
+    /// The frame is a copy of frame `original`, from another file: not read again.
+    pub fn copy_of(&mut self, original: u64) {
+        self.copy_of = Some(original);
     }
 
     /// A message the Kafka stage found; kept when a byte of it is in the frame.
@@ -143,6 +151,11 @@ impl FrameWatch {
             let plural = if frames == 1 { "" } else { "s" };
             return format!("the capture has {frames} frame{plural}; there is no frame {n}");
         };
+        if let Some(original) = self.copy_of {
+            return format!(
+                "frame {n} is a copy of frame {original}, the same packet captured in another file: it was read once, as frame {original} (--frame {original} shows what it holds)"
+            );
+        }
         match packet {
             Packet::Tcp { src, dst, payload } => {
                 let bytes = match payload {

@@ -397,6 +397,18 @@ impl Stages {
         }
     }
 
+    /// The frame of another file's copy of `segment` already read, if it is one.
+    fn copy_of(
+        copies: &mut copies::Copies,
+        segment: &decode::TcpSegmentView<'_>,
+        at: PacketRef,
+        diags: &mut Diagnostics,
+    ) -> Option<u64> {
+        // one file: no copies to look for (the common case, kept cheap)
+        at.origin?;
+        copies.copy_of(segment, at, diags)
+    }
+
     /// One packet through decoding, reassembly, framing and pairing; the exchanges it
     /// completes go to `batcher`.
     fn packet(
@@ -412,7 +424,10 @@ impl Stages {
         }
         match decoded {
             Decoded::Tcp(segment) => {
-                if packet.at.origin.is_some() && self.copies.is_copy(&segment, packet.at, diags) {
+                if let Some(original) = Self::copy_of(&mut self.copies, &segment, packet.at, diags) {
+                    if let Some(w) = watched {
+                        w.copy_of(original);
+                    }
                     return; // another file's copy of it was read
                 }
                 // before, for a connection this segment ends; after, for one it starts
@@ -439,7 +454,7 @@ impl Stages {
                     cut,
                 ) {
                     Decoded::Tcp(segment) => {
-                        if packet.at.origin.is_some() && self.copies.is_copy(&segment, packet.at, diags) {
+                        if Self::copy_of(&mut self.copies, &segment, packet.at, diags).is_some() {
                             return;
                         }
                         self.tracker.segment(&segment, packet.at, &mut self.dissector, diags);

@@ -339,3 +339,22 @@ fn the_page_spans_the_files_in_time_and_names_the_merge() {
         "those of <code>mergecap -w merged.pcapng {controller} {broker}</code>"
     )));
 }
+
+#[test]
+fn a_frame_that_is_a_copy_says_which_frame_was_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, controller, _) = two_hosts(dir.path());
+    let merged = report(&[&broker, &controller]);
+    let request = merged["exchanges"][0]["request"]["frame"].as_u64().unwrap();
+    let frames = merged["summary"]["packets"].as_u64().unwrap();
+    let copies: Vec<u64> = (1..=frames)
+        .filter(|frame| {
+            let with = report(&[&broker, &controller, "--frame", &frame.to_string()]);
+            with["filters"]["frame_holds"]
+                .as_str()
+                .is_some_and(|s| s.contains(&format!("is a copy of frame {request},")))
+        })
+        .collect();
+    assert_eq!(copies.len(), 1, "one copy of frame {request}: {copies:?}");
+    assert!(copies[0] > request);
+}
