@@ -937,7 +937,11 @@ fn feed(
             None
         }
         Delivery::Gap { len, at } => Some((framer.gap(len, at, handler), len, at)),
+        Delivery::Fin(_) => {
+            framer.end_of_stream(handler);
+            None
+        }
         // Reported by the TCP stage; the bytes kept are the first ones.
-        Delivery::Fin(_) | Delivery::Conflict { .. } => None,
+        Delivery::Conflict { .. } => None,
     }
 }

@@ -724,6 +724,58 @@ impl Framer {
         };
     }
 
+    /// The stream ended (its FIN came, every byte before it delivered) while framing
+    /// was searched for: a candidate whose frame, or chain of plausible heads, ends
+    /// exactly where the stream does is confirmed by that end, as one that anchors is
+    /// by the end of the data. So a lone answer to a request sent before the capture,
+    /// with nothing after it but the FIN, is counted. Not while deciding what a
+    /// connection is (see [`FrameHandler::confirms_at_data_end`]).
+    pub fn end_of_stream(&mut self, handler: &mut impl FrameHandler) {
+        let State::Resync(w) = &mut self.state else {
+            return;
+        };
+        if !handler.confirms_at_data_end() {
+            return;
+        }
+        let end = w.bytes.len();
+        let mut chains = Chains::default();
+        let near = (w.base..end).find(|&offset| {
+            let Some((size, prefix)) = head_at(&w.bytes, offset, self.prefix_len) else {
+                return false;
+            };
+            let prefix = w.bytes.get(prefix).unwrap_or_default();
+            if size <= 0 || !handler.plausible(size, prefix, w.packet_at(offset)) {
+                return false;
+            }
+            let next = offset.saturating_add(SIZE_LEN + size as usize);
+            let chain = chains.end_from(w, next, self.prefix_len, handler);
+            next == end
+                || (chain.at == end
+                    && chain.outcome == Outcome::Incomplete
+                    && chain.links <= MAX_CHAIN_LINKS)
+        });
+        let stream_end = w.end();
+        let far = w.far.iter().position(|f| f.end == stream_end);
+        let far_first = match (near, far.and_then(|idx| w.far.get(idx))) {
+            (Some(offset), Some(f)) => f.start < w.origin + offset as u64,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        let mut w = std::mem::take(w);
+        match (far, near) {
+            (Some(idx), _) if far_first => {
+                let last = w.packet_before(end);
+                Self::take_far(&mut w, idx, last, handler);
+                self.state = State::Head;
+                self.reset_head();
+            }
+            (_, Some(offset)) => {
+                self.frame_window_from(w, offset, handler);
+            }
+            _ => self.state = State::Resync(w),
+        }
+    }
+
     /// Looks through the held bytes again from where the search started: the handler's
     /// idea of what is plausible has changed (a response side that now waits for more
     /// requests).

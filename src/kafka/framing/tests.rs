@@ -643,3 +643,39 @@ mod split_properties {
         }
     }
 }
+
+/// A lone answer to a request from before the capture (a head that does not anchor),
+/// with nothing after it but the FIN: confirmed by the stream's end, as a chain of such
+/// heads is; bytes that end elsewhere are not.
+#[test]
+fn the_end_of_the_stream_confirms_what_ends_with_it() {
+    let rec = || Recorder {
+        confirm: true,
+        anchor_key: Some(9),
+        ..Default::default()
+    };
+    for lone in [1, 3] {
+        let mut data = vec![0xaa; 2];
+        for _ in 0..lone {
+            data.extend(frame_bytes(&[7, 0, 0, 1, 2]));
+        }
+        let mut framer = Framer::resyncing(4);
+        let mut rec = rec();
+        framer.push(&data, at(1), &mut rec);
+        assert!(rec.frames.is_empty(), "not before the stream ends");
+        framer.end_of_stream(&mut rec);
+        assert_eq!(rec.frames.len(), lone);
+        assert_eq!(rec.resyncs, vec![2]);
+        assert!(framer.is_idle());
+    }
+    let mut framer = Framer::resyncing(4);
+    let mut rec = rec();
+    let mut data = frame_bytes(&[7, 0, 0, 1, 2]);
+    data.push(0);
+    framer.push(&data, at(1), &mut rec);
+    framer.end_of_stream(&mut rec);
+    assert!(
+        rec.frames.is_empty(),
+        "a byte after it: it does not end with the stream"
+    );
+}
