@@ -82,6 +82,8 @@ pub struct Tally {
     pub answers: u64,
     /// Responses that answered none.
     pub unmatched: u64,
+    /// Responses that answered an ApiVersions request.
+    pub api_versions_answers: u64,
 }
 
 /// Messages in the order they were found, and their tally.
@@ -101,8 +103,14 @@ impl Outbox {
                 }
             }
             Message::Response {
-                answers: Some(_), ..
-            } => self.tally.answers += 1,
+                answers: Some((key, _)),
+                ..
+            } => {
+                self.tally.answers += 1;
+                if *key == ApiKey::API_VERSIONS {
+                    self.tally.api_versions_answers += 1;
+                }
+            }
             Message::Response { answers: None, .. } => self.tally.unmatched += 1,
             Message::GivenUp { .. } => {}
         }
@@ -117,6 +125,7 @@ impl Outbox {
         ours.allocate_requests += theirs.allocate_requests;
         ours.answers += theirs.answers;
         ours.unmatched += theirs.unmatched;
+        ours.api_versions_answers += theirs.api_versions_answers;
     }
 
     /// Heap held for the messages' list (their decoded fields are charged while their

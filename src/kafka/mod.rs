@@ -137,7 +137,8 @@ impl KafkaConn {
 /// frames go to an outbox and diagnostics of its own, read strictly (every
 /// request head plausible and counting up, every answer to a request of this connection),
 /// until enough of them prove it ([`Trial::proven`]), which adds them to the report, or one
-/// refutes it, which drops them with a `not_kafka` diagnostic.
+/// refutes it, or the connection ends first, either of which drops them with a `not_kafka`
+/// diagnostic.
 #[derive(Debug, Default)]
 struct Trial {
     out: Outbox,
@@ -181,15 +182,24 @@ impl Trial {
     }
 
     /// Enough frames, or an AllocateProducerIds request: only brokers send those, and
-    /// holding its exchange back would hand it to the analysis out of time order.
+    /// holding its exchange back would hand it to the analysis out of time order; or an
+    /// answered ApiVersions request: every Kafka client opens with one, and the
+    /// lookalikes' first messages cannot read as one (ZooKeeper's ConnectRequest starts
+    /// with protocol version 0, read as Produce v0; PostgreSQL's StartupMessage with
+    /// 3.0, read as Metadata v0). So a short Kafka session (ApiVersions, a registration,
+    /// close) is read, and a short ZooKeeper one is not.
     fn proven(&self) -> bool {
         let Tally {
             requests,
             allocate_requests,
             answers,
+            api_versions_answers,
             ..
         } = self.out.tally;
-        allocate_requests > 0 || answers >= PROVING_ANSWERS || requests >= PROVING_REQUESTS
+        allocate_requests > 0
+            || api_versions_answers > 0
+            || answers >= PROVING_ANSWERS
+            || requests >= PROVING_REQUESTS
     }
 }
 
@@ -397,6 +407,9 @@ enum NotKafka {
     TrialAnswerSize,
     /// On trial, the server answered a request this connection did not send.
     TrialAnswer,
+    /// It ended (or the capture did) while on trial: its frames read as Kafka, but too
+    /// few to prove it.
+    TrialUnproven,
 }
 
 impl NotKafka {
@@ -410,6 +423,7 @@ impl NotKafka {
             Self::TrialHead => "trial_head",
             Self::TrialAnswerSize => "trial_answer_size",
             Self::TrialAnswer => "trial_answer",
+            Self::TrialUnproven => "trial_unproven",
         }
     }
 
@@ -422,6 +436,7 @@ impl NotKafka {
             Self::TrialHead => format!("its first frames read as Kafka, but a later request head is not a Kafka one whose correlation id counts up (before {PROVING_REQUESTS} requests or {PROVING_ANSWERS} answers proved it), as in a ZooKeeper session"),
             Self::TrialAnswerSize => format!("its first frames read as Kafka, but the server then sent a size prefix Kafka cannot have (before {PROVING_ANSWERS} answers proved it)"),
             Self::TrialAnswer => format!("its first frames read as Kafka, but the server then answered a correlation id no request carried (before {PROVING_ANSWERS} answers proved it)"),
+            Self::TrialUnproven => format!("its frames read as Kafka, but it ended (or the capture did) before {PROVING_ANSWERS} answers, {PROVING_REQUESTS} requests or an answered ApiVersions request proved it, as a short ZooKeeper session does; its frames are not counted"),
         }
     }
 
@@ -436,6 +451,7 @@ impl NotKafka {
             Self::TrialHead => Some("if it is Kafka from a client that does not number its requests in order"),
             Self::TrialAnswerSize => Some("if it is Kafka and that size prefix is damage in the capture"),
             Self::TrialAnswer => Some("if it is Kafka and that answer is to a request the capture lost"),
+            Self::TrialUnproven => Some("if it is a short Kafka session"),
             Self::ServerSpokeFirst {
                 response_head: false,
             }
@@ -724,20 +740,16 @@ impl StreamHandler for Dissector {
         before.saturating_sub(self.held_bytes(conn))
     }
 
-    fn close(
-        &mut self,
-        mut conn: KafkaConn,
-        info: &ConnInfo,
-        at: PacketRef,
-        diags: &mut Diagnostics,
-    ) {
+    fn close(&mut self, conn: KafkaConn, info: &ConnInfo, at: PacketRef, diags: &mut Diagnostics) {
         if let Role::Probing { .. } = conn.role {
             self.not_kafka(info, at, NotKafka::Undecided, diags);
             return;
         }
-        if let (Role::Kafka { .. }, Some(trial)) = (conn.role, conn.trial.take()) {
-            // It ended with nothing that refutes it: too short to prove, and read as Kafka.
-            self.admit(info, *trial, diags);
+        if let (Role::Kafka { .. }, Some(_)) = (conn.role, &conn.trial) {
+            // Nothing refuted it, but a short ZooKeeper session reads as Kafka as well:
+            // unproven is not Kafka, and what it gave is dropped with the trial.
+            self.not_kafka(info, at, NotKafka::TrialUnproven, diags);
+            return;
         }
         let (Role::Kafka { client }, Some(framers)) = (conn.role, &conn.framers) else {
             return;
@@ -937,7 +949,11 @@ fn feed(
             None
         }
         Delivery::Gap { len, at } => Some((framer.gap(len, at, handler), len, at)),
+        Delivery::Fin(_) => {
+            framer.end_of_stream(handler);
+            None
+        }
         // Reported by the TCP stage; the bytes kept are the first ones.
-        Delivery::Fin(_) | Delivery::Conflict { .. } => None,
+        Delivery::Conflict { .. } => None,
     }
 }

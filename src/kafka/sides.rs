@@ -322,6 +322,12 @@ impl FrameHandler for RequestSide<'_> {
         report_resync(self.diags, self.ends, Side::Client, skipped, at);
     }
 
+    /// Only a request to decode: any other plausible head is met too often in the zeros
+    /// of a record batch, and would hold the requests after it back until its end.
+    fn holds_back(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
+        self.would_keep(len, prefix)
+    }
+
     /// Request heads are easy to fake in zero-filled bytes (a small size, then key 0
     /// version 0): a candidate must be followed by another plausible head.
     fn wants_confirmation(&self) -> bool {

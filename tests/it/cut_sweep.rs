@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{compact_report, pcap_records, root, MULTI_EXCHANGE_FIXTURES};
+use crate::common::{compact_report, pcap_records, pidshark, root, MULTI_EXCHANGE_FIXTURES};
 
 /// The pcap at `path` without its first `skip` packets.
 fn cut_at(path: &Path, skip: usize) -> Vec<u8> {
@@ -66,16 +66,25 @@ fn responses(report: &Value) -> Vec<(Value, Value, u64, u64)> {
         .collect()
 }
 
-/// Bounds on `unmatched_responses` of the capture cut before frame `first`. An answer to
-/// a request before the cut must be counted when its connection carries a request after
-/// the cut (it is Kafka by then); on a connection whose last request is before the cut,
-/// the server's lone answers do not make it Kafka (a Thrift-framed server looks the same),
-/// so they may be counted or not; so may the answers of APIs the report does not list.
-fn unmatched_bounds(whole: &Value, first: u64) -> (u64, u64) {
+/// Bounds on `unmatched_responses` of the capture cut before frame `first` (equal unless
+/// the capture carries other APIs than AllocateProducerIds, whose frames the whole
+/// report does not place). An answer to a request before the cut is counted when its
+/// connection is Kafka in the cut: always with `--port` (`ports_given`), where a lone
+/// answer with nothing after it but the FIN is confirmed by the stream's end; without
+/// it, when the connection carries an AllocateProducerIds request after the cut (that
+/// proves it Kafka), and never on one whose requests all lie before the cut (the
+/// server's lone answers do not make it Kafka: a Thrift-framed server looks the same;
+/// the connection is given up as `not_kafka`). On a connection with other APIs, other
+/// requests after the cut may prove it or not, and other answers may be orphans too.
+fn unmatched_bounds(whole: &Value, first: u64, ports_given: bool) -> (u64, u64) {
     let all = responses(whole);
+    let exchanges = whole["exchanges"].as_array().unwrap();
     let carries_request_after = |client: &Value, server: &Value| {
-        all.iter()
-            .any(|(c, s, req, _)| c == client && s == server && *req >= first)
+        exchanges.iter().any(|ex| {
+            ex["client"] == *client
+                && ex["server"] == *server
+                && ex["request"]["first_frame"].as_u64() >= Some(first)
+        })
     };
     let orphans: Vec<_> = all
         .iter()
@@ -83,7 +92,7 @@ fn unmatched_bounds(whole: &Value, first: u64) -> (u64, u64) {
         .collect();
     let sure = orphans
         .iter()
-        .filter(|(c, s, _, _)| carries_request_after(c, s))
+        .filter(|(c, s, _, _)| ports_given || carries_request_after(c, s))
         .count() as u64;
     let other_apis: u64 = whole["summary"]["api_keys"]
         .as_object()
@@ -92,8 +101,44 @@ fn unmatched_bounds(whole: &Value, first: u64) -> (u64, u64) {
         .filter(|(name, _)| *name != "AllocateProducerIds")
         .map(|(_, counts)| counts["responses"].as_u64().unwrap())
         .sum();
+    let unsure = if other_apis > 0 {
+        orphans.len() as u64 - sure + other_apis
+    } else {
+        0
+    };
     let base = whole["summary"]["unmatched_responses"].as_u64().unwrap();
-    (base + sure, base + orphans.len() as u64 + other_apis)
+    (base + sure, base + sure + unsure)
+}
+
+/// The server ports of the whole capture's exchanges, as `--port` arguments.
+fn port_args(whole: &Value) -> Vec<String> {
+    let ports: std::collections::BTreeSet<String> = whole["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ex| {
+            let server = ex["server"].as_str().unwrap();
+            server.rsplit(':').next().unwrap().to_owned()
+        })
+        .collect();
+    ports
+        .into_iter()
+        .flat_map(|p| ["--port".to_owned(), p])
+        .collect()
+}
+
+/// The compact report of `path`, with `args`.
+fn report_with(path: &Path, args: &[String]) -> Value {
+    let out = pidshark()
+        .arg(path)
+        .args(["--compact", "--quiet"])
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("report is JSON")
 }
 
 /// The APIs of which the cut report counts more requests or responses than the whole one.
@@ -113,18 +158,24 @@ fn api_counts_invented<'a>(whole: &'a Value, cut: &'a Value) -> impl Iterator<It
         .cloned()
 }
 
+/// Faults of the capture cut before each of its packets, read as it comes and with
+/// `--port` naming its servers.
 pub fn sweep_faults(fixture: &str) -> Vec<String> {
     let path = root().join(fixture);
     let whole = compact_report(&path);
+    let ports = port_args(&whole);
     let dir = tempfile::tempdir().unwrap();
     let mut faults = Vec::new();
     for skip in 1..pcap_records(&path).1.len() {
         let cut_path = dir.path().join("cut.pcap");
         std::fs::write(&cut_path, cut_at(&path, skip)).unwrap();
-        let cut = compact_report(&cut_path);
         let first = skip as u64 + 1; // first frame kept, in the whole capture's numbers
-        let place = format!("{fixture} from frame {first}");
-        faults.extend(cut_faults(&whole, &cut, skip as u64, (first, None), &place));
+        for args in [&[][..], &ports[..]] {
+            let cut = report_with(&cut_path, args);
+            let place = format!("{fixture} from frame {first} {args:?}");
+            let at = (first, None, !args.is_empty());
+            faults.extend(cut_faults(&whole, &cut, skip as u64, at, &place));
+        }
     }
     faults
 }
@@ -134,12 +185,13 @@ pub fn sweep_faults(fixture: &str) -> Vec<String> {
 ///
 /// With `cut_packet`, the capture starts inside that packet (`first` is the one after it):
 /// an exchange whose request lies wholly after the cut byte may be kept. Each such one is
-/// reported as it was, or not at all (and then its answer is unmatched).
+/// reported as it was, or not at all (and then its answer is unmatched). `ports_given`:
+/// the cut was read with `--port` naming its servers.
 fn cut_faults(
     whole_report: &Value,
     report: &Value,
     shift: u64,
-    (first, cut_packet): (u64, Option<u64>),
+    (first, cut_packet, ports_given): (u64, Option<u64>, bool),
     place: &str,
 ) -> Vec<String> {
     let whole = keyed(whole_report, 0);
@@ -166,8 +218,12 @@ fn cut_faults(
         api_counts_invented(whole_report, report)
             .map(|api| format!("{place}: more {api} messages than in the whole capture")),
     );
-    let (least, most) = unmatched_bounds(whole_report, first);
-    let least = least.saturating_sub(kept_from_cut_packet);
+    let (least, most) = unmatched_bounds(whole_report, first, ports_given);
+    // an exchange kept from the cut packet has its answer matched, not an orphan
+    let (least, most) = (
+        least.saturating_sub(kept_from_cut_packet),
+        most.saturating_sub(kept_from_cut_packet),
+    );
     let got = report["summary"]["unmatched_responses"].as_u64().unwrap();
     if !(least..=most).contains(&got) {
         faults.push(format!(
@@ -250,7 +306,7 @@ fn cut_inside_allocate_producer_ids_frames() {
                     &whole,
                     &cut,
                     skip as u64,
-                    (frame + 1, Some(frame)),
+                    (frame + 1, Some(frame), false),
                     &place,
                 ));
             }

@@ -211,6 +211,10 @@ fn mixed_capture(path: &std::path::Path) {
                          // Metadata v12: 300 bytes of body, in segments of 100 (frames 5-8)
     let metadata = request(3, 12, 1, true, &[0; 300]);
     c.send(&mut w, true, &metadata, 100);
+    // three requests more prove the connection Kafka (one alone ends it unproven)
+    for corr in 2..=4 {
+        c.send(&mut w, true, &request(3, 12, corr, true, &[0; 4]), 100);
+    }
     c.close(&mut w);
     w.finish();
 }

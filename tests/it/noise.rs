@@ -22,6 +22,13 @@ fn framed(body: &[u8]) -> Vec<u8> {
 /// their replies (xid, zxid, err, body). A fresh client's ConnectRequest reads as a
 /// Produce v0 header with correlation id 0, and the ConnectResponse as its answer.
 fn zookeeper_session(w: &mut PcapWriter, c: &mut Conn, ops: &[i32]) {
+    zookeeper_connect(w, c);
+    zookeeper_ops(w, c, ops);
+}
+
+/// ZooKeeper's ConnectRequest (jute: protocolVersion, lastZxidSeen, timeOut, sessionId,
+/// passwd, readOnly) and the server's ConnectResponse.
+fn zookeeper_connect(w: &mut PcapWriter, c: &mut Conn) {
     let mut connect = Vec::new();
     connect.extend(be32(0)); // protocolVersion
     connect.extend(0i64.to_be_bytes()); // lastZxidSeen
@@ -39,6 +46,11 @@ fn zookeeper_session(w: &mut PcapWriter, c: &mut Conn, ops: &[i32]) {
     accept.extend([7u8; 16]);
     accept.push(0);
     c.send(w, false, &framed(&accept), 1448);
+}
+
+/// Requests (RequestHeader: xid, type; then the path and watch flag, none for ping) and
+/// their replies (ReplyHeader: xid, zxid, err; then getData's data and Stat).
+fn zookeeper_ops(w: &mut PcapWriter, c: &mut Conn, ops: &[i32]) {
     for (i, op) in ops.iter().enumerate() {
         let xid = if *op == 11 { -2 } else { i as i32 + 1 };
         let path = b"/brokers/ids/1";
@@ -200,6 +212,35 @@ fn zookeeper_sessions_with_their_handshake_are_not_kafka() {
         });
         assert_no_kafka(&report, &format!("zookeeper {ops:?}"));
     }
+}
+
+/// Issue 25, point 4: connect, one create, then the client goes without a closeSession
+/// (13 packets with the ACKs a real stack adds). The create's header (xid 1, type 1) reads as a Produce v1 request with
+/// correlation id 1 and its reply (xid 1) as the answer, after the ConnectRequest and
+/// ConnectResponse read as Produce v0 and its answer: nothing refutes the trial, but two
+/// answers do not prove it. It ends unproven, so it is not Kafka, out loud.
+#[test]
+fn a_short_zookeeper_session_that_ends_on_trial_is_not_kafka() {
+    let report = capture(|w| {
+        let mut c = Conn::new("10.0.0.1:41000", "10.0.0.2:2181");
+        c.handshake(w);
+        zookeeper_connect(w, &mut c);
+        zookeeper_ops(w, &mut c, &[1]);
+        c.close(w);
+    });
+    assert_no_kafka(&report, "a short zookeeper session");
+    let not_kafka: Vec<&Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "not_kafka")
+        .collect();
+    assert_eq!(not_kafka.len(), 1);
+    assert_eq!(not_kafka[0]["facts"]["reason"], "trial_unproven");
+    assert!(not_kafka[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("run again with --port 2181"));
 }
 
 #[test]

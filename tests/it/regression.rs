@@ -120,3 +120,51 @@ fn an_acknowledgment_far_ahead_is_not_believed() {
         kinds(&r)
     );
 }
+
+/// Issue 25, point 2: a mid-stream connection whose server's first captured bytes are an
+/// answer. In small segments, a head inside the answer (its producer_id_start reads as
+/// a frame answering the next request) ended where a segment did and was taken: the
+/// first answer was passed over and the second invented from its bytes. With the sides
+/// learnt from the bytes, the first answer came before the request that showed the
+/// client, and its bytes were passed over while that side was tried as a client. Each
+/// answer is read where Wireshark reads it.
+#[test]
+fn the_first_answer_mid_stream_is_read_whatever_its_segments() {
+    let cases = [
+        (
+            "split_first_response",
+            9093,
+            vec![
+                (7, "complete".to_owned(), Some(0x0000_0004_0000_0008)),
+                (8, "complete".to_owned(), Some(9000)),
+            ],
+        ),
+        (
+            "unsure_sides_first_response",
+            50000,
+            vec![
+                (42, "complete".to_owned(), Some(42_000)),
+                (43, "complete".to_owned(), Some(43_000)),
+                (44, "complete".to_owned(), Some(44_000)),
+            ],
+        ),
+    ];
+    for (name, port, expected) in cases {
+        let r = run(name);
+        assert_eq!(brief(&r), expected, "{name}");
+        assert_eq!(r["summary"]["unmatched_responses"], 0, "{name}");
+        assert!(!kinds(&r).contains(&"kafka_resync".to_owned()), "{name}");
+        if crate::wireshark::have_tshark() {
+            let path = format!("fixtures/regression/{name}.pcap");
+            let theirs = crate::wireshark::tshark_frames_on(
+                crate::common::root().join(&path).to_str().unwrap(),
+                &[port],
+            );
+            assert_eq!(
+                crate::wireshark::ours(&r),
+                theirs,
+                "{name}: Wireshark's frames"
+            );
+        }
+    }
+}

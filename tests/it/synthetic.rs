@@ -1213,3 +1213,62 @@ fn requests_queued_before_the_first_api_versions_have_lower_correlation_ids() {
     assert_eq!(report["summary"]["kafka_connections"], 1);
     assert_eq!(report["summary"]["not_kafka_connections"], 0);
 }
+
+/// Short Kafka sessions that end while on trial (issue 25, point 4). One that opens with
+/// an answered ApiVersions request (as every Java client does) is proven by it: no
+/// lookalike's first message reads as one. One whose only exchange is a Metadata request
+/// proves nothing a short ZooKeeper session does not, and is given up out loud with the
+/// `--port` that reads it.
+#[test]
+fn short_kafka_sessions_are_read_when_their_bytes_prove_it() {
+    // ApiVersions v3: client_software_name and _version (compact strings), no tags
+    let mut api_versions = vec![18];
+    api_versions.extend(b"apache-kafka-java");
+    api_versions.push(6);
+    api_versions.extend(b"3.9.1");
+    api_versions.push(0);
+    // error 0, 2 keys (Produce 0..11, ApiVersions 0..4), throttle 0, no tags (header v0)
+    let mut versions = vec![0, 0, 3];
+    for (key, max) in [(0i16, 11i16), (18, 4)] {
+        versions.extend(key.to_be_bytes());
+        versions.extend(0i16.to_be_bytes());
+        versions.extend(max.to_be_bytes());
+        versions.push(0);
+    }
+    versions.extend([0, 0, 0, 0, 0]);
+    let apiv = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40300", "10.0.0.2:29092");
+        c.handshake(w);
+        c.send(w, true, &request(18, 3, 1, true, &api_versions), 1448);
+        c.send(w, false, &response(1, false, &versions), 1448);
+        c.close(w);
+    };
+    let report = run_capture(apiv, &[]);
+    assert_eq!(report["summary"]["kafka_connections"], 1, "{report}");
+    assert_eq!(report["summary"]["not_kafka_connections"], 0);
+    assert_eq!(report["summary"]["api_keys"]["ApiVersions"]["responses"], 1);
+    // Metadata v12 (no topics, no auto-creation, no authorized operations) and its
+    // answer (throttle, no brokers, null cluster id, controller 1, no topics)
+    let metadata = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40301", "10.0.0.2:29092");
+        c.handshake(w);
+        c.send(w, true, &request(3, 12, 1, true, &[0, 0, 0, 0]), 1448);
+        let body = [0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0];
+        c.send(w, false, &response(1, true, &body), 1448);
+        c.close(w);
+    };
+    let report = run_capture(metadata, &[]);
+    assert_eq!(report["summary"]["kafka_connections"], 0);
+    assert_eq!(report["summary"]["not_kafka_connections"], 1);
+    assert_eq!(report["summary"]["api_keys"], serde_json::json!({}));
+    let reason = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "not_kafka")
+        .map(|d| d["facts"]["reason"].clone());
+    assert_eq!(reason, Some("trial_unproven".into()));
+    let forced = run_capture(metadata, &["--port", "29092"]);
+    assert_eq!(forced["summary"]["kafka_connections"], 1);
+    assert_eq!(forced["summary"]["api_keys"]["Metadata"]["responses"], 1);
+}

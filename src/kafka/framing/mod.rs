@@ -104,6 +104,14 @@ pub trait FrameHandler {
         let _ = (len, prefix, at);
         true
     }
+    /// Whether a plausible head, while it is not judged yet, keeps a later candidate from
+    /// being taken (the search then judges candidates in stream order, so that the frames
+    /// found do not depend on where packets end). Only strong evidence should: a weak
+    /// head, met often inside other data, would hold good frames back until its made-up
+    /// end came, and hand them over late. By default: one that anchors.
+    fn holds_back(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool {
+        self.anchors(len, prefix, at)
+    }
     /// Whether a candidate that ends exactly where the bytes seen so far end counts as
     /// confirmed (a message alone in its segments). Not while deciding what a
     /// connection is: a response misread as a request ends there just as well.
@@ -119,7 +127,8 @@ pub trait FrameHandler {
     }
     /// Whether the bytes a search holds may be read again as the other side's (see
     /// [`Framer::retarget`]): then every candidate is waited for with its bytes, as one
-    /// to decode is, instead of being carried by its head.
+    /// to decode is, instead of being carried by its head, and no byte is passed over
+    /// while the window has room (one that is no head of this side's may be the other's).
     fn rereads_held_bytes(&self) -> bool {
         false
     }

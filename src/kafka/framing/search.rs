@@ -313,18 +313,51 @@ impl Framer {
             w.scanned += 1;
         }
         let far = self.confirmed_far(w, handler, &mut chains);
-        match (found, far) {
+        let chosen = match (found, far) {
             (Some(near), Some(idx))
                 if w.far
                     .get(idx)
                     .is_some_and(|f| f.start < w.origin + near as u64) =>
             {
-                Some(Found::Far(idx))
+                Found::Far(idx)
             }
-            (Some(near), _) => Some(Found::Near(near)),
-            (None, Some(idx)) => Some(Found::Far(idx)),
-            (None, None) => None,
+            (Some(near), _) => Found::Near(near),
+            (None, Some(idx)) => Found::Far(idx),
+            (None, None) => return None,
+        };
+        let start = match chosen {
+            Found::Near(offset) => w.origin + offset as u64,
+            Found::Far(idx) => w.far.get(idx).map_or(0, |f| f.start),
+        };
+        if self.undecided_before(w, start, handler) {
+            // Looked at again as bytes arrive, after those before it are judged.
+            if let Found::Near(offset) = chosen {
+                w.waiting.push((offset, len + 1));
+            }
+            return None;
         }
+        Some(chosen)
+    }
+
+    /// Whether a candidate before search offset `start` that holds others back (see
+    /// [`FrameHandler::holds_back`]) is not judged yet: then the later one is not taken,
+    /// whatever the packets the bytes came in (a head inside a frame may end where a
+    /// packet does, and be confirmed by that end, before the frame's own end is in).
+    /// One carried by its head holds back only when it ends within a window of where it
+    /// starts: a longer frame's end is too far to wait for.
+    fn undecided_before(&self, w: &Window, start: u64, handler: &mut impl FrameHandler) -> bool {
+        let waiting = w.waiting.iter().any(|(c, _)| {
+            w.origin + (*c as u64) < start
+                && head_at(&w.bytes, *c, self.prefix_len).is_some_and(|(size, prefix)| {
+                    let prefix = w.bytes.get(prefix).unwrap_or_default();
+                    handler.holds_back(size, prefix, w.packet_at(*c))
+                })
+        });
+        let bounded = |f: &FarCandidate| f.end - f.start <= MAX_RESYNC_WINDOW as u64;
+        waiting
+            || w.far.iter().any(|f| {
+                f.start < start && bounded(f) && handler.holds_back(f.size, f.prefix(), f.first)
+            })
     }
 
     /// Holds the candidate at `offset` by its head, to be confirmed where it ends.
@@ -470,15 +503,19 @@ impl Framer {
                     .far
                     .iter()
                     .filter_map(move |f| usize::try_from(f.end.checked_sub(origin)?).ok());
-                let keep_from = w
-                    .waiting
-                    .iter()
-                    .map(|(c, _)| *c)
-                    .chain(far_ends.filter(|e| *e <= w.bytes.len()))
-                    .chain([w.scanned])
-                    .min()
-                    .unwrap_or(w.scanned)
-                    .max(w.bytes.len().saturating_sub(MAX_RESYNC_WINDOW));
+                // Bytes that may be read again as the other side's are all kept.
+                let needed_from = if handler.rereads_held_bytes() {
+                    w.base
+                } else {
+                    w.waiting
+                        .iter()
+                        .map(|(c, _)| *c)
+                        .chain(far_ends.filter(|e| *e <= w.bytes.len()))
+                        .chain([w.scanned])
+                        .min()
+                        .unwrap_or(w.scanned)
+                };
+                let keep_from = needed_from.max(w.bytes.len().saturating_sub(MAX_RESYNC_WINDOW));
                 if keep_from > w.base {
                     w.skipped += (keep_from - w.base) as u64;
                     w.base = keep_from;
@@ -685,6 +722,58 @@ impl Framer {
             after_gap: Some(at),
             ..Window::default()
         };
+    }
+
+    /// The stream ended (its FIN came, every byte before it delivered) while framing
+    /// was searched for: a candidate whose frame, or chain of plausible heads, ends
+    /// exactly where the stream does is confirmed by that end, as one that anchors is
+    /// by the end of the data. So a lone answer to a request sent before the capture,
+    /// with nothing after it but the FIN, is counted. Not while deciding what a
+    /// connection is (see [`FrameHandler::confirms_at_data_end`]).
+    pub fn end_of_stream(&mut self, handler: &mut impl FrameHandler) {
+        let State::Resync(w) = &mut self.state else {
+            return;
+        };
+        if !handler.confirms_at_data_end() {
+            return;
+        }
+        let end = w.bytes.len();
+        let mut chains = Chains::default();
+        let near = (w.base..end).find(|&offset| {
+            let Some((size, prefix)) = head_at(&w.bytes, offset, self.prefix_len) else {
+                return false;
+            };
+            let prefix = w.bytes.get(prefix).unwrap_or_default();
+            if size <= 0 || !handler.plausible(size, prefix, w.packet_at(offset)) {
+                return false;
+            }
+            let next = offset.saturating_add(SIZE_LEN + size as usize);
+            let chain = chains.end_from(w, next, self.prefix_len, handler);
+            next == end
+                || (chain.at == end
+                    && chain.outcome == Outcome::Incomplete
+                    && chain.links <= MAX_CHAIN_LINKS)
+        });
+        let stream_end = w.end();
+        let far = w.far.iter().position(|f| f.end == stream_end);
+        let far_first = match (near, far.and_then(|idx| w.far.get(idx))) {
+            (Some(offset), Some(f)) => f.start < w.origin + offset as u64,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        let mut w = std::mem::take(w);
+        match (far, near) {
+            (Some(idx), _) if far_first => {
+                let last = w.packet_before(end);
+                Self::take_far(&mut w, idx, last, handler);
+                self.state = State::Head;
+                self.reset_head();
+            }
+            (_, Some(offset)) => {
+                self.frame_window_from(w, offset, handler);
+            }
+            _ => self.state = State::Resync(w),
+        }
     }
 
     /// Looks through the held bytes again from where the search started: the handler's

@@ -515,3 +515,168 @@ fn long_candidates_held_by_their_heads_are_bounded() {
     assert_eq!(w.far.len(), MAX_FAR_CANDIDATES);
     assert!(rec.frames.is_empty());
 }
+
+/// What a search found in `data` fed in segments of the lengths `cuts` (the rest in one
+/// more): each frame's size, prefix and message, and the bytes passed over.
+fn search_in_segments(data: &[u8], cuts: &[usize], mut rec: Recorder) -> (Vec<Seen>, Vec<u64>) {
+    let mut framer = Framer::resyncing(4);
+    let mut pos = 0;
+    let mut packet = 0;
+    for &cut in cuts.iter().chain([&data.len()]) {
+        let end = (pos + cut).min(data.len());
+        if end > pos {
+            packet += 1;
+            framer.push(&data[pos..end], at(packet), &mut rec);
+        }
+        pos = end;
+    }
+    // packets differ with the cuts; what the frames are must not
+    let frames = rec
+        .frames
+        .into_iter()
+        .map(|f| (f.0, f.1, f.2, 0, 0))
+        .collect();
+    (frames, rec.resyncs)
+}
+
+/// A 34-byte frame at the first byte with a 4-byte head inside it from byte `inside`
+/// (13 at most), then a second frame.
+fn frame_with_a_head_inside(inside: usize) -> Vec<u8> {
+    let mut body = vec![8; 30];
+    body[0] = 7;
+    body[inside - 4..inside + 4].copy_from_slice(&[0, 0, 0, 4, 9, 1, 1, 1]);
+    let mut data = frame_bytes(&body);
+    data.extend(frame_bytes(&[9, 0, 0, 5]));
+    data
+}
+
+/// The case: the first frame's bytes come in segments of 1, 4, 1, 4, 5, 6 and 8
+/// bytes; a head inside it ends where the sixth segment does. The frame is found as
+/// when it comes whole, not passed over for the head that a segment's end confirmed.
+#[test]
+fn a_first_frame_in_small_segments_is_found_as_when_whole() {
+    let data = frame_with_a_head_inside(13);
+    let rec = || Recorder {
+        confirm: true,
+        ..Default::default()
+    };
+    let whole = search_in_segments(&data, &[], rec());
+    assert_eq!(whole.0.len(), 2);
+    assert_eq!(whole.0[0].0, 30);
+    assert!(whole.1.is_empty(), "nothing passed over");
+    let split = search_in_segments(&data, &[1, 4, 1, 4, 5, 6, 8], rec());
+    assert_eq!(split, whole);
+}
+
+/// Every way of cutting the first 16 bytes into segments of 1 to 8 bytes (the rest in
+/// one), with a head inside the first frame ending at byte 13, and the first frame
+/// anchoring or not and kept or not.
+#[test]
+fn every_split_of_the_first_bytes_finds_the_frames_found_whole() {
+    fn compositions(n: usize, out: &mut Vec<Vec<usize>>, cur: &mut Vec<usize>) {
+        if n == 0 {
+            out.push(cur.clone());
+        }
+        for part in 1..=n.min(8) {
+            cur.push(part);
+            compositions(n - part, out, cur);
+            cur.pop();
+        }
+    }
+    let mut splits = Vec::new();
+    compositions(16, &mut splits, &mut Vec::new());
+    assert_eq!(splits.len(), 32_192);
+    let data = frame_with_a_head_inside(5);
+    for (anchor_key, keep_key) in [(None, None), (Some(7), None), (None, Some(7))] {
+        let rec = || Recorder {
+            confirm: true,
+            anchor_key,
+            keep_key,
+            ..Default::default()
+        };
+        let whole = search_in_segments(&data, &[], rec());
+        assert_eq!(whole.0.len(), 2);
+        for cuts in &splits {
+            let split = search_in_segments(&data, cuts, rec());
+            assert_eq!(split, whole, "{cuts:?} {anchor_key:?} {keep_key:?}");
+        }
+    }
+}
+
+mod split_properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Bytes that make false heads likely: sizes' zeros and small values, and the keys.
+    fn byte() -> impl Strategy<Value = u8> {
+        prop::sample::select(vec![0u8, 1, 4, 7, 8, 9])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Frames from the first captured byte (the first one an answer, the rest anything)
+        /// fed in segments of 1 to 8 bytes are the frames found when fed whole.
+        #[test]
+        fn frames_from_the_first_byte_are_found_whatever_the_segments(
+            bodies in prop::collection::vec(
+                (prop::sample::select(vec![7u8, 9]), prop::collection::vec(byte(), 3..24)),
+                1..4,
+            ),
+            cuts in prop::collection::vec(1usize..=8, 0..16),
+            confirm in any::<bool>(),
+            anchor_key in prop::option::of(prop::sample::select(vec![7u8, 9])),
+            keep_key in prop::option::of(prop::sample::select(vec![7u8, 9])),
+        ) {
+            let mut data = Vec::new();
+            for (i, (key, rest)) in bodies.iter().enumerate() {
+                // the first frame anchors: it answers a request the capture holds
+                let key = if i == 0 { anchor_key.unwrap_or(*key) } else { *key };
+                let mut body = vec![key];
+                body.extend(rest);
+                data.extend(frame_bytes(&body));
+            }
+            let rec = || Recorder { confirm, anchor_key, keep_key, ..Default::default() };
+            let whole = search_in_segments(&data, &[], rec());
+            let split = search_in_segments(&data, &cuts, rec());
+            prop_assert_eq!(split, whole);
+        }
+    }
+}
+
+/// A lone answer to a request from before the capture (a head that does not anchor),
+/// with nothing after it but the FIN: confirmed by the stream's end, as a chain of such
+/// heads is; bytes that end elsewhere are not.
+#[test]
+fn the_end_of_the_stream_confirms_what_ends_with_it() {
+    let rec = || Recorder {
+        confirm: true,
+        anchor_key: Some(9),
+        ..Default::default()
+    };
+    for lone in [1, 3] {
+        let mut data = vec![0xaa; 2];
+        for _ in 0..lone {
+            data.extend(frame_bytes(&[7, 0, 0, 1, 2]));
+        }
+        let mut framer = Framer::resyncing(4);
+        let mut rec = rec();
+        framer.push(&data, at(1), &mut rec);
+        assert!(rec.frames.is_empty(), "not before the stream ends");
+        framer.end_of_stream(&mut rec);
+        assert_eq!(rec.frames.len(), lone);
+        assert_eq!(rec.resyncs, vec![2]);
+        assert!(framer.is_idle());
+    }
+    let mut framer = Framer::resyncing(4);
+    let mut rec = rec();
+    let mut data = frame_bytes(&[7, 0, 0, 1, 2]);
+    data.push(0);
+    framer.push(&data, at(1), &mut rec);
+    framer.end_of_stream(&mut rec);
+    assert!(
+        rec.frames.is_empty(),
+        "a byte after it: it does not end with the stream"
+    );
+}
