@@ -61,13 +61,31 @@ pub struct PacketRef {
     pub origin: Option<Origin>,
 }
 
-/// A packet's place in the capture file it came from, when several are merged.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Origin {
-    /// Index of the file in `captures[]` (the order given).
-    pub capture: u32,
+/// A packet's place in the capture file it came from, when several are merged: the file's
+/// index in `captures[]` (the order given) and the packet's 1-based number inside it,
+/// packed in 8 bytes (16 and 48 bits), for every held segment keeps a [`PacketRef`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin(std::num::NonZeroU64);
+
+impl Origin {
+    /// Files past the 65,536th, or packets past 2^48 in one file, have no origin.
+    pub fn new(capture: usize, frame: u64) -> Option<Self> {
+        let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
+        if frame >> 48 != 0 {
+            return None;
+        }
+        std::num::NonZeroU64::new(capture << 48 | frame).map(Self)
+    }
+
+    /// Index of the file in `captures[]`.
+    pub fn capture(self) -> u32 {
+        (self.0.get() >> 48) as u32
+    }
+
     /// 1-based packet number inside that file.
-    pub frame: u64,
+    pub fn frame(self) -> u64 {
+        self.0.get() & ((1 << 48) - 1)
+    }
 }
 
 /// One packet record, borrowed from the read buffer.

@@ -84,9 +84,9 @@ impl Copies {
         self.forget_before(now.saturating_sub(self.skew_ns));
         let fingerprint = self.fingerprint(segment);
         if let Some(latest) = self.latest.get(&fingerprint) {
-            if latest.capture != origin.capture && (now - latest.at).abs() <= self.skew_ns {
+            if latest.capture != origin.capture() && (now - latest.at).abs() <= self.skew_ns {
                 let frame = latest.frame;
-                self.count(origin.capture);
+                self.count(origin.capture());
                 return Some(frame);
             }
         }
@@ -102,12 +102,12 @@ impl Copies {
         });
         let latest = self.latest.entry(fingerprint).or_insert(Latest {
             at: now,
-            capture: origin.capture,
+            capture: origin.capture(),
             frame: at.frame,
             remembered: 0,
         });
         latest.at = now;
-        latest.capture = origin.capture;
+        latest.capture = origin.capture();
         latest.frame = at.frame;
         latest.remembered += 1;
         None

@@ -181,10 +181,11 @@ impl<'a> Merge<'a> {
         *taken += 1;
         let frame = self.next_frame;
         self.next_frame += 1;
-        let origin = self.several.then_some(Origin {
-            capture: u32::try_from(idx).unwrap_or(u32::MAX),
-            frame: *taken,
-        });
+        let origin = if self.several {
+            Origin::new(idx, *taken)
+        } else {
+            None
+        };
         reader.take(frame, origin)
     }
 }

@@ -348,8 +348,8 @@ pub struct InCapture {
 impl From<crate::capture::Origin> for InCapture {
     fn from(origin: crate::capture::Origin) -> Self {
         Self {
-            capture_index: origin.capture,
-            capture_frame: origin.frame,
+            capture_index: origin.capture(),
+            capture_frame: origin.frame(),
         }
     }
 }
