@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{compact_report, pcap_records, pidshark, root, MULTI_EXCHANGE_FIXTURES};
+use crate::common::{compact_report, pcap_records, report, root, MULTI_EXCHANGE_FIXTURES};
 
 /// The pcap at `path` without its first `skip` packets.
 fn cut_at(path: &Path, skip: usize) -> Vec<u8> {
@@ -129,16 +129,9 @@ fn port_args(whole: &Value) -> Vec<String> {
 
 /// The compact report of `path`, with `args`.
 fn report_with(path: &Path, args: &[String]) -> Value {
-    let out = pidshark()
-        .arg(path)
-        .args(["--compact", "--quiet"])
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).expect("report is JSON")
+    let mut all = vec![path.to_str().expect("a UTF-8 path"), "--compact", "--quiet"];
+    all.extend(args.iter().map(String::as_str));
+    report(&all)
 }
 
 /// The APIs of which the cut report counts more requests or responses than the whole one.
