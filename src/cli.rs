@@ -119,6 +119,13 @@ pub struct Args {
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
 
+    /// After the report, print the run's time and peak memory on stderr.
+    ///
+    /// The peak is the process's own high-water mark (`VmHWM`, Linux), read as it ends:
+    /// what to compare with `--max-memory`.
+    #[arg(long, help_heading = "Output")]
+    pub stats: bool,
+
     /// Print the JSON Schema of the report and exit.
     #[arg(long, exclusive = true, help_heading = "Output")]
     pub schema: bool,

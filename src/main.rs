@@ -214,6 +214,14 @@ fn run(config: &Config) -> Result<bool, Error> {
     Ok(passed)
 }
 
+/// This process's own peak resident memory (`VmHWM` of `/proc/self/status`), in KiB: not
+/// `ru_maxrss`, which also counts the memory of the process that started it.
+fn own_peak_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// A progress bar on stderr while the captures are read: only when stderr is a terminal
 /// and `--quiet` was not given. Returns what stops it.
 fn progress(
@@ -314,7 +322,8 @@ fn main() -> ExitCode {
     if args.list_kinds {
         return print_quietly(&kinds_table());
     }
-    let quiet = args.quiet;
+    let (quiet, stats) = (args.quiet, args.stats);
+    let started = std::time::Instant::now();
     let mut config = Config::from(args);
     let bar = progress(&mut config, quiet);
     let outcome = run(&config);
@@ -322,6 +331,13 @@ fn main() -> ExitCode {
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
         bar.finish_and_clear();
+    }
+    if stats {
+        let peak = own_peak_kib().map_or("unknown".to_owned(), |kib| format!("{kib} KiB"));
+        say!(
+            "pidshark: stats: {:.3} s, peak memory {peak}",
+            started.elapsed().as_secs_f64()
+        );
     }
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -510,3 +510,26 @@ fn the_json_report_is_written_whole_without_a_temporary_directory() {
     let parsed: serde_json::Value = serde_json::from_slice(&spilled).unwrap();
     assert_eq!(parsed["exchanges"].as_array().unwrap().len(), 8000);
 }
+
+#[test]
+fn stats_print_the_time_and_the_process_own_peak() {
+    let out = pidshark()
+        .args(["fixtures/seed-v0.pcap", "--stats", "-q", "-o", "/dev/null"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("pidshark: stats: "))
+        .unwrap_or_else(|| panic!("no stats line: {stderr}"));
+    if cfg!(target_os = "linux") {
+        let kib: u64 = line
+            .split_once("peak memory ")
+            .and_then(|(_, p)| p.strip_suffix(" KiB"))
+            .unwrap_or_else(|| panic!("{line}"))
+            .parse()
+            .unwrap();
+        // the program itself, a few MiB; not the test process's memory
+        assert!((1024..64 * 1024).contains(&kib), "{line}");
+    }
+}
