@@ -5,64 +5,10 @@
 #[path = "it/common.rs"]
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::*;
-
-/// Runs pidshark on `path` with `args`; returns (report, peak RSS in MiB, wall time).
-///
-/// The peak is the one pidshark reports with `--stats`: its own high-water mark. Not the
-/// child's `ru_maxrss`, into which Linux folds the high-water mark of the process that
-/// spawned it (the test process: a backtrace printed by another test raises it).
-/// A run that takes longer than this is hung. Only a hang guard: speed is measured by the
-/// benchmarks, and a debug build on a loaded two-core machine takes minutes where an idle
-/// one takes seconds.
-const HANG_GUARD: Duration = Duration::from_secs(600);
-
-fn run(path: &Path, args: &[&str]) -> (serde_json::Value, u64, Duration) {
-    let start = Instant::now();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("pidshark"))
-        .arg(path)
-        .args(["--compact", "--quiet", "--stats"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the test build of pidshark starts");
-    let mut stdout = child.stdout.take().expect("stdout is piped");
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        stdout.read_to_end(&mut out).map(|_| out)
-    });
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr is piped")
-        .read_to_string(&mut stderr)
-        .expect("stderr is read");
-    let status = child.wait().expect("wait on the child");
-    let elapsed = start.elapsed();
-    let stdout = reader.join().unwrap().expect("stdout is read");
-    assert!(status.success(), "{stderr}");
-    let report = serde_json::from_slice(&stdout).expect("a report");
-    (report, peak_mib(&stderr), elapsed)
-}
-
-/// The peak `--stats` printed, in MiB (rounded down, as the bounds are stated).
-fn peak_mib(stderr: &str) -> u64 {
-    let kib: u64 = stderr
-        .lines()
-        .find_map(|l| l.split_once("peak memory ")?.1.strip_suffix(" KiB"))
-        .unwrap_or_else(|| panic!("--stats printed no peak: {stderr}"))
-        .parse()
-        .expect("the peak is a number of KiB");
-    kib / 1024
-}
 
 fn kinds(r: &serde_json::Value) -> Vec<String> {
     r["summary"]["diagnostics"]
@@ -96,7 +42,7 @@ fn many_syns_with_distinct_ports_stay_under_the_connection_cap() {
         w.record(&c.packet(true, i, syn, &[]), 0);
     }
     w.finish();
-    let (report, rss, took) = run(&path, &["--max-connections", "10000"]);
+    let (report, rss, took) = run_measured(&path, &["--max-connections", "10000"]);
     assert_eq!(report["summary"]["tcp_connections"], 300_000);
     assert!(kinds(&report).contains(&"connection_limit".to_owned()));
     assert_eq!(
@@ -154,7 +100,7 @@ fn syns_replacing_one_connection_then_evictions_stay_linear() {
         w.record(&c.packet(true, 6, rst, &[]), 0);
     }
     w.finish();
-    let (report, rss, took) = run(&path, &["--max-connections", "1000"]);
+    let (report, rss, took) = run_measured(&path, &["--max-connections", "1000"]);
     assert_eq!(
         report["summary"]["tcp_connections"],
         60_000 + 1_001 + 10_000
@@ -182,7 +128,7 @@ fn largest_size_prefix_is_too_large_not_allocated() {
     c.send(&mut w, true, &evil, 1460);
     c.close(&mut w);
     w.finish();
-    let (report, rss, _) = run(&path, &[]);
+    let (report, rss, _) = run_measured(&path, &[]);
     assert!(kinds(&report).contains(&"kafka_frame_too_large".to_owned()));
     assert_eq!(report["summary"]["exchanges"]["complete"], 1);
     assert!(rss < 64, "peak RSS {rss} MiB");
@@ -205,7 +151,7 @@ fn endless_out_of_order_flood_is_held_to_the_buffer_cap() {
         w.record(&c.packet(true, c.client_seq + 1 + i * 1400, ack, &chunk), 0);
     }
     w.finish();
-    let (report, rss, took) = run(&path, &["--port", "9093"]);
+    let (report, rss, took) = run_measured(&path, &["--port", "9093"]);
     assert!(kinds(&report).contains(&"tcp_gap".to_owned()));
     assert!(rss < 64, "peak RSS {rss} MiB");
     assert!(took < HANG_GUARD, "{took:?}");
@@ -230,7 +176,7 @@ fn sequence_numbers_jumping_by_half_the_space() {
         w.record(&c.packet(true, seq, ack, &[0x22; 64]), 0);
     }
     w.finish();
-    let (_, rss, took) = run(&path, &["--port", "9093"]);
+    let (_, rss, took) = run_measured(&path, &["--port", "9093"]);
     assert!(rss < 64, "peak RSS {rss} MiB");
     assert!(took < HANG_GUARD, "{took:?}");
 }
@@ -300,7 +246,7 @@ fn pcapng_block_length_that_lies_and_unknown_interface() {
             epb(0, &packet, Some(0x7fff_fff0)),
         ],
     );
-    let (report, rss, _) = run(&path, &[]);
+    let (report, rss, _) = run_measured(&path, &[]);
     assert_eq!(report["summary"]["packets"], 1, "the good packet is read");
     let diags = report["diagnostics"].as_array().unwrap();
     assert!(diags
@@ -329,7 +275,7 @@ fn record_longer_than_the_snaplen_is_skipped() {
     }
     f.write_all(&long).unwrap();
     drop(f);
-    let (report, _, _) = run(&path, &[]);
+    let (report, _, _) = run_measured(&path, &[]);
     assert_eq!(report["summary"]["packets"], 0);
     assert!(report["diagnostics"][0]["message"]
         .as_str()
@@ -358,7 +304,7 @@ fn gzip_bomb_stops_quickly() {
         enc.write_all(&zeros).unwrap(); // 2 GiB of empty records
     }
     enc.finish().unwrap();
-    let (report, rss, took) = run(&path, &[]);
+    let (report, rss, took) = run_measured(&path, &[]);
     assert!(report["diagnostics"]
         .as_array()
         .unwrap()
@@ -390,7 +336,7 @@ fn max_record_bounds_the_read_buffer() {
             vec![0u8; 4 << 20],
         ],
     );
-    let (report, rss, _) = run(&path, &["--max-record", "2M"]);
+    let (report, rss, _) = run_measured(&path, &["--max-record", "2M"]);
     assert_eq!(report["summary"]["packets"], 1);
     assert!(
         report["diagnostics"]
@@ -439,7 +385,7 @@ fn millions_of_interface_descriptions_are_capped() {
         .unwrap();
     out.flush().unwrap();
     drop(out);
-    let (report, rss, took) = run(&path, &[]);
+    let (report, rss, took) = run_measured(&path, &[]);
     assert_eq!(
         report["summary"]["packets"], 1,
         "the packet on interface 0 is read"
@@ -491,7 +437,7 @@ fn megabytes_of_tagged_field_data_are_kept_as_a_kilobyte() {
         c.send(&mut w, true, &request(67, 0, corr, true, &body), 65_000);
     }
     w.finish();
-    let (report, rss, took) = run(&path, &[]);
+    let (report, rss, took) = run_measured(&path, &[]);
     let exchanges = report["exchanges"].as_array().unwrap();
     assert_eq!(exchanges.len(), 40);
     let field = &exchanges[0]["request"]["tagged_fields"][0];
@@ -547,7 +493,7 @@ fn under_budget(conns: u32, each: impl Fn(&mut Conn, &mut PcapWriter)) -> serde_
     clean.send(&mut w, false, &resp, 1448);
     clean.close(&mut w);
     w.finish();
-    let (report, rss, took) = run(&path, &["--max-memory", &format!("{BUDGET_MIB}M")]);
+    let (report, rss, took) = run_measured(&path, &["--max-memory", &format!("{BUDGET_MIB}M")]);
     assert!(rss < BUDGET_MIB + BEYOND_BUDGET_MIB, "peak RSS {rss} MiB");
     assert!(took < HANG_GUARD, "{took:?}");
     let clean_ones: Vec<&serde_json::Value> = report["exchanges"]
@@ -718,7 +664,7 @@ fn retransmissions_over_many_held_segments_cost_their_bytes() {
     }
     clean_response(&mut w, clean);
     w.finish();
-    let (report, rss, took) = run(&path, &["--port", "9093"]);
+    let (report, rss, took) = run_measured(&path, &["--port", "9093"]);
     assert_clean_exchange(&report);
     let conflicts = &report["summary"]["diagnostics"]["tcp_overlap_conflict"];
     assert_eq!(conflicts, 2_000, "one conflict per retransmission");
@@ -747,7 +693,7 @@ fn a_hole_before_every_byte_is_held_to_the_run_cap() {
     }
     clean_response(&mut w, clean);
     w.finish();
-    let (report, rss, took) = run(&path, &["--port", "9093"]);
+    let (report, rss, took) = run_measured(&path, &["--port", "9093"]);
     assert_clean_exchange(&report);
     // each hole is lost: 195,904 declared as runs past the cap arrived, the rest at the end
     assert_eq!(report["summary"]["diagnostics"]["tcp_gap"], 200_000);
@@ -769,7 +715,7 @@ fn a_budget_the_connections_alone_fill_does_not_cost_a_pass_per_packet() {
         c.handshake(&mut w);
     }
     w.finish();
-    let (report, _, took) = run(&path, &["--max-memory", "1M"]);
+    let (report, _, took) = run_measured(&path, &["--max-memory", "1M"]);
     assert_eq!(report["summary"]["tcp_connections"], 20_000);
     assert!(took < HANG_GUARD, "{took:?}");
 }

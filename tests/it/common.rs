@@ -3,10 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use etherparse::PacketBuilder;
 
@@ -448,4 +449,58 @@ impl Write for Counted {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+// ---- peak memory: for the tests that bound it (tests/adversarial.rs and others) ----
+
+/// Runs pidshark on `path` with `args`; returns (report, peak RSS in MiB, wall time).
+///
+/// The peak is the one pidshark reports with `--stats`: its own high-water mark. Not the
+/// child's `ru_maxrss`, into which Linux folds the high-water mark of the process that
+/// spawned it (the test process: a backtrace printed by another test raises it).
+/// A run that takes longer than this is hung. Only a hang guard: speed is measured by the
+/// benchmarks, and a debug build on a loaded two-core machine takes minutes where an idle
+/// one takes seconds.
+pub const HANG_GUARD: Duration = Duration::from_secs(600);
+
+pub fn run_measured(path: &Path, args: &[&str]) -> (serde_json::Value, u64, Duration) {
+    let start = Instant::now();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("pidshark"))
+        .arg(path)
+        .args(["--compact", "--quiet", "--stats"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the test build of pidshark starts");
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        stdout.read_to_end(&mut out).map(|_| out)
+    });
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr is piped")
+        .read_to_string(&mut stderr)
+        .expect("stderr is read");
+    let status = child.wait().expect("wait on the child");
+    let elapsed = start.elapsed();
+    let stdout = reader.join().unwrap().expect("stdout is read");
+    assert!(status.success(), "{stderr}");
+    let report = serde_json::from_slice(&stdout).expect("a report");
+    (report, peak_mib(&stderr), elapsed)
+}
+
+/// The peak `--stats` printed, in MiB (rounded down, as the bounds are stated).
+pub fn peak_mib(stderr: &str) -> u64 {
+    let kib: u64 = stderr
+        .lines()
+        .find_map(|l| l.split_once("peak memory ")?.1.strip_suffix(" KiB"))
+        .unwrap_or_else(|| panic!("--stats printed no peak: {stderr}"))
+        .parse()
+        .expect("the peak is a number of KiB");
+    kib / 1024
 }
