@@ -46,6 +46,10 @@ pub use sides::MAX_DECODED_LEN;
 
 /// Kafka's default `socket.request.max.bytes`: larger size prefixes are not Kafka.
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 100 * 1024 * 1024;
+/// Bytes malloc (glibc, 64-bit) takes per allocation beyond what was asked: its header,
+/// and the rounding up to 16 bytes (counted here at its mean).
+pub const MALLOC_OVERHEAD: usize = 16;
+
 /// Ports from here up are taken for clients' ephemeral ports when guessing sides.
 const EPHEMERAL_PORTS_START: u16 = 32768;
 
@@ -144,10 +148,6 @@ struct Trial {
     out: Outbox,
     diags: Diagnostics,
 }
-
-/// Waiting requests of a connection below which none are given up for the memory budget:
-/// they cost little, and each is an exchange whose outcome would become unknown.
-const MIN_WAITING_SHED: usize = 64;
 
 /// Answers that prove a connection Kafka: a third of a ZooKeeper session's reads as
 /// one only when its first three operations are numbered like Kafka's correlation ids.
@@ -341,9 +341,6 @@ impl Dissector {
             None => out,
         };
         let waiting = conn.pending.len();
-        if waiting < MIN_WAITING_SHED {
-            return;
-        }
         let given_up = conn.pending.shed(ends, out);
         if given_up > 0 {
             what.push(format!(
@@ -677,12 +674,16 @@ impl StreamHandler for Dissector {
         true
     }
 
+    /// The connection's boxes (its framers, its trial) and what each holds.
     fn held_bytes(&self, conn: &KafkaConn) -> usize {
-        let framers = conn
-            .framers
-            .as_deref()
-            .map_or(0, |f| f.iter().map(Framer::held_bytes).sum());
-        let trial = conn.trial.as_deref().map_or(0, |t| t.out.held_bytes());
+        let framers = conn.framers.as_deref().map_or(0, |f| {
+            size_of::<[Framer; 2]>()
+                + MALLOC_OVERHEAD
+                + f.iter().map(Framer::held_bytes).sum::<usize>()
+        });
+        let trial = conn.trial.as_deref().map_or(0, |t| {
+            size_of::<Trial>() + MALLOC_OVERHEAD + t.out.held_bytes()
+        });
         framers + conn.pending.held_bytes() + trial
     }
 
