@@ -22,6 +22,7 @@
 //! recurses and nothing is copied twice, so the work per byte is bounded.
 
 use crate::capture::PacketRef;
+use crate::kafka::MALLOC_OVERHEAD;
 
 mod chain;
 mod search;
@@ -247,8 +248,8 @@ impl Framer {
     /// allocated sizes, and the heads of carried candidates.
     pub fn held_bytes(&self) -> usize {
         match &self.state {
-            State::Keep { buf, .. } => buf.capacity(),
-            State::Resync(w) => w.held_bytes(),
+            State::Keep { buf, .. } => buf.capacity() + MALLOC_OVERHEAD,
+            State::Resync(w) => size_of::<Window>() + MALLOC_OVERHEAD + w.held_bytes(),
             State::Head | State::Skip { .. } => 0,
         }
     }
@@ -257,7 +258,7 @@ impl Framer {
     /// goes on as a skipped one (handed over with [`Frame::shed`]), the search's window
     /// is passed over. Returns the bytes freed.
     pub fn shed(&mut self) -> usize {
-        let freed = self.held_bytes();
+        let before = self.held_bytes();
         match &mut self.state {
             State::Keep { len, seen, .. } => {
                 let (len, left) = (*len, len.saturating_sub(*seen));
@@ -267,10 +268,15 @@ impl Framer {
                     shed: true,
                 };
             }
-            State::Resync(w) => w.pass_over_all(),
+            State::Resync(w) => {
+                w.pass_over_all();
+                // The carried heads go too: a search of many candidates holds more in
+                // them than in its window.
+                w.far = Vec::new();
+            }
             State::Head | State::Skip { .. } => {}
         }
-        freed
+        before.saturating_sub(self.held_bytes())
     }
 
     /// True when the framer sits between frames, holding nothing.

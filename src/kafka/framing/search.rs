@@ -91,11 +91,16 @@ impl Window {
     }
 
     /// Bytes held, at their allocated sizes.
+    /// Bytes held, at their allocated sizes, each allocation with malloc's overhead.
     pub(super) fn held_bytes(&self) -> usize {
-        self.bytes.capacity()
-            + self.arrivals.capacity() * size_of::<(usize, PacketRef)>()
-            + self.waiting.capacity() * size_of::<(usize, usize)>()
-            + self.far.capacity() * size_of::<FarCandidate>()
+        let allocation = |capacity: usize, each: usize| match capacity {
+            0 => 0,
+            n => n * each + MALLOC_OVERHEAD,
+        };
+        allocation(self.bytes.capacity(), 1)
+            + allocation(self.arrivals.capacity(), size_of::<(usize, PacketRef)>())
+            + allocation(self.waiting.capacity(), size_of::<(usize, usize)>())
+            + allocation(self.far.capacity(), size_of::<FarCandidate>())
     }
 
     /// Passes over every byte held (the carried candidates stay): the search goes on
