@@ -1,0 +1,298 @@
+//! The memory budget (`--max-memory`) against the Kafka stage's growing structures: many
+//! connections with requests never answered, with frames cut mid-way while being read for
+//! decoding, with framing searches in progress, and all of them in one capture. At budgets
+//! of 16, 64 and 256 MiB, each capture holds more than its budget without one; pidshark's
+//! own peak (`--stats`) stays under the budget plus README "Hostile input"'s 32 MiB, says
+//! what it gave up (`memory_limit`), and still reads a clean exchange at the end whole.
+
+#[path = "it/common.rs"]
+mod common;
+
+use common::*;
+
+use pidshark::kafka::waiting::table_bytes;
+use pidshark::kafka::MALLOC_OVERHEAD;
+
+/// Counts the bytes this thread holds on the heap, so a test measures what one structure
+/// costs while other tests run in other threads.
+struct Counting;
+
+thread_local! {
+    static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+#[allow(unsafe_code)] // a global allocator is an unsafe trait: System's, counted
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let _ = HELD.try_with(|h| h.set(h.get() + layout.size() as isize));
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        let _ = HELD.try_with(|h| h.set(h.get() - layout.size() as isize));
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+fn held_now() -> isize {
+    HELD.with(|h| h.get())
+}
+
+#[test]
+fn a_hash_table_costs_what_table_bytes_says() {
+    // What std's HashMap asks of malloc, at sizes to each side of a doubling, for an
+    // entry of 40 bytes (a waiting request's) and of 24 (pairing's); table_bytes adds
+    // malloc's overhead to it.
+    fn measured<E: Default>(n: i32) -> (isize, usize) {
+        let before = held_now();
+        let mut table = std::collections::HashMap::new();
+        for key in 0..n {
+            table.insert(key, E::default());
+        }
+        let asked = held_now() - before;
+        let said = table_bytes(table.capacity(), size_of::<(i32, E)>());
+        (asked, said)
+    }
+    for n in [1, 7, 8, 100, 1000, 1793, 4096] {
+        for (asked, said) in [measured::<[u64; 4]>(n), measured::<[u64; 2]>(n)] {
+            assert_eq!(
+                said as isize,
+                asked + MALLOC_OVERHEAD as isize,
+                "{n} entries"
+            );
+        }
+    }
+}
+
+/// What pidshark holds beyond the budget: README "Hostile input".
+const BEYOND_BUDGET_MIB: u64 = 32;
+
+/// One hostile connection's packets, `i` its number.
+type Shape = dyn Fn(u32, &mut Conn, &mut PcapWriter);
+
+/// Writes `conns` connections shaped by `each` and a clean AllocateProducerIds exchange,
+/// runs pidshark with `--max-memory budget_mib`, and checks the bound, the diagnostic and
+/// the clean exchange. Returns the report.
+fn over_budget(budget_mib: u64, conns: u32, each: &Shape) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("budget.pcap");
+    let mut w = PcapWriter::create(&path);
+    for i in 0..conns {
+        let client = format!(
+            "10.{}.{}.{}:40000",
+            1 + i / 65_536,
+            (i / 256) % 256,
+            i % 256
+        );
+        let mut c = Conn::new(&client, "10.0.0.2:9093");
+        each(i, &mut c, &mut w);
+    }
+    let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
+    clean.handshake(&mut w);
+    let (req, resp) = apid_pair(1, 7, 5000);
+    clean.send(&mut w, true, &req, 1448);
+    clean.send(&mut w, false, &resp, 1448);
+    clean.close(&mut w);
+    w.finish();
+    let size_mib = std::fs::metadata(&path).unwrap().len() >> 20;
+    let budget = format!("{budget_mib}M");
+    let (report, peak, took) = run_measured(&path, &["--max-memory", &budget]);
+    eprintln!("budget {budget_mib} MiB, capture {size_mib} MiB: peak {peak} MiB in {took:?}");
+    assert!(
+        peak <= budget_mib + BEYOND_BUDGET_MIB,
+        "peak {peak} MiB at a budget of {budget_mib} MiB"
+    );
+    assert!(took < HANG_GUARD, "{took:?}");
+    assert!(
+        kinds(&report).contains(&"memory_limit".to_owned()),
+        "{:?}",
+        report["summary"]["diagnostics"]
+    );
+    let clean_ones: Vec<&serde_json::Value> = report["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["client"] == "10.0.0.1:39999")
+        .collect();
+    assert_eq!(clean_ones.len(), 1);
+    assert_eq!(clean_ones[0]["status"], "complete");
+    assert_eq!(clean_ones[0]["response"]["producer_id_start"], 5000);
+    report
+}
+
+/// Whether a `memory_limit` diagnostic says it gave up something described by `what`.
+fn gave_up(report: &serde_json::Value, what: &str) -> bool {
+    report["diagnostics"].as_array().unwrap().iter().any(|d| {
+        d["kind"] == "memory_limit" && d["message"].as_str().unwrap_or_default().contains(what)
+    })
+}
+
+/// The smallest requests of three APIs, correlation ids from `first`: ApiVersions v0 and
+/// Metadata v0 with a null client id (14 and 18 bytes), and every 16th an
+/// AllocateProducerIds v0 (28 bytes), which is decoded and waits with its fields.
+fn unanswered_requests(first: i32, count: i32) -> Vec<u8> {
+    let mut out = Vec::new();
+    for corr in first..first + count {
+        let mut msg = Vec::new();
+        let (key, body): (i16, Vec<u8>) = match corr % 16 {
+            0 => (67, apid_request_body(corr, 7)),
+            n if n % 2 == 1 => (18, Vec::new()),
+            _ => (3, 0i32.to_be_bytes().to_vec()),
+        };
+        msg.extend(key.to_be_bytes());
+        msg.extend(0i16.to_be_bytes());
+        msg.extend(corr.to_be_bytes());
+        msg.extend((-1i16).to_be_bytes());
+        if key == 67 {
+            msg.push(0); // request header v2: no tagged fields
+        }
+        msg.extend(body);
+        out.extend(framed(&msg));
+    }
+    out
+}
+
+/// Shape (a): 10,000 connections, each with requests that are never answered, several to
+/// a segment (about 18 bytes each on the wire).
+fn waiting(budget_mib: u64) -> serde_json::Value {
+    let per_conn = (budget_mib as i32 * 2).max(48);
+    let batch = unanswered_requests(1, per_conn);
+    let report = over_budget(budget_mib, 10_000, &move |_, c, w| {
+        c.handshake(w);
+        c.send(w, true, &batch, 1448);
+    });
+    assert!(gave_up(&report, "waiting requests"));
+    report
+}
+
+#[test]
+#[ignore = "issue 26 open: peaks 57/155/434 MiB at 16/64/256: 2 to 3 times its charge"]
+fn requests_never_answered_16m() {
+    waiting(16);
+}
+
+#[test]
+#[ignore = "issue 26 open: peaks 57/155/434 MiB at 16/64/256: 2 to 3 times its charge"]
+fn requests_never_answered_64m() {
+    waiting(64);
+}
+
+#[test]
+#[ignore = "issue 26 open: peaks 57/155/434 MiB at 16/64/256: 2 to 3 times its charge"]
+fn requests_never_answered_256m() {
+    waiting(256);
+}
+
+/// Shape (b): an AllocateProducerIds request that claims 1,000,000 bytes, of which
+/// `sent` come: a message being kept for decoding, cut mid-way.
+fn cut_frame(sent: usize) -> impl Fn(u32, &mut Conn, &mut PcapWriter) {
+    let mut body = apid_request_body(1, 7);
+    body.resize(1_000_000, 0);
+    let mut req = request(67, 0, 1, true, &body);
+    req.truncate(sent);
+    move |_, c, w| {
+        c.handshake(w);
+        c.send(w, true, &req, 8948);
+    }
+}
+
+/// Connections of shape (b) for a budget: together they would keep 1.25 times it.
+fn cut_frames(budget_mib: u64) -> serde_json::Value {
+    let conns = 1_000;
+    let sent = (budget_mib as usize * 5 / 4 << 20) / conns as usize;
+    let report = over_budget(budget_mib, conns, &cut_frame(sent));
+    assert!(gave_up(&report, "of the client's stream being read"));
+    report
+}
+
+#[test]
+fn frames_cut_while_read_for_decoding_16m() {
+    cut_frames(16);
+}
+
+#[test]
+fn frames_cut_while_read_for_decoding_64m() {
+    cut_frames(64);
+}
+
+#[test]
+fn frames_cut_while_read_for_decoding_256m() {
+    cut_frames(256);
+}
+
+/// Shape (c): a connection picked up mid-stream whose client sends 256 back-to-back
+/// request heads (18 bytes each) that each claim 1,000,000 bytes: a framing search that
+/// carries every one of them until the stream reaches where it says it ends.
+fn searching() -> impl Fn(u32, &mut Conn, &mut PcapWriter) {
+    let mut heads = Vec::new();
+    for corr in 0..256 {
+        let mut head = request(18, 3, corr, false, &[]);
+        head.splice(..4, 1_000_000u32.to_be_bytes());
+        heads.extend(head);
+    }
+    move |_, c, w| c.send(w, true, &heads, 1448)
+}
+
+fn searches(budget_mib: u64) -> serde_json::Value {
+    let conns = (budget_mib as u32 * 80).max(2_000);
+    let report = over_budget(budget_mib, conns, &searching());
+    assert!(gave_up(&report, "stream being read"));
+    report
+}
+
+#[test]
+#[ignore = "issue 26 open: peaks over its bound (64/143/533 MiB before the last fix) and takes minutes"]
+fn framing_searches_mid_stream_16m() {
+    searches(16);
+}
+
+#[test]
+#[ignore = "issue 26 open: peaks over its bound (64/143/533 MiB before the last fix) and takes minutes"]
+fn framing_searches_mid_stream_64m() {
+    searches(64);
+}
+
+#[test]
+#[ignore = "issue 26 open: peaks over its bound (64/143/533 MiB before the last fix) and takes minutes"]
+fn framing_searches_mid_stream_256m() {
+    searches(256);
+}
+
+/// Shape (d): the three shapes above in turn, one connection each, in one capture.
+fn mixed(budget_mib: u64) -> serde_json::Value {
+    let per_conn = (budget_mib as i32 * 2).max(48);
+    let batch = unanswered_requests(1, per_conn);
+    let cut = cut_frame(((budget_mib as usize) << 20) / 2_000);
+    let search = searching();
+    let report = over_budget(budget_mib, 12_000, &move |i, c, w| match i % 3 {
+        0 => {
+            c.handshake(w);
+            c.send(w, true, &batch, 1448);
+        }
+        1 => cut(i, c, w),
+        _ => search(i, c, w),
+    });
+    assert!(gave_up(&report, "waiting requests"));
+    assert!(gave_up(&report, "stream being read"));
+    report
+}
+
+#[test]
+#[ignore = "issue 26 open: holds the two shapes above"]
+fn all_kafka_shapes_in_one_capture_16m() {
+    mixed(16);
+}
+
+#[test]
+#[ignore = "issue 26 open: holds the two shapes above"]
+fn all_kafka_shapes_in_one_capture_64m() {
+    mixed(64);
+}
+
+#[test]
+#[ignore = "issue 26 open: holds the two shapes above"]
+fn all_kafka_shapes_in_one_capture_256m() {
+    mixed(256);
+}
