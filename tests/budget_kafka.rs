@@ -201,7 +201,7 @@ fn cut_frame(sent: usize) -> impl Fn(u32, &mut Conn, &mut PcapWriter) {
 /// Connections of shape (b) for a budget: together they would keep 1.25 times it.
 fn cut_frames(budget_mib: u64) -> serde_json::Value {
     let conns = 1_000;
-    let sent = (budget_mib as usize * 5 / 4 << 20) / conns as usize;
+    let sent = (((budget_mib as usize) * 5 / 4) << 20) / conns as usize;
     let report = over_budget(budget_mib, conns, &cut_frame(sent));
     assert!(gave_up(&report, "of the client's stream being read"));
     report

@@ -381,7 +381,7 @@ fn the_search_window_gives_back_the_room_of_a_big_push() {
     framer.push(&vec![0xaa; 4 << 20], at(1), &mut rec); // one 4 MiB segment of noise
     framer.push(&[0xaa; 16], at(2), &mut rec);
     // The window's box and the room of its buffers, each with malloc's overhead.
-    let room = size_of::<search::Window>() + 2 * search::MIN_WINDOW_ROOM + 128;
+    let room = size_of::<Window>() + 2 * search::MIN_WINDOW_ROOM + 128;
     assert!(
         framer.held_bytes() <= room,
         "{} bytes held",
