@@ -32,7 +32,7 @@ struct Noise {
     tls: u64,
 }
 
-const FIXTURES: [Noise; 8] = [
+const FIXTURES: [Noise; 9] = [
     // 12 zkCli sessions and two four-letter-word connections
     Noise {
         file: "zookeeper-3.8.4.pcap",
@@ -54,6 +54,14 @@ const FIXTURES: [Noise; 8] = [
         port: 2181,
         connections: 3,
         midstream: true,
+        tls: 0,
+    },
+    // nine sessions of one request each (kazoo, the Java client API, zkCli one-shot)
+    Noise {
+        file: ZK_SHORT,
+        port: 2181,
+        connections: 9,
+        midstream: false,
         tls: 0,
     },
     // 11 psql connections (one of them a CancelRequest), 2 × 3 of pgbench's
@@ -99,6 +107,9 @@ const FIXTURES: [Noise; 8] = [
         tls: 0,
     },
 ];
+
+/// Short ZooKeeper sessions (connect, one request, close or exit) by real clients.
+const ZK_SHORT: &str = "zookeeper-3.8.4-short.pcap";
 
 /// Fixtures pidshark wrongly reads as Kafka today: (file, why). None: every real-program
 /// session here is given up, ZooKeeper's ConnectRequest (a Produce v0 head) and the long
