@@ -172,6 +172,26 @@ fn real_programs_noise_is_not_kafka() {
     }
 }
 
+/// The two sessions of `ZK_SHORT` that send `create` and end without closeSession (kazoo
+/// exiting, zkCli's one-shot `create`) pass every trial check until the connection ends:
+/// the ConnectRequest and the create read as Produce v0 and v1 with correlation ids 0 and
+/// 1, and the server answers 0 and 1. Ending unproven, they are not Kafka.
+#[test]
+fn short_zookeeper_sessions_that_end_on_trial_are_given_up_unproven() {
+    let report = noise_report(FIXTURES.iter().find(|n| n.file == ZK_SHORT).unwrap());
+    let unproven: Vec<&str> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "not_kafka" && d["facts"]["reason"] == "trial_unproven")
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(unproven.len(), 2, "{unproven:#?}");
+    for m in &unproven {
+        assert!(m.contains("run again with --port 2181"), "{m}");
+    }
+}
+
 #[test]
 fn real_programs_noise_fixtures_hold_what_they_claim() {
     for n in &FIXTURES {
