@@ -334,7 +334,7 @@ fn connection_cost<C, H: StreamHandler<Conn = C>>(conn: &Connection<C>, handler:
 
 /// Share of the memory budget the table of open connections and its clock may grow to:
 /// past it a new connection replaces the least recently active one.
-const TABLE_SHARE: usize = 2;
+const TABLE_SHARE: usize = 4;
 /// Share of the budget each address family's closed records may take.
 const CLOSED_SHARE: usize = 16;
 
@@ -616,7 +616,7 @@ impl<C: Default> Tracker<C> {
                 .max(self.charged_after_shed.saturating_add(quarter))
         {
             self.shed(at, handler, diags);
-            self.evict_for_memory(at, handler, diags);
+            self.evict_for_memory(key, at, handler, diags);
             self.charged_after_shed = self.charged();
         }
     }
@@ -696,9 +696,10 @@ impl<C: Default> Tracker<C> {
 
     /// Still over the budget once every connection gave up what it holds (their own
     /// states fill it): the least recently active connections are forgotten until three
-    /// quarters of the budget are charged, or one is left.
+    /// quarters of the budget are charged, never the one on `current` (the packet's).
     fn evict_for_memory<H: StreamHandler<Conn = C>>(
         &mut self,
+        current: &PairKey,
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
@@ -706,7 +707,7 @@ impl<C: Default> Tracker<C> {
         let target = self.max_memory / 4 * 3;
         while self.charged() > target
             && self.conns.len() > 1
-            && self.evict_one(true, at, handler, diags)
+            && self.evict_one(Some(current), at, handler, diags)
         {}
     }
 
@@ -717,13 +718,16 @@ impl<C: Default> Tracker<C> {
 
     /// Forgets the least recently active connection: one that saw a packet since it was
     /// queued goes round again. An open one is ended as at the end of the capture.
+    /// For the memory budget (`spare`: the connection of the packet being read, kept)
+    /// rather than for `--max-connections`.
     fn evict_one<H: StreamHandler<Conn = C>>(
         &mut self,
-        for_memory: bool,
+        spare: Option<&PairKey>,
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
     ) -> bool {
+        let for_memory = spare.is_some();
         while let Some((key, queued)) = self.clock.pop_front() {
             let Some(conn) = self.conns.get_mut(&key) else {
                 continue; // already gone
@@ -731,7 +735,7 @@ impl<C: Default> Tracker<C> {
             if conn.queued != queued {
                 continue; // stale
             }
-            if conn.last_frame > queued {
+            if conn.last_frame > queued || spare == Some(&key) {
                 conn.queued = conn.last_frame;
                 self.clock.push_back((key, conn.last_frame));
                 continue;
@@ -887,7 +891,7 @@ impl<C: Default> Tracker<C> {
         // forgotten (entries ahead of it get a second chance when they saw packets).
         if !self.conns.contains_key(&key) {
             while (self.conns.len() >= self.max_connections || !self.table_has_room())
-                && self.evict_one(false, at, handler, diags)
+                && self.evict_one(None, at, handler, diags)
             {}
         }
         let index = self.next_index;
