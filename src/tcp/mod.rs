@@ -581,14 +581,16 @@ impl<C: Default> Tracker<C> {
     }
 
     /// Whether one more open connection fits without the table (and its clock, which
-    /// grows with it) doubling past its share of the budget.
+    /// grows with it) doubling past its share of the budget; while it doubles, the old
+    /// table is still allocated.
     fn table_has_room(&self) -> bool {
         let capacity = self.conns.capacity();
         if self.conns.len() < capacity {
             return true;
         }
-        let doubled = self.open_table_cost(2 * capacity.max(4)) + self.open_table_cost(0);
-        doubled <= self.max_memory / TABLE_SHARE
+        let slot = size_of::<(PairKey, Connection<C>)>();
+        let doubling = self.open_table_cost(2 * capacity.max(4)) + table_cost(capacity, slot);
+        doubling <= self.max_memory / TABLE_SHARE
     }
 
     /// Charges the connection on `key` what it holds now; sheds when over the budget.
