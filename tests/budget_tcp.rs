@@ -84,19 +84,20 @@ fn beyond(budget: u64) -> u64 {
     (budget + BEYOND_BUDGET_MIB + 16) << 20
 }
 
-/// Connections each holding 64 KiB behind a one-byte hole, in two large segments.
+/// Connections each holding 16 KiB behind a one-byte hole, in two large segments: many
+/// connections, so that what each costs beyond its bytes counts.
 fn held_behind_holes(budget: u64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("held.pcap");
     let mut w = PcapWriter::create(&path);
-    let each = vec![0xffu8; 64 * 1024];
+    let each = vec![0xffu8; 16 * 1024];
     for i in 0..(beyond(budget) / each.len() as u64) as u32 {
         // Open before the capture began (so the Kafka stage's search for framing is
         // bounded by --max-frame): a first byte, the lost byte, then the bytes held.
         let mut c = Conn::new(&client(i), "10.0.0.2:9093");
         c.send(&mut w, true, &[0xff], 1);
         c.client_seq = c.client_seq.wrapping_add(1);
-        c.send(&mut w, true, &each, 32 * 1024);
+        c.send(&mut w, true, &each, 8 * 1024);
     }
     clean_exchange(&mut w);
     w.finish();
