@@ -17,6 +17,10 @@ gives every connection up out loud. It writes into fixtures/noise-real/:
                                   :9092 (a Kafka port), with the 3.9.3 client
   zookeeper-3.8.4-midstream.pcap  three busy 3.8.4 client sessions (set/get in a
                                   loop) that connected before tcpdump started
+  zookeeper-3.8.4-short.pcap      nine 3.8.4 sessions of one request each (exists,
+                                  get or create) by kazoo, the Java client API and
+                                  zkCli one-shot commands; seven close their session,
+                                  two (create, then exit) end with only the FIN
   postgresql.pcap                 PostgreSQL (Debian) on :5432, psql over TCP with
                                   short and very long user / database /
                                   application_name / options, SSLRequest + TLS
@@ -35,16 +39,17 @@ gives every connection up out loud. It writes into fixtures/noise-real/:
                                   prefixed messages of random bytes (fixed seeds)
 
 A capture over ~200 KB is gzipped (.pcap.gz). Usage (root; needs network on the
-first run for Maven Central and apt):
+first run for Maven Central, PyPI and apt):
 
     python3 scripts/make-noise-fixtures.py [--out DIR] [--only NAME ...]
 
-The ZooKeeper jars are cached under target/noise-jars/<version>/, so reruns need no
+The ZooKeeper jars are cached under target/noise-jars/<version>/, and kazoo (from
+PyPI, with pip) is installed in a venv under target/noise-venv/, so reruns need no
 network. Missing Debian programs (postgresql, nghttp2-client, nghttp2-server,
 openssl, tcpdump) are installed with apt-get. Every process the script starts runs
 in its own process group and is killed (group-wide) when the script ends, also on
 failure. Every run overwrites the fixtures; timestamps and ephemeral ports change.
-Python 3.11, standard library only.
+Python 3.11, standard library only (kazoo runs in its venv).
 """
 
 from __future__ import annotations
@@ -505,6 +510,108 @@ def make_zookeeper_midstream(version: str, port: int, out: Path, work: Path, nam
     finish(work / name, out)
 
 
+KAZOO_VERSION = "2.11.0"
+# one session of the real Java client API: connect, one request, close() (closeSession)
+ZK_ONE_REQUEST_JAVA = """
+import java.util.concurrent.CountDownLatch;
+import org.apache.zookeeper.*;
+
+public class ZkOneRequest {
+    public static void main(String[] a) throws Exception {
+        CountDownLatch connected = new CountDownLatch(1);
+        ZooKeeper zk = new ZooKeeper(a[0], 30000, e -> {
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) connected.countDown();
+        });
+        connected.await();
+        switch (a[1]) {
+            case "exists": zk.exists(a[2], false); break;
+            case "get": zk.getData(a[2], false, null); break;
+            case "create": zk.create(a[2], new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT); break;
+            default: throw new IllegalArgumentException(a[1]);
+        }
+        zk.close();
+    }
+}
+"""
+# one kazoo session: connect, one request, then stop() (closeSession) and close(), or
+# with "exit" the process exits at once, as a crashed client does (a FIN, no closeSession)
+KAZOO_ONE_REQUEST = """
+import os
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=30)
+zk.start(timeout=15)
+op, path = sys.argv[2], sys.argv[3]
+if op == "exists":
+    zk.exists(path)
+elif op == "get":
+    zk.get(path)
+elif op == "create":
+    zk.create(path, b"")
+else:
+    raise SystemExit(op)
+if sys.argv[4:] == ["exit"]:
+    sys.stdout.flush()
+    os._exit(0)
+zk.stop()
+zk.close()
+"""
+
+
+def kazoo_python() -> Path:
+    """A venv under target/ with kazoo from PyPI (pip); returns its python."""
+    venv = ROOT / "target" / "noise-venv"
+    python = venv / "bin" / "python"
+    ok = python.exists() and subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; assert m.version('kazoo') == '{KAZOO_VERSION}'"],
+        capture_output=True).returncode == 0
+    if not ok:
+        log(f"installing kazoo {KAZOO_VERSION} from PyPI into {venv.relative_to(ROOT)}")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", f"kazoo=={KAZOO_VERSION}"], check=True)
+    return python
+
+
+def zk_short_sessions(server: ZkServer, work: Path) -> int:
+    """Sessions of one request each, by real clients; returns how many connections."""
+    target = f"{HOST}:{server.port}"
+    python = kazoo_python()
+    kazoo = work / "kazoo_one_request.py"
+    kazoo.write_text(KAZOO_ONE_REQUEST)
+    javasrc = work / "ZkOneRequest.java"
+    javasrc.write_text(ZK_ONE_REQUEST_JAVA)
+    sessions = [
+        [str(python), str(kazoo), target, "exists", "/"],
+        [str(python), str(kazoo), target, "get", "/zookeeper"],
+        [str(python), str(kazoo), target, "create", "/short-kazoo"],
+        java(server.cp, str(javasrc), target, "exists", "/"),
+        java(server.cp, str(javasrc), target, "get", "/zookeeper"),
+        java(server.cp, str(javasrc), target, "create", "/short-java"),
+        [str(python), str(kazoo), target, "create", "/short-kazoo-exit", "exit"],
+    ]
+    for argv in sessions:
+        PROCS.run(argv, timeout=60)
+        time.sleep(0.2)
+    # zkCli's one-shot commands: each exits without closing its session (a FIN, no
+    # closeSession)
+    zk_oneshot(server, "stat", "/")
+    time.sleep(0.2)
+    zk_oneshot(server, "create", "/short-cli")
+    return len(sessions) + 2
+
+
+def make_zookeeper_short(version: str, port: int, out: Path, work: Path, name: str) -> None:
+    log(f"{name}: ZooKeeper {version} on {HOST}:{port}, sessions of one request each")
+    server = ZkServer(version, port, work)
+    try:
+        with Capture(work / name, [port]):
+            n = zk_short_sessions(server, work)
+        log(f"  {n} connections made")
+    finally:
+        server.stop()
+    finish(work / name, out)
+
+
 # ---------------------------------------------------------------------------
 # PostgreSQL
 
@@ -864,6 +971,7 @@ MAKERS = {
     "zookeeper-3.9.3-port9092": lambda o, w: make_zookeeper("3.9.3", 9092, o, w, "zookeeper-3.9.3-port9092.pcap"),
     "zookeeper-3.8.4-midstream": lambda o, w: make_zookeeper_midstream("3.8.4", 2181, o, w,
                                                                        "zookeeper-3.8.4-midstream.pcap"),
+    "zookeeper-3.8.4-short": lambda o, w: make_zookeeper_short("3.8.4", 2181, o, w, "zookeeper-3.8.4-short.pcap"),
     "postgresql": make_postgres,
     "tls": make_tls,
     "http2": make_http2,

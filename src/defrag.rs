@@ -22,6 +22,7 @@ use std::net::IpAddr;
 use crate::capture::PacketRef;
 use crate::decode::IpFragmentView;
 use crate::diag::{At, Diagnostics, Kind};
+use crate::tcp::assembler::heap_cost;
 
 /// Bytes held over all datagrams being reassembled.
 pub const MAX_HELD_LEN: usize = 4 << 20;
@@ -29,8 +30,16 @@ pub const MAX_HELD_LEN: usize = 4 << 20;
 pub const MAX_FRAGMENTS: usize = 64;
 /// Capture seconds after its first fragment that a datagram may take to complete.
 pub const TIMEOUT_SECS: i64 = 30;
-/// Bookkeeping counted per held fragment.
-const FRAGMENT_OVERHEAD: usize = 64;
+/// What a held fragment costs beyond its bytes' allocation: its place in its datagram's
+/// `Vec<Piece>`, twice over, as the vector doubles.
+const FRAGMENT_OVERHEAD: usize = 2 * size_of::<Piece>();
+/// What a datagram being reassembled costs before its fragments: its entry in the
+/// `BTreeMap` (a leaf node holds 11 and may be left at 5, plus a fifth for the internal
+/// nodes), three entries in `order` (its own and two stale ones, as compaction allows)
+/// at a doubling ring's worst load, and the first allocation of its pieces (4).
+const DATAGRAM_OVERHEAD: usize = heap_cost(11 * size_of::<(Key, Datagram)>() + 16) / 5 * 6 / 5
+    + 6 * size_of::<(Key, u64)>()
+    + heap_cost(4 * size_of::<Piece>());
 /// The largest datagram payload an IP length field can describe.
 const MAX_DATAGRAM_LEN: u32 = 65_535;
 
@@ -116,7 +125,10 @@ impl Defragmenter {
             self.give_up(key, at.into(), 1, &reason, diags);
             return None;
         }
-        let cost = piece.data.len() + FRAGMENT_OVERHEAD;
+        let fresh = !self.pending.contains_key(&key);
+        let cost = heap_cost(piece.data.len())
+            + FRAGMENT_OVERHEAD
+            + if fresh { DATAGRAM_OVERHEAD } else { 0 };
         while self.held_len + cost > MAX_HELD_LEN {
             let Some((old, serial)) = self.order.pop_front() else {
                 break;
@@ -127,6 +139,7 @@ impl Defragmenter {
             }
         }
         if !self.pending.contains_key(&key) {
+            self.compact_order();
             let serial = self.next_serial;
             self.next_serial += 1;
             self.order.push_back((key, serial));
@@ -160,6 +173,17 @@ impl Defragmenter {
         let datagram = self.pending.remove(&key)?;
         self.held_len = self.held_len.saturating_sub(datagram.held_len);
         Some(assemble(key, datagram))
+    }
+
+    /// Drops the entries of datagrams completed or given up since, once they outnumber the
+    /// pending ones: a datagram left pending (for up to [`TIMEOUT_SECS`]) ahead of many
+    /// completed ones must not keep all their entries.
+    fn compact_order(&mut self) {
+        if self.order.len() > 2 * self.pending.len() + 1024 {
+            let pending = &self.pending;
+            self.order
+                .retain(|(key, serial)| pending.get(key).is_some_and(|d| d.serial == *serial));
+        }
     }
 
     /// Gives up every datagram still incomplete at the end of the capture.

@@ -84,6 +84,9 @@ pub struct Tally {
     pub unmatched: u64,
     /// Responses that answered an ApiVersions request.
     pub api_versions_answers: u64,
+    /// Responses that answered a request of a flexible version (see
+    /// [`ApiKey::is_flexible_version`]).
+    pub flexible_answers: u64,
 }
 
 /// Messages in the order they were found, and their tally.
@@ -103,12 +106,15 @@ impl Outbox {
                 }
             }
             Message::Response {
-                answers: Some((key, _)),
+                answers: Some((key, version)),
                 ..
             } => {
                 self.tally.answers += 1;
                 if *key == ApiKey::API_VERSIONS {
                     self.tally.api_versions_answers += 1;
+                }
+                if key.is_flexible_version(*version) {
+                    self.tally.flexible_answers += 1;
                 }
             }
             Message::Response { answers: None, .. } => self.tally.unmatched += 1,
@@ -126,6 +132,7 @@ impl Outbox {
         ours.answers += theirs.answers;
         ours.unmatched += theirs.unmatched;
         ours.api_versions_answers += theirs.api_versions_answers;
+        ours.flexible_answers += theirs.flexible_answers;
     }
 
     /// Heap held for the messages' list (their decoded fields are charged while their

@@ -186,18 +186,22 @@ impl Trial {
     /// answered ApiVersions request: every Kafka client opens with one, and the
     /// lookalikes' first messages cannot read as one (ZooKeeper's ConnectRequest starts
     /// with protocol version 0, read as Produce v0; PostgreSQL's StartupMessage with
-    /// 3.0, read as Metadata v0). So a short Kafka session (ApiVersions, a registration,
-    /// close) is read, and a short ZooKeeper one is not.
+    /// 3.0, read as Metadata v0); or an answered request of a flexible version, for the
+    /// same reason (a connection picked up mid-stream that carries two heartbeats and
+    /// ends, as a killed controller's do). So a short Kafka session (ApiVersions, a
+    /// registration, close) is read, and a short ZooKeeper one is not.
     fn proven(&self) -> bool {
         let Tally {
             requests,
             allocate_requests,
             answers,
             api_versions_answers,
+            flexible_answers,
             ..
         } = self.out.tally;
         allocate_requests > 0
             || api_versions_answers > 0
+            || flexible_answers > 0
             || answers >= PROVING_ANSWERS
             || requests >= PROVING_REQUESTS
     }

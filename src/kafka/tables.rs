@@ -53,6 +53,19 @@ impl ApiKey {
         })
     }
 
+    /// Whether `version` may be sent (see [`Self::may_be_request_version`]: a newer
+    /// release's too) and is a flexible one (header v2, tagged fields; Kafka never makes a
+    /// later version rigid again): no lookalike's first messages read as one (they read
+    /// as old, rigid versions: ZooKeeper's as Produce v0 and v1, PostgreSQL's as Metadata
+    /// v0).
+    pub fn is_flexible_version(self, version: i16) -> bool {
+        self.may_be_request_version(version)
+            && self
+                .info()
+                .and_then(|info| info.request_flexible_from)
+                .is_some_and(|from| version >= from)
+    }
+
     /// Kafka's name, or `Unknown(<key>)`.
     pub fn name(self) -> String {
         match self.info() {

@@ -15,7 +15,7 @@ mod window;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
-use assembler::{Assembler, Delivery, Segment};
+use assembler::{heap_cost, Assembler, Delivery, Segment};
 
 use crate::capture::PacketRef;
 use crate::decode::TcpSegmentView;
@@ -252,6 +252,31 @@ impl<K: std::hash::Hash + Eq> ClosedRecords<K> {
     fn is_empty(&self) -> bool {
         self.current.is_empty() && self.previous.is_empty()
     }
+
+    /// What both generations' tables take, at their capacity.
+    fn cost(&self) -> usize {
+        table_cost(self.current.capacity(), size_of::<(K, Closed)>())
+            + table_cost(self.previous.capacity(), size_of::<(K, Closed)>())
+    }
+
+    /// At most `max` records, and no more than `bytes` in both generations' tables,
+    /// each of which may be at its worst load (just after it doubled).
+    fn limit(&mut self, max: usize, bytes: usize) {
+        let worst_record = 2 * (size_of::<(K, Closed)>() + 1) * 8 / 7;
+        self.per_generation = (max / 2).min(bytes / 2 / worst_record).max(1);
+    }
+}
+
+/// What a hashbrown table (`HashMap`) of `capacity` (as it reports) takes for slots of
+/// `slot` bytes: a power of two of buckets, 8 for every 7 it can hold (so from 7/16 to
+/// 7/8 full), each a slot and a control byte, 16 more control bytes, malloc's header.
+fn table_cost(capacity: usize, slot: usize) -> usize {
+    let buckets = match capacity {
+        0 => return 0,
+        1..=6 => capacity + 1,
+        _ => capacity / 7 * 8,
+    };
+    heap_cost(buckets * (slot + 1) + 16)
 }
 
 /// An IPv4 address pair in twelve bytes (addresses, then ports).
@@ -296,17 +321,22 @@ pub struct Tracker<C> {
 /// Memory budget by default (`--max-memory`).
 pub const DEFAULT_MAX_MEMORY: usize = 256 << 20;
 
-/// Heap an open connection costs: its table entry and clock entries, and when followed,
-/// its held segments and its handler's state.
+/// Heap an open connection costs beyond its slot in the tables ([`Tracker::tables_cost`]):
+/// when followed, its boxed state, its streams' held segments and rings of recent bytes,
+/// and its handler's heap.
 fn connection_cost<C, H: StreamHandler<Conn = C>>(conn: &Connection<C>, handler: &H) -> usize {
-    let entry = size_of::<(PairKey, Connection<C>)>() + 2 * size_of::<(PairKey, u64)>();
-    entry
-        + conn.live.as_deref().map_or(0, |live| {
-            size_of::<Live<C>>()
-                + live.streams.iter().map(Assembler::held_len).sum::<usize>()
-                + handler.held_bytes(&live.state)
-        })
+    conn.live.as_deref().map_or(0, |live| {
+        heap_cost(size_of::<Live<C>>())
+            + live.streams.iter().map(Assembler::heap_len).sum::<usize>()
+            + handler.held_bytes(&live.state)
+    })
 }
+
+/// Share of the memory budget the table of open connections and its clock may grow to:
+/// past it a new connection replaces the least recently active one.
+const TABLE_SHARE: usize = 4;
+/// Share of the budget each address family's closed records may take.
+const CLOSED_SHARE: usize = 16;
 
 /// Open connections tracked at once by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
@@ -524,11 +554,43 @@ impl<C: Default> Tracker<C> {
     /// Sets the memory budget for what the open connections hold.
     pub fn set_max_memory(&mut self, max_memory: usize) {
         self.max_memory = max_memory.max(1);
+        let max_closed = self.max_connections.saturating_mul(CLOSED_PER_CONNECTION);
+        let share = self.max_memory / CLOSED_SHARE;
+        self.closed_v4.limit(max_closed, share);
+        self.closed_other.limit(max_closed, share);
     }
 
-    /// Bytes charged against the memory budget now.
+    /// Bytes charged against the memory budget now: the tables and what the open
+    /// connections hold.
     pub fn charged(&self) -> usize {
-        self.charged
+        self.charged + self.tables_cost()
+    }
+
+    /// What the table of open connections, its clock and the closed records take, at
+    /// their allocated capacity.
+    fn tables_cost(&self) -> usize {
+        self.open_table_cost(self.conns.capacity())
+            + self.closed_v4.cost()
+            + self.closed_other.cost()
+    }
+
+    /// The open connections' table at `capacity`, and its clock.
+    fn open_table_cost(&self, capacity: usize) -> usize {
+        table_cost(capacity, size_of::<(PairKey, Connection<C>)>())
+            + heap_cost(self.clock.capacity() * size_of::<(PairKey, u64)>())
+    }
+
+    /// Whether one more open connection fits without the table (and its clock, which
+    /// grows with it) doubling past its share of the budget; while it doubles, the old
+    /// table is still allocated.
+    fn table_has_room(&self) -> bool {
+        let capacity = self.conns.capacity();
+        if self.conns.len() < capacity {
+            return true;
+        }
+        let slot = size_of::<(PairKey, Connection<C>)>();
+        let doubling = self.open_table_cost(2 * capacity.max(4)) + table_cost(capacity, slot);
+        doubling <= self.max_memory / TABLE_SHARE
     }
 
     /// Charges the connection on `key` what it holds now; sheds when over the budget.
@@ -545,17 +607,19 @@ impl<C: Default> Tracker<C> {
         let cost = connection_cost(conn, handler);
         self.charged = self.charged.saturating_sub(conn.charged) + cost;
         conn.charged = cost;
-        if self.charged <= self.max_memory {
+        let charged = self.charged();
+        if charged <= self.max_memory {
             self.charged_after_shed = 0;
         }
         let quarter = self.max_memory / 4;
-        if self.charged
+        if charged
             > self
                 .max_memory
                 .max(self.charged_after_shed.saturating_add(quarter))
         {
             self.shed(at, handler, diags);
-            self.charged_after_shed = self.charged;
+            self.evict_for_memory(key, at, handler, diags);
+            self.charged_after_shed = self.charged();
         }
     }
 
@@ -573,8 +637,9 @@ impl<C: Default> Tracker<C> {
         let mut by_cost: Vec<(usize, PairKey)> =
             self.conns.iter().map(|(k, c)| (c.charged, *k)).collect();
         by_cost.sort_unstable_by_key(|(cost, _)| std::cmp::Reverse(*cost));
+        let tables = self.tables_cost();
         for (_, key) in by_cost {
-            if self.charged <= target {
+            if self.charged + tables <= target {
                 break;
             }
             let Some(conn) = self.conns.get_mut(&key) else {
@@ -609,6 +674,16 @@ impl<C: Default> Tracker<C> {
                     });
                 }
                 handler.shed(state, info, at, diags);
+                let forgotten: usize = streams.iter_mut().map(Assembler::release_recent).sum();
+                if forgotten > 0 {
+                    diags.push_with(Kind::MemoryLimit, Some(info.index), at, || {
+                        let message = format!(
+                            "over the memory budget (--max-memory), connection {} forgot the last bytes it delivered: retransmissions of them are no longer compared",
+                            info.index
+                        );
+                        (message, vec![("bytes_freed", (forgotten as u64).into())])
+                    });
+                }
                 if !followed {
                     if let Some(live) = conn.live.take() {
                         handler.close(live.state, &conn.info, at, diags);
@@ -621,6 +696,23 @@ impl<C: Default> Tracker<C> {
         }
     }
 
+    /// Still over the budget once every connection gave up what it holds (their own
+    /// states fill it): the least recently active connections are forgotten until three
+    /// quarters of the budget are charged, never the one on `current` (the packet's).
+    fn evict_for_memory<H: StreamHandler<Conn = C>>(
+        &mut self,
+        current: &PairKey,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
+        let target = self.max_memory / 4 * 3;
+        while self.charged() > target
+            && self.conns.len() > 1
+            && self.evict_one(Some(current), at, handler, diags)
+        {}
+    }
+
     /// Takes a connection leaving the table off the budget.
     fn uncharge(&mut self, conn: &Connection<C>) {
         self.charged = self.charged.saturating_sub(conn.charged);
@@ -628,12 +720,16 @@ impl<C: Default> Tracker<C> {
 
     /// Forgets the least recently active connection: one that saw a packet since it was
     /// queued goes round again. An open one is ended as at the end of the capture.
+    /// For the memory budget (`spare`: the connection of the packet being read, kept)
+    /// rather than for `--max-connections`.
     fn evict_one<H: StreamHandler<Conn = C>>(
         &mut self,
+        spare: Option<&PairKey>,
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
     ) -> bool {
+        let for_memory = spare.is_some();
         while let Some((key, queued)) = self.clock.pop_front() {
             let Some(conn) = self.conns.get_mut(&key) else {
                 continue; // already gone
@@ -641,7 +737,7 @@ impl<C: Default> Tracker<C> {
             if conn.queued != queued {
                 continue; // stale
             }
-            if conn.last_frame > queued {
+            if conn.last_frame > queued || spare == Some(&key) {
                 conn.queued = conn.last_frame;
                 self.clock.push_back((key, conn.last_frame));
                 continue;
@@ -650,7 +746,17 @@ impl<C: Default> Tracker<C> {
                 continue;
             };
             self.uncharge(&conn);
-            if conn.live.is_some() {
+            if conn.live.is_some() && for_memory {
+                conn.info.evicted = true;
+                let index = conn.info.index;
+                diags.push_with(Kind::MemoryLimit, Some(index), at, || {
+                    let message = format!(
+                        "over the memory budget (--max-memory) with nothing left to shed, connection {index}, the least recently active, is no longer followed"
+                    );
+                    (message, vec![("max_memory", (self.max_memory as u64).into())])
+                });
+                Self::end(conn, at, handler, diags);
+            } else if conn.live.is_some() {
                 conn.info.evicted = true;
                 if self.evicted == 0 {
                     diags.push(
@@ -658,8 +764,8 @@ impl<C: Default> Tracker<C> {
                         Some(conn.info.index),
                         at,
                         format!(
-                            "more than {} connections at once: the least recently active are no longer followed (connection {} first)",
-                            self.max_connections, conn.info.index
+                            "more than {} connections at once (--max-connections {}, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection {} first)",
+                            self.conns.len(), self.max_connections, conn.info.index
                         ),
                         vec![("max_connections", (self.max_connections as u64).into())],
                     );
@@ -786,7 +892,9 @@ impl<C: Default> Tracker<C> {
         // Room is made before the new connection is queued, so that it is never the one
         // forgotten (entries ahead of it get a second chance when they saw packets).
         if !self.conns.contains_key(&key) {
-            while self.conns.len() >= self.max_connections && self.evict_one(at, handler, diags) {}
+            while (self.conns.len() >= self.max_connections || !self.table_has_room())
+                && self.evict_one(None, at, handler, diags)
+            {}
         }
         let index = self.next_index;
         self.next_index += 1;

@@ -32,7 +32,7 @@ struct Noise {
     tls: u64,
 }
 
-const FIXTURES: [Noise; 8] = [
+const FIXTURES: [Noise; 9] = [
     // 12 zkCli sessions and two four-letter-word connections
     Noise {
         file: "zookeeper-3.8.4.pcap",
@@ -54,6 +54,14 @@ const FIXTURES: [Noise; 8] = [
         port: 2181,
         connections: 3,
         midstream: true,
+        tls: 0,
+    },
+    // nine sessions of one request each (kazoo, the Java client API, zkCli one-shot)
+    Noise {
+        file: ZK_SHORT,
+        port: 2181,
+        connections: 9,
+        midstream: false,
         tls: 0,
     },
     // 11 psql connections (one of them a CancelRequest), 2 × 3 of pgbench's
@@ -99,6 +107,9 @@ const FIXTURES: [Noise; 8] = [
         tls: 0,
     },
 ];
+
+/// Short ZooKeeper sessions (connect, one request, close or exit) by real clients.
+const ZK_SHORT: &str = "zookeeper-3.8.4-short.pcap";
 
 /// Fixtures pidshark wrongly reads as Kafka today: (file, why). None: every real-program
 /// session here is given up, ZooKeeper's ConnectRequest (a Produce v0 head) and the long
@@ -158,6 +169,26 @@ fn real_programs_noise_is_not_kafka() {
             failing.contains_key(file),
             "{file} is no longer read as Kafka ({reason}): remove it from KNOWN_FAILURES"
         );
+    }
+}
+
+/// The two sessions of `ZK_SHORT` that send `create` and end without closeSession (kazoo
+/// exiting, zkCli's one-shot `create`) pass every trial check until the connection ends:
+/// the ConnectRequest and the create read as Produce v0 and v1 with correlation ids 0 and
+/// 1, and the server answers 0 and 1. Ending unproven, they are not Kafka.
+#[test]
+fn short_zookeeper_sessions_that_end_on_trial_are_given_up_unproven() {
+    let report = noise_report(FIXTURES.iter().find(|n| n.file == ZK_SHORT).unwrap());
+    let unproven: Vec<&str> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "not_kafka" && d["facts"]["reason"] == "trial_unproven")
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(unproven.len(), 2, "{unproven:#?}");
+    for m in &unproven {
+        assert!(m.contains("run again with --port 2181"), "{m}");
     }
 }
 

@@ -1248,13 +1248,26 @@ fn short_kafka_sessions_are_read_when_their_bytes_prove_it() {
     assert_eq!(report["summary"]["not_kafka_connections"], 0);
     assert_eq!(report["summary"]["api_keys"]["ApiVersions"]["responses"], 1);
     // Metadata v12 (no topics, no auto-creation, no authorized operations) and its
-    // answer (throttle, no brokers, null cluster id, controller 1, no topics)
-    let metadata = |w: &mut PcapWriter| {
-        let mut c = Conn::new("10.0.0.1:40301", "10.0.0.2:29092");
+    // answer (throttle, no brokers, null cluster id, controller 1, no topics): a flexible
+    // version answered, which no lookalike's messages read as
+    let flexible = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40302", "10.0.0.2:29092");
         c.handshake(w);
         c.send(w, true, &request(3, 12, 1, true, &[0, 0, 0, 0]), 1448);
         let body = [0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0];
         c.send(w, false, &response(1, true, &body), 1448);
+        c.close(w);
+    };
+    let report = run_capture(flexible, &[]);
+    assert_eq!(report["summary"]["kafka_connections"], 1, "{report}");
+    assert_eq!(report["summary"]["api_keys"]["Metadata"]["responses"], 1);
+    // Metadata v0 (no topics) and its answer (no brokers, no topics): a rigid version,
+    // as ZooKeeper's and PostgreSQL's first messages read; one exchange proves nothing
+    let metadata = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40301", "10.0.0.2:29092");
+        c.handshake(w);
+        c.send(w, true, &request(3, 0, 1, false, &[0, 0, 0, 0]), 1448);
+        c.send(w, false, &response(1, false, &[0; 8]), 1448);
         c.close(w);
     };
     let report = run_capture(metadata, &[]);

@@ -1,0 +1,143 @@
+//! What the TCP/IP stages hold per item, measured under a counting allocator against what
+//! they charge: the charge must cover the heap really taken (requested bytes; the charge
+//! adds malloc's headers and rounding on top) and not overstate it by much. The figures
+//! printed are README "Hostile input"'s.
+//!
+//! Its own test binary, with one test, so no other test allocates while it measures.
+
+use std::alloc::System;
+use std::net::{IpAddr, SocketAddr};
+
+use cap::Cap;
+use pidshark::capture::PacketRef;
+use pidshark::decode::{IpFragmentView, TcpSegmentView};
+use pidshark::defrag::{Defragmenter, MAX_HELD_LEN};
+use pidshark::diag::Diagnostics;
+use pidshark::tcp::assembler::Delivery;
+use pidshark::tcp::{ConnInfo, Dir, StreamHandler, Tracker};
+
+#[global_allocator]
+static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
+
+/// Follows every connection and keeps nothing.
+struct Follow;
+
+impl StreamHandler for Follow {
+    type Conn = ();
+
+    fn delivery(
+        &mut self,
+        _: &mut (),
+        _: &ConnInfo,
+        _: Dir,
+        _: Delivery<'_>,
+        _: &mut Diagnostics,
+    ) -> bool {
+        true
+    }
+
+    fn close(&mut self, _: (), _: &ConnInfo, _: PacketRef, _: &mut Diagnostics) {}
+}
+
+fn segment<'a>(
+    i: u32,
+    from_client: bool,
+    seq: u32,
+    flags: &str,
+    payload: &'a [u8],
+) -> TcpSegmentView<'a> {
+    let client = SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 40000));
+    let server = SocketAddr::from(([10, 0, 0, 2], 9093));
+    let (src, dst) = if from_client {
+        (client, server)
+    } else {
+        (server, client)
+    };
+    TcpSegmentView {
+        src,
+        dst,
+        seq,
+        ack_number: 0,
+        syn: flags.contains('S'),
+        ack: flags.contains('A'),
+        fin: false,
+        rst: false,
+        window: 65535,
+        window_scale: None,
+        payload,
+        missing_len: 0,
+    }
+}
+
+/// Open connections that delivered 100 bytes and hold one byte behind a hole; returns
+/// (heap taken, charged) per connection.
+fn connections(n: u32) -> (usize, usize) {
+    let mut tracker: Tracker<()> = Tracker::with_limits(4 << 20, 1_000_000);
+    tracker.set_max_memory(usize::MAX);
+    let (mut diags, mut handler) = (Diagnostics::default(), Follow);
+    let before = ALLOCATOR.allocated();
+    let mut frame = 0;
+    for i in 0..n {
+        for (from_client, seq, flags, payload) in [
+            (true, 100, "S", &b""[..]),
+            (false, 500, "SA", b""),
+            (true, 101, "A", &[7; 100]),
+            (true, 202, "A", b"x"), // one byte lost before it
+        ] {
+            frame += 1;
+            let at = PacketRef {
+                frame,
+                ..PacketRef::default()
+            };
+            let seg = segment(i, from_client, seq, flags, payload);
+            tracker.segment(&seg, at, &mut handler, &mut diags);
+        }
+    }
+    let taken = ALLOCATOR.allocated() - before;
+    let charged = tracker.charged();
+    drop(tracker);
+    (taken / n as usize, charged / n as usize)
+}
+
+/// Lone one-byte last fragments, each of a datagram of its own, until the cap; returns
+/// the heap taken.
+fn fragments() -> usize {
+    let mut defrag = Defragmenter::default();
+    let mut diags = Diagnostics::default();
+    let before = ALLOCATOR.allocated();
+    let mut peak = 0;
+    for i in 0..100_000u32 {
+        let frag = IpFragmentView {
+            src: IpAddr::from([10, 0, (i >> 16) as u8, 1]),
+            dst: IpAddr::from([10, 0, 0, 2]),
+            id: i & 0xffff,
+            offset: 8,
+            more: false,
+            payload: b"x",
+            missing_len: 0,
+        };
+        let at = PacketRef {
+            frame: u64::from(i),
+            ..PacketRef::default()
+        };
+        let _ = defrag.fragment(&frag, at, &mut diags);
+        peak = peak.max(ALLOCATOR.allocated() - before);
+    }
+    peak
+}
+
+#[test]
+fn what_is_charged_covers_what_is_held() {
+    for n in [1_000, 30_000, 100_000] {
+        let (taken, charged) = connections(n);
+        println!("{n} connections: {taken} bytes each taken, {charged} charged");
+        assert!(charged >= taken, "{n}: {charged} charged < {taken} taken");
+        assert!(
+            charged <= taken * 3 / 2,
+            "{n}: {charged} charged > 1.5 x {taken}"
+        );
+    }
+    let held = fragments();
+    println!("fragments: {held} bytes taken at most, under a cap of {MAX_HELD_LEN}");
+    assert!(held <= MAX_HELD_LEN, "{held}");
+}
