@@ -48,6 +48,7 @@ pub mod merge;
 pub mod pairing;
 pub mod readahead;
 pub mod report;
+pub mod resident;
 pub mod tcp;
 pub mod worker;
 
@@ -261,7 +262,22 @@ fn drain(
         batcher.push(ex);
     }
     batcher.tick();
+    // A shed gives up thousands of requests at once: their room, charged nowhere, is
+    // given back rather than kept for a burst that may not come again.
+    shrink_after_burst(&mut dissector.out.messages);
+    shrink_after_burst(&mut pairing.exchanges);
 }
+
+/// Gives back an emptied vector's room past [`KEPT_AFTER_BURST`] elements.
+fn shrink_after_burst<T>(emptied: &mut Vec<T>) {
+    if emptied.capacity() > KEPT_AFTER_BURST {
+        emptied.shrink_to(KEPT_AFTER_BURST);
+    }
+}
+
+/// Elements the per-packet queues keep room for between packets: a packet's own
+/// messages and exchanges fit many times over.
+const KEPT_AFTER_BURST: usize = 1024;
 
 /// Reads the captures on this thread while a second one analyses the exchanges and hands
 /// them to `sink` (see [`worker`]), then builds the rest of the report and finishes the
@@ -386,6 +402,7 @@ impl Stages {
     fn new(config: &Config) -> Self {
         let mut tracker = Tracker::with_limits(config.max_held_len, config.max_connections);
         tracker.set_max_memory(config.max_memory);
+        tracker.watch_resident(resident::resident_bytes);
         Self {
             tracker,
             dissector: Dissector::new(config.kafka.clone()),
@@ -566,8 +583,11 @@ fn read_all(
     } = stages;
     defragmenter.finish(&mut diags);
     let tcp_connections = tracker.connections();
-    tracker.finish(last, &mut dissector, &mut diags);
-    drain(&mut dissector, &mut pairing, batcher, watch.as_mut());
+    // Each connection's last requests go on before the next ends: thousands at once
+    // would be a burst no budget charges.
+    tracker.finish(last, &mut dissector, &mut diags, |dissector| {
+        drain(dissector, &mut pairing, batcher, watch.as_mut());
+    });
     let held = watch.map(|w| w.sentence(next_frame.saturating_sub(1), dissector.watched()));
     Ok((diags, captures, tcp_connections, dissector, pairing, held))
 }

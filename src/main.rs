@@ -214,14 +214,6 @@ fn run(config: &Config) -> Result<bool, Error> {
     Ok(passed)
 }
 
-/// This process's own peak resident memory (`VmHWM` of `/proc/self/status`), in KiB: not
-/// `ru_maxrss`, which also counts the memory of the process that started it.
-fn own_peak_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// A progress bar on stderr while the captures are read: only when stderr is a terminal
 /// and `--quiet` was not given. Returns what stops it.
 fn progress(
@@ -333,7 +325,8 @@ fn main() -> ExitCode {
         bar.finish_and_clear();
     }
     if stats {
-        let peak = own_peak_kib().map_or("unknown".to_owned(), |kib| format!("{kib} KiB"));
+        let peak =
+            pidshark::resident::peak_kib().map_or("unknown".to_owned(), |kib| format!("{kib} KiB"));
         say!(
             "pidshark: stats: {:.3} s, peak memory {peak}",
             started.elapsed().as_secs_f64()

@@ -168,19 +168,16 @@ fn waiting(budget_mib: u64) -> serde_json::Value {
 }
 
 #[test]
-#[ignore = "issue 26 open: peaks 57/155/434 MiB at 16/64/256 MiB; the TCP stage's uncharged ring of recent bytes (up to 4 KiB a connection) is most of the excess"]
 fn requests_never_answered_16m() {
     waiting(16);
 }
 
 #[test]
-#[ignore = "issue 26 open: peaks 57/155/434 MiB at 16/64/256 MiB; the TCP stage's uncharged ring of recent bytes (up to 4 KiB a connection) is most of the excess"]
 fn requests_never_answered_64m() {
     waiting(64);
 }
 
 #[test]
-#[ignore = "issue 26 open: peaks 57/155/434 MiB at 16/64/256 MiB; the TCP stage's uncharged ring of recent bytes (up to 4 KiB a connection) is most of the excess"]
 fn requests_never_answered_256m() {
     waiting(256);
 }
@@ -248,13 +245,11 @@ fn framing_searches_mid_stream_16m() {
 }
 
 #[test]
-#[ignore = "issue 26 open: peaks 98 MiB at 64 MiB; the TCP stage's uncharged ring of recent bytes (up to 4 KiB a connection) is most of the excess; minutes at 256 MiB"]
 fn framing_searches_mid_stream_64m() {
     searches(64);
 }
 
 #[test]
-#[ignore = "issue 26 open: peaks 98 MiB at 64 MiB; the TCP stage's uncharged ring of recent bytes (up to 4 KiB a connection) is most of the excess; minutes at 256 MiB"]
 fn framing_searches_mid_stream_256m() {
     searches(256);
 }
@@ -273,25 +268,23 @@ fn mixed(budget_mib: u64) -> serde_json::Value {
         1 => cut(i, c, w),
         _ => search(i, c, w),
     });
-    assert!(gave_up(&report, "waiting requests"));
-    assert!(gave_up(&report, "stream being read"));
+    // Only the first thousand memory_limit diagnostics are listed, and the cut frames'
+    // connections, which hold most, come first: what the others gave up is counted.
+    assert!(report["summary"]["diagnostics"]["memory_limit"].as_u64() > Some(1000));
     report
 }
 
 #[test]
-#[ignore = "issue 26 open: holds the two shapes above"]
 fn all_kafka_shapes_in_one_capture_16m() {
     mixed(16);
 }
 
 #[test]
-#[ignore = "issue 26 open: holds the two shapes above"]
 fn all_kafka_shapes_in_one_capture_64m() {
     mixed(64);
 }
 
 #[test]
-#[ignore = "issue 26 open: holds the two shapes above"]
 fn all_kafka_shapes_in_one_capture_256m() {
     mixed(256);
 }

@@ -316,10 +316,32 @@ pub struct Tracker<C> {
     /// a quarter of the budget more is charged, so each pass's look at every connection
     /// is paid for by that much new input.
     charged_after_shed: usize,
+    /// Where the process's resident bytes are read, when they can be: the allocator keeps
+    /// freed room the charges no longer count (see [`crate::resident`]).
+    resident: Option<fn() -> Option<usize>>,
+    /// Bytes newly charged since the resident figure was last read, and that figure.
+    grown_since_look: usize,
+    resident_seen: usize,
+    /// What the last shedding pass left charged: the resident figure sheds again only
+    /// once the charges grew an eighth of the budget past it, since the room a pass
+    /// frees stays resident, on the allocator's free lists, until it is reused.
+    left_by_last_shed: usize,
+    /// The charge a shedding pass under way sheds to, a step a packet.
+    shedding_to: Option<usize>,
 }
 
 /// Memory budget by default (`--max-memory`).
 pub const DEFAULT_MAX_MEMORY: usize = 256 << 20;
+
+/// Newly charged bytes between looks at the resident figure: a look reads a file of
+/// `/proc`, some microseconds, paid for by a mebibyte of input held.
+const RESIDENT_LOOK_EVERY: usize = 1 << 20;
+
+/// Charge one packet's step of a shedding pass gives up: a sixty-fourth of the budget
+/// (at least a mebibyte), so a pass of a quarter takes some sixteen packets.
+fn shed_step(max_memory: usize) -> usize {
+    (max_memory / 64).max(1 << 20)
+}
 
 /// Heap an open connection costs beyond its slot in the tables ([`Tracker::tables_cost`]):
 /// when followed, its boxed state, its streams' held segments and rings of recent bytes,
@@ -548,6 +570,11 @@ impl<C: Default> Tracker<C> {
             max_memory: DEFAULT_MAX_MEMORY,
             charged: 0,
             charged_after_shed: 0,
+            resident: None,
+            grown_since_look: 0,
+            resident_seen: 0,
+            left_by_last_shed: 0,
+            shedding_to: None,
         }
     }
 
@@ -558,6 +585,13 @@ impl<C: Default> Tracker<C> {
         let share = self.max_memory / CLOSED_SHARE;
         self.closed_v4.limit(max_closed, share);
         self.closed_other.limit(max_closed, share);
+    }
+
+    /// Reads the process's resident bytes with `probe` now and then, and sheds when they
+    /// grow past the budget, whatever is charged: the program, the report's buffers and
+    /// the allocator's free lists are not charged but count as well.
+    pub fn watch_resident(&mut self, probe: fn() -> Option<usize>) {
+        self.resident = Some(probe);
     }
 
     /// Bytes charged against the memory budget now: the tables and what the open
@@ -605,6 +639,7 @@ impl<C: Default> Tracker<C> {
             return;
         };
         let cost = connection_cost(conn, handler);
+        self.grown_since_look += cost.saturating_sub(conn.charged);
         self.charged = self.charged.saturating_sub(conn.charged) + cost;
         conn.charged = cost;
         let charged = self.charged();
@@ -612,28 +647,81 @@ impl<C: Default> Tracker<C> {
             self.charged_after_shed = 0;
         }
         let quarter = self.max_memory / 4;
-        if charged
+        let target = if let Some(target) = self.shedding_to {
+            target
+        } else if charged
             > self
                 .max_memory
                 .max(self.charged_after_shed.saturating_add(quarter))
         {
-            self.shed(at, handler, diags);
-            self.evict_for_memory(key, at, handler, diags);
-            self.charged_after_shed = self.charged();
-        }
+            self.max_memory / 4 * 3
+        } else if charged > self.left_by_last_shed.saturating_add(quarter / 2)
+            && self.resident_grew_past_budget()
+        {
+            charged / 4 * 3
+        } else {
+            return;
+        };
+        self.shed_step(target, key, at, handler, diags);
     }
 
-    /// Over the budget: the connections that hold most give up what they hold (held
-    /// segments delivered after declaring their holes lost, then the handler's state)
-    /// until three quarters of the budget are charged. Each pass frees a quarter of the
-    /// budget, so its cost, one look at every connection, is paid rarely.
-    fn shed<H: StreamHandler<Conn = C>>(
+    /// One packet's share of a shedding pass to `target`: at most [`shed_step`]'s worth
+    /// is given up, so what the connections give up (requests that become exchanges of
+    /// unknown outcome) goes downstream a step at a time, not in one burst the budget
+    /// does not charge.
+    fn shed_step<H: StreamHandler<Conn = C>>(
         &mut self,
+        target: usize,
+        current: &PairKey,
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
     ) {
-        let target = self.max_memory / 4 * 3;
+        let before = self.charged();
+        let stop_at = before
+            .saturating_sub(shed_step(self.max_memory))
+            .max(target);
+        self.shed(stop_at, at, handler, diags);
+        self.evict_for_memory(stop_at, current, at, handler, diags);
+        let after = self.charged();
+        if after <= target || after >= before {
+            self.shedding_to = None;
+            self.charged_after_shed = after;
+            self.left_by_last_shed = after;
+        } else {
+            self.shedding_to = Some(target);
+        }
+    }
+
+    /// Whether the process's resident bytes grew past the budget since
+    /// they were last read: read once a [`RESIDENT_LOOK_EVERY`] newly charged. Growth,
+    /// not size: the freed room a shed leaves is reused before the process grows again,
+    /// so the figure staying high is no reason to shed once more.
+    fn resident_grew_past_budget(&mut self) -> bool {
+        if self.grown_since_look < RESIDENT_LOOK_EVERY {
+            return false;
+        }
+        self.grown_since_look = 0;
+        let Some(now) = self.resident.and_then(|probe| probe()) else {
+            return false;
+        };
+        let grew = now > self.resident_seen;
+        self.resident_seen = now;
+        grew && now > self.max_memory
+    }
+
+    /// Over the budget: the connections that hold most give up what they hold (held
+    /// segments delivered after declaring their holes lost, then the handler's state)
+    /// until `target` is charged, three quarters of the budget (or of what is charged,
+    /// when the process outgrew its charges). Each pass frees a quarter, so its cost, one
+    /// look at every connection, is paid rarely.
+    fn shed<H: StreamHandler<Conn = C>>(
+        &mut self,
+        target: usize,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
         let mut by_cost: Vec<(usize, PairKey)> =
             self.conns.iter().map(|(k, c)| (c.charged, *k)).collect();
         by_cost.sort_unstable_by_key(|(cost, _)| std::cmp::Reverse(*cost));
@@ -696,17 +784,17 @@ impl<C: Default> Tracker<C> {
         }
     }
 
-    /// Still over the budget once every connection gave up what it holds (their own
-    /// states fill it): the least recently active connections are forgotten until three
-    /// quarters of the budget are charged, never the one on `current` (the packet's).
+    /// Still over `target` once every connection gave up what it holds (their own
+    /// states fill it): the least recently active connections are forgotten until it is
+    /// met, never the one on `current` (the packet's).
     fn evict_for_memory<H: StreamHandler<Conn = C>>(
         &mut self,
+        target: usize,
         current: &PairKey,
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
     ) {
-        let target = self.max_memory / 4 * 3;
         while self.charged() > target
             && self.conns.len() > 1
             && self.evict_one(Some(current), at, handler, diags)
@@ -990,16 +1078,20 @@ impl<C: Default> Tracker<C> {
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
+        mut after_each: impl FnMut(&mut H),
     ) {
-        let mut open: Vec<Connection<C>> = self
+        let mut open: Vec<(u64, PairKey)> = self
             .conns
-            .drain()
-            .map(|(_, conn)| conn)
-            .filter(|conn| conn.live.is_some())
+            .iter()
+            .filter(|(_, conn)| conn.live.is_some())
+            .map(|(key, conn)| (conn.info.index, *key))
             .collect();
-        open.sort_by_key(|conn| conn.info.index);
-        for conn in open {
-            Self::end(conn, at, handler, diags);
+        open.sort_unstable_by_key(|(index, _)| *index);
+        for (_, key) in open {
+            if let Some(conn) = self.conns.remove(&key) {
+                Self::end(conn, at, handler, diags);
+                after_each(handler);
+            }
         }
     }
 }
