@@ -428,6 +428,7 @@ impl From<Args> for Config {
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),
                 keep_raw: args.format == Format::Tree,
                 max_pending: args.max_pending,
+                list_every_message: args.frame.is_some(),
             },
             max_held_len: args.max_buffer,
             max_connections: args.max_connections,

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::kafka::allocate_producer_ids::{Request, Response};
-use crate::kafka::message::Message;
+use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
 use crate::kafka::tables::ApiKey;
 
@@ -74,6 +74,16 @@ impl Pairing {
     /// correlation id.
     pub fn sort_exchanges(&mut self) {
         self.exchanges.sort_by_key(Exchange::order);
+    }
+
+    /// Takes what the Kafka stage counted rather than listed.
+    pub fn counted(&mut self, counted: Counted) {
+        for (key, [requests, responses]) in counted.by_api {
+            let ours = self.api_counts.entry(key).or_default();
+            ours.requests += requests;
+            ours.responses += responses;
+        }
+        self.unmatched_responses += counted.unmatched;
     }
 
     /// Takes one message of the Kafka stage.

@@ -332,19 +332,16 @@ fn everything(budget_mib: u64) -> serde_json::Value {
 }
 
 #[test]
-#[ignore = "issue 26 open: every shape at once peaks at 99 MiB at a 16 MiB budget and 850 MiB at 256 MiB, though each shape alone holds its bound"]
 fn every_shape_in_one_capture_16m() {
     everything(16);
 }
 
 #[test]
-#[ignore = "issue 26 open: every shape at once peaks at 99 MiB at a 16 MiB budget and 850 MiB at 256 MiB, though each shape alone holds its bound"]
 fn every_shape_in_one_capture_64m() {
     everything(64);
 }
 
 #[test]
-#[ignore = "issue 26 open: every shape at once peaks at 99 MiB at a 16 MiB budget and 850 MiB at 256 MiB, though each shape alone holds its bound"]
 fn every_shape_in_one_capture_256m() {
     everything(256);
 }

@@ -94,9 +94,45 @@ pub struct Tally {
 pub struct Outbox {
     pub messages: Vec<Message>,
     pub tally: Tally,
+    /// Requests and responses of other APIs, counted rather than listed: downstream they
+    /// are only counted, and a flush of held bytes can bring a hundred thousand small ones
+    /// at once, ten times their bytes as messages.
+    pub counted: Counted,
+    /// List every message (for `--frame`, which tells which message spans a frame).
+    pub list_every_message: bool,
+}
+
+/// What an API's entry in [`Counted`] takes: its key and counts, and its share of the
+/// tree's nodes (eleven entries a node at most, half full at least).
+const COUNTED_ENTRY: usize = 2 * (size_of::<ApiKey>() + size_of::<[u64; 2]>()) + 16;
+
+/// Requests and answered responses by API, and responses that answered no waiting request.
+#[derive(Debug, Default)]
+pub struct Counted {
+    pub by_api: std::collections::BTreeMap<ApiKey, [u64; 2]>,
+    pub unmatched: u64,
+}
+
+impl Counted {
+    fn absorb(&mut self, other: Self) {
+        for (key, [requests, responses]) in other.by_api {
+            let ours = self.by_api.entry(key).or_default();
+            ours[0] += requests;
+            ours[1] += responses;
+        }
+        self.unmatched += other.unmatched;
+    }
 }
 
 impl Outbox {
+    /// An outbox that lists every message when `list_every_message`.
+    pub fn new(list_every_message: bool) -> Self {
+        Self {
+            list_every_message,
+            ..Self::default()
+        }
+    }
+
     pub fn push(&mut self, message: Message) {
         match &message {
             Message::Request { api_key, .. } => {
@@ -120,12 +156,40 @@ impl Outbox {
             Message::Response { answers: None, .. } => self.tally.unmatched += 1,
             Message::GivenUp { .. } => {}
         }
+        if !self.list_every_message && self.count_only(&message) {
+            return;
+        }
         self.messages.push(message);
+    }
+
+    /// Counts a request or response that is not AllocateProducerIds's; whether it did.
+    fn count_only(&mut self, message: &Message) -> bool {
+        let apid = ApiKey::ALLOCATE_PRODUCER_IDS;
+        match message {
+            Message::Request {
+                api_key,
+                allocate: None,
+                ..
+            } if *api_key != apid => self.counted.by_api.entry(*api_key).or_default()[0] += 1,
+            Message::Response {
+                answers: Some((api_key, _)),
+                allocate: None,
+                ..
+            } if *api_key != apid => self.counted.by_api.entry(*api_key).or_default()[1] += 1,
+            Message::Response {
+                answers: None,
+                allocate: None,
+                ..
+            } => self.counted.unmatched += 1,
+            _ => return false,
+        }
+        true
     }
 
     /// Adds what another outbox (a connection's, held until it proved Kafka) found.
     pub fn absorb(&mut self, other: Self) {
         self.messages.extend(other.messages);
+        self.counted.absorb(other.counted);
         let (ours, theirs) = (&mut self.tally, other.tally);
         ours.requests += theirs.requests;
         ours.allocate_requests += theirs.allocate_requests;
@@ -138,6 +202,6 @@ impl Outbox {
     /// Heap held for the messages' list (their decoded fields are charged while their
     /// requests wait, see `Waiting::held_bytes`).
     pub fn held_bytes(&self) -> usize {
-        self.messages.capacity() * size_of::<Message>()
+        self.messages.capacity() * size_of::<Message>() + self.counted.by_api.len() * COUNTED_ENTRY
     }
 }

@@ -63,6 +63,8 @@ pub struct KafkaConfig {
     pub keep_raw: bool,
     /// Requests waiting for a response per connection.
     pub max_pending: usize,
+    /// List every message, not only AllocateProducerIds's (for `--frame`).
+    pub list_every_message: bool,
 }
 
 impl Default for KafkaConfig {
@@ -72,6 +74,7 @@ impl Default for KafkaConfig {
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             keep_raw: false,
             max_pending: waiting::MAX_PENDING_PER_CONNECTION,
+            list_every_message: false,
         }
     }
 }
@@ -156,8 +159,11 @@ const PROVING_ANSWERS: u64 = 3;
 const PROVING_REQUESTS: u64 = 4;
 
 impl Trial {
-    fn new() -> Box<Self> {
-        Box::<Self>::default()
+    fn new(list_every_message: bool) -> Box<Self> {
+        Box::new(Self {
+            out: Outbox::new(list_every_message),
+            ..Self::default()
+        })
     }
 
     /// What in the last delivery refutes the trial, if anything: a request head that is
@@ -247,6 +253,7 @@ fn framers(client: Dir, resync: bool) -> Box<[Framer; 2]> {
 impl Dissector {
     pub fn new(config: KafkaConfig) -> Self {
         Self {
+            out: Outbox::new(config.list_every_message),
             config,
             ..Self::default()
         }
@@ -317,11 +324,11 @@ impl Dissector {
             }
             conn.role = Role::Probing { client: Some(dir) };
             conn.framers = Some(framers(dir, false));
-            conn.trial = Some(Trial::new());
+            conn.trial = Some(Trial::new(self.config.list_every_message));
         } else {
             let client = Self::guessed_client(info);
             conn.role = Role::Probing { client };
-            conn.trial = Some(Trial::new());
+            conn.trial = Some(Trial::new(self.config.list_every_message));
             // Unknown client: both directions look for request heads.
             conn.framers = Some(match client {
                 Some(client) => framers(client, true),
@@ -495,7 +502,7 @@ impl StreamHandler for Dissector {
                         client: Some(Dir::FromInitiator),
                     };
                     conn.framers = Some(framers(Dir::FromInitiator, true));
-                    conn.trial = Some(Trial::new());
+                    conn.trial = Some(Trial::new(self.config.list_every_message));
                     return true;
                 }
             }
@@ -676,6 +683,10 @@ impl StreamHandler for Dissector {
             conn.trial = Some(trial);
         }
         true
+    }
+
+    fn output_bytes(&self) -> usize {
+        self.out.held_bytes()
     }
 
     /// The connection's boxes (its framers, its trial) and what each holds.

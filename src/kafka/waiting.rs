@@ -409,7 +409,8 @@ mod tests {
 
     #[test]
     fn a_response_says_which_request_it_answers_and_ends_its_wait() {
-        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        // every message listed, as for --frame
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::new(true));
         request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 1, 10);
         assert_eq!(
             waiting.answered_request(1),
@@ -447,7 +448,8 @@ mod tests {
 
     #[test]
     fn past_the_limit_the_oldest_are_given_up_and_only_allocate_ones_are_said() {
-        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        // every message listed, as for --frame
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::new(true));
         request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 1, 10);
         request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 2, 11);
         request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 3, 12);
@@ -456,6 +458,20 @@ mod tests {
         assert_eq!(seen(&out), ["R1", "R2", "R3", "R4", "G1?", "R6"]);
         assert_eq!(waiting.len(), 3);
         assert_eq!(waiting.answered_request(2), None);
+    }
+
+    #[test]
+    fn other_apis_are_counted_not_listed() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 1, 10);
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 2, 11);
+        waiting.response(ends(), 1, meta(12), None, &mut out);
+        waiting.response(ends(), 7, meta(13), None, &mut out);
+        assert_eq!(seen(&out), ["R2"]);
+        assert_eq!(out.counted.by_api[&ApiKey::API_VERSIONS], [1, 1]);
+        assert_eq!(out.counted.unmatched, 1);
+        assert_eq!(out.tally.answers, 1);
+        assert_eq!(out.tally.requests, 2);
     }
 
     #[test]

@@ -104,6 +104,12 @@ pub trait StreamHandler {
         0
     }
 
+    /// Heap of what the handler found and has not yet handed on: it leaves between
+    /// packets, so a shedding step stops once it holds a step's worth.
+    fn output_bytes(&self) -> usize {
+        0
+    }
+
     /// Over the memory budget: gives up what this connection holds, saying what in a
     /// `memory_limit` diagnostic. Returns the bytes freed.
     fn shed(
@@ -336,6 +342,10 @@ pub const DEFAULT_MAX_MEMORY: usize = 256 << 20;
 /// Newly charged bytes between looks at the resident figure: a look reads a file of
 /// `/proc`, some microseconds, paid for by a mebibyte of input held.
 const RESIDENT_LOOK_EVERY: usize = 1 << 20;
+
+/// Times a connection's handler is asked to shed in one pass: each gives up half of what
+/// it holds.
+const MAX_SHEDS_A_CONNECTION: usize = 16;
 
 /// Charge one packet's step of a shedding pass gives up: a sixty-fourth of the budget
 /// (at least a mebibyte), so a pass of a quarter takes some sixteen packets.
@@ -727,7 +737,7 @@ impl<C: Default> Tracker<C> {
         by_cost.sort_unstable_by_key(|(cost, _)| std::cmp::Reverse(*cost));
         let tables = self.tables_cost();
         for (_, key) in by_cost {
-            if self.charged + tables <= target {
+            if self.charged + tables <= target || self.step_filled_output(handler) {
                 break;
             }
             let Some(conn) = self.conns.get_mut(&key) else {
@@ -741,6 +751,7 @@ impl<C: Default> Tracker<C> {
                 let Live { streams, state } = live;
                 let info = &conn.info;
                 let mut followed = true;
+                let handler_held = handler.held_bytes(state);
                 if held > 0 {
                     diags.push(
                         Kind::MemoryLimit,
@@ -761,7 +772,16 @@ impl<C: Default> Tracker<C> {
                         forward(handler, state, info, dir, &mut followed, d, diags);
                     });
                 }
-                handler.shed(state, info, at, diags);
+                // The bytes flushed may have grown the handler's state (a hundred small
+                // requests waiting for each kilobyte): it gives up until it holds at most
+                // half of what it held before.
+                for _ in 0..MAX_SHEDS_A_CONNECTION {
+                    if handler.shed(state, info, at, diags) == 0
+                        || handler.held_bytes(state) <= handler_held / 2
+                    {
+                        break;
+                    }
+                }
                 let forgotten: usize = streams.iter_mut().map(Assembler::release_recent).sum();
                 if forgotten > 0 {
                     diags.push_with(Kind::MemoryLimit, Some(info.index), at, || {
@@ -797,8 +817,15 @@ impl<C: Default> Tracker<C> {
     ) {
         while self.charged() > target
             && self.conns.len() > 1
+            && !self.step_filled_output(handler)
             && self.evict_one(Some(current), at, handler, diags)
         {}
+    }
+
+    /// Whether what a shedding step gave up already fills its share of output waiting
+    /// to go downstream (a step's worth): the rest waits for the next packet.
+    fn step_filled_output<H: StreamHandler<Conn = C>>(&self, handler: &H) -> bool {
+        handler.output_bytes() > shed_step(self.max_memory)
     }
 
     /// Takes a connection leaving the table off the budget.
