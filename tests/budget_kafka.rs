@@ -9,6 +9,7 @@
 mod common;
 
 use common::*;
+use std::path::Path;
 
 use pidshark::kafka::waiting::table_bytes;
 use pidshark::kafka::MALLOC_OVERHEAD;
@@ -76,6 +77,17 @@ type Shape = dyn Fn(u32, &mut Conn, &mut PcapWriter);
 /// runs pidshark with `--max-memory budget_mib`, and checks the bound, the diagnostic and
 /// the clean exchange. Returns the report.
 fn over_budget(budget_mib: u64, conns: u32, each: &Shape) -> serde_json::Value {
+    over_budget_in(budget_mib, conns, each, false)
+}
+
+/// [`over_budget`], the capture written as a pcapng whose sections describe more
+/// interfaces than are kept when `many_interfaces`.
+fn over_budget_in(
+    budget_mib: u64,
+    conns: u32,
+    each: &Shape,
+    many_interfaces: bool,
+) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("budget.pcap");
     let mut w = PcapWriter::create(&path);
@@ -96,6 +108,14 @@ fn over_budget(budget_mib: u64, conns: u32, each: &Shape) -> serde_json::Value {
     clean.send(&mut w, false, &resp, 1448);
     clean.close(&mut w);
     w.finish();
+    let path = if many_interfaces {
+        let pcapng = dir.path().join("budget.pcapng");
+        with_many_interfaces(&path, &pcapng);
+        std::fs::remove_file(&path).unwrap();
+        pcapng
+    } else {
+        path
+    };
     let size_mib = std::fs::metadata(&path).unwrap().len() >> 20;
     let budget = format!("{budget_mib}M");
     let (report, peak, took) = run_measured(&path, &["--max-memory", &budget]);
@@ -120,6 +140,43 @@ fn over_budget(budget_mib: u64, conns: u32, each: &Shape) -> serde_json::Value {
     assert_eq!(clean_ones[0]["status"], "complete");
     assert_eq!(clean_ones[0]["response"]["producer_id_start"], 5000);
     report
+}
+
+/// Rewrites the pcap at `pcap` as a pcapng at `out`: 64 sections of 5,000 interfaces
+/// each (4,096 are kept a section), then every packet, in order, on the last one kept.
+fn with_many_interfaces(pcap: &Path, out: &Path) {
+    use std::io::{Read, Write};
+    let mut input = std::io::BufReader::new(std::fs::File::open(pcap).unwrap());
+    let mut output = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+    let words = |ws: &[u32]| ws.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    let shb = words(&[0x0a0d0d0a, 28, 0x1a2b3c4d, 1, u32::MAX, u32::MAX, 28]);
+    let idb = words(&[1, 20, 1, 0, 20]);
+    for _ in 0..64 {
+        output.write_all(&shb).unwrap();
+        for _ in 0..5000 {
+            output.write_all(&idb).unwrap();
+        }
+    }
+    let mut header = [0u8; 24];
+    input.read_exact(&mut header).unwrap();
+    let mut record = [0u8; 16];
+    let mut packet = Vec::new();
+    while input.read_exact(&mut record).is_ok() {
+        let field = |i: usize| u32::from_le_bytes(record[i..i + 4].try_into().unwrap());
+        let (secs, micros, len) = (field(0), field(4), field(8) as usize);
+        packet.resize(len, 0);
+        input.read_exact(&mut packet).unwrap();
+        let stamp = u64::from(secs) * 1_000_000 + u64::from(micros);
+        let padded = len.div_ceil(4) * 4;
+        let block = 32 + padded as u32;
+        let head = [6, block, 4095, (stamp >> 32) as u32, stamp as u32];
+        output.write_all(&words(&head)).unwrap();
+        output.write_all(&words(&[len as u32, len as u32])).unwrap();
+        output.write_all(&packet).unwrap();
+        output.write_all(&vec![0u8; padded - len]).unwrap();
+        output.write_all(&block.to_le_bytes()).unwrap();
+    }
+    output.flush().unwrap();
 }
 
 /// Whether a `memory_limit` diagnostic says it gave up something described by `what`.
@@ -292,7 +349,7 @@ fn all_kafka_shapes_in_one_capture_256m() {
 /// Shape (e): every shape that grows memory, in turn, one connection each, in one capture:
 /// requests never answered, frames cut while read for decoding, framing searches,
 /// requests held behind a one-byte hole, and lone IP fragments, each of a datagram of its
-/// own. (pcapng interfaces are a pcapng's: `tests/budget_tcp.rs` bounds them.)
+/// own; in a pcapng whose sections describe more interfaces than are kept.
 fn everything(budget_mib: u64) -> serde_json::Value {
     let per_conn = (budget_mib as i32 * 2).max(48);
     let batch = unanswered_requests(1, per_conn);
@@ -303,7 +360,7 @@ fn everything(budget_mib: u64) -> serde_json::Value {
         ack: true,
         ..Flags::default()
     };
-    let report = over_budget(budget_mib, 20_000, &move |i, c, w| match i % 5 {
+    let shapes = move |i: u32, c: &mut Conn, w: &mut PcapWriter| match i % 5 {
         0 => {
             c.handshake(w);
             c.send(w, true, &batch, 1448);
@@ -325,9 +382,12 @@ fn everything(budget_mib: u64) -> serde_json::Value {
                 w.record(&frame, 0);
             }
         }
-    });
-    assert!(report["summary"]["diagnostics"]["memory_limit"].as_u64() > Some(1000));
-    assert!(report["summary"]["diagnostics"]["ip_fragments_dropped"].as_u64() > Some(0));
+    };
+    let report = over_budget_in(budget_mib, 20_000, &shapes, true);
+    let counts = &report["summary"]["diagnostics"];
+    assert!(counts["memory_limit"].as_u64() > Some(1000));
+    assert!(counts["ip_fragments_dropped"].as_u64() > Some(0));
+    assert!(counts["capture_corrupt"].as_u64() > Some(0), "{counts}");
     report
 }
 
