@@ -253,9 +253,7 @@ fn drain(
         }
         pairing.message(message);
     }
-    if dissector.out.counted.unmatched > 0 || !dissector.out.counted.by_api.is_empty() {
-        pairing.counted(std::mem::take(&mut dissector.out.counted));
-    }
+    pairing.counted(&mut dissector.out.counted);
     if pairing.exchanges.is_empty() {
         batcher.tick();
         return;

@@ -76,14 +76,19 @@ impl Pairing {
         self.exchanges.sort_by_key(Exchange::order);
     }
 
-    /// Takes what the Kafka stage counted rather than listed.
-    pub fn counted(&mut self, counted: Counted) {
-        for (key, [requests, responses]) in counted.by_api {
-            let ours = self.api_counts.entry(key).or_default();
-            ours.requests += requests;
-            ours.responses += responses;
+    /// Takes what the Kafka stage counted rather than listed, leaving its counts at zero
+    /// (its few entries stay, not allocated again for each packet).
+    pub fn counted(&mut self, counted: &mut Counted) {
+        for (key, counts) in counted.by_api.iter_mut() {
+            if let [0, 0] = counts {
+                continue;
+            }
+            let ours = self.api_counts.entry(*key).or_default();
+            ours.requests += counts[0];
+            ours.responses += counts[1];
+            *counts = [0, 0];
         }
-        self.unmatched_responses += counted.unmatched;
+        self.unmatched_responses += std::mem::take(&mut counted.unmatched);
     }
 
     /// Takes one message of the Kafka stage.
