@@ -205,7 +205,8 @@ impl KafkaConn {
     }
 
     /// The parts a delivery in direction `dir` works on, what its frames give going to
-    /// the report (`out`, `diags`) unless a trial holds it; `None` when it is not read.
+    /// the report (`out`, `diags`) unless a trial holds it; `None` when it is not read
+    /// (not yet, or given up).
     pub(super) fn parts<'a>(
         &'a mut self,
         dir: Dir,
@@ -325,8 +326,9 @@ impl KafkaConn {
         };
     }
 
-    /// Proven Kafka: the trial leaves, for what it holds to join the report.
-    pub(super) fn admit(&mut self) -> Option<Box<Trial>> {
+    /// Proven Kafka: the connection is read as such, and its trial handed back for what it
+    /// holds to join the report.
+    pub(super) fn prove(&mut self) -> Option<Box<Trial>> {
         match std::mem::take(&mut self.state) {
             State::OnTrial {
                 client,
@@ -357,6 +359,7 @@ mod tests {
     /// boxed.
     #[test]
     fn state_of_a_connection_stays_small() {
-        assert!(size_of::<KafkaConn>() <= 152, "{}", size_of::<KafkaConn>());
+        let size = size_of::<KafkaConn>();
+        assert!(size <= 152, "a connection's Kafka state takes {size} bytes");
     }
 }

@@ -294,7 +294,7 @@ impl Dissector {
             return self.give_up(conn, info, found.at, why, diags);
         }
         if trial.proven() {
-            if let Some(trial) = conn.admit() {
+            if let Some(trial) = conn.prove() {
                 self.admit(info, *trial, diags);
             }
         }
@@ -410,9 +410,6 @@ impl StreamHandler for Dissector {
         delivery: Delivery<'_>,
         diags: &mut Diagnostics,
     ) -> bool {
-        if let State::NotKafka | State::Encrypted = conn.state {
-            return false;
-        }
         if self.found_tls(conn, info, dir, &delivery, diags) {
             return false;
         }
@@ -421,8 +418,9 @@ impl StreamHandler for Dissector {
                 return followed;
             }
         }
+        // Given up: nothing more is read.
         let Some(parts) = conn.parts(dir, &mut self.out, diags) else {
-            return true;
+            return false;
         };
         let found = read::read(&self.config, parts, info, dir, delivery);
         self.settle_probe(conn, info, &found, diags) && self.settle_trial(conn, info, &found, diags)
