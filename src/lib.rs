@@ -45,11 +45,13 @@ pub mod frame_watch;
 pub mod gate;
 pub mod kafka;
 pub mod merge;
+pub mod packet_ref;
 pub mod pairing;
 pub mod readahead;
 pub mod report;
 pub mod resident;
 pub mod tcp;
+pub mod timestamp;
 pub mod worker;
 
 use std::collections::BTreeSet;
