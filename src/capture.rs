@@ -24,7 +24,7 @@ use pcap_parser::{Linktype, PcapError};
 
 use crate::diag::{Diagnostics, Kind};
 use crate::error::Error;
-use crate::readahead::{Blocks, ReadBlocks};
+use crate::input::readahead::{Blocks, ReadBlocks};
 // Re-exported for the modules that still name them through `capture`.
 pub use crate::packet_ref::{Origin, PacketRef};
 pub use crate::timestamp::Timestamp;

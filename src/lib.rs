@@ -3,7 +3,7 @@
 //! The pipeline, one module per stage, data flowing one way:
 //!
 //! ```text
-//! readahead file or stdin, gzip inflated   -> bytes, read on a thread of their own
+//! input     file or stdin, gzip inflated   -> bytes, read ahead on a thread of their own
 //! capture   pcap/pcapng records            -> Packet (frame number, time, link type, bytes)
 //! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed), or an IP fragment
 //! defrag    IP fragments of TCP datagrams   -> reassembled payloads, then TCP as decoded
@@ -43,11 +43,11 @@ pub mod error;
 pub mod expect;
 pub mod frame_watch;
 pub mod gate;
+pub mod input;
 pub mod kafka;
 pub mod merge;
 pub mod packet_ref;
 pub mod pairing;
-pub mod readahead;
 pub mod report;
 pub mod resident;
 pub mod tcp;
@@ -55,15 +55,13 @@ pub mod timestamp;
 pub mod worker;
 
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-
-use flate2::read::MultiGzDecoder;
 
 pub use cli::Config;
 pub use error::Error;
+pub use input::MAX_GZIP_RATIO;
 
 use analysis::Analyzer;
 use capture::PacketRef;
@@ -71,142 +69,13 @@ use decode::Decoded;
 use diag::{Diagnostics, Kind};
 use frame_watch::FrameWatch;
 use kafka::{Dissector, KafkaConn, Reading};
-use readahead::{Blocks, ReadAhead, ReadBlocks};
+use input::{Blocks, ReadBlocks};
 use report::sink::Sink;
 use tcp::Tracker;
 use worker::Batcher;
 
 /// Out-of-order bytes held per direction before a hole is declared lost.
 pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
-
-/// gzip's magic bytes (RFC 1952): a compressed capture is recognised by content, not name.
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-/// Bytes read first, to look for [`GZIP_MAGIC`].
-const HEAD_LEN: usize = 64 << 10;
-
-/// Counts the bytes read through it.
-struct Counting<R> {
-    inner: R,
-    count: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-fn open(
-    path: &str,
-    bytes_read: Option<&Arc<AtomicU64>>,
-    stop: Arc<AtomicBool>,
-) -> Result<Box<dyn Blocks>, Error> {
-    let raw: Box<dyn Read + Send> = if path == "-" {
-        Box::new(std::io::stdin())
-    } else {
-        let file = File::open(path).map_err(|source| Error::Open {
-            path: path.to_owned(),
-            source,
-        })?;
-        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(Error::IsDirectory {
-                path: path.to_owned(),
-            });
-        }
-        Box::new(file)
-    };
-    let raw: Box<dyn Read + Send> = match bytes_read {
-        Some(count) => Box::new(Counting {
-            inner: raw,
-            count: Arc::clone(count),
-        }),
-        None => raw,
-    };
-    // Reading (and inflating) goes on beside the parsing.
-    let input = decompress(path, raw)?;
-    Ok(Box::new(ReadAhead::new(input).stop_when(stop)))
-}
-
-/// Reads gzip-compressed input through a decoder, whatever its name.
-fn decompress(path: &str, mut raw: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>, Error> {
-    // Peek at the start and put it back in front. A whole first block, not just the two
-    // bytes needed: the file is then read on at page-aligned offsets (reads at odd
-    // offsets copy out of the page cache at half the speed).
-    let mut head = vec![0u8; HEAD_LEN];
-    let mut filled = 0;
-    let read_error = |source| Error::Read {
-        path: path.to_owned(),
-        source,
-    };
-    while filled < GZIP_MAGIC.len() {
-        match raw.read(head.get_mut(filled..).unwrap_or_default()) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(read_error(e)),
-        }
-    }
-    head.truncate(filled);
-    let is_gzip = head.starts_with(&GZIP_MAGIC);
-    let whole = std::io::Cursor::new(head).chain(raw);
-    if is_gzip {
-        let compressed = Arc::new(AtomicU64::new(0));
-        let counted = Counting {
-            inner: whole,
-            count: Arc::clone(&compressed),
-        };
-        Ok(Box::new(BombGuard {
-            inner: MultiGzDecoder::new(counted),
-            compressed,
-            produced: 0,
-        }))
-    } else {
-        Ok(Box::new(whole))
-    }
-}
-
-/// Largest expansion believed of gzip input: real captures compress a few times to a
-/// few dozen times; a "gzip bomb" of zeros expands a thousandfold.
-pub const MAX_GZIP_RATIO: u64 = 1000;
-
-/// Stops decompression that expands more than [`MAX_GZIP_RATIO`] times (after the first
-/// MiB), as an error: what was read before is still reported.
-struct BombGuard<R> {
-    inner: R,
-    compressed: Arc<AtomicU64>,
-    produced: u64,
-}
-
-/// What the gzip decoder's "unexpected end of file" means: the compressed file was cut
-/// short (`head -c`, a copy stopped midway), as a plain capture cut inside a record is.
-/// Kept an `UnexpectedEof`, which the capture reader reports as `capture_truncated`.
-const GZIP_ENDS_EARLY: &str = "the compressed file ends in the middle of its gzip stream";
-
-impl<R: Read> Read for BombGuard<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => {
-                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, GZIP_ENDS_EARLY)
-            }
-            // bad deflate data, a checksum that does not match: corruption
-            _ => e,
-        })?;
-        self.produced = self.produced.saturating_add(n as u64);
-        let allowed = self
-            .compressed
-            .load(Ordering::Relaxed)
-            .saturating_mul(MAX_GZIP_RATIO)
-            .max(1 << 20);
-        if self.produced > allowed {
-            return Err(std::io::Error::other(format!(
-                "gzip data expands more than {MAX_GZIP_RATIO} times; not read further"
-            )));
-        }
-        Ok(n)
-    }
-}
 
 /// Reads every capture of `config` as one, handing each exchange to `sink` as it is
 /// analysed and the rest of the report once the captures are read; returns that report
@@ -226,9 +95,7 @@ pub fn run_readers(
     let readers = readers
         .into_iter()
         .map(|(name, r)| {
-            // Read on this thread: no thread outlives the run (a detached read-ahead
-            // thread ending after it shows as a leak to the fuzzers' sanitizer).
-            let blocks: Box<dyn Blocks> = Box::new(ReadBlocks::new(decompress(&name, r)?));
+            let blocks = input::on_this_thread(&name, r)?;
             Ok((name, blocks))
         })
         .collect::<Result<Vec<_>, Error>>()?;
@@ -343,25 +210,6 @@ fn process(
     sink.finish(&mut report)
         .map_err(|source| Error::Output { source })?;
     Ok(report)
-}
-
-/// Each input with the time of its first packet, for the merge to open it when its time
-/// comes: `None` for standard input and other inputs that are not regular files (pipes
-/// cannot be read twice), and for files with no packet or that cannot be read as a
-/// capture: those are opened at once, and their real read reports what there is to report.
-fn first_times(inputs: &[String]) -> Vec<(String, Option<capture::Timestamp>)> {
-    let peek = |path: &str| -> Option<capture::Timestamp> {
-        if path == "-" {
-            return None;
-        }
-        let file = File::open(path).ok()?;
-        if !file.metadata().ok()?.is_file() {
-            return None;
-        }
-        let input = decompress(path, Box::new(file)).ok()?;
-        capture::first_timestamp(input, path)
-    };
-    inputs.iter().map(|p| (p.clone(), peek(p))).collect()
 }
 
 /// What reading the captures leaves for the report besides the exchanges: with
@@ -546,7 +394,7 @@ fn read_all(
     let stop = batcher.stop_flag();
     let inputs = match &readers {
         Some(given) => given.iter().map(|(name, _)| (name.clone(), None)).collect(),
-        None => first_times(&config.inputs),
+        None => merge::first_times(&config.inputs),
     };
     let open = |idx: usize, path: &str| -> Result<Box<dyn Blocks>, Error> {
         let given = readers
@@ -555,7 +403,7 @@ fn read_all(
             .map(|(_, r)| std::mem::replace(r, Box::new(ReadBlocks::new(std::io::empty()))));
         match given {
             Some(r) => Ok(r),
-            None => open(path, config.bytes_read.as_ref(), Arc::clone(&stop)),
+            None => input::open(path, config.bytes_read.as_ref(), Arc::clone(&stop)),
         }
     };
     let mut merge = merge::Merge::new(inputs, config.max_record, Box::new(open), &mut diags)?;
