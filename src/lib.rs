@@ -48,13 +48,13 @@ pub mod kafka;
 pub mod merge;
 pub mod packet_ref;
 pub mod pairing;
+pub mod pipeline;
 pub mod report;
 pub mod resident;
 pub mod tcp;
 pub mod timestamp;
 pub mod worker;
 
-use std::collections::BTreeSet;
 use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
@@ -64,15 +64,10 @@ pub use error::Error;
 pub use input::MAX_GZIP_RATIO;
 
 use analysis::Analyzer;
-use capture::PacketRef;
-use decode::Decoded;
-use diag::{Diagnostics, Kind};
-use frame_watch::FrameWatch;
-use kafka::{Dissector, KafkaConn, Reading};
+use diag::Diagnostics;
 use input::{Blocks, ReadBlocks};
+use pipeline::{Finished, Pipeline};
 use report::sink::Sink;
-use tcp::Tracker;
-use worker::Batcher;
 
 /// Out-of-order bytes held per direction before a hole is declared lost.
 pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
@@ -106,48 +101,6 @@ pub fn run_readers(
 pub fn report(config: &Config) -> Result<report::model::Report, Error> {
     run(config, &mut report::sink::Collect::default())
 }
-
-/// Pairs what the Kafka stage found and hands the exchanges it finished to the analysis
-/// thread. Exchanges completed by the same packet go in report order, so that responses a
-/// server sends together count as simultaneous.
-fn drain(
-    dissector: &mut Dissector,
-    pairing: &mut pairing::Pairing,
-    batcher: &mut Batcher,
-    mut watch: Option<&mut FrameWatch>,
-) {
-    for message in dissector.out.messages.drain(..) {
-        if let Some(watch) = watch.as_deref_mut() {
-            watch.message(&message);
-        }
-        pairing.message(message);
-    }
-    pairing.counted(&mut dissector.out.counted);
-    if pairing.exchanges.is_empty() {
-        batcher.tick();
-        return;
-    }
-    pairing.sort_exchanges();
-    for ex in pairing.exchanges.drain(..) {
-        batcher.push(ex);
-    }
-    batcher.tick();
-    // A shed gives up thousands of requests at once: their room, charged nowhere, is
-    // given back rather than kept for a burst that may not come again.
-    shrink_after_burst(&mut dissector.out.messages);
-    shrink_after_burst(&mut pairing.exchanges);
-}
-
-/// Gives back an emptied vector's room past [`KEPT_AFTER_BURST`] elements.
-fn shrink_after_burst<T>(emptied: &mut Vec<T>) {
-    if emptied.capacity() > KEPT_AFTER_BURST {
-        emptied.shrink_to(KEPT_AFTER_BURST);
-    }
-}
-
-/// Elements the per-packet queues keep room for between packets: a packet's own
-/// messages and exchanges fit many times over.
-const KEPT_AFTER_BURST: usize = 1024;
 
 /// Reads the captures on this thread while a second one analyses the exchanges and hands
 /// them to `sink` (see [`worker`]), then builds the rest of the report and finishes the
@@ -192,205 +145,44 @@ fn process(
     if let Some(source) = outcome.sink_error {
         return Err(Error::Output { source });
     }
-    let (mut diags, captures, tcp_connections, dissector, pairing, held) = read?;
+    let Finished {
+        mut diagnostics,
+        captures,
+        tcp_connections,
+        kafka_connections,
+        not_kafka_connections,
+        encrypted_connections,
+        pairing,
+        frame_holds: held,
+    } = read?;
     if let Some(sentence) = held {
         let _ = frame_holds.set(sentence);
     }
-    let analysis = outcome.analyzer.finish(&mut diags);
+    let analysis = outcome.analyzer.finish(&mut diagnostics);
     let mut report = report::build(report::Findings {
         captures,
         analysis,
         tcp_connections,
-        kafka_connections: dissector.kafka_connections,
-        not_kafka_connections: dissector.not_kafka_connections,
-        encrypted_connections: dissector.encrypted_connections,
+        kafka_connections,
+        not_kafka_connections,
+        encrypted_connections,
         pairing,
-        diagnostics: diags,
+        diagnostics,
     });
     sink.finish(&mut report)
         .map_err(|source| Error::Output { source })?;
     Ok(report)
 }
 
-/// What reading the captures leaves for the report besides the exchanges: with
-/// `--frame`, what that frame held too.
-type ReadOutcome = (
-    Diagnostics,
-    Vec<capture::CaptureInfo>,
-    u64,
-    Dissector,
-    pairing::Pairing,
-    Option<String>,
-);
-
-/// For `--frame`: notes which connection the frame's segment belongs to, and has the
-/// Kafka stage note how that connection is read.
-fn watch_connection(
-    watch: &mut FrameWatch,
-    tracker: &Tracker<KafkaConn>,
-    dissector: &mut Dissector,
-    segment: &decode::TcpSegmentView<'_>,
-) {
-    if let Some((index, state)) = tracker.connection_of(segment) {
-        watch.connection(index);
-        dissector.watch(index, state.map_or(Reading::Undecided, KafkaConn::reading));
-    }
-}
-
-/// The stages a packet goes through on the capture thread, decoding to pairing.
-struct Stages {
-    tracker: Tracker<KafkaConn>,
-    dissector: Dissector,
-    pairing: pairing::Pairing,
-    defragmenter: defrag::Defragmenter,
-    copies: copies::Copies,
-    /// Link types already reported as unsupported.
-    unsupported: BTreeSet<i32>,
-    watch: Option<FrameWatch>,
-}
-
-impl Stages {
-    fn new(config: &Config) -> Self {
-        let mut tracker = Tracker::with_limits(config.max_held_len, config.max_connections);
-        tracker.set_max_memory(config.max_memory);
-        tracker.watch_resident(resident::resident_bytes);
-        Self {
-            tracker,
-            dissector: Dissector::new(config.kafka.clone()),
-            pairing: pairing::Pairing::default(),
-            defragmenter: defrag::Defragmenter::default(),
-            copies: copies::Copies::new(config.clock_skew_ns),
-            unsupported: BTreeSet::new(),
-            watch: config.filter.frame.map(FrameWatch::new),
-        }
-    }
-
-    /// The frame of another file's copy of `segment` already read, if it is one.
-    fn copy_of(
-        copies: &mut copies::Copies,
-        segment: &decode::TcpSegmentView<'_>,
-        at: PacketRef,
-        diags: &mut Diagnostics,
-    ) -> Option<u64> {
-        // one file: no copies to look for (the common case, kept cheap)
-        at.origin?;
-        copies.copy_of(segment, at, diags)
-    }
-
-    /// One packet through decoding, reassembly, framing and pairing; the exchanges it
-    /// completes go to `batcher`.
-    fn packet(
-        &mut self,
-        packet: &capture::Packet<'_>,
-        batcher: &mut Batcher,
-        diags: &mut Diagnostics,
-    ) {
-        let decoded = decode::decode(packet);
-        let mut watched = self.watch.as_mut().filter(|w| w.frame() == packet.at.frame);
-        if let Some(w) = watched.as_deref_mut() {
-            w.packet(packet, &decoded);
-        }
-        match decoded {
-            Decoded::Tcp(segment) => {
-                if let Some(original) = Self::copy_of(&mut self.copies, &segment, packet.at, diags) {
-                    if let Some(w) = watched {
-                        w.copy_of(original);
-                    }
-                    return; // another file's copy of it was read
-                }
-                // before, for a connection this segment ends; after, for one it starts
-                if let Some(w) = watched.as_deref_mut() {
-                    watch_connection(w, &self.tracker, &mut self.dissector, &segment);
-                }
-                self.tracker.segment(&segment, packet.at, &mut self.dissector, diags);
-                if let Some(w) = watched {
-                    watch_connection(w, &self.tracker, &mut self.dissector, &segment);
-                }
-                drain(&mut self.dissector, &mut self.pairing, batcher, self.watch.as_mut());
-            }
-            Decoded::Fragment(fragment) => {
-                let Some(datagram) = self.defragmenter.fragment(&fragment, packet.at, diags)
-                else {
-                    return;
-                };
-                let cut = datagram.missing_len > 0;
-                match decode::tcp_in_ip_payload(
-                    datagram.src,
-                    datagram.dst,
-                    &datagram.payload,
-                    datagram.missing_len,
-                    cut,
-                ) {
-                    Decoded::Tcp(segment) => {
-                        if Self::copy_of(&mut self.copies, &segment, packet.at, diags).is_some() {
-                            return;
-                        }
-                        self.tracker.segment(&segment, packet.at, &mut self.dissector, diags);
-                        drain(&mut self.dissector, &mut self.pairing, batcher, self.watch.as_mut());
-                    }
-                    Decoded::Malformed(reason) => diags.push(
-                        Kind::PacketMalformed,
-                        None,
-                        packet.at,
-                        format!(
-                            "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
-                            datagram.fragments
-                        ),
-                        vec![
-                            ("fragments", (datagram.fragments as u64).into()),
-                            ("reason", reason.into()),
-                        ],
-                    ),
-                    _ => {}
-                }
-            }
-            Decoded::FragmentNotReassembled(reason) => diags.push(
-                Kind::IpFragmentsDropped,
-                None,
-                packet.at,
-                format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
-                vec![("reason", reason.into())],
-            ),
-            Decoded::Other => {}
-            Decoded::UnsupportedLinkType => {
-                if self.unsupported.insert(packet.link_type.0) {
-                    diags.push(
-                        Kind::UnsupportedLinkType,
-                        None,
-                        packet.at,
-                        format!(
-                            "link type {} is not supported; its packets are skipped",
-                            capture::link_type_name(packet.link_type)
-                        ),
-                        vec![
-                            ("link_type", capture::link_type_name(packet.link_type).into()),
-                            ("link_type_number", packet.link_type.0.into()),
-                        ],
-                    );
-                }
-            }
-            Decoded::Malformed(reason) => diags.push(
-                Kind::PacketMalformed,
-                None,
-                packet.at,
-                format!("packet could not be decoded: {reason}"),
-                vec![("reason", reason.into())],
-            ),
-        }
-    }
-}
-
-/// Reads every capture, merged by time, through the [`Stages`]; exchanges go to
+/// Reads every capture, merged by time, through the [`Pipeline`]; exchanges go to
 /// `batcher` as they complete.
 fn read_all(
     config: &Config,
     mut readers: Option<Vec<(String, Box<dyn Blocks>)>>,
-    batcher: &mut Batcher,
-    first_packet: &OnceLock<capture::Timestamp>,
-) -> Result<ReadOutcome, Error> {
+    batcher: &mut worker::Batcher,
+    first_packet: &OnceLock<timestamp::Timestamp>,
+) -> Result<Finished, Error> {
     let mut diags = Diagnostics::default();
-    let mut stages = Stages::new(config);
-    let mut last = PacketRef::default();
     let stop = batcher.stop_flag();
     let inputs = match &readers {
         Some(given) => given.iter().map(|(name, _)| (name.clone(), None)).collect(),
@@ -407,38 +199,21 @@ fn read_all(
         }
     };
     let mut merge = merge::Merge::new(inputs, config.max_record, Box::new(open), &mut diags)?;
+    let mut pipeline = Pipeline::new(config, batcher);
+    let mut first = true;
     while let Some(packet) = merge.next(&mut diags)? {
         if stop.load(Ordering::Relaxed) {
             break; // the output failed: nothing more will be written
         }
-        if last == PacketRef::default() {
+        if first {
             // for --since/--until in seconds after the first packet
             let _ = first_packet.set(packet.at.timestamp);
+            first = false;
         }
-        last = packet.at;
-        stages.packet(&packet, batcher, &mut diags);
+        pipeline.packet(&packet, &mut diags);
     }
-    let next_frame = merge.frames() + 1;
-    let mut captures = merge.finish();
-    for (capture, copies) in captures.iter_mut().zip(stages.copies.found()) {
-        capture.duplicate_packets = *copies;
-    }
+    let frames = merge.frames();
+    let captures = merge.finish();
     merge::note_overlaps(&captures, &mut diags);
-    let Stages {
-        tracker,
-        mut dissector,
-        mut pairing,
-        mut defragmenter,
-        mut watch,
-        ..
-    } = stages;
-    defragmenter.finish(&mut diags);
-    let tcp_connections = tracker.connections();
-    // Each connection's last requests go on before the next ends: thousands at once
-    // would be a burst no budget charges.
-    tracker.finish(last, &mut dissector, &mut diags, |dissector| {
-        drain(dissector, &mut pairing, batcher, watch.as_mut());
-    });
-    let held = watch.map(|w| w.sentence(next_frame.saturating_sub(1), dissector.watched()));
-    Ok((diags, captures, tcp_connections, dissector, pairing, held))
+    Ok(pipeline.finish(captures, frames, diags))
 }
