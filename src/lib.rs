@@ -35,6 +35,7 @@
 pub mod analysis;
 pub mod capture;
 pub mod cli;
+pub mod config;
 pub mod copies;
 pub mod decode;
 pub mod defrag;
@@ -59,7 +60,7 @@ use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-pub use cli::Config;
+pub use config::{Config, DEFAULT_MAX_HELD_LEN};
 pub use error::Error;
 pub use input::MAX_GZIP_RATIO;
 
@@ -68,9 +69,6 @@ use diag::Diagnostics;
 use input::{Blocks, ReadBlocks};
 use pipeline::{Finished, Pipeline};
 use report::sink::Sink;
-
-/// Out-of-order bytes held per direction before a hole is declared lost.
-pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
 
 /// Reads every capture of `config` as one, handing each exchange to `sink` as it is
 /// analysed and the rest of the report once the captures are read; returns that report

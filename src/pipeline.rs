@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use crate::capture::{self, CaptureInfo, Packet};
-use crate::cli::Config;
+use crate::config::Config;
 use crate::copies::Copies;
 use crate::decode::{self, Decoded, IpFragmentView, TcpSegmentView};
 use crate::defrag::Defragmenter;
