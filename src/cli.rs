@@ -7,10 +7,10 @@ use clap::builder::TypedValueParser;
 use clap::Parser;
 
 use crate::analysis::SlowRule;
+use crate::config::Config;
 use crate::gate::Condition;
 use crate::kafka::KafkaConfig;
 use crate::report::filter::{Filter, TimeBound};
-use crate::config::Config;
 
 /// Examples shown by `--help` (and `-h` points to them).
 const EXAMPLES: &str = "\
@@ -89,9 +89,9 @@ pub struct Args {
     /// Output format.
     ///
     /// `json` (the report), `ndjson` (one line per exchange as it completes, then a
-    /// summary line), `tree` (each message's fields and bytes, like the seed document),
-    /// `text` (the post-mortem for a terminal), `csv` (a row per exchange) or `csv-blocks`
-    /// (a row per block).
+    /// summary line), `tree` (each message's fields with their wire types, offsets and
+    /// sizes, then its bytes), `text` (the post-mortem for a terminal), `csv` (a row per
+    /// exchange) or `csv-blocks` (a row per block).
     #[arg(long, value_enum, default_value_t = Format::Json, help_heading = "Output")]
     pub format: Format,
 

@@ -1,21 +1,42 @@
 //! pidshark: Kafka AllocateProducerIds (API key 67) exchanges from packet captures.
 //!
-//! The pipeline, one module per stage, data flowing one way:
+//! The modules in stage order, data flowing down; below them the drivers that run the
+//! stages, and at the bottom the leaves every module may use:
 //!
 //! ```text
-//! input     file or stdin, gzip inflated   -> bytes, read ahead on a thread of their own
-//! capture   pcap/pcapng records            -> Packet (frame number, time, link type, bytes)
-//! decode    link layer, IPv4/IPv6, TCP      -> TcpSegmentView (borrowed), or an IP fragment
-//! defrag    IP fragments of TCP datagrams   -> reassembled payloads, then TCP as decoded
-//! tcp       connections, reassembly         -> ordered bytes per direction, gaps, FINs
-//! kafka     framing, headers, API 67 decode -> messages: request and response frames
-//! pairing   messages, by correlation id     -> exchanges, per-API counts
-//! --------------------------- (worker: the rest on the output thread) ---------------------
-//! analysis  blocks of ids, brokers, latency -> findings
-//! report    ordering, statistics            -> the JSON report of report-v1.md
+//! input        a file or stdin, gzip inflated      -> bytes in blocks, read ahead on a thread
+//! capture      pcap/pcapng records                 -> Packet (frame number, time, link type, bytes)
+//! merge        several captures, by time           -> one run of Packets, numbered as mergecap's
+//! decode       link layer, IPv4/IPv6, TCP          -> TcpSegmentView (borrowed), or an IP fragment
+//! copies       a segment that two files both hold  -> read once, counted
+//! defrag       IP fragments of TCP datagrams       -> reassembled payloads, decoded again
+//! tcp          connections, reassembly             -> ordered bytes per direction, gaps, FINs
+//! kafka        framing, headers, API 67 decode     -> messages: request and response frames
+//! pairing      messages, by correlation id         -> exchanges, per-API counts
+//! frame_watch  --frame's packet, as it goes through the stages above -> what it held
+//! analysis     blocks of ids, brokers, latency     -> findings
+//! report       ordering, statistics, a sink per format -> the report in each format
+//! gate         --fail-on conditions                -> those the report meets
+//! expect       --expect: the report and a golden   -> their differences
+//! ----------------------------------------------------------------------------- drivers
+//! config       what a run reads, and its limits    -> Config
+//! worker       the output thread: exchanges through the analysis to the sink
+//! pipeline     the capture thread: a packet at a time, from decode to pairing
+//! (lib.rs)     run: input and merge into the pipeline, beside the worker; then the report
+//! cli          the command line as clap types it   -> Config and the output's options
+//! ------------------------------------------------------------------------------ leaves
+//! timestamp    capture time, and the form the report writes it in
+//! packet_ref   where a packet sits: frame number, time, file of origin
+//! diag         diagnostics: findings about the input, for the report
+//! error        fatal errors: no report can be made
+//! resident     the process's resident memory, for the memory budget
 //! ```
 //!
-//! [`run`] drives it for a [`Config`]; findings about the input become diagnostics in the
+//! The rule that keeps the arrows pointing one way: a module imports only from modules
+//! above it in this list and from the leaves, and a leaf only from other leaves. A stage
+//! that needs something from further down is handed it as a parameter.
+//!
+//! [`run`] drives them for a [`Config`]; findings about the input become diagnostics in the
 //! report, and only a file that cannot be read as a capture at all is an [`Error`].
 
 // No input may make us panic: no indexing, unwrap, expect or panic in library code

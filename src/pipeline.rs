@@ -123,12 +123,7 @@ impl<'a> Pipeline<'a> {
 
     /// An IP fragment: the datagram it completes, if it does, goes on as a TCP segment of
     /// this packet.
-    fn fragment(
-        &mut self,
-        fragment: &IpFragmentView<'_>,
-        at: PacketRef,
-        diags: &mut Diagnostics,
-    ) {
+    fn fragment(&mut self, fragment: &IpFragmentView<'_>, at: PacketRef, diags: &mut Diagnostics) {
         let Some(datagram) = self.defragmenter.fragment(fragment, at, diags) else {
             return;
         };
@@ -179,7 +174,10 @@ impl<'a> Pipeline<'a> {
                 capture::link_type_name(packet.link_type)
             ),
             vec![
-                ("link_type", capture::link_type_name(packet.link_type).into()),
+                (
+                    "link_type",
+                    capture::link_type_name(packet.link_type).into(),
+                ),
                 ("link_type_number", packet.link_type.0.into()),
             ],
         );

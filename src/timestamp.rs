@@ -170,6 +170,8 @@ mod tests {
     fn a_timestamp_written_while_another_is_formatted() {
         let mut out = Nested(String::new());
         write!(out, "{}", Timestamp::default()).unwrap();
-        assert!(out.0.starts_with("1970-01-02T00:00:00.000000Z1970-01-01T00:00:00"));
+        assert!(out
+            .0
+            .starts_with("1970-01-02T00:00:00.000000Z1970-01-01T00:00:00"));
     }
 }

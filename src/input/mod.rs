@@ -53,10 +53,7 @@ pub fn open(
 /// `input` (named `name`), inflated if it is gzip, read on the calling thread: no thread
 /// outlives the run (a detached read-ahead thread ending after it shows as a leak to the
 /// fuzzers' sanitizer).
-pub fn on_this_thread(
-    name: &str,
-    input: Box<dyn Read + Send>,
-) -> Result<Box<dyn Blocks>, Error> {
+pub fn on_this_thread(name: &str, input: Box<dyn Read + Send>) -> Result<Box<dyn Blocks>, Error> {
     Ok(Box::new(ReadBlocks::new(gzip::decompress(name, input)?)))
 }
 
