@@ -24,7 +24,10 @@ use pcap_parser::{Linktype, PcapError};
 
 use crate::diag::{Diagnostics, Kind};
 use crate::error::Error;
-use crate::readahead::{Blocks, ReadBlocks};
+use crate::input::readahead::{Blocks, ReadBlocks};
+// Re-exported for the modules that still name them through `capture`.
+pub use crate::packet_ref::{Origin, PacketRef};
+pub use crate::timestamp::Timestamp;
 
 /// Longest packet a record may hold whatever the file's snaplen says (Wireshark's
 /// `WTAP_MAX_PACKET_SIZE_STANDARD`).
@@ -34,59 +37,6 @@ pub const MAX_RECORD_BUFFER: usize = 64 << 20;
 /// Interfaces described in one pcapng section that are kept; a real capture has a few
 /// (tshark on every interface of a big host, some hundreds), a hostile one millions.
 pub const MAX_INTERFACES: usize = 4096;
-
-/// A capture timestamp in UTC; `nano` tells whether the capture carries nanoseconds
-/// (9 fractional digits in the report) or microseconds (6).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Timestamp {
-    pub secs: i64,
-    pub nanos: u32,
-    pub nano: bool,
-}
-
-impl Timestamp {
-    /// Nanoseconds since the Unix epoch.
-    pub fn as_nanos(&self) -> i128 {
-        i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
-    }
-}
-
-/// Where a packet sits: its frame number and time. Copied freely down the pipeline.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PacketRef {
-    /// Wireshark's `frame.number`: of the merged capture when several files are read.
-    pub frame: u64,
-    pub timestamp: Timestamp,
-    /// With several capture files: which one the packet came from, and its number there.
-    pub origin: Option<Origin>,
-}
-
-/// A packet's place in the capture file it came from, when several are merged: the file's
-/// index in `captures[]` (the order given) and the packet's 1-based number inside it,
-/// packed in 8 bytes (16 and 48 bits), for every held segment keeps a [`PacketRef`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Origin(std::num::NonZeroU64);
-
-impl Origin {
-    /// Files past the 65,536th, or packets past 2^48 in one file, have no origin.
-    pub fn new(capture: usize, frame: u64) -> Option<Self> {
-        let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
-        if frame >> 48 != 0 {
-            return None;
-        }
-        std::num::NonZeroU64::new(capture << 48 | frame).map(Self)
-    }
-
-    /// Index of the file in `captures[]`.
-    pub fn capture(self) -> u32 {
-        (self.0.get() >> 48) as u32
-    }
-
-    /// 1-based packet number inside that file.
-    pub fn frame(self) -> u64 {
-        self.0.get() & ((1 << 48) - 1)
-    }
-}
 
 /// One packet record, borrowed from the read buffer.
 #[derive(Debug)]

@@ -1,13 +1,13 @@
-//! Command line: the clap definition as typed, and the validated [`Config`] built from it.
+//! Command line: the clap definition as typed, and the validated [`Options`] built from
+//! it: the library's [`Config`] and what only the binary uses (format, destination, gates).
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
 
 use clap::builder::TypedValueParser;
 use clap::Parser;
 
 use crate::analysis::SlowRule;
+use crate::config::Config;
 use crate::gate::Condition;
 use crate::kafka::KafkaConfig;
 use crate::report::filter::{Filter, TimeBound};
@@ -89,9 +89,9 @@ pub struct Args {
     /// Output format.
     ///
     /// `json` (the report), `ndjson` (one line per exchange as it completes, then a
-    /// summary line), `tree` (each message's fields and bytes, like the seed document),
-    /// `text` (the post-mortem for a terminal), `csv` (a row per exchange) or `csv-blocks`
-    /// (a row per block).
+    /// summary line), `tree` (each message's fields with their wire types, offsets and
+    /// sizes, then its bytes), `text` (the post-mortem for a terminal), `csv` (a row per
+    /// exchange) or `csv-blocks` (a row per block).
     #[arg(long, value_enum, default_value_t = Format::Json, help_heading = "Output")]
     pub format: Format,
 
@@ -342,79 +342,30 @@ pub enum Format {
     Html,
 }
 
-/// What a run needs, validated.
+/// What the command line asks for, validated: the library's [`Config`] and how the binary
+/// writes and checks the report.
 #[derive(Debug, Clone)]
-pub struct Config {
-    pub inputs: Vec<String>,
+pub struct Options {
+    pub config: Config,
     pub output: Option<PathBuf>,
     pub compact: bool,
     pub format: Format,
     pub color: ColorChoice,
     /// `--format text` lists every exchange.
     pub all_exchanges: bool,
-    /// Which exchanges the output shows.
-    pub filter: Filter,
-    pub kafka: KafkaConfig,
-    /// Out-of-order bytes held per direction.
-    pub max_held_len: usize,
-    /// Open connections tracked at once.
-    pub max_connections: usize,
-    /// Budget for what the input holds.
-    pub max_memory: usize,
-    /// Largest capture record read.
-    pub max_record: usize,
-    /// How far apart two files' timestamps of one packet may be, in nanoseconds.
-    pub clock_skew_ns: u64,
-    pub slow: SlowRule,
     pub fail_on: Vec<Condition>,
     pub expect: Option<PathBuf>,
-    /// Blocks of producer ids compared one by one before older ones are folded into
-    /// ranges (bounds the analysis's memory).
-    pub max_recent_blocks: usize,
-    /// Counts capture bytes read, for a progress display.
-    pub bytes_read: Option<Arc<AtomicU64>>,
 }
 
-impl Config {
-    /// A configuration with defaults for reading `inputs`.
-    pub fn for_inputs(inputs: Vec<String>) -> Self {
-        Self {
-            inputs,
-            output: None,
-            compact: false,
-            format: Format::Json,
-            color: ColorChoice::Auto,
-            all_exchanges: false,
-            filter: Filter::default(),
-            kafka: KafkaConfig::default(),
-            max_held_len: crate::DEFAULT_MAX_HELD_LEN,
-            max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
-            max_memory: crate::tcp::DEFAULT_MAX_MEMORY,
-            max_record: crate::capture::MAX_RECORD_BUFFER,
-            clock_skew_ns: crate::copies::DEFAULT_CLOCK_SKEW_NS,
-            slow: SlowRule::Default,
-            fail_on: Vec::new(),
-            expect: None,
-            max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
-            bytes_read: None,
-        }
-    }
-}
-
-impl From<Args> for Config {
+impl From<Args> for Options {
     fn from(args: Args) -> Self {
         let mut ports = args.ports;
         ports.sort_unstable();
         ports.dedup();
         let mut inputs = args.read;
         inputs.extend(args.captures);
-        Self {
+        let config = Config {
             inputs,
-            output: args.output,
-            compact: args.compact,
-            format: args.format,
-            color: args.color,
-            all_exchanges: args.all,
             filter: Filter {
                 broker: args.broker,
                 connection: args.connection,
@@ -436,10 +387,18 @@ impl From<Args> for Config {
             max_record: args.max_record,
             clock_skew_ns: args.clock_skew,
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
-            fail_on: args.fail_on,
-            expect: args.expect,
             max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
             bytes_read: None,
+        };
+        Self {
+            config,
+            output: args.output,
+            compact: args.compact,
+            format: args.format,
+            color: args.color,
+            all_exchanges: args.all,
+            fail_on: args.fail_on,
+            expect: args.expect,
         }
     }
 }

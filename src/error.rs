@@ -1,5 +1,7 @@
-//! Fatal errors: the run cannot produce a report. Findings about the input are
-//! [`crate::diag::Diagnostic`]s instead.
+//! Fatal errors: the run cannot produce a report. Findings about the input are not
+//! errors: they are diagnostics in the report, and the run goes on.
+//!
+//! A leaf: every module may use it, and it uses none of the crate's.
 
 use std::path::PathBuf;
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pidshark::cli::{Args, Format};
+use pidshark::cli::{Args, Format, Options};
 use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
@@ -25,7 +25,7 @@ use pidshark::report::model;
 use pidshark::report::sink::Sink;
 use pidshark::report::text::{self, TextSink};
 use pidshark::report::tree::TreeSink;
-use pidshark::{expect, gate, Config, Error};
+use pidshark::{expect, gate, Error};
 
 /// Writes one line on stderr, like `eprintln!`, but a closed stderr (`2>&1 | head -c 10`)
 /// is ignored instead of a panic: the exit code still says how the run went.
@@ -43,8 +43,8 @@ fn say_line(line: fmt::Arguments<'_>) {
 }
 
 /// Where the output goes: the `-o` file or standard output, [`Gated`] when a gate is set.
-fn open_output(config: &Config) -> (Box<dyn Write + Send>, PathBuf) {
-    let (out, path): (Box<dyn Write + Send>, PathBuf) = match &config.output {
+fn open_output(options: &Options) -> (Box<dyn Write + Send>, PathBuf) {
+    let (out, path): (Box<dyn Write + Send>, PathBuf) = match &options.output {
         Some(path) => (Box::new(LazyFile::new(path.clone())), path.clone()),
         // Not locked: the report is written from the output thread.
         None => (
@@ -52,7 +52,7 @@ fn open_output(config: &Config) -> (Box<dyn Write + Send>, PathBuf) {
             "<stdout>".into(),
         ),
     };
-    let gated = !config.fail_on.is_empty() || config.expect.is_some();
+    let gated = !options.fail_on.is_empty() || options.expect.is_some();
     if gated {
         (Box::new(Gated { out, closed: false }), path)
     } else {
@@ -139,24 +139,24 @@ impl Write for LazyFile {
 
 /// The sink for the format asked for. With `--expect` the exchanges are kept to be
 /// compared, so JSON is written from the whole report (the same bytes).
-fn sink_for(config: &Config, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
-    match config.format {
+fn sink_for(options: &Options, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
+    match options.format {
         Format::Ndjson => Box::new(NdjsonSink::new(out)),
-        Format::Json => Box::new(JsonSink::new(!config.compact, out)),
-        Format::Tree => Box::new(TreeSink::new(out).only_frame(config.filter.frame)),
+        Format::Json => Box::new(JsonSink::new(!options.compact, out)),
+        Format::Tree => Box::new(TreeSink::new(out).only_frame(options.config.filter.frame)),
         Format::Csv => Box::new(CsvSink::exchanges(out)),
         Format::CsvBlocks => Box::new(CsvSink::blocks(out)),
         Format::Html => Box::new(HtmlSink::new(out)),
         Format::Text => {
-            let colour = text::use_colour(config.color, config.output.is_none());
-            Box::new(TextSink::new(colour, out).listing_all(config.all_exchanges))
+            let colour = text::use_colour(options.color, options.output.is_none());
+            Box::new(TextSink::new(colour, out).listing_all(options.all_exchanges))
         }
     }
 }
 
 /// Reads the `--expect` file before anything runs, so a bad path fails fast.
-fn read_expected(config: &Config) -> Result<Option<expect::Golden>, Error> {
-    let Some(path) = &config.expect else {
+fn read_expected(options: &Options) -> Result<Option<expect::Golden>, Error> {
+    let Some(path) = &options.expect else {
         return Ok(None);
     };
     let fail = |reason: String| Error::Expect {
@@ -174,10 +174,10 @@ enum Output {
 }
 
 /// Runs everything; `Ok(true)` when every check passed.
-fn run(config: &Config) -> Result<bool, Error> {
-    let expected = read_expected(config)?;
-    let (out, path) = open_output(config);
-    let sink = sink_for(config, out);
+fn run(options: &Options) -> Result<bool, Error> {
+    let expected = read_expected(options)?;
+    let (out, path) = open_output(options);
+    let sink = sink_for(options, out);
     let mut output = match expected {
         Some(golden) => Output::Checked(expect::Check::new(golden, sink)),
         None => Output::Plain(sink),
@@ -186,12 +186,12 @@ fn run(config: &Config) -> Result<bool, Error> {
         Output::Plain(sink) => sink.as_mut(),
         Output::Checked(check) => check,
     };
-    let report = pidshark::run(config, sink).map_err(|e| match e {
+    let report = pidshark::run(&options.config, sink).map_err(|e| match e {
         Error::Output { source } => Error::Write { path, source },
         other => other,
     })?;
     let mut passed = true;
-    if let (Output::Checked(check), Some(golden_path)) = (&output, &config.expect) {
+    if let (Output::Checked(check), Some(golden_path)) = (&output, &options.expect) {
         let differences = check.differences();
         if !differences.is_empty() {
             say!(
@@ -205,7 +205,7 @@ fn run(config: &Config) -> Result<bool, Error> {
             passed = false;
         }
     }
-    let failing = gate::failing(&config.fail_on, &report);
+    let failing = gate::failing(&options.fail_on, &report);
     if !failing.is_empty() {
         let list: Vec<String> = failing.iter().map(|(c, n)| format!("{c} ({n})")).collect();
         say!("pidshark: --fail-on conditions hold: {}", list.join(", "));
@@ -217,7 +217,7 @@ fn run(config: &Config) -> Result<bool, Error> {
 /// A progress bar on stderr while the captures are read: only when stderr is a terminal
 /// and `--quiet` was not given. Returns what stops it.
 fn progress(
-    config: &mut Config,
+    options: &mut Options,
     quiet: bool,
 ) -> Option<(ProgressBar, std::thread::JoinHandle<()>, Arc<AtomicBool>)> {
     use std::io::IsTerminal;
@@ -225,7 +225,8 @@ fn progress(
         return None;
     }
     // Standard input or a pipe has no size to fill a bar to: a spinner, bytes and rate.
-    let sizes: Option<Vec<u64>> = config
+    let sizes: Option<Vec<u64>> = options
+        .config
         .inputs
         .iter()
         .map(|p| {
@@ -236,7 +237,7 @@ fn progress(
         })
         .collect();
     let count = Arc::new(AtomicU64::new(0));
-    config.bytes_read = Some(Arc::clone(&count));
+    options.config.bytes_read = Some(Arc::clone(&count));
     let bar = ProgressBar::with_draw_target(
         sizes.as_ref().map(|s| s.iter().sum()),
         ProgressDrawTarget::stderr(),
@@ -316,9 +317,9 @@ fn main() -> ExitCode {
     }
     let (quiet, stats) = (args.quiet, args.stats);
     let started = std::time::Instant::now();
-    let mut config = Config::from(args);
-    let bar = progress(&mut config, quiet);
-    let outcome = run(&config);
+    let mut options = Options::from(args);
+    let bar = progress(&mut options, quiet);
+    let outcome = run(&options);
     if let Some((bar, ticker, done)) = bar {
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();

@@ -13,10 +13,14 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::capture::{CaptureInfo, CaptureReader, Origin, Packet, Timestamp};
+use std::fs::File;
+
+use crate::capture::{self, CaptureInfo, CaptureReader, Packet};
 use crate::diag::{Diagnostics, Kind};
 use crate::error::Error;
-use crate::readahead::Blocks;
+use crate::input::{self, Blocks};
+use crate::packet_ref::Origin;
+use crate::timestamp::Timestamp;
 
 /// Opens input `index` (named `path`) for reading: the read-ahead and decompression of
 /// the caller's choice.
@@ -188,6 +192,25 @@ impl<'a> Merge<'a> {
         };
         reader.take(frame, origin)
     }
+}
+
+/// Each input with the time of its first packet, for the merge to open it when its time
+/// comes: `None` for standard input and other inputs that are not regular files (pipes
+/// cannot be read twice), and for files with no packet or that cannot be read as a
+/// capture: those are opened at once, and their real read reports what there is to report.
+pub fn first_times(inputs: &[String]) -> Vec<(String, Option<Timestamp>)> {
+    let peek = |path: &str| -> Option<Timestamp> {
+        if path == "-" {
+            return None;
+        }
+        let file = File::open(path).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let input = input::inflated(path, Box::new(file)).ok()?;
+        capture::first_timestamp(input, path)
+    };
+    inputs.iter().map(|p| (p.clone(), peek(p))).collect()
 }
 
 /// Says which files overlap in time, once the merge is done: their packets were

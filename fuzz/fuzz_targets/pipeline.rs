@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
     // the tree view decodes the kept bytes again; it must cope with whatever was kept
     config.kafka.keep_raw = true;
     // Through the read-ahead thread, as files and standard input are read.
-    let reader: Box<dyn std::io::Read + Send> = Box::new(pidshark::readahead::ReadAhead::new(
+    let reader: Box<dyn std::io::Read + Send> = Box::new(pidshark::input::ReadAhead::new(
         std::io::Cursor::new(data.to_vec()),
     ));
     let out = || -> Box<dyn io::Write + Send> { Box::new(io::sink()) };

@@ -21,10 +21,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 
-use time::format_description::FormatItem;
-use time::macros::format_description;
-use time::OffsetDateTime;
-
 use crate::analysis::{verdict, Analysis, Block};
 use crate::capture::{link_type_name, CaptureInfo, Timestamp};
 use crate::diag::Diagnostics;
@@ -47,58 +43,9 @@ pub struct Findings {
     pub diagnostics: Diagnostics,
 }
 
-/// RFC 3339 in UTC with 6 or 9 fractional digits, as the capture carries. The part
-/// down to the second is formatted by the `time` crate once per second of capture and
-/// reused, since consecutive packets share it.
+/// The report's form of a capture time: [`Timestamp::to_rfc3339`].
 pub fn format_timestamp(ts: Timestamp) -> String {
-    const SECONDS: &[FormatItem<'_>] =
-        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
-    thread_local! {
-        static LAST: std::cell::RefCell<Option<(i64, String)>> = const { std::cell::RefCell::new(None) };
-    }
-    // The whole timestamp is at most 30 bytes: one allocation, no growth.
-    let prefix = LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        let copy = |text: &str| {
-            let mut out = String::with_capacity(text.len() + 11);
-            out.push_str(text);
-            out
-        };
-        if let Some((secs, text)) = last.as_ref() {
-            if *secs == ts.secs {
-                return Some(copy(text));
-            }
-        }
-        let text = OffsetDateTime::from_unix_timestamp(ts.secs)
-            .ok()
-            .and_then(|dt| dt.format(SECONDS).ok())?;
-        let out = copy(&text);
-        *last = Some((ts.secs, text));
-        Some(out)
-    });
-    let Some(mut out) = prefix else {
-        // Only a timestamp beyond year 9999 fails; say so rather than invent a date.
-        return format!("out-of-range:{}.{:09}", ts.secs, ts.nanos);
-    };
-    let nanos = ts.nanos.min(999_999_999);
-    out.push('.');
-    if ts.nano {
-        push_zero_padded(&mut out, nanos, 9);
-    } else {
-        push_zero_padded(&mut out, nanos / 1000, 6);
-    }
-    out.push('Z');
-    out
-}
-
-/// `value` in `width` decimal digits with leading zeros (`value` has at most `width`).
-fn push_zero_padded(out: &mut String, value: u32, width: usize) {
-    let mut digits = itoa::Buffer::new();
-    let text = digits.format(value);
-    for _ in text.len()..width {
-        out.push('0');
-    }
-    out.push_str(text);
+    ts.to_rfc3339()
 }
 
 /// `ip:port`, IPv6 as `[addr]:port`, as Rust's `SocketAddr` displays them; IPv4 (nearly

@@ -3,7 +3,7 @@
 //! 1 GiB capture of large messages this takes pidshark from 0.29 s to 0.19 s, below a
 //! single-threaded read of every packet (`docs/performance.md`).
 //!
-//! At most [`BLOCKS`] blocks of [`BLOCK`] bytes exist, so memory stays small and fixed. Each
+//! At most `BLOCKS` blocks of `BLOCK` bytes exist, so memory stays small and fixed. Each
 //! block is one `read` of the input: a pipe's bytes are handed on as they arrive, not
 //! held until a block fills.
 
@@ -26,7 +26,7 @@ enum Chunk {
     Failed(io::Error),
 }
 
-/// A reader whose input is read on another thread, [`AHEAD`] blocks ahead.
+/// A reader whose input is read on another thread, `AHEAD` blocks ahead.
 pub struct ReadAhead {
     rx: mpsc::Receiver<Chunk>,
     /// Blocks read, going back to be filled again.

@@ -1,0 +1,44 @@
+//! Where a packet sits: its frame number, its time and, when several capture files are
+//! read as one, the file it came from. Copied freely down the pipeline: every message,
+//! exchange and diagnostic says which packet it came from.
+//!
+//! A leaf: every stage may use it; it uses only [`crate::timestamp`].
+
+use crate::timestamp::Timestamp;
+
+/// Where a packet sits: its frame number and time. Copied freely down the pipeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketRef {
+    /// Wireshark's `frame.number`: of the merged capture when several files are read.
+    pub frame: u64,
+    pub timestamp: Timestamp,
+    /// With several capture files: which one the packet came from, and its number there.
+    pub origin: Option<Origin>,
+}
+
+/// A packet's place in the capture file it came from, when several are merged: the file's
+/// index in `captures[]` (the order given) and the packet's 1-based number inside it,
+/// packed in 8 bytes (16 and 48 bits), for every held segment keeps a [`PacketRef`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin(std::num::NonZeroU64);
+
+impl Origin {
+    /// Files past the 65,536th, or packets past 2^48 in one file, have no origin.
+    pub fn new(capture: usize, frame: u64) -> Option<Self> {
+        let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
+        if frame >> 48 != 0 {
+            return None;
+        }
+        std::num::NonZeroU64::new(capture << 48 | frame).map(Self)
+    }
+
+    /// Index of the file in `captures[]`.
+    pub fn capture(self) -> u32 {
+        (self.0.get() >> 48) as u32
+    }
+
+    /// 1-based packet number inside that file.
+    pub fn frame(self) -> u64 {
+        self.0.get() & ((1 << 48) - 1)
+    }
+}

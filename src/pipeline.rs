@@ -1,0 +1,310 @@
+//! The capture thread's work on each packet, from decoding to pairing.
+//!
+//! In: packets in merged order, one at a time ([`Pipeline::packet`]). Each is decoded; a TCP
+//! segment that another file already held is dropped as a copy; IP fragments are put back
+//! together and their datagram decoded again; segments go through TCP reassembly and the
+//! Kafka stage, and the messages it finds through pairing. Out: the exchanges each packet
+//! completes, to the output thread as they complete, and, once every packet is through,
+//! what the report needs besides them ([`Finished`]). A packet that cannot be read is a
+//! diagnostic.
+
+use std::collections::BTreeSet;
+
+use crate::capture::{self, CaptureInfo, Packet};
+use crate::config::Config;
+use crate::copies::Copies;
+use crate::decode::{self, Decoded, IpFragmentView, TcpSegmentView};
+use crate::defrag::Defragmenter;
+use crate::diag::{Diagnostics, Kind};
+use crate::frame_watch::FrameWatch;
+use crate::kafka::{Dissector, KafkaConn, Reading};
+use crate::packet_ref::PacketRef;
+use crate::pairing::Pairing;
+use crate::resident;
+use crate::tcp::Tracker;
+use crate::worker::Batcher;
+
+/// The stages a packet goes through on the capture thread, and where the exchanges they
+/// complete go.
+pub struct Pipeline<'a> {
+    copies: Copies,
+    defragmenter: Defragmenter,
+    tracker: Tracker<KafkaConn>,
+    dissector: Dissector,
+    pairing: Pairing,
+    /// The output thread's end of the channel.
+    batcher: &'a mut Batcher,
+    /// With `--frame`: what that frame holds, noted as it goes through the stages.
+    watch: Option<FrameWatch>,
+    /// Link types already reported as unsupported.
+    unsupported: BTreeSet<i32>,
+    /// The last packet taken: the time the connections still open end at.
+    last: PacketRef,
+}
+
+/// What the pipeline leaves for the report once every packet is through: everything but
+/// the exchanges, which went to the output thread as they completed.
+#[derive(Debug)]
+pub struct Finished {
+    pub diagnostics: Diagnostics,
+    pub captures: Vec<CaptureInfo>,
+    pub tcp_connections: u64,
+    pub kafka_connections: u64,
+    pub not_kafka_connections: u64,
+    pub encrypted_connections: u64,
+    pub pairing: Pairing,
+    /// With `--frame`: what that frame held, as a sentence.
+    pub frame_holds: Option<String>,
+}
+
+impl<'a> Pipeline<'a> {
+    /// Stages set up with `config`'s limits, completing exchanges into `batcher`.
+    pub fn new(config: &Config, batcher: &'a mut Batcher) -> Self {
+        let mut tracker = Tracker::with_limits(config.max_held_len, config.max_connections);
+        tracker.set_max_memory(config.max_memory);
+        tracker.watch_resident(resident::resident_bytes);
+        Self {
+            copies: Copies::new(config.clock_skew_ns),
+            defragmenter: Defragmenter::default(),
+            tracker,
+            dissector: Dissector::new(config.kafka.clone()),
+            pairing: Pairing::default(),
+            batcher,
+            watch: config.filter.frame.map(FrameWatch::new),
+            unsupported: BTreeSet::new(),
+            last: PacketRef::default(),
+        }
+    }
+
+    /// One packet through decoding, reassembly, framing and pairing.
+    pub fn packet(&mut self, packet: &Packet<'_>, diags: &mut Diagnostics) {
+        self.last = packet.at;
+        let decoded = decode::decode(packet);
+        if let Some(watch) = self.watched(packet.at) {
+            watch.packet(packet, &decoded);
+        }
+        match decoded {
+            Decoded::Tcp(segment) => self.segment(&segment, packet.at, diags),
+            Decoded::Fragment(fragment) => self.fragment(&fragment, packet.at, diags),
+            Decoded::FragmentNotReassembled(reason) => diags.push(
+                Kind::IpFragmentsDropped,
+                None,
+                packet.at,
+                format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
+                vec![("reason", reason.into())],
+            ),
+            Decoded::Other => {}
+            Decoded::UnsupportedLinkType => self.unsupported_link_type(packet, diags),
+            Decoded::Malformed(reason) => diags.push(
+                Kind::PacketMalformed,
+                None,
+                packet.at,
+                format!("packet could not be decoded: {reason}"),
+                vec![("reason", reason.into())],
+            ),
+        }
+    }
+
+    /// A TCP segment as captured, unless another file's copy of it was read.
+    fn segment(&mut self, segment: &TcpSegmentView<'_>, at: PacketRef, diags: &mut Diagnostics) {
+        if let Some(original) = self.copy_of(segment, at, diags) {
+            if let Some(watch) = self.watched(at) {
+                watch.copy_of(original);
+            }
+            return;
+        }
+        // before, for a connection this segment ends; after, for one it starts
+        self.watch_connection(segment, at);
+        self.tracker
+            .segment(segment, at, &mut self.dissector, diags);
+        self.watch_connection(segment, at);
+        self.drain();
+    }
+
+    /// An IP fragment: the datagram it completes, if it does, goes on as a TCP segment of
+    /// this packet.
+    fn fragment(&mut self, fragment: &IpFragmentView<'_>, at: PacketRef, diags: &mut Diagnostics) {
+        let Some(datagram) = self.defragmenter.fragment(fragment, at, diags) else {
+            return;
+        };
+        let cut = datagram.missing_len > 0;
+        match decode::tcp_in_ip_payload(
+            datagram.src,
+            datagram.dst,
+            &datagram.payload,
+            datagram.missing_len,
+            cut,
+        ) {
+            Decoded::Tcp(segment) => {
+                if self.copy_of(&segment, at, diags).is_some() {
+                    return;
+                }
+                self.tracker
+                    .segment(&segment, at, &mut self.dissector, diags);
+                self.drain();
+            }
+            Decoded::Malformed(reason) => diags.push(
+                Kind::PacketMalformed,
+                None,
+                at,
+                format!(
+                    "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
+                    datagram.fragments
+                ),
+                vec![
+                    ("fragments", (datagram.fragments as u64).into()),
+                    ("reason", reason.into()),
+                ],
+            ),
+            _ => {}
+        }
+    }
+
+    /// Says once per link type that its packets are skipped.
+    fn unsupported_link_type(&mut self, packet: &Packet<'_>, diags: &mut Diagnostics) {
+        if !self.unsupported.insert(packet.link_type.0) {
+            return;
+        }
+        diags.push(
+            Kind::UnsupportedLinkType,
+            None,
+            packet.at,
+            format!(
+                "link type {} is not supported; its packets are skipped",
+                capture::link_type_name(packet.link_type)
+            ),
+            vec![
+                (
+                    "link_type",
+                    capture::link_type_name(packet.link_type).into(),
+                ),
+                ("link_type_number", packet.link_type.0.into()),
+            ],
+        );
+    }
+
+    /// The frame of another file's copy of `segment` already read, if it is one.
+    fn copy_of(
+        &mut self,
+        segment: &TcpSegmentView<'_>,
+        at: PacketRef,
+        diags: &mut Diagnostics,
+    ) -> Option<u64> {
+        // one file: no copies to look for (the common case, kept cheap)
+        at.origin?;
+        self.copies.copy_of(segment, at, diags)
+    }
+
+    /// Hands what the Kafka stage found to pairing, and the exchanges that completes to
+    /// the output thread.
+    fn drain(&mut self) {
+        to_pairing(
+            &mut self.dissector,
+            &mut self.pairing,
+            self.batcher,
+            self.watch.as_mut(),
+        );
+    }
+
+    /// The `--frame` watch, while its packet goes through.
+    fn watched(&mut self, at: PacketRef) -> Option<&mut FrameWatch> {
+        self.watch.as_mut().filter(|w| w.frame() == at.frame)
+    }
+
+    /// At `--frame`'s packet: notes which connection its segment belongs to, and has the
+    /// Kafka stage note how that connection is read.
+    fn watch_connection(&mut self, segment: &TcpSegmentView<'_>, at: PacketRef) {
+        let Some(watch) = self.watch.as_mut().filter(|w| w.frame() == at.frame) else {
+            return;
+        };
+        if let Some((index, state)) = self.tracker.connection_of(segment) {
+            watch.connection(index);
+            self.dissector
+                .watch(index, state.map_or(Reading::Undecided, KafkaConn::reading));
+        }
+    }
+
+    /// Ends what is still open once the captures are read (`frames` packets in all):
+    /// fragments never completed, connections never closed, their last messages paired.
+    /// `captures` get the copies found in them.
+    pub fn finish(
+        self,
+        mut captures: Vec<CaptureInfo>,
+        frames: u64,
+        mut diags: Diagnostics,
+    ) -> Finished {
+        for (capture, copies) in captures.iter_mut().zip(self.copies.found()) {
+            capture.duplicate_packets = *copies;
+        }
+        let Self {
+            tracker,
+            mut dissector,
+            mut pairing,
+            mut defragmenter,
+            batcher,
+            mut watch,
+            last,
+            ..
+        } = self;
+        defragmenter.finish(&mut diags);
+        let tcp_connections = tracker.connections();
+        // Each connection's last requests go on before the next ends: thousands at once
+        // would be a burst no budget charges.
+        tracker.finish(last, &mut dissector, &mut diags, |dissector| {
+            to_pairing(dissector, &mut pairing, batcher, watch.as_mut());
+        });
+        let frame_holds = watch.map(|w| w.sentence(frames, dissector.watched()));
+        Finished {
+            diagnostics: diags,
+            captures,
+            tcp_connections,
+            kafka_connections: dissector.kafka_connections,
+            not_kafka_connections: dissector.not_kafka_connections,
+            encrypted_connections: dissector.encrypted_connections,
+            pairing,
+            frame_holds,
+        }
+    }
+}
+
+/// Pairs what the Kafka stage found and hands the exchanges it finished to the analysis
+/// thread. Exchanges completed by the same packet go in report order, so that responses a
+/// server sends together count as simultaneous.
+fn to_pairing(
+    dissector: &mut Dissector,
+    pairing: &mut Pairing,
+    batcher: &mut Batcher,
+    mut watch: Option<&mut FrameWatch>,
+) {
+    for message in dissector.out.messages.drain(..) {
+        if let Some(watch) = watch.as_deref_mut() {
+            watch.message(&message);
+        }
+        pairing.message(message);
+    }
+    pairing.counted(&mut dissector.out.counted);
+    if pairing.exchanges.is_empty() {
+        batcher.tick();
+        return;
+    }
+    pairing.sort_exchanges();
+    for ex in pairing.exchanges.drain(..) {
+        batcher.push(ex);
+    }
+    batcher.tick();
+    // A shed gives up thousands of requests at once: their room, charged nowhere, is
+    // given back rather than kept for a burst that may not come again.
+    shrink_after_burst(&mut dissector.out.messages);
+    shrink_after_burst(&mut pairing.exchanges);
+}
+
+/// Gives back an emptied vector's room past [`KEPT_AFTER_BURST`] elements.
+fn shrink_after_burst<T>(emptied: &mut Vec<T>) {
+    if emptied.capacity() > KEPT_AFTER_BURST {
+        emptied.shrink_to(KEPT_AFTER_BURST);
+    }
+}
+
+/// Elements the per-packet queues keep room for between packets: a packet's own
+/// messages and exchanges fit many times over.
+const KEPT_AFTER_BURST: usize = 1024;

@@ -1,0 +1,177 @@
+//! Capture time: a packet's timestamp as the capture file gives it, and the form the report
+//! writes it in (RFC 3339 in UTC, `2023-11-14T22:13:20.123456Z`).
+//!
+//! A leaf: every stage may use it, and it uses no other module of the crate.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use time::format_description::FormatItem;
+use time::macros::format_description;
+use time::OffsetDateTime;
+
+/// A capture timestamp in UTC; `nano` tells whether the capture carries nanoseconds
+/// (9 fractional digits in the report) or microseconds (6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp {
+    pub secs: i64,
+    pub nanos: u32,
+    pub nano: bool,
+}
+
+/// Bytes of the longest RFC 3339 form: a year of five characters (`-9999`), nanoseconds.
+const RFC3339_MAX_LEN: usize = 31;
+
+impl Timestamp {
+    /// Nanoseconds since the Unix epoch.
+    pub fn as_nanos(&self) -> i128 {
+        i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
+    }
+
+    /// The report's form of this time (what [`Display`](fmt::Display) writes), in one
+    /// allocation: the report writes one per message, block and diagnostic.
+    pub fn to_rfc3339(&self) -> String {
+        let mut out = String::with_capacity(RFC3339_MAX_LEN);
+        // Writing to a String cannot fail.
+        let _ = self.write_rfc3339(&mut out);
+        out
+    }
+
+    /// RFC 3339 in UTC with 6 or 9 fractional digits, as the capture carries. A time past
+    /// the year 9999 is written `out-of-range:SECS.NANOS` rather than as an invented date.
+    fn write_rfc3339(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        match with_seconds_text(self.secs, |text| out.write_str(text)) {
+            Some(written) => written?,
+            None => return write!(out, "out-of-range:{}.{:09}", self.secs, self.nanos),
+        }
+        let nanos = self.nanos.min(999_999_999);
+        out.write_char('.')?;
+        if self.nano {
+            write_zero_padded(out, nanos, 9)?;
+        } else {
+            write_zero_padded(out, nanos / 1000, 6)?;
+        }
+        out.write_char('Z')
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_rfc3339(f)
+    }
+}
+
+/// Hands `write` the time down to the second of `secs` (`2023-11-14T22:13:20`); `None`
+/// when the `time` crate cannot represent it. Consecutive packets share their second, so
+/// the last one formatted is kept per thread and reused.
+fn with_seconds_text<T>(secs: i64, write: impl FnOnce(&str) -> T) -> Option<T> {
+    thread_local! {
+        static LAST: RefCell<Option<(i64, String)>> = const { RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let Ok(mut last) = last.try_borrow_mut() else {
+            // `write` itself formats a timestamp: this one goes without the cache.
+            return Some(write(&seconds_text(secs)?));
+        };
+        if let Some((cached, text)) = last.as_ref() {
+            if *cached == secs {
+                return Some(write(text));
+            }
+        }
+        let (_, text) = last.insert((secs, seconds_text(secs)?));
+        Some(write(text))
+    })
+}
+
+/// `secs` after the epoch as `YYYY-MM-DDTHH:MM:SS`, by the `time` crate.
+fn seconds_text(secs: i64) -> Option<String> {
+    const SECONDS: &[FormatItem<'_>] =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
+    OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|dt| dt.format(SECONDS).ok())
+}
+
+/// `value` in `width` decimal digits with leading zeros (`value` has at most `width`).
+fn write_zero_padded(out: &mut impl fmt::Write, value: u32, width: usize) -> fmt::Result {
+    let mut digits = itoa::Buffer::new();
+    let text = digits.format(value);
+    for _ in text.len()..width {
+        out.write_char('0')?;
+    }
+    out.write_str(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write as _;
+
+    #[test]
+    fn timestamps_carry_the_capture_precision() {
+        let micro = Timestamp {
+            secs: 1_700_000_000,
+            nanos: 123_456_000,
+            nano: false,
+        };
+        assert_eq!(micro.to_rfc3339(), "2023-11-14T22:13:20.123456Z");
+        let nano = Timestamp {
+            nanos: 123_456_789,
+            nano: true,
+            ..micro
+        };
+        assert_eq!(nano.to_rfc3339(), "2023-11-14T22:13:20.123456789Z");
+        assert_eq!(
+            Timestamp::default().to_rfc3339(),
+            "1970-01-01T00:00:00.000000Z"
+        );
+        let small = Timestamp {
+            nanos: 7_000,
+            ..micro
+        };
+        assert_eq!(small.to_rfc3339(), "2023-11-14T22:13:20.000007Z");
+        let tiny = Timestamp { nanos: 7, ..nano };
+        assert_eq!(tiny.to_rfc3339(), "2023-11-14T22:13:20.000000007Z");
+        let far = Timestamp {
+            secs: i64::MAX,
+            ..micro
+        };
+        assert!(far.to_rfc3339().starts_with("out-of-range:"));
+    }
+
+    #[test]
+    fn display_writes_the_report_form() {
+        let at = Timestamp {
+            secs: 1_700_000_001,
+            nanos: 5,
+            nano: true,
+        };
+        assert_eq!(at.to_string(), at.to_rfc3339());
+        assert_eq!(format!("[{at}]"), "[2023-11-14T22:13:21.000000005Z]");
+    }
+
+    /// A writer that formats another timestamp while it is written to: the cache is in
+    /// use then, and the inner one is formatted without it.
+    struct Nested(String);
+
+    impl fmt::Write for Nested {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let inner = Timestamp {
+                secs: 86_400,
+                ..Timestamp::default()
+            };
+            self.0.push_str(&inner.to_rfc3339());
+            self.0.push_str(s);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_timestamp_written_while_another_is_formatted() {
+        let mut out = Nested(String::new());
+        write!(out, "{}", Timestamp::default()).unwrap();
+        assert!(out
+            .0
+            .starts_with("1970-01-02T00:00:00.000000Z1970-01-01T00:00:00"));
+    }
+}
