@@ -44,6 +44,7 @@ pub mod expect;
 pub mod frame_watch;
 pub mod gate;
 pub mod kafka;
+pub mod latency;
 pub mod merge;
 pub mod pairing;
 pub mod readahead;

@@ -7,8 +7,8 @@ use super::{latency_us, Finding};
 use crate::capture::Timestamp;
 use crate::diag::{Fact, Facts, Kind};
 use crate::kafka::tables::ErrorCode;
+use crate::latency::Latencies;
 use crate::pairing::Exchange;
-use crate::report::stats::Latencies;
 
 /// One broker's row of `summary.brokers`.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -19,8 +19,8 @@ use std::net::SocketAddr;
 use crate::capture::{PacketRef, Timestamp};
 use crate::diag::{At, Diagnostics, Facts, Kind, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
+use crate::latency::Latencies;
 use crate::pairing::Exchange;
-use crate::report::stats::Latencies;
 
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;

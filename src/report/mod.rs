@@ -10,10 +10,8 @@ pub mod filter;
 pub mod html;
 pub mod json;
 pub mod model;
-mod samples;
 pub mod sink;
 pub mod spill;
-pub mod stats;
 pub mod text;
 pub mod tree;
 
@@ -290,7 +288,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         },
         unmatched_responses: findings.pairing.unmatched_responses,
         error_codes: totals.error_codes.clone(),
-        latency_us: totals.latencies.summary(),
+        latency_us: totals.latencies.summary().map(Into::into),
         diagnostics: findings.diagnostics.counts(),
         brokers: findings
             .analysis

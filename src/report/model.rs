@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::capture::Timestamp;
 use crate::diag::Fact;
+use crate::latency;
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Report {
@@ -232,6 +233,21 @@ mod tests {
         let ns = t(1_764_422_316, 827_541_123, true).seconds();
         let off = (ns - 1_764_422_316.0) - 0.827_541_123;
         assert!(off.abs() < 2.5e-7, "{ns}");
+    }
+}
+
+impl From<latency::Summary> for Latency {
+    fn from(s: latency::Summary) -> Self {
+        Self {
+            count: s.count,
+            min: s.min,
+            mean: s.mean,
+            p50: s.p50,
+            p90: s.p90,
+            p99: s.p99,
+            max: s.max,
+            percentiles_exact: s.percentiles_exact,
+        }
     }
 }
 
