@@ -2,7 +2,7 @@
 //! capture: a verdict first (did the controller hand out producer IDs correctly?), the
 //! findings by severity, a table per broker, a timeline of the blocks per broker, the
 //! exchanges worth a look (errors, no answer, slow; `--all`: every exchange), and what was
-//! read with the diagnostics by kind. Colour as `--color` says.
+//! read with the diagnostics by kind. Coloured or not as the caller decides.
 
 mod timeline;
 
@@ -15,7 +15,6 @@ use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::Block;
-use crate::cli::ColorChoice;
 use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
 use crate::pairing::{self, ExchangeOrder};
@@ -73,21 +72,6 @@ fn exchange_line(ex: &Exchange) -> (String, Style) {
         ex.correlation_id
     );
     (line, style)
-}
-
-/// Whether the text report is coloured: as `--color` says; for `auto`, when writing to
-/// standard output that is a terminal and `NO_COLOR` is unset (<https://no-color.org>).
-pub fn use_colour(choice: ColorChoice, to_stdout: bool) -> bool {
-    use std::io::IsTerminal;
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            to_stdout
-                && io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        }
-    }
 }
 
 /// Findings and exchanges listed before the rest are only counted.
