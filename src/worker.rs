@@ -39,7 +39,7 @@ fn held_estimate(ex: &Exchange) -> u64 {
     let tagged = |fields: &Option<Vec<crate::kafka::reader::TaggedField>>| {
         fields.as_ref().map_or(0, |f| f.len() as u64)
     };
-    let (response_size, response_fields) = ex.response.as_ref().map_or((0, 0), |(meta, r)| {
+    let (response_size, response_fields) = ex.outcome.response().map_or((0, 0), |(meta, r)| {
         (
             meta.size,
             tagged(&r.header_tagged_fields) + tagged(&r.tagged_fields),

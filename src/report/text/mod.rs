@@ -11,6 +11,7 @@ use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 
+use super::gist::Gist;
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
@@ -41,35 +42,31 @@ fn clock(timestamp: &str) -> &str {
         .map_or(timestamp, |(_, t)| t.trim_end_matches('Z'))
 }
 
-fn exchange_line(ex: &Exchange) -> (String, Style) {
+/// An exchange's line, and its style: green when it granted a block, red when it
+/// failed, yellow when it only granted none or its answer is not known.
+fn exchange_line(ex: &Exchange, gist: &Gist) -> (String, Style) {
     let req = &ex.request;
     let broker = match (req.broker_id, req.broker_epoch) {
         (Some(id), Some(epoch)) => format!("broker {id}/{epoch}"),
         _ => "broker ?".to_owned(),
     };
-    let (outcome, style) = match &ex.response {
-        None if ex.status == "response_unknown" => {
-            ("response unknown (bytes lost)".to_owned(), YELLOW)
-        }
-        None => ("unanswered".to_owned(), YELLOW),
-        Some(resp) => match (resp.granted(), &resp.error) {
-            (Some((start, end)), _) => (format!("NONE ids {start}..={end}"), GREEN),
-            (None, Some(err)) if err == "NONE" => ("NONE (no block)".to_owned(), YELLOW),
-            (None, Some(err)) => (err.clone(), RED),
-            (None, None) => ("undecoded".to_owned(), RED),
-        },
+    let style = match gist {
+        Gist::Granted { .. } => GREEN,
+        Gist::NoBlock | Gist::Unanswered | Gist::ResponseUnknown => YELLOW,
+        Gist::Error(_) | Gist::Undecoded => RED,
     };
     let latency = ex
         .latency_us
         .map(|us| format!("  {:.3} ms", us / 1000.0))
         .unwrap_or_default();
     let line = format!(
-        "  {}  conn {}  {} -> {}  corr {}  {broker}  {outcome}{latency}",
+        "  {}  conn {}  {} -> {}  corr {}  {broker}  {}{latency}",
         clock(&req.timestamp),
         ex.connection,
         ex.client,
         ex.server,
-        ex.correlation_id
+        ex.correlation_id,
+        gist.words()
     );
     (line, style)
 }
@@ -136,8 +133,9 @@ impl Sink for TextSink {
             self.timeline.add(block.broker_id, block.timestamp);
         }
         self.lines.push(ex.order(), |out| {
+            let gist = Gist::of(&ex.outcome);
             let ex = super::exchange(&ex);
-            let (line, style) = exchange_line(&ex);
+            let (line, style) = exchange_line(&ex, &gist);
             out.push(u8::from(style != GREEN));
             out.extend(ex.latency_us.unwrap_or(f64::NAN).to_le_bytes());
             writeln!(out, "{style}{line}{style:#}")
