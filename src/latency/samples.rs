@@ -59,12 +59,8 @@ impl Samples {
         }
     }
 
-    pub fn len(&self) -> u64 {
+    fn len(&self) -> u64 {
         self.spilled_count + self.held.len() as u64
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn spill(&mut self) -> io::Result<()> {
