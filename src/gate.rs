@@ -68,7 +68,7 @@ impl Condition {
             // From the summary, which every format has (ndjson and the serialized JSON
             // path keep no exchanges): responses whose error code is not NONE.
             Self::ErrorResponse => {
-                let none = ErrorCode(0).name();
+                let none = ErrorCode::NONE.name();
                 report
                     .summary
                     .error_codes

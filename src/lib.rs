@@ -67,6 +67,7 @@ pub mod frame_watch;
 pub mod gate;
 pub mod input;
 pub mod kafka;
+pub mod latency;
 pub mod merge;
 pub mod packet_ref;
 pub mod pairing;

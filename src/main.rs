@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,13 +17,13 @@ use std::sync::Arc;
 
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pidshark::cli::{Args, Format, Options};
+use pidshark::cli::{Args, ColorChoice, Format, Options};
 use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
 use pidshark::report::model;
 use pidshark::report::sink::Sink;
-use pidshark::report::text::{self, TextSink};
+use pidshark::report::text::TextSink;
 use pidshark::report::tree::TreeSink;
 use pidshark::{expect, gate, Error};
 
@@ -148,8 +148,22 @@ fn sink_for(options: &Options, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
         Format::CsvBlocks => Box::new(CsvSink::blocks(out)),
         Format::Html => Box::new(HtmlSink::new(out)),
         Format::Text => {
-            let colour = text::use_colour(options.color, options.output.is_none());
+            let colour = use_colour(options.color, options.output.is_none());
             Box::new(TextSink::new(colour, out).listing_all(options.all_exchanges))
+        }
+    }
+}
+
+/// Whether the text report is coloured: as `--color` says; for `auto`, when writing to
+/// standard output that is a terminal and `NO_COLOR` is unset (<https://no-color.org>).
+fn use_colour(choice: ColorChoice, to_stdout: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            to_stdout
+                && io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         }
     }
 }
@@ -220,7 +234,6 @@ fn progress(
     options: &mut Options,
     quiet: bool,
 ) -> Option<(ProgressBar, std::thread::JoinHandle<()>, Arc<AtomicBool>)> {
-    use std::io::IsTerminal;
     if quiet || !io::stderr().is_terminal() {
         return None;
     }

@@ -4,7 +4,7 @@
 //! (it must, to know which API's response to decode) and says which API it answered, or
 //! that it answered none. Pairing counts them, holds each decoded AllocateProducerIds
 //! request until its response comes or the Kafka stage gives it up, and then makes it an
-//! exchange.
+//! exchange with its [`Outcome`], decided here where the evidence is.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -13,7 +13,7 @@ use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
 use crate::kafka::tables::ApiKey;
 
-/// One AllocateProducerIds request and, if captured, its response.
+/// One AllocateProducerIds request and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exchange {
     pub endpoints: Endpoints,
@@ -21,11 +21,63 @@ pub struct Exchange {
     pub api_version: i16,
     pub request_meta: MessageMeta,
     pub request: Request,
-    pub response: Option<(MessageMeta, Response)>,
-    /// Without a response: whether the capture may hold it in bytes it lost (or the
-    /// request was given up before it could come), so that it is not known to be
-    /// unanswered.
-    pub response_unknown: bool,
+    pub outcome: Outcome,
+}
+
+/// How an exchange ended. The response stays in the box the Kafka stage decoded it
+/// into: an exchange is held per exchange in bounded batches, and most of them are
+/// answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The response came, decoded with the request's version.
+    Complete {
+        meta: MessageMeta,
+        response: Box<Response>,
+    },
+    /// No response, where the capture holds every byte it could have come in.
+    Unanswered,
+    /// No response seen, but the capture may have lost it (bytes missing, or the request
+    /// given up before it could come): not known to be unanswered.
+    ResponseUnknown,
+}
+
+/// An [`Outcome`] without its response: what the report's `status` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Status {
+    Complete,
+    Unanswered,
+    ResponseUnknown,
+}
+
+impl Status {
+    pub const ALL: [Self; 3] = [Self::Complete, Self::Unanswered, Self::ResponseUnknown];
+
+    /// The report's name for it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Unanswered => "unanswered",
+            Self::ResponseUnknown => "response_unknown",
+        }
+    }
+}
+
+impl Outcome {
+    pub fn status(&self) -> Status {
+        match self {
+            Self::Complete { .. } => Status::Complete,
+            Self::Unanswered => Status::Unanswered,
+            Self::ResponseUnknown => Status::ResponseUnknown,
+        }
+    }
+
+    /// The response and where it came, when there is one.
+    pub fn response(&self) -> Option<(&MessageMeta, &Response)> {
+        match self {
+            Self::Complete { meta, response } => Some((meta, response)),
+            Self::Unanswered | Self::ResponseUnknown => None,
+        }
+    }
 }
 
 /// Where an exchange stands in the report and in every output: by request frame, then
@@ -44,6 +96,20 @@ impl Exchange {
             connection: self.endpoints.connection,
             correlation_id: self.correlation_id,
         }
+    }
+
+    /// Where the exchange ends in the capture: its response, or its request without one.
+    pub fn last_meta(&self) -> &MessageMeta {
+        self.outcome
+            .response()
+            .map_or(&self.request_meta, |(meta, _)| meta)
+    }
+
+    /// Microseconds from the request to its response, when there is one.
+    pub fn latency_us(&self) -> Option<f64> {
+        let (meta, _) = self.outcome.response()?;
+        let nanos = meta.timestamp.as_nanos() - self.request_meta.timestamp.as_nanos();
+        Some(nanos as f64 / 1000.0)
     }
 }
 
@@ -124,13 +190,8 @@ impl Pairing {
                 let key = (ends.connection, correlation_id);
                 if let Some(response) = allocate {
                     if let Some(request) = self.waiting.remove(&key) {
-                        self.push(
-                            ends,
-                            correlation_id,
-                            *request,
-                            Some((meta, *response)),
-                            false,
-                        );
+                        let outcome = Outcome::Complete { meta, response };
+                        self.push(ends, correlation_id, *request, outcome);
                     }
                 }
             }
@@ -140,7 +201,11 @@ impl Pairing {
                 unknown,
             } => {
                 if let Some(request) = self.waiting.remove(&(ends.connection, correlation_id)) {
-                    self.push(ends, correlation_id, *request, None, unknown);
+                    let outcome = match unknown {
+                        true => Outcome::ResponseUnknown,
+                        false => Outcome::Unanswered,
+                    };
+                    self.push(ends, correlation_id, *request, outcome);
                 }
             }
         }
@@ -151,8 +216,7 @@ impl Pairing {
         ends: Endpoints,
         correlation_id: i32,
         (request_meta, api_version, request): (MessageMeta, i16, Request),
-        response: Option<(MessageMeta, Response)>,
-        response_unknown: bool,
+        outcome: Outcome,
     ) {
         self.exchanges.push(Exchange {
             endpoints: ends,
@@ -160,8 +224,7 @@ impl Pairing {
             api_version,
             request_meta,
             request,
-            response,
-            response_unknown,
+            outcome,
         });
     }
 }
@@ -235,7 +298,7 @@ mod tests {
         let ex = &pairing.exchanges[0];
         assert_eq!((ex.endpoints.connection, ex.correlation_id), (2, 5));
         assert_eq!((ex.request_meta.frame, ex.api_version), (11, 1));
-        assert_eq!(ex.response.as_ref().map(|(m, _)| m.frame), Some(13));
+        assert_eq!(ex.outcome.response().map(|(m, _)| m.frame), Some(13));
         assert_eq!(pairing.unmatched_responses, 1);
         let counts = |key| pairing.api_counts.get(&key).copied().unwrap_or_default();
         assert_eq!(
@@ -269,15 +332,12 @@ mod tests {
         let outcomes: Vec<_> = pairing
             .exchanges
             .iter()
-            .map(|ex| {
-                (
-                    ex.correlation_id,
-                    ex.response.is_some(),
-                    ex.response_unknown,
-                )
-            })
+            .map(|ex| (ex.correlation_id, ex.outcome.status()))
             .collect();
-        assert_eq!(outcomes, [(5, false, true), (6, false, false)]);
+        assert_eq!(
+            outcomes,
+            [(5, Status::ResponseUnknown), (6, Status::Unanswered)]
+        );
         assert!(pairing.waiting.is_empty());
     }
 }

@@ -13,7 +13,7 @@ use crate::pairing::Exchange;
 use crate::report::sink::Sink;
 
 /// What the analysis thread hands back at the end.
-pub struct Outcome {
+pub struct Finished {
     pub analyzer: Analyzer,
     /// The first error of the sink; later exchanges were not handed to it.
     pub sink_error: Option<io::Error>,
@@ -39,7 +39,7 @@ fn held_estimate(ex: &Exchange) -> u64 {
     let tagged = |fields: &Option<Vec<crate::kafka::reader::TaggedField>>| {
         fields.as_ref().map_or(0, |f| f.len() as u64)
     };
-    let (response_size, response_fields) = ex.response.as_ref().map_or((0, 0), |(meta, r)| {
+    let (response_size, response_fields) = ex.outcome.response().map_or((0, 0), |(meta, r)| {
         (
             meta.size,
             tagged(&r.header_tagged_fields) + tagged(&r.tagged_fields),
@@ -156,7 +156,7 @@ impl Batcher {
 }
 
 /// The analysis thread's loop: every exchange through the analysis, then to the sink.
-pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Outcome {
+pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Finished {
     let mut sink_error = None;
     for mut batch in rx.rx {
         for ex in batch.drain(..) {
@@ -171,7 +171,7 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Out
         // Back for reuse; when the capture thread has enough, dropped here.
         let _ = rx.spare.try_send(batch);
     }
-    Outcome {
+    Finished {
         analyzer,
         sink_error,
     }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::{Block, Finding};
 use crate::diag::{Fact, Facts, Kind};
+use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
 
 /// The block a successful response grants, or why a NONE response grants none.
@@ -17,10 +18,10 @@ enum Granted {
 }
 
 fn granted(ex: &Exchange) -> Granted {
-    let Some((meta, resp)) = &ex.response else {
+    let Some((meta, resp)) = ex.outcome.response() else {
         return Granted::Nothing;
     };
-    let (Some(0), Some(start), Some(len), Some(broker_id), Some(broker_epoch)) = (
+    let (Some(ErrorCode::NONE), Some(start), Some(len), Some(broker_id), Some(broker_epoch)) = (
         resp.error_code,
         resp.producer_id_start,
         resp.producer_id_len,
@@ -170,11 +171,9 @@ impl Tracker {
         let block = match granted(ex) {
             Granted::Block(block) => block,
             Granted::Irregular(message) => {
-                let (frame, at) = ex.response.as_ref().map_or(
-                    (ex.request_meta.frame, ex.request_meta.timestamp),
-                    |(m, _)| (m.frame, m.timestamp),
-                );
-                let resp = ex.response.as_ref().map(|(_, r)| r);
+                let last = ex.last_meta();
+                let (frame, at) = (last.frame, last.timestamp);
+                let resp = ex.outcome.response().map(|(_, r)| r);
                 let mut facts = vec![
                     ("frame", Fact::from(frame)),
                     ("correlation_id", ex.correlation_id.into()),

@@ -3,23 +3,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{latency_us, Finding};
+use super::{Finding, StatusCounts};
 use crate::capture::Timestamp;
 use crate::diag::{Fact, Facts, Kind};
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::Exchange;
-use crate::report::stats::Latencies;
+use crate::latency::Latencies;
+use crate::pairing::{Exchange, Outcome, Status};
 
 /// One broker's row of `summary.brokers`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BrokerStats {
     pub requests: u64,
-    pub complete: u64,
-    pub unanswered: u64,
-    /// Without a response that the capture may have lost.
-    pub response_unknown: u64,
-    /// Non-NONE error responses by Kafka error name.
-    pub errors: BTreeMap<String, u64>,
+    pub statuses: StatusCounts,
+    /// Error responses (not NONE) by code.
+    pub errors: BTreeMap<ErrorCode, u64>,
     /// Ids in the blocks granted to this broker.
     pub ids_granted: i64,
     pub epochs_seen: Vec<i64>,
@@ -33,22 +30,35 @@ pub struct BrokerStats {
 struct Previous {
     request_frame: u64,
     last_frame: u64,
-    /// `Some(code)` for a decoded response, `None` when unanswered or undecoded.
-    error: Option<i16>,
-    answered: bool,
-    /// Without a response that the capture may have lost: no ground for a retry.
-    response_unknown: bool,
+    status: Status,
+    /// The response's error code, when it was read.
+    error: Option<ErrorCode>,
     epoch: Option<i64>,
 }
 
-/// A run of the same error to one broker.
+impl Previous {
+    fn of(ex: &Exchange) -> Self {
+        Self {
+            request_frame: ex.request_meta.frame,
+            last_frame: ex.last_meta().frame,
+            status: ex.outcome.status(),
+            error: error_of(ex),
+            epoch: ex.request.broker_epoch,
+        }
+    }
+}
+
+/// A run of responses with the same error to one broker.
 #[derive(Debug, Clone)]
 struct Streak {
-    code: i16,
+    code: ErrorCode,
+    /// Responses in the run, also those past the frames listed.
+    len: u64,
+    /// The first [`MAX_STREAK_FRAMES`] responses' frames.
     frames: Vec<u64>,
     connections: BTreeSet<u64>,
     last_connection: u64,
-    /// Where and when its last response came (its frames stop at [`MAX_STREAK_FRAMES`]).
+    /// Where and when its last response came.
     last: (u64, Timestamp),
 }
 
@@ -61,8 +71,8 @@ struct Broker {
     epochs: BTreeSet<i64>,
     latencies: Latencies,
     previous: Option<Previous>,
+    /// The run of error responses going on, if any.
     streak: Option<Streak>,
-    streak_len: u64,
 }
 
 /// Running state of every broker.
@@ -72,22 +82,8 @@ pub struct Tracker {
     brokers: BTreeMap<i32, Broker>,
 }
 
-fn error_of(ex: &Exchange) -> Option<i16> {
-    ex.response.as_ref().and_then(|(_, r)| r.error_code)
-}
-
-/// Where an exchange ends in the capture: its response, or its request when unanswered.
-fn last_frame(ex: &Exchange) -> u64 {
-    ex.response
-        .as_ref()
-        .map_or(ex.request_meta.frame, |(m, _)| m.frame)
-}
-
-/// When it ends there.
-fn last_at(ex: &Exchange) -> Timestamp {
-    ex.response
-        .as_ref()
-        .map_or(ex.request_meta.timestamp, |(m, _)| m.timestamp)
+fn error_of(ex: &Exchange) -> Option<ErrorCode> {
+    ex.outcome.response().and_then(|(_, r)| r.error_code)
 }
 
 /// A finding about a broker, shown at `at` (a frame and its time).
@@ -114,32 +110,163 @@ fn finding(
     }
 }
 
-fn close_streak(broker: i32, streak: Option<Streak>, len: u64, findings: &mut Vec<Finding>) {
-    let Some(streak) = streak else { return };
-    if len < 2 {
-        return;
+impl Streak {
+    /// A run begun by `ex`'s response with the error `code`.
+    fn start(code: ErrorCode, ex: &Exchange) -> Self {
+        let last = ex.last_meta();
+        Self {
+            code,
+            len: 1,
+            frames: vec![last.frame],
+            connections: BTreeSet::from([ex.endpoints.connection]),
+            last_connection: ex.endpoints.connection,
+            last: (last.frame, last.timestamp),
+        }
     }
-    let first = streak.frames.first().copied().unwrap_or_default();
-    let last = streak.last.0;
-    let n = streak.connections.len();
-    let error = ErrorCode(streak.code).name();
-    let facts = vec![
-        ("error", Fact::from(error)),
-        ("count", len.into()),
-        ("first_frame", first.into()),
-        ("last_frame", last.into()),
-        ("connections", (n as u64).into()),
-    ];
+
+    /// `ex`'s response, with the same error, goes on with the run.
+    fn extend(&mut self, ex: &Exchange) {
+        let last = ex.last_meta();
+        self.len += 1;
+        if self.frames.len() < MAX_STREAK_FRAMES {
+            self.frames.push(last.frame);
+        }
+        self.connections.insert(ex.endpoints.connection);
+        self.last_connection = ex.endpoints.connection;
+        self.last = (last.frame, last.timestamp);
+    }
+
+    /// The `pid_error_streak` finding of a run of two or more.
+    fn finding(self, broker: i32) -> Option<Finding> {
+        let len = self.len;
+        if len < 2 {
+            return None;
+        }
+        let first = self.frames.first().copied().unwrap_or_default();
+        let last = self.last.0;
+        let n = self.connections.len();
+        let error = self.code.name();
+        let message = format!(
+            "broker {broker} got {len} {error} responses in a row (frames {first} to {last}, over {n} connection{})",
+            if n == 1 { "" } else { "s" }
+        );
+        let facts = vec![
+            ("error", Fact::from(error)),
+            ("count", len.into()),
+            ("first_frame", first.into()),
+            ("last_frame", last.into()),
+            ("connections", (n as u64).into()),
+        ];
+        Some(finding(
+            Kind::PidErrorStreak,
+            (broker, self.last_connection),
+            self.frames,
+            self.last,
+            facts,
+            message,
+        ))
+    }
+}
+
+impl Broker {
+    fn new(exact_latency: bool) -> Self {
+        Self {
+            stats: BrokerStats::default(),
+            epochs: BTreeSet::new(),
+            // per broker within 1%: a broker's p50/p99 need no more, and there may be many
+            latencies: Latencies::with_digits(exact_latency, 2),
+            previous: None,
+            streak: None,
+        }
+    }
+
+    /// Counts `ex` in the broker's row of the table.
+    fn count(&mut self, ex: &Exchange) {
+        self.stats.requests += 1;
+        self.stats.statuses.add(ex.outcome.status());
+        self.epochs.extend(ex.request.broker_epoch);
+        let Outcome::Complete { response: r, .. } = &ex.outcome else {
+            return;
+        };
+        if let Some(l) = ex.latency_us() {
+            self.latencies.add(l);
+        }
+        match (r.error_code, r.producer_id_start, r.producer_id_len) {
+            (Some(ErrorCode::NONE), Some(start), Some(len)) if start >= 0 && len > 0 => {
+                self.stats.ids_granted = self.stats.ids_granted.saturating_add(i64::from(len));
+            }
+            (Some(code), _, _) if code.is_error() => {
+                *self.stats.errors.entry(code).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends or goes on with the run of errors by `ex`'s response, if it was read.
+    fn streak(&mut self, id: i32, ex: &Exchange, findings: &mut Vec<Finding>) {
+        let Some(code) = error_of(ex) else {
+            return;
+        };
+        match &mut self.streak {
+            Some(streak) if code.is_error() && streak.code == code => streak.extend(ex),
+            _ => {
+                findings.extend(self.streak.take().and_then(|s| s.finding(id)));
+                self.streak = code.is_error().then(|| Streak::start(code, ex));
+            }
+        }
+    }
+}
+
+/// `pid_retry`: the broker asked again after an error response or none, not pipelined
+/// before that answer came.
+fn retry(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Finding>) {
+    let asked_after = ex.request_meta.frame > before.last_frame;
+    let why = match (before.status, before.error) {
+        (Status::Complete, Some(code)) if code.is_error() && asked_after => {
+            format!("a {} response", code.name())
+        }
+        (Status::Unanswered, _) => "no response".to_owned(),
+        (Status::Complete | Status::ResponseUnknown, _) => return,
+    };
+    let mut facts = vec![("earlier_frame", Fact::from(before.request_frame))];
+    if let Some(code) = before.error {
+        facts.push(("error", code.name().into()));
+    }
     findings.push(finding(
-        Kind::PidErrorStreak,
-        (broker, streak.last_connection),
-        streak.frames,
-        streak.last,
+        Kind::PidRetry,
+        (id, ex.endpoints.connection),
+        vec![before.last_frame, ex.request_meta.frame],
+        (ex.request_meta.frame, ex.request_meta.timestamp),
         facts,
         format!(
-            "broker {broker} got {len} {} responses in a row (frames {first} to {last}, over {n} connection{})",
-            ErrorCode(streak.code).name(),
-            if n == 1 { "" } else { "s" }
+            "broker {id} asked again (frame {}) after {why} to its request in frame {}",
+            ex.request_meta.frame, before.request_frame
+        ),
+    ));
+}
+
+/// `pid_broker_epoch_change`: the broker's epoch differs from its previous request's.
+fn epoch_change(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Finding>) {
+    let (Some(old), Some(new)) = (before.epoch, ex.request.broker_epoch) else {
+        return;
+    };
+    if old == new {
+        return;
+    }
+    let facts = vec![
+        ("old_epoch", Fact::from(old)),
+        ("new_epoch", new.into()),
+        ("earlier_frame", before.request_frame.into()),
+    ];
+    findings.push(finding(
+        Kind::PidBrokerEpochChange,
+        (id, ex.endpoints.connection),
+        vec![before.request_frame, ex.request_meta.frame],
+        (ex.request_meta.frame, ex.request_meta.timestamp),
+        facts,
+        format!(
+            "broker {id} changed its epoch from {old} to {new} (frame {})",
+            ex.request_meta.frame
         ),
     ));
 }
@@ -152,136 +279,28 @@ impl Tracker {
         }
     }
 
-    /// One exchange of a broker, in the order exchanges complete.
+    /// One exchange of a broker, in the order exchanges complete: counted in the table,
+    /// compared with the broker's previous exchange (retries, epoch changes), and added
+    /// to its run of errors.
     pub fn add(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) {
         let Some(id) = ex.request.broker_id else {
             return;
         };
         let exact = self.exact_latency;
-        let b = self.brokers.entry(id).or_insert_with(|| Broker {
-            stats: BrokerStats::default(),
-            epochs: BTreeSet::new(),
-            // per broker within 1%: a broker's p50/p99 need no more, and there may be many
-            latencies: Latencies::with_digits(exact, 2),
-            previous: None,
-            streak: None,
-            streak_len: 0,
-        });
-        let connection = ex.endpoints.connection;
-        // the table
-        b.stats.requests += 1;
-        match &ex.response {
-            Some(_) => b.stats.complete += 1,
-            None if ex.response_unknown => b.stats.response_unknown += 1,
-            None => b.stats.unanswered += 1,
-        }
-        let error = error_of(ex);
-        if let Some(code) = error.filter(|c| *c != 0) {
-            *b.stats.errors.entry(ErrorCode(code).name()).or_default() += 1;
-        }
-        b.epochs.extend(ex.request.broker_epoch);
-        if let Some(l) = latency_us(ex) {
-            b.latencies.add(l);
-        }
-        if let (Some(0), Some((_, resp))) = (error, &ex.response) {
-            if let (Some(start), Some(len)) = (resp.producer_id_start, resp.producer_id_len) {
-                if start >= 0 && len > 0 {
-                    b.stats.ids_granted = b.stats.ids_granted.saturating_add(i64::from(len));
-                }
-            }
-        }
-        // retries and epoch changes, against the previous exchange
+        let b = self.brokers.entry(id).or_insert_with(|| Broker::new(exact));
+        b.count(ex);
         if let Some(before) = &b.previous {
-            // a request pipelined before the error came back is no retry
-            let asked_after = ex.request_meta.frame > before.last_frame;
-            let failed = match before.error {
-                Some(0) => None,
-                Some(code) if asked_after => Some(format!("a {} response", ErrorCode(code).name())),
-                None if !before.answered && !before.response_unknown => {
-                    Some("no response".to_owned())
-                }
-                _ => None,
-            };
-            if let Some(why) = failed {
-                let mut facts = vec![("earlier_frame", Fact::from(before.request_frame))];
-                if let Some(code) = before.error {
-                    facts.push(("error", ErrorCode(code).name().into()));
-                }
-                findings.push(finding(
-                    Kind::PidRetry,
-                    (id, connection),
-                    vec![before.last_frame, ex.request_meta.frame],
-                    (ex.request_meta.frame, ex.request_meta.timestamp),
-                    facts,
-                    format!(
-                        "broker {id} asked again (frame {}) after {why} to its request in frame {}",
-                        ex.request_meta.frame, before.request_frame
-                    ),
-                ));
-            }
-            if let (Some(old), Some(new)) = (before.epoch, ex.request.broker_epoch) {
-                if old != new {
-                    let facts = vec![
-                        ("old_epoch", Fact::from(old)),
-                        ("new_epoch", new.into()),
-                        ("earlier_frame", before.request_frame.into()),
-                    ];
-                    findings.push(finding(
-                        Kind::PidBrokerEpochChange,
-                        (id, connection),
-                        vec![before.request_frame, ex.request_meta.frame],
-                        (ex.request_meta.frame, ex.request_meta.timestamp),
-                        facts,
-                        format!(
-                            "broker {id} changed its epoch from {old} to {new} (frame {})",
-                            ex.request_meta.frame
-                        ),
-                    ));
-                }
-            }
+            retry(id, before, ex, findings);
+            epoch_change(id, before, ex, findings);
         }
-        b.previous = Some(Previous {
-            request_frame: ex.request_meta.frame,
-            last_frame: last_frame(ex),
-            error,
-            answered: ex.response.is_some(),
-            response_unknown: ex.response_unknown,
-            epoch: ex.request.broker_epoch,
-        });
-        // streaks: answered exchanges only
-        if let Some(code) = error {
-            let continues = code != 0 && b.streak.as_ref().is_some_and(|s| s.code == code);
-            if continues {
-                b.streak_len += 1;
-                if let Some(s) = b.streak.as_mut() {
-                    if s.frames.len() < MAX_STREAK_FRAMES {
-                        s.frames.push(last_frame(ex));
-                    }
-                    s.connections.insert(connection);
-                    s.last_connection = connection;
-                    s.last = (last_frame(ex), last_at(ex));
-                }
-            } else {
-                close_streak(id, b.streak.take(), b.streak_len, findings);
-                b.streak_len = 0;
-                if code != 0 {
-                    b.streak = Some(Streak {
-                        code,
-                        frames: vec![last_frame(ex)],
-                        connections: BTreeSet::from([connection]),
-                        last_connection: connection,
-                        last: (last_frame(ex), last_at(ex)),
-                    });
-                    b.streak_len = 1;
-                }
-            }
-        }
+        b.previous = Some(Previous::of(ex));
+        b.streak(id, ex, findings);
     }
 
     /// Closes the streaks still running at the end.
     pub fn finish(&mut self, findings: &mut Vec<Finding>) {
         for (id, b) in &mut self.brokers {
-            close_streak(*id, b.streak.take(), b.streak_len, findings);
+            findings.extend(b.streak.take().and_then(|s| s.finding(*id)));
         }
     }
 
@@ -364,7 +383,7 @@ mod tests {
     fn pipelined_request_is_no_retry() {
         // request 2 went out before the error response to request 1 (frame 11) came back
         let mut first = exchange(1, 1, 5, Some((41, -1, 0, 1)));
-        if let Some((meta, _)) = first.response.as_mut() {
+        if let Outcome::Complete { meta, .. } = &mut first.outcome {
             meta.frame = 25;
         }
         let f = run(&[first, exchange(2, 1, 5, Some((0, 0, 1000, 1)))]);
@@ -386,8 +405,12 @@ mod tests {
         }
         let t = tracker.table();
         let one = &t[&1];
-        assert_eq!((one.requests, one.complete, one.unanswered), (3, 2, 1));
-        assert_eq!(one.errors.get("NOT_CONTROLLER"), Some(&1));
+        let statuses = one.statuses;
+        assert_eq!(
+            (one.requests, statuses.complete, statuses.unanswered),
+            (3, 2, 1)
+        );
+        assert_eq!(one.errors.get(&ErrorCode(41)), Some(&1));
         assert_eq!(one.ids_granted, 1000);
         assert_eq!(one.epochs_seen, vec![5, 6]);
         assert_eq!(one.latency_p50_us, Some(2000.0));

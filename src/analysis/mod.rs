@@ -19,8 +19,8 @@ use std::net::SocketAddr;
 use crate::capture::{PacketRef, Timestamp};
 use crate::diag::{At, Diagnostics, Facts, Kind, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::Exchange;
-use crate::report::stats::Latencies;
+use crate::latency::Latencies;
+use crate::pairing::{Exchange, MessageMeta, Outcome, Status};
 
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
@@ -89,13 +89,6 @@ pub struct Finding {
     pub message: String,
 }
 
-/// Latency of a complete exchange in microseconds.
-pub(crate) fn latency_us(ex: &Exchange) -> Option<f64> {
-    let (meta, _) = ex.response.as_ref()?;
-    let nanos = meta.timestamp.as_nanos() - ex.request_meta.timestamp.as_nanos();
-    Some(nanos as f64 / 1000.0)
-}
-
 /// Slowest responses kept as candidates for `pid_slow_response` (the threshold is known
 /// only at the end).
 const MAX_SLOW_CANDIDATES: usize = 1000;
@@ -113,16 +106,44 @@ struct SlowCandidate {
     at: Timestamp,
 }
 
-/// Counts over all AllocateProducerIds exchanges, for the summary.
-#[derive(Debug)]
-pub struct Totals {
-    pub total: u64,
+/// Exchanges counted by their outcome's [`Status`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusCounts {
     pub complete: u64,
     pub unanswered: u64,
     /// Without a response, but the capture may have lost it.
     pub response_unknown: u64,
-    /// Response error names and counts.
-    pub error_codes: BTreeMap<String, u64>,
+}
+
+impl StatusCounts {
+    pub fn add(&mut self, status: Status) {
+        *self.of_mut(status) += 1;
+    }
+
+    pub fn of(self, status: Status) -> u64 {
+        match status {
+            Status::Complete => self.complete,
+            Status::Unanswered => self.unanswered,
+            Status::ResponseUnknown => self.response_unknown,
+        }
+    }
+
+    fn of_mut(&mut self, status: Status) -> &mut u64 {
+        match status {
+            Status::Complete => &mut self.complete,
+            Status::Unanswered => &mut self.unanswered,
+            Status::ResponseUnknown => &mut self.response_unknown,
+        }
+    }
+}
+
+/// Counts over all AllocateProducerIds exchanges, for the summary.
+#[derive(Debug)]
+pub struct Totals {
+    pub total: u64,
+    pub statuses: StatusCounts,
+    /// Responses by error code (NONE too).
+    pub error_codes: BTreeMap<ErrorCode, u64>,
     pub latencies: Latencies,
     /// Blocks granted.
     pub blocks: u64,
@@ -180,9 +201,7 @@ impl Analyzer {
             finding_counts: BTreeMap::new(),
             totals: Totals {
                 total: 0,
-                complete: 0,
-                unanswered: 0,
-                response_unknown: 0,
+                statuses: StatusCounts::default(),
                 error_codes: BTreeMap::new(),
                 latencies: Latencies::new(exact_latency),
                 blocks: 0,
@@ -198,37 +217,33 @@ impl Analyzer {
         }
     }
 
-    /// One exchange, complete or given up as unanswered. Returns the block it granted.
+    /// Counts the latency of a complete exchange and keeps it if among the slowest.
+    fn latency(&mut self, ex: &Exchange, response: &MessageMeta) {
+        let latency_ns = response.timestamp.as_nanos() - ex.request_meta.timestamp.as_nanos();
+        self.totals.latencies.add(latency_ns as f64 / 1000.0);
+        self.slow_candidates.push(Reverse(SlowCandidate {
+            latency_ns,
+            request_frame: ex.request_meta.frame,
+            response_frame: response.frame,
+            broker_id: ex.request.broker_id,
+            connection: ex.endpoints.connection,
+            correlation_id: ex.correlation_id,
+            at: response.timestamp,
+        }));
+        if self.slow_candidates.len() > MAX_SLOW_CANDIDATES {
+            self.slow_candidates.pop();
+        }
+    }
+
+    /// One exchange, whatever its outcome. Returns the block it granted.
     pub fn add(&mut self, ex: &Exchange) -> Option<Block> {
         self.totals.total += 1;
-        match &ex.response {
-            Some((_, resp)) => {
-                self.totals.complete += 1;
-                if let Some(code) = resp.error_code {
-                    *self
-                        .totals
-                        .error_codes
-                        .entry(ErrorCode(code).name())
-                        .or_default() += 1;
-                }
+        self.totals.statuses.add(ex.outcome.status());
+        if let Outcome::Complete { meta, response } = &ex.outcome {
+            if let Some(code) = response.error_code {
+                *self.totals.error_codes.entry(code).or_default() += 1;
             }
-            None if ex.response_unknown => self.totals.response_unknown += 1,
-            None => self.totals.unanswered += 1,
-        }
-        if let (Some(latency), Some((meta, _))) = (latency_us(ex), &ex.response) {
-            self.totals.latencies.add(latency);
-            self.slow_candidates.push(Reverse(SlowCandidate {
-                latency_ns: meta.timestamp.as_nanos() - ex.request_meta.timestamp.as_nanos(),
-                request_frame: ex.request_meta.frame,
-                response_frame: meta.frame,
-                broker_id: ex.request.broker_id,
-                connection: ex.endpoints.connection,
-                correlation_id: ex.correlation_id,
-                at: meta.timestamp,
-            }));
-            if self.slow_candidates.len() > MAX_SLOW_CANDIDATES {
-                self.slow_candidates.pop();
-            }
+            self.latency(ex, meta);
         }
         let mut found = Vec::new();
         let block = self.blocks.add(ex, &mut found);
@@ -344,7 +359,8 @@ pub(crate) mod test_support {
 
     use crate::capture::Timestamp;
     use crate::kafka::allocate_producer_ids::{Request, Response};
-    use crate::pairing::{Endpoints, Exchange, MessageMeta};
+    use crate::kafka::tables::ErrorCode;
+    use crate::pairing::{Endpoints, Exchange, MessageMeta, Outcome};
 
     /// Exchange number `n` (its frames and times grow with `n`); `response` is
     /// `(error, start, len, latency_ms)`.
@@ -384,23 +400,23 @@ pub(crate) mod test_support {
                 bytes_not_captured: None,
                 raw: vec![],
             },
-            response: response.map(|(error, start, len, latency_ms)| {
-                (
-                    meta(n * 10 + 1, n * 1000 + latency_ms),
-                    Response {
+            outcome: match response {
+                Some((error, start, len, latency_ms)) => Outcome::Complete {
+                    meta: meta(n * 10 + 1, n * 1000 + latency_ms),
+                    response: Box::new(Response {
                         header_tagged_fields: Some(vec![]),
                         throttle_time_ms: Some(0),
-                        error_code: Some(error),
+                        error_code: Some(ErrorCode(error)),
                         producer_id_start: Some(start),
                         producer_id_len: Some(len),
                         tagged_fields: Some(vec![]),
                         problem: None,
                         bytes_not_captured: None,
                         raw: vec![],
-                    },
-                )
-            }),
-            response_unknown: false,
+                    }),
+                },
+                None => Outcome::Unanswered,
+            },
         }
     }
 }

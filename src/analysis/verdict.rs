@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use super::{BrokerStats, Finding, Totals};
 use crate::capture::CaptureInfo;
 use crate::diag::{Diagnostics, Facts, Kind, Severity};
+use crate::kafka::tables::ErrorCode;
+use crate::pairing::Status;
 
 /// What the verdict says, most serious first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -177,17 +179,15 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
     let t = e.totals;
     let count = |kind| e.diagnostics.count(kind);
     let brokers_granted = e.brokers.values().filter(|b| b.ids_granted > 0).count();
-    let facts: Facts = vec![
+    let mut facts: Facts = vec![
         ("packets", e.packets.into()),
         ("requests", t.total.into()),
-        ("complete", t.complete.into()),
-        ("unanswered", t.unanswered.into()),
-        ("response_unknown", t.response_unknown.into()),
         ("blocks", t.blocks.into()),
         ("brokers_granted", (brokers_granted as u64).into()),
         ("overlaps", count(Kind::PidBlockOverlap).into()),
         ("regressions", count(Kind::PidBlockRegression).into()),
     ];
+    facts.extend(Status::ALL.map(|status| (status.as_str(), t.statuses.of(status).into())));
     let (code, headline) = decide(e, &limits, brokers_granted);
     Verdict {
         code,
@@ -297,24 +297,31 @@ fn granted(blocks: u64, brokers: usize, requests: u64) -> String {
 
 /// How the requests were answered, adding up to all of them.
 fn answers(t: &Totals) -> String {
-    let mut parts: Vec<String> = t
+    // by name, as the report lists them
+    let mut codes: Vec<(String, ErrorCode, u64)> = t
         .error_codes
         .iter()
-        .map(|(name, n)| match name.as_str() {
-            "NONE" => format!("NONE without a valid block {n}"),
-            _ => format!("{name} {n}"),
+        .map(|(code, n)| (code.name(), *code, *n))
+        .collect();
+    codes.sort();
+    let mut parts: Vec<String> = codes
+        .into_iter()
+        .map(|(name, code, n)| match code.is_error() {
+            false => format!("{name} without a valid block {n}"),
+            true => format!("{name} {n}"),
         })
         .collect();
+    let s = t.statuses;
     let coded: u64 = t.error_codes.values().sum();
-    let undecoded = t.complete.saturating_sub(coded);
+    let undecoded = s.complete.saturating_sub(coded);
     if undecoded > 0 {
         parts.push(format!("with an error code not read {undecoded}"));
     }
-    if t.unanswered > 0 {
-        parts.push(format!("not at all {}", t.unanswered));
+    if s.unanswered > 0 {
+        parts.push(format!("not at all {}", s.unanswered));
     }
-    if t.response_unknown > 0 {
-        parts.push(format!("not in the capture {}", t.response_unknown));
+    if s.response_unknown > 0 {
+        parts.push(format!("not in the capture {}", s.response_unknown));
     }
     parts.join(", ")
 }
@@ -322,16 +329,16 @@ fn answers(t: &Totals) -> String {
 /// What keeps a capture without damage from showing every grant: requests without a
 /// known answer, what could not be read, and errors no other part names.
 fn doubts(e: &Evidence<'_>, unreadable: &[&Limit]) -> Vec<String> {
-    let t = e.totals;
+    let s = e.totals.statuses;
     let mut doubts = Vec::new();
-    if t.response_unknown > 0 {
+    if s.response_unknown > 0 {
         doubts.push(format!(
             "{} whose response the capture may have lost",
-            counted(t.response_unknown, "request")
+            counted(s.response_unknown, "request")
         ));
     }
-    if t.unanswered > 0 {
-        doubts.push(format!("{} unanswered", counted(t.unanswered, "request")));
+    if s.unanswered > 0 {
+        doubts.push(format!("{} unanswered", counted(s.unanswered, "request")));
     }
     doubts.extend(unreadable.iter().map(|l| l.text.clone()));
     doubts.extend(of_severity(e, Severity::Error));

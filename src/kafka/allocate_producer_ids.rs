@@ -127,7 +127,7 @@ pub struct Response {
     /// `ThrottleTimeMs` (int32, v0+).
     pub throttle_time_ms: Option<i32>,
     /// `ErrorCode` (int16, v0+): the top level response error code.
-    pub error_code: Option<i16>,
+    pub error_code: Option<ErrorCode>,
     /// `ProducerIdStart` (int64, v0+): the first producer ID in this range, inclusive.
     pub producer_id_start: Option<i64>,
     /// `ProducerIdLen` (int32, v0+): the number of producer IDs in this range.
@@ -368,8 +368,8 @@ pub fn decode_response_with(message: &[u8], api_version: i16, v: &mut dyn Visito
             &mut r,
             v,
             ("ErrorCode", "int16", "The top level response error code."),
-            |r| r.i16("ErrorCode"),
-            |c| format!("{c} ({})", ErrorCode(*c).name()),
+            |r| r.i16("ErrorCode").map(ErrorCode),
+            |c| format!("{} ({})", c.0, c.name()),
         )?);
         out.producer_id_start = Some(traced(
             &mut r,
@@ -473,7 +473,7 @@ mod tests {
             Response {
                 header_tagged_fields: Some(vec![]),
                 throttle_time_ms: Some(0),
-                error_code: Some(0),
+                error_code: Some(ErrorCode::NONE),
                 producer_id_start: Some(0),
                 producer_id_len: Some(0),
                 tagged_fields: Some(vec![]),

@@ -88,6 +88,11 @@ pub struct ErrorCode(pub i16);
 impl ErrorCode {
     pub const NONE: Self = Self(0);
 
+    /// Anything but NONE: the request failed.
+    pub fn is_error(self) -> bool {
+        self != Self::NONE
+    }
+
     /// Kafka's name, or `UNKNOWN(<code>)` for codes Kafka does not define.
     pub fn name(self) -> String {
         match error_table().get(&self.0) {

@@ -165,7 +165,7 @@ fn write_exchange(w: &mut Json<'_>, ex: &Exchange) {
     w.key("correlation_id");
     w.int(*correlation_id);
     w.key("status");
-    w.string(status);
+    w.string(status.as_str());
     w.key("request");
     request(w, req);
     w.key("response");
@@ -378,6 +378,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::pairing::Status;
 
     fn text() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -536,7 +537,7 @@ mod tests {
         #[test]
         fn exchanges_are_written_as_serde_json_writes_them(
             (connection, client, server, correlation_id) in (any::<u64>(), text(), text(), any::<i32>()),
-            status in prop_oneof![Just("complete"), Just("unanswered"), Just("response_unknown")],
+            status in proptest::sample::select(Status::ALL.to_vec()),
             request in request(),
             response in proptest::option::of(response()),
             latency_us in latency(),

@@ -70,7 +70,7 @@ fn exchange_row(ex: &Exchange) -> Vec<String> {
         ex.client.clone(),
         ex.server.clone(),
         ex.correlation_id.to_string(),
-        ex.status.to_owned(),
+        ex.status.as_str().to_owned(),
         text(req.broker_id),
         text(req.broker_epoch),
         req.frame.to_string(),

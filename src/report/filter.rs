@@ -16,7 +16,8 @@ use super::model::{self, Report};
 use super::sink::{Needs, Sink};
 use crate::analysis::Block;
 use crate::capture::Timestamp;
-use crate::pairing::Exchange;
+use crate::kafka::tables::ErrorCode;
+use crate::pairing::{Exchange, Outcome};
 
 /// A bound of `--since` or `--until`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,8 +91,8 @@ impl Filter {
             let within = |first: u64, last: u64| (first..=last).contains(&f);
             within(ex.request_meta.first_frame, ex.request_meta.frame)
                 || ex
-                    .response
-                    .as_ref()
+                    .outcome
+                    .response()
                     .is_some_and(|(m, _)| within(m.first_frame, m.frame))
         };
         self.broker.is_none_or(|b| ex.request.broker_id == Some(b))
@@ -159,9 +160,11 @@ pub fn describe(f: &model::Filters) -> String {
 
 /// Not a complete NONE answer read whole.
 fn is_error(ex: &Exchange) -> bool {
-    match &ex.response {
-        None => true,
-        Some((_, resp)) => resp.error_code != Some(0) || resp.problem.is_some(),
+    match &ex.outcome {
+        Outcome::Complete { response, .. } => {
+            response.error_code != Some(ErrorCode::NONE) || response.problem.is_some()
+        }
+        Outcome::Unanswered | Outcome::ResponseUnknown => true,
     }
 }
 

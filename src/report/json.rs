@@ -285,7 +285,8 @@ fn write_report(
             out.write_all(&key(pretty, 1, "exchanges"))?;
             write_list(exchanges, pretty, EXCHANGE_INDENT, out)?;
         }
-        // The last line of ndjson has always had the diagnostics before the blocks' part.
+        // ndjson's last line keeps the diagnostics before the blocks' part: readers that
+        // compare it byte for byte (`--expect`, goldens) rely on its key order.
         None => {
             out.write_all(b",")?;
             out.write_all(&fields(&Tail { diagnostics }, 1)?)?;

@@ -7,13 +7,12 @@
 pub mod compact;
 pub mod csv;
 pub mod filter;
+mod gist;
 pub mod html;
 pub mod json;
 pub mod model;
-mod samples;
 pub mod sink;
 pub mod spill;
-pub mod stats;
 pub mod text;
 pub mod tree;
 
@@ -89,11 +88,6 @@ fn tagged(fields: &Option<Vec<TaggedField>>) -> Option<Vec<model::TaggedField>> 
     })
 }
 
-fn latency_us(request: &MessageMeta, response: &MessageMeta) -> f64 {
-    let nanos = response.timestamp.as_nanos() - request.timestamp.as_nanos();
-    nanos as f64 / 1000.0
-}
-
 /// One exchange in the report's form.
 pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
     let req = &ex.request;
@@ -115,26 +109,18 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
         decode_error: req.problem.as_ref().map(ToString::to_string),
         raw: req.raw.clone(),
     };
-    let response = ex
-        .response
-        .as_ref()
-        .map(|(meta, resp)| response(meta, resp));
     model::Exchange {
         connection: ex.endpoints.connection,
         client: address(ex.endpoints.client),
         server: address(ex.endpoints.server),
         correlation_id: ex.correlation_id,
-        status: match (&ex.response, ex.response_unknown) {
-            (Some(_), _) => "complete",
-            (None, true) => "response_unknown",
-            (None, false) => "unanswered",
-        },
+        status: ex.outcome.status(),
         request,
-        response,
-        latency_us: ex
-            .response
-            .as_ref()
-            .map(|(meta, _)| latency_us(&ex.request_meta, meta)),
+        response: ex
+            .outcome
+            .response()
+            .map(|(meta, resp)| response(meta, resp)),
+        latency_us: ex.latency_us(),
     }
 }
 
@@ -148,8 +134,8 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
         size: meta.size,
         header_tagged_fields: tagged(&resp.header_tagged_fields),
         throttle_time_ms: resp.throttle_time_ms,
-        error_code: resp.error_code,
-        error: resp.error_code.map(|code| ErrorCode(code).name()),
+        error_code: resp.error_code.map(|code| code.0),
+        error: resp.error_code.map(ErrorCode::name),
         producer_id_start: resp.producer_id_start,
         producer_id_len: resp.producer_id_len,
         tagged_fields: tagged(&resp.tagged_fields),
@@ -199,6 +185,15 @@ pub fn pid_block(b: &Block) -> model::PidBlock {
     }
 }
 
+/// Counts by error code as the report keys them: by name.
+fn by_name(counts: &BTreeMap<ErrorCode, u64>) -> BTreeMap<String, u64> {
+    let mut named = BTreeMap::new();
+    for (code, n) in counts {
+        *named.entry(code.name()).or_default() += n;
+    }
+    named
+}
+
 /// Builds the report.
 pub fn build(mut findings: Findings) -> model::Report {
     findings.pairing.sort_exchanges();
@@ -231,13 +226,13 @@ pub fn build(mut findings: Findings) -> model::Report {
         api_keys,
         exchanges: model::ExchangeCounts {
             total: totals.total,
-            complete: totals.complete,
-            unanswered: totals.unanswered,
-            response_unknown: totals.response_unknown,
+            complete: totals.statuses.complete,
+            unanswered: totals.statuses.unanswered,
+            response_unknown: totals.statuses.response_unknown,
         },
         unmatched_responses: findings.pairing.unmatched_responses,
-        error_codes: totals.error_codes.clone(),
-        latency_us: totals.latencies.summary(),
+        error_codes: by_name(&totals.error_codes),
+        latency_us: totals.latencies.summary().map(Into::into),
         diagnostics: findings.diagnostics.counts(),
         brokers: findings
             .analysis
@@ -246,10 +241,10 @@ pub fn build(mut findings: Findings) -> model::Report {
             .map(|(id, b)| {
                 let broker = model::Broker {
                     requests: b.requests,
-                    complete: b.complete,
-                    unanswered: b.unanswered,
-                    response_unknown: b.response_unknown,
-                    errors: b.errors.clone(),
+                    complete: b.statuses.complete,
+                    unanswered: b.statuses.unanswered,
+                    response_unknown: b.statuses.response_unknown,
+                    errors: by_name(&b.errors),
                     ids_granted: b.ids_granted,
                     epochs_seen: b.epochs_seen.clone(),
                     latency_us: b

@@ -19,6 +19,8 @@ use serde::Serialize;
 
 use crate::capture::Timestamp;
 use crate::diag::Fact;
+use crate::latency;
+use crate::pairing::Status;
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Report {
@@ -196,23 +198,6 @@ impl UnixTime {
     }
 }
 
-impl Response {
-    /// The ids `start..=end` a NONE response granted, by the analysis's rule: a start of 0
-    /// or more, a length above 0, and an end within the largest producer id.
-    pub fn granted(&self) -> Option<(i64, i64)> {
-        match (
-            self.error_code,
-            self.producer_id_start,
-            self.producer_id_len,
-        ) {
-            (Some(0), Some(start), Some(len)) if start >= 0 && len > 0 => {
-                Some((start, start.checked_add(i64::from(len) - 1)?))
-            }
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +217,27 @@ mod tests {
         let ns = t(1_764_422_316, 827_541_123, true).seconds();
         let off = (ns - 1_764_422_316.0) - 0.827_541_123;
         assert!(off.abs() < 2.5e-7, "{ns}");
+    }
+}
+
+impl Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl From<latency::Summary> for Latency {
+    fn from(s: latency::Summary) -> Self {
+        Self {
+            count: s.count,
+            min: s.min,
+            mean: s.mean,
+            p50: s.p50,
+            p90: s.p90,
+            p99: s.p99,
+            max: s.max,
+            percentiles_exact: s.percentiles_exact,
+        }
     }
 }
 
@@ -316,7 +322,8 @@ pub struct Exchange {
     pub client: String,
     pub server: String,
     pub correlation_id: i32,
-    pub status: &'static str,
+    #[schemars(with = "String")]
+    pub status: Status,
     pub request: Request,
     pub response: Option<Response>,
     pub latency_us: Option<f64>,

@@ -1,6 +1,6 @@
 //! `--format tree`: each AllocateProducerIds request and response in packet order, drawn
-//! as the seed document draws a message: the object tree with wire types, values,
-//! `[offset, size]` and the schema's descriptions, then the bytes as a hex dump.
+//! as an annotated dissection: the object tree with wire types, values, `[offset, size]`
+//! and the schema's descriptions, then the bytes as a hex dump.
 //!
 //! The tree comes from decoding the captured bytes again with the same decoder that
 //! filled the report, this time with a [`Recorder`] listening.

@@ -13,7 +13,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 use std::io::{self, Write};
 
-use super::model::{Exchange, Report};
+use super::gist::Gist;
+use super::model::Report;
 use super::sink::{Needs, Sink};
 use super::{exchange, format_timestamp};
 use crate::analysis::Block;
@@ -108,21 +109,13 @@ impl HtmlSink {
 
 /// What an exchange came to, when it is worth a look, and whether it failed (an error
 /// response or no answer: a mark on the time axis) or only granted no block.
-fn trouble(ex: &Exchange) -> Option<(String, bool)> {
-    match &ex.response {
-        None if ex.status == "response_unknown" => {
-            Some(("response unknown (bytes lost)".into(), true))
-        }
-        None => Some(("unanswered".into(), true)),
-        Some(r) => match r.error.as_deref() {
-            Some("NONE") => r
-                .granted()
-                .is_none()
-                .then(|| ("NONE (no block)".to_owned(), false)),
-            Some(e) => Some((e.to_owned(), true)),
-            None => Some(("undecoded".into(), true)),
-        },
-    }
+fn trouble(gist: &Gist) -> Option<(String, bool)> {
+    let failed = match gist {
+        Gist::Granted { .. } => return None,
+        Gist::NoBlock => false,
+        Gist::Error(_) | Gist::Undecoded | Gist::Unanswered | Gist::ResponseUnknown => true,
+    };
+    Some((gist.words(), failed))
 }
 
 impl Sink for HtmlSink {
@@ -134,6 +127,7 @@ impl Sink for HtmlSink {
     }
 
     fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+        let gist = Gist::of(&ex.outcome);
         let ex = exchange(&ex);
         let series = self.keep(ex.request.broker_id);
         if let Some(b) = block {
@@ -158,7 +152,7 @@ impl Sink for HtmlSink {
                 frame: ex.request.frame,
             });
         }
-        let Some((outcome, failed)) = trouble(&ex) else {
+        let Some((outcome, failed)) = trouble(&gist) else {
             return Ok(());
         };
         let broker = ex.request.broker_id;

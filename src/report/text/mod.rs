@@ -2,7 +2,7 @@
 //! capture: a verdict first (did the controller hand out producer IDs correctly?), the
 //! findings by severity, a table per broker, a timeline of the blocks per broker, the
 //! exchanges worth a look (errors, no answer, slow; `--all`: every exchange), and what was
-//! read with the diagnostics by kind. Colour as `--color` says.
+//! read with the diagnostics by kind. Coloured or not as the caller decides.
 
 mod timeline;
 
@@ -11,11 +11,11 @@ use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 
+use super::gist::Gist;
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::Block;
-use crate::cli::ColorChoice;
 use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
 use crate::pairing::{self, ExchangeOrder};
@@ -42,52 +42,33 @@ fn clock(timestamp: &str) -> &str {
         .map_or(timestamp, |(_, t)| t.trim_end_matches('Z'))
 }
 
-fn exchange_line(ex: &Exchange) -> (String, Style) {
+/// An exchange's line, and its style: green when it granted a block, red when it
+/// failed, yellow when it only granted none or its answer is not known.
+fn exchange_line(ex: &Exchange, gist: &Gist) -> (String, Style) {
     let req = &ex.request;
     let broker = match (req.broker_id, req.broker_epoch) {
         (Some(id), Some(epoch)) => format!("broker {id}/{epoch}"),
         _ => "broker ?".to_owned(),
     };
-    let (outcome, style) = match &ex.response {
-        None if ex.status == "response_unknown" => {
-            ("response unknown (bytes lost)".to_owned(), YELLOW)
-        }
-        None => ("unanswered".to_owned(), YELLOW),
-        Some(resp) => match (resp.granted(), &resp.error) {
-            (Some((start, end)), _) => (format!("NONE ids {start}..={end}"), GREEN),
-            (None, Some(err)) if err == "NONE" => ("NONE (no block)".to_owned(), YELLOW),
-            (None, Some(err)) => (err.clone(), RED),
-            (None, None) => ("undecoded".to_owned(), RED),
-        },
+    let style = match gist {
+        Gist::Granted { .. } => GREEN,
+        Gist::NoBlock | Gist::Unanswered | Gist::ResponseUnknown => YELLOW,
+        Gist::Error(_) | Gist::Undecoded => RED,
     };
     let latency = ex
         .latency_us
         .map(|us| format!("  {:.3} ms", us / 1000.0))
         .unwrap_or_default();
     let line = format!(
-        "  {}  conn {}  {} -> {}  corr {}  {broker}  {outcome}{latency}",
+        "  {}  conn {}  {} -> {}  corr {}  {broker}  {}{latency}",
         clock(&req.timestamp),
         ex.connection,
         ex.client,
         ex.server,
-        ex.correlation_id
+        ex.correlation_id,
+        gist.words()
     );
     (line, style)
-}
-
-/// Whether the text report is coloured: as `--color` says; for `auto`, when writing to
-/// standard output that is a terminal and `NO_COLOR` is unset (<https://no-color.org>).
-pub fn use_colour(choice: ColorChoice, to_stdout: bool) -> bool {
-    use std::io::IsTerminal;
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            to_stdout
-                && io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        }
-    }
 }
 
 /// Findings and exchanges listed before the rest are only counted.
@@ -152,8 +133,9 @@ impl Sink for TextSink {
             self.timeline.add(block.broker_id, block.timestamp);
         }
         self.lines.push(ex.order(), |out| {
+            let gist = Gist::of(&ex.outcome);
             let ex = super::exchange(&ex);
-            let (line, style) = exchange_line(&ex);
+            let (line, style) = exchange_line(&ex, &gist);
             out.push(u8::from(style != GREEN));
             out.extend(ex.latency_us.unwrap_or(f64::NAN).to_le_bytes());
             writeln!(out, "{style}{line}{style:#}")

@@ -8,8 +8,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, Write};
 
-use super::model::Latency;
-use super::stats::Histogrammed;
+use super::{round3, summarise, Histogrammed, Summary};
 
 /// Samples held in memory before a block of them is written out.
 const HELD: usize = 8192;
@@ -60,12 +59,8 @@ impl Samples {
         }
     }
 
-    pub fn len(&self) -> u64 {
+    fn len(&self) -> u64 {
         self.spilled_count + self.held.len() as u64
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn spill(&mut self) -> io::Result<()> {
@@ -160,9 +155,9 @@ impl Samples {
     }
 
     /// Count, min, mean, nearest-rank p50/p90/p99 and max.
-    pub fn summary(&self) -> Option<Latency> {
+    pub fn summary(&self) -> Option<Summary> {
         if self.spilled.is_none() {
-            return super::stats::latency(&self.held);
+            return summarise(&self.held);
         }
         match self.spilled_summary() {
             Ok(summary) => summary,
@@ -170,7 +165,7 @@ impl Samples {
         }
     }
 
-    fn spilled_summary(&self) -> io::Result<Option<Latency>> {
+    fn spilled_summary(&self) -> io::Result<Option<Summary>> {
         let count = self.len();
         let (mut min, mut max) = (u64::MAX, 0u64);
         // Neumaier's compensated sum: the mean is not thrown off by the order of millions.
@@ -195,10 +190,10 @@ impl Samples {
         ) else {
             return Ok(None);
         };
-        Ok(Some(Latency {
+        Ok(Some(Summary {
             count,
             min: value(min),
-            mean: super::stats::round3((sum + compensation) / count as f64),
+            mean: round3((sum + compensation) / count as f64),
             p50,
             p90,
             p99,
@@ -243,7 +238,7 @@ mod tests {
         }
         assert!(samples.spilled.is_some());
         let got = samples.summary().unwrap();
-        let want = super::super::stats::latency(&all).unwrap();
+        let want = summarise(&all).unwrap();
         assert_eq!(
             (got.count, got.min, got.p50, got.p90, got.p99, got.max),
             (want.count, want.min, want.p50, want.p90, want.p99, want.max)

@@ -1,4 +1,5 @@
-//! Latency statistics over complete exchanges.
+//! Latency statistics over complete exchanges: a leaf that the analysis (thresholds,
+//! per-broker percentiles) and the report (the summary) both use.
 //!
 //! Percentiles use the nearest-rank method: pN is the smallest sample with at least N%
 //! of the samples at or below it, so every reported value is a latency that occurred.
@@ -6,10 +7,25 @@
 //! come from a histogram with three significant digits (within 0.1%), and the report says
 //! so; count, min, mean and max stay exact.
 
+mod samples;
+
 use hdrhistogram::Histogram;
 
-use super::model::Latency;
-use super::samples::Samples;
+use samples::Samples;
+
+/// Latencies summed up, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// False when the percentiles come from a histogram.
+    pub percentiles_exact: bool,
+}
 
 /// Highest latency the histogram resolves, in nanoseconds (one day); above it, values
 /// are counted at the top.
@@ -57,12 +73,12 @@ impl Histogrammed {
     }
 
     /// The summary, its percentiles marked not exact; `None` without samples.
-    pub fn summary(&self) -> Option<Latency> {
+    pub fn summary(&self) -> Option<Summary> {
         if self.count == 0 {
             return None;
         }
         let pct = |q: f64| self.histogram.value_at_quantile(q) as f64 / 1000.0;
-        Some(Latency {
+        Some(Summary {
             count: self.count,
             min: self.min,
             mean: round3(self.sum / self.count as f64),
@@ -101,7 +117,7 @@ impl Latencies {
     }
 
     /// The summary; `None` without samples.
-    pub fn summary(&self) -> Option<Latency> {
+    pub fn summary(&self) -> Option<Summary> {
         match self {
             Self::Exact(samples) => samples.summary(),
             Self::Approx(histogram) => histogram.summary(),
@@ -123,7 +139,7 @@ impl Latencies {
 }
 
 /// Summary of `samples` (microseconds); `None` when there are none.
-pub fn latency(samples: &[f64]) -> Option<Latency> {
+pub fn summarise(samples: &[f64]) -> Option<Summary> {
     let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
     if sorted.is_empty() {
         return None;
@@ -136,7 +152,7 @@ pub fn latency(samples: &[f64]) -> Option<Latency> {
         sorted.get(idx).copied().unwrap_or(f64::NAN)
     };
     let sum: f64 = sorted.iter().sum();
-    Some(Latency {
+    Some(Summary {
         count: count as u64,
         min: sorted.first().copied().unwrap_or(f64::NAN),
         mean: round3(sum / count as f64),
@@ -149,7 +165,7 @@ pub fn latency(samples: &[f64]) -> Option<Latency> {
 }
 
 /// Rounds to nanosecond resolution so the mean prints without float noise.
-pub(super) fn round3(value: f64) -> f64 {
+fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
 
@@ -159,13 +175,13 @@ mod tests {
 
     #[test]
     fn none_without_samples() {
-        assert_eq!(latency(&[]), None);
+        assert_eq!(summarise(&[]), None);
     }
 
     #[test]
     fn nearest_rank_percentiles() {
         let samples: Vec<f64> = (1..=100).map(f64::from).rev().collect();
-        let l = latency(&samples).unwrap();
+        let l = summarise(&samples).unwrap();
         assert_eq!((l.count, l.min, l.max), (100, 1.0, 100.0));
         assert_eq!((l.p50, l.p90, l.p99), (50.0, 90.0, 99.0));
         assert_eq!(l.mean, 50.5);
@@ -192,7 +208,7 @@ mod tests {
 
     #[test]
     fn single_sample() {
-        let l = latency(&[12.5]).unwrap();
+        let l = summarise(&[12.5]).unwrap();
         assert_eq!(
             (l.min, l.p50, l.p99, l.max, l.mean),
             (12.5, 12.5, 12.5, 12.5, 12.5)
