@@ -28,6 +28,7 @@
 //! timestamp    capture time, and the form the report writes it in
 //! packet_ref   where a packet sits: frame number, time, file of origin
 //! diag         diagnostics: findings about the input, for the report
+//! latency      latency samples and their statistics, for the analysis and the report
 //! error        fatal errors: no report can be made
 //! resident     the process's resident memory, for the memory budget
 //! ```

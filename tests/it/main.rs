@@ -3,6 +3,7 @@
 mod common;
 
 mod analysis;
+mod arrows;
 mod browser;
 mod cli;
 mod contract;
