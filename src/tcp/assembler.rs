@@ -59,14 +59,12 @@ pub const MAX_HELD_RUNS: usize = 4096;
 /// leave them): 181 bytes a run, and 33 for its share of internal nodes. Each of the
 /// run's two allocations adds its malloc header and rounding: 31 bytes for a one-byte
 /// ring (a 32-byte chunk), 8 for one 40-byte mark (a 48-byte chunk). So 253, and 264
-/// charged (the figures below were measured when a mark was 32 bytes).
+/// charged (the figures below were measured with 32-byte marks).
 /// Measured under a counting allocator (`malloc_usable_size` plus the 8-byte header):
 /// 4,000 lone one-byte runs cost 233 bytes each inserted in or against stream order,
 /// 200 scattered, and are charged 297 (this, 1 and 32); 64,000 one-byte segments
 /// that touch cost 47.6 bytes each as one run (a byte and a mark, and the rings'
 /// spare room), and are charged 47.5.
-/// The map of separate segments this replaced cost about 142 bytes for a one-byte
-/// segment and charged 65.
 const RUN_OVERHEAD: usize = 264;
 /// What a map of held runs costs before its runs' shares ([`RUN_OVERHEAD`]): its first
 /// leaf node, allocated whole (11 entries) for one run (measured: a connection holding one
@@ -338,11 +336,6 @@ impl Assembler {
             max_held_len,
             recent: Recent::default(),
         }
-    }
-
-    /// True once a SYN or the first segment fixed where the stream starts.
-    pub fn is_started(&self) -> bool {
-        self.space.is_some()
     }
 
     /// Sequence number of the next byte to deliver, once the stream has started.
