@@ -43,6 +43,7 @@ pub mod error;
 pub mod expect;
 pub mod frame_watch;
 pub mod gate;
+pub mod heap;
 pub mod kafka;
 pub mod merge;
 pub mod pairing;

@@ -15,6 +15,7 @@ use std::ops::Bound;
 
 use super::seq::SeqSpace;
 use crate::capture::PacketRef;
+use crate::heap::heap_cost;
 
 /// What the assembler hands to the next stage.
 #[derive(Debug, PartialEq, Eq)]
@@ -74,17 +75,6 @@ const FIRST_LEAF: usize = heap_cost(16 + 11 * (size_of::<u64>() + size_of::<Run>
 /// run's ring of marks (40 bytes: an offset and a [`PacketRef`]), counted at the ring's
 /// capacity.
 const MARK_SIZE: usize = size_of::<Mark>();
-/// What an allocation of `len` bytes takes from glibc malloc on x86-64: its 8-byte header,
-/// rounded up to 16, and 32 at least (nothing for no allocation).
-pub const fn heap_cost(len: usize) -> usize {
-    if len == 0 {
-        0
-    } else if len <= 24 {
-        32
-    } else {
-        (len + 8).next_multiple_of(16)
-    }
-}
 /// An acknowledgment further ahead than this is not believed (a stray packet from an
 /// earlier use of the address pair, or garbage).
 const MAX_ACK_JUMP: u64 = 64 << 20;

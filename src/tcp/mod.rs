@@ -15,11 +15,12 @@ mod window;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
-use assembler::{heap_cost, Assembler, Delivery, Segment};
+use assembler::{Assembler, Delivery, Segment};
 
 use crate::capture::PacketRef;
 use crate::decode::TcpSegmentView;
 use crate::diag::{Diagnostics, Kind};
+use crate::heap::{heap_cost, table_cost};
 
 /// Direction of a segment relative to the connection's initiator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,18 +272,6 @@ impl<K: std::hash::Hash + Eq> ClosedRecords<K> {
         let worst_record = 2 * (size_of::<(K, Closed)>() + 1) * 8 / 7;
         self.per_generation = (max / 2).min(bytes / 2 / worst_record).max(1);
     }
-}
-
-/// What a hashbrown table (`HashMap`) of `capacity` (as it reports) takes for slots of
-/// `slot` bytes: a power of two of buckets, 8 for every 7 it can hold (so from 7/16 to
-/// 7/8 full), each a slot and a control byte, 16 more control bytes, malloc's header.
-fn table_cost(capacity: usize, slot: usize) -> usize {
-    let buckets = match capacity {
-        0 => return 0,
-        1..=6 => capacity + 1,
-        _ => capacity / 7 * 8,
-    };
-    heap_cost(buckets * (slot + 1) + 16)
 }
 
 /// An IPv4 address pair in twelve bytes (addresses, then ports).
