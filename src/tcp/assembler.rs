@@ -285,7 +285,7 @@ impl ConflictSpan {
 /// Assembler for one direction.
 ///
 /// Invariants: every key of `held` is above `next`, except transiently inside `drain`;
-/// `held_cost` is the sum of [`Run::cost`] over `held`.
+/// `held_cost` is the sum of `Run::cost` over `held`.
 #[derive(Debug)]
 pub struct Assembler {
     space: Option<SeqSpace>,
@@ -338,7 +338,7 @@ impl Assembler {
     }
 
     /// What the bytes held out of order cost, as counted against the cap: their
-    /// allocations and [`RUN_OVERHEAD`] per run.
+    /// allocations and `RUN_OVERHEAD` per run.
     pub fn held_len(&self) -> usize {
         self.held_cost
     }
