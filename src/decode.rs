@@ -7,7 +7,7 @@
 //! still places its segment (the fixed 20 bytes give ports, sequence number and flags; the
 //! IP length gives the payload bytes missing). Everything that is not TCP over IP is
 //! passed over quietly. A fragment of a TCP datagram is handed on as an
-//! [`IpFragmentView`] for [`crate::defrag`] to reassemble: decoding keeps no state.
+//! [`IpFragmentView`] for the next stage to reassemble: decoding keeps no state.
 
 use std::net::{IpAddr, SocketAddr};
 

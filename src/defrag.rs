@@ -22,7 +22,7 @@ use std::net::IpAddr;
 use crate::capture::PacketRef;
 use crate::decode::IpFragmentView;
 use crate::diag::{At, Diagnostics, Kind};
-use crate::tcp::assembler::heap_cost;
+use crate::heap::heap_cost;
 
 /// Bytes held over all datagrams being reassembled.
 pub const MAX_HELD_LEN: usize = 4 << 20;

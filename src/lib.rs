@@ -30,6 +30,7 @@
 //! diag         diagnostics: findings about the input, for the report
 //! latency      latency samples and their statistics, for the analysis and the report
 //! error        fatal errors: no report can be made
+//! heap         what an allocation costs, for the memory budget's charges
 //! resident     the process's resident memory, for the memory budget
 //! ```
 //!
@@ -66,6 +67,7 @@ pub mod error;
 pub mod expect;
 pub mod frame_watch;
 pub mod gate;
+pub mod heap;
 pub mod input;
 pub mod kafka;
 pub mod latency;

@@ -15,6 +15,7 @@ use std::ops::Bound;
 
 use super::seq::SeqSpace;
 use crate::capture::PacketRef;
+use crate::heap::heap_cost;
 
 /// What the assembler hands to the next stage.
 #[derive(Debug, PartialEq, Eq)]
@@ -59,14 +60,12 @@ pub const MAX_HELD_RUNS: usize = 4096;
 /// leave them): 181 bytes a run, and 33 for its share of internal nodes. Each of the
 /// run's two allocations adds its malloc header and rounding: 31 bytes for a one-byte
 /// ring (a 32-byte chunk), 8 for one 40-byte mark (a 48-byte chunk). So 253, and 264
-/// charged (the figures below were measured when a mark was 32 bytes).
+/// charged (the figures below were measured with 32-byte marks).
 /// Measured under a counting allocator (`malloc_usable_size` plus the 8-byte header):
 /// 4,000 lone one-byte runs cost 233 bytes each inserted in or against stream order,
 /// 200 scattered, and are charged 297 (this, 1 and 32); 64,000 one-byte segments
 /// that touch cost 47.6 bytes each as one run (a byte and a mark, and the rings'
 /// spare room), and are charged 47.5.
-/// The map of separate segments this replaced cost about 142 bytes for a one-byte
-/// segment and charged 65.
 const RUN_OVERHEAD: usize = 264;
 /// What a map of held runs costs before its runs' shares ([`RUN_OVERHEAD`]): its first
 /// leaf node, allocated whole (11 entries) for one run (measured: a connection holding one
@@ -76,17 +75,6 @@ const FIRST_LEAF: usize = heap_cost(16 + 11 * (size_of::<u64>() + size_of::<Run>
 /// run's ring of marks (40 bytes: an offset and a [`PacketRef`]), counted at the ring's
 /// capacity.
 const MARK_SIZE: usize = size_of::<Mark>();
-/// What an allocation of `len` bytes takes from glibc malloc on x86-64: its 8-byte header,
-/// rounded up to 16, and 32 at least (nothing for no allocation).
-pub const fn heap_cost(len: usize) -> usize {
-    if len == 0 {
-        0
-    } else if len <= 24 {
-        32
-    } else {
-        (len + 8).next_multiple_of(16)
-    }
-}
 /// An acknowledgment further ahead than this is not believed (a stray packet from an
 /// earlier use of the address pair, or garbage).
 const MAX_ACK_JUMP: u64 = 64 << 20;
@@ -297,7 +285,7 @@ impl ConflictSpan {
 /// Assembler for one direction.
 ///
 /// Invariants: every key of `held` is above `next`, except transiently inside `drain`;
-/// `held_cost` is the sum of [`Run::cost`] over `held`.
+/// `held_cost` is the sum of `Run::cost` over `held`.
 #[derive(Debug)]
 pub struct Assembler {
     space: Option<SeqSpace>,
@@ -340,11 +328,6 @@ impl Assembler {
         }
     }
 
-    /// True once a SYN or the first segment fixed where the stream starts.
-    pub fn is_started(&self) -> bool {
-        self.space.is_some()
-    }
-
     /// Sequence number of the next byte to deliver, once the stream has started.
     pub fn next_seq(&self) -> Option<u32> {
         self.space.map(|space| space.seq(self.next))
@@ -355,7 +338,7 @@ impl Assembler {
     }
 
     /// What the bytes held out of order cost, as counted against the cap: their
-    /// allocations and [`RUN_OVERHEAD`] per run.
+    /// allocations and `RUN_OVERHEAD` per run.
     pub fn held_len(&self) -> usize {
         self.held_cost
     }

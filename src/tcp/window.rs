@@ -5,7 +5,7 @@
 //! The capture sees the stream's next byte only as far as it captured it, and the
 //! receiver may have taken less of it than was sent: the window is applied on both sides
 //! of that position. Where a window is not known (no packet from the receiver yet, no
-//! sequence position), every RST is believed, as before.
+//! sequence position), every RST is believed: there is no window to hold it against.
 
 use super::Dir;
 use crate::decode::TcpSegmentView;

@@ -1,0 +1,29 @@
+//! What allocations take from the heap, as the memory budget charges them: a leaf for
+//! every stage that charges what it holds (`defrag`, `tcp`).
+//!
+//! The figures are glibc malloc's on x86-64; tests/memory_tcp_costs.rs measures them
+//! under a counting allocator against what the stages charge.
+
+/// What an allocation of `len` bytes takes from glibc malloc on x86-64: its 8-byte header,
+/// rounded up to 16, and 32 at least (nothing for no allocation).
+pub const fn heap_cost(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else if len <= 24 {
+        32
+    } else {
+        (len + 8).next_multiple_of(16)
+    }
+}
+
+/// What a hashbrown table (`HashMap`) of `capacity` (as it reports) takes for slots of
+/// `slot` bytes: a power of two of buckets, 8 for every 7 it can hold (so from 7/16 to
+/// 7/8 full), each a slot and a control byte, 16 more control bytes, malloc's header.
+pub fn table_cost(capacity: usize, slot: usize) -> usize {
+    let buckets = match capacity {
+        0 => return 0,
+        1..=6 => capacity + 1,
+        _ => capacity / 7 * 8,
+    };
+    heap_cost(buckets * (slot + 1) + 16)
+}

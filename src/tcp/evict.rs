@@ -1,0 +1,100 @@
+//! Forgetting open connections: the least recently active one (by the table's clock)
+//! goes when a new connection would pass `--max-connections` or the table's share of the
+//! memory budget, or when shedding could not get under the budget. One still followed is
+//! ended as at the end of the capture and marked evicted, and each kind of eviction is
+//! said in a diagnostic.
+
+use super::pair::PairKey;
+use super::{StreamHandler, Tracker};
+use crate::capture::PacketRef;
+use crate::diag::{Diagnostics, Kind};
+
+/// Share of the memory budget the table of open connections and its clock may grow to:
+/// past it a new connection replaces the least recently active one.
+const TABLE_SHARE: usize = 4;
+
+impl<C: Default> Tracker<C> {
+    /// Room for a new connection on `key`, made before it is queued so that it is never
+    /// the one forgotten (entries ahead of it get a second chance when they saw packets).
+    pub(super) fn make_room<H: StreamHandler<Conn = C>>(
+        &mut self,
+        key: &PairKey,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
+        if self.open.contains(key) {
+            return; // it replaces the connection there
+        }
+        while (self.open.len() >= self.max_connections
+            || !self.open.has_room(self.budget.max_memory() / TABLE_SHARE))
+            && self.evict_one(None, at, handler, diags)
+        {}
+    }
+
+    /// Still over `target` once every connection gave up what it holds (their own
+    /// states fill it): the least recently active connections are forgotten until it is
+    /// met, never the one on `current` (the packet's).
+    pub(super) fn evict_for_memory<H: StreamHandler<Conn = C>>(
+        &mut self,
+        target: usize,
+        current: &PairKey,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) {
+        while self.charged() > target
+            && self.open.len() > 1
+            && !self.budget.step_filled(handler.output_bytes())
+            && self.evict_one(Some(current), at, handler, diags)
+        {}
+    }
+
+    /// Forgets the least recently active connection, but the one on `spare`. For the
+    /// memory budget (`spare`: the connection of the packet being read, kept) rather than
+    /// for `--max-connections`. Returns whether there was one to forget.
+    fn evict_one<H: StreamHandler<Conn = C>>(
+        &mut self,
+        spare: Option<&PairKey>,
+        at: PacketRef,
+        handler: &mut H,
+        diags: &mut Diagnostics,
+    ) -> bool {
+        let Some(mut conn) = self.open.take_least_recent(spare) else {
+            return false;
+        };
+        self.budget.uncharge(conn.charged);
+        if conn.live.is_none() {
+            return true;
+        }
+        conn.info.evicted = true;
+        let index = conn.info.index;
+        if spare.is_some() {
+            let max_memory = self.budget.max_memory();
+            diags.push_with(Kind::MemoryLimit, Some(index), at, || {
+                let message = format!(
+                    "over the memory budget (--max-memory) with nothing left to shed, connection {index}, the least recently active, is no longer followed"
+                );
+                (message, vec![("max_memory", (max_memory as u64).into())])
+            });
+        } else {
+            if self.evicted == 0 {
+                diags.push(
+                    Kind::ConnectionLimit,
+                    Some(index),
+                    at,
+                    format!(
+                        "more than {} connections at once (--max-connections {}, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection {index} first)",
+                        self.open.len(), self.max_connections
+                    ),
+                    vec![("max_connections", (self.max_connections as u64).into())],
+                );
+            } else {
+                diags.count_more(Kind::ConnectionLimit, 1);
+            }
+            self.evicted += 1;
+        }
+        conn.end(at, handler, diags);
+        true
+    }
+}
