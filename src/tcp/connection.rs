@@ -350,10 +350,9 @@ impl<C> Live<C> {
                 &mut deliver,
             );
         }
+        // An RST ends both directions: each delivers what it holds as its own.
         if seg.rst {
-            for stream in streams.iter_mut() {
-                stream.flush(at, &mut deliver);
-            }
+            self.flush(info, at, handler, &mut followed, diags);
         }
         followed
     }

@@ -417,6 +417,74 @@ mod tests {
         }
     }
 
+    /// Records which direction each delivery of data came as.
+    #[derive(Default)]
+    struct Directions {
+        data: Vec<(Dir, Vec<u8>)>,
+    }
+
+    impl StreamHandler for Directions {
+        type Conn = ();
+
+        fn delivery(
+            &mut self,
+            _: &mut (),
+            _: &ConnInfo,
+            dir: Dir,
+            delivery: Delivery<'_>,
+            _: &mut Diagnostics,
+        ) -> bool {
+            if let Delivery::Data(bytes, _) = delivery {
+                self.data.push((dir, bytes.to_vec()));
+            }
+            true
+        }
+
+        fn close(&mut self, _: (), _: &ConnInfo, _: PacketRef, _: &mut Diagnostics) {}
+    }
+
+    #[test]
+    fn an_rst_delivers_what_each_direction_holds_as_its_own() {
+        let (c, s) = (addr(1, 40000), addr(2, 9093));
+        let mut tracker = Tracker::with_limits(1 << 16, 10);
+        let (mut handler, mut diags) = (Directions::default(), Diagnostics::default());
+        let mut send = |frame: u64, src, dst, seq: u32, flags: &str, payload: &'static [u8]| {
+            let seg = TcpSegmentView {
+                src,
+                dst,
+                seq,
+                ack_number: 0,
+                syn: flags.contains('S'),
+                ack: flags.contains('A'),
+                fin: false,
+                rst: flags.contains('R'),
+                window: 0,
+                window_scale: None,
+                payload,
+                missing_len: 0,
+            };
+            let at = PacketRef {
+                frame,
+                ..PacketRef::default()
+            };
+            tracker.segment(&seg, at, &mut handler, &mut diags);
+        };
+        send(1, c, s, 100, "S", b"");
+        send(2, s, c, 500, "SA", b"");
+        // The server's bytes after a hole are held; the client's are delivered at once.
+        send(3, s, c, 511, "", b"server");
+        send(4, c, s, 101, "", b"client");
+        send(5, c, s, 107, "R", b"");
+        assert_eq!(
+            handler.data,
+            vec![
+                (Dir::FromInitiator, b"client".to_vec()),
+                (Dir::FromResponder, b"server".to_vec()),
+            ],
+            "the server's held bytes come as the server's when the client resets"
+        );
+    }
+
     #[test]
     fn a_late_packet_of_a_closed_connection_is_not_a_new_one() {
         let mut run = Run::new(10);
