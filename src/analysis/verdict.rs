@@ -464,8 +464,8 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         n,
         true,
         format!(
-            "{} given up at the memory budget",
-            counted(n, "time held bytes were")
+            "held bytes given up at the memory budget {}",
+            counted(n, "time")
         ),
         Some("run again with a larger --max-memory"),
     );

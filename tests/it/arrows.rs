@@ -19,14 +19,20 @@ impl Diagram {
     fn read() -> Self {
         let lib = fs::read_to_string(root().join("src/lib.rs")).expect("src/lib.rs");
         let mut lines = lib.lines().map(|l| l.trim_start_matches("//!").trim());
-        lines.by_ref().find(|l| *l == "```text").expect("a ```text diagram in lib.rs");
+        lines
+            .by_ref()
+            .find(|l| *l == "```text")
+            .expect("a ```text diagram in lib.rs");
         let (mut order, mut leaves, mut in_leaves) = (Vec::new(), BTreeSet::new(), false);
         for line in lines.take_while(|l| *l != "```") {
             if line.starts_with('-') {
                 in_leaves = line.ends_with("leaves");
                 continue;
             }
-            let name = line.split_whitespace().next().expect("a module on each line");
+            let name = line
+                .split_whitespace()
+                .next()
+                .expect("a module on each line");
             let name = if name == "(lib.rs)" { "lib" } else { name }.to_owned();
             if in_leaves {
                 leaves.insert(name.clone());
@@ -77,7 +83,9 @@ fn library_code(text: &str) -> String {
 /// The modules a piece of code names: `crate::name` and the names in `use crate::{...}`.
 fn named_modules(code: &str) -> BTreeSet<String> {
     let ident = |s: &str| -> String {
-        s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
     };
     let mut names = BTreeSet::new();
     for (at, _) in code.match_indices("crate::") {
@@ -113,19 +121,29 @@ fn every_import_in_src_points_down_the_module_diagram() {
     let lib = fs::read_to_string(src.join("lib.rs")).expect("src/lib.rs");
     for module in lib.lines().filter_map(|l| l.strip_prefix("pub mod ")) {
         let module = module.trim_end_matches(';');
-        assert!(diagram.position(module).is_some(), "module `{module}` is not in lib.rs's diagram");
+        assert!(
+            diagram.position(module).is_some(),
+            "module `{module}` is not in lib.rs's diagram"
+        );
     }
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut refused = Vec::new();
     for file in files {
         let relative = file.strip_prefix(&src).expect("under src/");
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if relative == Path::new("main.rs") || name == "tests.rs" || name.ends_with("_tests.rs") {
             continue;
         }
         let first = relative.components().next().expect("a path under src/");
-        let module = first.as_os_str().to_str().expect("UTF-8 names").trim_end_matches(".rs");
+        let module = first
+            .as_os_str()
+            .to_str()
+            .expect("UTF-8 names")
+            .trim_end_matches(".rs");
         let text = fs::read_to_string(&file).expect("a source file");
         for named in named_modules(&library_code(&text)) {
             if named != module {
@@ -135,7 +153,11 @@ fn every_import_in_src_points_down_the_module_diagram() {
             }
         }
     }
-    assert!(refused.is_empty(), "imports against lib.rs's diagram:\n{}", refused.join("\n"));
+    assert!(
+        refused.is_empty(),
+        "imports against lib.rs's diagram:\n{}",
+        refused.join("\n")
+    );
 }
 
 #[test]

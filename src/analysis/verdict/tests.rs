@@ -91,6 +91,18 @@ fn damage_makes_the_capture_incomplete_with_what_to_do() {
 }
 
 #[test]
+fn memory_budget_sheds_are_counted_in_plain_words() {
+    let v = judged(&healthy(), &[(Kind::MemoryLimit, 2)]);
+    assert_eq!(v.code, Code::IncompleteCapture);
+    assert!(
+        v.headline
+            .starts_with("INCOMPLETE CAPTURE: held bytes given up at the memory budget 2 times;"),
+        "{}",
+        v.headline
+    );
+}
+
+#[test]
 fn requests_without_a_block_say_how_each_was_answered() {
     let ex = vec![
         exchange(1, 1, 5, Some((41, -1, 0, 2))),
