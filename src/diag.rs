@@ -3,10 +3,20 @@
 //! A diagnostic never stops the run. Each has a severity, a kind (a stable string from
 //! the report contract), the connection and frame it concerns, and one sentence with the
 //! numbers that matter. The report lists them in packet order.
+//!
+//! A stage says what it saw as an [`Observation`], whose variant is the kind and whose
+//! fields give both the sentence and the facts.
+
+mod observation;
 
 use std::collections::BTreeMap;
 
 use crate::capture::{Origin, PacketRef, Timestamp};
+
+pub use observation::{
+    BadGrant, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode,
+    Observation, Overlap, RetryAfter, Side, Undecoded,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -363,6 +373,16 @@ impl At {
 }
 
 impl Diagnostics {
+    /// A diagnostic about `connection` at `at`. Its sentence and facts are written only
+    /// if it is listed: past [`MAX_LISTED_PER_KIND`] of its kind it is only counted, for
+    /// the price of the count (a capture can raise one per packet), so an observation
+    /// should hold nothing that costs an allocation where it can be raised that often.
+    pub fn add(&mut self, connection: Option<u64>, at: impl Into<At>, what: Observation) {
+        self.push_with(what.kind(), connection, at, || {
+            (what.to_string(), what.facts())
+        });
+    }
+
     /// A diagnostic: its message, and the facts the message states as fields.
     pub fn push(
         &mut self,
@@ -440,8 +460,13 @@ impl Diagnostics {
     /// The sort is stable, so equal frames keep the order they were found in.
     pub fn into_sorted(mut self) -> Vec<Diagnostic> {
         self.items.sort_by_key(|d| d.frame.unwrap_or(u64::MAX));
-        for (kind, count) in &self.counts {
-            if *count > MAX_LISTED_PER_KIND {
+        for (&kind, &count) in &self.counts {
+            if count > MAX_LISTED_PER_KIND {
+                let what = Observation::DiagnosticsLimited {
+                    kind,
+                    count,
+                    listed: MAX_LISTED_PER_KIND,
+                };
                 self.items.push(Diagnostic {
                     origin: None,
                     severity: Kind::DiagnosticsLimited.severity(),
@@ -449,15 +474,8 @@ impl Diagnostics {
                     connection: None,
                     frame: None,
                     timestamp: None,
-                    message: format!(
-                        "{count} {} diagnostics were found; only the first {MAX_LISTED_PER_KIND} are listed",
-                        kind.as_str()
-                    ),
-                    facts: vec![
-                        ("kind", kind.as_str().into()),
-                        ("count", (*count).into()),
-                        ("listed", MAX_LISTED_PER_KIND.into()),
-                    ],
+                    message: what.to_string(),
+                    facts: what.facts(),
                 });
             }
         }

@@ -1,0 +1,1228 @@
+//! What a diagnostic says, as typed values: an [`Observation`] has a variant per
+//! [`Kind`] (an enum of causes inside it where the kind's sentence depends on the cause),
+//! and both the sentence ([`Display`](fmt::Display)) and the facts
+//! ([`Observation::facts`]) are written from its fields, so the two cannot disagree and
+//! a new kind is a new variant that the compiler asks a sentence and facts of.
+//!
+//! Fields are the values themselves (numbers, addresses, names); the types of the stages
+//! that raise them stay in those stages, which pass their names or descriptions here.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+
+use super::{Fact, Facts, Kind};
+
+/// Which end of a Kafka connection sent the bytes: the client sends requests, the
+/// server responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Server => "server",
+        }
+    }
+
+    /// The messages this side sends.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::Client => "request",
+            Self::Server => "response",
+        }
+    }
+}
+
+/// Something odd seen in the input, or a finding of the analysis, with its values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    /// The file ends, or its decompressed stream breaks off, inside a record.
+    CaptureTruncated {
+        path: String,
+        record_offset: u64,
+        /// Packets read before it.
+        packets: u64,
+        cut: Cut,
+    },
+    CaptureCorrupt {
+        path: String,
+        record_offset: u64,
+        damage: Damage,
+    },
+    /// A packet captured shorter than it was on the wire (snaplen).
+    PacketTruncated {
+        bytes_missing: u64,
+    },
+    UnsupportedLinkType {
+        /// The link type's name.
+        link_type: String,
+        link_type_number: i32,
+    },
+    PacketMalformed {
+        /// Fragments the IP datagram was reassembled from, when it was.
+        fragments: Option<u64>,
+        /// What the decoder could not read.
+        reason: String,
+    },
+    MidstreamStart {
+        connection: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+    },
+    TcpGap {
+        bytes: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+    },
+    TcpOverlapConflict {
+        /// Stream offset of the bytes that differ.
+        offset: u64,
+        bytes: u64,
+        from: SocketAddr,
+    },
+    TcpRstOutOfWindow {
+        from: SocketAddr,
+        seq: u32,
+    },
+    KafkaFrameTooLarge {
+        side: Side,
+        size: i32,
+        limit: u32,
+    },
+    KafkaResync {
+        side: Side,
+        skipped_bytes: u64,
+    },
+    KafkaFramingLost(FramingLost),
+    KafkaFrameIncomplete {
+        side: Side,
+        /// Bytes of the message read before the stream ended.
+        bytes: u64,
+    },
+    KafkaDecodeError(Undecoded),
+    KafkaMessageTruncated(Undecoded),
+    KafkaUnsupportedVersion(Undecoded),
+    DuplicateCorrelationId {
+        correlation_id: i32,
+        api_key: NamedCode,
+        earlier_api_key: NamedCode,
+        earlier_frame: u64,
+    },
+    PendingLimit {
+        max_pending: u64,
+    },
+    /// More of `kind` than [`MAX_LISTED_PER_KIND`](super::MAX_LISTED_PER_KIND) were found.
+    DiagnosticsLimited {
+        kind: Kind,
+        count: u64,
+        listed: u64,
+    },
+    ConnectionLimit {
+        /// Connections open at once.
+        open: u64,
+        max_connections: u64,
+        /// The first connection no longer followed.
+        first: u64,
+    },
+    MemoryLimit {
+        connection: u64,
+        given_up: GivenUp,
+    },
+    NotKafka {
+        initiator: SocketAddr,
+        responder: SocketAddr,
+        /// The reason's short name.
+        reason: &'static str,
+        /// The reason as a clause.
+        explanation: String,
+        /// What would have to be true for `--port` to read it as Kafka, when that could.
+        port_would_help_if: Option<&'static str>,
+        server_port: u16,
+    },
+    TlsEncrypted {
+        client: SocketAddr,
+        server: SocketAddr,
+        /// Short name of what was seen (`client_hello`...).
+        seen: &'static str,
+        /// What was seen, as a person says it.
+        seen_described: &'static str,
+        /// The server name a ClientHello asked for.
+        server_name: Option<String>,
+    },
+    IpFragmentsDropped(FragmentsDropped),
+    CaptureFilesOverlap {
+        path: String,
+        other_path: String,
+    },
+    DuplicateWindowFull {
+        /// Packets among which copies are recognised.
+        remembered: u64,
+    },
+    OneSidedConnection {
+        client: SocketAddr,
+        server: SocketAddr,
+        requests_waiting: u64,
+    },
+    PidBlockOverlap(Overlap),
+    PidBlockRegression {
+        /// Response frame of the block starting below.
+        frame: u64,
+        broker_id: i32,
+        start: i64,
+        /// End of the earlier block reaching highest, its broker and response frame.
+        other_end: i64,
+        other_broker_id: i32,
+        other_frame: u64,
+    },
+    PidBlockGap {
+        /// Response frame of the block after the gap.
+        frame: u64,
+        broker_id: i32,
+        /// The ids skipped, `ids_start..=ids_end`.
+        ids_start: i64,
+        ids_end: i64,
+        /// The block before the gap: its broker and response frame.
+        other_broker_id: i32,
+        other_frame: u64,
+    },
+    PidBlockIrregular(Irregular),
+    PidErrorStreak {
+        broker_id: i32,
+        /// The error's name.
+        error: String,
+        count: u64,
+        first_frame: u64,
+        /// Frame of the last response, where the streak shows.
+        last_frame: u64,
+        connections: u64,
+    },
+    PidRetry {
+        /// The request asking again.
+        frame: u64,
+        broker_id: i32,
+        /// The request retried.
+        earlier_frame: u64,
+        after: RetryAfter,
+    },
+    PidBrokerEpochChange {
+        /// The request with the new epoch.
+        frame: u64,
+        broker_id: i32,
+        old_epoch: i64,
+        new_epoch: i64,
+        /// The request with the old epoch.
+        earlier_frame: u64,
+    },
+    PidSlowResponse {
+        /// The response's frame.
+        frame: u64,
+        correlation_id: i32,
+        latency_ns: i128,
+        threshold_us: f64,
+    },
+}
+
+/// How a capture file was cut short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cut {
+    /// It ends inside the record that starts at `record_offset`.
+    InsideRecord,
+    /// Its decompressor's input ended before the compressed stream did.
+    Stream { error: String },
+}
+
+/// What was wrong at `record_offset` of a corrupt capture file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// A record larger than is read; reading stopped there.
+    RecordTooLarge { limit_mib: u64 },
+    /// Bytes that are no record; reading stopped there.
+    Unreadable { why: String, packets: u64 },
+    /// Reading the file failed.
+    ReadFailed { error: String, packets: u64 },
+    /// A record longer than the file's snaplen and than any packet may be; skipped.
+    OverSnaplen {
+        len: u64,
+        snaplen: u32,
+        max_len: u64,
+    },
+    /// A pcapng section describing more interfaces than are kept.
+    TooManyInterfaces { max: u64 },
+    /// A pcapng packet block naming an interface not described; skipped.
+    UnknownInterface { interface: u32, described: u64 },
+}
+
+/// How Kafka framing was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FramingLost {
+    /// A size prefix too small for a message.
+    SizeTooSmall { side: Side, size: i32 },
+    /// A gap in the stream, inside a message's head (dropped) or where the next one starts.
+    Gap {
+        side: Side,
+        gap_bytes: u64,
+        inside_head: bool,
+    },
+}
+
+/// An AllocateProducerIds message not fully decoded; the variant holding it says why in
+/// kind (a decode error, bytes not captured, a version not supported).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undecoded {
+    /// Whose message: the client's request or the server's response.
+    pub side: Side,
+    pub correlation_id: i32,
+    /// What went wrong, as the decoder says it.
+    pub problem: String,
+}
+
+/// A code from the wire and its name (a Kafka API key): the number is the fact, the
+/// name the sentence's word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedCode {
+    pub code: i16,
+    pub name: String,
+}
+
+/// What the memory budget made a connection give up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GivenUp {
+    /// Holes declared lost so that the out-of-order bytes after them were delivered.
+    OutOfOrder { bytes: u64 },
+    /// The last bytes delivered, kept to compare retransmissions with.
+    Recent { bytes: u64 },
+    /// The whole connection, the least recently active, with nothing left to shed.
+    Connection { max_memory: u64 },
+    /// What the Kafka reader held, as it names it.
+    Held { what: String },
+}
+
+/// IP fragments dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FragmentsDropped {
+    /// The fragments of a datagram that could not be reassembled.
+    Datagram {
+        fragments: u64,
+        /// Captured bytes they held.
+        bytes: u64,
+        first_frame: u64,
+        datagram_id: u32,
+        from: IpAddr,
+        to: IpAddr,
+        reason: String,
+    },
+    /// A fragment of a kind that is not reassembled, as the decoder names it.
+    NotReassembled { reason: String },
+}
+
+/// Producer ids given twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// Shared with an earlier block still compared one by one.
+    Block {
+        frame: u64,
+        broker_id: i32,
+        ids_start: i64,
+        ids_end: i64,
+        other_broker_id: i32,
+        other_frame: u64,
+    },
+    /// Shared with earlier blocks folded into one range of ids, granted between
+    /// `other_first_frame` and `other_last_frame`.
+    Folded {
+        frame: u64,
+        broker_id: i32,
+        ids_start: i64,
+        ids_end: i64,
+        other_first_frame: u64,
+        other_last_frame: u64,
+    },
+}
+
+/// A block of producer ids out of the ordinary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Irregular {
+    /// A NONE response whose start or length cannot be a block; not counted as one.
+    Response {
+        frame: u64,
+        correlation_id: i32,
+        broker_id: i32,
+        producer_id_start: i64,
+        producer_id_len: i32,
+        why: BadGrant,
+    },
+    /// A block of another length than the capture's usual one.
+    Length {
+        frame: u64,
+        broker_id: i32,
+        len: i32,
+        usual_len: i32,
+    },
+}
+
+/// Why a NONE response's start and length are no block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadGrant {
+    NegativeStart,
+    NoIds,
+    /// The block would end past the largest producer id.
+    PastLargestId,
+}
+
+/// What came of the request a broker retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// An error response, by the error's name.
+    Error(String),
+    NoResponse,
+}
+
+impl Observation {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Self::CaptureTruncated { .. } => Kind::CaptureTruncated,
+            Self::CaptureCorrupt { .. } => Kind::CaptureCorrupt,
+            Self::PacketTruncated { .. } => Kind::PacketTruncated,
+            Self::UnsupportedLinkType { .. } => Kind::UnsupportedLinkType,
+            Self::PacketMalformed { .. } => Kind::PacketMalformed,
+            Self::MidstreamStart { .. } => Kind::MidstreamStart,
+            Self::TcpGap { .. } => Kind::TcpGap,
+            Self::TcpOverlapConflict { .. } => Kind::TcpOverlapConflict,
+            Self::TcpRstOutOfWindow { .. } => Kind::TcpRstOutOfWindow,
+            Self::KafkaFrameTooLarge { .. } => Kind::KafkaFrameTooLarge,
+            Self::KafkaResync { .. } => Kind::KafkaResync,
+            Self::KafkaFramingLost(_) => Kind::KafkaFramingLost,
+            Self::KafkaFrameIncomplete { .. } => Kind::KafkaFrameIncomplete,
+            Self::KafkaDecodeError(_) => Kind::KafkaDecodeError,
+            Self::KafkaMessageTruncated(_) => Kind::KafkaMessageTruncated,
+            Self::KafkaUnsupportedVersion(_) => Kind::KafkaUnsupportedVersion,
+            Self::DuplicateCorrelationId { .. } => Kind::DuplicateCorrelationId,
+            Self::PendingLimit { .. } => Kind::PendingLimit,
+            Self::DiagnosticsLimited { .. } => Kind::DiagnosticsLimited,
+            Self::ConnectionLimit { .. } => Kind::ConnectionLimit,
+            Self::MemoryLimit { .. } => Kind::MemoryLimit,
+            Self::NotKafka { .. } => Kind::NotKafka,
+            Self::TlsEncrypted { .. } => Kind::TlsEncrypted,
+            Self::IpFragmentsDropped(_) => Kind::IpFragmentsDropped,
+            Self::CaptureFilesOverlap { .. } => Kind::CaptureFilesOverlap,
+            Self::DuplicateWindowFull { .. } => Kind::DuplicateWindowFull,
+            Self::OneSidedConnection { .. } => Kind::OneSidedConnection,
+            Self::PidBlockOverlap(_) => Kind::PidBlockOverlap,
+            Self::PidBlockRegression { .. } => Kind::PidBlockRegression,
+            Self::PidBlockGap { .. } => Kind::PidBlockGap,
+            Self::PidBlockIrregular(_) => Kind::PidBlockIrregular,
+            Self::PidErrorStreak { .. } => Kind::PidErrorStreak,
+            Self::PidRetry { .. } => Kind::PidRetry,
+            Self::PidBrokerEpochChange { .. } => Kind::PidBrokerEpochChange,
+            Self::PidSlowResponse { .. } => Kind::PidSlowResponse,
+        }
+    }
+
+    /// What the sentence states, as named fields of the report, in a fixed order.
+    pub fn facts(&self) -> Facts {
+        match self {
+            Self::CaptureTruncated {
+                path,
+                record_offset,
+                packets,
+                cut: _,
+            } => vec![
+                ("path", path.as_str().into()),
+                ("record_offset", (*record_offset).into()),
+                ("packets", (*packets).into()),
+            ],
+            Self::CaptureCorrupt {
+                path,
+                record_offset,
+                damage: _,
+            } => vec![
+                ("path", path.as_str().into()),
+                ("record_offset", (*record_offset).into()),
+            ],
+            Self::PacketTruncated { bytes_missing } => {
+                vec![("bytes_missing", (*bytes_missing).into())]
+            }
+            Self::UnsupportedLinkType {
+                link_type,
+                link_type_number,
+            } => vec![
+                ("link_type", link_type.as_str().into()),
+                ("link_type_number", (*link_type_number).into()),
+            ],
+            Self::PacketMalformed { fragments, reason } => fragments
+                .map(|n| ("fragments", n.into()))
+                .into_iter()
+                .chain([("reason", reason.as_str().into())])
+                .collect(),
+            Self::MidstreamStart { from, to, .. } => vec![
+                ("from", from.to_string().into()),
+                ("to", to.to_string().into()),
+            ],
+            Self::TcpGap { bytes, from, to } => vec![
+                ("bytes", (*bytes).into()),
+                ("from", from.to_string().into()),
+                ("to", to.to_string().into()),
+            ],
+            Self::TcpOverlapConflict {
+                offset,
+                bytes,
+                from,
+            } => vec![
+                ("offset", (*offset).into()),
+                ("bytes", (*bytes).into()),
+                ("from", from.to_string().into()),
+            ],
+            Self::TcpRstOutOfWindow { from, seq } => vec![
+                ("from", from.to_string().into()),
+                ("seq", u64::from(*seq).into()),
+            ],
+            Self::KafkaFrameTooLarge { side, size, limit } => vec![
+                ("side", side.name().into()),
+                ("size", (*size).into()),
+                ("limit", u64::from(*limit).into()),
+            ],
+            Self::KafkaResync {
+                side,
+                skipped_bytes,
+            } => vec![
+                ("side", side.name().into()),
+                ("skipped_bytes", (*skipped_bytes).into()),
+            ],
+            Self::KafkaFramingLost(lost) => lost.facts(),
+            Self::KafkaFrameIncomplete { side, bytes } => {
+                vec![("side", side.name().into()), ("bytes", (*bytes).into())]
+            }
+            Self::KafkaDecodeError(u)
+            | Self::KafkaMessageTruncated(u)
+            | Self::KafkaUnsupportedVersion(u) => vec![
+                ("message", u.side.message().into()),
+                ("correlation_id", u.correlation_id.into()),
+                ("problem", u.problem.as_str().into()),
+            ],
+            Self::DuplicateCorrelationId {
+                correlation_id,
+                api_key,
+                earlier_api_key,
+                earlier_frame,
+            } => vec![
+                ("correlation_id", (*correlation_id).into()),
+                ("api_key", i64::from(api_key.code).into()),
+                ("earlier_api_key", i64::from(earlier_api_key.code).into()),
+                ("earlier_frame", (*earlier_frame).into()),
+            ],
+            Self::PendingLimit { max_pending } => vec![("max_pending", (*max_pending).into())],
+            Self::DiagnosticsLimited {
+                kind,
+                count,
+                listed,
+            } => vec![
+                ("kind", kind.as_str().into()),
+                ("count", (*count).into()),
+                ("listed", (*listed).into()),
+            ],
+            Self::ConnectionLimit {
+                max_connections, ..
+            } => vec![("max_connections", (*max_connections).into())],
+            Self::MemoryLimit { given_up, .. } => vec![given_up.fact()],
+            Self::NotKafka {
+                reason,
+                server_port,
+                ..
+            } => vec![
+                ("reason", (*reason).into()),
+                ("server_port", u64::from(*server_port).into()),
+            ],
+            Self::TlsEncrypted {
+                client,
+                server,
+                seen,
+                server_name,
+                ..
+            } => {
+                let mut facts = vec![
+                    ("port", Fact::from(u64::from(server.port()))),
+                    ("client", client.to_string().into()),
+                    ("server", server.to_string().into()),
+                    ("seen", (*seen).into()),
+                ];
+                facts.extend(server_name.as_deref().map(|n| ("server_name", n.into())));
+                facts
+            }
+            Self::IpFragmentsDropped(dropped) => dropped.facts(),
+            Self::CaptureFilesOverlap { path, other_path } => vec![
+                ("path", path.as_str().into()),
+                ("other_path", other_path.as_str().into()),
+            ],
+            Self::DuplicateWindowFull { remembered } => {
+                vec![("remembered", (*remembered).into())]
+            }
+            Self::OneSidedConnection {
+                client,
+                server,
+                requests_waiting,
+            } => vec![
+                ("client", client.to_string().into()),
+                ("server", server.to_string().into()),
+                ("requests_waiting", (*requests_waiting).into()),
+            ],
+            Self::PidBlockOverlap(overlap) => overlap.facts(),
+            Self::PidBlockRegression {
+                frame,
+                start,
+                other_end,
+                other_broker_id,
+                other_frame,
+                ..
+            } => vec![
+                ("frame", (*frame).into()),
+                ("start", (*start).into()),
+                ("other_end", (*other_end).into()),
+                ("other_broker_id", (*other_broker_id).into()),
+                ("other_frame", (*other_frame).into()),
+            ],
+            Self::PidBlockGap {
+                frame,
+                ids_start,
+                ids_end,
+                other_broker_id,
+                other_frame,
+                ..
+            } => vec![
+                ("frame", (*frame).into()),
+                ("ids_start", (*ids_start).into()),
+                ("ids_end", (*ids_end).into()),
+                ("count", (ids_end - ids_start + 1).into()),
+                ("other_broker_id", (*other_broker_id).into()),
+                ("other_frame", (*other_frame).into()),
+            ],
+            Self::PidBlockIrregular(irregular) => irregular.facts(),
+            Self::PidErrorStreak {
+                error,
+                count,
+                first_frame,
+                last_frame,
+                connections,
+                ..
+            } => vec![
+                ("frame", (*last_frame).into()),
+                ("error", error.as_str().into()),
+                ("count", (*count).into()),
+                ("first_frame", (*first_frame).into()),
+                ("last_frame", (*last_frame).into()),
+                ("connections", (*connections).into()),
+            ],
+            Self::PidRetry {
+                frame,
+                earlier_frame,
+                after,
+                ..
+            } => {
+                let mut facts = vec![
+                    ("frame", Fact::from(*frame)),
+                    ("earlier_frame", (*earlier_frame).into()),
+                ];
+                if let RetryAfter::Error(error) = after {
+                    facts.push(("error", error.as_str().into()));
+                }
+                facts
+            }
+            Self::PidBrokerEpochChange {
+                frame,
+                old_epoch,
+                new_epoch,
+                earlier_frame,
+                ..
+            } => vec![
+                ("frame", (*frame).into()),
+                ("old_epoch", (*old_epoch).into()),
+                ("new_epoch", (*new_epoch).into()),
+                ("earlier_frame", (*earlier_frame).into()),
+            ],
+            Self::PidSlowResponse {
+                frame,
+                correlation_id,
+                latency_ns,
+                threshold_us,
+            } => vec![
+                ("frame", (*frame).into()),
+                ("correlation_id", (*correlation_id).into()),
+                ("latency_us", (*latency_ns as f64 / 1000.0).into()),
+                ("threshold_us", (*threshold_us).into()),
+            ],
+        }
+    }
+}
+
+impl fmt::Display for Observation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::CaptureTruncated {
+                path,
+                record_offset,
+                packets,
+                cut,
+            } => match cut {
+                Cut::InsideRecord => write!(
+                    f,
+                    "{path} ends inside a record that starts at byte {record_offset}; the {packets} packets before it were read"
+                ),
+                Cut::Stream { error } => write!(
+                    f,
+                    "{path} is cut short: {error}; the {packets} packets before the cut were read"
+                ),
+            },
+            Self::CaptureCorrupt {
+                path,
+                record_offset: offset,
+                damage,
+            } => match damage {
+                Damage::RecordTooLarge { limit_mib } => write!(
+                    f,
+                    "{path}: the record at byte {offset} is larger than {limit_mib} MiB; reading stopped there"
+                ),
+                Damage::Unreadable { why, packets } => write!(
+                    f,
+                    "{path} is corrupt at byte {offset} ({why}); the {packets} packets before it were read"
+                ),
+                Damage::ReadFailed { error, packets } => write!(
+                    f,
+                    "{path}: reading failed after {packets} packets ({error}); what came before is reported"
+                ),
+                Damage::OverSnaplen {
+                    len,
+                    snaplen,
+                    max_len,
+                } => write!(
+                    f,
+                    "{path}: the record at byte {offset} holds {len} bytes, more than the capture's snaplen of {snaplen} and the {max_len} any packet may have; it was skipped"
+                ),
+                Damage::TooManyInterfaces { max } => write!(
+                    f,
+                    "{path}: the section at byte {offset} describes more than {max} interfaces; the rest are not kept, and their packets are skipped"
+                ),
+                Damage::UnknownInterface {
+                    interface,
+                    described,
+                } => write!(
+                    f,
+                    "{path}: packet block at byte {offset} names interface {interface} but only {described} are described; the packet was skipped"
+                ),
+            },
+            Self::PacketTruncated { bytes_missing } => write!(
+                f,
+                "packet was captured {bytes_missing} bytes short of its length on the wire (snaplen); those stream bytes are missing"
+            ),
+            Self::UnsupportedLinkType { link_type, .. } => write!(
+                f,
+                "link type {link_type} is not supported; its packets are skipped"
+            ),
+            Self::PacketMalformed {
+                fragments: Some(fragments),
+                reason,
+            } => write!(
+                f,
+                "the IP datagram reassembled from {fragments} fragments could not be decoded: {reason}"
+            ),
+            Self::PacketMalformed {
+                fragments: None,
+                reason,
+            } => write!(f, "packet could not be decoded: {reason}"),
+            Self::MidstreamStart {
+                connection,
+                from,
+                to,
+            } => write!(
+                f,
+                "connection {connection} ({from} - {to}) was already open when the capture started; its streams are read from the first captured byte"
+            ),
+            Self::TcpGap { bytes, from, to } => write!(
+                f,
+                "{bytes} bytes from {from} to {to} are missing from the capture"
+            ),
+            Self::TcpOverlapConflict {
+                offset,
+                bytes,
+                from,
+            } => write!(
+                f,
+                "a retransmission from {from} differs from the first copy within the {bytes} bytes at stream offset {offset}; the first copy was kept"
+            ),
+            Self::TcpRstOutOfWindow { from, seq } => write!(
+                f,
+                "an RST from {from} with sequence number {seq} lies outside the receive window; the connection goes on (RFC 5961)"
+            ),
+            Self::KafkaFrameTooLarge { side, size, limit } => write!(
+                f,
+                "a Kafka size prefix from the {} says {size} bytes, above the {limit} byte limit; looking for the next frame",
+                side.name()
+            ),
+            Self::KafkaResync {
+                side,
+                skipped_bytes,
+            } => write!(
+                f,
+                "Kafka framing of the {}'s stream was found after passing over {skipped_bytes} bytes",
+                side.name()
+            ),
+            Self::KafkaFramingLost(lost) => lost.fmt(f),
+            Self::KafkaFrameIncomplete { side, bytes } => write!(
+                f,
+                "the {}'s stream ended inside a Kafka {} after {bytes} of its bytes; the message is not reported",
+                side.name(),
+                side.message()
+            ),
+            Self::KafkaDecodeError(u)
+            | Self::KafkaMessageTruncated(u)
+            | Self::KafkaUnsupportedVersion(u) => write!(
+                f,
+                "AllocateProducerIds {} with correlation id {}: {}",
+                u.side.message(),
+                u.correlation_id,
+                u.problem
+            ),
+            Self::DuplicateCorrelationId {
+                correlation_id,
+                api_key,
+                earlier_api_key,
+                ..
+            } => write!(
+                f,
+                "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still waiting; the earlier one is reported as response_unknown (which of the two a later answer is for cannot be told)",
+                api_key.name, earlier_api_key.name
+            ),
+            Self::PendingLimit { max_pending } => write!(
+                f,
+                "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)"
+            ),
+            Self::DiagnosticsLimited {
+                kind,
+                count,
+                listed,
+            } => write!(
+                f,
+                "{count} {} diagnostics were found; only the first {listed} are listed",
+                kind.as_str()
+            ),
+            Self::ConnectionLimit {
+                open,
+                max_connections,
+                first,
+            } => write!(
+                f,
+                "more than {open} connections at once (--max-connections {max_connections}, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection {first} first)"
+            ),
+            Self::MemoryLimit {
+                connection,
+                given_up,
+            } => given_up.write(*connection, f),
+            Self::NotKafka {
+                initiator,
+                responder,
+                explanation,
+                port_would_help_if,
+                server_port,
+                ..
+            } => {
+                write!(
+                    f,
+                    "connection {initiator} <-> {responder} is not read as Kafka: {explanation}"
+                )?;
+                match port_would_help_if {
+                    Some(condition) => {
+                        write!(f, "; {condition}, run again with --port {server_port}")
+                    }
+                    None => Ok(()),
+                }
+            }
+            Self::TlsEncrypted {
+                client,
+                server,
+                seen_described,
+                server_name,
+                ..
+            } => {
+                let port = server.port();
+                write!(
+                    f,
+                    "connection {client} -> {server} is TLS on port {port} ({seen_described}"
+                )?;
+                if let Some(name) = server_name {
+                    write!(f, ", server name {name}")?;
+                }
+                write!(
+                    f,
+                    "): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted"
+                )
+            }
+            Self::IpFragmentsDropped(dropped) => dropped.fmt(f),
+            Self::CaptureFilesOverlap { path, other_path } => write!(
+                f,
+                "{path} and {other_path} overlap in time: their packets were merged by timestamp, as mergecap merges them"
+            ),
+            Self::DuplicateWindowFull { remembered } => write!(
+                f,
+                "more than {remembered} packets fall within the clock skew allowed: copies of one packet in two files are recognised only among the last {remembered}; others are read as retransmissions, their bytes still read once"
+            ),
+            Self::OneSidedConnection {
+                client,
+                server,
+                requests_waiting,
+            } => write!(
+                f,
+                "only the client's direction of connection {client} <-> {server} was captured (not one packet from the server, not even an ACK): its {requests_waiting} waiting request(s) may have been answered"
+            ),
+            Self::PidBlockOverlap(overlap) => overlap.fmt(f),
+            Self::PidBlockRegression {
+                frame,
+                broker_id,
+                start,
+                other_end,
+                other_broker_id,
+                other_frame,
+            } => write!(
+                f,
+                "the block starting at {start} for broker {broker_id} (frame {frame}) starts below the end {other_end} of an earlier block for broker {other_broker_id} (frame {other_frame})"
+            ),
+            Self::PidBlockGap {
+                frame,
+                broker_id,
+                ids_start,
+                ids_end,
+                other_broker_id,
+                other_frame,
+            } => write!(
+                f,
+                "{} ids ({}) were skipped between the block for broker {other_broker_id} (frame {other_frame}) and the next, for broker {broker_id} (frame {frame})",
+                ids_end - ids_start + 1,
+                Ids(*ids_start, *ids_end)
+            ),
+            Self::PidBlockIrregular(irregular) => irregular.fmt(f),
+            Self::PidErrorStreak {
+                broker_id,
+                error,
+                count,
+                first_frame,
+                last_frame,
+                connections,
+            } => write!(
+                f,
+                "broker {broker_id} got {count} {error} responses in a row (frames {first_frame} to {last_frame}, over {connections} connection{})",
+                if *connections == 1 { "" } else { "s" }
+            ),
+            Self::PidRetry {
+                frame,
+                broker_id,
+                earlier_frame,
+                after,
+            } => {
+                write!(f, "broker {broker_id} asked again (frame {frame}) after ")?;
+                match after {
+                    RetryAfter::Error(error) => write!(f, "a {error} response")?,
+                    RetryAfter::NoResponse => f.write_str("no response")?,
+                }
+                write!(f, " to its request in frame {earlier_frame}")
+            }
+            Self::PidBrokerEpochChange {
+                frame,
+                broker_id,
+                old_epoch,
+                new_epoch,
+                ..
+            } => write!(
+                f,
+                "broker {broker_id} changed its epoch from {old_epoch} to {new_epoch} (frame {frame})"
+            ),
+            Self::PidSlowResponse {
+                correlation_id,
+                latency_ns,
+                threshold_us,
+                ..
+            } => write!(
+                f,
+                "the response to correlation id {correlation_id} took {:.1} ms, above the {:.1} ms threshold",
+                *latency_ns as f64 / 1_000_000.0,
+                threshold_us / 1000.0
+            ),
+        }
+    }
+}
+
+impl FramingLost {
+    fn facts(self) -> Facts {
+        match self {
+            Self::SizeTooSmall { side, size } => {
+                vec![("side", side.name().into()), ("size", size.into())]
+            }
+            Self::Gap {
+                side,
+                gap_bytes,
+                inside_head,
+            } => vec![
+                ("side", side.name().into()),
+                ("gap_bytes", gap_bytes.into()),
+                ("inside_head", if inside_head { "yes" } else { "no" }.into()),
+            ],
+        }
+    }
+}
+
+impl fmt::Display for FramingLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::SizeTooSmall { side, size } => write!(
+                f,
+                "a Kafka size prefix from the {} says {size} bytes, too small for a message; looking for the next frame",
+                side.name()
+            ),
+            Self::Gap {
+                side,
+                gap_bytes,
+                inside_head,
+            } => write!(
+                f,
+                "a gap of {gap_bytes} bytes in the {}'s stream came {}; looking for the next frame",
+                side.name(),
+                if *inside_head {
+                    "inside a Kafka message's head, which is dropped"
+                } else {
+                    "where the next Kafka message starts"
+                }
+            ),
+        }
+    }
+}
+
+impl GivenUp {
+    fn fact(&self) -> (&'static str, Fact) {
+        match self {
+            Self::OutOfOrder { bytes } => ("out_of_order_bytes", (*bytes).into()),
+            Self::Recent { bytes } => ("bytes_freed", (*bytes).into()),
+            Self::Connection { max_memory } => ("max_memory", (*max_memory).into()),
+            Self::Held { what } => ("given_up", what.as_str().into()),
+        }
+    }
+
+    fn write(&self, connection: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::OutOfOrder { bytes } => write!(
+                f,
+                "over the memory budget (--max-memory), connection {connection} delivered its {bytes} out-of-order bytes after declaring the holes before them lost"
+            ),
+            Self::Recent { .. } => write!(
+                f,
+                "over the memory budget (--max-memory), connection {connection} forgot the last bytes it delivered: retransmissions of them are no longer compared"
+            ),
+            Self::Connection { .. } => write!(
+                f,
+                "over the memory budget (--max-memory) with nothing left to shed, connection {connection}, the least recently active, is no longer followed"
+            ),
+            Self::Held { what } => write!(
+                f,
+                "over the memory budget (--max-memory), connection {connection} gave up {what}"
+            ),
+        }
+    }
+}
+
+impl FragmentsDropped {
+    fn facts(&self) -> Facts {
+        match self {
+            Self::Datagram {
+                fragments,
+                bytes,
+                first_frame,
+                datagram_id,
+                from,
+                to,
+                reason,
+            } => vec![
+                ("fragments", (*fragments).into()),
+                ("bytes", (*bytes).into()),
+                ("first_frame", (*first_frame).into()),
+                ("datagram_id", u64::from(*datagram_id).into()),
+                ("from", from.to_string().into()),
+                ("to", to.to_string().into()),
+                ("reason", reason.as_str().into()),
+            ],
+            Self::NotReassembled { reason } => vec![("reason", reason.as_str().into())],
+        }
+    }
+}
+
+impl fmt::Display for FragmentsDropped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Datagram {
+                fragments,
+                bytes,
+                first_frame,
+                datagram_id,
+                from,
+                to,
+                reason,
+            } => write!(
+                f,
+                "{fragments} {} fragments ({bytes} captured bytes, first in frame {first_frame}) of datagram {datagram_id} from {from} to {to} were dropped: {reason}; the TCP segment they carried is lost",
+                if from.is_ipv6() { "IPv6" } else { "IPv4" }
+            ),
+            Self::NotReassembled { reason } => write!(
+                f,
+                "{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"
+            ),
+        }
+    }
+}
+
+/// Producer ids `.0..=.1` as a sentence names them.
+struct Ids(i64, i64);
+
+impl fmt::Display for Ids {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self(from, to) = *self;
+        if from == to {
+            write!(f, "id {from}")
+        } else {
+            write!(f, "ids {from}..={to}")
+        }
+    }
+}
+
+impl Overlap {
+    fn facts(self) -> Facts {
+        match self {
+            Self::Block {
+                frame,
+                ids_start,
+                ids_end,
+                other_broker_id,
+                other_frame,
+                ..
+            } => vec![
+                ("frame", frame.into()),
+                ("ids_start", ids_start.into()),
+                ("ids_end", ids_end.into()),
+                ("other_broker_id", other_broker_id.into()),
+                ("other_frame", other_frame.into()),
+            ],
+            Self::Folded {
+                frame,
+                ids_start,
+                ids_end,
+                other_first_frame,
+                other_last_frame,
+                ..
+            } => vec![
+                ("frame", frame.into()),
+                ("ids_start", ids_start.into()),
+                ("ids_end", ids_end.into()),
+                ("other_first_frame", other_first_frame.into()),
+                ("other_last_frame", other_last_frame.into()),
+            ],
+        }
+    }
+}
+
+impl fmt::Display for Overlap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Block {
+                frame,
+                broker_id,
+                ids_start,
+                ids_end,
+                other_broker_id,
+                other_frame,
+            } => write!(
+                f,
+                "{} were given twice: to broker {other_broker_id} (frame {other_frame}) and to broker {broker_id} (frame {frame})",
+                Ids(ids_start, ids_end)
+            ),
+            Self::Folded {
+                frame,
+                broker_id,
+                ids_start,
+                ids_end,
+                other_first_frame,
+                other_last_frame,
+            } => write!(
+                f,
+                "{} given to broker {broker_id} (frame {frame}) were already given in an earlier block, between frames {other_first_frame} and {other_last_frame}",
+                Ids(ids_start, ids_end)
+            ),
+        }
+    }
+}
+
+impl Irregular {
+    fn facts(self) -> Facts {
+        match self {
+            Self::Response {
+                frame,
+                correlation_id,
+                producer_id_start,
+                producer_id_len,
+                ..
+            } => vec![
+                ("frame", frame.into()),
+                ("correlation_id", correlation_id.into()),
+                ("producer_id_start", producer_id_start.into()),
+                ("producer_id_len", producer_id_len.into()),
+            ],
+            Self::Length {
+                frame,
+                len,
+                usual_len,
+                ..
+            } => vec![
+                ("frame", frame.into()),
+                ("len", len.into()),
+                ("usual_len", usual_len.into()),
+            ],
+        }
+    }
+}
+
+impl fmt::Display for Irregular {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Response {
+                correlation_id,
+                broker_id,
+                producer_id_start: start,
+                producer_id_len: len,
+                why,
+                ..
+            } => {
+                write!(f, "a NONE response to broker {broker_id} gives ")?;
+                match why {
+                    BadGrant::NegativeStart => write!(f, "producer id start {start}")?,
+                    BadGrant::NoIds => write!(f, "a block of {len} ids")?,
+                    BadGrant::PastLargestId => write!(
+                        f,
+                        "a block starting at {start} of {len} ids, past the largest producer id"
+                    )?,
+                }
+                write!(
+                    f,
+                    " (correlation id {correlation_id}); it is not counted as a block"
+                )
+            }
+            Self::Length {
+                frame,
+                broker_id,
+                len,
+                usual_len,
+            } => write!(
+                f,
+                "broker {broker_id} got a block of {len} ids (frame {frame}) where this capture's blocks are usually {usual_len}"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
