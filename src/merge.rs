@@ -14,7 +14,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::capture::{CaptureInfo, CaptureReader, Origin, Packet, Timestamp};
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, Observation};
 use crate::error::Error;
 use crate::readahead::Blocks;
 
@@ -202,17 +202,13 @@ pub fn note_overlaps(captures: &[CaptureInfo], diags: &mut Diagnostics) {
             if first.as_nanos() <= other_last.as_nanos()
                 && other_first.as_nanos() <= last.as_nanos()
             {
-                diags.push(
-                    Kind::CaptureFilesOverlap,
+                diags.add(
                     None,
                     None,
-                    format!(
-                        "{path} and {other} overlap in time: their packets were merged by timestamp, as mergecap merges them"
-                    ),
-                    vec![
-                        ("path", (*path).into()),
-                        ("other_path", (*other).into()),
-                    ],
+                    Observation::CaptureFilesOverlap {
+                        path: (*path).to_owned(),
+                        other_path: (*other).to_owned(),
+                    },
                 );
             }
         }
