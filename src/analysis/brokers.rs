@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{latency_us, Finding};
 use crate::capture::Timestamp;
-use crate::diag::{Fact, Facts, Kind};
+use crate::diag::{Observation, RetryAfter};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
 use crate::report::stats::Latencies;
@@ -90,27 +90,23 @@ fn last_at(ex: &Exchange) -> Timestamp {
         .map_or(ex.request_meta.timestamp, |(m, _)| m.timestamp)
 }
 
-/// A finding about a broker, shown at `at` (a frame and its time).
+/// A finding about a broker, shown at time `at` (of the frame it names).
 fn finding(
-    kind: Kind,
     (broker, connection): (i32, u64),
     mut frames: Vec<u64>,
-    (frame, at): (u64, Timestamp),
-    facts: Facts,
-    message: String,
+    at: Timestamp,
+    what: Observation,
 ) -> Finding {
     frames.sort_unstable();
     frames.dedup();
-    let mut all = vec![("frame", Fact::from(frame))];
-    all.extend(facts);
     Finding {
-        kind,
+        kind: what.kind(),
         broker_id: Some(broker),
         connection: Some(connection),
         frames,
         at: (at),
-        facts: all,
-        message,
+        facts: what.facts(),
+        message: what.to_string(),
     }
 }
 
@@ -119,28 +115,19 @@ fn close_streak(broker: i32, streak: Option<Streak>, len: u64, findings: &mut Ve
     if len < 2 {
         return;
     }
-    let first = streak.frames.first().copied().unwrap_or_default();
-    let last = streak.last.0;
-    let n = streak.connections.len();
-    let error = ErrorCode(streak.code).name();
-    let facts = vec![
-        ("error", Fact::from(error)),
-        ("count", len.into()),
-        ("first_frame", first.into()),
-        ("last_frame", last.into()),
-        ("connections", (n as u64).into()),
-    ];
+    let what = Observation::PidErrorStreak {
+        broker_id: broker,
+        error: ErrorCode(streak.code).name(),
+        count: len,
+        first_frame: streak.frames.first().copied().unwrap_or_default(),
+        last_frame: streak.last.0,
+        connections: streak.connections.len() as u64,
+    };
     findings.push(finding(
-        Kind::PidErrorStreak,
         (broker, streak.last_connection),
         streak.frames,
-        streak.last,
-        facts,
-        format!(
-            "broker {broker} got {len} {} responses in a row (frames {first} to {last}, over {n} connection{})",
-            ErrorCode(streak.code).name(),
-            if n == 1 { "" } else { "s" }
-        ),
+        streak.last.1,
+        what,
     ));
 }
 
@@ -196,46 +183,40 @@ impl Tracker {
             let asked_after = ex.request_meta.frame > before.last_frame;
             let failed = match before.error {
                 Some(0) => None,
-                Some(code) if asked_after => Some(format!("a {} response", ErrorCode(code).name())),
+                Some(code) if asked_after => Some(RetryAfter::Error(ErrorCode(code).name())),
                 None if !before.answered && !before.response_unknown => {
-                    Some("no response".to_owned())
+                    Some(RetryAfter::NoResponse)
                 }
                 _ => None,
             };
-            if let Some(why) = failed {
-                let mut facts = vec![("earlier_frame", Fact::from(before.request_frame))];
-                if let Some(code) = before.error {
-                    facts.push(("error", ErrorCode(code).name().into()));
-                }
+            if let Some(after) = failed {
+                let what = Observation::PidRetry {
+                    frame: ex.request_meta.frame,
+                    broker_id: id,
+                    earlier_frame: before.request_frame,
+                    after,
+                };
                 findings.push(finding(
-                    Kind::PidRetry,
                     (id, connection),
                     vec![before.last_frame, ex.request_meta.frame],
-                    (ex.request_meta.frame, ex.request_meta.timestamp),
-                    facts,
-                    format!(
-                        "broker {id} asked again (frame {}) after {why} to its request in frame {}",
-                        ex.request_meta.frame, before.request_frame
-                    ),
+                    ex.request_meta.timestamp,
+                    what,
                 ));
             }
             if let (Some(old), Some(new)) = (before.epoch, ex.request.broker_epoch) {
                 if old != new {
-                    let facts = vec![
-                        ("old_epoch", Fact::from(old)),
-                        ("new_epoch", new.into()),
-                        ("earlier_frame", before.request_frame.into()),
-                    ];
+                    let what = Observation::PidBrokerEpochChange {
+                        frame: ex.request_meta.frame,
+                        broker_id: id,
+                        old_epoch: old,
+                        new_epoch: new,
+                        earlier_frame: before.request_frame,
+                    };
                     findings.push(finding(
-                        Kind::PidBrokerEpochChange,
                         (id, connection),
                         vec![before.request_frame, ex.request_meta.frame],
-                        (ex.request_meta.frame, ex.request_meta.timestamp),
-                        facts,
-                        format!(
-                            "broker {id} changed its epoch from {old} to {new} (frame {})",
-                            ex.request_meta.frame
-                        ),
+                        ex.request_meta.timestamp,
+                        what,
                     ));
                 }
             }
@@ -306,6 +287,7 @@ impl Tracker {
 mod tests {
     use super::super::test_support::exchange;
     use super::*;
+    use crate::diag::Kind;
 
     fn run(ex: &[Exchange]) -> Vec<Finding> {
         let mut findings = Vec::new();
