@@ -8,14 +8,16 @@
 //! fields give both the sentence and the facts.
 
 mod observation;
+mod parts;
 
 use std::collections::BTreeMap;
 
 use crate::capture::{Origin, PacketRef, Timestamp};
 
-pub use observation::{
-    BadGrant, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode,
-    Observation, Overlap, RetryAfter, Side, Undecoded,
+pub use observation::Observation;
+pub use parts::{
+    BadGrant, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap,
+    RetryAfter, Side, Undecoded,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -383,7 +385,8 @@ impl Diagnostics {
         });
     }
 
-    /// A diagnostic: its message, and the facts the message states as fields.
+    /// A diagnostic already written: its message, and the facts the message states as
+    /// fields (one listed again from another collection, or a finding of the analysis).
     pub fn push(
         &mut self,
         kind: Kind,
@@ -527,6 +530,30 @@ mod tests {
             assert_eq!(Kind::from_name(kind.as_str()), Some(kind));
         }
         assert_eq!(Kind::from_name("nope"), None);
+    }
+
+    #[test]
+    fn an_observation_is_listed_with_its_kind_sentence_and_facts_then_only_counted() {
+        let gap = |bytes| Observation::TcpGap {
+            bytes,
+            from: "10.0.0.1:40000".parse().unwrap(),
+            to: "10.0.0.2:9092".parse().unwrap(),
+        };
+        let mut diags = Diagnostics::default();
+        for frame in 1..=MAX_LISTED_PER_KIND + 2 {
+            diags.add(Some(4), Some(frame), gap(frame));
+        }
+        assert_eq!(diags.count(Kind::TcpGap), MAX_LISTED_PER_KIND + 2);
+        let items = diags.into_sorted();
+        let first = items.first().unwrap();
+        assert_eq!(
+            (first.kind, first.severity, first.connection, first.frame),
+            (Kind::TcpGap, Severity::Warning, Some(4), Some(1))
+        );
+        assert_eq!(first.message, gap(1).to_string());
+        assert_eq!(first.facts, gap(1).facts());
+        assert_eq!(items.len() as u64, MAX_LISTED_PER_KIND + 1);
+        assert_eq!(items.last().unwrap().kind, Kind::DiagnosticsLimited);
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Each observation's sentence and facts, against the text the stages wrote by hand before
-//! they raised observations (the goldens hold the same text for the kinds they raise).
+//! Each observation's sentence and facts, written out for a sample of every variant and
+//! cause: a change to a sentence or a fact shows here, and not only in the goldens, which
+//! raise some kinds only.
 
 use super::*;
+use crate::diag::BadGrant;
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
@@ -759,7 +761,7 @@ fn samples() -> Vec<Sample> {
 }
 
 #[test]
-fn every_observation_writes_the_sentence_and_facts_the_stages_wrote() {
+fn every_variant_writes_its_sample_sentence_and_facts() {
     for (what, sentence, facts) in samples() {
         assert_eq!(what.to_string(), sentence, "{what:?}");
         assert_eq!(what.facts(), facts, "{what:?}");
