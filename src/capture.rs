@@ -584,26 +584,29 @@ impl<B: Blocks> CaptureReader<B> {
     fn stopped(&self, stop: Stop, frame: u64, diags: &mut Diagnostics) {
         let records = &self.records;
         let packets = records.info.packets;
+        let error;
         let cut = match stop {
             Stop::Truncated => Cut::InsideRecord,
             // Only a decompressor says this: its input ended before its stream did.
-            Stop::ReadFailed(err) if err.kind() == io::ErrorKind::UnexpectedEof => Cut::Stream {
-                error: err.to_string(),
-            },
+            Stop::ReadFailed(err) if err.kind() == io::ErrorKind::UnexpectedEof => {
+                error = err.to_string();
+                Cut::Stream { error: &error }
+            }
             Stop::TooLarge => {
                 let limit_mib = (self.max_record >> 20) as u64;
                 return records.corrupt(Damage::RecordTooLarge { limit_mib }, frame, diags);
             }
             Stop::Corrupt(why) => {
-                return records.corrupt(Damage::Unreadable { why, packets }, frame, diags)
+                let why = &why;
+                return records.corrupt(Damage::Unreadable { why, packets }, frame, diags);
             }
             Stop::ReadFailed(err) => {
-                let error = err.to_string();
+                let error = &err.to_string();
                 return records.corrupt(Damage::ReadFailed { error, packets }, frame, diags);
             }
         };
         let what = Observation::CaptureTruncated {
-            path: records.path().to_owned(),
+            path: records.path(),
             record_offset: records.offset,
             packets,
             cut,
@@ -617,9 +620,9 @@ impl Records {
         &self.info.path
     }
 
-    fn corrupt(&self, damage: Damage, frame: u64, diags: &mut Diagnostics) {
+    fn corrupt(&self, damage: Damage<'_>, frame: u64, diags: &mut Diagnostics) {
         let what = Observation::CaptureCorrupt {
-            path: self.path().to_owned(),
+            path: self.path(),
             record_offset: self.offset,
             damage,
         };

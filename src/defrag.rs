@@ -240,7 +240,7 @@ impl Defragmenter {
                 datagram_id: key.id,
                 from: key.src,
                 to: key.dst,
-                reason: reason.to_owned(),
+                reason,
             }),
         );
     }

@@ -376,13 +376,23 @@ impl At {
 
 impl Diagnostics {
     /// A diagnostic about `connection` at `at`. Its sentence and facts are written only
-    /// if it is listed: past [`MAX_LISTED_PER_KIND`] of its kind it is only counted, for
-    /// the price of the count (a capture can raise one per packet), so an observation
-    /// should hold nothing that costs an allocation where it can be raised that often.
-    pub fn add(&mut self, connection: Option<u64>, at: impl Into<At>, what: Observation) {
-        self.push_with(what.kind(), connection, at, || {
-            (what.to_string(), what.facts())
-        });
+    /// if it is listed: past [`MAX_LISTED_PER_KIND`] of its kind it is only counted (a
+    /// capture can raise one per packet). An observation borrows its text, so building
+    /// one allocates nothing either.
+    // Inlined, with the listing out of line, one past the limit costs its count and the
+    // few stores that build it.
+    #[inline]
+    pub fn add(&mut self, connection: Option<u64>, at: impl Into<At>, what: Observation<'_>) {
+        let kind = what.kind();
+        if self.counted_listed(kind) {
+            self.list(connection, at.into(), what);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn list(&mut self, connection: Option<u64>, at: At, what: Observation<'_>) {
+        self.list_written(what.kind(), connection, at, what.to_string(), what.facts());
     }
 
     /// A diagnostic already written: its message, and the facts the message states as
@@ -408,13 +418,27 @@ impl Diagnostics {
         at: impl Into<At>,
         details: impl FnOnce() -> (String, Facts),
     ) {
-        let at = at.into();
+        if self.counted_listed(kind) {
+            let (message, facts) = details();
+            self.list_written(kind, connection, at.into(), message, facts);
+        }
+    }
+
+    /// Counts one diagnostic of `kind`; whether it is to be listed.
+    fn counted_listed(&mut self, kind: Kind) -> bool {
         let count = self.counts.entry(kind).or_default();
         *count += 1;
-        if *count > MAX_LISTED_PER_KIND {
-            return;
-        }
-        let (message, facts) = details();
+        *count <= MAX_LISTED_PER_KIND
+    }
+
+    fn list_written(
+        &mut self,
+        kind: Kind,
+        connection: Option<u64>,
+        at: At,
+        message: String,
+        facts: Facts,
+    ) {
         self.items.push(Diagnostic {
             severity: kind.severity(),
             kind,

@@ -206,8 +206,8 @@ pub fn note_overlaps(captures: &[CaptureInfo], diags: &mut Diagnostics) {
                     None,
                     None,
                     Observation::CaptureFilesOverlap {
-                        path: (*path).to_owned(),
-                        other_path: (*other).to_owned(),
+                        path,
+                        other_path: other,
                     },
                 );
             }

@@ -84,7 +84,7 @@ struct OpenGap {
 }
 
 /// A finding about `block`, shown where it was granted.
-fn finding(block: &Block, frames: Vec<u64>, what: Observation) -> Finding {
+fn finding(block: &Block, frames: Vec<u64>, what: Observation<'_>) -> Finding {
     let mut frames = frames;
     frames.sort_unstable();
     frames.dedup();

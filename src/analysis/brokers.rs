@@ -95,7 +95,7 @@ fn finding(
     (broker, connection): (i32, u64),
     mut frames: Vec<u64>,
     at: Timestamp,
-    what: Observation,
+    what: Observation<'_>,
 ) -> Finding {
     frames.sort_unstable();
     frames.dedup();
@@ -115,9 +115,10 @@ fn close_streak(broker: i32, streak: Option<Streak>, len: u64, findings: &mut Ve
     if len < 2 {
         return;
     }
+    let error = ErrorCode(streak.code).name();
     let what = Observation::PidErrorStreak {
         broker_id: broker,
-        error: ErrorCode(streak.code).name(),
+        error: &error,
         count: len,
         first_frame: streak.frames.first().copied().unwrap_or_default(),
         last_frame: streak.last.0,
@@ -181,9 +182,13 @@ impl Tracker {
         if let Some(before) = &b.previous {
             // a request pipelined before the error came back is no retry
             let asked_after = ex.request_meta.frame > before.last_frame;
+            let error;
             let failed = match before.error {
                 Some(0) => None,
-                Some(code) if asked_after => Some(RetryAfter::Error(ErrorCode(code).name())),
+                Some(code) if asked_after => {
+                    error = ErrorCode(code).name();
+                    Some(RetryAfter::Error(&error))
+                }
                 None if !before.answered && !before.response_unknown => {
                     Some(RetryAfter::NoResponse)
                 }

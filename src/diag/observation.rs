@@ -6,6 +6,8 @@
 //!
 //! Fields are the values themselves (numbers, addresses, names); the types of the stages
 //! that raise them stay in those stages, which pass their names or descriptions here.
+//! Text is borrowed, so an observation is built where it is raised without allocating,
+//! and written (allocating) only if it is listed.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -17,20 +19,20 @@ use super::parts::{
 use super::{Fact, Facts, Kind};
 
 /// Something odd seen in the input, or a finding of the analysis, with its values.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Observation {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Observation<'a> {
     /// The file ends, or its decompressed stream breaks off, inside a record.
     CaptureTruncated {
-        path: String,
+        path: &'a str,
         record_offset: u64,
         /// Packets read before it.
         packets: u64,
-        cut: Cut,
+        cut: Cut<'a>,
     },
     CaptureCorrupt {
-        path: String,
+        path: &'a str,
         record_offset: u64,
-        damage: Damage,
+        damage: Damage<'a>,
     },
     /// A packet captured shorter than it was on the wire (snaplen).
     PacketTruncated {
@@ -38,14 +40,14 @@ pub enum Observation {
     },
     UnsupportedLinkType {
         /// The link type's name.
-        link_type: String,
+        link_type: &'a str,
         link_type_number: i32,
     },
     PacketMalformed {
         /// Fragments the IP datagram was reassembled from, when it was.
         fragments: Option<u64>,
         /// What the decoder could not read.
-        reason: String,
+        reason: &'a str,
     },
     MidstreamStart {
         connection: u64,
@@ -82,13 +84,13 @@ pub enum Observation {
         /// Bytes of the message read before the stream ended.
         bytes: u64,
     },
-    KafkaDecodeError(Undecoded),
-    KafkaMessageTruncated(Undecoded),
-    KafkaUnsupportedVersion(Undecoded),
+    KafkaDecodeError(Undecoded<'a>),
+    KafkaMessageTruncated(Undecoded<'a>),
+    KafkaUnsupportedVersion(Undecoded<'a>),
     DuplicateCorrelationId {
         correlation_id: i32,
-        api_key: NamedCode,
-        earlier_api_key: NamedCode,
+        api_key: NamedCode<'a>,
+        earlier_api_key: NamedCode<'a>,
         earlier_frame: u64,
     },
     PendingLimit {
@@ -109,7 +111,7 @@ pub enum Observation {
     },
     MemoryLimit {
         connection: u64,
-        given_up: GivenUp,
+        given_up: GivenUp<'a>,
     },
     NotKafka {
         initiator: SocketAddr,
@@ -117,7 +119,7 @@ pub enum Observation {
         /// The reason's short name.
         reason: &'static str,
         /// The reason as a clause.
-        explanation: String,
+        explanation: &'a str,
         /// What would have to be true for `--port` to read it as Kafka, when that could.
         port_would_help_if: Option<&'static str>,
         server_port: u16,
@@ -130,12 +132,12 @@ pub enum Observation {
         /// What was seen, as a person says it.
         seen_described: &'static str,
         /// The server name a ClientHello asked for.
-        server_name: Option<String>,
+        server_name: Option<&'a str>,
     },
-    IpFragmentsDropped(FragmentsDropped),
+    IpFragmentsDropped(FragmentsDropped<'a>),
     CaptureFilesOverlap {
-        path: String,
-        other_path: String,
+        path: &'a str,
+        other_path: &'a str,
     },
     DuplicateWindowFull {
         /// Packets among which copies are recognised.
@@ -172,7 +174,7 @@ pub enum Observation {
     PidErrorStreak {
         broker_id: i32,
         /// The error's name.
-        error: String,
+        error: &'a str,
         count: u64,
         first_frame: u64,
         /// Frame of the last response, where the streak shows.
@@ -185,7 +187,7 @@ pub enum Observation {
         broker_id: i32,
         /// The request retried.
         earlier_frame: u64,
-        after: RetryAfter,
+        after: RetryAfter<'a>,
     },
     PidBrokerEpochChange {
         /// The request with the new epoch.
@@ -205,7 +207,10 @@ pub enum Observation {
     },
 }
 
-impl Observation {
+impl Observation<'_> {
+    // Inlined where an observation is raised, the kind of the variant built there is a
+    // constant when it is counted.
+    #[inline]
     pub fn kind(&self) -> Kind {
         match self {
             Self::CaptureTruncated { .. } => Kind::CaptureTruncated,
@@ -255,7 +260,7 @@ impl Observation {
                 packets,
                 cut: _,
             } => vec![
-                ("path", path.as_str().into()),
+                ("path", (*path).into()),
                 ("record_offset", (*record_offset).into()),
                 ("packets", (*packets).into()),
             ],
@@ -264,7 +269,7 @@ impl Observation {
                 record_offset,
                 damage: _,
             } => vec![
-                ("path", path.as_str().into()),
+                ("path", (*path).into()),
                 ("record_offset", (*record_offset).into()),
             ],
             Self::PacketTruncated { bytes_missing } => {
@@ -274,13 +279,13 @@ impl Observation {
                 link_type,
                 link_type_number,
             } => vec![
-                ("link_type", link_type.as_str().into()),
+                ("link_type", (*link_type).into()),
                 ("link_type_number", (*link_type_number).into()),
             ],
             Self::PacketMalformed { fragments, reason } => fragments
                 .map(|n| ("fragments", n.into()))
                 .into_iter()
-                .chain([("reason", reason.as_str().into())])
+                .chain([("reason", (*reason).into())])
                 .collect(),
             Self::MidstreamStart { from, to, .. } => vec![
                 ("from", from.to_string().into()),
@@ -325,7 +330,7 @@ impl Observation {
             | Self::KafkaUnsupportedVersion(u) => vec![
                 ("message", u.side.message().into()),
                 ("correlation_id", u.correlation_id.into()),
-                ("problem", u.problem.as_str().into()),
+                ("problem", u.problem.into()),
             ],
             Self::DuplicateCorrelationId {
                 correlation_id,
@@ -373,13 +378,13 @@ impl Observation {
                     ("server", server.to_string().into()),
                     ("seen", (*seen).into()),
                 ];
-                facts.extend(server_name.as_deref().map(|n| ("server_name", n.into())));
+                facts.extend(server_name.map(|n| ("server_name", n.into())));
                 facts
             }
             Self::IpFragmentsDropped(dropped) => dropped.facts(),
             Self::CaptureFilesOverlap { path, other_path } => vec![
-                ("path", path.as_str().into()),
-                ("other_path", other_path.as_str().into()),
+                ("path", (*path).into()),
+                ("other_path", (*other_path).into()),
             ],
             Self::DuplicateWindowFull { remembered } => {
                 vec![("remembered", (*remembered).into())]
@@ -433,7 +438,7 @@ impl Observation {
                 ..
             } => vec![
                 ("frame", (*last_frame).into()),
-                ("error", error.as_str().into()),
+                ("error", (*error).into()),
                 ("count", (*count).into()),
                 ("first_frame", (*first_frame).into()),
                 ("last_frame", (*last_frame).into()),
@@ -450,7 +455,7 @@ impl Observation {
                     ("earlier_frame", (*earlier_frame).into()),
                 ];
                 if let RetryAfter::Error(error) = after {
-                    facts.push(("error", error.as_str().into()));
+                    facts.push(("error", (*error).into()));
                 }
                 facts
             }
@@ -481,7 +486,7 @@ impl Observation {
     }
 }
 
-impl fmt::Display for Observation {
+impl fmt::Display for Observation<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::CaptureTruncated {

@@ -32,23 +32,23 @@ impl Side {
 }
 
 /// How a capture file was cut short.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cut {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut<'a> {
     /// It ends inside the record that starts at `record_offset`.
     InsideRecord,
     /// Its decompressor's input ended before the compressed stream did.
-    Stream { error: String },
+    Stream { error: &'a str },
 }
 
 /// What was wrong at `record_offset` of a corrupt capture file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Damage {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Damage<'a> {
     /// A record larger than is read; reading stopped there.
     RecordTooLarge { limit_mib: u64 },
     /// Bytes that are no record; reading stopped there.
-    Unreadable { why: String, packets: u64 },
+    Unreadable { why: &'a str, packets: u64 },
     /// Reading the file failed.
-    ReadFailed { error: String, packets: u64 },
+    ReadFailed { error: &'a str, packets: u64 },
     /// A record longer than the file's snaplen and than any packet may be; skipped.
     OverSnaplen {
         len: u64,
@@ -76,26 +76,26 @@ pub enum FramingLost {
 
 /// An AllocateProducerIds message not fully decoded; the variant holding it says why in
 /// kind (a decode error, bytes not captured, a version not supported).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Undecoded {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Undecoded<'a> {
     /// Whose message: the client's request or the server's response.
     pub side: Side,
     pub correlation_id: i32,
     /// What went wrong, as the decoder says it.
-    pub problem: String,
+    pub problem: &'a str,
 }
 
 /// A code from the wire and its name (a Kafka API key): the number is the fact, the
 /// name the sentence's word.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamedCode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamedCode<'a> {
     pub code: i16,
-    pub name: String,
+    pub name: &'a str,
 }
 
 /// What the memory budget made a connection give up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GivenUp {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GivenUp<'a> {
     /// Holes declared lost so that the out-of-order bytes after them were delivered.
     OutOfOrder { bytes: u64 },
     /// The last bytes delivered, kept to compare retransmissions with.
@@ -103,12 +103,12 @@ pub enum GivenUp {
     /// The whole connection, the least recently active, with nothing left to shed.
     Connection { max_memory: u64 },
     /// What the Kafka reader held, as it names it.
-    Held { what: String },
+    Held { what: &'a str },
 }
 
 /// IP fragments dropped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FragmentsDropped {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FragmentsDropped<'a> {
     /// The fragments of a datagram that could not be reassembled.
     Datagram {
         fragments: u64,
@@ -118,10 +118,10 @@ pub enum FragmentsDropped {
         datagram_id: u32,
         from: IpAddr,
         to: IpAddr,
-        reason: String,
+        reason: &'a str,
     },
     /// A fragment of a kind that is not reassembled, as the decoder names it.
-    NotReassembled { reason: String },
+    NotReassembled { reason: &'a str },
 }
 
 /// Producer ids given twice.
@@ -179,10 +179,10 @@ pub enum BadGrant {
 }
 
 /// What came of the request a broker retried.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RetryAfter {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter<'a> {
     /// An error response, by the error's name.
-    Error(String),
+    Error(&'a str),
     NoResponse,
 }
 
@@ -231,13 +231,13 @@ impl fmt::Display for FramingLost {
     }
 }
 
-impl GivenUp {
+impl GivenUp<'_> {
     pub(super) fn fact(&self) -> (&'static str, Fact) {
         match self {
             Self::OutOfOrder { bytes } => ("out_of_order_bytes", (*bytes).into()),
             Self::Recent { bytes } => ("bytes_freed", (*bytes).into()),
             Self::Connection { max_memory } => ("max_memory", (*max_memory).into()),
-            Self::Held { what } => ("given_up", what.as_str().into()),
+            Self::Held { what } => ("given_up", (*what).into()),
         }
     }
 
@@ -263,7 +263,7 @@ impl GivenUp {
     }
 }
 
-impl FragmentsDropped {
+impl FragmentsDropped<'_> {
     pub(super) fn facts(&self) -> Facts {
         match self {
             Self::Datagram {
@@ -281,14 +281,14 @@ impl FragmentsDropped {
                 ("datagram_id", u64::from(*datagram_id).into()),
                 ("from", from.to_string().into()),
                 ("to", to.to_string().into()),
-                ("reason", reason.as_str().into()),
+                ("reason", (*reason).into()),
             ],
-            Self::NotReassembled { reason } => vec![("reason", reason.as_str().into())],
+            Self::NotReassembled { reason } => vec![("reason", (*reason).into())],
         }
     }
 }
 
-impl fmt::Display for FragmentsDropped {
+impl fmt::Display for FragmentsDropped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Datagram {

@@ -57,7 +57,7 @@ fn size_ok(len: i32, min: usize, max: u32) -> bool {
 }
 
 /// Why a size prefix cannot start a Kafka message.
-fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<Observation> {
+fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<Observation<'static>> {
     if u32::try_from(len).is_ok_and(|l| l > max) {
         return Some(Observation::KafkaFrameTooLarge {
             side,
@@ -93,10 +93,11 @@ fn report_problem(
     correlation_id: i32,
     problem: &Problem,
 ) {
+    let written = problem.to_string();
     let undecoded = Undecoded {
         side,
         correlation_id,
-        problem: problem.to_string(),
+        problem: &written,
     };
     let what = match problem {
         Problem::UnsupportedVersion(_) => Observation::KafkaUnsupportedVersion(undecoded),

@@ -184,17 +184,20 @@ impl Waiting {
         self.order.push_back((correlation_id, self.registered));
         if let Some(old) = self.by_correlation_id.insert(correlation_id, entry) {
             self.decoded_bytes = self.decoded_bytes.saturating_sub(old.cost);
-            let named = |key: ApiKey| NamedCode {
-                code: key.0,
-                name: key.name(),
-            };
+            let names = (req.api_key.name(), old.api_key.name());
             diags.add(
                 Some(ends.connection),
                 meta.at(),
                 Observation::DuplicateCorrelationId {
                     correlation_id,
-                    api_key: named(req.api_key),
-                    earlier_api_key: named(old.api_key),
+                    api_key: NamedCode {
+                        code: req.api_key.0,
+                        name: &names.0,
+                    },
+                    earlier_api_key: NamedCode {
+                        code: old.api_key.0,
+                        name: &names.1,
+                    },
                     earlier_frame: old.frame,
                 },
             );

@@ -22,17 +22,17 @@ fn text(s: &str) -> Fact {
 }
 
 /// An observation, the sentence it must write and the facts it must give.
-type Sample = (Observation, &'static str, Facts);
+type Sample = (Observation<'static>, &'static str, Facts);
 
 fn capture_samples() -> Vec<Sample> {
     let corrupt = |damage| Observation::CaptureCorrupt {
-        path: "a.pcap".into(),
+        path: "a.pcap",
         record_offset: 24,
         damage,
     };
     let corrupt_facts = || vec![("path", text("a.pcap")), ("record_offset", Fact::Uint(24))];
     let truncated = |cut| Observation::CaptureTruncated {
-        path: "a.pcap".into(),
+        path: "a.pcap",
         record_offset: 80,
         packets: 3,
         cut,
@@ -52,7 +52,7 @@ fn capture_samples() -> Vec<Sample> {
         ),
         (
             truncated(Cut::Stream {
-                error: "gzip stream ends early".into(),
+                error: "gzip stream ends early",
             }),
             "a.pcap is cut short: gzip stream ends early; the 3 packets before the cut were read",
             truncated_facts(),
@@ -64,7 +64,7 @@ fn capture_samples() -> Vec<Sample> {
         ),
         (
             corrupt(Damage::Unreadable {
-                why: "bad block".into(),
+                why: "bad block",
                 packets: 2,
             }),
             "a.pcap is corrupt at byte 24 (bad block); the 2 packets before it were read",
@@ -72,7 +72,7 @@ fn capture_samples() -> Vec<Sample> {
         ),
         (
             corrupt(Damage::ReadFailed {
-                error: "disk gone".into(),
+                error: "disk gone",
                 packets: 2,
             }),
             "a.pcap: reading failed after 2 packets (disk gone); what came before is reported",
@@ -102,8 +102,8 @@ fn capture_samples() -> Vec<Sample> {
         ),
         (
             Observation::CaptureFilesOverlap {
-                path: "a.pcap".into(),
-                other_path: "b.pcap".into(),
+                path: "a.pcap",
+                other_path: "b.pcap",
             },
             "a.pcap and b.pcap overlap in time: their packets were merged by timestamp, as mergecap merges them",
             vec![("path", text("a.pcap")), ("other_path", text("b.pcap"))],
@@ -138,7 +138,7 @@ fn packet_samples() -> Vec<Sample> {
         ),
         (
             Observation::UnsupportedLinkType {
-                link_type: "IEEE802_11".into(),
+                link_type: "IEEE802_11",
                 link_type_number: 105,
             },
             "link type IEEE802_11 is not supported; its packets are skipped",
@@ -150,7 +150,7 @@ fn packet_samples() -> Vec<Sample> {
         (
             Observation::PacketMalformed {
                 fragments: None,
-                reason: "TCP header: too short".into(),
+                reason: "TCP header: too short",
             },
             "packet could not be decoded: TCP header: too short",
             vec![("reason", text("TCP header: too short"))],
@@ -158,7 +158,7 @@ fn packet_samples() -> Vec<Sample> {
         (
             Observation::PacketMalformed {
                 fragments: Some(3),
-                reason: "IP header: bad".into(),
+                reason: "IP header: bad",
             },
             "the IP datagram reassembled from 3 fragments could not be decoded: IP header: bad",
             vec![
@@ -174,7 +174,7 @@ fn packet_samples() -> Vec<Sample> {
                 datagram_id: 77,
                 from: "fd00::1".parse().unwrap(),
                 to: "fd00::2".parse().unwrap(),
-                reason: "the capture ended before it was complete".into(),
+                reason: "the capture ended before it was complete",
             }),
             "2 IPv6 fragments (2960 captured bytes, first in frame 4) of datagram 77 from fd00::1 to fd00::2 were dropped: the capture ended before it was complete; the TCP segment they carried is lost",
             vec![
@@ -195,7 +195,7 @@ fn packet_samples() -> Vec<Sample> {
                 datagram_id: 5,
                 from: "10.0.0.1".parse().unwrap(),
                 to: "10.0.0.2".parse().unwrap(),
-                reason: "fragments held reached 64 MiB".into(),
+                reason: "fragments held reached 64 MiB",
             }),
             "1 IPv4 fragments (8 captured bytes, first in frame 9) of datagram 5 from 10.0.0.1 to 10.0.0.2 were dropped: fragments held reached 64 MiB; the TCP segment they carried is lost",
             vec![
@@ -210,7 +210,7 @@ fn packet_samples() -> Vec<Sample> {
         ),
         (
             Observation::IpFragmentsDropped(FragmentsDropped::NotReassembled {
-                reason: "IPv6 fragment with extension headers after its Fragment header".into(),
+                reason: "IPv6 fragment with extension headers after its Fragment header",
             }),
             "IPv6 fragment with extension headers after its Fragment header was dropped: such fragments are not reassembled; the TCP segment it carried is lost",
             vec![(
@@ -304,7 +304,7 @@ fn tcp_samples() -> Vec<Sample> {
         ),
         (
             given_up(GivenUp::Held {
-                what: "3 requests waiting and 100 bytes of the server's stream being read".into(),
+                what: "3 requests waiting and 100 bytes of the server's stream being read",
             }),
             "over the memory budget (--max-memory), connection 6 gave up 3 requests waiting and 100 bytes of the server's stream being read",
             vec![(
@@ -316,10 +316,10 @@ fn tcp_samples() -> Vec<Sample> {
 }
 
 fn kafka_samples() -> Vec<Sample> {
-    let undecoded = |side, problem: &str| Undecoded {
+    let undecoded = |side, problem: &'static str| Undecoded {
         side,
         correlation_id: 12,
-        problem: problem.into(),
+        problem,
     };
     let undecoded_facts = |message, problem| {
         vec![
@@ -422,11 +422,11 @@ fn kafka_samples() -> Vec<Sample> {
                 correlation_id: 5,
                 api_key: NamedCode {
                     code: 67,
-                    name: "AllocateProducerIds".into(),
+                    name: "AllocateProducerIds",
                 },
                 earlier_api_key: NamedCode {
                     code: 18,
-                    name: "ApiVersions".into(),
+                    name: "ApiVersions",
                 },
                 earlier_frame: 3,
             },
@@ -466,7 +466,7 @@ fn connection_samples() -> Vec<Sample> {
                 initiator: client(),
                 responder: server(),
                 reason: "undecided",
-                explanation: "it ended before its bytes showed a Kafka request head".into(),
+                explanation: "it ended before its bytes showed a Kafka request head",
                 port_would_help_if: None,
                 server_port: 9092,
             },
@@ -478,7 +478,7 @@ fn connection_samples() -> Vec<Sample> {
                 initiator: client(),
                 responder: server(),
                 reason: "trial_unproven",
-                explanation: "its frames read as Kafka".into(),
+                explanation: "its frames read as Kafka",
                 port_would_help_if: Some("if it is a short Kafka session"),
                 server_port: 9092,
             },
@@ -494,7 +494,7 @@ fn connection_samples() -> Vec<Sample> {
                 server: addr("10.0.0.2:9093"),
                 seen: "client_hello",
                 seen_described: "ClientHello seen",
-                server_name: Some("kafka-1.example".into()),
+                server_name: Some("kafka-1.example"),
             },
             "connection 10.0.0.1:40000 -> 10.0.0.2:9093 is TLS on port 9093 (ClientHello seen, server name kafka-1.example): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted",
             vec![
@@ -654,7 +654,7 @@ fn broker_samples() -> Vec<Sample> {
         (
             Observation::PidErrorStreak {
                 broker_id: 1,
-                error: "NOT_CONTROLLER".into(),
+                error: "NOT_CONTROLLER",
                 count: 3,
                 first_frame: 10,
                 last_frame: 30,
@@ -673,7 +673,7 @@ fn broker_samples() -> Vec<Sample> {
         (
             Observation::PidErrorStreak {
                 broker_id: 1,
-                error: "UNKNOWN(-7)".into(),
+                error: "UNKNOWN(-7)",
                 count: 2,
                 first_frame: 10,
                 last_frame: 20,
@@ -694,7 +694,7 @@ fn broker_samples() -> Vec<Sample> {
                 frame: 20,
                 broker_id: 1,
                 earlier_frame: 10,
-                after: RetryAfter::Error("NOT_CONTROLLER".into()),
+                after: RetryAfter::Error("NOT_CONTROLLER"),
             },
             "broker 1 asked again (frame 20) after a NOT_CONTROLLER response to its request in frame 10",
             vec![
