@@ -597,12 +597,13 @@ impl<B: Blocks> CaptureReader<B> {
                 return records.corrupt(Damage::RecordTooLarge { limit_mib }, frame, diags);
             }
             Stop::Corrupt(why) => {
-                let why = &why;
-                return records.corrupt(Damage::Unreadable { why, packets }, frame, diags);
+                let damage = Damage::Unreadable { why: &why, packets };
+                return records.corrupt(damage, frame, diags);
             }
             Stop::ReadFailed(err) => {
                 let error = &err.to_string();
-                return records.corrupt(Damage::ReadFailed { error, packets }, frame, diags);
+                let damage = Damage::ReadFailed { error, packets };
+                return records.corrupt(damage, frame, diags);
             }
         };
         let what = Observation::CaptureTruncated {
