@@ -22,7 +22,7 @@ use pcap_parser::pcapng::{
 };
 use pcap_parser::{Linktype, PcapError};
 
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Cut, Damage, Diagnostics, Observation};
 use crate::error::Error;
 use crate::input::readahead::{Blocks, ReadBlocks};
 // Re-exported for the modules that still name them through `capture`.
@@ -504,11 +504,12 @@ impl<B: Blocks> CaptureReader<B> {
             Format::Pcapng { .. } => 0,
         };
         if found.data_len > (snaplen as usize).max(MAX_SNAPLEN) {
-            let (path, offset) = (self.records.path(), self.records.offset);
-            self.records.corrupt(format!(
-                "{path}: the record at byte {offset} holds {} bytes, more than the capture's snaplen of {snaplen} and the {MAX_SNAPLEN} any packet may have; it was skipped",
-                found.data_len
-            ), frame, diags);
+            let damage = Damage::OverSnaplen {
+                len: found.data_len as u64,
+                snaplen,
+                max_len: MAX_SNAPLEN as u64,
+            };
+            self.records.corrupt(damage, frame, diags);
             self.feed.consume(record_len);
             return;
         }
@@ -532,52 +533,36 @@ impl<B: Blocks> CaptureReader<B> {
     /// Reports why the reading stopped before the end of the file.
     fn stopped(&self, stop: Stop, frame: u64, diags: &mut Diagnostics) {
         let records = &self.records;
-        let (path, offset, packets) = (records.path(), records.offset, records.info.packets);
-        let truncated = |message: String| {
-            (
-                Kind::CaptureTruncated,
-                message,
-                vec![
-                    ("path", path.into()),
-                    ("record_offset", offset.into()),
-                    ("packets", packets.into()),
-                ],
-            )
-        };
-        let (kind, message, facts) = match stop {
-            Stop::Truncated => truncated(format!(
-                "{path} ends inside a record that starts at byte {offset}; the {packets} packets before it were read"
-            )),
+        let packets = records.info.packets;
+        let error;
+        let cut = match stop {
+            Stop::Truncated => Cut::InsideRecord,
             // Only a decompressor says this: its input ended before its stream did.
-            Stop::ReadFailed(err) if err.kind() == io::ErrorKind::UnexpectedEof => truncated(
-                format!("{path} is cut short: {err}; the {packets} packets before the cut were read"),
-            ),
+            Stop::ReadFailed(err) if err.kind() == io::ErrorKind::UnexpectedEof => {
+                error = err.to_string();
+                Cut::Stream { error: &error }
+            }
             Stop::TooLarge => {
-                return records.corrupt(
-                    format!(
-                        "{path}: the record at byte {offset} is larger than {} MiB; reading stopped there",
-                        self.max_record >> 20
-                    ),
-                    frame,
-                    diags,
-                )
+                let limit_mib = (self.max_record >> 20) as u64;
+                return records.corrupt(Damage::RecordTooLarge { limit_mib }, frame, diags);
             }
             Stop::Corrupt(why) => {
-                return records.corrupt(
-                    format!("{path} is corrupt at byte {offset} ({why}); the {packets} packets before it were read"),
-                    frame,
-                    diags,
-                )
+                let damage = Damage::Unreadable { why: &why, packets };
+                return records.corrupt(damage, frame, diags);
             }
             Stop::ReadFailed(err) => {
-                return records.corrupt(
-                    format!("{path}: reading failed after {packets} packets ({err}); what came before is reported"),
-                    frame,
-                    diags,
-                )
+                let error = &err.to_string();
+                let damage = Damage::ReadFailed { error, packets };
+                return records.corrupt(damage, frame, diags);
             }
         };
-        diags.push(kind, None, Some(frame), message, facts);
+        let what = Observation::CaptureTruncated {
+            path: records.path(),
+            record_offset: records.offset,
+            packets,
+            cut,
+        };
+        diags.add(None, Some(frame), what);
     }
 }
 
@@ -586,12 +571,13 @@ impl Records {
         &self.info.path
     }
 
-    fn corrupt(&self, message: String, frame: u64, diags: &mut Diagnostics) {
-        let facts = vec![
-            ("path", self.path().into()),
-            ("record_offset", self.offset.into()),
-        ];
-        diags.push(Kind::CaptureCorrupt, None, Some(frame), message, facts);
+    fn corrupt(&self, damage: Damage<'_>, frame: u64, diags: &mut Diagnostics) {
+        let what = Observation::CaptureCorrupt {
+            path: self.path(),
+            record_offset: self.offset,
+            damage,
+        };
+        diags.add(None, Some(frame), what);
     }
 
     /// Where a packet's bytes, borrowed from the feed at `base`, lie in it.
@@ -682,10 +668,10 @@ impl Records {
             });
         } else if !self.interfaces_capped {
             self.interfaces_capped = true;
-            let (path, offset) = (self.path(), self.offset);
-            self.corrupt(format!(
-                "{path}: the section at byte {offset} describes more than {MAX_INTERFACES} interfaces; the rest are not kept, and their packets are skipped"
-            ), frame, diags);
+            let damage = Damage::TooManyInterfaces {
+                max: MAX_INTERFACES as u64,
+            };
+            self.corrupt(damage, frame, diags);
         }
     }
 
@@ -697,11 +683,11 @@ impl Records {
         diags: &mut Diagnostics,
     ) -> Option<Pending> {
         let Some(iface) = self.interfaces.get(epb.if_id as usize).copied() else {
-            let (path, offset, described) = (self.path(), self.offset, self.interfaces.len());
-            self.corrupt(format!(
-                "{path}: packet block at byte {offset} names interface {} but only {described} are described; the packet was skipped",
-                epb.if_id
-            ), frame, diags);
+            let damage = Damage::UnknownInterface {
+                interface: epb.if_id,
+                described: self.interfaces.len() as u64,
+            };
+            self.corrupt(damage, frame, diags);
             return None;
         };
         let data: &[u8] = epb.data;

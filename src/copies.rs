@@ -17,7 +17,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use crate::capture::PacketRef;
 use crate::decode::TcpSegmentView;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, Observation};
 
 /// Default `--clock-skew`: how far apart two files' timestamps of one packet may be.
 pub const DEFAULT_CLOCK_SKEW_NS: u64 = 5_000_000;
@@ -168,14 +168,12 @@ impl Copies {
         if std::mem::replace(&mut self.full, true) {
             return;
         }
-        diags.push(
-            Kind::DuplicateWindowFull,
+        diags.add(
             None,
             at,
-            format!(
-                "more than {MAX_REMEMBERED} packets fall within the clock skew allowed: copies of one packet in two files are recognised only among the last {MAX_REMEMBERED}; others are read as retransmissions, their bytes still read once"
-            ),
-            vec![("remembered", (MAX_REMEMBERED as u64).into())],
+            Observation::DuplicateWindowFull {
+                remembered: MAX_REMEMBERED as u64,
+            },
         );
     }
 }

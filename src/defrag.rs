@@ -21,7 +21,7 @@ use std::net::IpAddr;
 
 use crate::capture::PacketRef;
 use crate::decode::IpFragmentView;
-use crate::diag::{At, Diagnostics, Kind};
+use crate::diag::{At, Diagnostics, FragmentsDropped, Observation};
 use crate::heap::heap_cost;
 
 /// Bytes held over all datagrams being reassembled.
@@ -230,27 +230,18 @@ impl Defragmenter {
             }
             None => (0, 0, at.frame().unwrap_or(0)),
         };
-        let version = if key.src.is_ipv6() { "IPv6" } else { "IPv4" };
-        diags.push(
-            Kind::IpFragmentsDropped,
+        diags.add(
             None,
             at,
-            format!(
-                "{} {version} fragments ({bytes} captured bytes, first in frame {first_frame}) of datagram {} from {} to {} were dropped: {reason}; the TCP segment they carried is lost",
-                fragments + extra,
-                key.id,
-                key.src,
-                key.dst
-            ),
-            vec![
-                ("fragments", ((fragments + extra) as u64).into()),
-                ("bytes", (bytes as u64).into()),
-                ("first_frame", first_frame.into()),
-                ("datagram_id", u64::from(key.id).into()),
-                ("from", key.src.to_string().into()),
-                ("to", key.dst.to_string().into()),
-                ("reason", reason.into()),
-            ],
+            Observation::IpFragmentsDropped(FragmentsDropped::Datagram {
+                fragments: (fragments + extra) as u64,
+                bytes: bytes as u64,
+                first_frame,
+                datagram_id: key.id,
+                from: key.src,
+                to: key.dst,
+                reason,
+            }),
         );
     }
 }

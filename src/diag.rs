@@ -3,10 +3,22 @@
 //! A diagnostic never stops the run. Each has a severity, a kind (a stable string from
 //! the report contract), the connection and frame it concerns, and one sentence with the
 //! numbers that matter. The report lists them in packet order.
+//!
+//! A stage says what it saw as an [`Observation`], whose variant is the kind and whose
+//! fields give both the sentence and the facts.
+
+mod observation;
+mod parts;
 
 use std::collections::BTreeMap;
 
 use crate::capture::{Origin, PacketRef, Timestamp};
+
+pub use observation::Observation;
+pub use parts::{
+    BadGrant, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap,
+    RetryAfter, Side, Undecoded,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -363,7 +375,28 @@ impl At {
 }
 
 impl Diagnostics {
-    /// A diagnostic: its message, and the facts the message states as fields.
+    /// A diagnostic about `connection` at `at`. Its sentence and facts are written only
+    /// if it is listed: past [`MAX_LISTED_PER_KIND`] of its kind it is only counted (a
+    /// capture can raise one per packet). An observation borrows its text, so building
+    /// one allocates nothing either.
+    // Inlined, with the listing out of line, one past the limit costs its count and the
+    // few stores that build it.
+    #[inline]
+    pub fn add(&mut self, connection: Option<u64>, at: impl Into<At>, what: Observation<'_>) {
+        let kind = what.kind();
+        if self.counted_listed(kind) {
+            self.list(connection, at.into(), what);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn list(&mut self, connection: Option<u64>, at: At, what: Observation<'_>) {
+        self.list_written(what.kind(), connection, at, what.to_string(), what.facts());
+    }
+
+    /// A diagnostic already written: its message, and the facts the message states as
+    /// fields (one listed again from another collection, or a finding of the analysis).
     pub fn push(
         &mut self,
         kind: Kind,
@@ -385,13 +418,27 @@ impl Diagnostics {
         at: impl Into<At>,
         details: impl FnOnce() -> (String, Facts),
     ) {
-        let at = at.into();
+        if self.counted_listed(kind) {
+            let (message, facts) = details();
+            self.list_written(kind, connection, at.into(), message, facts);
+        }
+    }
+
+    /// Counts one diagnostic of `kind`; whether it is to be listed.
+    fn counted_listed(&mut self, kind: Kind) -> bool {
         let count = self.counts.entry(kind).or_default();
         *count += 1;
-        if *count > MAX_LISTED_PER_KIND {
-            return;
-        }
-        let (message, facts) = details();
+        *count <= MAX_LISTED_PER_KIND
+    }
+
+    fn list_written(
+        &mut self,
+        kind: Kind,
+        connection: Option<u64>,
+        at: At,
+        message: String,
+        facts: Facts,
+    ) {
         self.items.push(Diagnostic {
             severity: kind.severity(),
             kind,
@@ -440,8 +487,13 @@ impl Diagnostics {
     /// The sort is stable, so equal frames keep the order they were found in.
     pub fn into_sorted(mut self) -> Vec<Diagnostic> {
         self.items.sort_by_key(|d| d.frame.unwrap_or(u64::MAX));
-        for (kind, count) in &self.counts {
-            if *count > MAX_LISTED_PER_KIND {
+        for (&kind, &count) in &self.counts {
+            if count > MAX_LISTED_PER_KIND {
+                let what = Observation::DiagnosticsLimited {
+                    kind,
+                    count,
+                    listed: MAX_LISTED_PER_KIND,
+                };
                 self.items.push(Diagnostic {
                     origin: None,
                     severity: Kind::DiagnosticsLimited.severity(),
@@ -449,15 +501,8 @@ impl Diagnostics {
                     connection: None,
                     frame: None,
                     timestamp: None,
-                    message: format!(
-                        "{count} {} diagnostics were found; only the first {MAX_LISTED_PER_KIND} are listed",
-                        kind.as_str()
-                    ),
-                    facts: vec![
-                        ("kind", kind.as_str().into()),
-                        ("count", (*count).into()),
-                        ("listed", MAX_LISTED_PER_KIND.into()),
-                    ],
+                    message: what.to_string(),
+                    facts: what.facts(),
                 });
             }
         }
@@ -509,6 +554,30 @@ mod tests {
             assert_eq!(Kind::from_name(kind.as_str()), Some(kind));
         }
         assert_eq!(Kind::from_name("nope"), None);
+    }
+
+    #[test]
+    fn an_observation_is_listed_with_its_kind_sentence_and_facts_then_only_counted() {
+        let gap = |bytes| Observation::TcpGap {
+            bytes,
+            from: "10.0.0.1:40000".parse().unwrap(),
+            to: "10.0.0.2:9092".parse().unwrap(),
+        };
+        let mut diags = Diagnostics::default();
+        for frame in 1..=MAX_LISTED_PER_KIND + 2 {
+            diags.add(Some(4), Some(frame), gap(frame));
+        }
+        assert_eq!(diags.count(Kind::TcpGap), MAX_LISTED_PER_KIND + 2);
+        let items = diags.into_sorted();
+        let first = items.first().unwrap();
+        assert_eq!(
+            (first.kind, first.severity, first.connection, first.frame),
+            (Kind::TcpGap, Severity::Warning, Some(4), Some(1))
+        );
+        assert_eq!(first.message, gap(1).to_string());
+        assert_eq!(first.facts, gap(1).facts());
+        assert_eq!(items.len() as u64, MAX_LISTED_PER_KIND + 1);
+        assert_eq!(items.last().unwrap().kind, Kind::DiagnosticsLimited);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 
 use crate::capture::{self, CaptureInfo, CaptureReader, Packet};
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, Observation};
 use crate::error::Error;
 use crate::input::{self, Blocks};
 use crate::packet_ref::Origin;
@@ -225,17 +225,13 @@ pub fn note_overlaps(captures: &[CaptureInfo], diags: &mut Diagnostics) {
             if first.as_nanos() <= other_last.as_nanos()
                 && other_first.as_nanos() <= last.as_nanos()
             {
-                diags.push(
-                    Kind::CaptureFilesOverlap,
+                diags.add(
                     None,
                     None,
-                    format!(
-                        "{path} and {other} overlap in time: their packets were merged by timestamp, as mergecap merges them"
-                    ),
-                    vec![
-                        ("path", (*path).into()),
-                        ("other_path", (*other).into()),
-                    ],
+                    Observation::CaptureFilesOverlap {
+                        path,
+                        other_path: other,
+                    },
                 );
             }
         }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Block, Finding};
-use crate::diag::{Fact, Facts, Kind};
+use crate::diag::{BadGrant, Irregular, Observation, Overlap};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
 
@@ -12,7 +12,7 @@ use crate::pairing::Exchange;
 enum Granted {
     Block(Block),
     /// A NONE response whose start or length cannot be a block.
-    Irregular(String),
+    Irregular(Irregular),
     /// An error response, an unanswered request, or fields we could not read.
     Nothing,
 }
@@ -30,20 +30,24 @@ fn granted(ex: &Exchange) -> Granted {
     ) else {
         return Granted::Nothing;
     };
+    let irregular = |why| {
+        Granted::Irregular(Irregular::Response {
+            frame: meta.frame,
+            correlation_id: ex.correlation_id,
+            broker_id,
+            producer_id_start: start,
+            producer_id_len: len,
+            why,
+        })
+    };
     if start < 0 {
-        return Granted::Irregular(format!(
-            "a NONE response to broker {broker_id} gives producer id start {start}"
-        ));
+        return irregular(BadGrant::NegativeStart);
     }
     if len <= 0 {
-        return Granted::Irregular(format!(
-            "a NONE response to broker {broker_id} gives a block of {len} ids"
-        ));
+        return irregular(BadGrant::NoIds);
     }
     let Some(end) = start.checked_add(i64::from(len) - 1) else {
-        return Granted::Irregular(format!(
-            "a NONE response to broker {broker_id} gives a block starting at {start} of {len} ids, past the largest producer id"
-        ));
+        return irregular(BadGrant::PastLargestId);
     };
     Granted::Block(Block {
         start,
@@ -80,35 +84,20 @@ struct OpenGap {
     seen: u64,
 }
 
-fn ids(from: i64, to: i64) -> String {
-    if from == to {
-        format!("id {from}")
-    } else {
-        format!("ids {from}..={to}")
-    }
-}
-
-/// A finding about `block`, shown where it was granted; `facts` beside its own frame.
-fn finding(kind: Kind, block: &Block, frames: Vec<u64>, facts: Facts, message: String) -> Finding {
+/// A finding about `block`, shown where it was granted.
+fn finding(block: &Block, frames: Vec<u64>, what: Observation<'_>) -> Finding {
     let mut frames = frames;
     frames.sort_unstable();
     frames.dedup();
-    let mut all = vec![("frame", Fact::from(block.response_frame))];
-    all.extend(facts);
     Finding {
-        kind,
+        kind: what.kind(),
         broker_id: Some(block.broker_id),
         connection: Some(block.connection),
         frames,
         at: (block.timestamp),
-        facts: all,
-        message,
+        facts: what.facts(),
+        message: what.to_string(),
     }
-}
-
-/// Facts naming ids `start..=end`.
-fn id_facts(start: i64, end: i64) -> Facts {
-    vec![("ids_start", start.into()), ("ids_end", end.into())]
 }
 
 /// Blocks of one length: how many, when first seen, and the first few.
@@ -170,31 +159,18 @@ impl Tracker {
     pub fn add(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) -> Option<Block> {
         let block = match granted(ex) {
             Granted::Block(block) => block,
-            Granted::Irregular(message) => {
+            Granted::Irregular(irregular) => {
                 let last = ex.last_meta();
                 let (frame, at) = (last.frame, last.timestamp);
-                let resp = ex.outcome.response().map(|(_, r)| r);
-                let mut facts = vec![
-                    ("frame", Fact::from(frame)),
-                    ("correlation_id", ex.correlation_id.into()),
-                ];
-                if let Some(start) = resp.and_then(|r| r.producer_id_start) {
-                    facts.push(("producer_id_start", start.into()));
-                }
-                if let Some(len) = resp.and_then(|r| r.producer_id_len) {
-                    facts.push(("producer_id_len", len.into()));
-                }
+                let what = Observation::PidBlockIrregular(irregular);
                 findings.push(Finding {
-                    kind: Kind::PidBlockIrregular,
+                    kind: what.kind(),
                     broker_id: ex.request.broker_id,
                     connection: Some(ex.endpoints.connection),
                     frames: vec![ex.request_meta.frame, frame],
                     at: (at),
-                    facts,
-                    message: format!(
-                        "{message} (correlation id {}); it is not counted as a block",
-                        ex.correlation_id
-                    ),
+                    facts: what.facts(),
+                    message: what.to_string(),
                 });
                 return None;
             }
@@ -234,22 +210,18 @@ impl Tracker {
                 continue;
             }
             let (from, to) = (b.start.max(earlier.start), b.end.min(earlier.end));
-            let mut facts = id_facts(from, to);
-            facts.push(("other_broker_id", earlier.broker_id.into()));
-            facts.push(("other_frame", earlier.response_frame.into()));
+            let overlap = Overlap::Block {
+                frame: b.response_frame,
+                broker_id: b.broker_id,
+                ids_start: from,
+                ids_end: to,
+                other_broker_id: earlier.broker_id,
+                other_frame: earlier.response_frame,
+            };
             findings.push(finding(
-                Kind::PidBlockOverlap,
                 b,
                 vec![earlier.response_frame, b.response_frame],
-                facts,
-                format!(
-                    "{} were given twice: to broker {} (frame {}) and to broker {} (frame {})",
-                    ids(from, to),
-                    earlier.broker_id,
-                    earlier.response_frame,
-                    b.broker_id,
-                    b.response_frame
-                ),
+                Observation::PidBlockOverlap(overlap),
             ));
         }
         let folded = self
@@ -259,20 +231,18 @@ impl Tracker {
             .filter(|(_, (end, _, _))| *end >= b.start);
         if let Some((start, (end, first, last))) = folded {
             let (from, to) = (b.start.max(*start), b.end.min(*end));
-            let mut facts = id_facts(from, to);
-            facts.push(("other_first_frame", (*first).into()));
-            facts.push(("other_last_frame", (*last).into()));
+            let overlap = Overlap::Folded {
+                frame: b.response_frame,
+                broker_id: b.broker_id,
+                ids_start: from,
+                ids_end: to,
+                other_first_frame: *first,
+                other_last_frame: *last,
+            };
             findings.push(finding(
-                Kind::PidBlockOverlap,
                 b,
                 vec![*last, b.response_frame],
-                facts,
-                format!(
-                    "{} given to broker {} (frame {}) were already given in an earlier block, between frames {first} and {last}",
-                    ids(from, to),
-                    b.broker_id,
-                    b.response_frame
-                ),
+                Observation::PidBlockOverlap(overlap),
             ));
         }
     }
@@ -285,22 +255,15 @@ impl Tracker {
         self.fill_gaps(b);
         if let Some(f) = &self.furthest {
             if b.start <= f.end && b.request_frame > f.response_frame {
-                let facts = vec![
-                    ("start", b.start.into()),
-                    ("other_end", f.end.into()),
-                    ("other_broker_id", f.broker_id.into()),
-                    ("other_frame", f.response_frame.into()),
-                ];
-                findings.push(finding(
-                    Kind::PidBlockRegression,
-                    b,
-                    vec![f.response_frame, b.response_frame],
-                    facts,
-                    format!(
-                        "the block starting at {} for broker {} (frame {}) starts below the end {} of an earlier block for broker {} (frame {})",
-                        b.start, b.broker_id, b.response_frame, f.end, f.broker_id, f.response_frame
-                    ),
-                ));
+                let what = Observation::PidBlockRegression {
+                    frame: b.response_frame,
+                    broker_id: b.broker_id,
+                    start: b.start,
+                    other_end: f.end,
+                    other_broker_id: f.broker_id,
+                    other_frame: f.response_frame,
+                };
+                findings.push(finding(b, vec![f.response_frame, b.response_frame], what));
             } else if b.start > f.end.saturating_add(1) {
                 let gap = OpenGap {
                     to: b.start - 1,
@@ -355,25 +318,15 @@ impl Tracker {
                 continue;
             };
             let (f, b) = (&gap.before, &gap.after);
-            let mut facts = id_facts(from, gap.to);
-            facts.push(("count", (gap.to - from + 1).into()));
-            facts.push(("other_broker_id", f.broker_id.into()));
-            facts.push(("other_frame", f.response_frame.into()));
-            findings.push(finding(
-                Kind::PidBlockGap,
-                b,
-                vec![f.response_frame, b.response_frame],
-                facts,
-                format!(
-                    "{} ids ({}) were skipped between the block for broker {} (frame {}) and the next, for broker {} (frame {})",
-                    gap.to - from + 1,
-                    ids(from, gap.to),
-                    f.broker_id,
-                    f.response_frame,
-                    b.broker_id,
-                    b.response_frame
-                ),
-            ));
+            let what = Observation::PidBlockGap {
+                frame: b.response_frame,
+                broker_id: b.broker_id,
+                ids_start: from,
+                ids_end: gap.to,
+                other_broker_id: f.broker_id,
+                other_frame: f.response_frame,
+            };
+            findings.push(finding(b, vec![f.response_frame, b.response_frame], what));
         }
     }
 
@@ -419,16 +372,16 @@ impl Tracker {
                 continue;
             }
             for b in &stats.samples {
-                let facts = vec![("len", b.len.into()), ("usual_len", usual.into())];
+                let irregular = Irregular::Length {
+                    frame: b.response_frame,
+                    broker_id: b.broker_id,
+                    len: b.len,
+                    usual_len: usual,
+                };
                 findings.push(finding(
-                    Kind::PidBlockIrregular,
                     b,
                     vec![b.request_frame, b.response_frame],
-                    facts,
-                    format!(
-                        "broker {} got a block of {} ids (frame {}) where this capture's blocks are usually {usual}",
-                        b.broker_id, b.len, b.response_frame
-                    ),
+                    Observation::PidBlockIrregular(irregular),
                 ));
             }
         }
@@ -440,6 +393,7 @@ impl Tracker {
 mod tests {
     use super::super::test_support::exchange;
     use super::*;
+    use crate::diag::Kind;
 
     fn run(ex: &[Exchange]) -> (Vec<Block>, Vec<Finding>) {
         let mut findings = Vec::new();

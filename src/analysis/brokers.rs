@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Finding, StatusCounts};
 use crate::capture::Timestamp;
-use crate::diag::{Fact, Facts, Kind};
+use crate::diag::{Observation, RetryAfter};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
 use crate::pairing::{Exchange, Outcome, Status};
@@ -86,27 +86,23 @@ fn error_of(ex: &Exchange) -> Option<ErrorCode> {
     ex.outcome.response().and_then(|(_, r)| r.error_code)
 }
 
-/// A finding about a broker, shown at `at` (a frame and its time).
+/// A finding about a broker, shown at time `at` (of the frame it names).
 fn finding(
-    kind: Kind,
     (broker, connection): (i32, u64),
     mut frames: Vec<u64>,
-    (frame, at): (u64, Timestamp),
-    facts: Facts,
-    message: String,
+    at: Timestamp,
+    what: Observation<'_>,
 ) -> Finding {
     frames.sort_unstable();
     frames.dedup();
-    let mut all = vec![("frame", Fact::from(frame))];
-    all.extend(facts);
     Finding {
-        kind,
+        kind: what.kind(),
         broker_id: Some(broker),
         connection: Some(connection),
         frames,
-        at: (at),
-        facts: all,
-        message,
+        at,
+        facts: what.facts(),
+        message: what.to_string(),
     }
 }
 
@@ -138,32 +134,23 @@ impl Streak {
 
     /// The `pid_error_streak` finding of a run of two or more.
     fn finding(self, broker: i32) -> Option<Finding> {
-        let len = self.len;
-        if len < 2 {
+        if self.len < 2 {
             return None;
         }
-        let first = self.frames.first().copied().unwrap_or_default();
-        let last = self.last.0;
-        let n = self.connections.len();
         let error = self.code.name();
-        let message = format!(
-            "broker {broker} got {len} {error} responses in a row (frames {first} to {last}, over {n} connection{})",
-            if n == 1 { "" } else { "s" }
-        );
-        let facts = vec![
-            ("error", Fact::from(error)),
-            ("count", len.into()),
-            ("first_frame", first.into()),
-            ("last_frame", last.into()),
-            ("connections", (n as u64).into()),
-        ];
+        let what = Observation::PidErrorStreak {
+            broker_id: broker,
+            error: &error,
+            count: self.len,
+            first_frame: self.frames.first().copied().unwrap_or_default(),
+            last_frame: self.last.0,
+            connections: self.connections.len() as u64,
+        };
         Some(finding(
-            Kind::PidErrorStreak,
             (broker, self.last_connection),
             self.frames,
-            self.last,
-            facts,
-            message,
+            self.last.1,
+            what,
         ))
     }
 }
@@ -221,27 +208,26 @@ impl Broker {
 /// before that answer came.
 fn retry(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Finding>) {
     let asked_after = ex.request_meta.frame > before.last_frame;
-    let why = match (before.status, before.error) {
+    let error;
+    let after = match (before.status, before.error) {
         (Status::Complete, Some(code)) if code.is_error() && asked_after => {
-            format!("a {} response", code.name())
+            error = code.name();
+            RetryAfter::Error(&error)
         }
-        (Status::Unanswered, _) => "no response".to_owned(),
+        (Status::Unanswered, _) => RetryAfter::NoResponse,
         (Status::Complete | Status::ResponseUnknown, _) => return,
     };
-    let mut facts = vec![("earlier_frame", Fact::from(before.request_frame))];
-    if let Some(code) = before.error {
-        facts.push(("error", code.name().into()));
-    }
+    let what = Observation::PidRetry {
+        frame: ex.request_meta.frame,
+        broker_id: id,
+        earlier_frame: before.request_frame,
+        after,
+    };
     findings.push(finding(
-        Kind::PidRetry,
         (id, ex.endpoints.connection),
         vec![before.last_frame, ex.request_meta.frame],
-        (ex.request_meta.frame, ex.request_meta.timestamp),
-        facts,
-        format!(
-            "broker {id} asked again (frame {}) after {why} to its request in frame {}",
-            ex.request_meta.frame, before.request_frame
-        ),
+        ex.request_meta.timestamp,
+        what,
     ));
 }
 
@@ -253,21 +239,18 @@ fn epoch_change(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Fi
     if old == new {
         return;
     }
-    let facts = vec![
-        ("old_epoch", Fact::from(old)),
-        ("new_epoch", new.into()),
-        ("earlier_frame", before.request_frame.into()),
-    ];
+    let what = Observation::PidBrokerEpochChange {
+        frame: ex.request_meta.frame,
+        broker_id: id,
+        old_epoch: old,
+        new_epoch: new,
+        earlier_frame: before.request_frame,
+    };
     findings.push(finding(
-        Kind::PidBrokerEpochChange,
         (id, ex.endpoints.connection),
         vec![before.request_frame, ex.request_meta.frame],
-        (ex.request_meta.frame, ex.request_meta.timestamp),
-        facts,
-        format!(
-            "broker {id} changed its epoch from {old} to {new} (frame {})",
-            ex.request_meta.frame
-        ),
+        ex.request_meta.timestamp,
+        what,
     ));
 }
 
@@ -325,6 +308,7 @@ impl Tracker {
 mod tests {
     use super::super::test_support::exchange;
     use super::*;
+    use crate::diag::Kind;
 
     fn run(ex: &[Exchange]) -> Vec<Finding> {
         let mut findings = Vec::new();

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::capture::{PacketRef, Timestamp};
-use crate::diag::{At, Diagnostics, Facts, Kind, MAX_LISTED_PER_KIND};
+use crate::diag::{At, Diagnostics, Facts, Kind, Observation, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
 use crate::pairing::{Exchange, MessageMeta, Outcome, Status};
@@ -319,25 +319,20 @@ impl Analyzer {
             .collect();
         slow.sort_by_key(|c| c.response_frame);
         for c in slow {
-            let latency_us = c.latency_ns as f64 / 1000.0;
+            let what = Observation::PidSlowResponse {
+                frame: c.response_frame,
+                correlation_id: c.correlation_id,
+                latency_ns: c.latency_ns,
+                threshold_us: threshold,
+            };
             found.push(Finding {
-                kind: Kind::PidSlowResponse,
+                kind: what.kind(),
                 broker_id: c.broker_id,
                 connection: Some(c.connection),
                 frames: vec![c.request_frame, c.response_frame],
                 at: (c.at),
-                facts: vec![
-                    ("frame", c.response_frame.into()),
-                    ("correlation_id", c.correlation_id.into()),
-                    ("latency_us", latency_us.into()),
-                    ("threshold_us", threshold.into()),
-                ],
-                message: format!(
-                    "the response to correlation id {} took {:.1} ms, above the {:.1} ms threshold",
-                    c.correlation_id,
-                    c.latency_ns as f64 / 1_000_000.0,
-                    threshold / 1000.0
-                ),
+                facts: what.facts(),
+                message: what.to_string(),
             });
         }
         Some(threshold)

@@ -11,7 +11,8 @@ use super::tables::ApiKey;
 use super::waiting::{RequestFrame, Waiting};
 use super::KafkaConfig;
 use crate::capture::PacketRef;
-use crate::diag::{Diagnostics, Fact, Facts, Kind};
+pub use crate::diag::Side;
+use crate::diag::{Diagnostics, FramingLost, Observation, Undecoded};
 
 /// Largest AllocateProducerIds message we buffer to decode; real ones are under 100 bytes.
 pub const MAX_DECODED_LEN: u32 = 1024 * 1024;
@@ -40,22 +41,6 @@ fn may_follow((key, last): (ApiKey, i32), next: i32) -> bool {
                 .contains(&last.wrapping_sub(next).cast_unsigned()))
 }
 
-/// Which side of the connection a handler reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Client,
-    Server,
-}
-
-impl Side {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Client => "client",
-            Self::Server => "server",
-        }
-    }
-}
-
 fn meta(frame: &Frame<'_>) -> MessageMeta {
     MessageMeta {
         frame: frame.last.frame,
@@ -71,28 +56,18 @@ fn size_ok(len: i32, min: usize, max: u32) -> bool {
     usize::try_from(len).is_ok_and(|l| l >= min) && u32::try_from(len).is_ok_and(|l| l <= max)
 }
 
-/// Why a size prefix cannot start a Kafka message: the kind, one sentence, its facts.
-fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<(Kind, String, Facts)> {
-    let what = side.name();
-    let mut facts = vec![("side", Fact::from(what)), ("size", len.into())];
+/// Why a size prefix cannot start a Kafka message.
+fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<Observation<'static>> {
     if u32::try_from(len).is_ok_and(|l| l > max) {
-        facts.push(("limit", u64::from(max).into()));
-        return Some((
-            Kind::KafkaFrameTooLarge,
-            format!(
-                "a Kafka size prefix from the {what} says {len} bytes, above the {max} byte limit; looking for the next frame"
-            ),
-            facts,
-        ));
+        return Some(Observation::KafkaFrameTooLarge {
+            side,
+            size: len,
+            limit: max,
+        });
     }
     if usize::try_from(len).map_or(true, |l| l < min) {
-        return Some((
-            Kind::KafkaFramingLost,
-            format!(
-                "a Kafka size prefix from the {what} says {len} bytes, too small for a message; looking for the next frame"
-            ),
-            facts,
-        ));
+        let lost = FramingLost::SizeTooSmall { side, size: len };
+        return Some(Observation::KafkaFramingLost(lost));
     }
     None
 }
@@ -114,26 +89,22 @@ fn report_problem(
     diags: &mut Diagnostics,
     ends: Endpoints,
     meta: MessageMeta,
-    what: &str,
+    side: Side,
     correlation_id: i32,
     problem: &Problem,
 ) {
-    let kind = match problem {
-        Problem::UnsupportedVersion(_) => Kind::KafkaUnsupportedVersion,
-        Problem::NotCaptured { .. } => Kind::KafkaMessageTruncated,
-        _ => Kind::KafkaDecodeError,
+    let written = problem.to_string();
+    let undecoded = Undecoded {
+        side,
+        correlation_id,
+        problem: &written,
     };
-    diags.push(
-        kind,
-        Some(ends.connection),
-        meta.at(),
-        format!("AllocateProducerIds {what} with correlation id {correlation_id}: {problem}"),
-        vec![
-            ("message", what.into()),
-            ("correlation_id", correlation_id.into()),
-            ("problem", problem.to_string().into()),
-        ],
-    );
+    let what = match problem {
+        Problem::UnsupportedVersion(_) => Observation::KafkaUnsupportedVersion(undecoded),
+        Problem::NotCaptured { .. } => Observation::KafkaMessageTruncated(undecoded),
+        _ => Observation::KafkaDecodeError(undecoded),
+    };
+    diags.add(Some(ends.connection), meta.at(), what);
 }
 
 fn report_resync(
@@ -143,18 +114,13 @@ fn report_resync(
     skipped: u64,
     at: PacketRef,
 ) {
-    diags.push(
-        Kind::KafkaResync,
+    diags.add(
         Some(ends.connection),
         at,
-        format!(
-            "Kafka framing of the {}'s stream was found after passing over {skipped} bytes",
-            side.name()
-        ),
-        vec![
-            ("side", side.name().into()),
-            ("skipped_bytes", skipped.into()),
-        ],
+        Observation::KafkaResync {
+            side,
+            skipped_bytes: skipped,
+        },
     );
 }
 
@@ -226,14 +192,13 @@ impl FrameHandler for RequestSide<'_> {
                 self.probing = false;
             }
         }
-        if let Some((kind, message, facts)) = bad_size(
+        if let Some(what) = bad_size(
             len,
             MIN_REQUEST_LEN,
             self.config.max_frame_len,
             Side::Client,
         ) {
-            self.diags
-                .push(kind, Some(self.ends.connection), at, message, facts);
+            self.diags.add(Some(self.ends.connection), at, what);
             return Decision::Reject;
         }
         if RequestPrefix::parse(prefix).is_err() {
@@ -282,7 +247,7 @@ impl FrameHandler for RequestSide<'_> {
                     self.diags,
                     self.ends,
                     meta,
-                    "request",
+                    Side::Client,
                     head.correlation_id,
                     problem,
                 );
@@ -360,15 +325,14 @@ pub struct ResponseSide<'a> {
 
 impl FrameHandler for ResponseSide<'_> {
     fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
-        if let Some((kind, message, facts)) = bad_size(
+        if let Some(what) = bad_size(
             len,
             RESPONSE_PREFIX_LEN,
             self.config.max_frame_len,
             Side::Server,
         ) {
             self.bad_size = true;
-            self.diags
-                .push(kind, Some(self.ends.connection), at, message, facts);
+            self.diags.add(Some(self.ends.connection), at, what);
             return Decision::Reject;
         }
         if header::response_correlation_id(prefix).is_err() {
@@ -426,7 +390,7 @@ impl FrameHandler for ResponseSide<'_> {
                         self.diags,
                         self.ends,
                         meta,
-                        "response",
+                        Side::Server,
                         correlation_id,
                         problem,
                     );

@@ -11,7 +11,7 @@ use super::message::{Endpoints, Message, MessageMeta, Outbox};
 use super::reader::TaggedField;
 use super::tables::ApiKey;
 use super::MALLOC_OVERHEAD;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, NamedCode, Observation};
 
 /// Requests one connection may have waiting by default before the oldest is forgotten.
 /// Requests that are never answered (Produce with acks=0) would otherwise grow without end.
@@ -184,20 +184,22 @@ impl Waiting {
         self.order.push_back((correlation_id, self.registered));
         if let Some(old) = self.by_correlation_id.insert(correlation_id, entry) {
             self.decoded_bytes = self.decoded_bytes.saturating_sub(old.cost);
-            diags.push(
-                Kind::DuplicateCorrelationId,
+            let names = (req.api_key.name(), old.api_key.name());
+            diags.add(
                 Some(ends.connection),
                 meta.at(),
-                format!(
-                    "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still waiting; the earlier one is reported as response_unknown (which of the two a later answer is for cannot be told)",
-                    req.api_key, old.api_key
-                ),
-                vec![
-                    ("correlation_id", correlation_id.into()),
-                    ("api_key", i64::from(req.api_key.0).into()),
-                    ("earlier_api_key", i64::from(old.api_key.0).into()),
-                    ("earlier_frame", old.frame.into()),
-                ],
+                Observation::DuplicateCorrelationId {
+                    correlation_id,
+                    api_key: NamedCode {
+                        code: req.api_key.0,
+                        name: &names.0,
+                    },
+                    earlier_api_key: NamedCode {
+                        code: old.api_key.0,
+                        name: &names.1,
+                    },
+                    earlier_frame: old.frame,
+                },
             );
             // Which of the two a later answer is for cannot be told.
             give_up(out, ends, correlation_id, &old, true);
@@ -213,14 +215,12 @@ impl Waiting {
         let max_pending = max_pending.max(1);
         if self.len() > max_pending {
             if self.evicted == 0 {
-                diags.push(
-                    Kind::PendingLimit,
+                diags.add(
                     Some(ends.connection),
                     meta.at(),
-                    format!(
-                        "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)"
-                    ),
-                    vec![("max_pending", (max_pending as u64).into())],
+                    Observation::PendingLimit {
+                        max_pending: max_pending as u64,
+                    },
                 );
             }
             self.give_up_oldest(ends, max_pending, out);
@@ -328,6 +328,7 @@ fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: &Pending, 
 mod tests {
     use super::*;
     use crate::capture::Timestamp;
+    use crate::diag::Kind;
 
     fn ends() -> Endpoints {
         Endpoints {

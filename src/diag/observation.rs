@@ -1,0 +1,784 @@
+//! What a diagnostic says, as typed values: an [`Observation`] has a variant per
+//! [`Kind`] (an enum of causes inside it where the kind's sentence depends on the cause),
+//! and both the sentence ([`Display`](fmt::Display)) and the facts
+//! ([`Observation::facts`]) are written from its fields, so the two cannot disagree and
+//! a new kind is a new variant that the compiler asks a sentence and facts of.
+//!
+//! Fields are the values themselves (numbers, addresses, names); the types of the stages
+//! that raise them stay in those stages, which pass their names or descriptions here.
+//! Text is borrowed, so an observation is built where it is raised without allocating,
+//! and written (allocating) only if it is listed.
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use super::parts::{
+    Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Ids, Irregular, NamedCode, Overlap,
+    RetryAfter, Side, Undecoded,
+};
+use super::{Fact, Facts, Kind};
+
+/// Something odd seen in the input, or a finding of the analysis, with its values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Observation<'a> {
+    /// The file ends, or its decompressed stream breaks off, inside a record.
+    CaptureTruncated {
+        path: &'a str,
+        record_offset: u64,
+        /// Packets read before it.
+        packets: u64,
+        cut: Cut<'a>,
+    },
+    CaptureCorrupt {
+        path: &'a str,
+        record_offset: u64,
+        damage: Damage<'a>,
+    },
+    /// A packet captured shorter than it was on the wire (snaplen).
+    PacketTruncated {
+        bytes_missing: u64,
+    },
+    UnsupportedLinkType {
+        /// The link type's name.
+        link_type: &'a str,
+        link_type_number: i32,
+    },
+    PacketMalformed {
+        /// Fragments the IP datagram was reassembled from, when it was.
+        fragments: Option<u64>,
+        /// What the decoder could not read.
+        reason: &'a str,
+    },
+    MidstreamStart {
+        connection: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+    },
+    TcpGap {
+        bytes: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+    },
+    TcpOverlapConflict {
+        /// Stream offset of the bytes that differ.
+        offset: u64,
+        bytes: u64,
+        from: SocketAddr,
+    },
+    TcpRstOutOfWindow {
+        from: SocketAddr,
+        seq: u32,
+    },
+    KafkaFrameTooLarge {
+        side: Side,
+        size: i32,
+        limit: u32,
+    },
+    KafkaResync {
+        side: Side,
+        skipped_bytes: u64,
+    },
+    KafkaFramingLost(FramingLost),
+    KafkaFrameIncomplete {
+        side: Side,
+        /// Bytes of the message read before the stream ended.
+        bytes: u64,
+    },
+    KafkaDecodeError(Undecoded<'a>),
+    KafkaMessageTruncated(Undecoded<'a>),
+    KafkaUnsupportedVersion(Undecoded<'a>),
+    DuplicateCorrelationId {
+        correlation_id: i32,
+        api_key: NamedCode<'a>,
+        earlier_api_key: NamedCode<'a>,
+        earlier_frame: u64,
+    },
+    PendingLimit {
+        max_pending: u64,
+    },
+    /// More of `kind` than [`MAX_LISTED_PER_KIND`](super::MAX_LISTED_PER_KIND) were found.
+    DiagnosticsLimited {
+        kind: Kind,
+        count: u64,
+        listed: u64,
+    },
+    ConnectionLimit {
+        /// Connections open at once.
+        open: u64,
+        max_connections: u64,
+        /// The first connection no longer followed.
+        first: u64,
+    },
+    MemoryLimit {
+        connection: u64,
+        given_up: GivenUp<'a>,
+    },
+    NotKafka {
+        initiator: SocketAddr,
+        responder: SocketAddr,
+        /// The reason's short name.
+        reason: &'static str,
+        /// The reason as a clause.
+        explanation: &'a str,
+        /// What would have to be true for `--port` to read it as Kafka, when that could.
+        port_would_help_if: Option<&'static str>,
+        server_port: u16,
+    },
+    TlsEncrypted {
+        client: SocketAddr,
+        server: SocketAddr,
+        /// Short name of what was seen (`client_hello`...).
+        seen: &'static str,
+        /// What was seen, as a person says it.
+        seen_described: &'static str,
+        /// The server name a ClientHello asked for.
+        server_name: Option<&'a str>,
+    },
+    IpFragmentsDropped(FragmentsDropped<'a>),
+    CaptureFilesOverlap {
+        path: &'a str,
+        other_path: &'a str,
+    },
+    DuplicateWindowFull {
+        /// Packets among which copies are recognised.
+        remembered: u64,
+    },
+    OneSidedConnection {
+        client: SocketAddr,
+        server: SocketAddr,
+        requests_waiting: u64,
+    },
+    PidBlockOverlap(Overlap),
+    PidBlockRegression {
+        /// Response frame of the block starting below.
+        frame: u64,
+        broker_id: i32,
+        start: i64,
+        /// End of the earlier block reaching highest, its broker and response frame.
+        other_end: i64,
+        other_broker_id: i32,
+        other_frame: u64,
+    },
+    PidBlockGap {
+        /// Response frame of the block after the gap.
+        frame: u64,
+        broker_id: i32,
+        /// The ids skipped, `ids_start..=ids_end`.
+        ids_start: i64,
+        ids_end: i64,
+        /// The block before the gap: its broker and response frame.
+        other_broker_id: i32,
+        other_frame: u64,
+    },
+    PidBlockIrregular(Irregular),
+    PidErrorStreak {
+        broker_id: i32,
+        /// The error's name.
+        error: &'a str,
+        count: u64,
+        first_frame: u64,
+        /// Frame of the last response, where the streak shows.
+        last_frame: u64,
+        connections: u64,
+    },
+    PidRetry {
+        /// The request asking again.
+        frame: u64,
+        broker_id: i32,
+        /// The request retried.
+        earlier_frame: u64,
+        after: RetryAfter<'a>,
+    },
+    PidBrokerEpochChange {
+        /// The request with the new epoch.
+        frame: u64,
+        broker_id: i32,
+        old_epoch: i64,
+        new_epoch: i64,
+        /// The request with the old epoch.
+        earlier_frame: u64,
+    },
+    PidSlowResponse {
+        /// The response's frame.
+        frame: u64,
+        correlation_id: i32,
+        latency_ns: i128,
+        threshold_us: f64,
+    },
+}
+
+impl Observation<'_> {
+    // Inlined where an observation is raised, the kind of the variant built there is a
+    // constant when it is counted.
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        match self {
+            Self::CaptureTruncated { .. } => Kind::CaptureTruncated,
+            Self::CaptureCorrupt { .. } => Kind::CaptureCorrupt,
+            Self::PacketTruncated { .. } => Kind::PacketTruncated,
+            Self::UnsupportedLinkType { .. } => Kind::UnsupportedLinkType,
+            Self::PacketMalformed { .. } => Kind::PacketMalformed,
+            Self::MidstreamStart { .. } => Kind::MidstreamStart,
+            Self::TcpGap { .. } => Kind::TcpGap,
+            Self::TcpOverlapConflict { .. } => Kind::TcpOverlapConflict,
+            Self::TcpRstOutOfWindow { .. } => Kind::TcpRstOutOfWindow,
+            Self::KafkaFrameTooLarge { .. } => Kind::KafkaFrameTooLarge,
+            Self::KafkaResync { .. } => Kind::KafkaResync,
+            Self::KafkaFramingLost(_) => Kind::KafkaFramingLost,
+            Self::KafkaFrameIncomplete { .. } => Kind::KafkaFrameIncomplete,
+            Self::KafkaDecodeError(_) => Kind::KafkaDecodeError,
+            Self::KafkaMessageTruncated(_) => Kind::KafkaMessageTruncated,
+            Self::KafkaUnsupportedVersion(_) => Kind::KafkaUnsupportedVersion,
+            Self::DuplicateCorrelationId { .. } => Kind::DuplicateCorrelationId,
+            Self::PendingLimit { .. } => Kind::PendingLimit,
+            Self::DiagnosticsLimited { .. } => Kind::DiagnosticsLimited,
+            Self::ConnectionLimit { .. } => Kind::ConnectionLimit,
+            Self::MemoryLimit { .. } => Kind::MemoryLimit,
+            Self::NotKafka { .. } => Kind::NotKafka,
+            Self::TlsEncrypted { .. } => Kind::TlsEncrypted,
+            Self::IpFragmentsDropped(_) => Kind::IpFragmentsDropped,
+            Self::CaptureFilesOverlap { .. } => Kind::CaptureFilesOverlap,
+            Self::DuplicateWindowFull { .. } => Kind::DuplicateWindowFull,
+            Self::OneSidedConnection { .. } => Kind::OneSidedConnection,
+            Self::PidBlockOverlap(_) => Kind::PidBlockOverlap,
+            Self::PidBlockRegression { .. } => Kind::PidBlockRegression,
+            Self::PidBlockGap { .. } => Kind::PidBlockGap,
+            Self::PidBlockIrregular(_) => Kind::PidBlockIrregular,
+            Self::PidErrorStreak { .. } => Kind::PidErrorStreak,
+            Self::PidRetry { .. } => Kind::PidRetry,
+            Self::PidBrokerEpochChange { .. } => Kind::PidBrokerEpochChange,
+            Self::PidSlowResponse { .. } => Kind::PidSlowResponse,
+        }
+    }
+
+    /// What the sentence states, as named fields of the report, in a fixed order.
+    pub fn facts(&self) -> Facts {
+        match self {
+            Self::CaptureTruncated {
+                path,
+                record_offset,
+                packets,
+                cut: _,
+            } => vec![
+                ("path", (*path).into()),
+                ("record_offset", (*record_offset).into()),
+                ("packets", (*packets).into()),
+            ],
+            Self::CaptureCorrupt {
+                path,
+                record_offset,
+                damage: _,
+            } => vec![
+                ("path", (*path).into()),
+                ("record_offset", (*record_offset).into()),
+            ],
+            Self::PacketTruncated { bytes_missing } => {
+                vec![("bytes_missing", (*bytes_missing).into())]
+            }
+            Self::UnsupportedLinkType {
+                link_type,
+                link_type_number,
+            } => vec![
+                ("link_type", (*link_type).into()),
+                ("link_type_number", (*link_type_number).into()),
+            ],
+            Self::PacketMalformed { fragments, reason } => fragments
+                .map(|n| ("fragments", n.into()))
+                .into_iter()
+                .chain([("reason", (*reason).into())])
+                .collect(),
+            Self::MidstreamStart { from, to, .. } => vec![
+                ("from", from.to_string().into()),
+                ("to", to.to_string().into()),
+            ],
+            Self::TcpGap { bytes, from, to } => vec![
+                ("bytes", (*bytes).into()),
+                ("from", from.to_string().into()),
+                ("to", to.to_string().into()),
+            ],
+            Self::TcpOverlapConflict {
+                offset,
+                bytes,
+                from,
+            } => vec![
+                ("offset", (*offset).into()),
+                ("bytes", (*bytes).into()),
+                ("from", from.to_string().into()),
+            ],
+            Self::TcpRstOutOfWindow { from, seq } => vec![
+                ("from", from.to_string().into()),
+                ("seq", u64::from(*seq).into()),
+            ],
+            Self::KafkaFrameTooLarge { side, size, limit } => vec![
+                ("side", side.name().into()),
+                ("size", (*size).into()),
+                ("limit", u64::from(*limit).into()),
+            ],
+            Self::KafkaResync {
+                side,
+                skipped_bytes,
+            } => vec![
+                ("side", side.name().into()),
+                ("skipped_bytes", (*skipped_bytes).into()),
+            ],
+            Self::KafkaFramingLost(lost) => lost.facts(),
+            Self::KafkaFrameIncomplete { side, bytes } => {
+                vec![("side", side.name().into()), ("bytes", (*bytes).into())]
+            }
+            Self::KafkaDecodeError(u)
+            | Self::KafkaMessageTruncated(u)
+            | Self::KafkaUnsupportedVersion(u) => vec![
+                ("message", u.side.message().into()),
+                ("correlation_id", u.correlation_id.into()),
+                ("problem", u.problem.into()),
+            ],
+            Self::DuplicateCorrelationId {
+                correlation_id,
+                api_key,
+                earlier_api_key,
+                earlier_frame,
+            } => vec![
+                ("correlation_id", (*correlation_id).into()),
+                ("api_key", i64::from(api_key.code).into()),
+                ("earlier_api_key", i64::from(earlier_api_key.code).into()),
+                ("earlier_frame", (*earlier_frame).into()),
+            ],
+            Self::PendingLimit { max_pending } => vec![("max_pending", (*max_pending).into())],
+            Self::DiagnosticsLimited {
+                kind,
+                count,
+                listed,
+            } => vec![
+                ("kind", kind.as_str().into()),
+                ("count", (*count).into()),
+                ("listed", (*listed).into()),
+            ],
+            Self::ConnectionLimit {
+                max_connections, ..
+            } => vec![("max_connections", (*max_connections).into())],
+            Self::MemoryLimit { given_up, .. } => vec![given_up.fact()],
+            Self::NotKafka {
+                reason,
+                server_port,
+                ..
+            } => vec![
+                ("reason", (*reason).into()),
+                ("server_port", u64::from(*server_port).into()),
+            ],
+            Self::TlsEncrypted {
+                client,
+                server,
+                seen,
+                server_name,
+                ..
+            } => {
+                let mut facts = vec![
+                    ("port", Fact::from(u64::from(server.port()))),
+                    ("client", client.to_string().into()),
+                    ("server", server.to_string().into()),
+                    ("seen", (*seen).into()),
+                ];
+                facts.extend(server_name.map(|n| ("server_name", n.into())));
+                facts
+            }
+            Self::IpFragmentsDropped(dropped) => dropped.facts(),
+            Self::CaptureFilesOverlap { path, other_path } => vec![
+                ("path", (*path).into()),
+                ("other_path", (*other_path).into()),
+            ],
+            Self::DuplicateWindowFull { remembered } => {
+                vec![("remembered", (*remembered).into())]
+            }
+            Self::OneSidedConnection {
+                client,
+                server,
+                requests_waiting,
+            } => vec![
+                ("client", client.to_string().into()),
+                ("server", server.to_string().into()),
+                ("requests_waiting", (*requests_waiting).into()),
+            ],
+            Self::PidBlockOverlap(overlap) => overlap.facts(),
+            Self::PidBlockRegression {
+                frame,
+                start,
+                other_end,
+                other_broker_id,
+                other_frame,
+                ..
+            } => vec![
+                ("frame", (*frame).into()),
+                ("start", (*start).into()),
+                ("other_end", (*other_end).into()),
+                ("other_broker_id", (*other_broker_id).into()),
+                ("other_frame", (*other_frame).into()),
+            ],
+            Self::PidBlockGap {
+                frame,
+                ids_start,
+                ids_end,
+                other_broker_id,
+                other_frame,
+                ..
+            } => vec![
+                ("frame", (*frame).into()),
+                ("ids_start", (*ids_start).into()),
+                ("ids_end", (*ids_end).into()),
+                ("count", (ids_end - ids_start + 1).into()),
+                ("other_broker_id", (*other_broker_id).into()),
+                ("other_frame", (*other_frame).into()),
+            ],
+            Self::PidBlockIrregular(irregular) => irregular.facts(),
+            Self::PidErrorStreak {
+                error,
+                count,
+                first_frame,
+                last_frame,
+                connections,
+                ..
+            } => vec![
+                ("frame", (*last_frame).into()),
+                ("error", (*error).into()),
+                ("count", (*count).into()),
+                ("first_frame", (*first_frame).into()),
+                ("last_frame", (*last_frame).into()),
+                ("connections", (*connections).into()),
+            ],
+            Self::PidRetry {
+                frame,
+                earlier_frame,
+                after,
+                ..
+            } => {
+                let mut facts = vec![
+                    ("frame", Fact::from(*frame)),
+                    ("earlier_frame", (*earlier_frame).into()),
+                ];
+                if let RetryAfter::Error(error) = after {
+                    facts.push(("error", (*error).into()));
+                }
+                facts
+            }
+            Self::PidBrokerEpochChange {
+                frame,
+                old_epoch,
+                new_epoch,
+                earlier_frame,
+                ..
+            } => vec![
+                ("frame", (*frame).into()),
+                ("old_epoch", (*old_epoch).into()),
+                ("new_epoch", (*new_epoch).into()),
+                ("earlier_frame", (*earlier_frame).into()),
+            ],
+            Self::PidSlowResponse {
+                frame,
+                correlation_id,
+                latency_ns,
+                threshold_us,
+            } => vec![
+                ("frame", (*frame).into()),
+                ("correlation_id", (*correlation_id).into()),
+                ("latency_us", (*latency_ns as f64 / 1000.0).into()),
+                ("threshold_us", (*threshold_us).into()),
+            ],
+        }
+    }
+}
+
+impl fmt::Display for Observation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::CaptureTruncated {
+                path,
+                record_offset,
+                packets,
+                cut,
+            } => match cut {
+                Cut::InsideRecord => write!(
+                    f,
+                    "{path} ends inside a record that starts at byte {record_offset}; the {packets} packets before it were read"
+                ),
+                Cut::Stream { error } => write!(
+                    f,
+                    "{path} is cut short: {error}; the {packets} packets before the cut were read"
+                ),
+            },
+            Self::CaptureCorrupt {
+                path,
+                record_offset: offset,
+                damage,
+            } => match damage {
+                Damage::RecordTooLarge { limit_mib } => write!(
+                    f,
+                    "{path}: the record at byte {offset} is larger than {limit_mib} MiB; reading stopped there"
+                ),
+                Damage::Unreadable { why, packets } => write!(
+                    f,
+                    "{path} is corrupt at byte {offset} ({why}); the {packets} packets before it were read"
+                ),
+                Damage::ReadFailed { error, packets } => write!(
+                    f,
+                    "{path}: reading failed after {packets} packets ({error}); what came before is reported"
+                ),
+                Damage::OverSnaplen {
+                    len,
+                    snaplen,
+                    max_len,
+                } => write!(
+                    f,
+                    "{path}: the record at byte {offset} holds {len} bytes, more than the capture's snaplen of {snaplen} and the {max_len} any packet may have; it was skipped"
+                ),
+                Damage::TooManyInterfaces { max } => write!(
+                    f,
+                    "{path}: the section at byte {offset} describes more than {max} interfaces; the rest are not kept, and their packets are skipped"
+                ),
+                Damage::UnknownInterface {
+                    interface,
+                    described,
+                } => write!(
+                    f,
+                    "{path}: packet block at byte {offset} names interface {interface} but only {described} are described; the packet was skipped"
+                ),
+            },
+            Self::PacketTruncated { bytes_missing } => write!(
+                f,
+                "packet was captured {bytes_missing} bytes short of its length on the wire (snaplen); those stream bytes are missing"
+            ),
+            Self::UnsupportedLinkType { link_type, .. } => write!(
+                f,
+                "link type {link_type} is not supported; its packets are skipped"
+            ),
+            Self::PacketMalformed {
+                fragments: Some(fragments),
+                reason,
+            } => write!(
+                f,
+                "the IP datagram reassembled from {fragments} fragments could not be decoded: {reason}"
+            ),
+            Self::PacketMalformed {
+                fragments: None,
+                reason,
+            } => write!(f, "packet could not be decoded: {reason}"),
+            Self::MidstreamStart {
+                connection,
+                from,
+                to,
+            } => write!(
+                f,
+                "connection {connection} ({from} - {to}) was already open when the capture started; its streams are read from the first captured byte"
+            ),
+            Self::TcpGap { bytes, from, to } => write!(
+                f,
+                "{bytes} bytes from {from} to {to} are missing from the capture"
+            ),
+            Self::TcpOverlapConflict {
+                offset,
+                bytes,
+                from,
+            } => write!(
+                f,
+                "a retransmission from {from} differs from the first copy within the {bytes} bytes at stream offset {offset}; the first copy was kept"
+            ),
+            Self::TcpRstOutOfWindow { from, seq } => write!(
+                f,
+                "an RST from {from} with sequence number {seq} lies outside the receive window; the connection goes on (RFC 5961)"
+            ),
+            Self::KafkaFrameTooLarge { side, size, limit } => write!(
+                f,
+                "a Kafka size prefix from the {} says {size} bytes, above the {limit} byte limit; looking for the next frame",
+                side.name()
+            ),
+            Self::KafkaResync {
+                side,
+                skipped_bytes,
+            } => write!(
+                f,
+                "Kafka framing of the {}'s stream was found after passing over {skipped_bytes} bytes",
+                side.name()
+            ),
+            Self::KafkaFramingLost(lost) => lost.fmt(f),
+            Self::KafkaFrameIncomplete { side, bytes } => write!(
+                f,
+                "the {}'s stream ended inside a Kafka {} after {bytes} of its bytes; the message is not reported",
+                side.name(),
+                side.message()
+            ),
+            Self::KafkaDecodeError(u)
+            | Self::KafkaMessageTruncated(u)
+            | Self::KafkaUnsupportedVersion(u) => write!(
+                f,
+                "AllocateProducerIds {} with correlation id {}: {}",
+                u.side.message(),
+                u.correlation_id,
+                u.problem
+            ),
+            Self::DuplicateCorrelationId {
+                correlation_id,
+                api_key,
+                earlier_api_key,
+                ..
+            } => write!(
+                f,
+                "{} request reuses correlation id {correlation_id} while an earlier {} request with that id is still waiting; the earlier one is reported as response_unknown (which of the two a later answer is for cannot be told)",
+                api_key.name, earlier_api_key.name
+            ),
+            Self::PendingLimit { max_pending } => write!(
+                f,
+                "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)"
+            ),
+            Self::DiagnosticsLimited {
+                kind,
+                count,
+                listed,
+            } => write!(
+                f,
+                "{count} {} diagnostics were found; only the first {listed} are listed",
+                kind.as_str()
+            ),
+            Self::ConnectionLimit {
+                open,
+                max_connections,
+                first,
+            } => write!(
+                f,
+                "more than {open} connections at once (--max-connections {max_connections}, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection {first} first)"
+            ),
+            Self::MemoryLimit {
+                connection,
+                given_up,
+            } => given_up.write(*connection, f),
+            Self::NotKafka {
+                initiator,
+                responder,
+                explanation,
+                port_would_help_if,
+                server_port,
+                ..
+            } => {
+                write!(
+                    f,
+                    "connection {initiator} <-> {responder} is not read as Kafka: {explanation}"
+                )?;
+                match port_would_help_if {
+                    Some(condition) => {
+                        write!(f, "; {condition}, run again with --port {server_port}")
+                    }
+                    None => Ok(()),
+                }
+            }
+            Self::TlsEncrypted {
+                client,
+                server,
+                seen_described,
+                server_name,
+                ..
+            } => {
+                let port = server.port();
+                write!(
+                    f,
+                    "connection {client} -> {server} is TLS on port {port} ({seen_described}"
+                )?;
+                if let Some(name) = server_name {
+                    write!(f, ", server name {name}")?;
+                }
+                write!(
+                    f,
+                    "): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted"
+                )
+            }
+            Self::IpFragmentsDropped(dropped) => dropped.fmt(f),
+            Self::CaptureFilesOverlap { path, other_path } => write!(
+                f,
+                "{path} and {other_path} overlap in time: their packets were merged by timestamp, as mergecap merges them"
+            ),
+            Self::DuplicateWindowFull { remembered } => write!(
+                f,
+                "more than {remembered} packets fall within the clock skew allowed: copies of one packet in two files are recognised only among the last {remembered}; others are read as retransmissions, their bytes still read once"
+            ),
+            Self::OneSidedConnection {
+                client,
+                server,
+                requests_waiting,
+            } => write!(
+                f,
+                "only the client's direction of connection {client} <-> {server} was captured (not one packet from the server, not even an ACK): its {requests_waiting} waiting request(s) may have been answered"
+            ),
+            Self::PidBlockOverlap(overlap) => overlap.fmt(f),
+            Self::PidBlockRegression {
+                frame,
+                broker_id,
+                start,
+                other_end,
+                other_broker_id,
+                other_frame,
+            } => write!(
+                f,
+                "the block starting at {start} for broker {broker_id} (frame {frame}) starts below the end {other_end} of an earlier block for broker {other_broker_id} (frame {other_frame})"
+            ),
+            Self::PidBlockGap {
+                frame,
+                broker_id,
+                ids_start,
+                ids_end,
+                other_broker_id,
+                other_frame,
+            } => write!(
+                f,
+                "{} ids ({}) were skipped between the block for broker {other_broker_id} (frame {other_frame}) and the next, for broker {broker_id} (frame {frame})",
+                ids_end - ids_start + 1,
+                Ids(*ids_start, *ids_end)
+            ),
+            Self::PidBlockIrregular(irregular) => irregular.fmt(f),
+            Self::PidErrorStreak {
+                broker_id,
+                error,
+                count,
+                first_frame,
+                last_frame,
+                connections,
+            } => write!(
+                f,
+                "broker {broker_id} got {count} {error} responses in a row (frames {first_frame} to {last_frame}, over {connections} connection{})",
+                if *connections == 1 { "" } else { "s" }
+            ),
+            Self::PidRetry {
+                frame,
+                broker_id,
+                earlier_frame,
+                after,
+            } => {
+                write!(f, "broker {broker_id} asked again (frame {frame}) after ")?;
+                match after {
+                    RetryAfter::Error(error) => write!(f, "a {error} response")?,
+                    RetryAfter::NoResponse => f.write_str("no response")?,
+                }
+                write!(f, " to its request in frame {earlier_frame}")
+            }
+            Self::PidBrokerEpochChange {
+                frame,
+                broker_id,
+                old_epoch,
+                new_epoch,
+                ..
+            } => write!(
+                f,
+                "broker {broker_id} changed its epoch from {old_epoch} to {new_epoch} (frame {frame})"
+            ),
+            Self::PidSlowResponse {
+                correlation_id,
+                latency_ns,
+                threshold_us,
+                ..
+            } => write!(
+                f,
+                "the response to correlation id {correlation_id} took {:.1} ms, above the {:.1} ms threshold",
+                *latency_ns as f64 / 1_000_000.0,
+                threshold_us / 1000.0
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,781 @@
+//! Each observation's sentence and facts, written out for a sample of every variant and
+//! cause: a change to a sentence or a fact shows here, and not only in the goldens, which
+//! raise some kinds only.
+
+use super::*;
+use crate::diag::BadGrant;
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn client() -> SocketAddr {
+    addr("10.0.0.1:40000")
+}
+
+fn server() -> SocketAddr {
+    addr("10.0.0.2:9092")
+}
+
+fn text(s: &str) -> Fact {
+    Fact::from(s)
+}
+
+/// An observation, the sentence it must write and the facts it must give.
+type Sample = (Observation<'static>, &'static str, Facts);
+
+fn capture_samples() -> Vec<Sample> {
+    let corrupt = |damage| Observation::CaptureCorrupt {
+        path: "a.pcap",
+        record_offset: 24,
+        damage,
+    };
+    let corrupt_facts = || vec![("path", text("a.pcap")), ("record_offset", Fact::Uint(24))];
+    let truncated = |cut| Observation::CaptureTruncated {
+        path: "a.pcap",
+        record_offset: 80,
+        packets: 3,
+        cut,
+    };
+    let truncated_facts = || {
+        vec![
+            ("path", text("a.pcap")),
+            ("record_offset", Fact::Uint(80)),
+            ("packets", Fact::Uint(3)),
+        ]
+    };
+    vec![
+        (
+            truncated(Cut::InsideRecord),
+            "a.pcap ends inside a record that starts at byte 80; the 3 packets before it were read",
+            truncated_facts(),
+        ),
+        (
+            truncated(Cut::Stream {
+                error: "gzip stream ends early",
+            }),
+            "a.pcap is cut short: gzip stream ends early; the 3 packets before the cut were read",
+            truncated_facts(),
+        ),
+        (
+            corrupt(Damage::RecordTooLarge { limit_mib: 16 }),
+            "a.pcap: the record at byte 24 is larger than 16 MiB; reading stopped there",
+            corrupt_facts(),
+        ),
+        (
+            corrupt(Damage::Unreadable {
+                why: "bad block",
+                packets: 2,
+            }),
+            "a.pcap is corrupt at byte 24 (bad block); the 2 packets before it were read",
+            corrupt_facts(),
+        ),
+        (
+            corrupt(Damage::ReadFailed {
+                error: "disk gone",
+                packets: 2,
+            }),
+            "a.pcap: reading failed after 2 packets (disk gone); what came before is reported",
+            corrupt_facts(),
+        ),
+        (
+            corrupt(Damage::OverSnaplen {
+                len: 300_000,
+                snaplen: 65535,
+                max_len: 262_144,
+            }),
+            "a.pcap: the record at byte 24 holds 300000 bytes, more than the capture's snaplen of 65535 and the 262144 any packet may have; it was skipped",
+            corrupt_facts(),
+        ),
+        (
+            corrupt(Damage::TooManyInterfaces { max: 256 }),
+            "a.pcap: the section at byte 24 describes more than 256 interfaces; the rest are not kept, and their packets are skipped",
+            corrupt_facts(),
+        ),
+        (
+            corrupt(Damage::UnknownInterface {
+                interface: 7,
+                described: 2,
+            }),
+            "a.pcap: packet block at byte 24 names interface 7 but only 2 are described; the packet was skipped",
+            corrupt_facts(),
+        ),
+        (
+            Observation::CaptureFilesOverlap {
+                path: "a.pcap",
+                other_path: "b.pcap",
+            },
+            "a.pcap and b.pcap overlap in time: their packets were merged by timestamp, as mergecap merges them",
+            vec![("path", text("a.pcap")), ("other_path", text("b.pcap"))],
+        ),
+        (
+            Observation::DuplicateWindowFull { remembered: 65536 },
+            "more than 65536 packets fall within the clock skew allowed: copies of one packet in two files are recognised only among the last 65536; others are read as retransmissions, their bytes still read once",
+            vec![("remembered", Fact::Uint(65536))],
+        ),
+        (
+            Observation::DiagnosticsLimited {
+                kind: Kind::TcpGap,
+                count: 1006,
+                listed: 1000,
+            },
+            "1006 tcp_gap diagnostics were found; only the first 1000 are listed",
+            vec![
+                ("kind", text("tcp_gap")),
+                ("count", Fact::Uint(1006)),
+                ("listed", Fact::Uint(1000)),
+            ],
+        ),
+    ]
+}
+
+fn packet_samples() -> Vec<Sample> {
+    vec![
+        (
+            Observation::PacketTruncated { bytes_missing: 40 },
+            "packet was captured 40 bytes short of its length on the wire (snaplen); those stream bytes are missing",
+            vec![("bytes_missing", Fact::Uint(40))],
+        ),
+        (
+            Observation::UnsupportedLinkType {
+                link_type: "IEEE802_11",
+                link_type_number: 105,
+            },
+            "link type IEEE802_11 is not supported; its packets are skipped",
+            vec![
+                ("link_type", text("IEEE802_11")),
+                ("link_type_number", Fact::Int(105)),
+            ],
+        ),
+        (
+            Observation::PacketMalformed {
+                fragments: None,
+                reason: "TCP header: too short",
+            },
+            "packet could not be decoded: TCP header: too short",
+            vec![("reason", text("TCP header: too short"))],
+        ),
+        (
+            Observation::PacketMalformed {
+                fragments: Some(3),
+                reason: "IP header: bad",
+            },
+            "the IP datagram reassembled from 3 fragments could not be decoded: IP header: bad",
+            vec![
+                ("fragments", Fact::Uint(3)),
+                ("reason", text("IP header: bad")),
+            ],
+        ),
+        (
+            Observation::IpFragmentsDropped(FragmentsDropped::Datagram {
+                fragments: 2,
+                bytes: 2960,
+                first_frame: 4,
+                datagram_id: 77,
+                from: "fd00::1".parse().unwrap(),
+                to: "fd00::2".parse().unwrap(),
+                reason: "the capture ended before it was complete",
+            }),
+            "2 IPv6 fragments (2960 captured bytes, first in frame 4) of datagram 77 from fd00::1 to fd00::2 were dropped: the capture ended before it was complete; the TCP segment they carried is lost",
+            vec![
+                ("fragments", Fact::Uint(2)),
+                ("bytes", Fact::Uint(2960)),
+                ("first_frame", Fact::Uint(4)),
+                ("datagram_id", Fact::Uint(77)),
+                ("from", text("fd00::1")),
+                ("to", text("fd00::2")),
+                ("reason", text("the capture ended before it was complete")),
+            ],
+        ),
+        (
+            Observation::IpFragmentsDropped(FragmentsDropped::Datagram {
+                fragments: 1,
+                bytes: 8,
+                first_frame: 9,
+                datagram_id: 5,
+                from: "10.0.0.1".parse().unwrap(),
+                to: "10.0.0.2".parse().unwrap(),
+                reason: "fragments held reached 64 MiB",
+            }),
+            "1 IPv4 fragments (8 captured bytes, first in frame 9) of datagram 5 from 10.0.0.1 to 10.0.0.2 were dropped: fragments held reached 64 MiB; the TCP segment they carried is lost",
+            vec![
+                ("fragments", Fact::Uint(1)),
+                ("bytes", Fact::Uint(8)),
+                ("first_frame", Fact::Uint(9)),
+                ("datagram_id", Fact::Uint(5)),
+                ("from", text("10.0.0.1")),
+                ("to", text("10.0.0.2")),
+                ("reason", text("fragments held reached 64 MiB")),
+            ],
+        ),
+        (
+            Observation::IpFragmentsDropped(FragmentsDropped::NotReassembled {
+                reason: "IPv6 fragment with extension headers after its Fragment header",
+            }),
+            "IPv6 fragment with extension headers after its Fragment header was dropped: such fragments are not reassembled; the TCP segment it carried is lost",
+            vec![(
+                "reason",
+                text("IPv6 fragment with extension headers after its Fragment header"),
+            )],
+        ),
+    ]
+}
+
+fn tcp_samples() -> Vec<Sample> {
+    let given_up = |given_up| Observation::MemoryLimit {
+        connection: 6,
+        given_up,
+    };
+    vec![
+        (
+            Observation::MidstreamStart {
+                connection: 2,
+                from: client(),
+                to: addr("[fd00::2]:9092"),
+            },
+            "connection 2 (10.0.0.1:40000 - [fd00::2]:9092) was already open when the capture started; its streams are read from the first captured byte",
+            vec![
+                ("from", text("10.0.0.1:40000")),
+                ("to", text("[fd00::2]:9092")),
+            ],
+        ),
+        (
+            Observation::TcpGap {
+                bytes: 1448,
+                from: client(),
+                to: server(),
+            },
+            "1448 bytes from 10.0.0.1:40000 to 10.0.0.2:9092 are missing from the capture",
+            vec![
+                ("bytes", Fact::Uint(1448)),
+                ("from", text("10.0.0.1:40000")),
+                ("to", text("10.0.0.2:9092")),
+            ],
+        ),
+        (
+            Observation::TcpOverlapConflict {
+                offset: 100,
+                bytes: 12,
+                from: server(),
+            },
+            "a retransmission from 10.0.0.2:9092 differs from the first copy within the 12 bytes at stream offset 100; the first copy was kept",
+            vec![
+                ("offset", Fact::Uint(100)),
+                ("bytes", Fact::Uint(12)),
+                ("from", text("10.0.0.2:9092")),
+            ],
+        ),
+        (
+            Observation::TcpRstOutOfWindow {
+                from: client(),
+                seq: 4_000_000_000,
+            },
+            "an RST from 10.0.0.1:40000 with sequence number 4000000000 lies outside the receive window; the connection goes on (RFC 5961)",
+            vec![
+                ("from", text("10.0.0.1:40000")),
+                ("seq", Fact::Uint(4_000_000_000)),
+            ],
+        ),
+        (
+            Observation::ConnectionLimit {
+                open: 50_000,
+                max_connections: 50_000,
+                first: 17,
+            },
+            "more than 50000 connections at once (--max-connections 50000, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection 17 first)",
+            vec![("max_connections", Fact::Uint(50_000))],
+        ),
+        (
+            given_up(GivenUp::OutOfOrder { bytes: 900 }),
+            "over the memory budget (--max-memory), connection 6 delivered its 900 out-of-order bytes after declaring the holes before them lost",
+            vec![("out_of_order_bytes", Fact::Uint(900))],
+        ),
+        (
+            given_up(GivenUp::Recent { bytes: 4096 }),
+            "over the memory budget (--max-memory), connection 6 forgot the last bytes it delivered: retransmissions of them are no longer compared",
+            vec![("bytes_freed", Fact::Uint(4096))],
+        ),
+        (
+            given_up(GivenUp::Connection {
+                max_memory: 1 << 20,
+            }),
+            "over the memory budget (--max-memory) with nothing left to shed, connection 6, the least recently active, is no longer followed",
+            vec![("max_memory", Fact::Uint(1 << 20))],
+        ),
+        (
+            given_up(GivenUp::Held {
+                what: "3 requests waiting and 100 bytes of the server's stream being read",
+            }),
+            "over the memory budget (--max-memory), connection 6 gave up 3 requests waiting and 100 bytes of the server's stream being read",
+            vec![(
+                "given_up",
+                text("3 requests waiting and 100 bytes of the server's stream being read"),
+            )],
+        ),
+    ]
+}
+
+fn kafka_samples() -> Vec<Sample> {
+    let undecoded = |side, problem: &'static str| Undecoded {
+        side,
+        correlation_id: 12,
+        problem,
+    };
+    let undecoded_facts = |message, problem| {
+        vec![
+            ("message", text(message)),
+            ("correlation_id", Fact::Int(12)),
+            ("problem", text(problem)),
+        ]
+    };
+    let cut = "the message's 40 bytes are not all in the capture: only the first 20 are decoded; every field was read before them";
+    let version = "AllocateProducerIds version 9 is not supported (only version 0 is); the body was not decoded";
+    vec![
+        (
+            Observation::KafkaFrameTooLarge {
+                side: Side::Server,
+                size: 200_000_000,
+                limit: 104_857_600,
+            },
+            "a Kafka size prefix from the server says 200000000 bytes, above the 104857600 byte limit; looking for the next frame",
+            vec![
+                ("side", text("server")),
+                ("size", Fact::Int(200_000_000)),
+                ("limit", Fact::Uint(104_857_600)),
+            ],
+        ),
+        (
+            Observation::KafkaFramingLost(FramingLost::SizeTooSmall {
+                side: Side::Client,
+                size: -3,
+            }),
+            "a Kafka size prefix from the client says -3 bytes, too small for a message; looking for the next frame",
+            vec![("side", text("client")), ("size", Fact::Int(-3))],
+        ),
+        (
+            Observation::KafkaFramingLost(FramingLost::Gap {
+                side: Side::Server,
+                gap_bytes: 500,
+                inside_head: true,
+            }),
+            "a gap of 500 bytes in the server's stream came inside a Kafka message's head, which is dropped; looking for the next frame",
+            vec![
+                ("side", text("server")),
+                ("gap_bytes", Fact::Uint(500)),
+                ("inside_head", text("yes")),
+            ],
+        ),
+        (
+            Observation::KafkaFramingLost(FramingLost::Gap {
+                side: Side::Client,
+                gap_bytes: 7,
+                inside_head: false,
+            }),
+            "a gap of 7 bytes in the client's stream came where the next Kafka message starts; looking for the next frame",
+            vec![
+                ("side", text("client")),
+                ("gap_bytes", Fact::Uint(7)),
+                ("inside_head", text("no")),
+            ],
+        ),
+        (
+            Observation::KafkaResync {
+                side: Side::Client,
+                skipped_bytes: 321,
+            },
+            "Kafka framing of the client's stream was found after passing over 321 bytes",
+            vec![("side", text("client")), ("skipped_bytes", Fact::Uint(321))],
+        ),
+        (
+            Observation::KafkaFrameIncomplete {
+                side: Side::Server,
+                bytes: 9,
+            },
+            "the server's stream ended inside a Kafka response after 9 of its bytes; the message is not reported",
+            vec![("side", text("server")), ("bytes", Fact::Uint(9))],
+        ),
+        (
+            Observation::KafkaFrameIncomplete {
+                side: Side::Client,
+                bytes: 2,
+            },
+            "the client's stream ended inside a Kafka request after 2 of its bytes; the message is not reported",
+            vec![("side", text("client")), ("bytes", Fact::Uint(2))],
+        ),
+        (
+            Observation::KafkaDecodeError(undecoded(Side::Server, "bad length")),
+            "AllocateProducerIds response with correlation id 12: bad length",
+            undecoded_facts("response", "bad length"),
+        ),
+        (
+            Observation::KafkaMessageTruncated(undecoded(Side::Client, cut)),
+            "AllocateProducerIds request with correlation id 12: the message's 40 bytes are not all in the capture: only the first 20 are decoded; every field was read before them",
+            undecoded_facts("request", cut),
+        ),
+        (
+            Observation::KafkaUnsupportedVersion(undecoded(Side::Client, version)),
+            "AllocateProducerIds request with correlation id 12: AllocateProducerIds version 9 is not supported (only version 0 is); the body was not decoded",
+            undecoded_facts("request", version),
+        ),
+        (
+            Observation::DuplicateCorrelationId {
+                correlation_id: 5,
+                api_key: NamedCode {
+                    code: 67,
+                    name: "AllocateProducerIds",
+                },
+                earlier_api_key: NamedCode {
+                    code: 18,
+                    name: "ApiVersions",
+                },
+                earlier_frame: 3,
+            },
+            "AllocateProducerIds request reuses correlation id 5 while an earlier ApiVersions request with that id is still waiting; the earlier one is reported as response_unknown (which of the two a later answer is for cannot be told)",
+            vec![
+                ("correlation_id", Fact::Int(5)),
+                ("api_key", Fact::Int(67)),
+                ("earlier_api_key", Fact::Int(18)),
+                ("earlier_frame", Fact::Uint(3)),
+            ],
+        ),
+        (
+            Observation::PendingLimit { max_pending: 10 },
+            "more than 10 requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)",
+            vec![("max_pending", Fact::Uint(10))],
+        ),
+        (
+            Observation::OneSidedConnection {
+                client: client(),
+                server: server(),
+                requests_waiting: 2,
+            },
+            "only the client's direction of connection 10.0.0.1:40000 <-> 10.0.0.2:9092 was captured (not one packet from the server, not even an ACK): its 2 waiting request(s) may have been answered",
+            vec![
+                ("client", text("10.0.0.1:40000")),
+                ("server", text("10.0.0.2:9092")),
+                ("requests_waiting", Fact::Uint(2)),
+            ],
+        ),
+    ]
+}
+
+fn connection_samples() -> Vec<Sample> {
+    vec![
+        (
+            Observation::NotKafka {
+                initiator: client(),
+                responder: server(),
+                reason: "undecided",
+                explanation: "it ended before its bytes showed a Kafka request head",
+                port_would_help_if: None,
+                server_port: 9092,
+            },
+            "connection 10.0.0.1:40000 <-> 10.0.0.2:9092 is not read as Kafka: it ended before its bytes showed a Kafka request head",
+            vec![("reason", text("undecided")), ("server_port", Fact::Uint(9092))],
+        ),
+        (
+            Observation::NotKafka {
+                initiator: client(),
+                responder: server(),
+                reason: "trial_unproven",
+                explanation: "its frames read as Kafka",
+                port_would_help_if: Some("if it is a short Kafka session"),
+                server_port: 9092,
+            },
+            "connection 10.0.0.1:40000 <-> 10.0.0.2:9092 is not read as Kafka: its frames read as Kafka; if it is a short Kafka session, run again with --port 9092",
+            vec![
+                ("reason", text("trial_unproven")),
+                ("server_port", Fact::Uint(9092)),
+            ],
+        ),
+        (
+            Observation::TlsEncrypted {
+                client: client(),
+                server: addr("10.0.0.2:9093"),
+                seen: "client_hello",
+                seen_described: "ClientHello seen",
+                server_name: Some("kafka-1.example"),
+            },
+            "connection 10.0.0.1:40000 -> 10.0.0.2:9093 is TLS on port 9093 (ClientHello seen, server name kafka-1.example): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted",
+            vec![
+                ("port", Fact::Uint(9093)),
+                ("client", text("10.0.0.1:40000")),
+                ("server", text("10.0.0.2:9093")),
+                ("seen", text("client_hello")),
+                ("server_name", text("kafka-1.example")),
+            ],
+        ),
+        (
+            Observation::TlsEncrypted {
+                client: client(),
+                server: addr("10.0.0.2:9093"),
+                seen: "application_data",
+                seen_described: "application data records seen",
+                server_name: None,
+            },
+            "connection 10.0.0.1:40000 -> 10.0.0.2:9093 is TLS on port 9093 (application data records seen): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted",
+            vec![
+                ("port", Fact::Uint(9093)),
+                ("client", text("10.0.0.1:40000")),
+                ("server", text("10.0.0.2:9093")),
+                ("seen", text("application_data")),
+            ],
+        ),
+    ]
+}
+
+fn block_samples() -> Vec<Sample> {
+    let response = |producer_id_start, producer_id_len, why| {
+        Observation::PidBlockIrregular(Irregular::Response {
+            frame: 11,
+            correlation_id: 4,
+            broker_id: 2,
+            producer_id_start,
+            producer_id_len,
+            why,
+        })
+    };
+    let response_facts = |start: i64, len: i32| {
+        vec![
+            ("frame", Fact::Uint(11)),
+            ("correlation_id", Fact::Int(4)),
+            ("producer_id_start", Fact::Int(start)),
+            ("producer_id_len", Fact::Int(len.into())),
+        ]
+    };
+    vec![
+        (
+            Observation::PidBlockOverlap(Overlap::Block {
+                frame: 31,
+                broker_id: 2,
+                ids_start: 1000,
+                ids_end: 1999,
+                other_broker_id: 1,
+                other_frame: 21,
+            }),
+            "ids 1000..=1999 were given twice: to broker 1 (frame 21) and to broker 2 (frame 31)",
+            vec![
+                ("frame", Fact::Uint(31)),
+                ("ids_start", Fact::Int(1000)),
+                ("ids_end", Fact::Int(1999)),
+                ("other_broker_id", Fact::Int(1)),
+                ("other_frame", Fact::Uint(21)),
+            ],
+        ),
+        (
+            Observation::PidBlockOverlap(Overlap::Folded {
+                frame: 31,
+                broker_id: 2,
+                ids_start: 5,
+                ids_end: 5,
+                other_first_frame: 3,
+                other_last_frame: 9,
+            }),
+            "id 5 given to broker 2 (frame 31) were already given in an earlier block, between frames 3 and 9",
+            vec![
+                ("frame", Fact::Uint(31)),
+                ("ids_start", Fact::Int(5)),
+                ("ids_end", Fact::Int(5)),
+                ("other_first_frame", Fact::Uint(3)),
+                ("other_last_frame", Fact::Uint(9)),
+            ],
+        ),
+        (
+            Observation::PidBlockRegression {
+                frame: 41,
+                broker_id: 3,
+                start: 500,
+                other_end: 1999,
+                other_broker_id: 1,
+                other_frame: 21,
+            },
+            "the block starting at 500 for broker 3 (frame 41) starts below the end 1999 of an earlier block for broker 1 (frame 21)",
+            vec![
+                ("frame", Fact::Uint(41)),
+                ("start", Fact::Int(500)),
+                ("other_end", Fact::Int(1999)),
+                ("other_broker_id", Fact::Int(1)),
+                ("other_frame", Fact::Uint(21)),
+            ],
+        ),
+        (
+            Observation::PidBlockGap {
+                frame: 51,
+                broker_id: 2,
+                ids_start: 2000,
+                ids_end: 2999,
+                other_broker_id: 1,
+                other_frame: 21,
+            },
+            "1000 ids (ids 2000..=2999) were skipped between the block for broker 1 (frame 21) and the next, for broker 2 (frame 51)",
+            vec![
+                ("frame", Fact::Uint(51)),
+                ("ids_start", Fact::Int(2000)),
+                ("ids_end", Fact::Int(2999)),
+                ("count", Fact::Int(1000)),
+                ("other_broker_id", Fact::Int(1)),
+                ("other_frame", Fact::Uint(21)),
+            ],
+        ),
+        (
+            response(-1, 1000, BadGrant::NegativeStart),
+            "a NONE response to broker 2 gives producer id start -1 (correlation id 4); it is not counted as a block",
+            response_facts(-1, 1000),
+        ),
+        (
+            response(0, 0, BadGrant::NoIds),
+            "a NONE response to broker 2 gives a block of 0 ids (correlation id 4); it is not counted as a block",
+            response_facts(0, 0),
+        ),
+        (
+            response(i64::MAX, 10, BadGrant::PastLargestId),
+            "a NONE response to broker 2 gives a block starting at 9223372036854775807 of 10 ids, past the largest producer id (correlation id 4); it is not counted as a block",
+            response_facts(i64::MAX, 10),
+        ),
+        (
+            Observation::PidBlockIrregular(Irregular::Length {
+                frame: 61,
+                broker_id: 2,
+                len: 10,
+                usual_len: 1000,
+            }),
+            "broker 2 got a block of 10 ids (frame 61) where this capture's blocks are usually 1000",
+            vec![
+                ("frame", Fact::Uint(61)),
+                ("len", Fact::Int(10)),
+                ("usual_len", Fact::Int(1000)),
+            ],
+        ),
+    ]
+}
+
+fn broker_samples() -> Vec<Sample> {
+    vec![
+        (
+            Observation::PidErrorStreak {
+                broker_id: 1,
+                error: "NOT_CONTROLLER",
+                count: 3,
+                first_frame: 10,
+                last_frame: 30,
+                connections: 1,
+            },
+            "broker 1 got 3 NOT_CONTROLLER responses in a row (frames 10 to 30, over 1 connection)",
+            vec![
+                ("frame", Fact::Uint(30)),
+                ("error", text("NOT_CONTROLLER")),
+                ("count", Fact::Uint(3)),
+                ("first_frame", Fact::Uint(10)),
+                ("last_frame", Fact::Uint(30)),
+                ("connections", Fact::Uint(1)),
+            ],
+        ),
+        (
+            Observation::PidErrorStreak {
+                broker_id: 1,
+                error: "UNKNOWN(-7)",
+                count: 2,
+                first_frame: 10,
+                last_frame: 20,
+                connections: 2,
+            },
+            "broker 1 got 2 UNKNOWN(-7) responses in a row (frames 10 to 20, over 2 connections)",
+            vec![
+                ("frame", Fact::Uint(20)),
+                ("error", text("UNKNOWN(-7)")),
+                ("count", Fact::Uint(2)),
+                ("first_frame", Fact::Uint(10)),
+                ("last_frame", Fact::Uint(20)),
+                ("connections", Fact::Uint(2)),
+            ],
+        ),
+        (
+            Observation::PidRetry {
+                frame: 20,
+                broker_id: 1,
+                earlier_frame: 10,
+                after: RetryAfter::Error("NOT_CONTROLLER"),
+            },
+            "broker 1 asked again (frame 20) after a NOT_CONTROLLER response to its request in frame 10",
+            vec![
+                ("frame", Fact::Uint(20)),
+                ("earlier_frame", Fact::Uint(10)),
+                ("error", text("NOT_CONTROLLER")),
+            ],
+        ),
+        (
+            Observation::PidRetry {
+                frame: 20,
+                broker_id: 1,
+                earlier_frame: 10,
+                after: RetryAfter::NoResponse,
+            },
+            "broker 1 asked again (frame 20) after no response to its request in frame 10",
+            vec![("frame", Fact::Uint(20)), ("earlier_frame", Fact::Uint(10))],
+        ),
+        (
+            Observation::PidBrokerEpochChange {
+                frame: 20,
+                broker_id: 1,
+                old_epoch: 5,
+                new_epoch: 6,
+                earlier_frame: 10,
+            },
+            "broker 1 changed its epoch from 5 to 6 (frame 20)",
+            vec![
+                ("frame", Fact::Uint(20)),
+                ("old_epoch", Fact::Int(5)),
+                ("new_epoch", Fact::Int(6)),
+                ("earlier_frame", Fact::Uint(10)),
+            ],
+        ),
+        (
+            Observation::PidSlowResponse {
+                frame: 21,
+                correlation_id: 9,
+                latency_ns: 1_234_567_891,
+                threshold_us: 100_000.0,
+            },
+            "the response to correlation id 9 took 1234.6 ms, above the 100.0 ms threshold",
+            vec![
+                ("frame", Fact::Uint(21)),
+                ("correlation_id", Fact::Int(9)),
+                ("latency_us", Fact::Float(1_234_567.891)),
+                ("threshold_us", Fact::Float(100_000.0)),
+            ],
+        ),
+    ]
+}
+
+fn samples() -> Vec<Sample> {
+    [
+        capture_samples(),
+        packet_samples(),
+        tcp_samples(),
+        kafka_samples(),
+        connection_samples(),
+        block_samples(),
+        broker_samples(),
+    ]
+    .concat()
+}
+
+#[test]
+fn every_variant_writes_its_sample_sentence_and_facts() {
+    for (what, sentence, facts) in samples() {
+        assert_eq!(what.to_string(), sentence, "{what:?}");
+        assert_eq!(what.facts(), facts, "{what:?}");
+    }
+}
+
+#[test]
+fn every_kind_has_an_observation() {
+    let samples = samples();
+    for kind in Kind::ALL {
+        assert!(
+            samples.iter().any(|(what, _, _)| what.kind() == kind),
+            "no observation of kind {}",
+            kind.as_str()
+        );
+    }
+}
