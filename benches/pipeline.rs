@@ -11,10 +11,11 @@ use std::hint::black_box;
 use std::io::Cursor;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pidshark::capture::{read_capture, PacketRef};
+use pidshark::capture::read_capture;
 use pidshark::decode::{decode, Decoded};
 use pidshark::diag::Diagnostics;
 use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
+use pidshark::packet_ref::PacketRef;
 use pidshark::report::sink::Collect;
 
 use common::*;

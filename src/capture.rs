@@ -25,9 +25,8 @@ use pcap_parser::{Linktype, PcapError};
 use crate::diag::{Cut, Damage, Diagnostics, Observation};
 use crate::error::Error;
 use crate::input::readahead::{Blocks, ReadBlocks};
-// Re-exported for the modules that still name them through `capture`.
-pub use crate::packet_ref::{Origin, PacketRef};
-pub use crate::timestamp::Timestamp;
+use crate::packet_ref::{Origin, PacketRef};
+use crate::timestamp::Timestamp;
 
 /// Longest packet a record may hold whatever the file's snaplen says (Wireshark's
 /// `WTAP_MAX_PACKET_SIZE_STANDARD`).

@@ -15,9 +15,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
 
-use crate::capture::PacketRef;
 use crate::decode::TcpSegmentView;
 use crate::diag::{Diagnostics, Observation};
+use crate::packet_ref::PacketRef;
 
 /// Default `--clock-skew`: how far apart two files' timestamps of one packet may be.
 pub const DEFAULT_CLOCK_SKEW_NS: u64 = 5_000_000;

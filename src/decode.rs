@@ -482,7 +482,7 @@ fn is_ip_ether_type(sliced: &LaxSlicedPacket<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::PacketRef;
+    use crate::packet_ref::PacketRef;
     use etherparse::PacketBuilder;
 
     proptest::proptest! {

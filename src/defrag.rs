@@ -19,10 +19,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
-use crate::capture::PacketRef;
 use crate::decode::IpFragmentView;
 use crate::diag::{At, Diagnostics, FragmentsDropped, Observation};
 use crate::heap::heap_cost;
+use crate::packet_ref::PacketRef;
 
 /// Bytes held over all datagrams being reassembled.
 pub const MAX_HELD_LEN: usize = 4 << 20;
@@ -346,7 +346,7 @@ fn assemble(key: Key, datagram: Datagram) -> Reassembled {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Timestamp;
+    use crate::timestamp::Timestamp;
 
     fn at(frame: u64, secs: i64) -> PacketRef {
         PacketRef {

@@ -12,7 +12,8 @@ mod parts;
 
 use std::collections::BTreeMap;
 
-use crate::capture::{Origin, PacketRef, Timestamp};
+use crate::packet_ref::{Origin, PacketRef};
+use crate::timestamp::Timestamp;
 
 pub use observation::Observation;
 pub use parts::{

@@ -265,8 +265,8 @@ impl FrameWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Timestamp;
     use crate::kafka::message::{Endpoints, MessageMeta};
+    use crate::timestamp::Timestamp;
 
     fn meta(first_frame: u64, frame: u64) -> MessageMeta {
         MessageMeta {

@@ -232,7 +232,7 @@ impl Pairing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Timestamp;
+    use crate::timestamp::Timestamp;
 
     fn ends(connection: u64) -> Endpoints {
         Endpoints {

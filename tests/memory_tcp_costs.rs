@@ -9,10 +9,10 @@ use std::alloc::System;
 use std::net::{IpAddr, SocketAddr};
 
 use cap::Cap;
-use pidshark::capture::PacketRef;
 use pidshark::decode::{IpFragmentView, TcpSegmentView};
 use pidshark::defrag::{Defragmenter, MAX_HELD_LEN};
 use pidshark::diag::Diagnostics;
+use pidshark::packet_ref::PacketRef;
 use pidshark::tcp::assembler::Delivery;
 use pidshark::tcp::{ConnInfo, Dir, StreamHandler, Tracker};
 

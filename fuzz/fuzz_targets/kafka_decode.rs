@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pidshark::capture::PacketRef;
+use pidshark::packet_ref::PacketRef;
 use pidshark::kafka::allocate_producer_ids::{decode_request_with, decode_response_with};
 use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
 use pidshark::kafka::header::RequestPrefix;

@@ -3,7 +3,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use pidshark::capture::PacketRef;
+use pidshark::packet_ref::PacketRef;
 use pidshark::tcp::assembler::{Assembler, Delivery, Segment, MAX_HELD_RUNS};
 
 #[derive(Debug, Arbitrary)]

@@ -4,11 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Finding, StatusCounts};
-use crate::capture::Timestamp;
 use crate::diag::{Observation, RetryAfter};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
 use crate::pairing::{Exchange, Outcome, Status};
+use crate::timestamp::Timestamp;
 
 /// One broker's row of `summary.brokers`.
 #[derive(Debug, Clone, Default, PartialEq)]

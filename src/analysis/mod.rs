@@ -16,11 +16,12 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
-use crate::capture::{PacketRef, Timestamp};
 use crate::diag::{At, Diagnostics, Facts, Kind, Observation, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
+use crate::packet_ref::PacketRef;
 use crate::pairing::{Exchange, MessageMeta, Outcome, Status};
+use crate::timestamp::Timestamp;
 
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
@@ -352,10 +353,10 @@ pub fn analyse(exchanges: &[Exchange], slow: SlowRule, diags: &mut Diagnostics) 
 pub(crate) mod test_support {
     //! Builds exchanges for the analysis tests without a capture.
 
-    use crate::capture::Timestamp;
     use crate::kafka::allocate_producer_ids::{Request, Response};
     use crate::kafka::tables::ErrorCode;
     use crate::pairing::{Endpoints, Exchange, MessageMeta, Outcome};
+    use crate::timestamp::Timestamp;
 
     /// Exchange number `n` (its frames and times grow with `n`); `response` is
     /// `(error, start, len, latency_ms)`.

@@ -4,8 +4,8 @@
 
 use super::tls;
 use super::trial::{PROVING_ANSWERS, PROVING_REQUESTS};
-use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Fact, Kind};
+use crate::packet_ref::PacketRef;
 use crate::tcp::{ConnInfo, Dir};
 
 /// Why a connection's bytes were not read as Kafka.

@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 
 use super::allocate_producer_ids::{Request, Response};
 use super::tables::ApiKey;
-use crate::capture::{Origin, Timestamp};
+use crate::packet_ref::Origin;
+use crate::timestamp::Timestamp;
 
 /// Where a Kafka message sat in the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +25,8 @@ pub struct MessageMeta {
 
 impl MessageMeta {
     /// The packet that completed the message, and its time.
-    pub fn at(&self) -> crate::capture::PacketRef {
-        crate::capture::PacketRef {
+    pub fn at(&self) -> crate::packet_ref::PacketRef {
+        crate::packet_ref::PacketRef {
             frame: self.frame,
             timestamp: self.timestamp,
             origin: self.origin,

@@ -42,8 +42,8 @@ use message::{Endpoints, Outbox};
 use read::{endpoints, Found};
 use trial::{Signs, Trial};
 
-use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Kind};
+use crate::packet_ref::PacketRef;
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir, StreamHandler};
 

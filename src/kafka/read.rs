@@ -11,8 +11,8 @@ use super::sides::{RequestSide, ResponseSide, Side};
 use super::trial::Trial;
 use super::waiting::Waiting;
 use super::KafkaConfig;
-use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Kind};
+use crate::packet_ref::PacketRef;
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir};
 

@@ -10,9 +10,9 @@ use super::message::{Endpoints, MessageMeta, Outbox};
 use super::tables::ApiKey;
 use super::waiting::{RequestFrame, Waiting};
 use super::KafkaConfig;
-use crate::capture::PacketRef;
 pub use crate::diag::Side;
 use crate::diag::{Diagnostics, FramingLost, Observation, Undecoded};
+use crate::packet_ref::PacketRef;
 
 /// Largest AllocateProducerIds message we buffer to decode; real ones are under 100 bytes.
 pub const MAX_DECODED_LEN: u32 = 1024 * 1024;

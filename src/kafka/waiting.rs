@@ -327,8 +327,8 @@ fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: &Pending, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Timestamp;
     use crate::diag::Kind;
+    use crate::timestamp::Timestamp;
 
     fn ends() -> Endpoints {
         Endpoints {

@@ -406,7 +406,7 @@ mod tests {
     fn unix_time() -> impl Strategy<Value = UnixTime> {
         (any::<i64>(), 0u32..1_000_000_000, any::<bool>()).prop_map(|(secs, nanos, nano)| {
             let nanos = if nano { nanos } else { nanos / 1000 * 1000 };
-            UnixTime(crate::capture::Timestamp { secs, nanos, nano })
+            UnixTime(crate::timestamp::Timestamp { secs, nanos, nano })
         })
     }
 

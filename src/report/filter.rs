@@ -15,9 +15,9 @@ use super::format_timestamp;
 use super::model::{self, Report};
 use super::sink::{Needs, Sink};
 use crate::analysis::Block;
-use crate::capture::Timestamp;
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::{Exchange, Outcome};
+use crate::timestamp::Timestamp;
 
 /// A bound of `--since` or `--until`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -21,12 +21,13 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 
 use crate::analysis::{verdict, Analysis, Block};
-use crate::capture::{link_type_name, CaptureInfo, Timestamp};
+use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
 use crate::kafka::allocate_producer_ids;
 use crate::kafka::reader::TaggedField;
 use crate::kafka::tables::{ApiKey, ErrorCode};
 use crate::pairing::{self, MessageMeta};
+use crate::timestamp::Timestamp;
 use model::UnixTime;
 
 /// Everything the pipeline found, ready to be reported.

@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::capture::Timestamp;
 use crate::diag::Fact;
 use crate::latency;
 use crate::pairing::Status;
+use crate::timestamp::Timestamp;
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Report {
@@ -352,8 +352,8 @@ pub struct InCapture {
     pub capture_frame: u64,
 }
 
-impl From<crate::capture::Origin> for InCapture {
-    fn from(origin: crate::capture::Origin) -> Self {
+impl From<crate::packet_ref::Origin> for InCapture {
+    fn from(origin: crate::packet_ref::Origin) -> Self {
         Self {
             capture_index: origin.capture(),
             capture_frame: origin.frame(),

@@ -10,8 +10,8 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 
 use crate::analysis::BlockOrder;
-use crate::capture::Timestamp;
 use crate::pairing::ExchangeOrder;
+use crate::timestamp::Timestamp;
 
 /// Bytes of serialized items per chunk: chunks are filled and never moved, so that
 /// holding many megabytes costs no reallocation copies.

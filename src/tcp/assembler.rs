@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
 use super::seq::SeqSpace;
-use crate::capture::PacketRef;
 use crate::heap::heap_cost;
+use crate::packet_ref::PacketRef;
 
 /// What the assembler hands to the next stage.
 #[derive(Debug, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 
 use super::pair::PairKey;
 use super::{StreamHandler, Tracker};
-use crate::capture::PacketRef;
 use crate::diag::Diagnostics;
+use crate::packet_ref::PacketRef;
 
 /// Newly charged bytes between looks at the resident figure: a look reads a file of
 /// `/proc`, some microseconds, paid for by a mebibyte of input held.

@@ -5,10 +5,10 @@
 use super::assembler::{Assembler, Delivery, Segment};
 use super::window::Windows;
 use super::{ConnInfo, Dir, StreamHandler};
-use crate::capture::PacketRef;
 use crate::decode::TcpSegmentView;
 use crate::diag::{Diagnostics, Kind};
 use crate::heap::heap_cost;
+use crate::packet_ref::PacketRef;
 
 /// Times a connection's handler is asked to shed in one pass: each gives up half of what
 /// it holds.

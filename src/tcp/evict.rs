@@ -6,8 +6,8 @@
 
 use super::pair::PairKey;
 use super::{StreamHandler, Tracker};
-use crate::capture::PacketRef;
 use crate::diag::{Diagnostics, Kind};
+use crate::packet_ref::PacketRef;
 
 /// Share of the memory budget the table of open connections and its clock may grow to:
 /// past it a new connection replaces the least recently active one.

@@ -32,9 +32,9 @@ use connection::{starts_new, Connection};
 use pair::PairKey;
 use table::Table;
 
-use crate::capture::PacketRef;
 use crate::decode::TcpSegmentView;
 use crate::diag::Diagnostics;
+use crate::packet_ref::PacketRef;
 
 /// Direction of a segment relative to the connection's initiator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 use super::*;
 use crate::analysis::test_support::exchange;
 use crate::analysis::{analyse, SlowRule};
-use crate::capture::PacketRef;
+use crate::packet_ref::PacketRef;
 
 /// The verdict on `exchanges` with these extra diagnostics counted.
 fn judged(exchanges: &[crate::pairing::Exchange], extra: &[(Kind, u64)]) -> Verdict {

@@ -21,8 +21,8 @@
 //! byte's own packet; a rejection resumes the search after the rejected head. Nothing
 //! recurses and nothing is copied twice, so the work per byte is bounded.
 
-use crate::capture::PacketRef;
 use crate::kafka::MALLOC_OVERHEAD;
+use crate::packet_ref::PacketRef;
 
 mod chain;
 mod search;

@@ -1,7 +1,7 @@
 //! The framer's unit tests: ordinary framing, gaps, and the search.
 
 use super::*;
-use crate::capture::Timestamp;
+use crate::timestamp::Timestamp;
 
 /// len, prefix, message, first frame, last frame
 type Seen = (u32, Vec<u8>, Option<Vec<u8>>, u64, u64);

@@ -7,7 +7,7 @@
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
-use crate::capture::Timestamp;
+use crate::timestamp::Timestamp;
 
 /// Columns the charts hold: a few pixels each.
 pub const COLUMNS: i64 = 240;

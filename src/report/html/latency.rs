@@ -13,8 +13,8 @@ use super::bins::{Cell, Held, OneByOne, Placed};
 use super::groups::{Group, Groups};
 use super::svg::{open_svg, pct, seconds, time_axis, ERROR};
 use super::{esc, format_timestamp};
-use crate::capture::Timestamp;
 use crate::report::model::{Broker, Latency};
+use crate::timestamp::Timestamp;
 
 /// Dots drawn; past them the chart draws columns of time.
 pub const MAX_DOTS: usize = 4000;

@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 use super::bins::{Cell, Held, OneByOne, Placed};
 use super::groups::Groups;
 use super::{esc, format_timestamp};
-use crate::capture::Timestamp;
 use crate::report::model::PidFinding;
+use crate::timestamp::Timestamp;
 
 /// Blocks drawn one by one; past them the timeline draws columns of time instead.
 pub const MAX_DRAWN: usize = 4000;

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::capture::Timestamp;
 use crate::report::format_timestamp;
+use crate::timestamp::Timestamp;
 
 /// Columns of the timeline.
 pub const COLUMNS: usize = 60;
