@@ -96,20 +96,12 @@ impl<C> Table<C> {
         None
     }
 
-    /// The address pairs of the open connections, those charged most first, and among
-    /// equal charges the earlier connection first: not the hash table's order, which
-    /// differs from run to run, so that a report under memory pressure is the same.
+    /// The address pairs of the open connections, those charged most first.
     pub(super) fn by_charge(&self) -> Vec<(usize, PairKey)> {
-        let mut by_charge: Vec<(usize, u64, PairKey)> = self
-            .conns
-            .iter()
-            .map(|(k, c)| (c.charged, c.info.index, *k))
-            .collect();
-        by_charge.sort_unstable_by_key(|(charged, index, _)| (std::cmp::Reverse(*charged), *index));
+        let mut by_charge: Vec<(usize, PairKey)> =
+            self.conns.iter().map(|(k, c)| (c.charged, *k)).collect();
+        by_charge.sort_unstable_by_key(|(charged, _)| std::cmp::Reverse(*charged));
         by_charge
-            .into_iter()
-            .map(|(charged, _, key)| (charged, key))
-            .collect()
     }
 
     /// The address pairs of the connections still followed, in connection order.
