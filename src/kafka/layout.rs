@@ -4,7 +4,8 @@
 //! The decoder reports what it reads to a [`Visitor`]. Decoding for the report uses
 //! [`Ignore`], which does nothing; the tree view decodes the same bytes with a
 //! [`Recorder`], so both views come from one decoder. Offsets are relative to the start
-//! of the frame (its size prefix included), as the seed document draws them.
+//! of the frame (its size prefix included), so that they match the byte offsets a hex
+//! dump of the frame shows.
 
 use super::reader::{DecodeError, TaggedField};
 
