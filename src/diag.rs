@@ -406,21 +406,7 @@ impl Diagnostics {
         message: String,
         facts: Facts,
     ) {
-        self.push_with(kind, connection, at, || (message, facts));
-    }
-
-    /// As [`Self::push`], but the message is built only if the diagnostic is listed:
-    /// past [`MAX_LISTED_PER_KIND`] of its kind it is only counted, for the price of
-    /// the count (a capture can raise one per packet).
-    pub fn push_with(
-        &mut self,
-        kind: Kind,
-        connection: Option<u64>,
-        at: impl Into<At>,
-        details: impl FnOnce() -> (String, Facts),
-    ) {
         if self.counted_listed(kind) {
-            let (message, facts) = details();
             self.list_written(kind, connection, at.into(), message, facts);
         }
     }
@@ -600,12 +586,9 @@ mod tests {
             "gap".into(),
             vec![("bytes", 5u64.into())],
         );
-        let mut built = 0;
-        diags.push_with(Kind::PacketTruncated, None, Some(9), || {
-            built += 1;
-            ("not listed".into(), vec![])
-        });
-        assert_eq!(built, 0, "a message past the limit is not built");
+        // Past the limit it is only counted: the item count below shows it unlisted.
+        let past_limit = Observation::PacketTruncated { bytes_missing: 1 };
+        diags.add(None, Some(9), past_limit);
         let counts = diags.counts();
         assert_eq!(counts["packet_truncated"], MAX_LISTED_PER_KIND + 6);
         assert_eq!(counts["diagnostics_limited"], 1);

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::copies::Copies;
 use crate::decode::{self, Decoded, IpFragmentView, TcpSegmentView};
 use crate::defrag::Defragmenter;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, FragmentsDropped, Observation};
 use crate::frame_watch::FrameWatch;
 use crate::kafka::{Dissector, KafkaConn, Reading};
 use crate::packet_ref::PacketRef;
@@ -86,22 +86,21 @@ impl<'a> Pipeline<'a> {
         match decoded {
             Decoded::Tcp(segment) => self.segment(&segment, packet.at, diags),
             Decoded::Fragment(fragment) => self.fragment(&fragment, packet.at, diags),
-            Decoded::FragmentNotReassembled(reason) => diags.push(
-                Kind::IpFragmentsDropped,
-                None,
-                packet.at,
-                format!("{reason} was dropped: such fragments are not reassembled; the TCP segment it carried is lost"),
-                vec![("reason", reason.into())],
-            ),
+            Decoded::FragmentNotReassembled(reason) => {
+                let what = Observation::IpFragmentsDropped(FragmentsDropped::NotReassembled {
+                    reason: &reason,
+                });
+                diags.add(None, packet.at, what);
+            }
             Decoded::Other => {}
             Decoded::UnsupportedLinkType => self.unsupported_link_type(packet, diags),
-            Decoded::Malformed(reason) => diags.push(
-                Kind::PacketMalformed,
-                None,
-                packet.at,
-                format!("packet could not be decoded: {reason}"),
-                vec![("reason", reason.into())],
-            ),
+            Decoded::Malformed(reason) => {
+                let what = Observation::PacketMalformed {
+                    fragments: None,
+                    reason: &reason,
+                };
+                diags.add(None, packet.at, what);
+            }
         }
     }
 
@@ -143,19 +142,13 @@ impl<'a> Pipeline<'a> {
                     .segment(&segment, at, &mut self.dissector, diags);
                 self.drain();
             }
-            Decoded::Malformed(reason) => diags.push(
-                Kind::PacketMalformed,
-                None,
-                at,
-                format!(
-                    "the IP datagram reassembled from {} fragments could not be decoded: {reason}",
-                    datagram.fragments
-                ),
-                vec![
-                    ("fragments", (datagram.fragments as u64).into()),
-                    ("reason", reason.into()),
-                ],
-            ),
+            Decoded::Malformed(reason) => {
+                let what = Observation::PacketMalformed {
+                    fragments: Some(datagram.fragments as u64),
+                    reason: &reason,
+                };
+                diags.add(None, at, what);
+            }
             _ => {}
         }
     }
@@ -165,22 +158,11 @@ impl<'a> Pipeline<'a> {
         if !self.unsupported.insert(packet.link_type.0) {
             return;
         }
-        diags.push(
-            Kind::UnsupportedLinkType,
-            None,
-            packet.at,
-            format!(
-                "link type {} is not supported; its packets are skipped",
-                capture::link_type_name(packet.link_type)
-            ),
-            vec![
-                (
-                    "link_type",
-                    capture::link_type_name(packet.link_type).into(),
-                ),
-                ("link_type_number", packet.link_type.0.into()),
-            ],
-        );
+        let what = Observation::UnsupportedLinkType {
+            link_type: &capture::link_type_name(packet.link_type),
+            link_type_number: packet.link_type.0,
+        };
+        diags.add(None, packet.at, what);
     }
 
     /// The frame of another file's copy of `segment` already read, if it is one.

@@ -4,7 +4,7 @@
 
 use super::tls;
 use super::trial::{PROVING_ANSWERS, PROVING_REQUESTS};
-use crate::diag::{Diagnostics, Fact, Kind};
+use crate::diag::{Diagnostics, Observation};
 use crate::packet_ref::PacketRef;
 use crate::tcp::{ConnInfo, Dir};
 
@@ -89,24 +89,15 @@ pub fn report_not_kafka(
     server_port: u16,
     diags: &mut Diagnostics,
 ) {
-    let (a, b) = (info.initiator, info.responder);
-    let advice = why
-        .port_would_help_if()
-        .map(|condition| format!("; {condition}, run again with --port {server_port}"))
-        .unwrap_or_default();
-    diags.push(
-        Kind::NotKafka,
-        Some(info.index),
-        at,
-        format!(
-            "connection {a} <-> {b} is not read as Kafka: {}{advice}",
-            why.reason()
-        ),
-        vec![
-            ("reason", why.name().into()),
-            ("server_port", u64::from(server_port).into()),
-        ],
-    );
+    let what = Observation::NotKafka {
+        initiator: info.initiator,
+        responder: info.responder,
+        reason: why.name(),
+        explanation: &why.reason(),
+        port_would_help_if: why.port_would_help_if(),
+        server_port,
+    };
+    diags.add(Some(info.index), at, what);
 }
 
 /// The `tls_encrypted` diagnostic: what was seen, on which port, and the server name the
@@ -119,28 +110,16 @@ pub fn report_encrypted(
     diags: &mut Diagnostics,
 ) {
     let (client, server) = (info.source(client), info.destination(client));
-    let port = server.port();
-    let mut facts = vec![
-        ("port", Fact::from(u64::from(port))),
-        ("client", client.to_string().into()),
-        ("server", server.to_string().into()),
-        ("seen", seen.name().into()),
-    ];
-    let mut what = seen.describe().to_owned();
-    if let tls::Seen::ClientHello {
-        server_name: Some(name),
-    } = seen
-    {
-        what.push_str(&format!(", server name {name}"));
-        facts.push(("server_name", name.clone().into()));
-    }
-    diags.push(
-        Kind::TlsEncrypted,
-        Some(info.index),
-        at,
-        format!(
-            "connection {client} -> {server} is TLS on port {port} ({what}): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted"
-        ),
-        facts,
-    );
+    let server_name = match seen {
+        tls::Seen::ClientHello { server_name } => server_name.as_deref(),
+        _ => None,
+    };
+    let what = Observation::TlsEncrypted {
+        client,
+        server,
+        seen: seen.name(),
+        seen_described: seen.describe(),
+        server_name,
+    };
+    diags.add(Some(info.index), at, what);
 }

@@ -42,7 +42,7 @@ use message::{Endpoints, Outbox};
 use read::{endpoints, Found};
 use trial::{Signs, Trial};
 
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, GivenUp, Observation};
 use crate::packet_ref::PacketRef;
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir, StreamHandler};
@@ -487,17 +487,13 @@ impl StreamHandler for Dissector {
         if what.is_empty() {
             return 0;
         }
-        diags.push(
-            Kind::MemoryLimit,
-            Some(info.index),
-            at,
-            format!(
-                "over the memory budget (--max-memory), connection {} gave up {}",
-                info.index,
-                what.join(" and ")
-            ),
-            vec![("given_up", what.join(" and ").into())],
-        );
+        let what = Observation::MemoryLimit {
+            connection: info.index,
+            given_up: GivenUp::Held {
+                what: &what.join(" and "),
+            },
+        };
+        diags.add(Some(info.index), at, what);
         before.saturating_sub(conn.held_bytes())
     }
 }
@@ -551,15 +547,10 @@ fn one_sided(ends: Endpoints, waiting: usize, at: PacketRef, diags: &mut Diagnos
         client,
         server,
     } = ends;
-    diags.push_with(Kind::OneSidedConnection, Some(connection), at, || {
-        let message = format!(
-            "only the client's direction of connection {client} <-> {server} was captured (not one packet from the server, not even an ACK): its {waiting} waiting request(s) may have been answered"
-        );
-        let facts = vec![
-            ("client", client.to_string().into()),
-            ("server", server.to_string().into()),
-            ("requests_waiting", (waiting as u64).into()),
-        ];
-        (message, facts)
-    });
+    let what = Observation::OneSidedConnection {
+        client,
+        server,
+        requests_waiting: waiting as u64,
+    };
+    diags.add(Some(connection), at, what);
 }

@@ -11,7 +11,7 @@ use super::sides::{RequestSide, ResponseSide, Side};
 use super::trial::Trial;
 use super::waiting::Waiting;
 use super::KafkaConfig;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, FramingLost, Observation};
 use crate::packet_ref::PacketRef;
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir};
@@ -240,25 +240,12 @@ fn framing_lost(
     (len, at): (u64, PacketRef),
     frame_lost: bool,
 ) {
-    let place = if frame_lost {
-        "inside a Kafka message's head, which is dropped"
-    } else {
-        "where the next Kafka message starts"
-    };
-    diags.push(
-        Kind::KafkaFramingLost,
-        Some(info.index),
-        at,
-        format!(
-            "a gap of {len} bytes in the {}'s stream came {place}; looking for the next frame",
-            side.name()
-        ),
-        vec![
-            ("side", side.name().into()),
-            ("gap_bytes", len.into()),
-            ("inside_head", if frame_lost { "yes" } else { "no" }.into()),
-        ],
-    );
+    let what = Observation::KafkaFramingLost(FramingLost::Gap {
+        side,
+        gap_bytes: len,
+        inside_head: frame_lost,
+    });
+    diags.add(Some(info.index), at, what);
 }
 
 /// At the end of a Kafka connection: a diagnostic for each side whose stream ended
@@ -275,18 +262,12 @@ pub fn report_unfinished(
         } else {
             Side::Server
         };
-        let what = if dir == client { "request" } else { "response" };
         if let Some((len, first)) = framers.get(dir.idx()).and_then(Framer::unfinished) {
-            diags.push(
-                Kind::KafkaFrameIncomplete,
-                Some(ends.connection),
-                first,
-                format!(
-                    "the {}'s stream ended inside a Kafka {what} after {len} of its bytes; the message is not reported",
-                    side.name()
-                ),
-                vec![("side", side.name().into()), ("bytes", len.into())],
-            );
+            let what = Observation::KafkaFrameIncomplete {
+                side,
+                bytes: u64::from(len),
+            };
+            diags.add(Some(ends.connection), first, what);
         }
     }
 }

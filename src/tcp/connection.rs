@@ -6,7 +6,7 @@ use super::assembler::{Assembler, Delivery, Segment};
 use super::window::Windows;
 use super::{ConnInfo, Dir, StreamHandler};
 use crate::decode::TcpSegmentView;
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, GivenUp, Observation};
 use crate::heap::heap_cost;
 use crate::packet_ref::PacketRef;
 
@@ -78,19 +78,12 @@ impl<C: Default> Connection<C> {
         };
         let midstream = !seg.syn;
         if midstream {
-            diags.push(
-                Kind::MidstreamStart,
-                Some(index),
-                at,
-                format!(
-                    "connection {index} ({} - {}) was already open when the capture started; its streams are read from the first captured byte",
-                    seg.src, seg.dst
-                ),
-                vec![
-                    ("from", seg.src.to_string().into()),
-                    ("to", seg.dst.to_string().into()),
-                ],
-            );
+            let what = Observation::MidstreamStart {
+                connection: index,
+                from: seg.src,
+                to: seg.dst,
+            };
+            diags.add(Some(index), at, what);
         }
         Self {
             info: ConnInfo {
@@ -203,18 +196,11 @@ impl<C> Connection<C> {
             return true;
         }
         let info = &self.info;
-        diags.push_with(Kind::TcpRstOutOfWindow, Some(info.index), at, || {
-            let message = format!(
-                "an RST from {} with sequence number {} lies outside the receive window; the connection goes on (RFC 5961)",
-                info.source(dir),
-                seg.seq
-            );
-            let facts = vec![
-                ("from", info.source(dir).to_string().into()),
-                ("seq", u64::from(seg.seq).into()),
-            ];
-            (message, facts)
-        });
+        let what = Observation::TcpRstOutOfWindow {
+            from: info.source(dir),
+            seq: seg.seq,
+        };
+        diags.add(Some(info.index), at, what);
         false
     }
 
@@ -261,16 +247,11 @@ impl<C> Connection<C> {
         let held: usize = live.streams.iter().map(Assembler::held_len).sum();
         let handler_held = handler.held_bytes(&live.state);
         if held > 0 {
-            diags.push(
-                Kind::MemoryLimit,
-                Some(info.index),
-                at,
-                format!(
-                    "over the memory budget (--max-memory), connection {} delivered its {held} out-of-order bytes after declaring the holes before them lost",
-                    info.index
-                ),
-                vec![("out_of_order_bytes", (held as u64).into())],
-            );
+            let what = Observation::MemoryLimit {
+                connection: info.index,
+                given_up: GivenUp::OutOfOrder { bytes: held as u64 },
+            };
+            diags.add(Some(info.index), at, what);
         }
         let mut followed = true;
         live.flush(info, at, handler, &mut followed, diags);
@@ -286,13 +267,13 @@ impl<C> Connection<C> {
         }
         let forgotten: usize = live.streams.iter_mut().map(Assembler::release_recent).sum();
         if forgotten > 0 {
-            diags.push_with(Kind::MemoryLimit, Some(info.index), at, || {
-                let message = format!(
-                    "over the memory budget (--max-memory), connection {} forgot the last bytes it delivered: retransmissions of them are no longer compared",
-                    info.index
-                );
-                (message, vec![("bytes_freed", (forgotten as u64).into())])
-            });
+            let what = Observation::MemoryLimit {
+                connection: info.index,
+                given_up: GivenUp::Recent {
+                    bytes: forgotten as u64,
+                },
+            };
+            diags.add(Some(info.index), at, what);
         }
         if !followed {
             if let Some(live) = self.live.take() {
@@ -317,13 +298,10 @@ impl<C> Live<C> {
         let Self { streams, state } = self;
         let mut followed = true;
         if seg.missing_len > 0 {
-            diags.push_with(Kind::PacketTruncated, Some(info.index), at, || {
-                let message = format!(
-                    "packet was captured {} bytes short of its length on the wire (snaplen); those stream bytes are missing",
-                    seg.missing_len
-                );
-                (message, vec![("bytes_missing", (seg.missing_len as u64).into())])
-            });
+            let what = Observation::PacketTruncated {
+                bytes_missing: u64::from(seg.missing_len),
+            };
+            diags.add(Some(info.index), at, what);
         }
         // What this packet acknowledges may show that the other direction lost bytes.
         if seg.ack {
@@ -394,18 +372,12 @@ fn forward<H: StreamHandler>(
     match delivery {
         Delivery::Gap { len, at } => gap_diagnostic(info, dir, len, at, diags),
         Delivery::Conflict { offset, len, at } => {
-            diags.push_with(Kind::TcpOverlapConflict, Some(info.index), at, || {
-                let facts = vec![
-                    ("offset", offset.into()),
-                    ("bytes", len.into()),
-                    ("from", info.source(dir).to_string().into()),
-                ];
-                let message = format!(
-                    "a retransmission from {} differs from the first copy within the {len} bytes at stream offset {offset}; the first copy was kept",
-                    info.source(dir)
-                );
-                (message, facts)
-            });
+            let what = Observation::TcpOverlapConflict {
+                offset,
+                bytes: len,
+                from: info.source(dir),
+            };
+            diags.add(Some(info.index), at, what);
             return;
         }
         _ => {}
@@ -414,17 +386,10 @@ fn forward<H: StreamHandler>(
 }
 
 fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
-    diags.push_with(Kind::TcpGap, Some(info.index), at, || {
-        let (from, to) = (
-            info.source(dir).to_string(),
-            info.destination(dir).to_string(),
-        );
-        let message = format!("{len} bytes from {from} to {to} are missing from the capture");
-        let facts = vec![
-            ("bytes", len.into()),
-            ("from", from.into()),
-            ("to", to.into()),
-        ];
-        (message, facts)
-    });
+    let what = Observation::TcpGap {
+        bytes: len,
+        from: info.source(dir),
+        to: info.destination(dir),
+    };
+    diags.add(Some(info.index), at, what);
 }

@@ -6,7 +6,7 @@
 
 use super::pair::PairKey;
 use super::{StreamHandler, Tracker};
-use crate::diag::{Diagnostics, Kind};
+use crate::diag::{Diagnostics, GivenUp, Kind, Observation};
 use crate::packet_ref::PacketRef;
 
 /// Share of the memory budget the table of open connections and its clock may grow to:
@@ -70,25 +70,21 @@ impl<C: Default> Tracker<C> {
         conn.info.evicted = true;
         let index = conn.info.index;
         if spare.is_some() {
-            let max_memory = self.budget.max_memory();
-            diags.push_with(Kind::MemoryLimit, Some(index), at, || {
-                let message = format!(
-                    "over the memory budget (--max-memory) with nothing left to shed, connection {index}, the least recently active, is no longer followed"
-                );
-                (message, vec![("max_memory", (max_memory as u64).into())])
-            });
+            let what = Observation::MemoryLimit {
+                connection: index,
+                given_up: GivenUp::Connection {
+                    max_memory: self.budget.max_memory() as u64,
+                },
+            };
+            diags.add(Some(index), at, what);
         } else {
             if self.evicted == 0 {
-                diags.push(
-                    Kind::ConnectionLimit,
-                    Some(index),
-                    at,
-                    format!(
-                        "more than {} connections at once (--max-connections {}, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection {index} first)",
-                        self.open.len(), self.max_connections
-                    ),
-                    vec![("max_connections", (self.max_connections as u64).into())],
-                );
+                let what = Observation::ConnectionLimit {
+                    open: self.open.len() as u64,
+                    max_connections: self.max_connections as u64,
+                    first: index,
+                };
+                diags.add(Some(index), at, what);
             } else {
                 diags.count_more(Kind::ConnectionLimit, 1);
             }
