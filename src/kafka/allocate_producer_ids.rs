@@ -5,101 +5,12 @@
 //! Decoding is partial by design: every field read before a failure is kept, the failure
 //! is reported, nothing is guessed. Versions other than 0 are not decoded past the header.
 
-use std::fmt;
-
+pub use super::decoded::Problem;
+use super::decoded::{request_header, response_header, tagged_section, traced};
 use super::header::RequestPrefix;
 use super::layout::{Ignore, Visitor};
 use super::reader::{DecodeError, Reader, TaggedField};
 use super::tables::{ApiKey, ErrorCode};
-
-/// Offset of the message inside the frame: the int32 length prefix.
-const LENGTH_PREFIX_LEN: usize = 4;
-
-/// Why a message was not fully decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
-    /// A version we have no schema for; the body is left alone.
-    UnsupportedVersion(i16),
-    Decode(DecodeError),
-    /// Larger than we buffer to decode: counted, not read.
-    TooLarge {
-        len: u32,
-        limit: u32,
-    },
-    /// Its bytes were dropped while it was being read, to stay within the memory budget.
-    Shed {
-        len: u32,
-    },
-    /// The message's first gap in the capture (snaplen, a lost segment) comes after
-    /// `captured` of its `len` bytes: decoding stopped at `field`, at `offset` in the
-    /// frame, or read every field before the gap (`None`).
-    NotCaptured {
-        len: u32,
-        captured: u32,
-        field: Option<(&'static str, usize)>,
-    },
-}
-
-impl Problem {
-    /// The problem of a message of `len` bytes of which only the first `captured` were
-    /// decoded: running out of bytes there is the capture's doing, not the message's.
-    /// A value that cannot be right, or a version we do not decode, stays what it is.
-    pub fn of_partial(problem: Option<Self>, captured: usize, len: u32) -> Option<Self> {
-        let captured = u32::try_from(captured).unwrap_or(u32::MAX);
-        match problem {
-            Some(Self::Decode(DecodeError::Short { field, offset, .. })) => {
-                Some(Self::NotCaptured {
-                    len,
-                    captured,
-                    field: Some((field, offset)),
-                })
-            }
-            None => Some(Self::NotCaptured {
-                len,
-                captured,
-                field: None,
-            }),
-            other => other,
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnsupportedVersion(v) => write!(
-                f,
-                "AllocateProducerIds version {v} is not supported (only version 0 is); the body was not decoded"
-            ),
-            Self::Decode(err) => err.fmt(f),
-            Self::TooLarge { len, limit } => write!(
-                f,
-                "the message is {len} bytes, above the {limit} bytes we decode; it was not read"
-            ),
-            Self::Shed { len } => write!(
-                f,
-                "the message's {len} bytes were dropped while it was read, to stay within the memory budget (--max-memory); it was not decoded"
-            ),
-            Self::NotCaptured {
-                len,
-                captured,
-                field,
-            } => {
-                write!(
-                    f,
-                    "the message's {len} bytes are not all in the capture: only the first {captured} are decoded"
-                )?;
-                match field {
-                    Some((field, offset)) => write!(
-                        f,
-                        "; `{field}` at offset {offset} of the frame and the fields after it are not known"
-                    ),
-                    None => write!(f, "; every field was read before them"),
-                }
-            }
-        }
-    }
-}
 
 /// AllocateProducerIdsRequest with request header v2. `None` means "not read".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -141,100 +52,6 @@ pub struct Response {
     pub raw: Vec<u8>,
 }
 
-/// Reads one field with `read` and tells the visitor where it was.
-fn traced<T>(
-    r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
-    (name, wire, about): (&'static str, &'static str, &'static str),
-    read: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
-    show: impl Fn(&T) -> String,
-) -> Result<T, DecodeError> {
-    let at = r.position();
-    let value = read(r)?;
-    v.field(name, wire, &|| show(&value), (at, r.position() - at), about);
-    Ok(value)
-}
-
-/// A tagged-field section, as one node with the count and a child per field.
-fn tagged_section(
-    r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
-    about: &'static str,
-) -> Result<Vec<TaggedField>, DecodeError> {
-    v.open("tagged_fields", "uvarint", about, r.position());
-    let fields = r.tagged_fields_with(|field, span| v.tagged(field, span))?;
-    v.value(&|| fields.len().to_string());
-    v.close(r.position());
-    Ok(fields)
-}
-
-fn show_string(s: &Option<String>) -> String {
-    match s {
-        None => "null (int16 len=-1)".to_owned(),
-        Some(text) => format!("{text:?} (int16 len={})", text.len()),
-    }
-}
-
-/// Request header v2 (KIP-482), the same for every flexible request.
-fn request_header(
-    r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
-    out: &mut Request,
-) -> Result<(), DecodeError> {
-    v.open("RequestHeader", "v2", "common request header", r.position());
-    traced(
-        r,
-        v,
-        (
-            "request_api_key",
-            "int16",
-            "numeric id of the API being invoked",
-        ),
-        |r| r.i16("request_api_key"),
-        |k| format!("{k} ({})", ApiKey(*k).name()),
-    )?;
-    traced(
-        r,
-        v,
-        (
-            "request_api_version",
-            "int16",
-            "version of the API being invoked",
-        ),
-        |r| r.i16("request_api_version"),
-        ToString::to_string,
-    )?;
-    traced(
-        r,
-        v,
-        (
-            "correlation_id",
-            "int32",
-            "echoed back by the broker in the response",
-        ),
-        |r| r.i32("correlation_id"),
-        ToString::to_string,
-    )?;
-    out.client_id = Some(traced(
-        r,
-        v,
-        (
-            "client_id",
-            "nullable_string",
-            "always a non-flexible int16-prefixed string",
-        ),
-        |r| r.nullable_string("client_id"),
-        show_string,
-    )?);
-    out.header_tagged_fields = Some(tagged_section(
-        r,
-        v,
-        "number of tagged fields in the header",
-    )?);
-    v.close(r.position());
-    Ok(())
-}
-
 /// Decodes a request message (the frame without its length prefix) whose prefix says key 67.
 pub fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
     decode_request_with(message, prefix, &mut Ignore)
@@ -262,7 +79,8 @@ pub fn decode_request_with(message: &[u8], prefix: &RequestPrefix, v: &mut dyn V
     let mut out = Request::default();
     let mut r = Reader::new(message);
     let result = (|| -> Result<(), DecodeError> {
-        request_header(&mut r, v, &mut out)?;
+        let head = (&mut out.client_id, &mut out.header_tagged_fields);
+        request_header(&mut r, v, true, head)?;
         if prefix.api_version != 0 {
             return Ok(());
         }
@@ -331,29 +149,7 @@ pub fn decode_response_with(message: &[u8], api_version: i16, v: &mut dyn Visito
     let mut out = Response::default();
     let mut r = Reader::new(message);
     let result = (|| -> Result<(), DecodeError> {
-        v.open(
-            "ResponseHeader",
-            "v1",
-            "common response header",
-            r.position(),
-        );
-        traced(
-            &mut r,
-            v,
-            (
-                "correlation_id",
-                "int32",
-                "matches the correlation_id of the request",
-            ),
-            |r| r.i32("correlation_id"),
-            ToString::to_string,
-        )?;
-        out.header_tagged_fields = Some(tagged_section(
-            &mut r,
-            v,
-            "number of tagged fields in the header",
-        )?);
-        v.close(r.position());
+        response_header(&mut r, v, true, &mut out.header_tagged_fields)?;
         if api_version != 0 {
             return Ok(());
         }
@@ -409,11 +205,8 @@ pub fn decode_response_with(message: &[u8], api_version: i16, v: &mut dyn Visito
 }
 
 fn problem(result: Result<(), DecodeError>, api_version: i16) -> Option<Problem> {
-    match result {
-        Err(err) => Some(Problem::Decode(err.shifted(LENGTH_PREFIX_LEN))),
-        Ok(()) if api_version != 0 => Some(Problem::UnsupportedVersion(api_version)),
-        Ok(()) => None,
-    }
+    let api = ApiKey::ALLOCATE_PRODUCER_IDS;
+    Problem::of_result(result, api, api_version, api_version == 0)
 }
 
 #[cfg(test)]
@@ -550,9 +343,21 @@ mod tests {
         let req = decode_request(&message, &prefix(&message));
         assert_eq!(req.client_id, Some(Some(String::new())));
         assert_eq!(req.broker_id, None);
-        assert_eq!(req.problem, Some(Problem::UnsupportedVersion(1)));
+        assert_eq!(
+            req.problem,
+            Some(Problem::UnsupportedVersion {
+                api: ApiKey::ALLOCATE_PRODUCER_IDS,
+                version: 1
+            })
+        );
         let resp = decode_response(&SEED_RESPONSE, 1);
         assert_eq!(resp.error_code, None);
-        assert_eq!(resp.problem, Some(Problem::UnsupportedVersion(1)));
+        assert_eq!(
+            resp.problem,
+            Some(Problem::UnsupportedVersion {
+                api: ApiKey::ALLOCATE_PRODUCER_IDS,
+                version: 1
+            })
+        );
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod allocate_producer_ids;
 mod conn;
+pub mod decoded;
 pub mod framing;
 mod given_up;
 pub mod header;

@@ -209,6 +209,34 @@ impl<'a> Reader<'a> {
         Ok(Some(text.to_owned()))
     }
 
+    /// Compact nullable string (flexible versions): uvarint length + 1 (0 = null), then
+    /// UTF-8 bytes.
+    pub fn compact_nullable_string(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<String>, DecodeError> {
+        let start = self.pos;
+        let Some(len) = self.uvarint(field)?.checked_sub(1) else {
+            return Ok(None);
+        };
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        let bytes = self.take(field, len)?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| self.invalid(field, start, format!("not UTF-8 ({e})")))?;
+        Ok(Some(text.to_owned()))
+    }
+
+    /// Boolean: one byte, 0 or 1 (Kafka's reader takes any non-zero as true; a byte
+    /// above 1 is written by no Kafka and is more likely a misread).
+    pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+        let start = self.pos;
+        match self.array::<1>(field)? {
+            [0] => Ok(false),
+            [1] => Ok(true),
+            [other] => Err(self.invalid(field, start, format!("{other} is neither 0 nor 1"))),
+        }
+    }
+
     /// A tagged-field section (KIP-482): uvarint count, then per field uvarint tag,
     /// uvarint size and the data. Tags must be strictly increasing, as Kafka requires.
     pub fn tagged_fields(&mut self) -> Result<Vec<TaggedField>, DecodeError> {
@@ -270,6 +298,34 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compact_strings_count_one_more_than_their_length() {
+        let mut r = Reader::new(&[0x00, 0x03, b'h', b'i', 0x01]);
+        assert_eq!(r.compact_nullable_string("a"), Ok(None));
+        assert_eq!(r.compact_nullable_string("b"), Ok(Some("hi".to_owned())));
+        assert_eq!(r.compact_nullable_string("c"), Ok(Some(String::new())));
+        let mut r = Reader::new(&[0x05, b'h']);
+        assert!(matches!(
+            r.compact_nullable_string("d"),
+            Err(DecodeError::Short {
+                needed: 4,
+                left: 1,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn booleans_are_zero_or_one() {
+        let mut r = Reader::new(&[0, 1, 2]);
+        assert_eq!(r.bool("a"), Ok(false));
+        assert_eq!(r.bool("b"), Ok(true));
+        assert!(matches!(
+            r.bool("c"),
+            Err(DecodeError::Invalid { offset: 2, .. })
+        ));
+    }
 
     #[test]
     fn reads_big_endian_integers() {

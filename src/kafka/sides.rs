@@ -100,7 +100,7 @@ fn report_problem(
         problem: &written,
     };
     let what = match problem {
-        Problem::UnsupportedVersion(_) => Observation::KafkaUnsupportedVersion(undecoded),
+        Problem::UnsupportedVersion { .. } => Observation::KafkaUnsupportedVersion(undecoded),
         Problem::NotCaptured { .. } => Observation::KafkaMessageTruncated(undecoded),
         _ => Observation::KafkaDecodeError(undecoded),
     };
@@ -384,7 +384,7 @@ impl FrameHandler for ResponseSide<'_> {
                 if let Some(problem) = resp
                     .problem
                     .as_ref()
-                    .filter(|p| !matches!(p, Problem::UnsupportedVersion(_)))
+                    .filter(|p| !matches!(p, Problem::UnsupportedVersion { .. }))
                 {
                     report_problem(
                         self.diags,

@@ -31,6 +31,7 @@ pub struct ApiKey(pub i16);
 
 impl ApiKey {
     pub const ALLOCATE_PRODUCER_IDS: Self = Self(67);
+    pub const INIT_PRODUCER_ID: Self = Self(22);
     pub const API_VERSIONS: Self = Self(18);
 
     pub fn info(self) -> Option<&'static ApiInfo> {
