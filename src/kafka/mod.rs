@@ -21,6 +21,7 @@
 pub mod allocate_producer_ids;
 mod conn;
 pub mod decoded;
+pub mod init_producer_id;
 pub mod framing;
 mod given_up;
 pub mod header;
