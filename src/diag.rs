@@ -103,11 +103,13 @@ pub enum Kind {
     PidRetry,
     PidBrokerEpochChange,
     PidSlowResponse,
+    PidDuplicateGrant,
+    PidOutsideBlocks,
 }
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 35] = [
+    pub const ALL: [Self; 37] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -143,6 +145,8 @@ impl Kind {
         Self::PidRetry,
         Self::PidBrokerEpochChange,
         Self::PidSlowResponse,
+        Self::PidDuplicateGrant,
+        Self::PidOutsideBlocks,
     ];
 
     /// The kind with this contract name.
@@ -187,6 +191,8 @@ impl Kind {
             Self::PidRetry => "pid_retry",
             Self::PidBrokerEpochChange => "pid_broker_epoch_change",
             Self::PidSlowResponse => "pid_slow_response",
+            Self::PidDuplicateGrant => "pid_duplicate_grant",
+            Self::PidOutsideBlocks => "pid_outside_blocks",
         }
     }
 
@@ -215,7 +221,9 @@ impl Kind {
             Self::CaptureCorrupt
             | Self::KafkaDecodeError
             | Self::PidBlockOverlap
-            | Self::PidBlockRegression => Severity::Error,
+            | Self::PidBlockRegression
+            | Self::PidDuplicateGrant
+            | Self::PidOutsideBlocks => Severity::Error,
             _ => Severity::Warning,
         }
     }

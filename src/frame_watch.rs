@@ -296,7 +296,7 @@ mod tests {
             correlation_id: corr,
             meta: meta(span.0, span.1),
             answers,
-            allocate: None,
+            decoded: None,
         }
     }
 

@@ -2,13 +2,16 @@
 //!
 //! The Kafka stage matches each response to the waiting request with its correlation id
 //! (it must, to know which API's response to decode) and says which API it answered, or
-//! that it answered none. Pairing counts them, holds each decoded AllocateProducerIds
-//! request until its response comes or the Kafka stage gives it up, and then makes it an
-//! exchange with its [`Outcome`], decided here where the evidence is.
+//! that it answered none. Pairing counts them, holds each decoded request until its
+//! response comes or the Kafka stage gives it up, and then makes it an exchange with its
+//! [`Outcome`], decided here where the evidence is: an [`Exchange`] for
+//! AllocateProducerIds, a [`ProducerIdExchange`] for InitProducerId.
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::kafka::allocate_producer_ids::{Request, Response};
+use crate::kafka::apis::{DecodedRequest, DecodedResponse};
+use crate::kafka::init_producer_id as init;
 use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
 use crate::kafka::tables::ApiKey;
@@ -24,16 +27,24 @@ pub struct Exchange {
     pub outcome: Outcome,
 }
 
+/// One InitProducerId request and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerIdExchange {
+    pub endpoints: Endpoints,
+    pub correlation_id: i32,
+    pub api_version: i16,
+    pub request_meta: MessageMeta,
+    pub request: init::Request,
+    pub outcome: Outcome<init::Response>,
+}
+
 /// How an exchange ended. The response stays in the box the Kafka stage decoded it
 /// into: an exchange is held per exchange in bounded batches, and most of them are
 /// answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Outcome<R = Response> {
     /// The response came, decoded with the request's version.
-    Complete {
-        meta: MessageMeta,
-        response: Box<Response>,
-    },
+    Complete { meta: MessageMeta, response: Box<R> },
     /// No response, where the capture holds every byte it could have come in.
     Unanswered,
     /// No response seen, but the capture may have lost it (bytes missing, or the request
@@ -62,7 +73,7 @@ impl Status {
     }
 }
 
-impl Outcome {
+impl<R> Outcome<R> {
     pub fn status(&self) -> Status {
         match self {
             Self::Complete { .. } => Status::Complete,
@@ -71,8 +82,16 @@ impl Outcome {
         }
     }
 
+    /// No response: [`Self::ResponseUnknown`] when the capture may have lost it.
+    pub fn without_response(unknown: bool) -> Self {
+        match unknown {
+            true => Self::ResponseUnknown,
+            false => Self::Unanswered,
+        }
+    }
+
     /// The response and where it came, when there is one.
-    pub fn response(&self) -> Option<(&MessageMeta, &Response)> {
+    pub fn response(&self) -> Option<(&MessageMeta, &R)> {
         match self {
             Self::Complete { meta, response } => Some((meta, response)),
             Self::Unanswered | Self::ResponseUnknown => None,
@@ -107,10 +126,29 @@ impl Exchange {
 
     /// Microseconds from the request to its response, when there is one.
     pub fn latency_us(&self) -> Option<f64> {
-        let (meta, _) = self.outcome.response()?;
-        let nanos = meta.timestamp.as_nanos() - self.request_meta.timestamp.as_nanos();
-        Some(nanos as f64 / 1000.0)
+        latency_us(&self.request_meta, &self.outcome)
     }
+}
+
+impl ProducerIdExchange {
+    pub fn order(&self) -> ExchangeOrder {
+        ExchangeOrder {
+            request_frame: self.request_meta.frame,
+            connection: self.endpoints.connection,
+            correlation_id: self.correlation_id,
+        }
+    }
+
+    /// Microseconds from the request to its response, when there is one.
+    pub fn latency_us(&self) -> Option<f64> {
+        latency_us(&self.request_meta, &self.outcome)
+    }
+}
+
+fn latency_us<R>(request: &MessageMeta, outcome: &Outcome<R>) -> Option<f64> {
+    let (meta, _) = outcome.response()?;
+    let nanos = meta.timestamp.as_nanos() - request.timestamp.as_nanos();
+    Some(nanos as f64 / 1000.0)
 }
 
 /// Per-API frame counts.
@@ -120,17 +158,17 @@ pub struct ApiCounts {
     pub responses: u64,
 }
 
-/// A decoded AllocateProducerIds request waiting for its response.
-type WaitingRequest = Box<(MessageMeta, i16, Request)>;
+/// A decoded request waiting for its response: where it was, its version and fields.
+type WaitingRequest = (MessageMeta, i16, DecodedRequest);
 
 /// Everything pairing learns over the whole capture.
 #[derive(Debug, Default)]
 pub struct Pairing {
-    /// AllocateProducerIds requests waiting, by connection and correlation id; the Kafka
-    /// stage's table of waiting requests charges their memory and says when each stops
-    /// waiting.
+    /// Decoded requests waiting, by connection and correlation id; the Kafka stage's
+    /// table of waiting requests charges their memory and says when each stops waiting.
     waiting: HashMap<(u64, i32), WaitingRequest, foldhash::fast::RandomState>,
     pub exchanges: Vec<Exchange>,
+    pub producer_exchanges: Vec<ProducerIdExchange>,
     pub api_counts: BTreeMap<ApiKey, ApiCounts>,
     pub unmatched_responses: u64,
 }
@@ -140,6 +178,8 @@ impl Pairing {
     /// correlation id.
     pub fn sort_exchanges(&mut self) {
         self.exchanges.sort_by_key(Exchange::order);
+        self.producer_exchanges
+            .sort_by_key(ProducerIdExchange::order);
     }
 
     /// Takes what the Kafka stage counted rather than listed, leaving its counts at zero
@@ -166,13 +206,12 @@ impl Pairing {
                 api_version,
                 correlation_id,
                 meta,
-                allocate,
+                decoded,
             } => {
                 self.api_counts.entry(api_key).or_default().requests += 1;
-                if let Some(request) = allocate {
+                if let Some(request) = decoded {
                     let key = (ends.connection, correlation_id);
-                    self.waiting
-                        .insert(key, Box::new((meta, api_version, *request)));
+                    self.waiting.insert(key, (meta, api_version, request));
                 }
             }
             Message::Response {
@@ -180,7 +219,7 @@ impl Pairing {
                 correlation_id,
                 meta,
                 answers,
-                allocate,
+                decoded,
             } => {
                 let Some((api_key, _)) = answers else {
                     self.unmatched_responses += 1;
@@ -188,10 +227,9 @@ impl Pairing {
                 };
                 self.api_counts.entry(api_key).or_default().responses += 1;
                 let key = (ends.connection, correlation_id);
-                if let Some(response) = allocate {
+                if let Some(response) = decoded {
                     if let Some(request) = self.waiting.remove(&key) {
-                        let outcome = Outcome::Complete { meta, response };
-                        self.push(ends, correlation_id, *request, outcome);
+                        self.answered(ends, correlation_id, request, meta, response);
                     }
                 }
             }
@@ -201,31 +239,82 @@ impl Pairing {
                 unknown,
             } => {
                 if let Some(request) = self.waiting.remove(&(ends.connection, correlation_id)) {
-                    let outcome = match unknown {
-                        true => Outcome::ResponseUnknown,
-                        false => Outcome::Unanswered,
-                    };
-                    self.push(ends, correlation_id, *request, outcome);
+                    self.without_response(ends, correlation_id, request, unknown);
                 }
             }
         }
     }
 
-    fn push(
+    /// A waiting request and its response, decoded as the answer to that request's API.
+    fn answered(
         &mut self,
         ends: Endpoints,
         correlation_id: i32,
-        (request_meta, api_version, request): (MessageMeta, i16, Request),
-        outcome: Outcome,
+        (request_meta, api_version, request): WaitingRequest,
+        meta: MessageMeta,
+        response: DecodedResponse,
     ) {
-        self.exchanges.push(Exchange {
-            endpoints: ends,
-            correlation_id,
-            api_version,
-            request_meta,
-            request,
-            outcome,
-        });
+        match (request, response) {
+            (DecodedRequest::Allocate(request), DecodedResponse::Allocate(response)) => {
+                self.exchanges.push(Exchange {
+                    endpoints: ends,
+                    correlation_id,
+                    api_version,
+                    request_meta,
+                    request: *request,
+                    outcome: Outcome::Complete { meta, response },
+                });
+            }
+            (
+                DecodedRequest::InitProducerId(request),
+                DecodedResponse::InitProducerId(response),
+            ) => {
+                self.producer_exchanges.push(ProducerIdExchange {
+                    endpoints: ends,
+                    correlation_id,
+                    api_version,
+                    request_meta,
+                    request: *request,
+                    outcome: Outcome::Complete { meta, response },
+                });
+            }
+            // The Kafka stage decodes a response as its request's API: never apart.
+            (request, _) => {
+                let request = (request_meta, api_version, request);
+                self.without_response(ends, correlation_id, request, true);
+            }
+        }
+    }
+
+    /// An exchange without a response: of unknown outcome when the capture may have
+    /// lost it, unanswered otherwise.
+    fn without_response(
+        &mut self,
+        ends: Endpoints,
+        correlation_id: i32,
+        (request_meta, api_version, request): WaitingRequest,
+        unknown: bool,
+    ) {
+        match request {
+            DecodedRequest::Allocate(request) => self.exchanges.push(Exchange {
+                endpoints: ends,
+                correlation_id,
+                api_version,
+                request_meta,
+                request: *request,
+                outcome: Outcome::without_response(unknown),
+            }),
+            DecodedRequest::InitProducerId(request) => {
+                self.producer_exchanges.push(ProducerIdExchange {
+                    endpoints: ends,
+                    correlation_id,
+                    api_version,
+                    request_meta,
+                    request: *request,
+                    outcome: Outcome::without_response(unknown),
+                });
+            }
+        }
     }
 }
 
@@ -259,8 +348,8 @@ mod tests {
             api_version: 1,
             correlation_id,
             meta: meta(frame),
-            allocate: (api_key == ApiKey::ALLOCATE_PRODUCER_IDS)
-                .then(|| Box::new(Request::default())),
+            decoded: (api_key == ApiKey::ALLOCATE_PRODUCER_IDS)
+                .then(|| DecodedRequest::Allocate(Box::default())),
         }
     }
 
@@ -275,8 +364,8 @@ mod tests {
             correlation_id,
             meta: meta(frame),
             answers: answers.map(|key| (key, 1)),
-            allocate: (answers == Some(ApiKey::ALLOCATE_PRODUCER_IDS))
-                .then(|| Box::new(Response::default())),
+            decoded: (answers == Some(ApiKey::ALLOCATE_PRODUCER_IDS))
+                .then(|| DecodedResponse::Allocate(Box::default())),
         }
     }
 

@@ -22,7 +22,7 @@ use crate::packet_ref::PacketRef;
 use crate::pairing::Pairing;
 use crate::resident;
 use crate::tcp::Tracker;
-use crate::worker::Batcher;
+use crate::worker::{Batcher, Item};
 
 /// The stages a packet goes through on the capture thread, and where the exchanges they
 /// complete go.
@@ -265,19 +265,23 @@ fn to_pairing(
         pairing.message(message);
     }
     pairing.counted(&mut dissector.out.counted);
-    if pairing.exchanges.is_empty() {
+    if pairing.exchanges.is_empty() && pairing.producer_exchanges.is_empty() {
         batcher.tick();
         return;
     }
     pairing.sort_exchanges();
     for ex in pairing.exchanges.drain(..) {
-        batcher.push(ex);
+        batcher.push(Item::Allocate(ex));
+    }
+    for px in pairing.producer_exchanges.drain(..) {
+        batcher.push(Item::Producer(px));
     }
     batcher.tick();
     // A shed gives up thousands of requests at once: their room, charged nowhere, is
     // given back rather than kept for a burst that may not come again.
     shrink_after_burst(&mut dissector.out.messages);
     shrink_after_burst(&mut pairing.exchanges);
+    shrink_after_burst(&mut pairing.producer_exchanges);
 }
 
 /// Gives back an emptied vector's room past [`KEPT_AFTER_BURST`] elements.

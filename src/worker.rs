@@ -1,7 +1,8 @@
-//! The analysis thread. Exchanges go from the capture thread (reading, reassembly,
-//! decoding, pairing), in batches and in the order they complete, to a second thread that
-//! analyses them and hands them to the report's sink: both cores work, and the order
-//! every exchange is seen in is the same as on one thread.
+//! The analysis thread. Exchanges (AllocateProducerIds's and InitProducerId's) go from
+//! the capture thread (reading, reassembly, decoding, pairing), in batches and in the
+//! order they complete, to a second thread that analyses them and hands them to the
+//! report's sink: both cores work, and the order every exchange is seen in is the same
+//! as on one thread.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
-use crate::pairing::Exchange;
+use crate::pairing::{Exchange, ProducerIdExchange};
 use crate::report::sink::Sink;
 
 /// What the analysis thread hands back at the end.
@@ -17,6 +18,13 @@ pub struct Finished {
     pub analyzer: Analyzer,
     /// The first error of the sink; later exchanges were not handed to it.
     pub sink_error: Option<io::Error>,
+}
+
+/// What goes to the analysis thread.
+#[derive(Debug)]
+pub enum Item {
+    Allocate(Exchange),
+    Producer(ProducerIdExchange),
 }
 
 /// Exchanges sent at once: a channel operation per few hundred exchanges, not per one.
@@ -34,7 +42,22 @@ const BATCH_WAIT: Duration = Duration::from_millis(20);
 /// Heap an exchange may hold, over-estimated: its messages twice (decoded fields, and the
 /// bytes kept for the tree view), and each tagged field's own record, which can outweigh
 /// the two or three bytes it took on the wire.
-fn held_estimate(ex: &Exchange) -> u64 {
+fn held_estimate(item: &Item) -> u64 {
+    match item {
+        Item::Allocate(ex) => allocate_held_estimate(ex),
+        // Small and fixed but for two strings and the tagged fields, as above.
+        Item::Producer(px) => {
+            let response = px.outcome.response().map_or(0, |(meta, _)| meta.size);
+            px.request_meta
+                .size
+                .saturating_add(response)
+                .saturating_mul(2)
+                .saturating_add(256)
+        }
+    }
+}
+
+fn allocate_held_estimate(ex: &Exchange) -> u64 {
     const PER_TAGGED_FIELD: u64 = 64;
     let tagged = |fields: &Option<Vec<crate::kafka::reader::TaggedField>>| {
         fields.as_ref().map_or(0, |f| f.len() as u64)
@@ -57,11 +80,11 @@ fn held_estimate(ex: &Exchange) -> u64 {
 
 /// The capture thread's end: collects exchanges into batches.
 pub struct Batcher {
-    tx: mpsc::SyncSender<Vec<Exchange>>,
+    tx: mpsc::SyncSender<Vec<Item>>,
     /// Emptied batches coming back, so that their memory is reused, not freed on one
     /// thread and allocated again on the other.
-    spare: mpsc::Receiver<Vec<Exchange>>,
-    batch: Vec<Exchange>,
+    spare: mpsc::Receiver<Vec<Item>>,
+    batch: Vec<Item>,
     /// Set by the output thread when its output failed: reading can stop.
     stop: Arc<AtomicBool>,
     /// [`held_estimate`] of the exchanges in `batch`.
@@ -72,8 +95,8 @@ pub struct Batcher {
 
 /// The analysis thread's end, for [`consume`].
 pub struct Receiver {
-    rx: mpsc::Receiver<Vec<Exchange>>,
-    spare: mpsc::SyncSender<Vec<Exchange>>,
+    rx: mpsc::Receiver<Vec<Item>>,
+    spare: mpsc::SyncSender<Vec<Item>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -112,12 +135,12 @@ impl Batcher {
         Arc::clone(&self.stop)
     }
 
-    pub fn push(&mut self, ex: Exchange) {
+    pub fn push(&mut self, item: Item) {
         if self.batch.is_empty() {
             self.started = Some(Instant::now());
         }
-        self.batch_bytes = self.batch_bytes.saturating_add(held_estimate(&ex));
-        self.batch.push(ex);
+        self.batch_bytes = self.batch_bytes.saturating_add(held_estimate(&item));
+        self.batch.push(item);
         if self.batch.len() >= BATCH || self.batch_bytes >= BATCH_BYTES {
             self.send();
         }
@@ -159,13 +182,22 @@ impl Batcher {
 pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Finished {
     let mut sink_error = None;
     for mut batch in rx.rx {
-        for ex in batch.drain(..) {
-            let block = analyzer.add(&ex);
-            if sink_error.is_none() {
-                if let Err(e) = sink.exchange(ex, block.as_ref()) {
-                    sink_error = Some(e);
-                    rx.stop.store(true, Ordering::Relaxed);
+        for item in batch.drain(..) {
+            let written = match item {
+                Item::Allocate(ex) => {
+                    let block = analyzer.add(&ex);
+                    sink_error
+                        .is_none()
+                        .then(|| sink.exchange(ex, block.as_ref()))
                 }
+                Item::Producer(px) => {
+                    let placed = analyzer.add_producer(&px);
+                    sink_error.is_none().then(|| sink.producer(px, &placed))
+                }
+            };
+            if let Some(Err(e)) = written {
+                sink_error = Some(e);
+                rx.stop.store(true, Ordering::Relaxed);
             }
         }
         // Back for reuse; when the capture thread has enough, dropped here.

@@ -10,6 +10,7 @@
 
 mod blocks;
 mod brokers;
+mod producers;
 pub mod verdict;
 
 use std::cmp::Reverse;
@@ -20,11 +21,12 @@ use crate::diag::{At, Diagnostics, Facts, Kind, Observation, MAX_LISTED_PER_KIND
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
 use crate::packet_ref::PacketRef;
-use crate::pairing::{Exchange, MessageMeta, Outcome, Status};
+use crate::pairing::{Exchange, MessageMeta, Outcome, ProducerIdExchange, Status};
 use crate::timestamp::Timestamp;
 
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
+pub use producers::{BlockRef, Placed, Placement, ProducerTotals, MAX_TRACKED_GRANTS};
 
 /// Default floor for a slow response, in microseconds.
 pub const SLOW_FLOOR_US: f64 = 100_000.0;
@@ -164,6 +166,8 @@ pub struct Analysis {
     /// Latency above which a response is slow, in microseconds, when there are latencies.
     pub slow_threshold_us: Option<f64>,
     pub totals: Totals,
+    /// Counts over the InitProducerId exchanges.
+    pub producers: ProducerTotals,
 }
 
 /// The analysis, fed one exchange at a time as exchanges complete, in bounded memory
@@ -179,6 +183,7 @@ pub struct Analyzer {
     findings: Vec<Finding>,
     finding_counts: BTreeMap<Kind, u64>,
     totals: Totals,
+    producers: producers::Tracker,
 }
 
 impl Analyzer {
@@ -207,6 +212,7 @@ impl Analyzer {
                 latencies: Latencies::new(exact_latency),
                 blocks: 0,
             },
+            producers: producers::Tracker::default(),
         }
     }
 
@@ -249,6 +255,9 @@ impl Analyzer {
         let mut found = Vec::new();
         let block = self.blocks.add(ex, &mut found);
         self.totals.blocks += u64::from(block.is_some());
+        if let Some(block) = &block {
+            self.producers.block(block);
+        }
         if let (Some(block), true) = (&block, self.list_blocks) {
             self.listed.push(block.clone());
         }
@@ -257,6 +266,49 @@ impl Analyzer {
             self.note(f);
         }
         block
+    }
+
+    /// One InitProducerId exchange: where the id it granted lies.
+    pub fn add_producer(&mut self, px: &ProducerIdExchange) -> Placed {
+        let mut found = Vec::new();
+        let placed = self.producers.add(px, None, &mut found);
+        for f in found {
+            self.note(f);
+        }
+        placed
+    }
+
+    /// Names, in each listed overlap's finding, the producers holding its ids.
+    fn name_affected_producers(&mut self) {
+        for f in &mut self.findings {
+            if f.kind != Kind::PidBlockOverlap {
+                continue;
+            }
+            let fact = |name| {
+                f.facts.iter().find_map(|(n, v)| match v {
+                    crate::diag::Fact::Int(i) if *n == name => Some(*i),
+                    _ => None,
+                })
+            };
+            let (Some(start), Some(end)) = (fact("ids_start"), fact("ids_end")) else {
+                continue;
+            };
+            let Some(affected) = self.producers.affected(start, end) else {
+                continue;
+            };
+            f.facts
+                .push(("affected_producers", affected.producers.into()));
+            f.facts
+                .push(("affected_hosts", affected.hosts.join(", ").into()));
+            f.message.push_str(&format!(
+                "; {} producer{} on {} hold{} producer id {}",
+                affected.holders_of_id,
+                if affected.holders_of_id == 1 { "" } else { "s" },
+                and_list(&affected.hosts),
+                if affected.holders_of_id == 1 { "s" } else { "" },
+                affected.producer_id
+            ));
+        }
     }
 
     /// Ends the analysis; findings are also pushed to `diags`.
@@ -270,6 +322,7 @@ impl Analyzer {
         for f in found {
             self.note(f);
         }
+        self.name_affected_producers();
         self.findings.sort_by(|a, b| {
             a.frames
                 .last()
@@ -303,6 +356,7 @@ impl Analyzer {
             brokers: self.brokers.table(),
             slow_threshold_us,
             totals: self.totals,
+            producers: self.producers.totals,
         }
     }
 
@@ -337,6 +391,34 @@ impl Analyzer {
             });
         }
         Some(threshold)
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// A finding from `what`, shown at time `at` of the last of `frames`.
+fn finding_of(
+    what: Observation<'_>,
+    (broker_id, connection, at): (Option<i32>, Option<u64>, Timestamp),
+    mut frames: Vec<u64>,
+) -> Finding {
+    frames.sort_unstable();
+    frames.dedup();
+    Finding {
+        kind: what.kind(),
+        broker_id,
+        connection,
+        frames,
+        at,
+        facts: what.facts(),
+        message: what.to_string(),
     }
 }
 

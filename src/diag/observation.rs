@@ -205,6 +205,31 @@ pub enum Observation<'a> {
         latency_ns: i128,
         threshold_us: f64,
     },
+    /// An InitProducerId response granted a producer id and epoch already granted to
+    /// another producer (another connection, or another transactional id).
+    PidDuplicateGrant {
+        /// The later grant's response frame, client and transactional id.
+        frame: u64,
+        producer_id: i64,
+        producer_epoch: i16,
+        client: SocketAddr,
+        transactional_id: Option<&'a str>,
+        /// The earlier grant's.
+        other_frame: u64,
+        other_client: SocketAddr,
+        other_transactional_id: Option<&'a str>,
+    },
+    /// An InitProducerId response granted a producer id outside every block its broker
+    /// was granted in the capture, after that broker's first block.
+    PidOutsideBlocks {
+        frame: u64,
+        broker_id: i32,
+        producer_id: i64,
+        /// The broker's blocks seen so far, and the last of them: `start..=end`.
+        blocks: u64,
+        last_start: i64,
+        last_end: i64,
+    },
 }
 
 impl Observation<'_> {
@@ -248,6 +273,8 @@ impl Observation<'_> {
             Self::PidRetry { .. } => Kind::PidRetry,
             Self::PidBrokerEpochChange { .. } => Kind::PidBrokerEpochChange,
             Self::PidSlowResponse { .. } => Kind::PidSlowResponse,
+            Self::PidDuplicateGrant { .. } => Kind::PidDuplicateGrant,
+            Self::PidOutsideBlocks { .. } => Kind::PidOutsideBlocks,
         }
     }
 
@@ -481,6 +508,46 @@ impl Observation<'_> {
                 ("correlation_id", (*correlation_id).into()),
                 ("latency_us", (*latency_ns as f64 / 1000.0).into()),
                 ("threshold_us", (*threshold_us).into()),
+            ],
+            Self::PidDuplicateGrant {
+                frame,
+                producer_id,
+                producer_epoch,
+                client,
+                transactional_id,
+                other_frame,
+                other_client,
+                other_transactional_id,
+            } => {
+                let mut facts = vec![
+                    ("frame", (*frame).into()),
+                    ("producer_id", (*producer_id).into()),
+                    ("producer_epoch", i64::from(*producer_epoch).into()),
+                    ("client", client.to_string().into()),
+                    ("other_frame", (*other_frame).into()),
+                    ("other_client", other_client.to_string().into()),
+                ];
+                if let Some(id) = transactional_id {
+                    facts.push(("transactional_id", (*id).into()));
+                }
+                if let Some(id) = other_transactional_id {
+                    facts.push(("other_transactional_id", (*id).into()));
+                }
+                facts
+            }
+            Self::PidOutsideBlocks {
+                frame,
+                producer_id,
+                blocks,
+                last_start,
+                last_end,
+                ..
+            } => vec![
+                ("frame", (*frame).into()),
+                ("producer_id", (*producer_id).into()),
+                ("blocks", (*blocks).into()),
+                ("last_start", (*last_start).into()),
+                ("last_end", (*last_end).into()),
             ],
         }
     }
@@ -775,6 +842,38 @@ impl fmt::Display for Observation<'_> {
                 "the response to correlation id {correlation_id} took {:.1} ms, above the {:.1} ms threshold",
                 *latency_ns as f64 / 1_000_000.0,
                 threshold_us / 1000.0
+            ),
+            Self::PidDuplicateGrant {
+                frame,
+                producer_id,
+                producer_epoch,
+                client,
+                transactional_id,
+                other_frame,
+                other_client,
+                other_transactional_id,
+            } => {
+                let who = |client: &SocketAddr, id: &Option<&str>| match id {
+                    Some(id) => format!("{client} (transactional id {id:?})"),
+                    None => client.to_string(),
+                };
+                write!(
+                    f,
+                    "producer id {producer_id} epoch {producer_epoch} was granted to {} (frame {frame}) after {} got it (frame {other_frame}): two producers hold the same id and epoch",
+                    who(client, transactional_id),
+                    who(other_client, other_transactional_id)
+                )
+            }
+            Self::PidOutsideBlocks {
+                frame,
+                broker_id,
+                producer_id,
+                blocks,
+                last_start,
+                last_end,
+            } => write!(
+                f,
+                "broker {broker_id} granted producer id {producer_id} (frame {frame}), outside the {blocks} block(s) it was granted in the capture (the last {last_start}..={last_end})"
             ),
         }
     }

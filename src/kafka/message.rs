@@ -1,10 +1,10 @@
 //! What the Kafka stage hands on: every request and response frame it read, in the order
-//! it read them, and the waiting AllocateProducerIds requests it gave up. Pairing consumes
+//! it read them, and the waiting requests of decoded APIs it gave up. Pairing consumes
 //! them; nothing flows back.
 
 use std::net::SocketAddr;
 
-use super::allocate_producer_ids::{Request, Response};
+use super::apis::{decodes, DecodedRequest, DecodedResponse};
 use super::tables::ApiKey;
 use crate::packet_ref::Origin;
 use crate::timestamp::Timestamp;
@@ -45,26 +45,27 @@ pub struct Endpoints {
 /// One thing the Kafka stage found.
 #[derive(Debug)]
 pub enum Message {
-    /// A request frame; `allocate` is the decoded request when it is AllocateProducerIds.
+    /// A request frame; `decoded` is the decoded request when its API is decoded (see
+    /// [`super::apis::decodes`]).
     Request {
         ends: Endpoints,
         api_key: ApiKey,
         api_version: i16,
         correlation_id: i32,
         meta: MessageMeta,
-        allocate: Option<Box<Request>>,
+        decoded: Option<DecodedRequest>,
     },
     /// A response frame. `answers`: the API key and version of the waiting request with
-    /// its correlation id, if one waited; `allocate`: the decoded response when that
-    /// request was AllocateProducerIds.
+    /// its correlation id, if one waited; `decoded`: the decoded response when that
+    /// request's API is decoded.
     Response {
         ends: Endpoints,
         correlation_id: i32,
         meta: MessageMeta,
         answers: Option<(ApiKey, i16)>,
-        allocate: Option<Box<Response>>,
+        decoded: Option<DecodedResponse>,
     },
-    /// A waiting AllocateProducerIds request that no response will be matched to: its
+    /// A waiting request of a decoded API that no response will be matched to: its
     /// connection ended, its id was reused, or it was given up for a limit. `unknown`:
     /// whether its response may be in bytes the capture lost (or may still come).
     GivenUp {
@@ -163,23 +164,22 @@ impl Outbox {
         self.messages.push(message);
     }
 
-    /// Counts a request or response that is not AllocateProducerIds's; whether it did.
+    /// Counts a request or response of an API that is not decoded; whether it did.
     fn count_only(&mut self, message: &Message) -> bool {
-        let apid = ApiKey::ALLOCATE_PRODUCER_IDS;
         match message {
             Message::Request {
                 api_key,
-                allocate: None,
+                decoded: None,
                 ..
-            } if *api_key != apid => self.counted.by_api.entry(*api_key).or_default()[0] += 1,
+            } if !decodes(*api_key) => self.counted.by_api.entry(*api_key).or_default()[0] += 1,
             Message::Response {
                 answers: Some((api_key, _)),
-                allocate: None,
+                decoded: None,
                 ..
-            } if *api_key != apid => self.counted.by_api.entry(*api_key).or_default()[1] += 1,
+            } if !decodes(*api_key) => self.counted.by_api.entry(*api_key).or_default()[1] += 1,
             Message::Response {
                 answers: None,
-                allocate: None,
+                decoded: None,
                 ..
             } => self.counted.unmatched += 1,
             _ => return false,

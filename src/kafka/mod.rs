@@ -19,12 +19,13 @@
 //! is given up as encrypted, whatever its port and even when `--port` names it.
 
 pub mod allocate_producer_ids;
+pub mod apis;
 mod conn;
 pub mod decoded;
-pub mod init_producer_id;
 pub mod framing;
 mod given_up;
 pub mod header;
+pub mod init_producer_id;
 pub mod layout;
 pub mod message;
 mod read;

@@ -1,9 +1,11 @@
 //! The two frame handlers of a Kafka connection: the client's requests and the server's
 //! responses. Each decides per frame what to keep, judges candidate heads while framing
-//! is being searched for, decodes AllocateProducerIds messages and puts every finished
-//! frame in the connection's outbox, as a [`Message`](super::message::Message).
+//! is being searched for, decodes the messages of the APIs [`decodes`] names and puts
+//! every finished frame in the connection's outbox, as a
+//! [`Message`](super::message::Message).
 
-use super::allocate_producer_ids::{self, Problem};
+use super::apis::{decodes, Captured, DecodedRequest, DecodedResponse};
+use super::decoded::Problem;
 use super::framing::{Decision, Frame, FrameHandler, SIZE_LEN};
 use super::header::{self, RequestPrefix, MIN_REQUEST_LEN, RESPONSE_PREFIX_LEN};
 use super::message::{Endpoints, MessageMeta, Outbox};
@@ -14,7 +16,8 @@ pub use crate::diag::Side;
 use crate::diag::{Diagnostics, FramingLost, Observation, Undecoded};
 use crate::packet_ref::PacketRef;
 
-/// Largest AllocateProducerIds message we buffer to decode; real ones are under 100 bytes.
+/// Largest message we buffer to decode; real AllocateProducerIds and InitProducerId
+/// messages are under 200 bytes.
 pub const MAX_DECODED_LEN: u32 = 1024 * 1024;
 /// While resynchronising, a request's correlation id must follow the last one seen
 /// within this many (clients count up by one per request; a gap loses some).
@@ -72,7 +75,7 @@ fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<Observation<'s
     None
 }
 
-/// Why a frame of an AllocateProducerIds message came without its bytes.
+/// Why a frame of a message to decode came without its bytes.
 fn not_read(frame: &Frame<'_>) -> Problem {
     if frame.shed {
         Problem::Shed { len: frame.len }
@@ -84,7 +87,7 @@ fn not_read(frame: &Frame<'_>) -> Problem {
     }
 }
 
-/// One diagnostic for an AllocateProducerIds message that did not fully decode.
+/// One diagnostic for a message that did not fully decode.
 fn report_problem(
     diags: &mut Diagnostics,
     ends: Endpoints,
@@ -211,9 +214,9 @@ impl FrameHandler for RequestSide<'_> {
         }
     }
 
-    /// AllocateProducerIds requests small enough to decode.
+    /// Requests of decoded APIs small enough to decode.
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
-        RequestPrefix::parse(prefix).is_ok_and(|head| head.api_key == ApiKey::ALLOCATE_PRODUCER_IDS)
+        RequestPrefix::parse(prefix).is_ok_and(|head| decodes(head.api_key))
             && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 
@@ -223,37 +226,23 @@ impl FrameHandler for RequestSide<'_> {
         };
         *self.last_request = Some((head.api_key, head.correlation_id));
         let meta = meta(&frame);
-        let decoded = (head.api_key == ApiKey::ALLOCATE_PRODUCER_IDS).then(|| {
-            let req = match frame.message {
-                Some(message) => {
-                    let mut req = allocate_producer_ids::decode_partial_request(
-                        message,
-                        frame.len,
-                        frame.missing,
-                        &head,
-                    );
-                    if self.config.keep_raw {
-                        req.raw = message.to_vec();
-                    }
-                    req
-                }
-                None => allocate_producer_ids::Request {
-                    problem: Some(not_read(&frame)),
-                    ..Default::default()
-                },
-            };
-            if let Some(problem) = &req.problem {
-                report_problem(
-                    self.diags,
-                    self.ends,
-                    meta,
-                    Side::Client,
-                    head.correlation_id,
-                    problem,
-                );
-            }
-            req
-        });
+        let bytes = Captured {
+            message: frame.message,
+            len: frame.len,
+            missing: frame.missing,
+            keep_raw: self.config.keep_raw,
+        };
+        let decoded = DecodedRequest::decode(&head, bytes, not_read(&frame));
+        if let Some(problem) = decoded.as_ref().and_then(DecodedRequest::problem) {
+            report_problem(
+                self.diags,
+                self.ends,
+                meta,
+                Side::Client,
+                head.correlation_id,
+                problem,
+            );
+        }
         let frame = RequestFrame {
             ends: self.ends,
             api_key: head.api_key,
@@ -345,13 +334,12 @@ impl FrameHandler for ResponseSide<'_> {
         }
     }
 
-    /// Answers to AllocateProducerIds requests, small enough to decode.
+    /// Answers to requests of decoded APIs, small enough to decode.
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
         header::response_correlation_id(prefix).is_ok_and(|corr| {
-            matches!(
-                self.waiting.answered_request(corr),
-                Some((ApiKey::ALLOCATE_PRODUCER_IDS, _))
-            )
+            self.waiting
+                .answered_request(corr)
+                .is_some_and(|(api, _)| decodes(api))
         }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 
@@ -360,45 +348,31 @@ impl FrameHandler for ResponseSide<'_> {
             return;
         };
         let meta = meta(&frame);
-        let decoded = match self.waiting.answered_request(correlation_id) {
-            Some((ApiKey::ALLOCATE_PRODUCER_IDS, version)) => {
-                let resp = match frame.message {
-                    Some(message) => {
-                        let mut resp = allocate_producer_ids::decode_partial_response(
-                            message,
-                            frame.len,
-                            frame.missing,
-                            version,
-                        );
-                        if self.config.keep_raw {
-                            resp.raw = message.to_vec();
-                        }
-                        resp
-                    }
-                    None => allocate_producer_ids::Response {
-                        problem: Some(not_read(&frame)),
-                        ..Default::default()
-                    },
-                };
-                // An unsupported version was reported with the request already.
-                if let Some(problem) = resp
-                    .problem
-                    .as_ref()
-                    .filter(|p| !matches!(p, Problem::UnsupportedVersion { .. }))
-                {
-                    report_problem(
-                        self.diags,
-                        self.ends,
-                        meta,
-                        Side::Server,
-                        correlation_id,
-                        problem,
-                    );
-                }
-                Some(resp)
-            }
-            _ => None,
+        let bytes = Captured {
+            message: frame.message,
+            len: frame.len,
+            missing: frame.missing,
+            keep_raw: self.config.keep_raw,
         };
+        let decoded = self
+            .waiting
+            .answered_request(correlation_id)
+            .and_then(|answers| DecodedResponse::decode(answers, bytes, not_read(&frame)));
+        // An unsupported version was reported with the request already.
+        if let Some(problem) = decoded
+            .as_ref()
+            .and_then(DecodedResponse::problem)
+            .filter(|p| !matches!(p, Problem::UnsupportedVersion { .. }))
+        {
+            report_problem(
+                self.diags,
+                self.ends,
+                meta,
+                Side::Server,
+                correlation_id,
+                problem,
+            );
+        }
         self.waiting
             .response(self.ends, correlation_id, meta, decoded, self.out);
     }

@@ -6,9 +6,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::allocate_producer_ids::{Request, Response};
+use super::apis::{decodes, DecodedRequest, DecodedResponse};
 use super::message::{Endpoints, Message, MessageMeta, Outbox};
-use super::reader::TaggedField;
 use super::tables::ApiKey;
 use super::MALLOC_OVERHEAD;
 use crate::diag::{Diagnostics, NamedCode, Observation};
@@ -49,27 +48,11 @@ pub fn table_bytes(capacity: usize, entry: usize) -> usize {
 }
 
 /// Heap a decoded request holds while it waits (in pairing, or in a trial's outbox):
-/// its box, client id, tagged fields and raw bytes, at their allocated sizes, each with
-/// malloc's overhead, and its entry in pairing's table (at the table's mean load, 0.66).
-fn request_cost(req: &Request) -> usize {
-    let tagged = |fields: &Option<Vec<TaggedField>>| {
-        fields.as_ref().map_or(0, |f| {
-            f.capacity() * size_of::<TaggedField>()
-                + f.iter().map(|t| t.data.capacity()).sum::<usize>()
-        })
-    };
-    let pairing_slot = (size_of::<((u64, i32), Box<(MessageMeta, i16, Request)>)>() + 1) * 3 / 2;
-    size_of::<(MessageMeta, i16, Request)>()
-        + MALLOC_OVERHEAD
-        + pairing_slot
-        + req
-            .client_id
-            .as_ref()
-            .and_then(Option::as_ref)
-            .map_or(0, String::capacity)
-        + tagged(&req.header_tagged_fields)
-        + tagged(&req.tagged_fields)
-        + req.raw.capacity()
+/// what it holds itself, and its entry in pairing's table (at the table's mean load,
+/// 0.66).
+fn request_cost(req: &DecodedRequest) -> usize {
+    let pairing_slot = (size_of::<((u64, i32), (MessageMeta, i16, DecodedRequest))>() + 1) * 3 / 2;
+    pairing_slot + req.heap_bytes()
 }
 
 /// Requests of one connection still waiting for their response.
@@ -155,12 +138,12 @@ impl Waiting {
         Some(p)
     }
 
-    /// A request frame, with its decoded request when it is AllocateProducerIds: it waits
+    /// A request frame, with its decoded request when its API is decoded: it waits
     /// here, and goes out as a [`Message::Request`] (after whatever it displaced).
     pub fn request(
         &mut self,
         req: RequestFrame,
-        allocate: Option<Request>,
+        decoded: Option<DecodedRequest>,
         max_pending: usize,
         out: &mut Outbox,
         diags: &mut Diagnostics,
@@ -172,7 +155,7 @@ impl Waiting {
             ..
         } = req;
         self.registered += 1;
-        let cost = allocate.as_ref().map_or(0, request_cost);
+        let cost = decoded.as_ref().map_or(0, request_cost);
         self.decoded_bytes += cost;
         let entry = Pending {
             seq: self.registered,
@@ -210,7 +193,7 @@ impl Waiting {
             api_version: req.api_version,
             correlation_id,
             meta,
-            allocate: allocate.map(Box::new),
+            decoded,
         });
         let max_pending = max_pending.max(1);
         if self.len() > max_pending {
@@ -276,15 +259,15 @@ impl Waiting {
         given_up
     }
 
-    /// A response frame, with its decoded response when it answers an AllocateProducerIds
-    /// request: the request it answers stops waiting, and both go out as a
+    /// A response frame, with its decoded response when it answers a request of a
+    /// decoded API: the request it answers stops waiting, and both go out as a
     /// [`Message::Response`].
     pub fn response(
         &mut self,
         ends: Endpoints,
         correlation_id: i32,
         meta: MessageMeta,
-        allocate: Option<Response>,
+        decoded: Option<DecodedResponse>,
         out: &mut Outbox,
     ) {
         let answers = self
@@ -297,7 +280,7 @@ impl Waiting {
             correlation_id,
             meta,
             answers,
-            allocate: allocate.map(Box::new),
+            decoded,
         });
     }
 
@@ -315,7 +298,7 @@ impl Waiting {
 
 /// Says that a waiting request was given up, when it is one pairing holds.
 fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: &Pending, unknown: bool) {
-    if p.api_key == ApiKey::ALLOCATE_PRODUCER_IDS {
+    if decodes(p.api_key) {
         out.push(Message::GivenUp {
             ends,
             correlation_id,
@@ -356,7 +339,8 @@ mod tests {
             correlation_id: corr,
             meta: meta(frame),
         };
-        let decoded = (key == ApiKey::ALLOCATE_PRODUCER_IDS).then(Request::default);
+        let decoded = (key == ApiKey::ALLOCATE_PRODUCER_IDS)
+            .then(|| DecodedRequest::Allocate(Box::default()));
         waiting.request(frame, decoded, 3, out, &mut Diagnostics::default());
     }
 
@@ -418,7 +402,7 @@ mod tests {
             Some((ApiKey::ALLOCATE_PRODUCER_IDS, 0))
         );
         assert_eq!(waiting.request_frame(1), Some(10));
-        assert!(waiting.held_bytes() > size_of::<Request>());
+        assert!(waiting.held_bytes() > size_of::<crate::kafka::allocate_producer_ids::Request>());
         waiting.response(ends(), 1, meta(11), None, &mut out);
         waiting.response(ends(), 1, meta(12), None, &mut out);
         assert_eq!(seen(&out), ["R1", "A1", "-1"]);
@@ -440,7 +424,8 @@ mod tests {
             correlation_id: 5,
             meta: meta(20),
         };
-        waiting.request(frame, Some(Request::default()), 3, &mut out, &mut diags);
+        let decoded = DecodedRequest::Allocate(Box::default());
+        waiting.request(frame, Some(decoded), 3, &mut out, &mut diags);
         assert_eq!(seen(&out), ["R5", "G5?", "R5"]);
         let counts = diags.counts();
         assert_eq!(counts.get(Kind::DuplicateCorrelationId.as_str()), Some(&1));

@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use super::exchange;
 use super::model::Report;
-use crate::analysis::Block;
-use crate::pairing::Exchange;
+use crate::analysis::{Block, Placed};
+use crate::pairing::{Exchange, ProducerIdExchange};
 
 /// What the run prepares for a sink.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +27,11 @@ pub trait Sink: Send {
     fn needs(&self) -> Needs;
     /// An exchange, analysed, and the block it granted if it granted one.
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()>;
+    /// An InitProducerId exchange, analysed: what the analysis knows of the id it
+    /// granted. Formats that do not list producers count them from the report's summary.
+    fn producer(&mut self, _px: ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
+        Ok(())
+    }
     /// The rest of the report, once the captures are read: its `exchanges` are empty, its
     /// blocks listed only when [`Needs::blocks_in_report`]. A sink that keeps the
     /// exchanges puts them in.

@@ -747,8 +747,55 @@ fn broker_samples() -> Vec<Sample> {
     ]
 }
 
+fn producer_samples() -> Vec<Sample> {
+    let client = |port| std::net::SocketAddr::from(([10, 0, 3, 7], port));
+    vec![
+        (
+            Observation::PidDuplicateGrant {
+                frame: 30,
+                producer_id: 1999,
+                producer_epoch: 0,
+                client: client(40002),
+                transactional_id: None,
+                other_frame: 20,
+                other_client: client(40001),
+                other_transactional_id: Some("tx-1"),
+            },
+            "producer id 1999 epoch 0 was granted to 10.0.3.7:40002 (frame 30) after 10.0.3.7:40001 (transactional id \"tx-1\") got it (frame 20): two producers hold the same id and epoch",
+            vec![
+                ("frame", Fact::Uint(30)),
+                ("producer_id", Fact::Int(1999)),
+                ("producer_epoch", Fact::Int(0)),
+                ("client", text("10.0.3.7:40002")),
+                ("other_frame", Fact::Uint(20)),
+                ("other_client", text("10.0.3.7:40001")),
+                ("other_transactional_id", text("tx-1")),
+            ],
+        ),
+        (
+            Observation::PidOutsideBlocks {
+                frame: 40,
+                broker_id: 2,
+                producer_id: 7000,
+                blocks: 1,
+                last_start: 0,
+                last_end: 999,
+            },
+            "broker 2 granted producer id 7000 (frame 40), outside the 1 block(s) it was granted in the capture (the last 0..=999)",
+            vec![
+                ("frame", Fact::Uint(40)),
+                ("producer_id", Fact::Int(7000)),
+                ("blocks", Fact::Uint(1)),
+                ("last_start", Fact::Int(0)),
+                ("last_end", Fact::Int(999)),
+            ],
+        ),
+    ]
+}
+
 fn samples() -> Vec<Sample> {
     [
+        producer_samples(),
         capture_samples(),
         packet_samples(),
         tcp_samples(),
