@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use super::{Block, Finding, MAX_TRACKED_BLOCKS};
+use super::{Block, Finding, StatusCounts, MAX_TRACKED_BLOCKS};
 use crate::diag::Observation;
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::{MessageMeta, Outcome, ProducerIdExchange};
@@ -104,6 +104,7 @@ pub struct Affected {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducerTotals {
     pub exchanges: u64,
+    pub statuses: StatusCounts,
     pub granted: u64,
     pub errors: u64,
     pub in_block: u64,
@@ -165,6 +166,7 @@ impl Tracker {
         findings: &mut Vec<Finding>,
     ) -> Placed {
         self.totals.exchanges += 1;
+        self.totals.statuses.add(px.outcome.status());
         let mut placed = Placed {
             broker,
             ..Placed::default()

@@ -14,9 +14,9 @@ use time::OffsetDateTime;
 use super::format_timestamp;
 use super::model::{self, Report};
 use super::sink::{Needs, Sink};
-use crate::analysis::Block;
+use crate::analysis::{Block, Placed, Placement};
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::{Exchange, Outcome};
+use crate::pairing::{Exchange, Outcome, ProducerIdExchange};
 use crate::timestamp::Timestamp;
 
 /// A bound of `--since` or `--until`.
@@ -100,6 +100,42 @@ impl Filter {
             && bound(self.since).is_none_or(|since| at >= since)
             && bound(self.until).is_none_or(|until| at <= until)
             && (!self.errors_only || is_error(ex))
+            && self.frame.is_none_or(in_frames)
+    }
+
+    /// Whether an InitProducerId exchange passes: by its broker (the one that answered,
+    /// else the block holding its id), connection, request time, error and frames.
+    pub fn passes_producer(
+        &self,
+        px: &ProducerIdExchange,
+        placed: &Placed,
+        first: Option<Timestamp>,
+    ) -> bool {
+        let at = px.request_meta.timestamp.as_nanos();
+        let bound = |b: Option<TimeBound>| b.and_then(|b| b.resolve(first));
+        let in_frames = |f: u64| {
+            let within = |first: u64, last: u64| (first..=last).contains(&f);
+            within(px.request_meta.first_frame, px.request_meta.frame)
+                || px
+                    .outcome
+                    .response()
+                    .is_some_and(|(m, _)| within(m.first_frame, m.frame))
+        };
+        let broker = placed.broker.map(|(id, _)| id).or(match placed.placement {
+            Some(Placement::InBlock(b)) => Some(b.broker_id),
+            _ => None,
+        });
+        let failed = match &px.outcome {
+            Outcome::Complete { response, .. } => {
+                response.error_code != Some(ErrorCode::NONE) || response.problem.is_some()
+            }
+            Outcome::Unanswered | Outcome::ResponseUnknown => true,
+        };
+        self.broker.is_none_or(|b| broker == Some(b))
+            && self.connection.is_none_or(|c| px.endpoints.connection == c)
+            && bound(self.since).is_none_or(|since| at >= since)
+            && bound(self.until).is_none_or(|until| at <= until)
+            && (!self.errors_only || failed)
             && self.frame.is_none_or(in_frames)
     }
 
@@ -217,6 +253,16 @@ impl Sink for Filtered<'_> {
             ));
         }
         self.inner.exchange(ex, block)
+    }
+
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        if !self
+            .filter
+            .passes_producer(&px, placed, self.first_packet.get().copied())
+        {
+            return Ok(());
+        }
+        self.inner.producer(px, placed)
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

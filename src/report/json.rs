@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::model::{
-    Capture, Diagnostic, Filters, PidFinding, ProducerIdBlocks, Report, Summary, Tool, Verdict,
+    Capture, Diagnostic, Filters, PidFinding, ProducerIdBlocks, ProducerIdCounts, ProducerIds,
+    Report, Summary, Tool, Verdict,
 };
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
-use super::{compact, exchange, pid_block};
-use crate::analysis::{Block, BlockOrder};
-use crate::pairing::{Exchange, ExchangeOrder};
+use super::{compact, exchange, pid_block, producer_id_entry};
+use crate::analysis::{Block, BlockOrder, Placed};
+use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
 
 /// Depth of the elements of `exchanges` and of `producer_id_blocks.blocks` in the
 /// pretty report, and their indentation.
@@ -27,12 +28,15 @@ const EXCHANGE_DEPTH: usize = 2;
 const BLOCK_DEPTH: usize = 3;
 const EXCHANGE_INDENT: &[u8] = b"    ";
 const BLOCK_INDENT: &[u8] = b"      ";
+/// `producer_ids.entries` sit as deep as the blocks.
+const ENTRY_INDENT: &[u8] = BLOCK_INDENT;
 
 /// `--format json`: the report, its exchanges and blocks serialized as they come.
 pub struct JsonSink {
     pretty: bool,
     exchanges: Ordered<ExchangeOrder>,
     blocks: Ordered<BlockOrder>,
+    producers: Ordered<ExchangeOrder>,
     out: Box<dyn Write + Send>,
 }
 
@@ -48,6 +52,7 @@ impl JsonSink {
             pretty,
             exchanges: Ordered::new(run_bytes),
             blocks: Ordered::new(run_bytes),
+            producers: Ordered::new(run_bytes),
             out,
         }
     }
@@ -86,10 +91,28 @@ impl Sink for JsonSink {
         Ok(())
     }
 
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        let pretty = self.pretty;
+        self.producers.push(px.order(), |out| {
+            let entry = producer_id_entry(&px, placed);
+            if pretty {
+                indent_into(out, &serde_json::to_vec_pretty(&entry)?, ENTRY_INDENT);
+            } else {
+                serde_json::to_writer(&mut *out, &entry)?;
+            }
+            Ok(())
+        })
+    }
+
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         let exchanges = std::mem::replace(&mut self.exchanges, Ordered::new(1));
         let blocks = std::mem::replace(&mut self.blocks, Ordered::new(1));
-        let lists = Lists { exchanges, blocks };
+        let producers = std::mem::replace(&mut self.producers, Ordered::new(1));
+        let lists = Lists {
+            exchanges,
+            blocks,
+            producers,
+        };
         write_report(report, self.pretty, Some(lists), &mut self.out)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
@@ -154,6 +177,20 @@ impl Sink for NdjsonSink {
         Ok(())
     }
 
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        self.line.clear();
+        let object = serde_json::to_vec(&producer_id_entry(&px, placed))?;
+        push_line(&mut self.line, PRODUCER_LINE_START, |out| {
+            out.extend_from_slice(&object);
+        });
+        self.out.write_all(&self.line)?;
+        if self.last_flush.elapsed() >= NDJSON_FLUSH {
+            self.last_flush = Instant::now();
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         for finding in &report.producer_id_blocks.findings {
             self.line.clear();
@@ -174,12 +211,14 @@ impl Sink for NdjsonSink {
 const EXCHANGE_LINE_START: &[u8] = b"{\"type\":\"exchange\",";
 const BLOCK_LINE_START: &[u8] = b"{\"type\":\"block\",";
 const FINDING_LINE_START: &[u8] = b"{\"type\":\"finding\",";
+const PRODUCER_LINE_START: &[u8] = b"{\"type\":\"producer_id\",";
 const REPORT_LINE_START: &[u8] = b"{\"type\":\"report\",";
 
-/// The two ordered arrays of the JSON report.
+/// The ordered arrays of the JSON report.
 struct Lists {
     exchanges: Ordered<ExchangeOrder>,
     blocks: Ordered<BlockOrder>,
+    producers: Ordered<ExchangeOrder>,
 }
 
 /// Writes `list` as a JSON array, `[` to `]`, its items in key order.
@@ -239,6 +278,10 @@ fn write_report(
     struct Tail<'a> {
         diagnostics: &'a [Diagnostic],
     }
+    #[derive(Serialize)]
+    struct ProducersHead<'a> {
+        summary: &'a ProducerIdCounts,
+    }
     // Every field named, none skipped with `..`: a field added to the report fails
     // to compile here until it is written too.
     let Report {
@@ -250,8 +293,13 @@ fn write_report(
         summary,
         exchanges: _,
         producer_id_blocks,
+        producer_ids,
         diagnostics,
     } = report;
+    let ProducerIds {
+        summary: producer_summary,
+        entries: _,
+    } = producer_ids;
     let ProducerIdBlocks {
         usual_len,
         slow_threshold_us,
@@ -279,7 +327,10 @@ fn write_report(
         1,
     )?)?;
     let whole = lists.is_some();
-    let (exchanges, blocks) = lists.map(|l| (l.exchanges, l.blocks)).unzip();
+    let (exchanges, blocks, producers) = match lists {
+        Some(l) => (Some(l.exchanges), Some(l.blocks), Some(l.producers)),
+        None => (None, None, None),
+    };
     match exchanges {
         Some(exchanges) => {
             out.write_all(&key(pretty, 1, "exchanges"))?;
@@ -307,6 +358,17 @@ fn write_report(
     }
     out.write_all(b",")?;
     out.write_all(&fields(&BlocksTail { findings }, 2)?)?;
+    out.write_all(if pretty { b"\n  }" } else { b"}" })?;
+    out.write_all(&key(pretty, 1, "producer_ids"))?;
+    out.write_all(b"{")?;
+    let head = ProducersHead {
+        summary: producer_summary,
+    };
+    out.write_all(&fields(&head, 2)?)?;
+    if let Some(producers) = producers {
+        out.write_all(&key(pretty, 2, "entries"))?;
+        write_list(producers, pretty, ENTRY_INDENT, out)?;
+    }
     out.write_all(if pretty { b"\n  }" } else { b"}" })?;
     if whole {
         out.write_all(b",")?;

@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use crate::analysis::{verdict, Analysis, Block};
 use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
-use crate::kafka::allocate_producer_ids;
+use crate::kafka::{allocate_producer_ids, init_producer_id};
 use crate::kafka::reader::TaggedField;
 use crate::kafka::tables::{ApiKey, ErrorCode};
 use crate::pairing::{self, MessageMeta};
@@ -143,6 +143,79 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
         bytes_not_captured: resp.bytes_not_captured,
         decode_error: resp.problem.as_ref().map(ToString::to_string),
         raw: resp.raw.clone(),
+    }
+}
+
+/// One InitProducerId exchange in the report's form, with what the analysis placed.
+pub fn producer_id_entry(
+    px: &pairing::ProducerIdExchange,
+    placed: &crate::analysis::Placed,
+) -> model::ProducerIdEntry {
+    let req = &px.request;
+    let resp = px.outcome.response();
+    let field = |f: fn(&init_producer_id::Response) -> Option<i64>| resp.and_then(|(_, r)| f(r));
+    let error_code = resp.and_then(|(_, r)| r.error_code);
+    let decode_error = req
+        .problem
+        .as_ref()
+        .or_else(|| resp.and_then(|(_, r)| r.problem.as_ref()))
+        .map(ToString::to_string);
+    model::ProducerIdEntry {
+        connection: px.endpoints.connection,
+        client: address(px.endpoints.client),
+        server: address(px.endpoints.server),
+        correlation_id: px.correlation_id,
+        api_version: px.api_version,
+        status: px.outcome.status(),
+        broker_id: placed.broker.map(|(id, _)| id),
+        broker_source: placed.broker.map(|(_, source)| source),
+        client_id: req.client_id.clone(),
+        transactional_id: req.transactional_id.clone(),
+        transaction_timeout_ms: req.transaction_timeout_ms,
+        requested_producer_id: req.producer_id,
+        requested_producer_epoch: req.producer_epoch,
+        error_code: error_code.map(|c| c.0),
+        error: error_code.map(ErrorCode::name),
+        producer_id: field(|r| r.producer_id),
+        producer_epoch: resp.and_then(|(_, r)| r.producer_epoch),
+        ongoing_txn_producer_id: field(|r| r.ongoing_txn_producer_id),
+        ongoing_txn_producer_epoch: resp.and_then(|(_, r)| r.ongoing_txn_producer_epoch),
+        placement: placed.placement.map(|p| p.as_str()),
+        block: match placed.placement {
+            Some(crate::analysis::Placement::InBlock(b)) => Some(model::BlockRef {
+                start: b.start,
+                end: b.end,
+                broker_id: b.broker_id,
+                response_frame: b.response_frame,
+            }),
+            _ => None,
+        },
+        duplicate_of_frame: placed.duplicate_of,
+        request_frame: px.request_meta.frame,
+        request_timestamp: format_timestamp(px.request_meta.timestamp),
+        response_frame: resp.map(|(meta, _)| meta.frame),
+        response_timestamp: resp.map(|(meta, _)| format_timestamp(meta.timestamp)),
+        unix_time: resp.map(|(meta, _)| UnixTime(meta.timestamp)),
+        latency_us: px.latency_us(),
+        decode_error,
+    }
+}
+
+/// The counts of `producer_ids.summary`.
+fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdCounts {
+    model::ProducerIdCounts {
+        exchanges: t.exchanges,
+        complete: t.statuses.complete,
+        unanswered: t.statuses.unanswered,
+        response_unknown: t.statuses.response_unknown,
+        granted: t.granted,
+        errors: t.errors,
+        in_block: t.in_block,
+        before_capture: t.before_capture,
+        outside_blocks: t.outside_blocks,
+        unknown: t.unknown,
+        duplicates: t.duplicates,
+        grants_forgotten: t.grants_forgotten,
     }
 }
 
@@ -332,6 +405,10 @@ pub fn build(mut findings: Findings) -> model::Report {
         summary,
         exchanges,
         producer_id_blocks,
+        producer_ids: model::ProducerIds {
+            summary: producer_id_counts(&findings.analysis.producers),
+            entries: Vec::new(),
+        },
         diagnostics,
     }
 }

@@ -35,6 +35,7 @@ pub struct Report {
     pub summary: Summary,
     pub exchanges: Vec<Exchange>,
     pub producer_id_blocks: ProducerIdBlocks,
+    pub producer_ids: ProducerIds,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -176,6 +177,107 @@ pub struct ProducerIdBlocks {
     pub blocks: Vec<PidBlock>,
     /// In packet order; each is also in `diagnostics`.
     pub findings: Vec<PidFinding>,
+}
+
+/// InitProducerId (API key 22): which client was granted which producer id, and where
+/// that id lies among the blocks.
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct ProducerIds {
+    pub summary: ProducerIdCounts,
+    /// Every InitProducerId exchange, by request frame, then connection, then
+    /// correlation id (as `exchanges`); the filters apply to them as to `exchanges`.
+    pub entries: Vec<ProducerIdEntry>,
+}
+
+/// Counts over every InitProducerId exchange of the capture (whatever the filters).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct ProducerIdCounts {
+    pub exchanges: u64,
+    pub complete: u64,
+    pub unanswered: u64,
+    pub response_unknown: u64,
+    /// Responses with error NONE and a producer id.
+    pub granted: u64,
+    /// Responses with an error.
+    pub errors: u64,
+    /// Granted ids by `placement`.
+    pub in_block: u64,
+    pub before_capture: u64,
+    pub outside_blocks: u64,
+    pub unknown: u64,
+    /// Grants of an id and epoch another producer was granted before
+    /// (`pid_duplicate_grant`).
+    pub duplicates: u64,
+    /// Granted ids forgotten to bound memory: duplicates among them are not found.
+    pub grants_forgotten: u64,
+}
+
+/// One InitProducerId exchange. Fields not read from the capture are absent.
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct ProducerIdEntry {
+    pub connection: u64,
+    pub client: String,
+    pub server: String,
+    pub correlation_id: i32,
+    pub api_version: i16,
+    #[schemars(with = "String")]
+    pub status: Status,
+    /// The broker that answered, and how its address is known; null when not known.
+    pub broker_id: Option<i32>,
+    pub broker_source: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<Option<String>>,
+    /// Null for an idempotent producer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transaction_timeout_ms: Option<i32>,
+    /// The producer id and epoch the client asked to keep (version 3+; -1 for none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_producer_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_producer_epoch: Option<i16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<i16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The producer id and epoch of the response (-1 with an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_epoch: Option<i16>,
+    /// Version 6+: the producer id and epoch of a transaction still prepared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ongoing_txn_producer_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ongoing_txn_producer_epoch: Option<i16>,
+    /// Where a granted id lies: `in_block`, `before_capture`, `outside_blocks` or
+    /// `unknown`; null when no id was granted.
+    pub placement: Option<&'static str>,
+    /// With `in_block`: the block holding the id (the latest granted before it).
+    pub block: Option<BlockRef>,
+    /// Response frame of an earlier grant of the same id and epoch to another producer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_of_frame: Option<u64>,
+    pub request_frame: u64,
+    pub request_timestamp: String,
+    pub response_frame: Option<u64>,
+    pub response_timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub unix_time: Option<UnixTime>,
+    pub latency_us: Option<f64>,
+    /// Why the request or response did not fully decode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_error: Option<String>,
+}
+
+/// A block of `producer_id_blocks.blocks`, as a producer id refers to it.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct BlockRef {
+    pub start: i64,
+    pub end: i64,
+    pub broker_id: i32,
+    pub response_frame: u64,
 }
 
 /// A time as seconds since the Unix epoch: a JSON number beside each RFC 3339 `timestamp`,

@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use super::exchange;
+use super::{exchange, producer_id_entry};
 use super::model::Report;
 use crate::analysis::{Block, Placed};
 use crate::pairing::{Exchange, ProducerIdExchange};
@@ -43,6 +43,7 @@ pub trait Sink: Send {
 #[derive(Debug, Default)]
 pub struct Collect {
     kept: Vec<Exchange>,
+    producers: Vec<(ProducerIdExchange, Placed)>,
 }
 
 impl Sink for Collect {
@@ -58,10 +59,21 @@ impl Sink for Collect {
         Ok(())
     }
 
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        self.producers.push((px, placed.clone()));
+        Ok(())
+    }
+
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         let mut kept = std::mem::take(&mut self.kept);
         kept.sort_by_key(Exchange::order);
         report.exchanges = kept.iter().map(exchange).collect();
+        let mut producers = std::mem::take(&mut self.producers);
+        producers.sort_by_key(|(px, _)| px.order());
+        report.producer_ids.entries = producers
+            .iter()
+            .map(|(px, placed)| producer_id_entry(px, placed))
+            .collect();
         Ok(())
     }
 }
@@ -115,6 +127,10 @@ impl Sink for Rendered {
 
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
         self.collect.exchange(ex, block)
+    }
+
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        self.collect.producer(px, placed)
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
