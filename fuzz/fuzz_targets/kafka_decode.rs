@@ -1,13 +1,15 @@
-//! The Kafka decoders on arbitrary bytes: AllocateProducerIds requests and responses (with
-//! the tree recorder listening), and the framer cut at arbitrary points.
+//! The Kafka decoders on arbitrary bytes: AllocateProducerIds and InitProducerId requests
+//! and responses (with the tree recorder listening), and the framer cut at arbitrary points.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use pidshark::packet_ref::PacketRef;
 use pidshark::kafka::allocate_producer_ids::{decode_request_with, decode_response_with};
+use pidshark::kafka::init_producer_id;
 use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
 use pidshark::kafka::header::RequestPrefix;
 use pidshark::kafka::layout::{Node, Recorder};
+use pidshark::kafka::tables::ApiKey;
 
 struct Any(u8);
 
@@ -53,6 +55,20 @@ fuzz_target!(|data: &[u8]| {
     let mut rec = Recorder::new(root(), 4);
     decode_response_with(rest, i16::from(selector & 1), &mut rec);
     let _ = rec.finish();
+    // every InitProducerId version we decode and the first we do not, whatever the header says
+    for version in 0..=init_producer_id::MAX_VERSION + 1 {
+        let prefix = RequestPrefix {
+            api_key: ApiKey::INIT_PRODUCER_ID,
+            api_version: version,
+            correlation_id: 0,
+        };
+        let mut rec = Recorder::new(root(), 4);
+        init_producer_id::decode_request_with(rest, &prefix, &mut rec);
+        let _ = rec.finish();
+        let mut rec = Recorder::new(root(), 4);
+        init_producer_id::decode_response_with(rest, version, &mut rec);
+        let _ = rec.finish();
+    }
     // the framer over the bytes cut into pieces of varying size, with gaps
     let mut framer = if selector & 4 == 0 { Framer::new(10) } else { Framer::resyncing(4) };
     let mut handler = Any(selector);
