@@ -6,8 +6,8 @@
 
 use std::io::{self, Write};
 
-use super::{exchange, producer_id_entry};
 use super::model::Report;
+use super::{exchange, producer_id_entry};
 use crate::analysis::{Block, Placed};
 use crate::pairing::{Exchange, ProducerIdExchange};
 
