@@ -348,8 +348,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Non-compact array length: int32 count, -1 = null (`None`). A count above the
-    /// bytes left is refused, as every element takes at least one byte: the caller may
-    /// allocate for what it returns.
+    /// bytes left is refused as [`DecodeError::Short`] (every element takes at least one
+    /// byte), so the caller may allocate for what it returns.
     pub fn array_len(&mut self, field: &'static str) -> Result<Option<usize>, DecodeError> {
         let start = self.pos;
         let count = self.i32(field)?;
@@ -379,14 +379,59 @@ impl<'a> Reader<'a> {
         start: usize,
         count: usize,
     ) -> Result<usize, DecodeError> {
+        // Short, not Invalid: in a message cut by the capture the count may be right.
         if count > self.remaining() {
-            return Err(self.invalid(
+            return Err(DecodeError::Short {
                 field,
-                start,
-                format!("{count} elements cannot fit in {} bytes", self.remaining()),
-            ));
+                offset: start,
+                needed: count,
+                left: self.remaining(),
+            });
         }
         Ok(count)
+    }
+
+    /// A tagged-field section read in place, for decoders that know some tags: `each`
+    /// gets every field's tag, its data and the data's offset; nothing is copied. The
+    /// count and the tags' order are checked as in [`Self::tagged_fields`], except that a
+    /// count the bytes left cannot hold is [`DecodeError::Short`].
+    pub fn tagged_slices(
+        &mut self,
+        mut each: impl FnMut(u32, &'a [u8], usize) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        let count_at = self.pos;
+        let count = self.uvarint("tagged field count")?;
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        // Each field takes at least two bytes (tag and size).
+        if count > self.remaining() / 2 {
+            return Err(DecodeError::Short {
+                field: "tagged field count",
+                offset: count_at,
+                needed: count.saturating_mul(2),
+                left: self.remaining(),
+            });
+        }
+        let mut last_tag: Option<u32> = None;
+        for _ in 0..count {
+            let tag_at = self.pos;
+            let tag = self.uvarint("tagged field tag")?;
+            if last_tag.is_some_and(|last| tag <= last) {
+                return Err(self.invalid(
+                    "tagged field tag",
+                    tag_at,
+                    format!("tag {tag} is not above the previous tag"),
+                ));
+            }
+            last_tag = Some(tag);
+            let size = self.uvarint("tagged field size")?;
+            let data_at = self.pos;
+            let data = self.take(
+                "tagged field data",
+                usize::try_from(size).unwrap_or(usize::MAX),
+            )?;
+            each(tag, data, data_at)?;
+        }
+        Ok(())
     }
 }
 
@@ -595,16 +640,59 @@ mod tests {
         let err = Reader::new(&[0x7f, 0xff, 0xff, 0xff, 1])
             .array_len("a")
             .unwrap_err();
-        assert!(err.to_string().contains("cannot fit in 1 bytes"), "{err}");
+        assert!(
+            matches!(
+                err,
+                DecodeError::Short {
+                    offset: 0,
+                    needed: 0x7fff_ffff,
+                    left: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         let err = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x0f])
             .compact_array_len("b")
             .unwrap_err();
-        assert!(
-            matches!(err, DecodeError::Invalid { offset: 0, .. }),
-            "{err}"
-        );
+        assert!(matches!(err, DecodeError::Short { offset: 0, .. }), "{err}");
         assert_eq!(Reader::new(&[3, 1, 2]).compact_array_len("c"), Ok(Some(2)));
         assert!(Reader::new(&[4, 1, 2]).compact_array_len("d").is_err());
+    }
+
+    #[test]
+    fn tagged_slices_lend_each_field_in_place() {
+        // count 2; tag 0 size 2 aabb; tag 3 size 0
+        let bytes = [2, 0, 2, 0xaa, 0xbb, 3, 0, 9];
+        let mut r = Reader::new(&bytes);
+        let mut seen = Vec::new();
+        let result = r.tagged_slices(|tag, data, at| {
+            seen.push((tag, data.to_vec(), at));
+            Ok(())
+        });
+        assert_eq!(result, Ok(()));
+        assert_eq!(seen, vec![(0, vec![0xaa, 0xbb], 3), (3, vec![], 7)]);
+        assert_eq!(r.position(), 7);
+    }
+
+    #[test]
+    fn tagged_slices_refuse_lying_counts_unordered_tags_and_pass_errors_on() {
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x07, 0]);
+        let err = r.tagged_slices(|_, _, _| Ok(())).unwrap_err();
+        assert!(matches!(err, DecodeError::Short { left: 1, .. }), "{err}");
+        let mut r = Reader::new(&[2, 5, 0, 1, 0]);
+        assert!(matches!(
+            r.tagged_slices(|_, _, _| Ok(())),
+            Err(DecodeError::Invalid { offset: 3, .. })
+        ));
+        let mut r = Reader::new(&[1, 0, 0]);
+        let refused = r.tagged_slices(|_, _, at| {
+            Err(DecodeError::Trailing {
+                offset: at,
+                left: 0,
+            })
+        });
+        assert_eq!(refused, Err(DecodeError::Trailing { offset: 3, left: 0 }));
     }
 
     #[test]
