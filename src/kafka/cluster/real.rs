@@ -1,0 +1,1 @@
+//! Real Kafka messages from the committed captures.
