@@ -293,6 +293,146 @@ impl<'a> Reader<'a> {
             }),
         }
     }
+
+    pub fn i8(&mut self, field: &'static str) -> Result<i8, DecodeError> {
+        self.array(field).map(i8::from_be_bytes)
+    }
+
+    pub fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
+        self.array(field).map(u16::from_be_bytes)
+    }
+
+    /// A UUID: 16 bytes, as on the wire.
+    pub fn uuid(&mut self, field: &'static str) -> Result<[u8; 16], DecodeError> {
+        self.array(field)
+    }
+
+    /// The next `len` bytes, unread and unallocated.
+    pub fn slice(&mut self, field: &'static str, len: usize) -> Result<&'a [u8], DecodeError> {
+        self.take(field, len)
+    }
+
+    /// Non-compact string that must not be null: int16 length, then UTF-8 bytes.
+    pub fn string(&mut self, field: &'static str) -> Result<String, DecodeError> {
+        let start = self.pos;
+        self.nullable_string(field)?
+            .ok_or_else(|| self.invalid(field, start, "null where a string is required".into()))
+    }
+
+    /// Compact string that must not be null: uvarint length + 1, then UTF-8 bytes.
+    pub fn compact_string(&mut self, field: &'static str) -> Result<String, DecodeError> {
+        let start = self.pos;
+        self.compact_nullable_string(field)?
+            .ok_or_else(|| self.invalid(field, start, "null where a string is required".into()))
+    }
+
+    /// Passes over a non-compact nullable string without allocating or checking its UTF-8.
+    pub fn skip_string(&mut self, field: &'static str) -> Result<(), DecodeError> {
+        let start = self.pos;
+        let len = self.i16(field)?;
+        if len == -1 {
+            return Ok(());
+        }
+        let len = usize::try_from(len)
+            .map_err(|_| self.invalid(field, start, format!("negative length {len}")))?;
+        self.take(field, len).map(drop)
+    }
+
+    /// Passes over a compact nullable string without allocating or checking its UTF-8.
+    pub fn skip_compact_string(&mut self, field: &'static str) -> Result<(), DecodeError> {
+        let Some(len) = self.uvarint(field)?.checked_sub(1) else {
+            return Ok(());
+        };
+        self.take(field, usize::try_from(len).unwrap_or(usize::MAX))
+            .map(drop)
+    }
+
+    /// Non-compact array length: int32 count, -1 = null (`None`). A count above the
+    /// bytes left is refused as [`DecodeError::Short`] (every element takes at least one
+    /// byte), so the caller may allocate for what it returns.
+    pub fn array_len(&mut self, field: &'static str) -> Result<Option<usize>, DecodeError> {
+        let start = self.pos;
+        let count = self.i32(field)?;
+        if count == -1 {
+            return Ok(None);
+        }
+        let count = usize::try_from(count)
+            .map_err(|_| self.invalid(field, start, format!("negative count {count}")))?;
+        self.fitting(field, start, count).map(Some)
+    }
+
+    /// Compact array length (flexible versions): uvarint count + 1, 0 = null (`None`).
+    /// Checked against the bytes left like [`Self::array_len`].
+    pub fn compact_array_len(&mut self, field: &'static str) -> Result<Option<usize>, DecodeError> {
+        let start = self.pos;
+        let Some(count) = self.uvarint(field)?.checked_sub(1) else {
+            return Ok(None);
+        };
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        self.fitting(field, start, count).map(Some)
+    }
+
+    /// `count` elements of at least one byte each, if the bytes left can hold them.
+    fn fitting(
+        &self,
+        field: &'static str,
+        start: usize,
+        count: usize,
+    ) -> Result<usize, DecodeError> {
+        // Short, not Invalid: in a message cut by the capture the count may be right.
+        if count > self.remaining() {
+            return Err(DecodeError::Short {
+                field,
+                offset: start,
+                needed: count,
+                left: self.remaining(),
+            });
+        }
+        Ok(count)
+    }
+
+    /// A tagged-field section read in place, for decoders that know some tags: `each`
+    /// gets every field's tag, its data and the data's offset; nothing is copied. The
+    /// count and the tags' order are checked as in [`Self::tagged_fields`], except that a
+    /// count the bytes left cannot hold is [`DecodeError::Short`].
+    pub fn tagged_slices(
+        &mut self,
+        mut each: impl FnMut(u32, &'a [u8], usize) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        let count_at = self.pos;
+        let count = self.uvarint("tagged field count")?;
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        // Each field takes at least two bytes (tag and size).
+        if count > self.remaining() / 2 {
+            return Err(DecodeError::Short {
+                field: "tagged field count",
+                offset: count_at,
+                needed: count.saturating_mul(2),
+                left: self.remaining(),
+            });
+        }
+        let mut last_tag: Option<u32> = None;
+        for _ in 0..count {
+            let tag_at = self.pos;
+            let tag = self.uvarint("tagged field tag")?;
+            if last_tag.is_some_and(|last| tag <= last) {
+                return Err(self.invalid(
+                    "tagged field tag",
+                    tag_at,
+                    format!("tag {tag} is not above the previous tag"),
+                ));
+            }
+            last_tag = Some(tag);
+            let size = self.uvarint("tagged field size")?;
+            let data_at = self.pos;
+            let data = self.take(
+                "tagged field data",
+                usize::try_from(size).unwrap_or(usize::MAX),
+            )?;
+            each(tag, data, data_at)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -422,6 +562,137 @@ mod tests {
     fn rejects_unordered_tags_and_oversized_data() {
         assert!(Reader::new(&[2, 5, 0, 1, 0]).tagged_fields().is_err());
         assert!(Reader::new(&[1, 0, 9, 1]).tagged_fields().is_err());
+    }
+
+    #[test]
+    fn reads_i8_u16_and_uuids() {
+        let mut bytes = vec![0xfe, 0xff, 0xfe];
+        bytes.extend(1..=16u8);
+        let mut r = Reader::new(&bytes);
+        assert_eq!(r.i8("a"), Ok(-2));
+        assert_eq!(r.u16("b"), Ok(65534));
+        let uuid: Vec<u8> = (1..=16).collect();
+        assert_eq!(r.uuid("c").map(Vec::from), Ok(uuid));
+        assert!(matches!(
+            r.u16("d"),
+            Err(DecodeError::Short {
+                needed: 2,
+                left: 0,
+                ..
+            })
+        ));
+        assert!(Reader::new(&[0; 15]).uuid("e").is_err());
+    }
+
+    #[test]
+    fn slice_takes_exactly_what_is_asked() {
+        let mut r = Reader::new(&[1, 2, 3]);
+        assert_eq!(r.slice("a", 2), Ok(&[1u8, 2][..]));
+        assert!(r.slice("b", 2).is_err());
+        assert_eq!(r.position(), 2);
+    }
+
+    #[test]
+    fn required_strings_refuse_null() {
+        assert_eq!(
+            Reader::new(&[0, 2, b'h', b'i']).string("s"),
+            Ok("hi".into())
+        );
+        let err = Reader::new(&[0xff, 0xff]).string("s").unwrap_err();
+        assert!(err.to_string().contains("null where"), "{err}");
+        assert_eq!(
+            Reader::new(&[3, b'h', b'i']).compact_string("s"),
+            Ok("hi".into())
+        );
+        assert!(matches!(
+            Reader::new(&[0]).compact_string("s"),
+            Err(DecodeError::Invalid { offset: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn skips_strings_of_both_encodings() {
+        let mut r = Reader::new(&[0, 2, b'h', b'i', 0xff, 0xff, 3, b'h', b'i', 0, 9]);
+        assert_eq!(r.skip_string("a"), Ok(()));
+        assert_eq!(r.skip_string("b"), Ok(()));
+        assert_eq!(r.skip_compact_string("c"), Ok(()));
+        assert_eq!(r.skip_compact_string("d"), Ok(()));
+        assert_eq!(r.position(), 10);
+        assert!(r.skip_compact_string("e").is_err());
+        assert!(Reader::new(&[0xff, 0xfe]).skip_string("f").is_err());
+        assert!(Reader::new(&[0, 3, 1]).skip_string("g").is_err());
+    }
+
+    #[test]
+    fn reads_array_lengths_with_null() {
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, 0, 3, 7, 7]);
+        assert_eq!(r.array_len("a"), Ok(None));
+        assert_eq!(r.array_len("b"), Ok(Some(2)));
+        assert_eq!(r.compact_array_len("c"), Ok(None));
+        assert_eq!(r.compact_array_len("d"), Ok(Some(2)));
+        assert!(Reader::new(&[0xff, 0xff, 0xff, 0xfe])
+            .array_len("e")
+            .is_err());
+    }
+
+    #[test]
+    fn refuses_array_counts_larger_than_the_bytes_left() {
+        let err = Reader::new(&[0x7f, 0xff, 0xff, 0xff, 1])
+            .array_len("a")
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DecodeError::Short {
+                    offset: 0,
+                    needed: 0x7fff_ffff,
+                    left: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x0f])
+            .compact_array_len("b")
+            .unwrap_err();
+        assert!(matches!(err, DecodeError::Short { offset: 0, .. }), "{err}");
+        assert_eq!(Reader::new(&[3, 1, 2]).compact_array_len("c"), Ok(Some(2)));
+        assert!(Reader::new(&[4, 1, 2]).compact_array_len("d").is_err());
+    }
+
+    #[test]
+    fn tagged_slices_lend_each_field_in_place() {
+        // count 2; tag 0 size 2 aabb; tag 3 size 0
+        let bytes = [2, 0, 2, 0xaa, 0xbb, 3, 0, 9];
+        let mut r = Reader::new(&bytes);
+        let mut seen = Vec::new();
+        let result = r.tagged_slices(|tag, data, at| {
+            seen.push((tag, data.to_vec(), at));
+            Ok(())
+        });
+        assert_eq!(result, Ok(()));
+        assert_eq!(seen, vec![(0, vec![0xaa, 0xbb], 3), (3, vec![], 7)]);
+        assert_eq!(r.position(), 7);
+    }
+
+    #[test]
+    fn tagged_slices_refuse_lying_counts_unordered_tags_and_pass_errors_on() {
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x07, 0]);
+        let err = r.tagged_slices(|_, _, _| Ok(())).unwrap_err();
+        assert!(matches!(err, DecodeError::Short { left: 1, .. }), "{err}");
+        let mut r = Reader::new(&[2, 5, 0, 1, 0]);
+        assert!(matches!(
+            r.tagged_slices(|_, _, _| Ok(())),
+            Err(DecodeError::Invalid { offset: 3, .. })
+        ));
+        let mut r = Reader::new(&[1, 0, 0]);
+        let refused = r.tagged_slices(|_, _, at| {
+            Err(DecodeError::Trailing {
+                offset: at,
+                left: 0,
+            })
+        });
+        assert_eq!(refused, Err(DecodeError::Trailing { offset: 3, left: 0 }));
     }
 
     #[test]
