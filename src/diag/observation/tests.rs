@@ -748,7 +748,7 @@ fn broker_samples() -> Vec<Sample> {
 }
 
 fn producer_samples() -> Vec<Sample> {
-    let client = |port| std::net::SocketAddr::from(([10, 0, 3, 7], port));
+    let client = |port| SocketAddr::from(([10, 0, 3, 7], port));
     vec![
         (
             Observation::PidDuplicateGrant {

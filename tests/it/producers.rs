@@ -1,0 +1,222 @@
+//! InitProducerId (issue 28) on the planted-fault loopback captures of
+//! `scripts/make-producer-fixtures.py`: every exchange the script sent is a
+//! `producer_ids` entry with the values it sent, each granted id lies in the block the
+//! script granted it from, and the faults it planted are found (and only those). The
+//! truth is what the script sent, not what pidshark said.
+
+use serde_json::Value;
+
+use crate::common::{fixture, report};
+
+const FIXTURES: [&str; 4] = [
+    "kafka-20031",
+    "txn-bump",
+    "metadata-only",
+    "stale-controller",
+];
+
+fn truth(name: &str) -> Value {
+    let path = fixture(&format!("producers/{name}.truth.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("truth readable"))
+        .expect("truth is JSON")
+}
+
+/// The report, with the truth's server ports given as Kafka's: one connection of
+/// `txn-bump` holds a single InitProducerId v0 exchange, too little to prove Kafka by
+/// its bytes alone (pidshark says so, and that `--port` reads it).
+fn report_of(name: &str) -> Value {
+    let path = format!("fixtures/producers/{name}.pcap");
+    let ports: Vec<String> = truth(name)["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .map(|p| format!("--port={p}"))
+        .collect();
+    let mut args = vec![path.as_str(), "--quiet"];
+    args.extend(ports.iter().map(String::as_str));
+    report(&args)
+}
+
+/// The report's entry for the exchange the truth describes: the same client and
+/// correlation id (and server, where the truth names it).
+fn entry_for<'a>(report: &'a Value, sent: &Value) -> &'a Value {
+    let entries = report["producer_ids"]["entries"].as_array().expect("entries");
+    let same = |e: &&Value| {
+        e["client"] == sent["client"]
+            && (sent["server"].is_null() || e["server"] == sent["server"])
+            && e["correlation_id"] == sent["correlation_id"]
+    };
+    let found: Vec<&Value> = entries.iter().filter(same).collect();
+    assert_eq!(found.len(), 1, "one entry for {sent}");
+    found[0]
+}
+
+fn findings<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+    report["producer_id_blocks"]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn every_init_producer_id_sent_is_an_entry_with_the_values_sent() {
+    for name in FIXTURES {
+        let truth = truth(name);
+        let report = report_of(name);
+        let sent = truth["producer_ids"].as_array().expect("producer_ids");
+        let entries = report["producer_ids"]["entries"].as_array().unwrap();
+        assert_eq!(entries.len(), sent.len(), "{name}");
+        assert_eq!(report["producer_ids"]["summary"]["exchanges"], sent.len());
+        for s in sent {
+            let e = entry_for(&report, s);
+            for field in [
+                "api_version",
+                "transactional_id",
+                "transaction_timeout_ms",
+                "error_code",
+                "producer_id",
+                "producer_epoch",
+                "request_frame",
+                "response_frame",
+            ] {
+                assert_eq!(e[field], s[field], "{name}: {field} of {s}");
+            }
+            // fields a version does not have are absent, not null or guessed
+            for field in [
+                "requested_producer_id",
+                "requested_producer_epoch",
+                "ongoing_txn_producer_id",
+                "ongoing_txn_producer_epoch",
+            ] {
+                let expected = match &s[field] {
+                    Value::Null => None,
+                    v => Some(v),
+                };
+                assert_eq!(e.get(field), expected, "{name}: {field} of {s}");
+            }
+            assert_eq!(e["status"], "complete");
+            assert!(e.get("decode_error").is_none(), "{name}: {e}");
+        }
+    }
+}
+
+#[test]
+fn each_granted_id_lies_in_the_block_it_was_handed_out_from() {
+    for name in FIXTURES {
+        let truth = truth(name);
+        let report = report_of(name);
+        for s in truth["producer_ids"].as_array().unwrap() {
+            let e = entry_for(&report, s);
+            if s["granted"] != true {
+                assert_eq!(e["placement"], Value::Null, "{name}: {s}");
+                continue;
+            }
+            assert_eq!(e["placement"], "in_block", "{name}: {s}");
+            assert_eq!(e["block"]["start"], s["block_start"], "{name}: {s}");
+            assert_eq!(e["block"]["broker_id"], s["broker_id"], "{name}: {s}");
+        }
+    }
+}
+
+/// KAFKA-20031: a block starting at the last id of its predecessor, and two idempotent
+/// producers granted that id and epoch.
+#[test]
+fn two_producers_granted_the_same_id_and_epoch_are_a_duplicate_grant() {
+    let truth = truth("kafka-20031");
+    let report = report_of("kafka-20031");
+    let planted = truth["expected"]["pid_duplicate_grants"].as_array().unwrap();
+    let found = findings(&report, "pid_duplicate_grant");
+    assert_eq!(found.len(), planted.len(), "{found:?}");
+    for (f, p) in found.iter().zip(planted) {
+        let holders = p["holders"].as_array().unwrap();
+        let [earlier, later] = [&holders[0], &holders[1]];
+        let facts = &f["facts"];
+        assert_eq!(facts["producer_id"], p["producer_id"]);
+        assert_eq!(facts["producer_epoch"], p["producer_epoch"]);
+        assert_eq!(facts["client"], later["client"]);
+        assert_eq!(facts["other_client"], earlier["client"]);
+        assert_eq!(facts["frame"], later["response_frame"]);
+        assert_eq!(facts["other_frame"], earlier["response_frame"]);
+        assert_eq!(f["severity"], "error");
+        let second = entry_for(&report, later);
+        assert_eq!(second["duplicate_of_frame"], earlier["response_frame"]);
+    }
+    assert_eq!(
+        report["producer_ids"]["summary"]["duplicates"],
+        planted.len()
+    );
+    assert_eq!(report["verdict"]["grade"], "wrong");
+}
+
+/// The overlap's finding names the producers that hold its ids.
+#[test]
+fn an_overlap_names_the_producers_holding_its_ids() {
+    let truth = truth("kafka-20031");
+    let report = report_of("kafka-20031");
+    let planted: Vec<&Value> = truth["expected"]["allocate_findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "pid_block_overlap")
+        .collect();
+    let found = findings(&report, "pid_block_overlap");
+    assert_eq!(found.len(), planted.len());
+    for (f, p) in found.iter().zip(planted) {
+        let affected = p["affected_producers"].as_array().unwrap();
+        assert_eq!(f["facts"]["affected_producers"], affected.len());
+        let mut hosts: Vec<String> = affected
+            .iter()
+            .map(|a| {
+                let client = a["client"].as_str().unwrap();
+                client.rsplit_once(':').unwrap().0.to_owned()
+            })
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        assert_eq!(f["facts"]["affected_hosts"], hosts.join(", "));
+        let id = &affected[0]["producer_id"];
+        let message = f["message"].as_str().unwrap();
+        assert!(
+            message.ends_with(&format!(
+                "{} producers on {} hold producer id {id}",
+                affected.len(),
+                hosts.join(" and ")
+            )),
+            "{message}"
+        );
+    }
+}
+
+/// A transactional id initialised again gets its own id back with a bumped epoch: not
+/// two producers.
+#[test]
+fn a_transactional_id_back_with_a_bumped_epoch_is_not_a_duplicate() {
+    for name in FIXTURES {
+        let truth = truth(name);
+        let report = report_of(name);
+        let planted = truth["expected"]["pid_duplicate_grants"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(
+            findings(&report, "pid_duplicate_grant").len(),
+            planted,
+            "{name}"
+        );
+        assert!(findings(&report, "pid_outside_blocks").is_empty(), "{name}");
+    }
+    let truth = truth("txn-bump");
+    let report = report_of("txn-bump");
+    let reinit = &truth["expected"]["not_duplicates"][0];
+    let grants = reinit["grants"].as_array().unwrap();
+    assert_eq!(grants.len(), 2);
+    for g in grants {
+        let e = entry_for(&report, g);
+        assert_eq!(e["transactional_id"], reinit["transactional_id"]);
+        assert_eq!(e["producer_id"], reinit["producer_id"]);
+        assert_eq!(e["producer_epoch"], g["producer_epoch"]);
+        assert!(e.get("duplicate_of_frame").is_none());
+    }
+}
