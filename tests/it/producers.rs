@@ -40,7 +40,9 @@ fn report_of(name: &str) -> Value {
 /// The report's entry for the exchange the truth describes: the same client and
 /// correlation id (and server, where the truth names it).
 fn entry_for<'a>(report: &'a Value, sent: &Value) -> &'a Value {
-    let entries = report["producer_ids"]["entries"].as_array().expect("entries");
+    let entries = report["producer_ids"]["entries"]
+        .as_array()
+        .expect("entries");
     let same = |e: &&Value| {
         e["client"] == sent["client"]
             && (sent["server"].is_null() || e["server"] == sent["server"])
@@ -126,7 +128,9 @@ fn each_granted_id_lies_in_the_block_it_was_handed_out_from() {
 fn two_producers_granted_the_same_id_and_epoch_are_a_duplicate_grant() {
     let truth = truth("kafka-20031");
     let report = report_of("kafka-20031");
-    let planted = truth["expected"]["pid_duplicate_grants"].as_array().unwrap();
+    let planted = truth["expected"]["pid_duplicate_grants"]
+        .as_array()
+        .unwrap();
     let found = findings(&report, "pid_duplicate_grant");
     assert_eq!(found.len(), planted.len(), "{found:?}");
     for (f, p) in found.iter().zip(planted) {
