@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::kafka::allocate_producer_ids::{Request, Response};
-use crate::kafka::apis::{DecodedRequest, DecodedResponse};
+use crate::kafka::apis::{ClusterFact, DecodedRequest, DecodedResponse};
 use crate::kafka::init_producer_id as init;
 use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
@@ -36,6 +36,16 @@ pub struct ProducerIdExchange {
     pub request_meta: MessageMeta,
     pub request: init::Request,
     pub outcome: Outcome<init::Response>,
+}
+
+/// What a cluster message said (where brokers listen, who leads), handed on as it comes:
+/// its facts need no answer to mean something.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterEvent {
+    pub endpoints: Endpoints,
+    pub meta: MessageMeta,
+    pub is_request: bool,
+    pub fact: Box<ClusterFact>,
 }
 
 /// How an exchange ended. The response stays in the box the Kafka stage decoded it
@@ -169,6 +179,7 @@ pub struct Pairing {
     waiting: HashMap<(u64, i32), WaitingRequest, foldhash::fast::RandomState>,
     pub exchanges: Vec<Exchange>,
     pub producer_exchanges: Vec<ProducerIdExchange>,
+    pub cluster_events: Vec<ClusterEvent>,
     pub api_counts: BTreeMap<ApiKey, ApiCounts>,
     pub unmatched_responses: u64,
 }
@@ -209,9 +220,13 @@ impl Pairing {
                 decoded,
             } => {
                 self.api_counts.entry(api_key).or_default().requests += 1;
-                if let Some(request) = decoded {
-                    let key = (ends.connection, correlation_id);
-                    self.waiting.insert(key, (meta, api_version, request));
+                match decoded {
+                    Some(DecodedRequest::Cluster(fact)) => self.cluster(ends, meta, true, fact),
+                    Some(request) => {
+                        let key = (ends.connection, correlation_id);
+                        self.waiting.insert(key, (meta, api_version, request));
+                    }
+                    None => {}
                 }
             }
             Message::Response {
@@ -227,10 +242,14 @@ impl Pairing {
                 };
                 self.api_counts.entry(api_key).or_default().responses += 1;
                 let key = (ends.connection, correlation_id);
-                if let Some(response) = decoded {
-                    if let Some(request) = self.waiting.remove(&key) {
-                        self.answered(ends, correlation_id, request, meta, response);
+                match decoded {
+                    Some(DecodedResponse::Cluster(fact)) => self.cluster(ends, meta, false, fact),
+                    Some(response) => {
+                        if let Some(request) = self.waiting.remove(&key) {
+                            self.answered(ends, correlation_id, request, meta, response);
+                        }
                     }
+                    None => {}
                 }
             }
             Message::GivenUp {
@@ -242,6 +261,24 @@ impl Pairing {
                     self.without_response(ends, correlation_id, request, unknown);
                 }
             }
+        }
+    }
+
+    /// A cluster message's fact, when it was read (a problem was reported already).
+    fn cluster(
+        &mut self,
+        ends: Endpoints,
+        meta: MessageMeta,
+        is_request: bool,
+        fact: Box<ClusterFact>,
+    ) {
+        if fact.problem().is_none() {
+            self.cluster_events.push(ClusterEvent {
+                endpoints: ends,
+                meta,
+                is_request,
+                fact,
+            });
         }
     }
 
@@ -314,6 +351,8 @@ impl Pairing {
                     outcome: Outcome::without_response(unknown),
                 });
             }
+            // Never held: handed on as it came.
+            DecodedRequest::Cluster(_) => {}
         }
     }
 }

@@ -265,11 +265,19 @@ fn to_pairing(
         pairing.message(message);
     }
     pairing.counted(&mut dissector.out.counted);
-    if pairing.exchanges.is_empty() && pairing.producer_exchanges.is_empty() {
+    if pairing.exchanges.is_empty()
+        && pairing.producer_exchanges.is_empty()
+        && pairing.cluster_events.is_empty()
+    {
         batcher.tick();
         return;
     }
     pairing.sort_exchanges();
+    // What the cluster said first: who leads and where brokers listen, for the exchanges
+    // completed by the same packet.
+    for ev in pairing.cluster_events.drain(..) {
+        batcher.push(Item::Cluster(ev));
+    }
     for ex in pairing.exchanges.drain(..) {
         batcher.push(Item::Allocate(ex));
     }
@@ -282,6 +290,7 @@ fn to_pairing(
     shrink_after_burst(&mut dissector.out.messages);
     shrink_after_burst(&mut pairing.exchanges);
     shrink_after_burst(&mut pairing.producer_exchanges);
+    shrink_after_burst(&mut pairing.cluster_events);
 }
 
 /// Gives back an emptied vector's room past [`KEPT_AFTER_BURST`] elements.

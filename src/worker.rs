@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
-use crate::pairing::{Exchange, ProducerIdExchange};
+use crate::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
 use crate::report::sink::Sink;
 
 /// What the analysis thread hands back at the end.
@@ -23,6 +23,7 @@ pub struct Finished {
 /// What goes to the analysis thread.
 #[derive(Debug)]
 pub enum Item {
+    Cluster(ClusterEvent),
     Allocate(Exchange),
     Producer(ProducerIdExchange),
 }
@@ -44,6 +45,8 @@ const BATCH_WAIT: Duration = Duration::from_millis(20);
 /// the two or three bytes it took on the wire.
 fn held_estimate(item: &Item) -> u64 {
     match item {
+        // A few listeners or quorum entries; Metadata's broker list can be long.
+        Item::Cluster(ev) => ev.meta.size.saturating_mul(2).saturating_add(256),
         Item::Allocate(ex) => allocate_held_estimate(ex),
         // Small and fixed but for two strings and the tagged fields, as above.
         Item::Producer(px) => {
@@ -184,6 +187,10 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
     for mut batch in rx.rx {
         for item in batch.drain(..) {
             let written = match item {
+                Item::Cluster(ev) => {
+                    analyzer.add_cluster(&ev);
+                    None
+                }
                 Item::Allocate(ex) => {
                     let block = analyzer.add(&ex);
                     sink_error

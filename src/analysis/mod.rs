@@ -8,8 +8,10 @@
 //! (recent blocks, per-broker state, the slowest responses) unless the blocks are listed. Only decoded values are used: an exchange missing a field takes no part in
 //! the rules that need it.
 
+mod addresses;
 mod blocks;
 mod brokers;
+mod controllers;
 mod producers;
 pub mod verdict;
 
@@ -21,11 +23,13 @@ use crate::diag::{At, Diagnostics, Facts, Kind, Observation, MAX_LISTED_PER_KIND
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
 use crate::packet_ref::PacketRef;
-use crate::pairing::{Exchange, MessageMeta, Outcome, ProducerIdExchange, Status};
+use crate::pairing::{ClusterEvent, Exchange, MessageMeta, Outcome, ProducerIdExchange, Status};
 use crate::timestamp::Timestamp;
 
+pub use addresses::{BrokerAddress, Claim};
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
+pub use controllers::Leadership;
 pub use producers::{BlockRef, Placed, Placement, ProducerTotals, MAX_TRACKED_GRANTS};
 
 /// Default floor for a slow response, in microseconds.
@@ -168,6 +172,10 @@ pub struct Analysis {
     pub totals: Totals,
     /// Counts over the InitProducerId exchanges.
     pub producers: ProducerTotals,
+    /// Addresses known to be brokers', and how.
+    pub broker_addresses: Vec<BrokerAddress>,
+    /// Who led the controller quorum when, as far as the capture shows.
+    pub controllers: Vec<Leadership>,
 }
 
 /// The analysis, fed one exchange at a time as exchanges complete, in bounded memory
@@ -184,6 +192,8 @@ pub struct Analyzer {
     finding_counts: BTreeMap<Kind, u64>,
     totals: Totals,
     producers: producers::Tracker,
+    addresses: addresses::Addresses,
+    controllers: controllers::Timeline,
 }
 
 impl Analyzer {
@@ -213,6 +223,8 @@ impl Analyzer {
                 blocks: 0,
             },
             producers: producers::Tracker::default(),
+            addresses: addresses::Addresses::default(),
+            controllers: controllers::Timeline::default(),
         }
     }
 
@@ -253,6 +265,8 @@ impl Analyzer {
             self.latency(ex, meta);
         }
         let mut found = Vec::new();
+        self.addresses.allocate(ex);
+        self.controllers.allocate(ex, &mut found);
         let block = self.blocks.add(ex, &mut found);
         self.totals.blocks += u64::from(block.is_some());
         if let Some(block) = &block {
@@ -268,10 +282,24 @@ impl Analyzer {
         block
     }
 
+    /// What a cluster message said: where brokers listen, who leads.
+    pub fn add_cluster(&mut self, ev: &ClusterEvent) {
+        self.addresses.cluster(ev);
+        let mut found = Vec::new();
+        self.controllers.cluster(ev, &mut found);
+        for f in found {
+            self.note(f);
+        }
+    }
+
     /// One InitProducerId exchange: where the id it granted lies.
     pub fn add_producer(&mut self, px: &ProducerIdExchange) -> Placed {
         let mut found = Vec::new();
-        let placed = self.producers.add(px, None, &mut found);
+        let broker = self
+            .addresses
+            .broker_of(px.endpoints.server)
+            .map(|claim| (claim.broker_id, claim.source));
+        let placed = self.producers.add(px, broker, &mut found);
         for f in found {
             self.note(f);
         }
@@ -357,6 +385,8 @@ impl Analyzer {
             slow_threshold_us,
             totals: self.totals,
             producers: self.producers.totals,
+            broker_addresses: self.addresses.table(),
+            controllers: self.controllers.finish(),
         }
     }
 

@@ -1,25 +1,54 @@
 //! The APIs whose messages the Kafka stage decodes, and what decoding one gives: the
 //! only place that says which API key goes to which decoder.
 
-use super::decoded::Problem;
+use super::cluster::{self, BrokerListeners, BrokersSeen, QuorumMessage};
+use super::decoded::{Problem, LENGTH_PREFIX_LEN};
 use super::header::RequestPrefix;
-use super::reader::TaggedField;
+use super::reader::{DecodeError, TaggedField};
 use super::tables::ApiKey;
 use super::{allocate_producer_ids as allocate, init_producer_id as init, MALLOC_OVERHEAD};
 
-/// Whether requests of `api` (and the responses to them) are decoded, not only counted.
-pub fn decodes(api: ApiKey) -> bool {
+/// Whether requests of `api` are paired with their responses into exchanges: their
+/// decoded requests wait in pairing.
+pub fn pairs(api: ApiKey) -> bool {
     matches!(
         api,
         ApiKey::ALLOCATE_PRODUCER_IDS | ApiKey::INIT_PRODUCER_ID
     )
 }
 
-/// A decoded request of an API that [`decodes`] says is decoded.
+/// Whether requests of `api` are decoded, not only counted: the paired APIs, and the
+/// cluster's messages that say where brokers listen and who leads.
+pub fn decodes_request(api: ApiKey) -> bool {
+    pairs(api)
+        || matches!(
+            api,
+            cluster::BROKER_REGISTRATION
+                | cluster::VOTE
+                | cluster::BEGIN_QUORUM_EPOCH
+                | cluster::END_QUORUM_EPOCH
+        )
+}
+
+/// Whether responses to requests of `api` are decoded, not only counted.
+pub fn decodes_response(api: ApiKey) -> bool {
+    pairs(api)
+        || matches!(
+            api,
+            cluster::METADATA
+                | cluster::DESCRIBE_CLUSTER
+                | cluster::VOTE
+                | cluster::BEGIN_QUORUM_EPOCH
+                | cluster::END_QUORUM_EPOCH
+        )
+}
+
+/// A decoded request of an API that [`decodes_request`] names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodedRequest {
     Allocate(Box<allocate::Request>),
     InitProducerId(Box<init::Request>),
+    Cluster(Box<ClusterFact>),
 }
 
 /// A decoded response, decoded as the answer to its request's API and version.
@@ -27,6 +56,82 @@ pub enum DecodedRequest {
 pub enum DecodedResponse {
     Allocate(Box<allocate::Response>),
     InitProducerId(Box<init::Response>),
+    Cluster(Box<ClusterFact>),
+}
+
+/// What a cluster message says, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterFact {
+    /// A BrokerRegistration request: the broker's listeners.
+    Listeners(BrokerListeners),
+    /// A Metadata or DescribeCluster response: brokers (or controllers) and addresses.
+    Brokers {
+        api: ApiKey,
+        seen: BrokersSeen,
+    },
+    /// A Vote, BeginQuorumEpoch or EndQuorumEpoch request or response.
+    Quorum(QuorumMessage),
+    Undecoded(Problem),
+}
+
+impl ClusterFact {
+    fn of_request(head: &RequestPrefix, bytes: Captured<'_>, not_read: Problem) -> Self {
+        let Some(message) = bytes.message else {
+            return Self::Undecoded(not_read);
+        };
+        if !cluster::decodes(head.api_key, head.api_version) {
+            return Self::Undecoded(Problem::UnsupportedVersion {
+                api: head.api_key,
+                version: head.api_version,
+            });
+        }
+        let decoded = match head.api_key {
+            cluster::BROKER_REGISTRATION => {
+                cluster::broker_registration_request(message).map(Self::Listeners)
+            }
+            _ => cluster::quorum_request(message).map(Self::Quorum),
+        };
+        Self::of_result(decoded, bytes)
+    }
+
+    fn of_response((api, version): (ApiKey, i16), bytes: Captured<'_>, not_read: Problem) -> Self {
+        let Some(message) = bytes.message else {
+            return Self::Undecoded(not_read);
+        };
+        if !cluster::decodes(api, version) {
+            return Self::Undecoded(Problem::UnsupportedVersion { api, version });
+        }
+        let decoded = match api {
+            cluster::METADATA => {
+                cluster::metadata_response(message, version).map(|seen| Self::Brokers { api, seen })
+            }
+            cluster::DESCRIBE_CLUSTER => cluster::describe_cluster_response(message, version)
+                .map(|seen| Self::Brokers { api, seen }),
+            _ => cluster::quorum_response(message, api, version).map(Self::Quorum),
+        };
+        Self::of_result(decoded, bytes)
+    }
+
+    /// A fact (read from the bytes before a gap, when they hold it), or the problem of
+    /// a decode that failed: running out of bytes the capture lost is the capture's doing.
+    fn of_result(decoded: Result<Self, DecodeError>, bytes: Captured<'_>) -> Self {
+        decoded.unwrap_or_else(|err| {
+            let problem = Problem::Decode(err.shifted(LENGTH_PREFIX_LEN));
+            let captured = bytes.message.map_or(0, <[u8]>::len);
+            Self::Undecoded(match bytes.missing {
+                0 => problem,
+                _ => Problem::of_partial(Some(problem.clone()), captured, bytes.len)
+                    .unwrap_or(problem),
+            })
+        })
+    }
+
+    pub fn problem(&self) -> Option<&Problem> {
+        match self {
+            Self::Undecoded(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// A message's bytes as the framer gave them.
@@ -71,6 +176,9 @@ impl DecodedRequest {
                     ..Default::default()
                 },
             })),
+            api if decodes_request(api) => {
+                Self::Cluster(Box::new(ClusterFact::of_request(head, bytes, not_read)))
+            }
             _ => return None,
         })
     }
@@ -79,6 +187,7 @@ impl DecodedRequest {
         match self {
             Self::Allocate(r) => r.problem.as_ref(),
             Self::InitProducerId(r) => r.problem.as_ref(),
+            Self::Cluster(fact) => fact.problem(),
         }
     }
 
@@ -108,6 +217,8 @@ impl DecodedRequest {
                     + tagged_bytes(&r.tagged_fields)
                     + r.raw.capacity()
             }
+            // Not held while it waits: pairing hands it on at once.
+            Self::Cluster(_) => 0,
         }
     }
 }
@@ -148,6 +259,11 @@ impl DecodedResponse {
                     ..Default::default()
                 },
             })),
+            api if decodes_response(api) => Self::Cluster(Box::new(ClusterFact::of_response(
+                (api, version),
+                bytes,
+                not_read,
+            ))),
             _ => return None,
         })
     }
@@ -156,6 +272,7 @@ impl DecodedResponse {
         match self {
             Self::Allocate(r) => r.problem.as_ref(),
             Self::InitProducerId(r) => r.problem.as_ref(),
+            Self::Cluster(fact) => fact.problem(),
         }
     }
 }

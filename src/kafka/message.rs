@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use super::apis::{decodes, DecodedRequest, DecodedResponse};
+use super::apis::{decodes_request, decodes_response, DecodedRequest, DecodedResponse};
 use super::tables::ApiKey;
 use crate::packet_ref::Origin;
 use crate::timestamp::Timestamp;
@@ -46,7 +46,7 @@ pub struct Endpoints {
 #[derive(Debug)]
 pub enum Message {
     /// A request frame; `decoded` is the decoded request when its API is decoded (see
-    /// [`super::apis::decodes`]).
+    /// [`super::apis::decodes_request`]).
     Request {
         ends: Endpoints,
         api_key: ApiKey,
@@ -171,12 +171,16 @@ impl Outbox {
                 api_key,
                 decoded: None,
                 ..
-            } if !decodes(*api_key) => self.counted.by_api.entry(*api_key).or_default()[0] += 1,
+            } if !decodes_request(*api_key) => {
+                self.counted.by_api.entry(*api_key).or_default()[0] += 1
+            }
             Message::Response {
                 answers: Some((api_key, _)),
                 decoded: None,
                 ..
-            } if !decodes(*api_key) => self.counted.by_api.entry(*api_key).or_default()[1] += 1,
+            } if !decodes_response(*api_key) => {
+                self.counted.by_api.entry(*api_key).or_default()[1] += 1
+            }
             Message::Response {
                 answers: None,
                 decoded: None,

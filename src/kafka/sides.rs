@@ -1,10 +1,10 @@
 //! The two frame handlers of a Kafka connection: the client's requests and the server's
 //! responses. Each decides per frame what to keep, judges candidate heads while framing
-//! is being searched for, decodes the messages of the APIs [`decodes`] names and puts
+//! is being searched for, decodes the messages of the APIs [`decodes_request`] and [`decodes_response`] name and puts
 //! every finished frame in the connection's outbox, as a
 //! [`Message`](super::message::Message).
 
-use super::apis::{decodes, Captured, DecodedRequest, DecodedResponse};
+use super::apis::{decodes_request, decodes_response, Captured, DecodedRequest, DecodedResponse};
 use super::decoded::Problem;
 use super::framing::{Decision, Frame, FrameHandler, SIZE_LEN};
 use super::header::{self, RequestPrefix, MIN_REQUEST_LEN, RESPONSE_PREFIX_LEN};
@@ -216,7 +216,7 @@ impl FrameHandler for RequestSide<'_> {
 
     /// Requests of decoded APIs small enough to decode.
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
-        RequestPrefix::parse(prefix).is_ok_and(|head| decodes(head.api_key))
+        RequestPrefix::parse(prefix).is_ok_and(|head| decodes_request(head.api_key))
             && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 
@@ -339,7 +339,7 @@ impl FrameHandler for ResponseSide<'_> {
         header::response_correlation_id(prefix).is_ok_and(|corr| {
             self.waiting
                 .answered_request(corr)
-                .is_some_and(|(api, _)| decodes(api))
+                .is_some_and(|(api, _)| decodes_response(api))
         }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 

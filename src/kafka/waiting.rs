@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::apis::{decodes, DecodedRequest, DecodedResponse};
+use super::apis::{pairs, DecodedRequest, DecodedResponse};
 use super::message::{Endpoints, Message, MessageMeta, Outbox};
 use super::tables::ApiKey;
 use super::MALLOC_OVERHEAD;
@@ -298,7 +298,7 @@ impl Waiting {
 
 /// Says that a waiting request was given up, when it is one pairing holds.
 fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: &Pending, unknown: bool) {
-    if decodes(p.api_key) {
+    if pairs(p.api_key) {
         out.push(Message::GivenUp {
             ends,
             correlation_id,

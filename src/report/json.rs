@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::model::{
-    Capture, Diagnostic, Filters, PidFinding, ProducerIdBlocks, ProducerIdCounts, ProducerIds,
-    Report, Summary, Tool, Verdict,
+    BrokerAddress, Capture, ControllerSpan, Diagnostic, Filters, PidFinding, ProducerIdBlocks,
+    ProducerIdCounts, ProducerIds, Report, Summary, Tool, Verdict,
 };
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
@@ -279,6 +279,11 @@ fn write_report(
         diagnostics: &'a [Diagnostic],
     }
     #[derive(Serialize)]
+    struct Cluster<'a> {
+        brokers_by_address: &'a [BrokerAddress],
+        controllers: &'a [ControllerSpan],
+    }
+    #[derive(Serialize)]
     struct ProducersHead<'a> {
         summary: &'a ProducerIdCounts,
     }
@@ -294,6 +299,8 @@ fn write_report(
         exchanges: _,
         producer_id_blocks,
         producer_ids,
+        brokers_by_address,
+        controllers,
         diagnostics,
     } = report;
     let ProducerIds {
@@ -370,6 +377,12 @@ fn write_report(
         write_list(producers, pretty, ENTRY_INDENT, out)?;
     }
     out.write_all(if pretty { b"\n  }" } else { b"}" })?;
+    out.write_all(b",")?;
+    let cluster = Cluster {
+        brokers_by_address,
+        controllers,
+    };
+    out.write_all(&fields(&cluster, 1)?)?;
     if whole {
         out.write_all(b",")?;
         out.write_all(&fields(&Tail { diagnostics }, 1)?)?;

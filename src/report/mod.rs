@@ -201,6 +201,34 @@ pub fn producer_id_entry(
     }
 }
 
+/// An address known to be a broker's, in the report's form.
+fn broker_address(a: &crate::analysis::BrokerAddress) -> Option<model::BrokerAddress> {
+    let claim = a.claim.as_ref().or(a.first.as_ref())?;
+    Some(model::BrokerAddress {
+        address: address(a.address),
+        broker_id: a.claim.map(|c| c.broker_id),
+        source: claim.source,
+        frame: claim.frame,
+        connection: claim.connection,
+        listener: a.listener.clone(),
+        conflicting_broker_ids: a.conflicting.clone(),
+    })
+}
+
+/// A leader's span in the report's form.
+fn controller_span(l: &crate::analysis::Leadership) -> model::ControllerSpan {
+    model::ControllerSpan {
+        leader_id: l.leader_id,
+        epoch: l.epoch,
+        from_frame: l.from.frame,
+        from_timestamp: format_timestamp(l.from.timestamp),
+        from_unix_time: UnixTime(l.from.timestamp),
+        to_frame: l.to.map(|m| m.frame),
+        to_timestamp: l.to.map(|m| format_timestamp(m.timestamp)),
+        how: l.how,
+    }
+}
+
 /// The counts of `producer_ids.summary`.
 fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdCounts {
     model::ProducerIdCounts {
@@ -409,6 +437,18 @@ pub fn build(mut findings: Findings) -> model::Report {
             summary: producer_id_counts(&findings.analysis.producers),
             entries: Vec::new(),
         },
+        brokers_by_address: findings
+            .analysis
+            .broker_addresses
+            .iter()
+            .filter_map(broker_address)
+            .collect(),
+        controllers: findings
+            .analysis
+            .controllers
+            .iter()
+            .map(controller_span)
+            .collect(),
         diagnostics,
     }
 }

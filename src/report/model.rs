@@ -36,7 +36,46 @@ pub struct Report {
     pub exchanges: Vec<Exchange>,
     pub producer_id_blocks: ProducerIdBlocks,
     pub producer_ids: ProducerIds,
+    pub brokers_by_address: Vec<BrokerAddress>,
+    pub controllers: Vec<ControllerSpan>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// An address the capture shows a broker serving on, and how it is known.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct BrokerAddress {
+    pub address: String,
+    /// Null when sources disagree (see `conflicting_broker_ids`).
+    pub broker_id: Option<i32>,
+    /// `broker_registration`, `metadata` or `describe_cluster`.
+    pub source: &'static str,
+    /// The first message that said so.
+    pub frame: u64,
+    pub connection: u64,
+    /// The listener's name, from a registration.
+    pub listener: Option<String>,
+    /// Broker ids claimed for the address by different messages, when they disagree.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicting_broker_ids: Vec<i32>,
+}
+
+/// A controller's time as the quorum's leader, as far as the capture shows.
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct ControllerSpan {
+    pub leader_id: i32,
+    pub epoch: i32,
+    /// The first message that shows this leader in this epoch.
+    pub from_frame: u64,
+    pub from_timestamp: String,
+    #[schemars(with = "f64")]
+    pub from_unix_time: UnixTime,
+    /// The first message that shows a later epoch; null for the last span.
+    pub to_frame: Option<u64>,
+    pub to_timestamp: Option<String>,
+    /// What `from_frame` is: `begin_quorum_epoch`, `end_quorum_epoch`,
+    /// `begin_quorum_epoch_response`, `end_quorum_epoch_response`, `vote_response` or
+    /// `allocate_producer_ids`.
+    pub how: &'static str,
 }
 
 /// The filters of a run (`--broker`, `--connection`, `--since`, `--until`,

@@ -144,7 +144,7 @@ fn reported_blocks_are_the_committed_ones() {
             .collect();
         want.sort_by_key(|b| b.2);
         assert_eq!(
-            reported_blocks(&f),
+            reported_blocks(f),
             want,
             "{}: blocks (broker, epoch, start, len)",
             f.name
@@ -162,7 +162,7 @@ fn every_producer_id_a_client_got_lies_in_one_block_of_its_broker() {
             .iter()
             .map(key)
             .collect();
-        let blocks = reported_blocks(&f);
+        let blocks = reported_blocks(f);
         let mut faults = Vec::new();
         for given in f.truth["client_producer_ids"].as_array().unwrap() {
             let (broker, id) = (
@@ -198,7 +198,7 @@ fn every_producer_id_a_client_got_lies_in_one_block_of_its_broker() {
 #[test]
 fn findings_say_what_happened_and_nothing_else() {
     for f in all() {
-        let kinds = finding_kinds(&f);
+        let kinds = finding_kinds(f);
         let name = &f.name;
         for wrong in [
             "pid_block_overlap",
@@ -337,7 +337,7 @@ fn wireshark_counts_the_same_requests_of_every_api() {
             .collect();
         assert_eq!(
             ours,
-            tshark_request_counts(&f),
+            tshark_request_counts(f),
             "{}: requests per API key",
             f.name
         );
