@@ -21,6 +21,7 @@ mod merge;
 mod noise;
 mod noise_real;
 mod pipes;
+mod producers_output;
 mod properties;
 mod regression;
 mod report_format;
