@@ -91,7 +91,8 @@ pub struct Args {
     /// `json` (the report), `ndjson` (one line per exchange as it completes, then a
     /// summary line), `tree` (each message's fields with their wire types, offsets and
     /// sizes, then its bytes), `text` (the post-mortem for a terminal), `csv` (a row per
-    /// exchange) or `csv-blocks` (a row per block).
+    /// exchange), `csv-blocks` (a row per block) or `csv-producers` (a row per
+    /// InitProducerId exchange).
     #[arg(long, value_enum, default_value_t = Format::Json, help_heading = "Output")]
     pub format: Format,
 
@@ -338,6 +339,8 @@ pub enum Format {
     Csv,
     /// A row per producer-id block (RFC 4180).
     CsvBlocks,
+    /// A row per InitProducerId exchange: which client got which producer id (RFC 4180).
+    CsvProducers,
     /// One self-contained page (use with -o report.html).
     Html,
 }

@@ -146,6 +146,7 @@ fn sink_for(options: &Options, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
         Format::Tree => Box::new(TreeSink::new(out).only_frame(options.config.filter.frame)),
         Format::Csv => Box::new(CsvSink::exchanges(out)),
         Format::CsvBlocks => Box::new(CsvSink::blocks(out)),
+        Format::CsvProducers => Box::new(CsvSink::producers(out)),
         Format::Html => Box::new(HtmlSink::new(out)),
         Format::Text => {
             let colour = use_colour(options.color, options.output.is_none());

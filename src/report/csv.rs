@@ -1,16 +1,17 @@
-//! `--format csv` (a row per exchange) and `--format csv-blocks` (a row per block) for
-//! spreadsheets and pipelines: RFC 4180 (a header row, commas, fields quoted by the `csv`
+//! `--format csv` (a row per exchange), `--format csv-blocks` (a row per block) and
+//! `--format csv-producers` (a row per InitProducerId exchange) for spreadsheets and
+//! pipelines: RFC 4180 (a header row, commas, fields quoted by the `csv`
 //! crate when they need it, CRLF line ends). Rows are rendered as they come into a list in
 //! report order (off the heap past a bound, see [`Ordered`]) and written at the end.
 
 use std::io::{self, Write};
 
-use super::model::{Exchange, PidBlock, Report};
+use super::model::{Exchange, PidBlock, ProducerIdEntry, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
-use super::{exchange, pid_block};
-use crate::analysis::{Block, BlockOrder};
-use crate::pairing::{self, ExchangeOrder};
+use super::{exchange, pid_block, producer_id_entry};
+use crate::analysis::{Block, BlockOrder, Placed};
+use crate::pairing::{self, ExchangeOrder, ProducerIdExchange};
 
 /// Columns of `--format csv`.
 pub const EXCHANGE_COLUMNS: [&str; 21] = [
@@ -52,6 +53,43 @@ pub const BLOCK_COLUMNS: [&str; 13] = [
     "response_frame",
     "timestamp",
     "unix_time",
+];
+
+/// Columns of `--format csv-producers`: the fields of `producer_ids.entries[]` in their
+/// order, `block` flattened.
+pub const PRODUCER_COLUMNS: [&str; 32] = [
+    "connection",
+    "client",
+    "server",
+    "correlation_id",
+    "api_version",
+    "status",
+    "broker_id",
+    "broker_source",
+    "client_id",
+    "transactional_id",
+    "transaction_timeout_ms",
+    "requested_producer_id",
+    "requested_producer_epoch",
+    "error_code",
+    "error",
+    "producer_id",
+    "producer_epoch",
+    "ongoing_txn_producer_id",
+    "ongoing_txn_producer_epoch",
+    "placement",
+    "block_start",
+    "block_end",
+    "block_broker_id",
+    "block_response_frame",
+    "duplicate_of_frame",
+    "request_frame",
+    "request_timestamp",
+    "response_frame",
+    "response_timestamp",
+    "unix_time",
+    "latency_us",
+    "decode_error",
 ];
 
 fn text<T: ToString>(v: Option<T>) -> String {
@@ -108,6 +146,45 @@ fn block_row(b: &PidBlock) -> Vec<String> {
     ]
 }
 
+/// One InitProducerId exchange's row: an absent or null field is an empty cell.
+fn producer_row(e: &ProducerIdEntry) -> Vec<String> {
+    let block = e.block.as_ref();
+    vec![
+        e.connection.to_string(),
+        e.client.clone(),
+        e.server.clone(),
+        e.correlation_id.to_string(),
+        e.api_version.to_string(),
+        e.status.as_str().to_owned(),
+        text(e.broker_id),
+        text(e.broker_source),
+        text(e.client_id.clone().flatten()),
+        text(e.transactional_id.clone().flatten()),
+        text(e.transaction_timeout_ms),
+        text(e.requested_producer_id),
+        text(e.requested_producer_epoch),
+        text(e.error_code),
+        text(e.error.clone()),
+        text(e.producer_id),
+        text(e.producer_epoch),
+        text(e.ongoing_txn_producer_id),
+        text(e.ongoing_txn_producer_epoch),
+        text(e.placement),
+        text(block.map(|b| b.start)),
+        text(block.map(|b| b.end)),
+        text(block.map(|b| b.broker_id)),
+        text(block.map(|b| b.response_frame)),
+        text(e.duplicate_of_frame),
+        e.request_frame.to_string(),
+        e.request_timestamp.clone(),
+        text(e.response_frame),
+        text(e.response_timestamp.clone()),
+        text(e.unix_time.map(|t| t.seconds())),
+        text(e.latency_us),
+        text(e.decode_error.clone()),
+    ]
+}
+
 /// One CSV record, RFC 4180, appended to `out`.
 fn record(out: &mut Vec<u8>, fields: &[String]) -> io::Result<()> {
     let mut w = csv::WriterBuilder::new()
@@ -121,9 +198,10 @@ fn record(out: &mut Vec<u8>, fields: &[String]) -> io::Result<()> {
 enum Rows {
     Exchanges(Ordered<ExchangeOrder>),
     Blocks(Ordered<BlockOrder>),
+    Producers(Ordered<ExchangeOrder>),
 }
 
-/// `--format csv` and `--format csv-blocks`.
+/// `--format csv`, `--format csv-blocks` and `--format csv-producers`.
 pub struct CsvSink {
     rows: Rows,
     out: Box<dyn Write + Send>,
@@ -139,6 +217,12 @@ impl CsvSink {
     /// A row per block, in the order of `producer_id_blocks.blocks`.
     pub fn blocks(out: Box<dyn Write + Send>) -> Self {
         let rows = Rows::Blocks(Ordered::new(DEFAULT_RUN_BYTES));
+        Self { rows, out }
+    }
+
+    /// A row per InitProducerId exchange, in the order of `producer_ids.entries`.
+    pub fn producers(out: Box<dyn Write + Send>) -> Self {
+        let rows = Rows::Producers(Ordered::new(DEFAULT_RUN_BYTES));
         Self { rows, out }
     }
 }
@@ -174,6 +258,16 @@ impl Sink for CsvSink {
                 Some(b) => rows.push(b.order(), |out| record(out, &block_row(&pid_block(b)))),
                 None => Ok(()),
             },
+            Rows::Producers(_) => Ok(()),
+        }
+    }
+
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        match &mut self.rows {
+            Rows::Producers(rows) => rows.push(px.order(), |out| {
+                record(out, &producer_row(&producer_id_entry(&px, placed)))
+            }),
+            Rows::Exchanges(_) | Rows::Blocks(_) => Ok(()),
         }
     }
 
@@ -182,6 +276,7 @@ impl Sink for CsvSink {
         match std::mem::replace(&mut self.rows, empty) {
             Rows::Exchanges(rows) => write_rows(&mut self.out, &EXCHANGE_COLUMNS, rows)?,
             Rows::Blocks(rows) => write_rows(&mut self.out, &BLOCK_COLUMNS, rows)?,
+            Rows::Producers(rows) => write_rows(&mut self.out, &PRODUCER_COLUMNS, rows)?,
         }
         self.out.flush()
     }

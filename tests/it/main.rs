@@ -22,6 +22,7 @@ mod noise;
 mod noise_real;
 mod pipes;
 mod producers;
+mod producers_output;
 mod properties;
 mod regression;
 mod report_format;

@@ -8,13 +8,14 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::*;
 
-const FORMATS: [&str; 7] = [
+const FORMATS: [&str; 8] = [
     "json",
     "ndjson",
     "text",
     "tree",
     "csv",
     "csv-blocks",
+    "csv-producers",
     "html",
 ];
 

@@ -1,9 +1,10 @@
 //! `--format text`: the post-mortem at the terminal, in a screenful or two whatever the
 //! capture: a verdict first (did the controller hand out producer IDs correctly?), the
-//! findings by severity, a table per broker, a timeline of the blocks per broker, the
-//! exchanges worth a look (errors, no answer, slow; `--all`: every exchange), and what was
+//! findings by severity, a table per broker, a timeline of the blocks per broker, what
+//! InitProducerId granted (when the capture has any), the exchanges worth a look (errors, no answer, slow; `--all`: every exchange), and what was
 //! read with the diagnostics by kind. Coloured or not as the caller decides.
 
+mod producers;
 mod timeline;
 
 use std::collections::BTreeMap;
@@ -190,6 +191,7 @@ impl Parts<'_> {
             heading(&mut w, "Blocks over time")?;
             self.timeline.write(&mut w, &chosen)?;
         }
+        producers::write(&mut w, report)?;
         exchanges(&mut w, report, self.lines, self.all, self.shown)?;
         captures(&mut w, report)?;
         diagnostics(&mut w, report)?;

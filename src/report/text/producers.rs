@@ -1,0 +1,164 @@
+//! The text report's "Producers" part, shown when the capture has InitProducerId
+//! exchanges: what they granted, in a line or two, then the producers in trouble first
+//! (an id and epoch two producers hold, producers holding ids of an overlap, an id outside
+//! its broker's blocks), a few lines at most.
+
+use std::io::{self, Write};
+
+use super::{counted, heading, RED};
+use crate::diag::{Fact, Kind};
+use crate::report::model::{PidFinding, ProducerIdCounts, Report};
+
+/// Producers in trouble listed before the rest are only counted.
+const MAX_LISTED: usize = 5;
+
+pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let s = &report.producer_ids.summary;
+    if s.exchanges == 0 {
+        return Ok(());
+    }
+    heading(w, &title(s))?;
+    if s.granted > 0 {
+        writeln!(w, "  {}", placements(s))?;
+    }
+    if s.grants_forgotten > 0 {
+        writeln!(
+            w,
+            "  ({} granted ids forgotten to bound memory: duplicates among them are not found)",
+            s.grants_forgotten
+        )?;
+    }
+    let findings = &report.producer_id_blocks.findings;
+    let of_kind = |kind: Kind| findings.iter().filter(move |f| f.kind == kind.as_str());
+    let overlaps =
+        of_kind(Kind::PidBlockOverlap).filter(|f| f.facts.contains_key("affected_producers"));
+    let troubled: Vec<String> = of_kind(Kind::PidDuplicateGrant)
+        .map(duplicate_line)
+        .chain(overlaps.clone().map(overlap_line))
+        .chain(of_kind(Kind::PidOutsideBlocks).map(outside_line))
+        .collect();
+    for line in troubled.iter().take(MAX_LISTED) {
+        writeln!(w, "  {RED}{line}{RED:#}")?;
+    }
+    // the report lists at most 1,000 findings of a kind; its summary counts them all
+    let counted_of = |kind: Kind| report.summary.diagnostics.get(kind.as_str()).copied();
+    let total = counted_of(Kind::PidDuplicateGrant).unwrap_or(0)
+        + counted_of(Kind::PidOutsideBlocks).unwrap_or(0)
+        + overlaps.count() as u64;
+    let listed = troubled.len().min(MAX_LISTED) as u64;
+    if total > listed {
+        writeln!(
+            w,
+            "  and {} more (--format csv-producers lists every grant, a duplicate with its duplicate_of_frame)",
+            total - listed
+        )?;
+    }
+    Ok(())
+}
+
+/// `Producers (InitProducerId): 9 exchanges, 9 granted, 0 errors`, and those without an
+/// answer when there are any.
+fn title(s: &ProducerIdCounts) -> String {
+    let mut title = format!(
+        "Producers (InitProducerId): {}, {} granted, {}",
+        counted(s.exchanges, "exchange"),
+        s.granted,
+        counted(s.errors, "error")
+    );
+    if s.unanswered > 0 {
+        title.push_str(&format!(", {} unanswered", s.unanswered));
+    }
+    if s.response_unknown > 0 {
+        title.push_str(&format!(", {} response unknown", s.response_unknown));
+    }
+    title
+}
+
+/// Where the granted ids lie (the placements seen) and how many were duplicates.
+fn placements(s: &ProducerIdCounts) -> String {
+    let mut parts = vec![format!("{} in a block of the capture", s.in_block)];
+    for (n, words) in [
+        (s.before_capture, "from blocks granted before the capture"),
+        (s.outside_blocks, "outside their broker's blocks"),
+        (s.unknown, "from a broker not known"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {words}"));
+        }
+    }
+    let duplicates = match s.duplicates {
+        0 => "no duplicate".to_owned(),
+        n => counted(n, "duplicate"),
+    };
+    format!("ids granted: {}; {duplicates}", parts.join(", "))
+}
+
+/// A fact of a finding as written in JSON (text without quotes); `?` when missing.
+fn fact(f: &PidFinding, name: &str) -> String {
+    match f.facts.get(name) {
+        Some(Fact::Int(v)) => v.to_string(),
+        Some(Fact::Uint(v)) => v.to_string(),
+        Some(Fact::Float(v)) => v.to_string(),
+        Some(Fact::Text(v)) => v.clone(),
+        None => "?".to_owned(),
+    }
+}
+
+/// `127.0.0.1:40178 (frame 57)`, with its transactional id when it has one.
+fn holder(f: &PidFinding, client: &str, transactional_id: &str, frame: &str) -> String {
+    let txn = match f.facts.get(transactional_id) {
+        Some(Fact::Text(id)) => format!(" transactional id {id:?}"),
+        _ => String::new(),
+    };
+    format!("{}{txn} (frame {})", fact(f, client), fact(f, frame))
+}
+
+fn duplicate_line(f: &PidFinding) -> String {
+    format!(
+        "duplicate: producer id {} epoch {} to {}, then to {}",
+        fact(f, "producer_id"),
+        fact(f, "producer_epoch"),
+        holder(f, "other_client", "other_transactional_id", "other_frame"),
+        holder(f, "client", "transactional_id", "frame"),
+    )
+}
+
+/// A count among a finding's facts; 0 when missing.
+fn number(f: &PidFinding, name: &str) -> u64 {
+    match f.facts.get(name) {
+        Some(Fact::Uint(n)) => *n,
+        Some(Fact::Int(n)) => u64::try_from(*n).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn overlap_line(f: &PidFinding) -> String {
+    let (start, end) = (fact(f, "ids_start"), fact(f, "ids_end"));
+    let ids = match start == end {
+        true => format!("id {start}"),
+        false => format!("ids {start}..{end}"),
+    };
+    let producers = number(f, "affected_producers");
+    let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
+    format!(
+        "overlap: {} on {} hold{} {ids}, given twice (frames {})",
+        counted(producers, "producer"),
+        fact(f, "affected_hosts"),
+        if producers == 1 { "s" } else { "" },
+        frames.join(", ")
+    )
+}
+
+fn outside_line(f: &PidFinding) -> String {
+    let broker = f
+        .broker_id
+        .map_or("a broker".to_owned(), |id| format!("broker {id}"));
+    format!(
+        "outside: producer id {} from {broker} (frame {}), outside its {} (the last {}..{})",
+        fact(f, "producer_id"),
+        fact(f, "frame"),
+        counted(number(f, "blocks"), "block"),
+        fact(f, "last_start"),
+        fact(f, "last_end"),
+    )
+}
