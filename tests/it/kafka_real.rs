@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::common::{report, root};
-use crate::wireshark::{have_tshark, ours, tshark_frames_on};
+use crate::wireshark::{have_tshark, ours, ours_producers, tshark_frames_of_keys};
 
 /// The releases and scenarios that must be committed.
 const RELEASES: [&str; 2] = ["3.9.1", "4.4.0"];
@@ -268,14 +268,17 @@ fn ports(truth: &Value) -> Vec<u16> {
         .collect()
 }
 
+/// tshark finds every AllocateProducerIds and every InitProducerId request and response
+/// where the report has it: the same frame, TCP stream and correlation id.
 #[test]
-fn wireshark_agrees_on_every_allocate_producer_ids_message() {
+fn wireshark_agrees_on_every_allocate_and_init_producer_id_message() {
     if !have_tshark() {
         return;
     }
     for f in all() {
-        let (their_req, their_resp) =
-            tshark_frames_on(f.capture.to_str().unwrap(), &ports(&f.truth));
+        let capture = f.capture.to_str().unwrap();
+        let mut theirs = tshark_frames_of_keys(capture, &ports(&f.truth), &["67", "22"]);
+        let (their_req, their_resp) = theirs.remove(0);
         let (our_req, our_resp) = ours(&f.report);
         assert_eq!(
             our_req, their_req,
@@ -283,6 +286,20 @@ fn wireshark_agrees_on_every_allocate_producer_ids_message() {
             f.name
         );
         assert_eq!(our_resp, their_resp, "{}: responses", f.name);
+        // and every InitProducerId message, some 45,000 a capture
+        let (their_req, their_resp) = theirs.remove(0);
+        let (our_req, our_resp) = ours_producers(&f.report);
+        assert!(our_req.len() > 20_000, "{}: {}", f.name, our_req.len());
+        assert!(
+            our_req == their_req,
+            "{}: InitProducerId requests differ",
+            f.name
+        );
+        assert!(
+            our_resp == their_resp,
+            "{}: InitProducerId responses differ",
+            f.name
+        );
     }
 }
 

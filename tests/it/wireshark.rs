@@ -32,6 +32,20 @@ fn tshark_frames(capture: &str, port: u16) -> (Messages, Messages) {
 
 /// [`tshark_frames`] with Kafka decoded on each of `ports`.
 pub fn tshark_frames_on(capture: &str, ports: &[u16]) -> (Messages, Messages) {
+    tshark_frames_of(capture, ports, "67")
+}
+
+/// [`tshark_frames_on`] for requests of API key `key` and their responses.
+pub fn tshark_frames_of(capture: &str, ports: &[u16], key: &str) -> (Messages, Messages) {
+    tshark_frames_of_keys(capture, ports, &[key]).remove(0)
+}
+
+/// [`tshark_frames_of`] for each of `keys`, from one run of tshark.
+pub fn tshark_frames_of_keys(
+    capture: &str,
+    ports: &[u16],
+    keys: &[&str],
+) -> Vec<(Messages, Messages)> {
     let decode_as: Vec<String> = ports
         .iter()
         .flat_map(|port| ["-d".to_owned(), format!("tcp.port=={port},kafka")])
@@ -68,6 +82,11 @@ pub fn tshark_frames_on(capture: &str, ports: &[u16]) -> (Messages, Messages) {
         "tshark failed: {stderr}"
     );
     let text = String::from_utf8(out.stdout).unwrap();
+    keys.iter().map(|key| of_key(&text, key)).collect()
+}
+
+/// Requests of API key `key` in tshark's lines, and the responses to them.
+fn of_key(text: &str, key: &str) -> (Messages, Messages) {
     let mut requests = BTreeSet::new();
     let mut responses = Vec::new();
     for line in text.lines() {
@@ -83,8 +102,8 @@ pub fn tshark_frames_on(capture: &str, ports: &[u16]) -> (Messages, Messages) {
             .map(|c| c.parse().unwrap())
             .collect();
         if !keys.is_empty() {
-            for (key, corr) in keys.split(';').zip(&corrs) {
-                if key == "67" {
+            for (their_key, corr) in keys.split(';').zip(&corrs) {
+                if their_key == key {
                     requests.insert((frame, stream, *corr));
                 }
             }
@@ -103,6 +122,22 @@ pub fn tshark_frames_on(capture: &str, ports: &[u16]) -> (Messages, Messages) {
         })
         .map(|(frame, stream, corr, _)| (frame, stream, corr))
         .collect();
+    (requests, responses)
+}
+
+/// (frame, connection, correlation id) of the report's InitProducerId requests and
+/// responses.
+pub fn ours_producers(report: &Value) -> (Messages, Messages) {
+    let mut requests = BTreeSet::new();
+    let mut responses = BTreeSet::new();
+    for e in report["producer_ids"]["entries"].as_array().unwrap() {
+        let conn = e["connection"].as_u64().unwrap();
+        let corr = e["correlation_id"].as_i64().unwrap();
+        requests.insert((e["request_frame"].as_u64().unwrap(), conn, corr));
+        if let Some(frame) = e["response_frame"].as_u64() {
+            responses.insert((frame, conn, corr));
+        }
+    }
     (requests, responses)
 }
 
