@@ -1,15 +1,18 @@
 //! Which broker serves on which address, from what the capture shows: the listeners of
-//! BrokerRegistration requests, the brokers of Metadata and DescribeCluster responses,
-//! and the source host of a broker's controller connection where that host runs one
-//! broker. Each mapping says where it came from; an address two sources disagree on, or
-//! a listener given by host name (there is no DNS here), is left unknown.
+//! BrokerRegistration requests, and the brokers of Metadata and DescribeCluster
+//! responses. Each mapping says where it came from; an address two sources disagree on,
+//! or a listener given by host name (there is no DNS here), is left unknown.
+//!
+//! The host a broker's controller connection comes from is not used: that a host runs
+//! one broker is never proven by a capture (another broker on it may not have asked for
+//! a block yet), and a grant taken for the wrong broker's would be a false finding.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 
 use crate::kafka::apis::ClusterFact;
 use crate::kafka::cluster;
-use crate::pairing::{ClusterEvent, Exchange};
+use crate::pairing::ClusterEvent;
 
 /// Addresses remembered: beyond these a cluster is larger than any we meet.
 const MAX_ADDRESSES: usize = 65_536;
@@ -18,7 +21,7 @@ const MAX_ADDRESSES: usize = 65_536;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim {
     pub broker_id: i32,
-    /// `broker_registration`, `metadata`, `describe_cluster` or `controller_connection`.
+    /// `broker_registration`, `metadata` or `describe_cluster`.
     pub source: &'static str,
     /// Frame of the message that said so first.
     pub frame: u64,
@@ -41,8 +44,6 @@ pub struct BrokerAddress {
 #[derive(Debug, Default)]
 pub struct Addresses {
     by_address: BTreeMap<SocketAddr, (Claim, Option<String>, BTreeSet<i32>)>,
-    /// Broker ids seen asking for blocks from each host.
-    brokers_by_host: BTreeMap<IpAddr, (BTreeSet<i32>, u64, u64)>,
     /// Listener host names that are not IP addresses: not resolved.
     pub unresolved: u64,
 }
@@ -103,37 +104,10 @@ impl Addresses {
         }
     }
 
-    /// An AllocateProducerIds request: its broker asks from its own host.
-    pub fn allocate(&mut self, ex: &Exchange) {
-        let Some(broker_id) = ex.request.broker_id else {
-            return;
-        };
-        let host = ex.endpoints.client.ip();
-        let (frame, connection) = (ex.request_meta.frame, ex.endpoints.connection);
-        let entry =
-            self.brokers_by_host
-                .entry(host)
-                .or_insert((BTreeSet::new(), frame, connection));
-        if entry.0.len() < 64 {
-            entry.0.insert(broker_id);
-        }
-    }
-
     /// The broker serving on `server`, and how that is known.
     pub fn broker_of(&self, server: SocketAddr) -> Option<Claim> {
-        if let Some((claim, _, ids)) = self.by_address.get(&server) {
-            return (ids.len() == 1).then_some(*claim);
-        }
-        let (ids, frame, connection) = self.brokers_by_host.get(&server.ip())?;
-        let [broker_id] = ids.iter().copied().collect::<Vec<_>>()[..] else {
-            return None;
-        };
-        Some(Claim {
-            broker_id,
-            source: "controller_connection",
-            frame: *frame,
-            connection: *connection,
-        })
+        let (claim, _, ids) = self.by_address.get(&server)?;
+        (ids.len() == 1).then_some(*claim)
     }
 
     /// Every address known, in address order.

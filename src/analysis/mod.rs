@@ -265,7 +265,6 @@ impl Analyzer {
             self.latency(ex, meta);
         }
         let mut found = Vec::new();
-        self.addresses.allocate(ex);
         self.controllers.allocate(ex, &mut found);
         let block = self.blocks.add(ex, &mut found);
         self.totals.blocks += u64::from(block.is_some());

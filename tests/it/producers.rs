@@ -4,6 +4,8 @@
 //! script granted it from, and the faults it planted are found (and only those). The
 //! truth is what the script sent, not what pidshark said.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::common::{fixture, report};
@@ -222,5 +224,132 @@ fn a_transactional_id_back_with_a_bumped_epoch_is_not_a_duplicate() {
         assert_eq!(e["producer_id"], reinit["producer_id"]);
         assert_eq!(e["producer_epoch"], g["producer_epoch"]);
         assert!(e.get("duplicate_of_frame").is_none());
+    }
+}
+
+/// tshark's reading of every InitProducerId message, by frame: (tcp.stream, correlation
+/// id, transactional id, producer id, producer epoch, error code), the empty string where
+/// tshark shows no such field.
+fn tshark_init_producer_id(name: &str) -> BTreeMap<u64, [String; 6]> {
+    let ports = truth(name)["ports"].as_array().unwrap().clone();
+    let decode_as: Vec<String> = ports
+        .iter()
+        .flat_map(|p| ["-d".to_owned(), format!("tcp.port=={p},kafka")])
+        .collect();
+    let out = std::process::Command::new("tshark")
+        .args(["-r", &format!("fixtures/producers/{name}.pcap"), "-n"])
+        .current_dir(crate::common::root())
+        .args(&decode_as)
+        .args(["-Y", "kafka.request_key == 22 || kafka.response_key == 22"])
+        .args(["-T", "fields", "-E", "separator=/t"])
+        .args([
+            "-e",
+            "frame.number",
+            "-e",
+            "tcp.stream",
+            "-e",
+            "kafka.correlation_id",
+        ])
+        .args(["-e", "kafka.transactional_id", "-e", "kafka.producer_id"])
+        .args(["-e", "kafka.producer_epoch", "-e", "kafka.error"])
+        .output()
+        .expect("tshark runs");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let cols: Vec<String> = line.split('\t').map(str::to_owned).collect();
+            let frame = cols[0].parse().expect("frame number");
+            let fields: [String; 6] = cols[1..].to_vec().try_into().expect("six fields");
+            (frame, fields)
+        })
+        .collect()
+}
+
+/// tshark (4.x knows InitProducerId to version 3 and reads 4 to 6 with that layout, whose
+/// fields they keep) finds every request and response where the report has it, and reads
+/// the same transactional id, producer ids, epochs and errors.
+#[test]
+fn wireshark_agrees_on_every_init_producer_id_message_and_its_fields() {
+    if !crate::wireshark::have_tshark() {
+        return;
+    }
+    let text = |v: &Value| match v {
+        Value::Null => "[ Null ]".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    for name in FIXTURES {
+        let report = report_of(name);
+        let mut theirs = tshark_init_producer_id(name);
+        for e in report["producer_ids"]["entries"].as_array().unwrap() {
+            let (conn, corr) = (e["connection"].to_string(), e["correlation_id"].to_string());
+            let request = theirs
+                .remove(&e["request_frame"].as_u64().unwrap())
+                .unwrap_or_else(|| panic!("{name}: tshark has no request in {e}"));
+            let [stream, their_corr, txn, pid, epoch, _] = &request;
+            assert_eq!((stream, their_corr), (&conn, &corr), "{name}: {e}");
+            assert_eq!(*txn, text(&e["transactional_id"]), "{name}: {e}");
+            let requested = |f: &str| e.get(f).map(text).unwrap_or_default();
+            assert_eq!(*pid, requested("requested_producer_id"), "{name}: {e}");
+            assert_eq!(*epoch, requested("requested_producer_epoch"), "{name}: {e}");
+            let response = theirs
+                .remove(&e["response_frame"].as_u64().unwrap())
+                .unwrap_or_else(|| panic!("{name}: tshark has no response in {e}"));
+            let [stream, their_corr, _, pid, epoch, error] = &response;
+            assert_eq!((stream, their_corr), (&conn, &corr), "{name}: {e}");
+            assert_eq!(*pid, text(&e["producer_id"]), "{name}: {e}");
+            assert_eq!(*epoch, text(&e["producer_epoch"]), "{name}: {e}");
+            assert_eq!(*error, text(&e["error_code"]), "{name}: {e}");
+        }
+        assert!(theirs.is_empty(), "{name}: only tshark has {theirs:?}");
+    }
+}
+
+/// Brokers are known by the addresses the capture shows them serving on: the listeners of
+/// their registrations, and the brokers a Metadata response lists; each entry names the
+/// broker that answered it when its address is known, and no other.
+#[test]
+fn brokers_are_known_by_the_addresses_their_messages_give() {
+    for name in FIXTURES {
+        let truth = truth(name);
+        let report = report_of(name);
+        let key = |a: &Value| {
+            (
+                a["address"].as_str().unwrap().to_owned(),
+                a["broker_id"].as_i64(),
+                a["source"].as_str().unwrap().to_owned(),
+                a["frame"].as_u64().unwrap(),
+            )
+        };
+        let expected: Vec<_> = truth["expected"]["brokers_by_address"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .collect();
+        let mut ours: Vec<_> = report["brokers_by_address"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .collect();
+        let mut expected = expected;
+        expected.sort();
+        ours.sort();
+        assert_eq!(ours, expected, "{name}");
+        for s in truth["producer_ids"].as_array().unwrap() {
+            let e = entry_for(&report, s);
+            let known = expected
+                .iter()
+                .find(|a| Some(a.0.as_str()) == s["server"].as_str());
+            match known {
+                Some((_, broker, source, _)) => {
+                    assert_eq!(e["broker_id"].as_i64(), *broker, "{name}: {e}");
+                    assert_eq!(e["broker_source"], source.as_str(), "{name}: {e}");
+                }
+                None => assert_eq!(e["broker_id"], Value::Null, "{name}: {e}"),
+            }
+        }
     }
 }
