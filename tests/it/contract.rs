@@ -21,7 +21,105 @@ struct Report {
     summary: Summary,
     exchanges: Vec<Exchange>,
     producer_id_blocks: ProducerIdBlocks,
+    /// Added (issue 28): InitProducerId exchanges and the blocks their ids lie in.
+    producer_ids: ProducerIds,
+    /// Added (issue 28): brokers by the addresses they serve on, and who led the quorum.
+    brokers_by_address: Vec<BrokerAddress>,
+    controllers: Vec<ControllerSpan>,
     diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProducerIds {
+    summary: ProducerIdCounts,
+    entries: Vec<ProducerIdEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProducerIdCounts {
+    exchanges: u64,
+    complete: u64,
+    unanswered: u64,
+    response_unknown: u64,
+    granted: u64,
+    errors: u64,
+    in_block: u64,
+    before_capture: u64,
+    outside_blocks: u64,
+    unknown: u64,
+    duplicates: u64,
+    grants_forgotten: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProducerIdEntry {
+    connection: u64,
+    client: String,
+    server: String,
+    correlation_id: i32,
+    api_version: i16,
+    status: String,
+    broker_id: Option<i32>,
+    broker_source: Option<String>,
+    client_id: Option<Option<String>>,
+    transactional_id: Option<Option<String>>,
+    transaction_timeout_ms: Option<i32>,
+    requested_producer_id: Option<i64>,
+    requested_producer_epoch: Option<i16>,
+    error_code: Option<i16>,
+    error: Option<String>,
+    producer_id: Option<i64>,
+    producer_epoch: Option<i16>,
+    ongoing_txn_producer_id: Option<i64>,
+    ongoing_txn_producer_epoch: Option<i16>,
+    placement: Option<String>,
+    block: Option<BlockRef>,
+    duplicate_of_frame: Option<u64>,
+    request_frame: u64,
+    request_timestamp: String,
+    response_frame: Option<u64>,
+    response_timestamp: Option<String>,
+    unix_time: Option<f64>,
+    latency_us: Option<f64>,
+    decode_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockRef {
+    start: i64,
+    end: i64,
+    broker_id: i32,
+    response_frame: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BrokerAddress {
+    address: String,
+    broker_id: Option<i32>,
+    source: String,
+    frame: u64,
+    connection: u64,
+    listener: Option<String>,
+    #[serde(default)]
+    conflicting_broker_ids: Vec<i32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ControllerSpan {
+    leader_id: i32,
+    epoch: i32,
+    from_frame: u64,
+    from_timestamp: String,
+    from_unix_time: f64,
+    to_frame: Option<u64>,
+    to_timestamp: Option<String>,
+    how: String,
 }
 
 #[derive(Deserialize)]
@@ -265,7 +363,14 @@ fn is_rfc3339_utc(ts: &str, digits: usize) -> bool {
 
 #[test]
 fn reports_follow_the_contract() {
-    for name in ["seed-v0", "controller-loopback", "noise", "truncated"] {
+    for name in [
+        "seed-v0",
+        "controller-loopback",
+        "noise",
+        "truncated",
+        "producers/kafka-20031",
+        "producers/stale-controller",
+    ] {
         let value = report(&[&format!("fixtures/{name}.pcap")]);
         let parsed: Report = serde_json::from_value(value)
             .unwrap_or_else(|e| panic!("{name}: report does not match the contract: {e}"));
