@@ -1,10 +1,12 @@
 //! `--format html`: one self-contained page for the incident ticket (no network access:
 //! CSS and SVG inline, no script): the verdict and the capture's facts, a timeline of the
-//! producer-ID blocks, the per-broker table, the findings and the exchanges worth a look,
-//! each with a Wireshark display filter. Every number on it is one the JSON report has.
+//! producer-ID blocks under a lane of the controllers leading the quorum, the per-broker
+//! table, the findings and the exchanges worth a look, each with a Wireshark display
+//! filter. Every number on it is one the JSON report has.
 
 mod bins;
 mod groups;
+mod lane;
 mod latency;
 mod svg;
 mod ticks;
@@ -205,6 +207,7 @@ impl Sink for HtmlSink {
         let groups = Groups::new(report, |b| self.kept.contains(&b));
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();
+        self.chart.controllers = report.controllers.clone();
         page.push_str(&self.chart.svg(&groups, report.filters.is_some()));
         page.push_str("<h2>Latency</h2>\n");
         let summary = &report.summary;
@@ -292,6 +295,7 @@ figure.chart{margin:1em 10px 1.5em 90px}figure.small{margin-left:44px}\
 svg.plot{display:block;overflow:visible}svg text{font:11px system-ui,sans-serif}\
 .key span{margin-right:1em;white-space:nowrap}\
 .key i,i.sw{display:inline-block;width:10px;height:10px;margin-right:4px}\
+.key i.lane{background:#dbe6f1;border:1px solid #5b7a99;width:8px;height:8px}\
 .key i.outline{border:2px dashed #c0392b;width:6px;height:6px}\
 .key i.hatch{background:repeating-linear-gradient(45deg,#888 0 2px,#fff 2px 5px)}\
 .tri{color:#c0392b;margin-right:4px;font-size:.8em}\
