@@ -192,6 +192,15 @@ impl Chart {
         self.marks.add(mark, self.span);
     }
 
+    /// Whether the block granted in this response frame has a bar of its own (not in a
+    /// column of time, nor filtered out), which a link can point to.
+    pub fn draws_block(&self, response_frame: u64) -> bool {
+        self.blocks
+            .each()
+            .iter()
+            .any(|b| b.frames.1 == response_frame)
+    }
+
     /// The pixels the controller lane takes above the plot.
     fn lane_height(&self) -> f64 {
         match self.controllers.is_empty() {
