@@ -14,6 +14,7 @@ mod frame_holds;
 mod gates;
 mod golden;
 pub mod html;
+mod html_producers;
 mod incident_capture;
 mod incident_real;
 mod kafka_real;

@@ -92,6 +92,16 @@ impl Groups {
         }
     }
 
+    /// No broker told apart: every series grey.
+    #[cfg(test)]
+    pub fn none() -> Self {
+        Self {
+            ranked: Vec::new(),
+            named: BTreeMap::new(),
+            others: 0,
+        }
+    }
+
     pub fn of(&self, broker: Option<i32>) -> Group {
         broker
             .and_then(|b| self.named.get(&b))

@@ -1,11 +1,15 @@
 //! `--format html`: one self-contained page for the incident ticket (no network access:
 //! CSS and SVG inline, no script): the verdict and the capture's facts, a timeline of the
-//! producer-ID blocks, the per-broker table, the findings and the exchanges worth a look,
-//! each with a Wireshark display filter. Every number on it is one the JSON report has.
+//! producer-ID blocks under a lane of the controllers leading the quorum, the per-broker
+//! table, the producers worth a look (linked to the blocks holding their ids), the
+//! findings and the exchanges worth a look, each with a Wireshark display filter. Every
+//! number on it is one the JSON report has.
 
 mod bins;
 mod groups;
+mod lane;
 mod latency;
+mod producers;
 mod svg;
 mod ticks;
 
@@ -17,9 +21,9 @@ use super::gist::Gist;
 use super::model::Report;
 use super::sink::{Needs, Sink};
 use super::{exchange, format_timestamp};
-use crate::analysis::Block;
+use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
-use crate::pairing;
+use crate::pairing::{self, ProducerIdExchange};
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
 
@@ -90,6 +94,7 @@ pub struct HtmlSink {
     unlisted_slowest: BinaryHeap<Reverse<(i64, Vec<u64>)>>,
     /// The brokers the charts keep apart.
     kept: BTreeSet<i32>,
+    producers: producers::Producers,
     out: Box<dyn Write + Send>,
 }
 
@@ -102,6 +107,7 @@ impl HtmlSink {
             more_rows: 0,
             unlisted_slowest: BinaryHeap::new(),
             kept: BTreeSet::new(),
+            producers: producers::Producers::default(),
             out,
         }
     }
@@ -199,12 +205,28 @@ impl Sink for HtmlSink {
         Ok(())
     }
 
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        let entry = super::producer_id_entry(&px, placed);
+        if let Some(grant) = producers::Grant::of(&entry) {
+            self.producers.add(grant);
+        }
+        Ok(())
+    }
+
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         let mut page = String::with_capacity(64 << 10);
         head(&mut page, report);
         let groups = Groups::new(report, |b| self.kept.contains(&b));
+        // written first: the timeline gives an id to the blocks its rows link to
+        let mut producers = String::new();
+        let chart = &self.chart;
+        let anchored = self
+            .producers
+            .html(&mut producers, report, |frame| chart.draws_block(frame));
+        self.chart.anchored = anchored;
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();
+        self.chart.controllers = report.controllers.clone();
         page.push_str(&self.chart.svg(&groups, report.filters.is_some()));
         page.push_str("<h2>Latency</h2>\n");
         let summary = &report.summary;
@@ -216,6 +238,7 @@ impl Sink for HtmlSink {
             report.filters.is_some(),
         ));
         brokers(&mut page, report, &groups);
+        page.push_str(&producers);
         findings(&mut page, report);
         self.add_slow_rows(report);
         worth_a_look(&mut page, &self.rows, self.more_rows);
@@ -292,6 +315,8 @@ figure.chart{margin:1em 10px 1.5em 90px}figure.small{margin-left:44px}\
 svg.plot{display:block;overflow:visible}svg text{font:11px system-ui,sans-serif}\
 .key span{margin-right:1em;white-space:nowrap}\
 .key i,i.sw{display:inline-block;width:10px;height:10px;margin-right:4px}\
+.key i.lane{background:#dbe6f1;border:1px solid #5b7a99;width:8px;height:8px}\
+rect.block:target{stroke:#000;stroke-width:2}tr.producer:target{background:#fff3c4}\
 .key i.outline{border:2px dashed #c0392b;width:6px;height:6px}\
 .key i.hatch{background:repeating-linear-gradient(45deg,#888 0 2px,#fff 2px 5px)}\
 .tri{color:#c0392b;margin-right:4px;font-size:.8em}\

@@ -6,12 +6,13 @@
 //! on the time axis. Every mark has a `<title>` with its facts, which is also the chart's
 //! text alternative.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::bins::{Cell, Held, OneByOne, Placed};
 use super::groups::Groups;
-use super::{esc, format_timestamp};
-use crate::report::model::PidFinding;
+use super::{esc, format_timestamp, lane};
+use crate::report::model::{ControllerSpan, PidFinding};
 use crate::timestamp::Timestamp;
 
 /// Blocks drawn one by one; past them the timeline draws columns of time instead.
@@ -107,6 +108,10 @@ pub struct Chart {
     /// The lowest and highest ids among the blocks (the y axis spans them).
     ids: Option<(i64, i64)>,
     pub findings: Vec<PidFinding>,
+    /// Drawn in a lane above the blocks when there are any.
+    pub controllers: Vec<ControllerSpan>,
+    /// Blocks, by response frame, that the page links to: their bars get an id.
+    pub anchored: BTreeSet<u64>,
 }
 
 impl Default for Chart {
@@ -119,6 +124,8 @@ impl Default for Chart {
             span: (f64::INFINITY, f64::NEG_INFINITY),
             ids: None,
             findings: Vec::new(),
+            controllers: Vec::new(),
+            anchored: BTreeSet::new(),
         }
     }
 }
@@ -150,6 +157,9 @@ struct Scale {
     /// The ids at the bottom and the top of the axis.
     low_id: f64,
     top_id: f64,
+    /// The plot's top and its time axis, pixels (below the controller lane, if any).
+    top: f64,
+    bottom: f64,
 }
 
 impl Scale {
@@ -157,7 +167,7 @@ impl Scale {
         pct((t - self.t0) / (self.t1 - self.t0))
     }
     fn y(&self, id: f64) -> f64 {
-        BOTTOM - (id - self.low_id) / (self.top_id - self.low_id) * (BOTTOM - TOP)
+        self.bottom - (id - self.low_id) / (self.top_id - self.low_id) * (self.bottom - self.top)
     }
 }
 
@@ -182,12 +192,33 @@ impl Chart {
         self.marks.add(mark, self.span);
     }
 
+    /// Whether the block granted in this response frame has a bar of its own (not in a
+    /// column of time, nor filtered out), which a link can point to.
+    pub fn draws_block(&self, response_frame: u64) -> bool {
+        self.blocks
+            .each()
+            .iter()
+            .any(|b| b.frames.1 == response_frame)
+    }
+
+    /// The pixels the controller lane takes above the plot.
+    fn lane_height(&self) -> f64 {
+        match self.controllers.is_empty() {
+            true => 0.0,
+            false => lane::HEIGHT,
+        }
+    }
+
     fn scale(&self) -> Scale {
-        let (t0, t1) = if self.span.0.is_finite() {
-            self.span
-        } else {
-            (0.0, 1.0)
-        };
+        // the controllers' times too, so that the lane shares the blocks' axis
+        let lane = lane::times(&self.controllers);
+        let span = lane
+            .iter()
+            .flat_map(|(from, to)| [Some(*from), *to])
+            .flatten()
+            .filter(|t| t.is_finite())
+            .fold(self.span, |(a, b), t| (a.min(t), b.max(t)));
+        let (t0, t1) = if span.0.is_finite() { span } else { (0.0, 1.0) };
         let pad = ((t1 - t0) * 0.02).max(1e-3);
         // from a little below the lowest id to a little above the highest (ids are never
         // below 0)
@@ -199,6 +230,8 @@ impl Chart {
             t1: t1 + pad,
             low_id: (low - margin).max(0.0),
             top_id: top + margin,
+            top: TOP + self.lane_height(),
+            bottom: BOTTOM + self.lane_height(),
         }
     }
 
@@ -206,7 +239,7 @@ impl Chart {
     /// `filtered`: it holds only the exchanges the filters let through.
     pub fn svg(&self, groups: &Groups, filtered: bool) -> String {
         let mut s = String::new();
-        if self.block_count == 0 && self.mark_count == 0 {
+        if self.block_count == 0 && self.mark_count == 0 && self.controllers.is_empty() {
             return match filtered {
                 true => "<p id=\"timeline\">No block was granted, and no request failed, in the exchanges shown.</p>\n",
                 false => "<p id=\"timeline\">No block was granted, and no request failed.</p>\n",
@@ -219,21 +252,29 @@ impl Chart {
         } else {
             "each drawn"
         };
-        let title = format!(
+        let mut title = format!(
             "Producer-ID blocks over time: {} blocks, {how}; {} failed requests",
             self.block_count, self.mark_count
         );
+        let mut key = "<span><i class=\"outline\"></i>overlap or regression</span> <span><i class=\"hatch\"></i>gap</span> <span><b class=\"tri\">▲</b>error or no answer</span>".to_owned();
+        if !self.controllers.is_empty() {
+            title += &format!(
+                "; above them, {} spans of a controller leading the quorum",
+                self.controllers.len()
+            );
+            key += " <span><i class=\"lane\"></i>controller leading, and its epoch</span>";
+        }
         s.push_str("<figure class=\"chart\">\n");
-        groups.key(
-            &mut s,
-            "<span><i class=\"outline\"></i>overlap or regression</span> <span><i class=\"hatch\"></i>gap</span> <span><b class=\"tri\">▲</b>error or no answer</span>",
-        );
-        open_svg(&mut s, "timeline", HEIGHT, &title);
+        groups.key(&mut s, &key);
+        open_svg(&mut s, "timeline", HEIGHT + self.lane_height(), &title);
         let _ = writeln!(
             s,
             "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" stroke-width=\"2\"/></pattern><path id=\"tri\" d=\"M0 0 l5 9 h-10 z\" stroke=\"{ERROR}\"/></defs>"
         );
         self.axes(&mut s, &scale);
+        if !self.controllers.is_empty() {
+            lane::draw(&mut s, &self.controllers, (scale.t0, scale.t1), TOP);
+        }
         self.draw_blocks(&mut s, &scale, groups);
         self.findings_marks(&mut s, &scale);
         self.draw_marks(&mut s, &scale, groups);
@@ -246,9 +287,13 @@ impl Chart {
     fn draw_blocks(&self, s: &mut String, scale: &Scale, groups: &Groups) {
         for b in self.blocks.each() {
             let (y0, y1) = (scale.y(b.start as f64), scale.y(b.end as f64 + 1.0));
+            let id = match self.anchored.contains(&b.frames.1) {
+                true => format!(" id=\"block-{}\"", b.frames.1),
+                false => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "<rect class=\"block\" x=\"{}\" y=\"{:.1}\" width=\"4\" height=\"{:.1}\" fill=\"{}\"><title>broker {}: ids {}..={}, frames {} and {}, {}</title></rect>",
+                "<rect class=\"block\"{id} x=\"{}\" y=\"{:.1}\" width=\"4\" height=\"{:.1}\" fill=\"{}\"><title>broker {}: ids {}..={}, frames {} and {}, {}</title></rect>",
                 scale.x(b.at),
                 y1,
                 (y0 - y1).max(1.0),
@@ -291,7 +336,7 @@ impl Chart {
     }
 
     fn draw_marks(&self, s: &mut String, scale: &Scale, groups: &Groups) {
-        let y = BOTTOM + 4.0;
+        let y = scale.bottom + 4.0;
         for m in self.marks.each() {
             let broker = m.broker.map_or("?".to_owned(), |b| b.to_string());
             let _ = writeln!(
@@ -367,7 +412,12 @@ impl Chart {
     }
 
     fn axes(&self, s: &mut String, scale: &Scale) {
-        time_axis(s, (scale.t0, scale.t1), (TOP, BOTTOM), "the response");
+        time_axis(
+            s,
+            (scale.t0, scale.t1),
+            (scale.top, scale.bottom),
+            "the response",
+        );
         let (low, top) = self.ids.unwrap_or((0, 1));
         let (low, top) = (low as f64, top as f64);
         for id in [low, (low + top) / 2.0, top] {
@@ -381,7 +431,7 @@ impl Chart {
         let _ = writeln!(
             s,
             "<text transform=\"translate(-76 {:.1}) rotate(-90)\" text-anchor=\"middle\">producer id</text>",
-            (TOP + BOTTOM) / 2.0
+            (scale.top + scale.bottom) / 2.0
         );
     }
 
@@ -476,5 +526,87 @@ pub fn seconds(width: f64) -> String {
         format!("{:.1} ms", width * 1e3)
     } else {
         format!("{:.1} µs", width * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::UnixTime;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp {
+            secs,
+            nanos: 0,
+            nano: false,
+        }
+    }
+
+    fn span(leader_id: i32, epoch: i32, from: (u64, i64), to: Option<u64>) -> ControllerSpan {
+        ControllerSpan {
+            leader_id,
+            epoch,
+            from_frame: from.0,
+            from_timestamp: format_timestamp(at(from.1)),
+            from_unix_time: UnixTime(at(from.1)),
+            to_frame: to,
+            to_timestamp: None,
+            how: "begin_quorum_epoch",
+        }
+    }
+
+    fn chart(controllers: Vec<ControllerSpan>) -> String {
+        let mut chart = Chart::default();
+        for (start, secs, frame) in [(0, 100, 19), (1000, 110, 59)] {
+            chart.add_block(Drawn {
+                broker: 1,
+                series: None,
+                start,
+                end: start + 999,
+                at: secs as f64,
+                frames: (frame - 1, frame),
+                time: at(secs),
+            });
+        }
+        chart.controllers = controllers;
+        chart.anchored.insert(59);
+        chart.svg(&Groups::none(), false)
+    }
+
+    /// The `x` of the element that starts with `start`.
+    fn x_of<'a>(svg: &'a str, start: &str) -> &'a str {
+        let rest = &svg[svg.find(start).unwrap()..];
+        let rest = &rest[rest.find(" x=\"").unwrap() + 4..];
+        &rest[..rest.find('"').unwrap()]
+    }
+
+    #[test]
+    fn the_controller_lane_shares_the_blocks_time_axis() {
+        let svg = chart(vec![
+            span(3001, 4, (4, 90), Some(18)),
+            span(3002, 5, (18, 110), None),
+        ]);
+        assert_eq!(svg.matches("<g class=\"controller\">").count(), 2);
+        assert!(svg.contains(&format!("height=\"{}\"", HEIGHT + lane::HEIGHT)));
+        // the second leader's band starts where the block of its time is drawn
+        assert_eq!(
+            x_of(&svg, "<g class=\"controller\"><title>controller 3002"),
+            x_of(&svg, "<rect class=\"block\" id=\"block-59\"")
+        );
+        // the first span widens the axis to its start (90 s of 89.6..110.4, the span
+        // padded by 2%)
+        assert_eq!(
+            x_of(&svg, "<g class=\"controller\"><title>controller 3001"),
+            "1.92%"
+        );
+        // only the linked block has an id
+        assert_eq!(svg.matches("id=\"block-").count(), 1);
+    }
+
+    #[test]
+    fn without_controllers_the_timeline_is_as_it_was() {
+        let svg = chart(Vec::new());
+        assert!(!svg.contains("controller"));
+        assert!(svg.contains(&format!("height=\"{HEIGHT}\"")));
     }
 }
