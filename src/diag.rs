@@ -105,11 +105,12 @@ pub enum Kind {
     PidSlowResponse,
     PidDuplicateGrant,
     PidOutsideBlocks,
+    PidStaleController,
 }
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 37] = [
+    pub const ALL: [Self; 38] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -147,6 +148,7 @@ impl Kind {
         Self::PidSlowResponse,
         Self::PidDuplicateGrant,
         Self::PidOutsideBlocks,
+        Self::PidStaleController,
     ];
 
     /// The kind with this contract name.
@@ -193,6 +195,7 @@ impl Kind {
             Self::PidSlowResponse => "pid_slow_response",
             Self::PidDuplicateGrant => "pid_duplicate_grant",
             Self::PidOutsideBlocks => "pid_outside_blocks",
+            Self::PidStaleController => "pid_stale_controller",
         }
     }
 
@@ -223,7 +226,8 @@ impl Kind {
             | Self::PidBlockOverlap
             | Self::PidBlockRegression
             | Self::PidDuplicateGrant
-            | Self::PidOutsideBlocks => Severity::Error,
+            | Self::PidOutsideBlocks
+            | Self::PidStaleController => Severity::Error,
             _ => Severity::Warning,
         }
     }

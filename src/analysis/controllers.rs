@@ -1,8 +1,42 @@
-//! Who led the KRaft controller quorum when, as far as the capture shows.
-//! (Being written: see issue 28 point 4.)
+//! Who led the KRaft controller quorum when, as far as the capture shows, and blocks
+//! granted by a controller that was no longer leading.
+//!
+//! Evidence, strongest first: a BeginQuorumEpoch request (sent by the new leader to each
+//! voter as its epoch starts) or an EndQuorumEpoch request (a leader resigning its epoch)
+//! names its sender as leader of its epoch; a response to either, or to a Vote, names whom
+//! the answering voter takes for leader (-1: nobody yet); a controller answering
+//! AllocateProducerIds with NONE acted as leader, of an epoch whose leader the quorum's
+//! messages did not name. Weaker evidence starts a span only where no stronger evidence
+//! for its epoch came first. Vote requests are candidacies, not leadership: they only show
+//! that an epoch began (a PreVote does not even do that).
+//!
+//! A span lasts from the first message that shows its leader in its epoch to the first
+//! that shows a later epoch. A message about an epoch older than one already shown starts
+//! no span: it would end before it began. Only the metadata log's partition is read.
+//!
+//! Which controller served a connection is known from the quorum's own addresses: the
+//! leader's listeners in BeginQuorumEpoch and EndQuorumEpoch requests, the responses'
+//! node endpoints, and the server of a request that names its voter. Host names are not
+//! resolved; an address two controllers claim is nobody's.
 
-use super::Finding;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use super::{finding_of, Finding};
+use crate::diag::Observation;
+use crate::kafka::apis::ClusterFact;
+use crate::kafka::cluster::{
+    NodeEndpoint, QuorumMessage, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, VOTE,
+};
+use crate::kafka::tables::ErrorCode;
 use crate::pairing::{ClusterEvent, Exchange, MessageMeta};
+
+/// Spans kept: past these the earliest are dropped (a leader a second for over an hour).
+pub const MAX_SPANS: usize = 4096;
+/// Controller addresses and leaders remembered: beyond any quorum we meet.
+const MAX_CONTROLLERS: usize = 4096;
+/// The quorum's log: the only partition the quorum messages are about.
+const METADATA_LOG: &str = "__cluster_metadata";
 
 /// One leader's span of the timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,17 +50,257 @@ pub struct Leadership {
     pub how: &'static str,
 }
 
+/// How strongly a message shows who leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Strength {
+    /// A controller answered AllocateProducerIds as leader; the epoch is inferred.
+    Answer,
+    /// A voter's response: whom it takes for leader.
+    Belief,
+    /// The leader's own BeginQuorumEpoch or EndQuorumEpoch request.
+    Own,
+}
+
+#[derive(Debug)]
+struct Span {
+    lead: Leadership,
+    strength: Strength,
+}
+
+/// A controller address and who serves on it.
+#[derive(Debug, Clone, Copy)]
+struct Serving {
+    /// None once two controllers claimed it.
+    id: Option<i32>,
+}
+
 #[derive(Debug, Default)]
-pub struct Timeline {}
+pub struct Timeline {
+    /// By epoch: Raft has at most one leader per epoch.
+    spans: BTreeMap<i32, Span>,
+    /// The highest epoch any message showed.
+    latest: Option<i32>,
+    /// The highest epoch each controller is known to have led.
+    led: BTreeMap<i32, i32>,
+    by_address: BTreeMap<SocketAddr, Serving>,
+    /// Spans dropped past [`MAX_SPANS`].
+    pub dropped: u64,
+}
 
 impl Timeline {
     /// A Vote, BeginQuorumEpoch or EndQuorumEpoch message (others are ignored).
-    pub fn cluster(&mut self, _ev: &ClusterEvent, _findings: &mut Vec<Finding>) {}
+    pub fn cluster(&mut self, ev: &ClusterEvent, _findings: &mut Vec<Finding>) {
+        let ClusterFact::Quorum(q) = &*ev.fact else {
+            return;
+        };
+        self.learn_addresses(ev, q);
+        let how = match (q.api, q.is_request) {
+            (BEGIN_QUORUM_EPOCH, true) => ("begin_quorum_epoch", Strength::Own),
+            (END_QUORUM_EPOCH, true) => ("end_quorum_epoch", Strength::Own),
+            (BEGIN_QUORUM_EPOCH, false) => ("begin_quorum_epoch_response", Strength::Belief),
+            (END_QUORUM_EPOCH, false) => ("end_quorum_epoch_response", Strength::Belief),
+            (VOTE, false) => ("vote_response", Strength::Belief),
+            (VOTE, true) => {
+                for p in q.partitions.iter().filter(|p| p.topic == METADATA_LOG) {
+                    if let (Some(epoch), Some(false) | None) = (p.candidate_epoch, p.pre_vote) {
+                        self.shows_epoch(epoch, &ev.meta);
+                    }
+                }
+                return;
+            }
+            _ => return,
+        };
+        for p in q.partitions.iter().filter(|p| p.topic == METADATA_LOG) {
+            let Some(epoch) = p.leader_epoch else {
+                continue;
+            };
+            self.shows_epoch(epoch, &ev.meta);
+            if let Some(leader) = p.leader_id.filter(|id| *id >= 0) {
+                self.leader(epoch, leader, &ev.meta, how);
+            }
+        }
+    }
 
     /// An AllocateProducerIds exchange: its answer tells which controller acted as leader.
-    pub fn allocate(&mut self, _ex: &Exchange, _findings: &mut Vec<Finding>) {}
+    pub fn allocate(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) {
+        let Some((meta, response)) = ex.outcome.response() else {
+            return;
+        };
+        if response.error_code != Some(ErrorCode::NONE) {
+            return;
+        }
+        let server = ex.endpoints.server;
+        let Some(controller) = self.by_address.get(&server).and_then(|s| s.id) else {
+            return;
+        };
+        let Some((&top_epoch, top)) = self.spans.last_key_value() else {
+            self.answered_as_leader(controller, meta);
+            return;
+        };
+        if top.lead.leader_id == controller {
+            return;
+        }
+        if self.latest > Some(top_epoch) {
+            // an epoch whose leader the quorum's messages did not name: this one
+            self.answered_as_leader(controller, meta);
+            return;
+        }
+        let (Some(start), Some(len)) = (response.producer_id_start, response.producer_id_len)
+        else {
+            return;
+        };
+        if start < 0 || len <= 0 {
+            return;
+        }
+        let what = Observation::PidStaleController {
+            frame: meta.frame,
+            controller: server,
+            controller_id: controller,
+            controller_led_epoch: self.led.get(&controller).copied(),
+            leader_seen: top.lead.leader_id,
+            leader_seen_epoch: top_epoch,
+            leader_seen_frame: top.lead.from.frame,
+            start,
+            len,
+        };
+        let frames = vec![ex.request_meta.frame, top.lead.from.frame, meta.frame];
+        let at = (
+            ex.request.broker_id,
+            Some(ex.endpoints.connection),
+            meta.timestamp,
+        );
+        findings.push(finding_of(what, at, frames));
+    }
 
+    /// `controller` answered as leader in the latest epoch shown, whose leader is unknown.
+    fn answered_as_leader(&mut self, controller: i32, meta: &MessageMeta) {
+        if let Some(epoch) = self.latest {
+            self.leader(
+                epoch,
+                controller,
+                meta,
+                ("allocate_producer_ids", Strength::Answer),
+            );
+        }
+    }
+
+    /// A message shows that `epoch` began: every span before it ends here.
+    fn shows_epoch(&mut self, epoch: i32, meta: &MessageMeta) {
+        if epoch < 0 || self.latest >= Some(epoch) {
+            return;
+        }
+        self.latest = Some(epoch);
+        for span in self.spans.range_mut(..epoch).rev() {
+            if span.1.lead.to.is_some() {
+                break;
+            }
+            span.1.lead.to = Some(*meta);
+        }
+    }
+
+    /// A message shows `leader` leading `epoch`, as strongly as `how` says.
+    fn leader(
+        &mut self,
+        epoch: i32,
+        leader: i32,
+        meta: &MessageMeta,
+        (how, strength): (&'static str, Strength),
+    ) {
+        if epoch < 0 || self.latest > Some(epoch) {
+            return;
+        }
+        let lead = Leadership {
+            leader_id: leader,
+            epoch,
+            from: *meta,
+            to: None,
+            how,
+        };
+        match self.spans.get_mut(&epoch) {
+            Some(span) if span.lead.leader_id == leader || span.strength >= strength => return,
+            // a stronger message names another leader: a voter's belief was wrong
+            Some(span) => {
+                let wrong = span.lead.leader_id;
+                *span = Span { lead, strength };
+                self.relearn_led(wrong);
+            }
+            None => {
+                self.spans.insert(epoch, Span { lead, strength });
+                if self.spans.len() > MAX_SPANS {
+                    self.spans.pop_first();
+                    self.dropped += 1;
+                }
+            }
+        }
+        if self.led.len() < MAX_CONTROLLERS || self.led.contains_key(&leader) {
+            let led = self.led.entry(leader).or_insert(epoch);
+            *led = (*led).max(epoch);
+        }
+    }
+
+    /// The highest epoch `controller` led, after a span it was wrongly given was retaken.
+    fn relearn_led(&mut self, controller: i32) {
+        let led = self
+            .spans
+            .iter()
+            .rev()
+            .find(|(_, s)| s.lead.leader_id == controller)
+            .map(|(epoch, _)| *epoch);
+        match led {
+            Some(epoch) => self.led.insert(controller, epoch),
+            None => self.led.remove(&controller),
+        };
+    }
+
+    /// Controller addresses: the leader's listeners in its requests, the node endpoints
+    /// of responses, and a request's server when the request names its voter.
+    fn learn_addresses(&mut self, ev: &ClusterEvent, q: &QuorumMessage) {
+        if q.is_request {
+            let leader = q
+                .partitions
+                .iter()
+                .filter(|p| p.topic == METADATA_LOG)
+                .find_map(|p| p.leader_id.filter(|id| *id >= 0));
+            if let (Some(leader), true) = (leader, q.api != VOTE) {
+                for e in &q.endpoints {
+                    self.serves(e, leader);
+                }
+            }
+            if let Some(voter) = q.voter_id.filter(|id| *id >= 0) {
+                self.claim(ev.endpoints.server, voter);
+            }
+        } else {
+            for e in &q.endpoints {
+                if let Some(id) = e.node_id.filter(|id| *id >= 0) {
+                    self.serves(e, id);
+                }
+            }
+        }
+    }
+
+    fn serves(&mut self, endpoint: &NodeEndpoint, id: i32) {
+        if let Ok(ip) = endpoint.host.parse::<IpAddr>() {
+            self.claim(SocketAddr::new(ip, endpoint.port), id);
+        }
+    }
+
+    fn claim(&mut self, address: SocketAddr, id: i32) {
+        let full = self.by_address.len() >= MAX_CONTROLLERS;
+        match self.by_address.get_mut(&address) {
+            Some(serving) if serving.id != Some(id) => serving.id = None,
+            Some(_) => {}
+            None if !full => {
+                self.by_address.insert(address, Serving { id: Some(id) });
+            }
+            None => {}
+        }
+    }
+
+    /// The spans in epoch order.
     pub fn finish(self) -> Vec<Leadership> {
-        Vec::new()
+        self.spans.into_values().map(|s| s.lead).collect()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -230,6 +230,23 @@ pub enum Observation<'a> {
         last_start: i64,
         last_end: i64,
     },
+    /// An AllocateProducerIds response granted a block from a controller after the
+    /// capture showed another controller leading a later epoch than any it led.
+    PidStaleController {
+        /// The response granting the block.
+        frame: u64,
+        /// The connection's server, and the controller serving there.
+        controller: SocketAddr,
+        controller_id: i32,
+        /// The highest epoch it is known to have led.
+        controller_led_epoch: Option<i32>,
+        /// The leader of the latest epoch, and the first message that showed it.
+        leader_seen: i32,
+        leader_seen_epoch: i32,
+        leader_seen_frame: u64,
+        start: i64,
+        len: i32,
+    },
 }
 
 impl Observation<'_> {
@@ -275,6 +292,7 @@ impl Observation<'_> {
             Self::PidSlowResponse { .. } => Kind::PidSlowResponse,
             Self::PidDuplicateGrant { .. } => Kind::PidDuplicateGrant,
             Self::PidOutsideBlocks { .. } => Kind::PidOutsideBlocks,
+            Self::PidStaleController { .. } => Kind::PidStaleController,
         }
     }
 
@@ -549,6 +567,34 @@ impl Observation<'_> {
                 ("last_start", (*last_start).into()),
                 ("last_end", (*last_end).into()),
             ],
+            Self::PidStaleController {
+                frame,
+                controller,
+                controller_id,
+                controller_led_epoch,
+                leader_seen,
+                leader_seen_epoch,
+                leader_seen_frame,
+                start,
+                len,
+            } => {
+                let mut facts = vec![
+                    ("frame", (*frame).into()),
+                    ("controller", controller.to_string().into()),
+                    ("controller_id", (*controller_id).into()),
+                ];
+                if let Some(epoch) = controller_led_epoch {
+                    facts.push(("controller_led_epoch", (*epoch).into()));
+                }
+                facts.extend([
+                    ("leader_seen", (*leader_seen).into()),
+                    ("leader_seen_epoch", (*leader_seen_epoch).into()),
+                    ("leader_seen_frame", (*leader_seen_frame).into()),
+                    ("start", (*start).into()),
+                    ("len", (*len).into()),
+                ]);
+                facts
+            }
         }
     }
 }
@@ -875,6 +921,26 @@ impl fmt::Display for Observation<'_> {
                 f,
                 "broker {broker_id} granted producer id {producer_id} (frame {frame}), outside the {blocks} block(s) it was granted in the capture (the last {last_start}..={last_end})"
             ),
+            Self::PidStaleController {
+                frame,
+                controller,
+                controller_id,
+                controller_led_epoch,
+                leader_seen,
+                leader_seen_epoch,
+                leader_seen_frame,
+                start,
+                len,
+            } => {
+                let led = match controller_led_epoch {
+                    Some(epoch) => format!("the last epoch it was seen leading is {epoch}"),
+                    None => "it was not seen leading".to_owned(),
+                };
+                write!(
+                    f,
+                    "controller {controller_id} ({controller}) granted {len} producer ids from {start} (frame {frame}) after controller {leader_seen} was seen leading epoch {leader_seen_epoch} (frame {leader_seen_frame}); {led}: a stale controller handed out a block"
+                )
+            }
         }
     }
 }

@@ -790,6 +790,31 @@ fn producer_samples() -> Vec<Sample> {
                 ("last_end", Fact::Int(999)),
             ],
         ),
+        (
+            Observation::PidStaleController {
+                frame: 23,
+                controller: addr("127.0.0.1:19093"),
+                controller_id: 3001,
+                controller_led_epoch: Some(4),
+                leader_seen: 3002,
+                leader_seen_epoch: 5,
+                leader_seen_frame: 18,
+                start: 2000,
+                len: 1000,
+            },
+            "controller 3001 (127.0.0.1:19093) granted 1000 producer ids from 2000 (frame 23) after controller 3002 was seen leading epoch 5 (frame 18); the last epoch it was seen leading is 4: a stale controller handed out a block",
+            vec![
+                ("frame", Fact::Uint(23)),
+                ("controller", text("127.0.0.1:19093")),
+                ("controller_id", Fact::Int(3001)),
+                ("controller_led_epoch", Fact::Int(4)),
+                ("leader_seen", Fact::Int(3002)),
+                ("leader_seen_epoch", Fact::Int(5)),
+                ("leader_seen_frame", Fact::Uint(18)),
+                ("start", Fact::Int(2000)),
+                ("len", Fact::Int(1000)),
+            ],
+        ),
     ]
 }
 

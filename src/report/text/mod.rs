@@ -190,6 +190,10 @@ impl Parts<'_> {
         if self.blocks > 0 {
             heading(&mut w, "Blocks over time")?;
             self.timeline.write(&mut w, &chosen)?;
+            timeline::write_controllers(&mut w, &report.controllers)?;
+        } else if !report.controllers.is_empty() {
+            heading(&mut w, "Controllers")?;
+            timeline::write_controllers(&mut w, &report.controllers)?;
         }
         producers::write(&mut w, report)?;
         exchanges(&mut w, report, self.lines, self.all, self.shown)?;

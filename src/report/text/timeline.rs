@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::report::format_timestamp;
+use crate::report::model::ControllerSpan;
 use crate::timestamp::Timestamp;
 
 /// Columns of the timeline.
@@ -130,6 +131,39 @@ impl Timeline {
     }
 }
 
+/// Leaders named on the controller line: the latest, with how many came before.
+const MAX_LEADERS_SHOWN: usize = 3;
+
+/// One line under the timeline: who led the controller quorum from when (the latest
+/// [`MAX_LEADERS_SHOWN`] spans, in UTC); nothing without spans.
+pub fn write_controllers(w: &mut dyn Write, spans: &[ControllerSpan]) -> io::Result<()> {
+    let Some(last) = spans.len().checked_sub(1) else {
+        return Ok(());
+    };
+    let shown = spans
+        .get(last.saturating_sub(MAX_LEADERS_SHOWN - 1)..)
+        .unwrap_or_default();
+    let earlier = spans.len() - shown.len();
+    let leaders: Vec<String> = shown
+        .iter()
+        .map(|s| {
+            // the time of day of an RFC 3339 timestamp, to the millisecond
+            let time = s.from_timestamp.get(11..23).unwrap_or(&s.from_timestamp);
+            format!("{} (epoch {}) from {time}", s.leader_id, s.epoch)
+        })
+        .collect();
+    let earlier = match earlier {
+        0 => String::new(),
+        n => format!("{n} earlier, then "),
+    };
+    writeln!(
+        w,
+        "  {:<13} {earlier}{} UTC",
+        "controllers",
+        leaders.join(", ")
+    )
+}
+
 fn cell(count: u32) -> char {
     match count {
         0 => '.',
@@ -189,6 +223,40 @@ mod tests {
         assert!(
             out.contains("to 2023-11-14T22:14:19.999000Z (the first"),
             "{out}"
+        );
+    }
+
+    fn span(leader_id: i32, epoch: i32, from_timestamp: &str) -> ControllerSpan {
+        ControllerSpan {
+            leader_id,
+            epoch,
+            from_frame: 1,
+            from_timestamp: from_timestamp.to_owned(),
+            from_unix_time: crate::report::model::UnixTime(at(0)),
+            to_frame: None,
+            to_timestamp: None,
+            how: "begin_quorum_epoch",
+        }
+    }
+
+    #[test]
+    fn the_controller_line_names_the_latest_leaders_and_counts_the_rest() {
+        let mut out = Vec::new();
+        write_controllers(&mut out, &[]).unwrap();
+        assert!(out.is_empty());
+        let spans: Vec<ControllerSpan> = (1..=6)
+            .map(|e| span(100 + e, e, &format!("2026-12-02T17:21:0{e}.352886Z")))
+            .collect();
+        write_controllers(&mut out, &spans[..2]).unwrap();
+        write_controllers(&mut out, &spans).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "  controllers   101 (epoch 1) from 17:21:01.352, 102 (epoch 2) from 17:21:02.352 UTC",
+                "  controllers   3 earlier, then 104 (epoch 4) from 17:21:04.352, 105 (epoch 5) from 17:21:05.352, 106 (epoch 6) from 17:21:06.352 UTC",
+            ]
         );
     }
 
