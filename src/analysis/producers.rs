@@ -305,3 +305,115 @@ impl Tracker {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::init_producer_id as init;
+    use crate::pairing::Endpoints;
+
+    fn meta(frame: u64) -> MessageMeta {
+        MessageMeta {
+            frame,
+            first_frame: frame,
+            timestamp: Timestamp::default(),
+            size: 40,
+            origin: None,
+        }
+    }
+
+    fn block(broker_id: i32, start: i64, frame: u64) -> Block {
+        Block {
+            start,
+            end: start + 999,
+            len: 1000,
+            broker_id,
+            broker_epoch: 1,
+            connection: 0,
+            client: "10.0.0.9:40000".parse().unwrap(),
+            server: "10.0.0.1:9093".parse().unwrap(),
+            correlation_id: 1,
+            request_frame: frame - 1,
+            response_frame: frame,
+            timestamp: Timestamp::default(),
+        }
+    }
+
+    /// A grant of `id` at `epoch` on `connection`, answered in `frame`.
+    fn grant(
+        connection: u64,
+        txn: Option<&str>,
+        id: i64,
+        epoch: i16,
+        frame: u64,
+    ) -> ProducerIdExchange {
+        ProducerIdExchange {
+            endpoints: Endpoints {
+                connection,
+                client: format!("10.0.3.{connection}:5000").parse().unwrap(),
+                server: "10.0.0.2:9092".parse().unwrap(),
+            },
+            correlation_id: 1,
+            api_version: 4,
+            request_meta: meta(frame - 1),
+            request: init::Request {
+                transactional_id: Some(txn.map(str::to_owned)),
+                ..Default::default()
+            },
+            outcome: Outcome::Complete {
+                meta: meta(frame),
+                response: Box::new(init::Response {
+                    error_code: Some(ErrorCode::NONE),
+                    producer_id: Some(id),
+                    producer_epoch: Some(epoch),
+                    ..Default::default()
+                }),
+            },
+        }
+    }
+
+    #[test]
+    fn an_id_is_placed_among_its_brokers_blocks_or_said_to_be_outside_them() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let broker2 = Some((2, "metadata"));
+        // before broker 2's first block: granted before the capture began
+        let early = t.add(&grant(1, None, 7000, 0, 10), broker2, &mut found);
+        assert_eq!(early.placement, Some(Placement::BeforeCapture));
+        t.block(&block(2, 0, 20));
+        t.block(&block(1, 1000, 21));
+        let inside = t.add(&grant(2, None, 5, 0, 30), broker2, &mut found);
+        assert!(matches!(inside.placement, Some(Placement::InBlock(b)) if b.start == 0));
+        // broker 1's block holds 1500, but broker 2 answered: outside broker 2's blocks
+        let outside = t.add(&grant(3, None, 1500, 0, 40), broker2, &mut found);
+        assert_eq!(outside.placement, Some(Placement::OutsideBlocks));
+        let unknown = t.add(&grant(4, None, 9000, 0, 50), None, &mut found);
+        assert_eq!(unknown.placement, Some(Placement::Unknown));
+        let kinds: Vec<_> = found.iter().map(|f| f.kind.as_str()).collect();
+        assert_eq!(kinds, ["pid_outside_blocks"]);
+        assert_eq!(found[0].facts[1], ("producer_id", 1500i64.into()));
+        assert_eq!((t.totals.in_block, t.totals.outside_blocks), (1, 1));
+    }
+
+    #[test]
+    fn only_another_producer_granted_the_same_id_and_epoch_is_a_duplicate() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let tx = Some("tx-1");
+        t.add(&grant(1, tx, 10, 0, 10), None, &mut found);
+        // the same transactional id back on another connection with a bumped epoch
+        t.add(&grant(2, tx, 10, 1, 20), None, &mut found);
+        // the same idempotent producer's connection told the same id again
+        t.add(&grant(3, None, 11, 0, 30), None, &mut found);
+        t.add(&grant(3, None, 11, 0, 31), None, &mut found);
+        assert!(found.is_empty(), "{found:?}");
+        // another connection granted 11 at epoch 0
+        let dup = t.add(&grant(4, None, 11, 0, 40), None, &mut found);
+        assert_eq!(dup.duplicate_of, Some(30));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].frames, [30, 40]);
+        let affected = t.affected(11, 11).unwrap();
+        assert_eq!((affected.producers, affected.holders_of_id), (2, 2));
+        assert_eq!(affected.hosts, ["10.0.3.3", "10.0.3.4"]);
+    }
+}

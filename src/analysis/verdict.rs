@@ -186,6 +186,7 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
         ("brokers_granted", (brokers_granted as u64).into()),
         ("overlaps", count(Kind::PidBlockOverlap).into()),
         ("regressions", count(Kind::PidBlockRegression).into()),
+        ("duplicate_grants", count(Kind::PidDuplicateGrant).into()),
     ];
     facts.extend(Status::ALL.map(|status| (status.as_str(), t.statuses.of(status).into())));
     let (code, headline) = decide(e, &limits, brokers_granted);
@@ -214,8 +215,11 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
         }
         return (Code::NoExchanges, but(none, limits.iter()));
     }
+    // Two producers holding one id is the same wrong fact seen from the producers' side:
+    // found even where the blocks that overlapped were granted before the capture.
     for (kind, code) in [
         (Kind::PidBlockOverlap, Code::DuplicateProducerIds),
+        (Kind::PidDuplicateGrant, Code::DuplicateProducerIds),
         (Kind::PidBlockRegression, Code::ProducerIdsWentBackwards),
     ] {
         if let Some(text) = finding(e, kind) {
@@ -351,7 +355,12 @@ fn of_severity(e: &Evidence<'_>, severity: Severity) -> Vec<String> {
     Kind::ALL
         .into_iter()
         .filter(|k| k.severity() == severity && !LIMIT_KINDS.contains(k))
-        .filter(|k| !matches!(k, Kind::PidBlockOverlap | Kind::PidBlockRegression))
+        .filter(|k| {
+            !matches!(
+                k,
+                Kind::PidBlockOverlap | Kind::PidBlockRegression | Kind::PidDuplicateGrant
+            )
+        })
         .filter_map(|k| match e.diagnostics.count(k) {
             0 => None,
             n => Some(format!("{n} {}", k.as_str())),

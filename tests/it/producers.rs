@@ -353,3 +353,63 @@ fn brokers_are_known_by_the_addresses_their_messages_give() {
         }
     }
 }
+
+/// `--fail-on` takes the new finding kinds: the planted fault fails the gate, a capture
+/// without it passes.
+#[test]
+fn fail_on_takes_the_new_finding_kinds() {
+    let gate = |capture: &str, kind: &str| {
+        crate::common::pidshark()
+            .args([&format!("fixtures/producers/{capture}.pcap"), "--quiet"])
+            .args(["--fail-on", kind])
+            .output()
+            .expect("pidshark runs")
+            .status
+            .code()
+    };
+    assert_eq!(gate("kafka-20031", "pid_duplicate_grant"), Some(1));
+    assert_eq!(gate("txn-bump", "pid_duplicate_grant"), Some(0));
+    assert_eq!(gate("stale-controller", "pid_stale_controller"), Some(1));
+    assert_eq!(gate("kafka-20031", "pid_stale_controller"), Some(0));
+    assert_eq!(gate("kafka-20031", "pid_outside_blocks"), Some(0));
+}
+
+/// Two producers granted one id is a wrong fact even when the capture does not hold the
+/// overlapping block behind it: the capture without the second block's exchange (its
+/// request and response packets dropped) still gets `duplicate_producer_ids`.
+#[test]
+fn a_duplicate_grant_alone_makes_the_verdict_duplicate_producer_ids() {
+    let truth = truth("kafka-20031");
+    let second = truth["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["start"] == 1999)
+        .expect("the block starting at the last id of its predecessor");
+    let dropped =
+        [&second["request_frame"], &second["response_frame"]].map(|f| f.as_u64().unwrap());
+    let (head, records) = crate::common::pcap_records(&fixture("producers/kafka-20031.pcap"));
+    let mut bytes = head;
+    for (frame, (record_head, data)) in (1u64..).zip(records) {
+        if !dropped.contains(&frame) {
+            bytes.extend_from_slice(&record_head);
+            bytes.extend_from_slice(&data);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("without-second-block.pcap");
+    std::fs::write(&path, bytes).unwrap();
+    let report = report(&[
+        path.to_str().unwrap(),
+        "--quiet",
+        "--port=19093",
+        "--port=19201",
+    ]);
+    assert!(findings(&report, "pid_block_overlap").is_empty());
+    assert_eq!(findings(&report, "pid_duplicate_grant").len(), 1);
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["code"], "duplicate_producer_ids", "{verdict}");
+    assert_eq!(verdict["facts"]["duplicate_grants"], 1);
+    let headline = verdict["headline"].as_str().unwrap();
+    assert!(headline.contains("producer id 1999 epoch 0"), "{headline}");
+}
