@@ -125,22 +125,6 @@ fn of_key(text: &str, key: &str) -> (Messages, Messages) {
     (requests, responses)
 }
 
-/// (frame, connection, correlation id) of the report's InitProducerId requests and
-/// responses.
-pub fn ours_producers(report: &Value) -> (Messages, Messages) {
-    let mut requests = BTreeSet::new();
-    let mut responses = BTreeSet::new();
-    for e in report["producer_ids"]["entries"].as_array().unwrap() {
-        let conn = e["connection"].as_u64().unwrap();
-        let corr = e["correlation_id"].as_i64().unwrap();
-        requests.insert((e["request_frame"].as_u64().unwrap(), conn, corr));
-        if let Some(frame) = e["response_frame"].as_u64() {
-            responses.insert((frame, conn, corr));
-        }
-    }
-    (requests, responses)
-}
-
 pub fn ours(report: &Value) -> (Messages, Messages) {
     let mut requests = BTreeSet::new();
     let mut responses = BTreeSet::new();
