@@ -222,7 +222,7 @@ impl Analyzer {
                 latencies: Latencies::new(exact_latency),
                 blocks: 0,
             },
-            producers: producers::Tracker::default(),
+            producers: producers::Tracker::new(max_recent_blocks),
             addresses: addresses::Addresses::default(),
             controllers: controllers::Timeline::default(),
         }

@@ -8,7 +8,7 @@
 //! blocks and [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest are forgotten and
 //! the report says so.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use super::{Block, Finding, StatusCounts, MAX_TRACKED_BLOCKS};
@@ -41,7 +41,8 @@ pub enum Placement {
     BeforeCapture,
     /// Outside every block its broker was granted in the capture, after the first.
     OutsideBlocks,
-    /// No block seen holds it, and which broker granted it is not known.
+    /// No block seen holds it, and which broker granted it is not known (or its broker's
+    /// blocks that could hold it were forgotten, past the blocks remembered).
     Unknown,
 }
 
@@ -118,10 +119,16 @@ pub struct ProducerTotals {
 }
 
 /// The producer side of the analysis.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Tracker {
-    /// Blocks by (start, response frame).
+    /// Blocks by (start, response frame): the latest `max_blocks`.
     blocks: BTreeMap<(i64, u64), BlockRef>,
+    /// Their keys, oldest first.
+    order: VecDeque<(i64, u64)>,
+    max_blocks: usize,
+    /// Per broker, the ids of the blocks forgotten to stay within `max_blocks`: a grant
+    /// there lies in a block no longer known, not outside every block.
+    forgotten: BTreeMap<i32, (i64, i64)>,
     longest: i64,
     /// Per broker: blocks seen, and the last.
     by_broker: BTreeMap<i32, (u64, BlockRef)>,
@@ -129,7 +136,27 @@ pub struct Tracker {
     pub totals: ProducerTotals,
 }
 
+impl Default for Tracker {
+    fn default() -> Self {
+        Self::new(MAX_TRACKED_BLOCKS)
+    }
+}
+
 impl Tracker {
+    /// A tracker that remembers the latest `max_blocks` blocks (at least one).
+    pub fn new(max_blocks: usize) -> Self {
+        Self {
+            blocks: BTreeMap::new(),
+            order: VecDeque::new(),
+            max_blocks: max_blocks.max(1),
+            forgotten: BTreeMap::new(),
+            longest: 0,
+            by_broker: BTreeMap::new(),
+            grants: BTreeMap::new(),
+            totals: ProducerTotals::default(),
+        }
+    }
+
     /// A block granted in the capture.
     pub fn block(&mut self, b: &Block) {
         let r = BlockRef {
@@ -139,9 +166,19 @@ impl Tracker {
             response_frame: b.response_frame,
         };
         self.longest = self.longest.max(b.end.saturating_sub(b.start));
-        self.blocks.insert((b.start, b.response_frame), r);
-        if self.blocks.len() > MAX_TRACKED_BLOCKS {
-            self.blocks.pop_first();
+        let key = (b.start, b.response_frame);
+        if self.blocks.insert(key, r).is_none() {
+            self.order.push_back(key);
+        }
+        if self.blocks.len() > self.max_blocks {
+            let oldest = self.order.pop_front();
+            if let Some(old) = oldest.and_then(|key| self.blocks.remove(&key)) {
+                let range = self
+                    .forgotten
+                    .entry(old.broker_id)
+                    .or_insert((old.start, old.end));
+                *range = (range.0.min(old.start), range.1.max(old.end));
+            }
         }
         let seen = self.by_broker.entry(b.broker_id).or_insert((0, r));
         *seen = (seen.0 + 1, r);
@@ -209,6 +246,14 @@ impl Tracker {
         let placement = match (self.holding(id, frame, broker), broker) {
             (Some(block), _) => Placement::InBlock(block),
             (None, None) => Placement::Unknown,
+            (None, Some(broker_id))
+                if self
+                    .forgotten
+                    .get(&broker_id)
+                    .is_some_and(|(start, end)| (*start..=*end).contains(&id)) =>
+            {
+                Placement::Unknown
+            }
             (None, Some(broker_id)) => match self.by_broker.get(&broker_id) {
                 Some((blocks, last)) if last.response_frame < frame => {
                     let what = Observation::PidOutsideBlocks {
@@ -393,6 +438,23 @@ mod tests {
         assert_eq!(kinds, ["pid_outside_blocks"]);
         assert_eq!(found[0].facts[1], ("producer_id", 1500i64.into()));
         assert_eq!((t.totals.in_block, t.totals.outside_blocks), (1, 1));
+    }
+
+    #[test]
+    fn an_id_in_a_forgotten_block_is_unknown_not_outside() {
+        let mut t = Tracker::new(1);
+        let mut found = Vec::new();
+        t.block(&block(2, 0, 20));
+        t.block(&block(2, 1000, 21));
+        let old = t.add(&grant(1, None, 5, 0, 30), Some((2, "metadata")), &mut found);
+        assert_eq!(old.placement, Some(Placement::Unknown));
+        let new = t.add(
+            &grant(1, None, 1005, 0, 31),
+            Some((2, "metadata")),
+            &mut found,
+        );
+        assert!(matches!(new.placement, Some(Placement::InBlock(b)) if b.start == 1000));
+        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]
