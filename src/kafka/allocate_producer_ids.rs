@@ -6,6 +6,7 @@
 //! is reported, nothing is guessed. Versions other than 0 are not decoded past the header.
 
 pub use super::decoded::Problem;
+use super::decoded::{partial, undecoded_fields};
 use super::decoded::{request_header, response_header, tagged_section, traced};
 use super::header::RequestPrefix;
 use super::layout::{Ignore, Visitor};
@@ -52,6 +53,8 @@ pub struct Response {
     pub raw: Vec<u8>,
 }
 
+undecoded_fields!(Request, Response);
+
 /// Decodes a request message (the frame without its length prefix) whose prefix says key 67.
 pub fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
     decode_request_with(message, prefix, &mut Ignore)
@@ -66,12 +69,7 @@ pub fn decode_partial_request(
     missing: u32,
     prefix: &RequestPrefix,
 ) -> Request {
-    let mut req = decode_request(message, prefix);
-    if missing > 0 {
-        req.problem = Problem::of_partial(req.problem.take(), message.len(), len);
-        req.bytes_not_captured = Some(missing);
-    }
-    req
+    partial(decode_request(message, prefix), message.len(), len, missing)
 }
 
 /// [`decode_request`], telling `v` the structure it reads.
@@ -136,12 +134,12 @@ pub fn decode_partial_response(
     missing: u32,
     api_version: i16,
 ) -> Response {
-    let mut resp = decode_response(message, api_version);
-    if missing > 0 {
-        resp.problem = Problem::of_partial(resp.problem.take(), message.len(), len);
-        resp.bytes_not_captured = Some(missing);
-    }
-    resp
+    partial(
+        decode_response(message, api_version),
+        message.len(),
+        len,
+        missing,
+    )
 }
 
 /// [`decode_response`], telling `v` the structure it reads.

@@ -2,7 +2,7 @@
 //! only place that says which API key goes to which decoder.
 
 use super::cluster::{self, BrokerListeners, BrokersSeen, QuorumMessage};
-use super::decoded::{Problem, LENGTH_PREFIX_LEN};
+use super::decoded::{Problem, Undecoded, LENGTH_PREFIX_LEN};
 use super::header::RequestPrefix;
 use super::reader::{DecodeError, TaggedField};
 use super::tables::ApiKey;
@@ -148,33 +148,13 @@ pub struct Captured<'a> {
 impl DecodedRequest {
     /// Decodes a request of an API [`decodes`] names; `None` for any other API.
     pub fn decode(head: &RequestPrefix, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
-        let raw = |message: &[u8]| {
-            if bytes.keep_raw {
-                message.to_vec()
-            } else {
-                Vec::new()
-            }
-        };
+        let (len, missing) = (bytes.len, bytes.missing);
         Some(match head.api_key {
-            ApiKey::ALLOCATE_PRODUCER_IDS => Self::Allocate(Box::new(match bytes.message {
-                Some(m) => allocate::Request {
-                    raw: raw(m),
-                    ..allocate::decode_partial_request(m, bytes.len, bytes.missing, head)
-                },
-                None => allocate::Request {
-                    problem: Some(not_read),
-                    ..Default::default()
-                },
+            ApiKey::ALLOCATE_PRODUCER_IDS => Self::Allocate(read(bytes, not_read, |m| {
+                allocate::decode_partial_request(m, len, missing, head)
             })),
-            ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(Box::new(match bytes.message {
-                Some(m) => init::Request {
-                    raw: raw(m),
-                    ..init::decode_partial_request(m, bytes.len, bytes.missing, head)
-                },
-                None => init::Request {
-                    problem: Some(not_read),
-                    ..Default::default()
-                },
+            ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(read(bytes, not_read, |m| {
+                init::decode_partial_request(m, len, missing, head)
             })),
             api if decodes_request(api) => {
                 Self::Cluster(Box::new(ClusterFact::of_request(head, bytes, not_read)))
@@ -231,33 +211,13 @@ impl DecodedResponse {
         bytes: Captured<'_>,
         not_read: Problem,
     ) -> Option<Self> {
-        let raw = |message: &[u8]| {
-            if bytes.keep_raw {
-                message.to_vec()
-            } else {
-                Vec::new()
-            }
-        };
+        let (len, missing) = (bytes.len, bytes.missing);
         Some(match api {
-            ApiKey::ALLOCATE_PRODUCER_IDS => Self::Allocate(Box::new(match bytes.message {
-                Some(m) => allocate::Response {
-                    raw: raw(m),
-                    ..allocate::decode_partial_response(m, bytes.len, bytes.missing, version)
-                },
-                None => allocate::Response {
-                    problem: Some(not_read),
-                    ..Default::default()
-                },
+            ApiKey::ALLOCATE_PRODUCER_IDS => Self::Allocate(read(bytes, not_read, |m| {
+                allocate::decode_partial_response(m, len, missing, version)
             })),
-            ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(Box::new(match bytes.message {
-                Some(m) => init::Response {
-                    raw: raw(m),
-                    ..init::decode_partial_response(m, bytes.len, bytes.missing, version)
-                },
-                None => init::Response {
-                    problem: Some(not_read),
-                    ..Default::default()
-                },
+            ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(read(bytes, not_read, |m| {
+                init::decode_partial_response(m, len, missing, version)
             })),
             api if decodes_response(api) => Self::Cluster(Box::new(ClusterFact::of_response(
                 (api, version),
@@ -275,6 +235,25 @@ impl DecodedResponse {
             Self::Cluster(fact) => fact.problem(),
         }
     }
+}
+
+/// A message decoded with `decode` from the bytes captured (kept too when the tree view
+/// wants them), or with the problem `not_read` when its bytes were not kept.
+fn read<T: Undecoded>(
+    bytes: Captured<'_>,
+    not_read: Problem,
+    decode: impl FnOnce(&[u8]) -> T,
+) -> Box<T> {
+    let mut decoded = match bytes.message {
+        Some(message) => decode(message),
+        None => T::default(),
+    };
+    match bytes.message {
+        Some(message) if bytes.keep_raw => *decoded.raw_mut() = message.to_vec(),
+        Some(_) => {}
+        None => *decoded.problem_mut() = Some(not_read),
+    }
+    Box::new(decoded)
 }
 
 /// Heap a tagged-field section holds.

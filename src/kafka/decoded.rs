@@ -126,6 +126,43 @@ impl fmt::Display for Problem {
     }
 }
 
+/// The fields every decoded message has besides its own: why it did not fully decode,
+/// the bytes the capture lost and the bytes kept for the tree view.
+pub trait Undecoded: Default {
+    fn problem_mut(&mut self) -> &mut Option<Problem>;
+    fn bytes_not_captured_mut(&mut self) -> &mut Option<u32>;
+    fn raw_mut(&mut self) -> &mut Vec<u8>;
+}
+
+/// `decoded`, read from the first `captured` bytes of a message of `len` of which
+/// `missing` are not in the capture: running out of bytes there is the capture's doing.
+pub fn partial<T: Undecoded>(mut decoded: T, captured: usize, len: u32, missing: u32) -> T {
+    if missing > 0 {
+        let problem = decoded.problem_mut();
+        *problem = Problem::of_partial(problem.take(), captured, len);
+        *decoded.bytes_not_captured_mut() = Some(missing);
+    }
+    decoded
+}
+
+/// Implements [`Undecoded`] for message types with the fields of that name.
+macro_rules! undecoded_fields {
+    ($($message:ty),*) => {$(
+        impl $crate::kafka::decoded::Undecoded for $message {
+            fn problem_mut(&mut self) -> &mut Option<$crate::kafka::decoded::Problem> {
+                &mut self.problem
+            }
+            fn bytes_not_captured_mut(&mut self) -> &mut Option<u32> {
+                &mut self.bytes_not_captured
+            }
+            fn raw_mut(&mut self) -> &mut Vec<u8> {
+                &mut self.raw
+            }
+        }
+    )*};
+}
+pub(crate) use undecoded_fields;
+
 /// A field's name, wire type and what it means, for the tree view.
 pub type FieldDoc = (&'static str, &'static str, &'static str);
 
