@@ -229,7 +229,7 @@ impl Producers {
         if more > 0 {
             let _ = writeln!(
                 page,
-                "<p id=\"producers-more\">and {more} more worth a look (--format csv-producers lists every grant, a duplicate with its duplicate_of_frame).</p>"
+                "<p id=\"producers-more\">and at least {more} more worth a look (past {MAX_FLAGGED} flagged grants, each counts once without the earlier holder it names; --format csv-producers lists every grant, a duplicate with its duplicate_of_frame).</p>"
             );
         }
         targets
