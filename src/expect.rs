@@ -14,8 +14,8 @@ use std::io;
 
 use serde_json::Value;
 
-use crate::analysis::Block;
-use crate::pairing::{Exchange, ExchangeOrder};
+use crate::analysis::{Block, Placed};
+use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
 use crate::report::model::{PidFinding, Report};
 use crate::report::sink::{Needs, Sink};
 use crate::report::spill::{Ordered, DEFAULT_RUN_BYTES};
@@ -310,6 +310,11 @@ impl Sink for Check {
             Ok(())
         })?;
         self.inner.exchange(ex, block)
+    }
+
+    /// Not compared (only exchanges and findings are), but handed on to the output.
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        self.inner.producer(px, placed)
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

@@ -28,10 +28,10 @@ pub trait Sink: Send {
     /// An exchange, analysed, and the block it granted if it granted one.
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()>;
     /// An InitProducerId exchange, analysed: what the analysis knows of the id it
-    /// granted. Formats that do not list producers count them from the report's summary.
-    fn producer(&mut self, _px: ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
-        Ok(())
-    }
+    /// granted. Formats that do not list producers count them from the report's summary;
+    /// a sink that wraps another hands it on. (No default: a wrapper that forgot it would
+    /// drop every producer in silence.)
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()>;
     /// The rest of the report, once the captures are read: its `exchanges` are empty, its
     /// blocks listed only when [`Needs::blocks_in_report`]. A sink that keeps the
     /// exchanges puts them in.
@@ -95,6 +95,11 @@ where
 
     fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
         (self.0)(&exchange(&ex))
+    }
+
+    /// The library's callback takes exchanges only.
+    fn producer(&mut self, _px: ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
+        Ok(())
     }
 
     fn finish(&mut self, _report: &mut Report) -> io::Result<()> {

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use super::model::{Exchange, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
-use crate::analysis::Block;
+use crate::analysis::{Block, Placed};
 use crate::kafka::allocate_producer_ids::{decode_request_with, decode_response_with};
 use crate::kafka::header::RequestPrefix;
 use crate::kafka::layout::{Node, Recorder};
@@ -321,6 +321,11 @@ impl Sink for TreeSink {
                 Ok(())
             })?;
         }
+        Ok(())
+    }
+
+    /// The tree shows AllocateProducerIds messages only.
+    fn producer(&mut self, _px: pairing::ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
         Ok(())
     }
 

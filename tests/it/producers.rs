@@ -413,3 +413,24 @@ fn a_duplicate_grant_alone_makes_the_verdict_duplicate_producer_ids() {
     let headline = verdict["headline"].as_str().unwrap();
     assert!(headline.contains("producer id 1999 epoch 0"), "{headline}");
 }
+
+/// A run checked against a golden file (`--expect`) writes the same report as one that
+/// is not, producer entries and all.
+#[test]
+fn expect_hands_every_producer_entry_on_to_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = dir.path().join("golden.json");
+    let capture = "fixtures/producers/kafka-20031.pcap";
+    let plain = report(&[capture, "--quiet"]);
+    std::fs::write(&golden, plain.to_string()).unwrap();
+    let checked = report(&[capture, "--quiet", "--expect", golden.to_str().unwrap()]);
+    let entries = |r: &Value| r["producer_ids"]["entries"].as_array().unwrap().len();
+    assert_eq!(
+        entries(&checked),
+        truth("kafka-20031")["producer_ids"]
+            .as_array()
+            .unwrap()
+            .len()
+    );
+    assert_eq!(checked["producer_ids"], plain["producer_ids"]);
+}

@@ -16,7 +16,7 @@ use super::gist::Gist;
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
-use crate::analysis::Block;
+use crate::analysis::{Block, Placed};
 use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
 use crate::pairing::{self, ExchangeOrder};
@@ -141,6 +141,11 @@ impl Sink for TextSink {
             out.extend(ex.latency_us.unwrap_or(f64::NAN).to_le_bytes());
             writeln!(out, "{style}{line}{style:#}")
         })
+    }
+
+    /// Counted from the report's summary and findings at the end.
+    fn producer(&mut self, _px: pairing::ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
+        Ok(())
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
