@@ -11,11 +11,21 @@ use libfuzzer_sys::fuzz_target;
 #[derive(Arbitrary, Debug)]
 enum Payload {
     Raw(Vec<u8>),
-    Request { key: i16, version: i16, corr: i32, body: u16 },
-    Response { corr: i32, body: u16 },
+    Request {
+        key: i16,
+        version: i16,
+        corr: i32,
+        body: u16,
+    },
+    Response {
+        corr: i32,
+        body: u16,
+    },
     Syn,
     Fin,
-    Rst { ahead: u32 },
+    Rst {
+        ahead: u32,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -38,7 +48,12 @@ fn framed(message: &[u8]) -> Vec<u8> {
 fn bytes(payload: &Payload) -> Vec<u8> {
     match payload {
         Payload::Raw(raw) => raw.clone(),
-        Payload::Request { key, version, corr, body } => {
+        Payload::Request {
+            key,
+            version,
+            corr,
+            body,
+        } => {
             let mut m = key.to_be_bytes().to_vec();
             m.extend(version.to_be_bytes());
             m.extend(corr.to_be_bytes());
@@ -103,7 +118,7 @@ fn capture(ops: &[Op]) -> Vec<u8> {
     out.extend([0; 8]);
     out.extend(65535u32.to_le_bytes());
     out.extend(1u32.to_le_bytes()); // Ethernet
-    // the next sequence number of each connection's two directions
+                                    // the next sequence number of each connection's two directions
     let mut seqs = vec![[1000u32, 5000u32]; 256];
     let mut n = 0u32;
     let mut payload_bytes = 0usize;

@@ -3,13 +3,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pidshark::packet_ref::PacketRef;
 use pidshark::kafka::allocate_producer_ids::{decode_request_with, decode_response_with};
-use pidshark::kafka::init_producer_id;
 use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
 use pidshark::kafka::header::RequestPrefix;
+use pidshark::kafka::init_producer_id;
 use pidshark::kafka::layout::{Node, Recorder};
 use pidshark::kafka::tables::ApiKey;
+use pidshark::packet_ref::PacketRef;
 
 struct Any(u8);
 
@@ -70,7 +70,11 @@ fuzz_target!(|data: &[u8]| {
         let _ = rec.finish();
     }
     // the framer over the bytes cut into pieces of varying size, with gaps
-    let mut framer = if selector & 4 == 0 { Framer::new(10) } else { Framer::resyncing(4) };
+    let mut framer = if selector & 4 == 0 {
+        Framer::new(10)
+    } else {
+        Framer::resyncing(4)
+    };
     let mut handler = Any(selector);
     let mut at = PacketRef::default();
     let mut chunks = rest.chunks(usize::from(selector % 17) + 1);

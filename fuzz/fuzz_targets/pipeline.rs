@@ -5,8 +5,8 @@
 use std::io;
 
 use libfuzzer_sys::fuzz_target;
-use pidshark::analysis::Block;
-use pidshark::pairing::Exchange;
+use pidshark::analysis::{Block, Placed};
+use pidshark::pairing::{Exchange, ProducerIdExchange};
 use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
@@ -29,6 +29,12 @@ impl Sink for Tee {
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
         for sink in &mut self.0 {
             sink.exchange(ex.clone(), block)?;
+        }
+        Ok(())
+    }
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        for sink in &mut self.0 {
+            sink.producer(px.clone(), placed)?;
         }
         Ok(())
     }
@@ -59,6 +65,7 @@ fuzz_target!(|data: &[u8]| {
         Box::new(TreeSink::new(out())),
         Box::new(CsvSink::exchanges(out())),
         Box::new(CsvSink::blocks(out())),
+        Box::new(CsvSink::producers(out())),
         Box::new(HtmlSink::new(out())),
         Box::new(Collect::default()),
     ]);

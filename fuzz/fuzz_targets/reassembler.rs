@@ -8,8 +8,17 @@ use pidshark::tcp::assembler::{Assembler, Delivery, Segment, MAX_HELD_RUNS};
 
 #[derive(Debug, Arbitrary)]
 enum Event {
-    Segment { seq: u32, syn: bool, fin: bool, payload: Vec<u8>, missing: u16 },
-    Ack { ack: u32, carries_data: bool },
+    Segment {
+        seq: u32,
+        syn: bool,
+        fin: bool,
+        payload: Vec<u8>,
+        missing: u16,
+    },
+    Ack {
+        ack: u32,
+        carries_data: bool,
+    },
     Flush,
 }
 
@@ -28,7 +37,13 @@ fuzz_target!(|input: (u16, Vec<Event>)| {
             ..PacketRef::default()
         };
         match event {
-            Event::Segment { seq, syn, fin, payload, missing } => asm.segment(
+            Event::Segment {
+                seq,
+                syn,
+                fin,
+                payload,
+                missing,
+            } => asm.segment(
                 Segment {
                     seq,
                     syn,
