@@ -13,6 +13,7 @@
 //! tcp          connections, reassembly             -> ordered bytes per direction, gaps, FINs
 //! kafka        framing, headers, API 67 decode     -> messages: request and response frames
 //! pairing      messages, by correlation id         -> exchanges, per-API counts
+//! metadata_log a controller's __cluster_metadata log -> committed blocks, registrations
 //! frame_watch  --frame's packet, as it goes through the stages above -> what it held
 //! analysis     blocks of ids, brokers, latency     -> findings
 //! report       ordering, statistics, a sink per format -> the report in each format
@@ -72,6 +73,7 @@ pub mod input;
 pub mod kafka;
 pub mod latency;
 pub mod merge;
+pub mod metadata_log;
 pub mod packet_ref;
 pub mod pairing;
 pub mod pipeline;
