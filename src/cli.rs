@@ -50,7 +50,7 @@ pub struct Args {
     ///
     /// Several files are read as one capture, in the time order of their first packets.
     #[arg(
-        required_unless_present_any = ["schema", "read", "list_kinds", "completions", "man"],
+        required_unless_present_any = ["schema", "read", "list_kinds", "completions", "man", "metadata_logs"],
         value_name = "CAPTURE",
         help_heading = "Input"
     )]
@@ -81,6 +81,24 @@ pub struct Args {
     /// other is read once and counted in `duplicate_packets`.
     #[arg(long, value_name = "MS", default_value = "5", value_parser = parse_clock_skew, help_heading = "Input")]
     pub clock_skew: u64,
+
+    /// A KRaft controller's metadata log, compared with the capture (repeatable).
+    ///
+    /// A `__cluster_metadata-0` directory (its segments, and its latest snapshot) or a
+    /// single `.log` or `.checkpoint` file. Its committed ProducerIdsRecords are compared
+    /// with the blocks delivered on the wire (`pid_block_not_committed`,
+    /// `pid_block_not_delivered`, `pid_block_mismatch`) and listed in `metadata_log`.
+    /// Given without a capture, the log alone is reported. Several logs (one per
+    /// controller) are merged by offset.
+    #[arg(long = "metadata-log", value_name = "PATH", help_heading = "Input")]
+    pub metadata_logs: Vec<String>,
+
+    /// How far apart, in milliseconds, the metadata log's clock and the capture's may be.
+    ///
+    /// A record appended more than MS after the response that delivered its block is a
+    /// `pid_block_mismatch`; times the log covers are widened by MS.
+    #[arg(long, value_name = "MS", default_value = "1000", value_parser = clap::value_parser!(u32).range(0..=3_600_000), help_heading = "Input")]
+    pub log_clock_skew: u32,
 
     /// Write the report to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE", help_heading = "Output")]
@@ -389,6 +407,8 @@ impl From<Args> for Options {
             max_memory: args.max_memory,
             max_record: args.max_record,
             clock_skew_ns: args.clock_skew,
+            metadata_logs: args.metadata_logs,
+            log_clock_skew_ms: i64::from(args.log_clock_skew),
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
             max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
             bytes_read: None,

@@ -13,6 +13,9 @@ use crate::report::filter::Filter;
 /// Out-of-order bytes held per direction before a hole is declared lost.
 pub const DEFAULT_MAX_HELD_LEN: usize = 4 << 20;
 
+/// Default `--log-clock-skew`: a second between the metadata log's clock and the capture's.
+pub const DEFAULT_LOG_CLOCK_SKEW_MS: i64 = 1000;
+
 /// What [`crate::run`] needs, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -31,6 +34,10 @@ pub struct Config {
     pub max_record: usize,
     /// How far apart two files' timestamps of one packet may be, in nanoseconds.
     pub clock_skew_ns: u64,
+    /// Controllers' metadata logs to compare with the captures (`--metadata-log`).
+    pub metadata_logs: Vec<String>,
+    /// How far apart the metadata log's clock and the captures' may be, in milliseconds.
+    pub log_clock_skew_ms: i64,
     pub slow: SlowRule,
     /// Blocks of producer ids compared one by one before older ones are folded into
     /// ranges (bounds the analysis's memory).
@@ -51,6 +58,8 @@ impl Config {
             max_memory: crate::tcp::DEFAULT_MAX_MEMORY,
             max_record: crate::capture::MAX_RECORD_BUFFER,
             clock_skew_ns: crate::copies::DEFAULT_CLOCK_SKEW_NS,
+            metadata_logs: Vec::new(),
+            log_clock_skew_ms: DEFAULT_LOG_CLOCK_SKEW_MS,
             slow: SlowRule::Default,
             max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
             bytes_read: None,

@@ -106,11 +106,25 @@ pub enum Kind {
     PidDuplicateGrant,
     PidOutsideBlocks,
     PidStaleController,
+    // The metadata log (src/metadata_log) and its comparison with the wire.
+    /// A metadata log file ends inside a record batch; the batches before it were read.
+    MetadataLogTruncated,
+    /// A metadata log batch that is not what Kafka writes (magic, CRC, record framing).
+    MetadataLogCorrupt,
+    /// A metadata log batch over a bound of the reader.
+    MetadataLogLimit,
+    /// Two metadata logs hold different records at one offset.
+    MetadataLogDivergent,
+    PidBlockNotCommitted,
+    PidBlockNotDelivered,
+    PidBlockMismatch,
+    PidCommittedOverlap,
+    PidCommittedGap,
 }
 
 impl Kind {
     /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 47] = [
         Self::CaptureTruncated,
         Self::CaptureCorrupt,
         Self::PacketTruncated,
@@ -149,6 +163,15 @@ impl Kind {
         Self::PidDuplicateGrant,
         Self::PidOutsideBlocks,
         Self::PidStaleController,
+        Self::MetadataLogTruncated,
+        Self::MetadataLogCorrupt,
+        Self::MetadataLogLimit,
+        Self::MetadataLogDivergent,
+        Self::PidBlockNotCommitted,
+        Self::PidBlockNotDelivered,
+        Self::PidBlockMismatch,
+        Self::PidCommittedOverlap,
+        Self::PidCommittedGap,
     ];
 
     /// The kind with this contract name.
@@ -196,6 +219,15 @@ impl Kind {
             Self::PidDuplicateGrant => "pid_duplicate_grant",
             Self::PidOutsideBlocks => "pid_outside_blocks",
             Self::PidStaleController => "pid_stale_controller",
+            Self::MetadataLogTruncated => "metadata_log_truncated",
+            Self::MetadataLogCorrupt => "metadata_log_corrupt",
+            Self::MetadataLogLimit => "metadata_log_limit",
+            Self::MetadataLogDivergent => "metadata_log_divergent",
+            Self::PidBlockNotCommitted => "pid_block_not_committed",
+            Self::PidBlockNotDelivered => "pid_block_not_delivered",
+            Self::PidBlockMismatch => "pid_block_mismatch",
+            Self::PidCommittedOverlap => "pid_committed_overlap",
+            Self::PidCommittedGap => "pid_committed_gap",
         }
     }
 
@@ -227,7 +259,11 @@ impl Kind {
             | Self::PidBlockRegression
             | Self::PidDuplicateGrant
             | Self::PidOutsideBlocks
-            | Self::PidStaleController => Severity::Error,
+            | Self::PidStaleController
+            | Self::MetadataLogCorrupt
+            | Self::PidBlockNotCommitted
+            | Self::PidBlockMismatch
+            | Self::PidCommittedOverlap => Severity::Error,
             _ => Severity::Warning,
         }
     }

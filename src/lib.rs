@@ -146,12 +146,26 @@ fn process(
         &mut filtered
     };
     let needs = sink.needs();
-    let analyzer = Analyzer::new(
+    let mut analyzer = Analyzer::new(
         config.slow,
         needs.blocks_in_report,
         needs.exact_latency,
         config.max_recent_blocks,
     );
+    // The controllers' log is small beside a capture: read whole first, then compared
+    // with each exchange as it completes.
+    let metadata_log = match config.metadata_logs.is_empty() {
+        true => None,
+        false => Some(metadata_log::read(
+            &config.metadata_logs,
+            metadata_log::Limits::default(),
+        )?),
+    };
+    let mut log_diagnostics = Diagnostics::default();
+    if let Some(log) = metadata_log {
+        analysis::committed::log_problems(&log, &mut log_diagnostics);
+        analyzer.compare_with(log, config.log_clock_skew_ms);
+    }
     let (mut batcher, rx) = worker::channel();
     let (outcome, read) = std::thread::scope(|scope| {
         let analysis = std::thread::Builder::new()
@@ -183,6 +197,7 @@ fn process(
     if let Some(sentence) = held {
         let _ = frame_holds.set(sentence);
     }
+    diagnostics.absorb(log_diagnostics);
     let analysis = outcome.analyzer.finish(&mut diagnostics);
     let mut report = report::build(report::Findings {
         captures,

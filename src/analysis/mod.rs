@@ -11,6 +11,7 @@
 mod addresses;
 mod blocks;
 mod brokers;
+pub mod committed;
 mod controllers;
 mod producers;
 pub mod verdict;
@@ -176,6 +177,8 @@ pub struct Analysis {
     pub broker_addresses: Vec<BrokerAddress>,
     /// Who led the controller quorum when, as far as the capture shows.
     pub controllers: Vec<Leadership>,
+    /// The controllers' metadata log, compared with the wire, when one was given.
+    pub metadata_log: Option<committed::LogAnalysis>,
 }
 
 /// The analysis, fed one exchange at a time as exchanges complete, in bounded memory
@@ -194,6 +197,7 @@ pub struct Analyzer {
     producers: producers::Tracker,
     addresses: addresses::Addresses,
     controllers: controllers::Timeline,
+    committed: Option<committed::Compare>,
 }
 
 impl Analyzer {
@@ -225,7 +229,14 @@ impl Analyzer {
             producers: producers::Tracker::new(max_recent_blocks),
             addresses: addresses::Addresses::default(),
             controllers: controllers::Timeline::default(),
+            committed: None,
         }
+    }
+
+    /// Compares every block delivered with the records of `log` (see [`committed`]),
+    /// allowing `clock_skew_ms` between the capture's clock and the log's.
+    pub fn compare_with(&mut self, log: crate::metadata_log::MetadataLog, clock_skew_ms: i64) {
+        self.committed = Some(committed::Compare::new(log, clock_skew_ms));
     }
 
     fn note(&mut self, finding: Finding) {
@@ -275,6 +286,9 @@ impl Analyzer {
             self.listed.push(block.clone());
         }
         self.brokers.add(ex, &mut found);
+        if let Some(compare) = &mut self.committed {
+            compare.exchange(ex, block.as_ref(), &mut found);
+        }
         for f in found {
             self.note(f);
         }
@@ -346,6 +360,7 @@ impl Analyzer {
         let usual_len = std::mem::take(&mut self.blocks).finish(&mut found);
         self.brokers.finish(&mut found);
         let slow_threshold_us = self.slow_findings(&mut found);
+        let metadata_log = self.committed.take().map(|c| c.finish(&mut found));
         for f in found {
             self.note(f);
         }
@@ -386,6 +401,7 @@ impl Analyzer {
             producers: self.producers.totals,
             broker_addresses: self.addresses.table(),
             controllers: self.controllers.finish(),
+            metadata_log,
         }
     }
 

@@ -21,6 +21,8 @@ use crate::pairing::Status;
 pub enum Code {
     DuplicateProducerIds,
     ProducerIdsWentBackwards,
+    /// The wire and the controllers' log disagree on a delivered block.
+    NotCommitted,
     IncompleteCapture,
     NoProducerIdsGranted,
     CorrectAsFarAsCaptured,
@@ -30,9 +32,10 @@ pub enum Code {
 }
 
 impl Code {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::DuplicateProducerIds,
         Self::ProducerIdsWentBackwards,
+        Self::NotCommitted,
         Self::IncompleteCapture,
         Self::NoProducerIdsGranted,
         Self::CorrectAsFarAsCaptured,
@@ -46,6 +49,7 @@ impl Code {
         match self {
             Self::DuplicateProducerIds => "duplicate_producer_ids",
             Self::ProducerIdsWentBackwards => "producer_ids_went_backwards",
+            Self::NotCommitted => "blocks_not_committed",
             Self::IncompleteCapture => "incomplete_capture",
             Self::NoProducerIdsGranted => "no_producer_ids_granted",
             Self::CorrectAsFarAsCaptured => "correct_as_far_as_captured",
@@ -64,6 +68,7 @@ impl Code {
         match self {
             Self::DuplicateProducerIds => "DUPLICATE PRODUCER IDS",
             Self::ProducerIdsWentBackwards => "PRODUCER IDS WENT BACKWARDS",
+            Self::NotCommitted => "BLOCKS NOT COMMITTED",
             Self::IncompleteCapture => "INCOMPLETE CAPTURE",
             Self::NoProducerIdsGranted => "NO PRODUCER IDS GRANTED",
             Self::CorrectAsFarAsCaptured => "CORRECT AS FAR AS CAPTURED",
@@ -75,7 +80,9 @@ impl Code {
 
     pub fn grade(self) -> Grade {
         match self {
-            Self::DuplicateProducerIds | Self::ProducerIdsWentBackwards => Grade::Wrong,
+            Self::DuplicateProducerIds | Self::ProducerIdsWentBackwards | Self::NotCommitted => {
+                Grade::Wrong
+            }
             Self::IncompleteCapture | Self::NoProducerIdsGranted | Self::CorrectAsFarAsCaptured => {
                 Grade::Unsure
             }
@@ -151,6 +158,8 @@ pub struct Evidence<'a> {
     pub not_kafka_connections: u64,
     /// TCP connections that carried TLS: encrypted, not read.
     pub encrypted_connections: u64,
+    /// The controllers' metadata log, when one was given.
+    pub log: Option<&'a super::committed::LogAnalysis>,
 }
 
 /// Kinds whose diagnostics are accounted for by a [`Limit`], and so not listed again as
@@ -203,6 +212,10 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
     let t = e.totals;
     let damage: Vec<&Limit> = limits.iter().filter(|l| l.damage).collect();
     let unreadable: Vec<&Limit> = limits.iter().filter(|l| !l.damage).collect();
+    // ids the log commits twice are duplicates whatever the capture holds
+    if let Some(text) = finding(e, Kind::PidCommittedOverlap) {
+        return (Code::DuplicateProducerIds, text);
+    }
     if t.total == 0 {
         let mut none = format!("none in {}", counted(e.packets, "packet"));
         let not_kafka = e.not_kafka_connections;
@@ -213,6 +226,9 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
                 counted(not_kafka, "TCP connection")
             );
         }
+        if let Some(log) = e.log {
+            none = format!("{none}; {}", log_sentence(log));
+        }
         return (Code::NoExchanges, but(none, limits.iter()));
     }
     // Two producers holding one id is the same wrong fact seen from the producers' side:
@@ -221,6 +237,8 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
         (Kind::PidBlockOverlap, Code::DuplicateProducerIds),
         (Kind::PidDuplicateGrant, Code::DuplicateProducerIds),
         (Kind::PidBlockRegression, Code::ProducerIdsWentBackwards),
+        (Kind::PidBlockNotCommitted, Code::NotCommitted),
+        (Kind::PidBlockMismatch, Code::NotCommitted),
     ] {
         if let Some(text) = finding(e, kind) {
             let text = match damage.first() {
@@ -270,6 +288,22 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
         );
     }
     (Code::Correct, granted)
+}
+
+/// What the metadata log alone says: "the metadata log commits 42 blocks to 2 brokers
+/// (offsets 27 to 310)".
+fn log_sentence(log: &super::committed::LogAnalysis) -> String {
+    let blocks = log.log.blocks.iter().filter(|b| !b.from_snapshot);
+    let brokers: std::collections::BTreeSet<i32> = blocks.clone().map(|b| b.broker_id).collect();
+    let offsets = blocks.clone().map(|b| b.place.offset);
+    match (offsets.clone().min(), offsets.max()) {
+        (Some(first), Some(last)) => format!(
+            "the metadata log commits {} to {} (offsets {first} to {last})",
+            counted(blocks.count() as u64, "block"),
+            counted(brokers.len() as u64, "broker")
+        ),
+        _ => "the metadata log commits no block".to_owned(),
+    }
 }
 
 /// The first listed finding of `kind` and how many there are in all.

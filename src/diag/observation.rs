@@ -247,6 +247,96 @@ pub enum Observation<'a> {
         start: i64,
         len: i32,
     },
+    /// A metadata log file ends inside a record batch: `len` bytes of one that needs
+    /// `needed`, at byte `at`; the batches before it were read.
+    MetadataLogTruncated {
+        path: &'a str,
+        at: u64,
+        needed: u64,
+        len: u64,
+    },
+    /// A metadata log batch that is not what Kafka writes; the file is read no further.
+    MetadataLogCorrupt {
+        path: &'a str,
+        at: u64,
+        reason: &'a str,
+    },
+    /// A metadata log batch over a bound of the reader; the file is read no further.
+    MetadataLogLimit {
+        path: &'a str,
+        at: u64,
+        reason: &'a str,
+    },
+    /// Two metadata logs hold different records at one offset.
+    MetadataLogDivergent {
+        offset: i64,
+        kept: &'a str,
+        dropped: &'a str,
+    },
+    /// A block delivered on the wire (a `NONE` response) that no ProducerIdsRecord of the
+    /// metadata log commits, though the log covers its time.
+    PidBlockNotCommitted {
+        /// The response.
+        frame: u64,
+        broker_id: i32,
+        broker_epoch: i64,
+        start: i64,
+        len: i32,
+        /// The log's records: offsets and batch times covered.
+        log_first_offset: i64,
+        log_last_offset: i64,
+    },
+    /// A block the metadata log commits whose delivery the capture should hold (it was
+    /// committed inside the capture's time, to a broker whose requests the capture holds)
+    /// but does not.
+    PidBlockNotDelivered {
+        offset: i64,
+        /// The record batch's max timestamp, unix milliseconds.
+        time_ms: i64,
+        broker_id: i32,
+        broker_epoch: i64,
+        /// The block's first id, when the record before it was read.
+        start: Option<i64>,
+        next_producer_id: i64,
+        /// The broker's last request before the commit that got no block: its frame and
+        /// how it ended (`unanswered`, `response_unknown`, or the error's name).
+        request: Option<(u64, &'a str)>,
+    },
+    /// A block delivered on the wire that the log commits with other values: to another
+    /// broker or broker epoch, or only after it was delivered.
+    PidBlockMismatch {
+        /// The response.
+        frame: u64,
+        start: i64,
+        len: i32,
+        broker_id: i32,
+        broker_epoch: i64,
+        offset: i64,
+        log_broker_id: i32,
+        log_broker_epoch: i64,
+        /// How long after the response the record's batch was appended, beyond the
+        /// clock skew allowed, when it was.
+        committed_late_ms: Option<i64>,
+    },
+    /// A ProducerIdsRecord whose next producer id is not above the one before it: ids
+    /// committed twice.
+    PidCommittedOverlap {
+        offset: i64,
+        broker_id: i32,
+        next_producer_id: i64,
+        previous_offset: i64,
+        previous_next_producer_id: i64,
+    },
+    /// A ProducerIdsRecord that moves the next producer id by other than the usual
+    /// block length: records missing from the logs read, or ids skipped.
+    PidCommittedGap {
+        offset: i64,
+        broker_id: i32,
+        next_producer_id: i64,
+        previous_offset: i64,
+        previous_next_producer_id: i64,
+        usual_len: i64,
+    },
 }
 
 impl Observation<'_> {
@@ -293,6 +383,15 @@ impl Observation<'_> {
             Self::PidDuplicateGrant { .. } => Kind::PidDuplicateGrant,
             Self::PidOutsideBlocks { .. } => Kind::PidOutsideBlocks,
             Self::PidStaleController { .. } => Kind::PidStaleController,
+            Self::MetadataLogTruncated { .. } => Kind::MetadataLogTruncated,
+            Self::MetadataLogCorrupt { .. } => Kind::MetadataLogCorrupt,
+            Self::MetadataLogLimit { .. } => Kind::MetadataLogLimit,
+            Self::MetadataLogDivergent { .. } => Kind::MetadataLogDivergent,
+            Self::PidBlockNotCommitted { .. } => Kind::PidBlockNotCommitted,
+            Self::PidBlockNotDelivered { .. } => Kind::PidBlockNotDelivered,
+            Self::PidBlockMismatch { .. } => Kind::PidBlockMismatch,
+            Self::PidCommittedOverlap { .. } => Kind::PidCommittedOverlap,
+            Self::PidCommittedGap { .. } => Kind::PidCommittedGap,
         }
     }
 
@@ -595,6 +694,127 @@ impl Observation<'_> {
                 ]);
                 facts
             }
+            Self::MetadataLogTruncated {
+                path,
+                at,
+                needed,
+                len,
+            } => vec![
+                ("path", (*path).into()),
+                ("at", (*at).into()),
+                ("needed", (*needed).into()),
+                ("len", (*len).into()),
+            ],
+            Self::MetadataLogCorrupt { path, at, reason } | Self::MetadataLogLimit { path, at, reason } => vec![
+                ("path", (*path).into()),
+                ("at", (*at).into()),
+                ("reason", (*reason).into()),
+            ],
+            Self::MetadataLogDivergent {
+                offset,
+                kept,
+                dropped,
+            } => vec![
+                ("offset", (*offset).into()),
+                ("kept", (*kept).into()),
+                ("dropped", (*dropped).into()),
+            ],
+            Self::PidBlockNotCommitted {
+                frame,
+                broker_id,
+                broker_epoch,
+                start,
+                len,
+                log_first_offset,
+                log_last_offset,
+            } => vec![
+                ("frame", (*frame).into()),
+                ("broker_id", (*broker_id).into()),
+                ("broker_epoch", (*broker_epoch).into()),
+                ("start", (*start).into()),
+                ("len", (*len).into()),
+                ("log_first_offset", (*log_first_offset).into()),
+                ("log_last_offset", (*log_last_offset).into()),
+            ],
+            Self::PidBlockNotDelivered {
+                offset,
+                time_ms,
+                broker_id,
+                broker_epoch,
+                start,
+                next_producer_id,
+                request,
+            } => {
+                let mut facts = vec![
+                    ("offset", (*offset).into()),
+                    ("time_ms", (*time_ms).into()),
+                    ("broker_id", (*broker_id).into()),
+                    ("broker_epoch", (*broker_epoch).into()),
+                ];
+                if let Some(start) = start {
+                    facts.push(("start", (*start).into()));
+                }
+                facts.push(("next_producer_id", (*next_producer_id).into()));
+                if let Some((frame, status)) = request {
+                    facts.push(("request_frame", (*frame).into()));
+                    facts.push(("request_status", (*status).into()));
+                }
+                facts
+            }
+            Self::PidBlockMismatch {
+                frame,
+                start,
+                len,
+                broker_id,
+                broker_epoch,
+                offset,
+                log_broker_id,
+                log_broker_epoch,
+                committed_late_ms,
+            } => {
+                let mut facts = vec![
+                    ("frame", (*frame).into()),
+                    ("start", (*start).into()),
+                    ("len", (*len).into()),
+                    ("broker_id", (*broker_id).into()),
+                    ("broker_epoch", (*broker_epoch).into()),
+                    ("offset", (*offset).into()),
+                    ("log_broker_id", (*log_broker_id).into()),
+                    ("log_broker_epoch", (*log_broker_epoch).into()),
+                ];
+                if let Some(late) = committed_late_ms {
+                    facts.push(("committed_late_ms", (*late).into()));
+                }
+                facts
+            }
+            Self::PidCommittedOverlap {
+                offset,
+                broker_id,
+                next_producer_id,
+                previous_offset,
+                previous_next_producer_id,
+            } => vec![
+                ("offset", (*offset).into()),
+                ("broker_id", (*broker_id).into()),
+                ("next_producer_id", (*next_producer_id).into()),
+                ("previous_offset", (*previous_offset).into()),
+                ("previous_next_producer_id", (*previous_next_producer_id).into()),
+            ],
+            Self::PidCommittedGap {
+                offset,
+                broker_id,
+                next_producer_id,
+                previous_offset,
+                previous_next_producer_id,
+                usual_len,
+            } => vec![
+                ("offset", (*offset).into()),
+                ("broker_id", (*broker_id).into()),
+                ("next_producer_id", (*next_producer_id).into()),
+                ("previous_offset", (*previous_offset).into()),
+                ("previous_next_producer_id", (*previous_next_producer_id).into()),
+                ("usual_len", (*usual_len).into()),
+            ],
         }
     }
 }
@@ -941,6 +1161,112 @@ impl fmt::Display for Observation<'_> {
                     "controller {controller_id} ({controller}) granted {len} producer ids from {start} (frame {frame}) after controller {leader_seen} was seen leading epoch {leader_seen_epoch} (frame {leader_seen_frame}); {led}: a stale controller handed out a block"
                 )
             }
+            Self::MetadataLogTruncated {
+                path,
+                at,
+                needed,
+                len,
+            } => write!(
+                f,
+                "{path}: the metadata log ends inside a record batch at byte {at} ({len} of its {needed} bytes are there); the batches before it were read"
+            ),
+            Self::MetadataLogCorrupt { path, at, reason } => write!(
+                f,
+                "{path}: the record batch at byte {at} is corrupt ({reason}); the file is read no further"
+            ),
+            Self::MetadataLogLimit { path, at, reason } => write!(
+                f,
+                "{path}: the record batch at byte {at} is over a limit ({reason}); the file is read no further"
+            ),
+            Self::MetadataLogDivergent {
+                offset,
+                kept,
+                dropped,
+            } => write!(
+                f,
+                "the metadata logs hold different records at offset {offset}: {kept} is kept (the higher leader epoch), {dropped} is not"
+            ),
+            Self::PidBlockNotCommitted {
+                frame,
+                broker_id,
+                broker_epoch,
+                start,
+                len,
+                log_first_offset,
+                log_last_offset,
+            } => write!(
+                f,
+                "broker {broker_id} (epoch {broker_epoch}) was delivered {len} producer ids from {start} (frame {frame}), but no ProducerIdsRecord of the metadata log (offsets {log_first_offset} to {log_last_offset}, which cover that time) commits them: a controller answered from state it had not committed"
+            ),
+            Self::PidBlockNotDelivered {
+                offset,
+                time_ms,
+                broker_id,
+                broker_epoch,
+                start,
+                next_producer_id,
+                request,
+            } => {
+                let ids = match start {
+                    Some(start) => format!("producer ids {start} to {}", next_producer_id.saturating_sub(1)),
+                    None => format!("producer ids up to {}", next_producer_id.saturating_sub(1)),
+                };
+                let asked = match request {
+                    Some((frame, status)) => {
+                        format!("the broker's last request before it (frame {frame}) ended {status}")
+                    }
+                    None => "no request for it is in the capture".to_owned(),
+                };
+                write!(
+                    f,
+                    "the metadata log commits {ids} to broker {broker_id} (epoch {broker_epoch}) at offset {offset} (unix ms {time_ms}), but no response in the capture delivers them; {asked}"
+                )
+            }
+            Self::PidBlockMismatch {
+                frame,
+                start,
+                len,
+                broker_id,
+                broker_epoch,
+                offset,
+                log_broker_id,
+                log_broker_epoch,
+                committed_late_ms,
+            } => {
+                write!(
+                    f,
+                    "{len} producer ids from {start} were delivered to broker {broker_id} (epoch {broker_epoch}) at frame {frame}, but the record at offset {offset} commits them"
+                )?;
+                if (broker_id, broker_epoch) != (log_broker_id, log_broker_epoch) {
+                    write!(f, " to broker {log_broker_id} (epoch {log_broker_epoch})")?;
+                }
+                if let Some(late) = committed_late_ms {
+                    write!(f, " {late} ms after they were delivered (beyond the clock skew allowed)")?;
+                }
+                Ok(())
+            }
+            Self::PidCommittedOverlap {
+                offset,
+                broker_id,
+                next_producer_id,
+                previous_offset,
+                previous_next_producer_id,
+            } => write!(
+                f,
+                "the ProducerIdsRecord at offset {offset} commits producer ids up to {} to broker {broker_id}, not past the {previous_next_producer_id} the record at offset {previous_offset} reached: ids committed twice",
+                next_producer_id.saturating_sub(1)
+            ),
+            Self::PidCommittedGap {
+                offset,
+                broker_id,
+                next_producer_id,
+                previous_offset,
+                previous_next_producer_id,
+                usual_len,
+            } => write!(
+                f,
+                "the ProducerIdsRecord at offset {offset} (broker {broker_id}) moves the next producer id from {previous_next_producer_id} (offset {previous_offset}) to {next_producer_id}, not by the usual {usual_len}: records missing from the logs read, or ids skipped"
+            ),
         }
     }
 }

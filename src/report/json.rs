@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::model::{
-    BrokerAddress, Capture, ControllerSpan, Diagnostic, Filters, PidFinding, ProducerIdBlocks,
+    BrokerAddress, Capture, ControllerSpan, Diagnostic, Filters, MetadataLog, PidFinding, ProducerIdBlocks,
     ProducerIdCounts, ProducerIds, Report, Summary, Tool, Verdict,
 };
 use super::sink::{Needs, Sink};
@@ -282,6 +282,8 @@ fn write_report(
     struct Cluster<'a> {
         brokers_by_address: &'a [BrokerAddress],
         controllers: &'a [ControllerSpan],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata_log: &'a Option<MetadataLog>,
     }
     #[derive(Serialize)]
     struct ProducersHead<'a> {
@@ -301,6 +303,7 @@ fn write_report(
         producer_ids,
         brokers_by_address,
         controllers,
+        metadata_log,
         diagnostics,
     } = report;
     let ProducerIds {
@@ -381,6 +384,7 @@ fn write_report(
     let cluster = Cluster {
         brokers_by_address,
         controllers,
+        metadata_log,
     };
     out.write_all(&fields(&cluster, 1)?)?;
     if whole {

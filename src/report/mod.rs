@@ -4,6 +4,7 @@
 //! request frame, then connection, then correlation id; diagnostics in packet order;
 //! every map is a `BTreeMap`. Time comes only from the capture.
 
+mod committed;
 pub mod compact;
 pub mod csv;
 pub mod filter;
@@ -368,6 +369,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         captures: &findings.captures,
         not_kafka_connections: findings.not_kafka_connections,
         encrypted_connections: findings.encrypted_connections,
+        log: analysis.metadata_log.as_ref(),
     }));
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,
@@ -449,6 +451,11 @@ pub fn build(mut findings: Findings) -> model::Report {
             .iter()
             .map(controller_span)
             .collect(),
+        metadata_log: findings
+            .analysis
+            .metadata_log
+            .as_ref()
+            .map(committed::section),
         diagnostics,
     }
 }

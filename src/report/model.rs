@@ -38,7 +38,121 @@ pub struct Report {
     pub producer_ids: ProducerIds,
     pub brokers_by_address: Vec<BrokerAddress>,
     pub controllers: Vec<ControllerSpan>,
+    /// The controllers' metadata log (`--metadata-log`), compared with the capture;
+    /// absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_log: Option<MetadataLog>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What the metadata logs given hold, and how their committed blocks stand against the
+/// capture.
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct MetadataLog {
+    pub files: Vec<MetadataLogFile>,
+    /// Offsets and batch times covered, over every file.
+    pub first_offset: Option<i64>,
+    pub last_offset: Option<i64>,
+    pub first_timestamp: Option<String>,
+    pub last_timestamp: Option<String>,
+    /// Metadata records by type (`ProducerIdsRecord`, `RegisterBrokerRecord`, ...,
+    /// `Unknown(n)`); a record several logs hold counts once.
+    pub records_by_type: BTreeMap<String, u64>,
+    /// Control records by type (`LeaderChange`, `SnapshotHeader`, ...).
+    pub control_records: BTreeMap<String, u64>,
+    /// `--log-clock-skew`: how far apart the log's clock and the capture's may be.
+    pub clock_skew_ms: i64,
+    /// The comparison with the capture; null without a capture.
+    pub comparison: Option<LogComparison>,
+    /// Every ProducerIdsRecord, in offset order.
+    pub blocks: Vec<CommittedBlock>,
+    /// Every RegisterBrokerRecord, in offset order.
+    pub registrations: Vec<LogRegistration>,
+    /// Every LeaderChange control record, in offset order.
+    pub leader_changes: Vec<LogLeaderChange>,
+    /// Blocks and registrations past the reader's limit: counted, not listed.
+    pub not_kept: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct MetadataLogFile {
+    pub path: String,
+    /// `segment` or `snapshot`.
+    pub kind: &'static str,
+    pub size: u64,
+    /// Bytes read as whole, valid batches.
+    pub read_size: u64,
+    pub batches: u64,
+    pub records: u64,
+    pub first_offset: Option<i64>,
+    pub last_offset: Option<i64>,
+    pub first_timestamp: Option<String>,
+    pub last_timestamp: Option<String>,
+    /// False when a diagnostic stopped the reading before the file's end.
+    pub complete: bool,
+}
+
+/// Counts of the comparison of the log with the capture.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct LogComparison {
+    /// Blocks delivered on the wire (`NONE` responses).
+    pub wire_blocks: u64,
+    /// ... whose record the log holds, with the same values.
+    pub matched: u64,
+    pub not_committed: u64,
+    pub mismatched: u64,
+    /// ... delivered at a time the log does not cover.
+    pub outside_log: u64,
+    /// Committed blocks the capture should hold the delivery of, and does not.
+    pub not_delivered: u64,
+    /// Committed blocks outside the time the capture shows their broker asking.
+    pub outside_capture: u64,
+}
+
+/// A ProducerIdsRecord: the block `producer_id_start` to `next_producer_id - 1` granted.
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct CommittedBlock {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    /// The previous record's `NextProducerId`; absent when that record was not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_id_start: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_id_len: Option<i64>,
+    pub next_producer_id: i64,
+    pub offset: i64,
+    /// The batch's max timestamp.
+    pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
+    /// The batch's partition leader epoch: the controller epoch that appended it.
+    pub leader_epoch: i32,
+    /// `delivered`, `not_delivered`, `outside_capture` or `snapshot` (see
+    /// docs/report-format.md).
+    pub delivery: &'static str,
+    /// The response that delivered it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivered_frame: Option<u64>,
+    /// The file it was read from (`files[].path`).
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct LogRegistration {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    /// `name host:port` per listener.
+    pub endpoints: Vec<String>,
+    pub offset: i64,
+    pub timestamp: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct LogLeaderChange {
+    pub leader_id: i32,
+    pub epoch: i32,
+    pub offset: i64,
+    pub timestamp: String,
 }
 
 /// An address the capture shows a broker serving on, and how it is known.

@@ -20,6 +20,7 @@ fn judged(exchanges: &[crate::pairing::Exchange], extra: &[(Kind, u64)]) -> Verd
         diagnostics: &diags,
         captures: &[],
         not_kafka_connections: 0,
+        log: None,
         // one per tls_encrypted diagnostic, as the Kafka stage counts them
         encrypted_connections: extra
             .iter()

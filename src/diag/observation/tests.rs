@@ -818,8 +818,173 @@ fn producer_samples() -> Vec<Sample> {
     ]
 }
 
+fn metadata_log_samples() -> Vec<Sample> {
+    let seg = "data/__cluster_metadata-0/00000000000000000000.log";
+    vec![
+        (
+            Observation::MetadataLogTruncated {
+                path: seg,
+                at: 4096,
+                needed: 120,
+                len: 60,
+            },
+            "data/__cluster_metadata-0/00000000000000000000.log: the metadata log ends inside a record batch at byte 4096 (60 of its 120 bytes are there); the batches before it were read",
+            vec![
+                ("path", text(seg)),
+                ("at", Fact::Uint(4096)),
+                ("needed", Fact::Uint(120)),
+                ("len", Fact::Uint(60)),
+            ],
+        ),
+        (
+            Observation::MetadataLogCorrupt {
+                path: seg,
+                at: 61,
+                reason: "CRC-32C 0x1 where the batch holds 0x2",
+            },
+            "data/__cluster_metadata-0/00000000000000000000.log: the record batch at byte 61 is corrupt (CRC-32C 0x1 where the batch holds 0x2); the file is read no further",
+            vec![
+                ("path", text(seg)),
+                ("at", Fact::Uint(61)),
+                ("reason", text("CRC-32C 0x1 where the batch holds 0x2")),
+            ],
+        ),
+        (
+            Observation::MetadataLogLimit {
+                path: seg,
+                at: 0,
+                reason: "batch of 20971520 bytes, over 16777216",
+            },
+            "data/__cluster_metadata-0/00000000000000000000.log: the record batch at byte 0 is over a limit (batch of 20971520 bytes, over 16777216); the file is read no further",
+            vec![
+                ("path", text(seg)),
+                ("at", Fact::Uint(0)),
+                ("reason", text("batch of 20971520 bytes, over 16777216")),
+            ],
+        ),
+        (
+            Observation::MetadataLogDivergent {
+                offset: 42,
+                kept: "ProducerIdsRecord of epoch 3",
+                dropped: "NoOpRecord of epoch 2",
+            },
+            "the metadata logs hold different records at offset 42: ProducerIdsRecord of epoch 3 is kept (the higher leader epoch), NoOpRecord of epoch 2 is not",
+            vec![
+                ("offset", Fact::Int(42)),
+                ("kept", text("ProducerIdsRecord of epoch 3")),
+                ("dropped", text("NoOpRecord of epoch 2")),
+            ],
+        ),
+        (
+            Observation::PidBlockNotCommitted {
+                frame: 31,
+                broker_id: 2,
+                broker_epoch: 13,
+                start: 5000,
+                len: 1000,
+                log_first_offset: 0,
+                log_last_offset: 310,
+            },
+            "broker 2 (epoch 13) was delivered 1000 producer ids from 5000 (frame 31), but no ProducerIdsRecord of the metadata log (offsets 0 to 310, which cover that time) commits them: a controller answered from state it had not committed",
+            vec![
+                ("frame", Fact::Uint(31)),
+                ("broker_id", Fact::Int(2)),
+                ("broker_epoch", Fact::Int(13)),
+                ("start", Fact::Int(5000)),
+                ("len", Fact::Int(1000)),
+                ("log_first_offset", Fact::Int(0)),
+                ("log_last_offset", Fact::Int(310)),
+            ],
+        ),
+        (
+            Observation::PidBlockNotDelivered {
+                offset: 77,
+                time_ms: 1_796_231_640_000,
+                broker_id: 1,
+                broker_epoch: 21,
+                start: Some(6000),
+                next_producer_id: 7000,
+                request: Some((40, "unanswered")),
+            },
+            "the metadata log commits producer ids 6000 to 6999 to broker 1 (epoch 21) at offset 77 (unix ms 1796231640000), but no response in the capture delivers them; the broker's last request before it (frame 40) ended unanswered",
+            vec![
+                ("offset", Fact::Int(77)),
+                ("time_ms", Fact::Int(1_796_231_640_000)),
+                ("broker_id", Fact::Int(1)),
+                ("broker_epoch", Fact::Int(21)),
+                ("start", Fact::Int(6000)),
+                ("next_producer_id", Fact::Int(7000)),
+                ("request_frame", Fact::Uint(40)),
+                ("request_status", text("unanswered")),
+            ],
+        ),
+        (
+            Observation::PidBlockMismatch {
+                frame: 50,
+                start: 2000,
+                len: 1000,
+                broker_id: 1,
+                broker_epoch: 21,
+                offset: 30,
+                log_broker_id: 2,
+                log_broker_epoch: 13,
+                committed_late_ms: Some(2500),
+            },
+            "1000 producer ids from 2000 were delivered to broker 1 (epoch 21) at frame 50, but the record at offset 30 commits them to broker 2 (epoch 13) 2500 ms after they were delivered (beyond the clock skew allowed)",
+            vec![
+                ("frame", Fact::Uint(50)),
+                ("start", Fact::Int(2000)),
+                ("len", Fact::Int(1000)),
+                ("broker_id", Fact::Int(1)),
+                ("broker_epoch", Fact::Int(21)),
+                ("offset", Fact::Int(30)),
+                ("log_broker_id", Fact::Int(2)),
+                ("log_broker_epoch", Fact::Int(13)),
+                ("committed_late_ms", Fact::Int(2500)),
+            ],
+        ),
+        (
+            Observation::PidCommittedOverlap {
+                offset: 90,
+                broker_id: 2,
+                next_producer_id: 4000,
+                previous_offset: 88,
+                previous_next_producer_id: 5000,
+            },
+            "the ProducerIdsRecord at offset 90 commits producer ids up to 3999 to broker 2, not past the 5000 the record at offset 88 reached: ids committed twice",
+            vec![
+                ("offset", Fact::Int(90)),
+                ("broker_id", Fact::Int(2)),
+                ("next_producer_id", Fact::Int(4000)),
+                ("previous_offset", Fact::Int(88)),
+                ("previous_next_producer_id", Fact::Int(5000)),
+            ],
+        ),
+        (
+            Observation::PidCommittedGap {
+                offset: 91,
+                broker_id: 1,
+                next_producer_id: 8000,
+                previous_offset: 88,
+                previous_next_producer_id: 6000,
+                usual_len: 1000,
+            },
+            "the ProducerIdsRecord at offset 91 (broker 1) moves the next producer id from 6000 (offset 88) to 8000, not by the usual 1000: records missing from the logs read, or ids skipped",
+            vec![
+                ("offset", Fact::Int(91)),
+                ("broker_id", Fact::Int(1)),
+                ("next_producer_id", Fact::Int(8000)),
+                ("previous_offset", Fact::Int(88)),
+                ("previous_next_producer_id", Fact::Int(6000)),
+                ("usual_len", Fact::Int(1000)),
+            ],
+        ),
+    ]
+}
+
 fn samples() -> Vec<Sample> {
     [
+        metadata_log_samples(),
         producer_samples(),
         capture_samples(),
         packet_samples(),

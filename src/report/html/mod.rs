@@ -8,6 +8,7 @@
 mod bins;
 mod groups;
 mod lane;
+mod metadata_log;
 mod latency;
 mod producers;
 mod svg;
@@ -239,6 +240,7 @@ impl Sink for HtmlSink {
         ));
         brokers(&mut page, report, &groups);
         page.push_str(&producers);
+        metadata_log::html(&mut page, report);
         findings(&mut page, report);
         self.add_slow_rows(report);
         worth_a_look(&mut page, &self.rows, self.more_rows);
@@ -316,7 +318,7 @@ svg.plot{display:block;overflow:visible}svg text{font:11px system-ui,sans-serif}
 .key span{margin-right:1em;white-space:nowrap}\
 .key i,i.sw{display:inline-block;width:10px;height:10px;margin-right:4px}\
 .key i.lane{background:#dbe6f1;border:1px solid #5b7a99;width:8px;height:8px}\
-rect.block:target{stroke:#000;stroke-width:2}tr.producer:target{background:#fff3c4}\
+rect.block:target{stroke:#000;stroke-width:2}tr.producer:target{background:#fff3c4}tr.bad{color:#c0392b}\
 .key i.outline{border:2px dashed #c0392b;width:6px;height:6px}\
 .key i.hatch{background:repeating-linear-gradient(45deg,#888 0 2px,#fff 2px 5px)}\
 .tri{color:#c0392b;margin-right:4px;font-size:.8em}\

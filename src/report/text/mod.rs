@@ -4,6 +4,7 @@
 //! InitProducerId granted (when the capture has any), the exchanges worth a look (errors, no answer, slow; `--all`: every exchange), and what was
 //! read with the diagnostics by kind. Coloured or not as the caller decides.
 
+mod metadata_log;
 mod producers;
 mod timeline;
 
@@ -201,6 +202,7 @@ impl Parts<'_> {
             timeline::write_controllers(&mut w, &report.controllers)?;
         }
         producers::write(&mut w, report)?;
+        metadata_log::write(&mut w, report)?;
         exchanges(&mut w, report, self.lines, self.all, self.shown)?;
         captures(&mut w, report)?;
         diagnostics(&mut w, report)?;
