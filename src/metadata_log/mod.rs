@@ -7,8 +7,20 @@
 //! [`LogProblem`] for the report, and reading that file stops there; only a path that
 //! cannot be opened at all is an [`Error`].
 
+mod batch;
+mod codec;
+mod dir;
+mod file;
+mod merge;
+mod metadata;
+mod record;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::io::BufReader;
 
 use crate::error::Error;
 
@@ -49,7 +61,8 @@ pub struct MetadataLog {
     pub registrations: Vec<Registration>,
     /// LeaderChange control records in offset order.
     pub leader_changes: Vec<LeaderChange>,
-    /// Blocks and registrations past [`Limits::max_kept`]: counted, not kept.
+    /// Blocks and registrations past [`Limits::max_kept`] (and leader changes past as many
+    /// again): counted, not kept.
     pub not_kept: u64,
     pub problems: Vec<LogProblem>,
 }
@@ -67,10 +80,14 @@ pub struct LogFile {
     pub kind: FileKind,
     /// The file's size.
     pub len: u64,
-    /// Bytes read as whole, valid batches.
+    /// Bytes read as whole, valid batches. Less than `len` with `complete` true when the
+    /// file ends in zero bytes (space preallocated, or a segment cut by a crash: Kafka's
+    /// recovery truncates them).
     pub read_len: u64,
     pub batches: u64,
     pub records: u64,
+    /// The first batch's base offset and the last's last offset (inside a snapshot: its own
+    /// offsets, from 0; its records' places carry the log offset the snapshot is at).
     pub first_offset: Option<i64>,
     pub last_offset: Option<i64>,
     /// Batches' max timestamps, unix milliseconds.
@@ -161,11 +178,80 @@ pub enum LogProblem {
         kept: String,
         dropped: String,
     },
+    /// A directory with neither a `.log` segment nor a `.checkpoint` snapshot in it.
+    NoLogFiles { path: String },
 }
 
 /// Reads every path (a `__cluster_metadata-0` directory or a single segment or snapshot
 /// file) and merges what they hold by offset.
+///
+/// A snapshot's records sit at the offset before its id (the last the snapshot holds).
+/// With several paths every record's place and fingerprint is held until the end, to
+/// count a record several logs hold once.
 pub fn read(paths: &[String], limits: Limits) -> Result<MetadataLog, Error> {
-    let _ = (paths, limits, Path::new(""));
-    Ok(MetadataLog::default())
+    let mut log = MetadataLog::default();
+    let mut merger = merge::Merger::new(paths.len() > 1, limits.max_kept);
+    for path in paths {
+        let files = match dir::files(path)? {
+            Ok(files) => files,
+            Err(problem) => {
+                log.problems.push(problem);
+                continue;
+            }
+        };
+        for to_read in files {
+            let name = to_read.path.display().to_string();
+            let open = |source| Error::Open {
+                path: name.clone(),
+                source,
+            };
+            let f = std::fs::File::open(&to_read.path).map_err(open)?;
+            let len = f.metadata().map_err(open)?.len();
+            let src = file::Source {
+                path: &name,
+                kind: to_read.kind,
+                len,
+                snapshot_end: to_read.snapshot_end,
+            };
+            let mut r = BufReader::new(f);
+            let (read, problem) =
+                file::read(&mut r, &src, &limits, &mut merger).map_err(|source| Error::Read {
+                    path: name.clone(),
+                    source,
+                })?;
+            log.files.push(read);
+            log.problems.extend(problem);
+        }
+    }
+    Ok(finish(log, merger))
+}
+
+/// One segment (or, named `*.checkpoint`, snapshot) file's bytes, read as [`read`] reads a
+/// file: for fuzzing and tests, no file needed.
+pub fn read_bytes(name: &str, bytes: &[u8], limits: Limits) -> MetadataLog {
+    let mut log = MetadataLog::default();
+    let mut merger = merge::Merger::new(false, limits.max_kept);
+    let to_read = dir::one_file(std::path::Path::new(name));
+    let src = file::Source {
+        path: name,
+        kind: to_read.kind,
+        len: bytes.len() as u64,
+        snapshot_end: to_read.snapshot_end,
+    };
+    let mut r = bytes;
+    // a slice's reads do not fail
+    if let Ok((read, problem)) = file::read(&mut r, &src, &limits, &mut merger) {
+        log.files.push(read);
+        log.problems.extend(problem);
+    }
+    finish(log, merger)
+}
+
+fn finish(mut log: MetadataLog, merger: merge::Merger) -> MetadataLog {
+    let from_zero = log
+        .files
+        .iter()
+        .any(|f| f.kind == FileKind::Segment && f.first_offset == Some(0));
+    merger.finish(&mut log, from_zero);
+    log
 }

@@ -1,0 +1,210 @@
+//! Records from every file read -> one log in offset order. In: each record as an
+//! [`Item`] (its place, a fingerprint of its bytes, what it says). Out: the counts and the
+//! kept blocks, registrations and leader changes of [`MetadataLog`], each block's `start`
+//! taken from the block before it. With several paths the same record at the same place
+//! counts once; different records at one place keep the higher leader epoch's and are a
+//! [`LogProblem::Divergent`]. With one path nothing can repeat, and records are counted
+//! as they come; with several, every record's place and fingerprint is held until the end.
+
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+
+use super::metadata::{control_name, record_name, Decoded};
+use super::{CommittedBlock, LeaderChange, LogProblem, MetadataLog, RecordPlace, Registration};
+
+/// Where a record sorts: its log offset; then log records before a snapshot's (whose
+/// offset is the snapshot's last), then the record's offset inside the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key {
+    pub offset: i64,
+    pub in_snapshot: bool,
+    pub inner: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    Metadata { api_key: u32, decoded: Decoded },
+    Control { ty: i16, leader: Option<i32> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub key: Key,
+    /// A hash of the record's key and value: equal records, equal fingerprints.
+    pub fingerprint: u64,
+    pub place: RecordPlace,
+    pub what: What,
+}
+
+impl Item {
+    fn name(&self) -> String {
+        match &self.what {
+            What::Metadata { api_key, .. } => record_name(*api_key),
+            What::Control { ty, .. } => control_name(*ty),
+        }
+    }
+}
+
+pub struct Merger {
+    /// Several paths: records held by place until [`Merger::finish`].
+    held: Option<BTreeMap<Key, Item>>,
+    paths: Vec<String>,
+    divergent: Vec<LogProblem>,
+    max_kept: usize,
+    records_by_type: BTreeMap<String, u64>,
+    control_records: BTreeMap<String, u64>,
+    blocks: Vec<(Key, CommittedBlock)>,
+    registrations: Vec<(Key, Registration)>,
+    leader_changes: Vec<(Key, LeaderChange)>,
+    not_kept: u64,
+}
+
+impl Merger {
+    pub fn new(several: bool, max_kept: usize) -> Self {
+        Self {
+            held: several.then(BTreeMap::new),
+            paths: Vec::new(),
+            divergent: Vec::new(),
+            max_kept,
+            records_by_type: BTreeMap::new(),
+            control_records: BTreeMap::new(),
+            blocks: Vec::new(),
+            registrations: Vec::new(),
+            leader_changes: Vec::new(),
+            not_kept: 0,
+        }
+    }
+
+    /// The index of a file about to be read, for its records' places.
+    pub fn add_file(&mut self, path: &str) -> usize {
+        self.paths.push(path.to_string());
+        self.paths.len() - 1
+    }
+
+    fn describe(&self, item: &Item) -> String {
+        let path = self
+            .paths
+            .get(item.place.file_idx)
+            .map_or("?", String::as_str);
+        format!(
+            "{} in {path} (leader epoch {})",
+            item.name(),
+            item.place.leader_epoch
+        )
+    }
+
+    pub fn push(&mut self, item: Item) {
+        let Some(held) = self.held.as_mut() else {
+            self.count(item);
+            return;
+        };
+        match held.entry(item.key) {
+            Entry::Vacant(v) => {
+                v.insert(item);
+            }
+            Entry::Occupied(mut o) => {
+                if o.get().fingerprint == item.fingerprint {
+                    return; // the same record, from another log
+                }
+                let (kept, dropped) = if item.place.leader_epoch > o.get().place.leader_epoch {
+                    let old = o.insert(item);
+                    (o.get().clone(), old)
+                } else {
+                    (o.get().clone(), item)
+                };
+                let problem = LogProblem::Divergent {
+                    offset: kept.key.offset,
+                    kept: self.describe(&kept),
+                    dropped: self.describe(&dropped),
+                };
+                self.divergent.push(problem);
+            }
+        }
+    }
+
+    fn kept_full(&self) -> bool {
+        self.blocks.len().saturating_add(self.registrations.len()) >= self.max_kept
+    }
+
+    fn count(&mut self, item: Item) {
+        let name = item.name();
+        let place = item.place;
+        match item.what {
+            What::Metadata { decoded, .. } => {
+                *self.records_by_type.entry(name).or_default() += 1;
+                match decoded {
+                    Decoded::Other => {}
+                    _ if self.kept_full() => self.not_kept += 1,
+                    Decoded::Block {
+                        broker_id,
+                        broker_epoch,
+                        next_producer_id,
+                    } => self.blocks.push((
+                        item.key,
+                        CommittedBlock {
+                            broker_id,
+                            broker_epoch,
+                            next_producer_id,
+                            start: None,
+                            place,
+                            from_snapshot: item.key.in_snapshot,
+                        },
+                    )),
+                    Decoded::Registration {
+                        broker_id,
+                        broker_epoch,
+                        endpoints,
+                    } => self.registrations.push((
+                        item.key,
+                        Registration {
+                            broker_id,
+                            broker_epoch,
+                            endpoints,
+                            place,
+                        },
+                    )),
+                }
+            }
+            What::Control { leader, .. } => {
+                *self.control_records.entry(name).or_default() += 1;
+                if let Some(leader_id) = leader {
+                    if self.leader_changes.len() >= self.max_kept {
+                        self.not_kept += 1;
+                    } else {
+                        self.leader_changes
+                            .push((item.key, LeaderChange { leader_id, place }));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fills `log`'s records; `from_zero`: a segment read starts at offset 0, so the
+    /// first block, if no snapshot's, starts at id 0.
+    pub fn finish(mut self, log: &mut MetadataLog, from_zero: bool) {
+        if let Some(held) = self.held.take() {
+            for item in held.into_values() {
+                self.count(item);
+            }
+        }
+        self.blocks.sort_by_key(|(k, _)| *k);
+        self.registrations.sort_by_key(|(k, _)| *k);
+        self.leader_changes.sort_by_key(|(k, _)| *k);
+        let mut previous: Option<i64> = None;
+        for (i, (_, block)) in self.blocks.iter_mut().enumerate() {
+            block.start = match previous {
+                Some(p) => Some(p),
+                None if i == 0 && from_zero && !block.from_snapshot => Some(0),
+                None => None,
+            };
+            previous = Some(block.next_producer_id);
+        }
+        log.records_by_type = self.records_by_type;
+        log.control_records = self.control_records;
+        log.blocks = self.blocks.into_iter().map(|(_, b)| b).collect();
+        log.registrations = self.registrations.into_iter().map(|(_, r)| r).collect();
+        log.leader_changes = self.leader_changes.into_iter().map(|(_, l)| l).collect();
+        log.not_kept = self.not_kept;
+        log.problems.extend(self.divergent);
+    }
+}
