@@ -109,8 +109,9 @@ pub struct Args {
     /// `json` (the report), `ndjson` (one line per exchange as it completes, then a
     /// summary line), `tree` (each message's fields with their wire types, offsets and
     /// sizes, then its bytes), `text` (the post-mortem for a terminal), `csv` (a row per
-    /// exchange), `csv-blocks` (a row per block) or `csv-producers` (a row per
-    /// InitProducerId exchange).
+    /// exchange), `csv-blocks` (a row per block), `csv-producers` (a row per
+    /// InitProducerId exchange) or `csv-committed` (a row per block the metadata log
+    /// commits).
     #[arg(long, value_enum, default_value_t = Format::Json, help_heading = "Output")]
     pub format: Format,
 
@@ -359,6 +360,9 @@ pub enum Format {
     CsvBlocks,
     /// A row per InitProducerId exchange: which client got which producer id (RFC 4180).
     CsvProducers,
+    /// A row per block the metadata log (`--metadata-log`) commits, with how it stands
+    /// against the capture (RFC 4180).
+    CsvCommitted,
     /// One self-contained page (use with -o report.html).
     Html,
 }

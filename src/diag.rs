@@ -251,6 +251,7 @@ impl Kind {
             | Self::CaptureFilesOverlap
             | Self::DuplicateWindowFull
             | Self::PidBlockGap
+            | Self::MetadataLogDivergent
             | Self::PidRetry
             | Self::PidBrokerEpochChange => Severity::Info,
             Self::CaptureCorrupt

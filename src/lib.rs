@@ -161,6 +161,17 @@ fn process(
             metadata_log::Limits::default(),
         )?),
     };
+    // a directory without one log file was not what the user meant to give
+    if let Some(metadata_log::LogProblem::NoLogFiles { path }) = metadata_log
+        .iter()
+        .flat_map(|l| &l.problems)
+        .find(|p| matches!(p, metadata_log::LogProblem::NoLogFiles { .. }))
+    {
+        return Err(Error::NotACapture {
+            path: path.clone(),
+            reason: "not a metadata log: no .log segment or .checkpoint snapshot file in it".into(),
+        });
+    }
     let mut log_diagnostics = Diagnostics::default();
     if let Some(log) = metadata_log {
         analysis::committed::log_problems(&log, &mut log_diagnostics);
@@ -198,7 +209,13 @@ fn process(
         let _ = frame_holds.set(sentence);
     }
     diagnostics.absorb(log_diagnostics);
-    let analysis = outcome.analyzer.finish(&mut diagnostics);
+    let mut analyzer = outcome.analyzer;
+    let first = captures.iter().filter_map(|c| c.first_timestamp).min();
+    let last = captures.iter().filter_map(|c| c.last_timestamp).max();
+    if let (Some(first), Some(last)) = (first, last) {
+        analyzer.capture_span(first, last);
+    }
+    let analysis = analyzer.finish(&mut diagnostics);
     let mut report = report::build(report::Findings {
         captures,
         analysis,

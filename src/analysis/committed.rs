@@ -109,6 +109,9 @@ pub struct Compare {
     brokers: BTreeMap<i32, Watched>,
     counts: CompareCounts,
     exchanges: u64,
+    /// The captures' first and last packet, unix ms: a block committed within the skew of
+    /// either end may have been delivered outside them.
+    capture_ms: Option<(i64, i64)>,
 }
 
 fn ms_of(t: Timestamp) -> i64 {
@@ -153,7 +156,13 @@ impl Compare {
             brokers: BTreeMap::new(),
             counts: CompareCounts::default(),
             exchanges: 0,
+            capture_ms: None,
         }
+    }
+
+    /// The captures' first and last packet times.
+    pub fn capture_span(&mut self, first: Timestamp, last: Timestamp) {
+        self.capture_ms = Some((ms_of(first), ms_of(last)));
     }
 
     /// One exchange, and the block it granted if any.
@@ -201,7 +210,11 @@ impl Compare {
         self.counts.wire_blocks += 1;
         let end = block.start.saturating_add(i64::from(block.len));
         let at_ms = ms_of(block.timestamp);
-        let candidates = self.by_next.get(&end).map(Vec::as_slice).unwrap_or_default();
+        let candidates = self
+            .by_next
+            .get(&end)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let same_broker = |b: &CommittedBlock| {
             (b.broker_id, b.broker_epoch) == (block.broker_id, block.broker_epoch)
         };
@@ -291,11 +304,20 @@ impl Compare {
     }
 
     /// Whether the capture should hold the delivery of `b`: committed while it shows
-    /// the broker asking (from its first request to its last, widened by the skew).
+    /// the broker asking (from its first request to its last, widened by the skew), and
+    /// more than the skew inside the captures' time (a block committed just before the
+    /// first packet was delivered before it too).
     fn expected(&self, b: &CommittedBlock) -> bool {
+        let (capture_from, capture_to) = self.capture_ms.unwrap_or((i64::MIN, i64::MAX));
         self.brokers.get(&b.broker_id).is_some_and(|w| {
-            let from = w.first_ms.saturating_sub(self.skew_ms);
-            let to = w.last_ms.saturating_add(self.skew_ms);
+            let from = w
+                .first_ms
+                .saturating_sub(self.skew_ms)
+                .max(capture_from.saturating_add(self.skew_ms));
+            let to = w
+                .last_ms
+                .saturating_add(self.skew_ms)
+                .min(capture_to.saturating_sub(self.skew_ms));
             (from..=to).contains(&b.place.time_ms)
         })
     }
@@ -415,6 +437,8 @@ fn sequence_findings(blocks: &[CommittedBlock], found: &mut Vec<Finding>) {
 pub fn log_problems(log: &MetadataLog, diags: &mut Diagnostics) {
     for problem in &log.problems {
         let what = match problem {
+            // fatal before the analysis (see `crate::run`)
+            LogProblem::NoLogFiles { .. } => continue,
             LogProblem::Truncated {
                 path,
                 at,

@@ -233,6 +233,13 @@ impl Analyzer {
         }
     }
 
+    /// The captures' first and last packet times, for the comparison with the log.
+    pub fn capture_span(&mut self, first: Timestamp, last: Timestamp) {
+        if let Some(compare) = &mut self.committed {
+            compare.capture_span(first, last);
+        }
+    }
+
     /// Compares every block delivered with the records of `log` (see [`committed`]),
     /// allowing `clock_skew_ms` between the capture's clock and the log's.
     pub fn compare_with(&mut self, log: crate::metadata_log::MetadataLog, clock_skew_ms: i64) {

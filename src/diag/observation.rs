@@ -705,7 +705,8 @@ impl Observation<'_> {
                 ("needed", (*needed).into()),
                 ("len", (*len).into()),
             ],
-            Self::MetadataLogCorrupt { path, at, reason } | Self::MetadataLogLimit { path, at, reason } => vec![
+            Self::MetadataLogCorrupt { path, at, reason }
+            | Self::MetadataLogLimit { path, at, reason } => vec![
                 ("path", (*path).into()),
                 ("at", (*at).into()),
                 ("reason", (*reason).into()),
@@ -798,7 +799,10 @@ impl Observation<'_> {
                 ("broker_id", (*broker_id).into()),
                 ("next_producer_id", (*next_producer_id).into()),
                 ("previous_offset", (*previous_offset).into()),
-                ("previous_next_producer_id", (*previous_next_producer_id).into()),
+                (
+                    "previous_next_producer_id",
+                    (*previous_next_producer_id).into(),
+                ),
             ],
             Self::PidCommittedGap {
                 offset,
@@ -812,7 +816,10 @@ impl Observation<'_> {
                 ("broker_id", (*broker_id).into()),
                 ("next_producer_id", (*next_producer_id).into()),
                 ("previous_offset", (*previous_offset).into()),
-                ("previous_next_producer_id", (*previous_next_producer_id).into()),
+                (
+                    "previous_next_producer_id",
+                    (*previous_next_producer_id).into(),
+                ),
                 ("usual_len", (*usual_len).into()),
             ],
         }

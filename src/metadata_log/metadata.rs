@@ -96,13 +96,15 @@ pub fn metadata(value: &[u8]) -> Result<(u32, Decoded), Reason> {
             broker_epoch: c.i64("BrokerEpoch")?,
             next_producer_id: c.i64("NextProducerId")?,
         },
-        (REGISTER_BROKER, 0..=3) => register_broker(&mut c, version)?,
+        (REGISTER_BROKER, 0..=4) => register_broker(&mut c, version)?,
         _ => Decoded::Other,
     };
     Ok((api_key, decoded))
 }
 
-/// RegisterBrokerRecord versions 0-3 (all flexible) up to its endpoints.
+/// RegisterBrokerRecord versions 0-4 (all flexible) up to its endpoints. Version 4, which
+/// Kafka 4.4 writes, starts as 3 does (its fields are added after the endpoints): its
+/// endpoints read here are those Kafka's DumpLogSegments prints (`tests/it/metadata_log.rs`).
 fn register_broker(c: &mut Cursor<'_>, version: u32) -> Result<Decoded, Reason> {
     let broker_id = c.i32("BrokerId")?;
     if version >= 2 {

@@ -29,7 +29,11 @@ fn file(f: &LogFile) -> model::MetadataLogFile {
 
 pub fn section(a: &LogAnalysis) -> model::MetadataLog {
     let log = &a.log;
-    let path_of = |idx: usize| log.files.get(idx).map_or_else(String::new, |f| f.path.clone());
+    let path_of = |idx: usize| {
+        log.files
+            .get(idx)
+            .map_or_else(String::new, |f| f.path.clone())
+    };
     let blocks = log
         .blocks
         .iter()
@@ -57,8 +61,18 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
         files: log.files.iter().map(file).collect(),
         first_offset: log.files.iter().filter_map(|f| f.first_offset).min(),
         last_offset: log.files.iter().filter_map(|f| f.last_offset).max(),
-        first_timestamp: log.files.iter().filter_map(|f| f.first_time_ms).min().map(time),
-        last_timestamp: log.files.iter().filter_map(|f| f.last_time_ms).max().map(time),
+        first_timestamp: log
+            .files
+            .iter()
+            .filter_map(|f| f.first_time_ms)
+            .min()
+            .map(time),
+        last_timestamp: log
+            .files
+            .iter()
+            .filter_map(|f| f.last_time_ms)
+            .max()
+            .map(time),
         records_by_type: log.records_by_type.clone(),
         control_records: log.control_records.clone(),
         clock_skew_ms: a.clock_skew_ms,

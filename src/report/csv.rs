@@ -1,12 +1,13 @@
 //! `--format csv` (a row per exchange), `--format csv-blocks` (a row per block) and
-//! `--format csv-producers` (a row per InitProducerId exchange) for spreadsheets and
+//! `--format csv-producers` (a row per InitProducerId exchange) and `--format
+//! csv-committed` (a row per block the metadata log commits) for spreadsheets and
 //! pipelines: RFC 4180 (a header row, commas, fields quoted by the `csv`
 //! crate when they need it, CRLF line ends). Rows are rendered as they come into a list in
 //! report order (off the heap past a bound, see [`Ordered`]) and written at the end.
 
 use std::io::{self, Write};
 
-use super::model::{Exchange, PidBlock, ProducerIdEntry, Report};
+use super::model::{CommittedBlock, Exchange, PidBlock, PidFinding, ProducerIdEntry, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
@@ -90,6 +91,23 @@ pub const PRODUCER_COLUMNS: [&str; 32] = [
     "unix_time",
     "latency_us",
     "decode_error",
+];
+
+/// Columns of `--format csv-committed`: the fields of `metadata_log.blocks[]`.
+pub const COMMITTED_COLUMNS: [&str; 13] = [
+    "offset",
+    "broker_id",
+    "broker_epoch",
+    "producer_id_start",
+    "producer_id_len",
+    "next_producer_id",
+    "timestamp",
+    "unix_time",
+    "leader_epoch",
+    "delivery",
+    "delivered_frame",
+    "file",
+    "findings",
 ];
 
 fn text<T: ToString>(v: Option<T>) -> String {
@@ -185,6 +203,52 @@ fn producer_row(e: &ProducerIdEntry) -> Vec<String> {
     ]
 }
 
+/// One committed block's row, with the kinds of the findings at its offset.
+fn committed_row(b: &CommittedBlock, findings: &[&PidFinding]) -> Vec<String> {
+    let kinds: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.facts.get("offset").and_then(|v| v.as_f64()) == Some(b.offset as f64))
+        .map(|f| f.kind)
+        .collect();
+    vec![
+        b.offset.to_string(),
+        b.broker_id.to_string(),
+        b.broker_epoch.to_string(),
+        text(b.producer_id_start),
+        text(b.producer_id_len),
+        b.next_producer_id.to_string(),
+        b.timestamp.clone(),
+        b.unix_time.seconds().to_string(),
+        b.leader_epoch.to_string(),
+        b.delivery.to_owned(),
+        text(b.delivered_frame),
+        b.file.clone(),
+        kinds.join(" "),
+    ]
+}
+
+/// `--format csv-committed`: the rows, from the finished report (the log is read whole
+/// before the capture, and its blocks are few).
+fn write_committed(out: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let mut w = io::BufWriter::with_capacity(64 << 10, out);
+    let mut buf = Vec::new();
+    let header: Vec<String> = COMMITTED_COLUMNS.iter().map(|h| (*h).to_owned()).collect();
+    record(&mut buf, &header)?;
+    let findings: Vec<&PidFinding> = report
+        .producer_id_blocks
+        .findings
+        .iter()
+        .filter(|f| f.facts.contains_key("offset"))
+        .collect();
+    for b in report.metadata_log.iter().flat_map(|log| &log.blocks) {
+        record(&mut buf, &committed_row(b, &findings))?;
+        w.write_all(&buf)?;
+        buf.clear();
+    }
+    w.write_all(&buf)?;
+    w.flush()
+}
+
 /// One CSV record, RFC 4180, appended to `out`.
 fn record(out: &mut Vec<u8>, fields: &[String]) -> io::Result<()> {
     let mut w = csv::WriterBuilder::new()
@@ -199,6 +263,7 @@ enum Rows {
     Exchanges(Ordered<ExchangeOrder>),
     Blocks(Ordered<BlockOrder>),
     Producers(Ordered<ExchangeOrder>),
+    Committed,
 }
 
 /// `--format csv`, `--format csv-blocks` and `--format csv-producers`.
@@ -218,6 +283,14 @@ impl CsvSink {
     pub fn blocks(out: Box<dyn Write + Send>) -> Self {
         let rows = Rows::Blocks(Ordered::new(DEFAULT_RUN_BYTES));
         Self { rows, out }
+    }
+
+    /// A row per committed block, in the order of `metadata_log.blocks`.
+    pub fn committed(out: Box<dyn Write + Send>) -> Self {
+        Self {
+            rows: Rows::Committed,
+            out,
+        }
     }
 
     /// A row per InitProducerId exchange, in the order of `producer_ids.entries`.
@@ -258,7 +331,7 @@ impl Sink for CsvSink {
                 Some(b) => rows.push(b.order(), |out| record(out, &block_row(&pid_block(b)))),
                 None => Ok(()),
             },
-            Rows::Producers(_) => Ok(()),
+            Rows::Producers(_) | Rows::Committed => Ok(()),
         }
     }
 
@@ -267,16 +340,17 @@ impl Sink for CsvSink {
             Rows::Producers(rows) => rows.push(px.order(), |out| {
                 record(out, &producer_row(&producer_id_entry(&px, placed)))
             }),
-            Rows::Exchanges(_) | Rows::Blocks(_) => Ok(()),
+            Rows::Exchanges(_) | Rows::Blocks(_) | Rows::Committed => Ok(()),
         }
     }
 
-    fn finish(&mut self, _report: &mut Report) -> io::Result<()> {
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         let empty = Rows::Blocks(Ordered::new(1));
         match std::mem::replace(&mut self.rows, empty) {
             Rows::Exchanges(rows) => write_rows(&mut self.out, &EXCHANGE_COLUMNS, rows)?,
             Rows::Blocks(rows) => write_rows(&mut self.out, &BLOCK_COLUMNS, rows)?,
             Rows::Producers(rows) => write_rows(&mut self.out, &PRODUCER_COLUMNS, rows)?,
+            Rows::Committed => write_committed(&mut self.out, report)?,
         }
         self.out.flush()
     }

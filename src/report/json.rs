@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::model::{
-    BrokerAddress, Capture, ControllerSpan, Diagnostic, Filters, MetadataLog, PidFinding, ProducerIdBlocks,
-    ProducerIdCounts, ProducerIds, Report, Summary, Tool, Verdict,
+    BrokerAddress, Capture, ControllerSpan, Diagnostic, Filters, MetadataLog, PidFinding,
+    ProducerIdBlocks, ProducerIdCounts, ProducerIds, Report, Summary, Tool, Verdict,
 };
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};

@@ -26,7 +26,98 @@ struct Report {
     /// Added (issue 28): brokers by the addresses they serve on, and who led the quorum.
     brokers_by_address: Vec<BrokerAddress>,
     controllers: Vec<ControllerSpan>,
+    /// Added (issue 29): the controllers' metadata log, only with `--metadata-log`.
+    #[serde(default)]
+    metadata_log: Option<MetadataLog>,
     diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct MetadataLog {
+    files: Vec<MetadataLogFile>,
+    first_offset: Option<i64>,
+    last_offset: Option<i64>,
+    first_timestamp: Option<String>,
+    last_timestamp: Option<String>,
+    records_by_type: BTreeMap<String, u64>,
+    control_records: BTreeMap<String, u64>,
+    clock_skew_ms: i64,
+    comparison: Option<LogComparison>,
+    blocks: Vec<CommittedBlock>,
+    registrations: Vec<LogRegistration>,
+    leader_changes: Vec<LogLeaderChange>,
+    not_kept: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct MetadataLogFile {
+    path: String,
+    kind: String,
+    size: u64,
+    read_size: u64,
+    batches: u64,
+    records: u64,
+    first_offset: Option<i64>,
+    last_offset: Option<i64>,
+    first_timestamp: Option<String>,
+    last_timestamp: Option<String>,
+    complete: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct LogComparison {
+    wire_blocks: u64,
+    matched: u64,
+    not_committed: u64,
+    mismatched: u64,
+    outside_log: u64,
+    not_delivered: u64,
+    outside_capture: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CommittedBlock {
+    broker_id: i32,
+    broker_epoch: i64,
+    producer_id_start: Option<i64>,
+    producer_id_len: Option<i64>,
+    next_producer_id: i64,
+    offset: i64,
+    timestamp: String,
+    unix_time: f64,
+    leader_epoch: i32,
+    delivery: String,
+    delivered_frame: Option<u64>,
+    file: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct LogRegistration {
+    broker_id: i32,
+    broker_epoch: i64,
+    endpoints: Vec<String>,
+    offset: i64,
+    timestamp: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct LogLeaderChange {
+    leader_id: i32,
+    epoch: i32,
+    offset: i64,
+    timestamp: String,
 }
 
 #[derive(Deserialize)]
@@ -359,6 +450,28 @@ fn is_rfc3339_utc(ts: &str, digits: usize) -> bool {
         return false;
     };
     ts.len() == 20 + digits + 1 && frac.len() == digits && frac.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A report with a metadata log, compared with a capture it does not belong to.
+#[test]
+fn a_report_with_a_metadata_log_follows_the_contract() {
+    let log = "fixtures/kafka-real/4.4.0-steady.metadata/101";
+    let value = report(&["fixtures/seed-v0.pcap", "--metadata-log", log]);
+    let parsed: Report = serde_json::from_value(value).expect("the contract");
+    let section = parsed
+        .metadata_log
+        .expect("metadata_log with --metadata-log");
+    assert!(section.comparison.is_some());
+    assert!(!section.blocks.is_empty());
+    assert!(section
+        .blocks
+        .iter()
+        .all(|b| b.delivery == "outside_capture"));
+    assert!(section
+        .blocks
+        .iter()
+        .all(|b| is_rfc3339_utc(&b.timestamp, 6)));
+    assert!(!section.registrations.is_empty());
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod incident_capture;
 mod incident_real;
 mod kafka_real;
 mod merge;
+mod metadata_log;
 mod noise;
 mod noise_real;
 mod pipes;

@@ -44,7 +44,7 @@ fn log(records: &[(i32, i64, i64, i64)]) -> MetadataLog {
 }
 
 /// Runs exchanges through an analyzer comparing with `log`.
-fn compare(log: MetadataLog, exchanges: &[crate::pairing::Exchange]) -> (Vec<Finding>, LogAnalysis) {
+fn compare(log: MetadataLog, exchanges: &[Exchange]) -> (Vec<Finding>, LogAnalysis) {
     let mut a = Analyzer::new(SlowRule::Millis(1e9), false, false, MAX_TRACKED_BLOCKS);
     a.compare_with(log, 1000);
     for ex in exchanges {
@@ -61,7 +61,9 @@ fn kinds(found: &[Finding]) -> Vec<&'static str> {
         .iter()
         .map(|f| f.kind.as_str())
         .filter(|k| {
-            k.starts_with("pid_committed") || k.contains("committed") || k.contains("deliver")
+            k.starts_with("pid_committed")
+                || k.contains("committed")
+                || k.contains("deliver")
                 || *k == "pid_block_mismatch"
         })
         .collect()
@@ -95,11 +97,18 @@ fn a_delivered_block_without_its_record_is_not_committed() {
     ];
     // the record of the second block is missing
     let (found, log) = compare(log(&[(1, 5, 1000, 1001), (1, 5, 3000, 3001)]), &wire);
-    assert_eq!(kinds(&found), vec!["pid_committed_gap", "pid_block_not_committed"]);
+    assert_eq!(
+        kinds(&found),
+        vec!["pid_committed_gap", "pid_block_not_committed"]
+    );
     let f = &found[1];
     assert_eq!(f.frames, vec![20, 21]);
     assert_eq!(f.broker_id, Some(2));
-    assert!(f.message.contains("1000 producer ids from 1000"), "{}", f.message);
+    assert!(
+        f.message.contains("1000 producer ids from 1000"),
+        "{}",
+        f.message
+    );
     assert_eq!(log.counts.not_committed, 1);
 }
 
@@ -122,9 +131,20 @@ fn a_record_for_another_broker_or_appended_late_is_a_mismatch() {
     ];
     // the first commits to broker 3; the second 5 s after its delivery
     let (found, _) = compare(log(&[(3, 5, 1000, 1001), (2, 7, 2000, 7002)]), &wire);
-    assert_eq!(kinds(&found), vec!["pid_block_mismatch", "pid_block_mismatch"]);
-    assert!(found[0].message.contains("to broker 3 (epoch 5)"), "{}", found[0].message);
-    assert!(found[1].message.contains("5000 ms after"), "{}", found[1].message);
+    assert_eq!(
+        kinds(&found),
+        vec!["pid_block_mismatch", "pid_block_mismatch"]
+    );
+    assert!(
+        found[0].message.contains("to broker 3 (epoch 5)"),
+        "{}",
+        found[0].message
+    );
+    assert!(
+        found[1].message.contains("5000 ms after"),
+        "{}",
+        found[1].message
+    );
 }
 
 #[test]
@@ -168,9 +188,19 @@ fn without_a_capture_only_the_records_among_themselves_are_judged() {
     ];
     let (found, log) = compare(log(&records), &[]);
     // frameless findings in kind order; 6000 follows the highest before it, 5000
-    assert_eq!(kinds(&found), vec!["pid_committed_overlap", "pid_committed_gap"]);
+    assert_eq!(
+        kinds(&found),
+        vec!["pid_committed_overlap", "pid_committed_gap"]
+    );
     assert!(!log.compared);
-    assert!(log.deliveries.iter().all(|d| *d == Delivery::OutsideCapture));
-    assert!(found[1].message.contains("from 2000 (offset 11) to 5000, not by the usual 1000"));
-    assert!(found[0].message.contains("not past the 5000 the record at offset 12 reached"));
+    assert!(log
+        .deliveries
+        .iter()
+        .all(|d| *d == Delivery::OutsideCapture));
+    assert!(found[1]
+        .message
+        .contains("from 2000 (offset 11) to 5000, not by the usual 1000"));
+    assert!(found[0]
+        .message
+        .contains("not past the 5000 the record at offset 12 reached"));
 }

@@ -8,8 +8,8 @@
 mod bins;
 mod groups;
 mod lane;
-mod metadata_log;
 mod latency;
+mod metadata_log;
 mod producers;
 mod svg;
 mod ticks;

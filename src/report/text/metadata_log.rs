@@ -82,7 +82,10 @@ fn coverage(log: &MetadataLog) -> String {
     let incomplete = log.files.iter().filter(|f| !f.complete).count() as u64;
     let stopped = match incomplete {
         0 => String::new(),
-        n => format!(" ({} read only in part: see the diagnostics)", counted(n, "file")),
+        n => format!(
+            " ({} read only in part: see the diagnostics)",
+            counted(n, "file")
+        ),
     };
     format!(
         "{}{span}{times}{stopped}; {}",
