@@ -1,6 +1,6 @@
 //! Which broker serves on which address, from what the capture shows: the listeners of
 //! BrokerRegistration requests, and the brokers of Metadata and DescribeCluster
-//! responses. Each mapping says where it came from; an address two sources disagree on,
+//! responses; and from the RegisterBrokerRecords of a metadata log, when one is given. Each mapping says where it came from; an address two sources disagree on,
 //! or a listener given by host name (there is no DNS here), is left unknown.
 //!
 //! The host a broker's controller connection comes from is not used: that a host runs
@@ -21,11 +21,18 @@ const MAX_ADDRESSES: usize = 65_536;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim {
     pub broker_id: i32,
-    /// `broker_registration`, `metadata` or `describe_cluster`.
+    /// `broker_registration`, `metadata`, `describe_cluster` or `metadata_log`.
     pub source: &'static str,
-    /// Frame of the message that said so first.
-    pub frame: u64,
-    pub connection: u64,
+    pub said: Said,
+}
+
+/// Where a claim was said first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said {
+    /// A message of the capture: its frame and connection.
+    Message { frame: u64, connection: u64 },
+    /// A RegisterBrokerRecord of the metadata log, at this offset.
+    Log { offset: i64 },
 }
 
 /// One address and what is known of it, for the report.
@@ -51,15 +58,17 @@ pub struct Addresses {
 impl Addresses {
     /// A cluster message: listeners and broker lists.
     pub fn cluster(&mut self, ev: &ClusterEvent) {
-        let (frame, connection) = (ev.meta.frame, ev.endpoints.connection);
+        let said = Said::Message {
+            frame: ev.meta.frame,
+            connection: ev.endpoints.connection,
+        };
         match &*ev.fact {
             ClusterFact::Listeners(reg) => {
                 for l in &reg.listeners {
                     let claim = Claim {
                         broker_id: reg.broker_id,
                         source: "broker_registration",
-                        frame,
-                        connection,
+                        said,
                     };
                     self.claim(&l.host, i32::from(l.port), claim, Some(&l.name));
                 }
@@ -77,13 +86,28 @@ impl Addresses {
                     let claim = Claim {
                         broker_id: b.node_id,
                         source,
-                        frame,
-                        connection,
+                        said,
                     };
                     self.claim(&b.host, b.port, claim, None);
                 }
             }
             ClusterFact::Quorum(_) | ClusterFact::Undecoded(_) => {}
+        }
+    }
+
+    /// The listeners a metadata log's RegisterBrokerRecords give (read before the capture).
+    pub fn log_registrations(&mut self, registrations: &[crate::metadata_log::Registration]) {
+        for r in registrations {
+            for e in &r.endpoints {
+                let claim = Claim {
+                    broker_id: r.broker_id,
+                    source: "metadata_log",
+                    said: Said::Log {
+                        offset: r.place.offset,
+                    },
+                };
+                self.claim(&e.host, i32::from(e.port), claim, Some(&e.name));
+            }
         }
     }
 

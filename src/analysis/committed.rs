@@ -340,15 +340,20 @@ impl Compare {
             next_producer_id: b.next_producer_id,
             request: request.map(|f| (f.frame, f.status.as_str())),
         };
-        Finding {
-            kind: what.kind(),
-            broker_id: Some(b.broker_id),
-            connection: None,
-            frames: Vec::new(),
-            at: timestamp_of_ms(b.place.time_ms),
-            facts: what.facts(),
-            message: what.to_string(),
-        }
+        finding_at_record(what, b)
+    }
+}
+
+/// A finding about a record: at its batch's time, in no packet.
+fn finding_at_record(what: Observation<'_>, b: &CommittedBlock) -> Finding {
+    Finding {
+        kind: what.kind(),
+        broker_id: Some(b.broker_id),
+        connection: None,
+        frames: Vec::new(),
+        at: timestamp_of_ms(b.place.time_ms),
+        facts: what.facts(),
+        message: what.to_string(),
     }
 }
 
@@ -421,15 +426,7 @@ fn sequence_findings(blocks: &[CommittedBlock], found: &mut Vec<Finding>) {
         } else {
             continue;
         };
-        found.push(Finding {
-            kind: what.kind(),
-            broker_id: Some(b.broker_id),
-            connection: None,
-            frames: Vec::new(),
-            at: timestamp_of_ms(b.place.time_ms),
-            facts: what.facts(),
-            message: what.to_string(),
-        });
+        found.push(finding_at_record(what, b));
     }
 }
 

@@ -27,7 +27,7 @@ use crate::packet_ref::PacketRef;
 use crate::pairing::{ClusterEvent, Exchange, MessageMeta, Outcome, ProducerIdExchange, Status};
 use crate::timestamp::Timestamp;
 
-pub use addresses::{BrokerAddress, Claim};
+pub use addresses::{BrokerAddress, Claim, Said};
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
 pub use controllers::Leadership;
@@ -243,6 +243,7 @@ impl Analyzer {
     /// Compares every block delivered with the records of `log` (see [`committed`]),
     /// allowing `clock_skew_ms` between the capture's clock and the log's.
     pub fn compare_with(&mut self, log: crate::metadata_log::MetadataLog, clock_skew_ms: i64) {
+        self.addresses.log_registrations(&log.registrations);
         self.committed = Some(committed::Compare::new(log, clock_skew_ms));
     }
 

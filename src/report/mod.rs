@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 
-use crate::analysis::{verdict, Analysis, Block};
+use crate::analysis::{verdict, Analysis, Block, Said};
 use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
 use crate::kafka::reader::TaggedField;
@@ -209,8 +209,18 @@ fn broker_address(a: &crate::analysis::BrokerAddress) -> Option<model::BrokerAdd
         address: address(a.address),
         broker_id: a.claim.map(|c| c.broker_id),
         source: claim.source,
-        frame: claim.frame,
-        connection: claim.connection,
+        frame: match claim.said {
+            Said::Message { frame, .. } => Some(frame),
+            Said::Log { .. } => None,
+        },
+        connection: match claim.said {
+            Said::Message { connection, .. } => Some(connection),
+            Said::Log { .. } => None,
+        },
+        metadata_log_offset: match claim.said {
+            Said::Log { offset } => Some(offset),
+            Said::Message { .. } => None,
+        },
         listener: a.listener.clone(),
         conflicting_broker_ids: a.conflicting.clone(),
     })

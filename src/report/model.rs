@@ -74,6 +74,23 @@ pub struct MetadataLog {
     pub not_kept: u64,
 }
 
+impl MetadataLog {
+    /// At most `max` blocks for a person to read: those not delivered first, then the
+    /// others, shown in offset order.
+    pub fn blocks_to_list(&self, max: usize) -> Vec<&CommittedBlock> {
+        let undelivered = |b: &&CommittedBlock| b.delivery == "not_delivered";
+        let mut listed: Vec<&CommittedBlock> = self
+            .blocks
+            .iter()
+            .filter(undelivered)
+            .chain(self.blocks.iter().filter(|b| !undelivered(b)))
+            .take(max)
+            .collect();
+        listed.sort_by_key(|b| b.offset);
+        listed
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct MetadataLogFile {
     pub path: String,
@@ -161,11 +178,16 @@ pub struct BrokerAddress {
     pub address: String,
     /// Null when sources disagree (see `conflicting_broker_ids`).
     pub broker_id: Option<i32>,
-    /// `broker_registration`, `metadata` or `describe_cluster`.
+    /// `broker_registration`, `metadata`, `describe_cluster` or `metadata_log`.
     pub source: &'static str,
-    /// The first message that said so.
-    pub frame: u64,
-    pub connection: u64,
+    /// The first message that said so; absent when it was the metadata log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u64>,
+    /// The RegisterBrokerRecord that said so, when it was the metadata log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_log_offset: Option<i64>,
     /// The listener's name, from a registration.
     pub listener: Option<String>,
     /// Broker ids claimed for the address by different messages, when they disagree.

@@ -193,8 +193,13 @@ struct BrokerAddress {
     address: String,
     broker_id: Option<i32>,
     source: String,
-    frame: u64,
-    connection: u64,
+    #[serde(default)]
+    frame: Option<u64>,
+    #[serde(default)]
+    connection: Option<u64>,
+    /// Added (issue 29): the source is a metadata log's record.
+    #[serde(default)]
+    metadata_log_offset: Option<i64>,
     listener: Option<String>,
     #[serde(default)]
     conflicting_broker_ids: Vec<i32>,

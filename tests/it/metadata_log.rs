@@ -505,3 +505,34 @@ fn a_missing_log_is_an_error_naming_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no/such/__cluster_metadata-0"), "{stderr}");
 }
+
+/// The log's RegisterBrokerRecords name the brokers' addresses, where the capture does not.
+#[test]
+fn a_logs_registrations_name_the_brokers_addresses() {
+    let truth = truth("4.4.0-steady");
+    let dir = log_dirs("4.4.0-steady", &truth).remove(0);
+    let report = crate::common::report(&["fixtures/seed-v0.pcap", "--metadata-log", &dir]);
+    let ours: BTreeMap<String, String> = report["brokers_by_address"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            assert_eq!(a["source"], "metadata_log", "{a}");
+            assert!(
+                a["metadata_log_offset"].is_i64() && a.get("frame").is_none(),
+                "{a}"
+            );
+            (
+                a["broker_id"].to_string(),
+                a["address"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let listeners: BTreeMap<String, String> = truth["broker_listeners"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(id, addr)| (id.clone(), addr.as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(ours, listeners);
+}

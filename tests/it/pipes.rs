@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::*;
 
-const FORMATS: [&str; 8] = [
+const FORMATS: [&str; 9] = [
     "json",
     "ndjson",
     "text",
@@ -16,6 +16,7 @@ const FORMATS: [&str; 8] = [
     "csv",
     "csv-blocks",
     "csv-producers",
+    "csv-committed",
     "html",
 ];
 

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::esc;
-use crate::report::model::{CommittedBlock, Report};
+use crate::report::model::Report;
 
 /// Rows of the table; past them the page says how many more.
 pub const MAX_ROWS: usize = 100;
@@ -47,14 +47,7 @@ pub fn html(page: &mut String, report: &Report) {
     if log.blocks.is_empty() {
         return;
     }
-    let mut rows: Vec<&CommittedBlock> = log
-        .blocks
-        .iter()
-        .filter(|b| b.delivery == "not_delivered")
-        .chain(log.blocks.iter().filter(|b| b.delivery != "not_delivered"))
-        .take(MAX_ROWS)
-        .collect();
-    rows.sort_by_key(|b| b.offset);
+    let rows = log.blocks_to_list(MAX_ROWS);
     page.push_str("<div class=\"wide\"><table id=\"committed-blocks\">\n<tr><th>offset</th><th>broker</th><th>broker epoch</th><th>ids</th><th>time</th><th>leader epoch</th><th>delivery</th></tr>\n");
     for b in &rows {
         let ids = match b.producer_id_start {

@@ -36,15 +36,7 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             c.not_delivered, c.outside_capture
         )?;
     }
-    // the undelivered first, then in offset order
-    let mut listed: Vec<&CommittedBlock> = log
-        .blocks
-        .iter()
-        .filter(|b| b.delivery == "not_delivered")
-        .chain(log.blocks.iter().filter(|b| b.delivery != "not_delivered"))
-        .take(MAX_LISTED)
-        .collect();
-    listed.sort_by_key(|b| b.offset);
+    let listed = log.blocks_to_list(MAX_LISTED);
     if !listed.is_empty() {
         let columns = match log.comparison {
             Some(_) => "offset, broker and epoch, ids, time, delivery",
