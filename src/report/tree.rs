@@ -332,7 +332,8 @@ impl Sink for TreeSink {
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         let messages = std::mem::replace(&mut self.messages, Ordered::new(1));
         let mut w = io::BufWriter::with_capacity(64 << 10, &mut self.out);
-        if messages.is_empty() {
+        let log_alone = report.captures.is_empty() && report.metadata_log.is_some();
+        if messages.is_empty() && !log_alone {
             // With `--frame`, what that frame is instead.
             let frame_holds = report
                 .filters
@@ -345,6 +346,40 @@ impl Sink for TreeSink {
             }
         }
         messages.write_each(|_, text| w.write_all(text))?;
+        if let Some(log) = &report.metadata_log {
+            write_committed(&mut w, log)?;
+        }
         w.flush()
     }
+}
+
+/// Each ProducerIdsRecord of the metadata log as a tree of its fields, as its schema
+/// (metadata record type 15, version 0) names them.
+fn write_committed(w: &mut dyn Write, log: &super::model::MetadataLog) -> io::Result<()> {
+    writeln!(
+        w,
+        "== metadata log · {} file(s) · {} ProducerIdsRecord(s)",
+        log.files.len(),
+        log.blocks.len()
+    )?;
+    for b in &log.blocks {
+        let ids = match b.producer_id_start {
+            Some(start) => format!("ids {start}..={}", b.next_producer_id.saturating_sub(1)),
+            None => "first id not read".to_owned(),
+        };
+        // without a capture, nothing was delivered or not
+        let delivery = match log.comparison {
+            Some(_) => format!(" · {}", b.delivery.replace('_', " ")),
+            None => String::new(),
+        };
+        writeln!(
+            w,
+            "ProducerIdsRecord  offset {} · leader epoch {} · {} · {ids}{delivery}",
+            b.offset, b.leader_epoch, b.timestamp
+        )?;
+        writeln!(w, "+-- BrokerId          int32  = {}", b.broker_id)?;
+        writeln!(w, "+-- BrokerEpoch       int64  = {}", b.broker_epoch)?;
+        writeln!(w, "+-- NextProducerId    int64  = {}", b.next_producer_id)?;
+    }
+    Ok(())
 }

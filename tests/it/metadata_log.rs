@@ -487,6 +487,16 @@ fn a_log_alone_is_reported_in_every_format() {
         text.contains(&format!("{committed} committed blocks")),
         "{text}"
     );
+    let tree = run("tree");
+    assert_eq!(
+        tree.matches("ProducerIdsRecord  offset ").count(),
+        committed,
+        "{tree}"
+    );
+    assert_eq!(
+        tree.matches("+-- NextProducerId    int64  = ").count(),
+        committed
+    );
     let csv = run("csv-committed");
     assert_eq!(csv.lines().count(), committed + 1, "{csv}");
     assert!(csv.starts_with("offset,broker_id,broker_epoch,"));
