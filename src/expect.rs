@@ -216,7 +216,7 @@ impl Check {
         }
     }
 
-    /// The differences found, one line each (at most [`MAX_LISTED`] and a count of the
+    /// The differences found, one line each (at most 50 and a count of the
     /// rest); empty when the exchanges agree. Known once the run has finished the sink.
     pub fn differences(&self) -> &[String] {
         &self.differences

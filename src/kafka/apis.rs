@@ -146,7 +146,7 @@ pub struct Captured<'a> {
 }
 
 impl DecodedRequest {
-    /// Decodes a request of an API [`decodes`] names; `None` for any other API.
+    /// Decodes a request of an API [`decodes_request`] names; `None` for any other API.
     pub fn decode(head: &RequestPrefix, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
         let (len, missing) = (bytes.len, bytes.missing);
         Some(match head.api_key {

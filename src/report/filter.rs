@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::format_timestamp;
 use super::model::{self, Report};
 use super::sink::{Needs, Sink};
 use crate::analysis::{Block, Placed, Placement};
@@ -149,11 +148,12 @@ impl Filter {
     ) -> model::Filters {
         let time = |b: Option<TimeBound>| {
             b.and_then(|b| b.resolve(first)).map(|nanos| {
-                format_timestamp(Timestamp {
+                Timestamp {
                     secs: i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
                     nanos: u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0),
                     nano: true,
-                })
+                }
+                .to_rfc3339()
             })
         };
         model::Filters {

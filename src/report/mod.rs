@@ -28,7 +28,6 @@ use crate::kafka::reader::TaggedField;
 use crate::kafka::tables::{ApiKey, ErrorCode};
 use crate::kafka::{allocate_producer_ids, init_producer_id};
 use crate::pairing::{self, MessageMeta};
-use crate::timestamp::Timestamp;
 use model::UnixTime;
 
 /// Everything the pipeline found, ready to be reported.
@@ -42,11 +41,6 @@ pub struct Findings {
     pub encrypted_connections: u64,
     pub pairing: pairing::Pairing,
     pub diagnostics: Diagnostics,
-}
-
-/// The report's form of a capture time: [`Timestamp::to_rfc3339`].
-pub fn format_timestamp(ts: Timestamp) -> String {
-    ts.to_rfc3339()
 }
 
 /// `ip:port`, IPv6 as `[addr]:port`, as Rust's `SocketAddr` displays them; IPv4 (nearly
@@ -97,7 +91,7 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
         frame: ex.request_meta.frame,
         in_capture: ex.request_meta.origin.map(Into::into),
         first_frame: ex.request_meta.first_frame,
-        timestamp: format_timestamp(ex.request_meta.timestamp),
+        timestamp: ex.request_meta.timestamp.to_rfc3339(),
         unix_time: UnixTime(ex.request_meta.timestamp),
         size: ex.request_meta.size,
         api_key: ApiKey::ALLOCATE_PRODUCER_IDS.0,
@@ -131,7 +125,7 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
         frame: meta.frame,
         in_capture: meta.origin.map(Into::into),
         first_frame: meta.first_frame,
-        timestamp: format_timestamp(meta.timestamp),
+        timestamp: meta.timestamp.to_rfc3339(),
         unix_time: UnixTime(meta.timestamp),
         size: meta.size,
         header_tagged_fields: tagged(&resp.header_tagged_fields),
@@ -193,9 +187,9 @@ pub fn producer_id_entry(
         },
         duplicate_of_frame: placed.duplicate_of,
         request_frame: px.request_meta.frame,
-        request_timestamp: format_timestamp(px.request_meta.timestamp),
+        request_timestamp: px.request_meta.timestamp.to_rfc3339(),
         response_frame: resp.map(|(meta, _)| meta.frame),
-        response_timestamp: resp.map(|(meta, _)| format_timestamp(meta.timestamp)),
+        response_timestamp: resp.map(|(meta, _)| meta.timestamp.to_rfc3339()),
         unix_time: resp.map(|(meta, _)| UnixTime(meta.timestamp)),
         latency_us: px.latency_us(),
         decode_error,
@@ -232,10 +226,10 @@ fn controller_span(l: &crate::analysis::Leadership) -> model::ControllerSpan {
         leader_id: l.leader_id,
         epoch: l.epoch,
         from_frame: l.from.frame,
-        from_timestamp: format_timestamp(l.from.timestamp),
+        from_timestamp: l.from.timestamp.to_rfc3339(),
         from_unix_time: UnixTime(l.from.timestamp),
         to_frame: l.to.map(|m| m.frame),
-        to_timestamp: l.to.map(|m| format_timestamp(m.timestamp)),
+        to_timestamp: l.to.map(|m| m.timestamp.to_rfc3339()),
         how: l.how,
     }
 }
@@ -293,7 +287,7 @@ pub fn pid_block(b: &Block) -> model::PidBlock {
         correlation_id: b.correlation_id,
         request_frame: b.request_frame,
         response_frame: b.response_frame,
-        timestamp: format_timestamp(b.timestamp),
+        timestamp: b.timestamp.to_rfc3339(),
         unix_time: UnixTime(b.timestamp),
     }
 }
@@ -394,7 +388,7 @@ pub fn build(mut findings: Findings) -> model::Report {
                 broker_id: f.broker_id,
                 connection: f.connection,
                 frames: f.frames.clone(),
-                timestamp: format_timestamp(f.at),
+                timestamp: f.at.to_rfc3339(),
                 unix_time: UnixTime(f.at),
                 facts: f.facts.iter().cloned().collect(),
                 message: f.message.clone(),
@@ -410,8 +404,8 @@ pub fn build(mut findings: Findings) -> model::Report {
             link_types: c.link_types.iter().map(|lt| link_type_name(*lt)).collect(),
             packets: c.packets,
             bytes: c.bytes,
-            first_timestamp: c.first_timestamp.map(format_timestamp),
-            last_timestamp: c.last_timestamp.map(format_timestamp),
+            first_timestamp: c.first_timestamp.map(|t| t.to_rfc3339()),
+            last_timestamp: c.last_timestamp.map(|t| t.to_rfc3339()),
             packets_cut: c.packets_cut,
             cut_len: (c.packets_cut > 0).then_some(c.cut_len),
             duplicate_packets: c.duplicate_packets,
@@ -427,7 +421,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             connection: d.connection,
             frame: d.frame,
             in_capture: d.origin.map(Into::into),
-            timestamp: d.timestamp.map(format_timestamp),
+            timestamp: d.timestamp.map(|t| t.to_rfc3339()),
             unix_time: d.timestamp.map(UnixTime),
             facts: d.facts.into_iter().collect(),
             message: d.message,

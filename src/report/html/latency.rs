@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::bins::{Cell, Held, OneByOne, Placed};
+use super::esc;
 use super::groups::{Group, Groups};
 use super::svg::{open_svg, pct, seconds, time_axis, ERROR};
-use super::{esc, format_timestamp};
 use crate::report::model::{Broker, Latency};
 use crate::timestamp::Timestamp;
 
@@ -211,7 +211,7 @@ impl Latencies {
                 groups.colour(groups.of(d.series)),
                 who(&d.broker),
                 d.us,
-                format_timestamp(d.time)
+                d.time.to_rfc3339()
             );
         }
         if let Some(spreads) = self.dots.bins() {
@@ -233,8 +233,8 @@ impl Latencies {
                     sp.most,
                     sp.held.frames.0,
                     sp.held.frames.1,
-                    format_timestamp(sp.held.first),
-                    format_timestamp(sp.held.last)
+                    sp.held.first.to_rfc3339(),
+                    sp.held.last.to_rfc3339()
                 );
             }
         }

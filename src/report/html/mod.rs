@@ -18,10 +18,10 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 use std::io::{self, Write};
 
+use super::exchange;
 use super::gist::Gist;
 use super::model::Report;
 use super::sink::{Needs, Sink};
-use super::{exchange, format_timestamp};
 use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
 use crate::pairing::{self, ProducerIdExchange};

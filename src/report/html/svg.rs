@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use super::bins::{Cell, Held, OneByOne, Placed};
 use super::groups::Groups;
-use super::{esc, format_timestamp, lane};
+use super::{esc, lane};
 use crate::report::model::{ControllerSpan, PidFinding};
 use crate::timestamp::Timestamp;
 
@@ -303,7 +303,7 @@ impl Chart {
                 b.end,
                 b.frames.0,
                 b.frames.1,
-                format_timestamp(b.time)
+                b.time.to_rfc3339()
             );
         }
         let Some(bins) = self.blocks.bins() else {
@@ -329,8 +329,8 @@ impl Chart {
                 b.end,
                 b.held.frames.0,
                 b.held.frames.1,
-                format_timestamp(b.held.first),
-                format_timestamp(b.held.last)
+                b.held.first.to_rfc3339(),
+                b.held.last.to_rfc3339()
             );
         }
     }
@@ -346,7 +346,7 @@ impl Chart {
                 groups.colour(groups.of(m.series)),
                 esc(&m.what),
                 m.frame,
-                format_timestamp(m.time)
+                m.time.to_rfc3339()
             );
         }
         let Some(bins) = self.marks.bins() else {
@@ -363,8 +363,8 @@ impl Chart {
                 m.count,
                 m.frames.0,
                 m.frames.1,
-                format_timestamp(m.first),
-                format_timestamp(m.last)
+                m.first.to_rfc3339(),
+                m.last.to_rfc3339()
             );
         }
     }
@@ -547,7 +547,7 @@ mod tests {
             leader_id,
             epoch,
             from_frame: from.0,
-            from_timestamp: format_timestamp(at(from.1)),
+            from_timestamp: at(from.1).to_rfc3339(),
             from_unix_time: UnixTime(at(from.1)),
             to_frame: to,
             to_timestamp: None,

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::report::format_timestamp;
 use crate::report::model::ControllerSpan;
 use crate::timestamp::Timestamp;
 
@@ -87,7 +86,7 @@ impl Timeline {
             let nanos = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
             let nano = self.nano;
             let nanos = if nano { nanos } else { nanos / 1000 * 1000 };
-            format_timestamp(Timestamp { secs, nanos, nano })
+            Timestamp { secs, nanos, nano }.to_rfc3339()
         };
         let column = |t: i128| usize::try_from((t - self.origin) / self.width).unwrap_or(0);
         let used = column(self.first)..=column(self.last).min(COLUMNS - 1);
