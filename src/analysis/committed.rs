@@ -233,8 +233,13 @@ impl Compare {
                 return;
             }
             self.counts.not_committed += 1;
+            // the segments' offsets (a snapshot's count within the snapshot)
             let offsets = |f: fn(&crate::metadata_log::LogFile) -> Option<i64>| {
-                self.log.files.iter().filter_map(f)
+                self.log
+                    .files
+                    .iter()
+                    .filter(|file| file.kind == crate::metadata_log::FileKind::Segment)
+                    .filter_map(f)
             };
             let what = Observation::PidBlockNotCommitted {
                 frame: block.response_frame,

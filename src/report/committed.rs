@@ -57,22 +57,14 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
         })
         .collect();
     let c = a.counts;
+    // a snapshot's offsets count within the snapshot: the log's are its segments'
+    let segments = || log.files.iter().filter(|f| f.kind == FileKind::Segment);
     model::MetadataLog {
         files: log.files.iter().map(file).collect(),
-        first_offset: log.files.iter().filter_map(|f| f.first_offset).min(),
-        last_offset: log.files.iter().filter_map(|f| f.last_offset).max(),
-        first_timestamp: log
-            .files
-            .iter()
-            .filter_map(|f| f.first_time_ms)
-            .min()
-            .map(time),
-        last_timestamp: log
-            .files
-            .iter()
-            .filter_map(|f| f.last_time_ms)
-            .max()
-            .map(time),
+        first_offset: segments().filter_map(|f| f.first_offset).min(),
+        last_offset: segments().filter_map(|f| f.last_offset).max(),
+        first_timestamp: segments().filter_map(|f| f.first_time_ms).min().map(time),
+        last_timestamp: segments().filter_map(|f| f.last_time_ms).max().map(time),
         records_by_type: log.records_by_type.clone(),
         control_records: log.control_records.clone(),
         clock_skew_ms: a.clock_skew_ms,
