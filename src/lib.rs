@@ -151,7 +151,8 @@ fn process(
         needs.blocks_in_report,
         needs.exact_latency,
         config.max_recent_blocks,
-    );
+    )
+    .with_clock_skew(config.clock_skew_ns);
     // The controllers' log is small beside a capture: read whole first, then compared
     // with each exchange as it completes.
     let metadata_log = match config.metadata_logs.is_empty() {

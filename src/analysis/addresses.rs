@@ -91,7 +91,8 @@ impl Addresses {
                     self.claim(&b.host, b.port, claim, None);
                 }
             }
-            ClusterFact::Quorum(_) | ClusterFact::Undecoded(_) => {}
+            ClusterFact::Quorum(_) | ClusterFact::BlockAsked { .. } | ClusterFact::Undecoded(_) => {
+            }
         }
     }
 

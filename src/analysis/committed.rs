@@ -16,16 +16,13 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::{Block, Finding};
 use crate::diag::{Diagnostics, Observation};
-use crate::metadata_log::{CommittedBlock, LogProblem, MetadataLog};
+use crate::metadata_log::{CommittedBlock, LogProblem, MetadataLog, PRODUCER_ID_BLOCK_SIZE};
 use crate::pairing::{Exchange, Outcome};
 use crate::timestamp::Timestamp;
 
 /// Failed requests kept per broker, and brokers kept: for the fate of an undelivered block.
 const MAX_FAILED_PER_BROKER: usize = 32;
 const MAX_BROKERS: usize = 4096;
-/// Kafka's `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`, used when the log has too few
-/// records to say what is usual.
-const KAFKA_BLOCK_LEN: i64 = 1000;
 
 /// How a committed block stands against the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +69,9 @@ pub struct LogAnalysis {
     pub log: MetadataLog,
     /// Per [`MetadataLog::blocks`], in the same order.
     pub deliveries: Vec<Delivery>,
+    /// Per [`MetadataLog::blocks`]: the ids between the highest block before it and its
+    /// own start that no record of the logs read commits (`first..=last`).
+    pub missing_before: Vec<Option<(i64, i64)>>,
     pub counts: CompareCounts,
     pub clock_skew_ms: i64,
     /// Whether a capture was compared at all (without one, every block is
@@ -298,10 +298,11 @@ impl Compare {
             }
             deliveries.push(delivery);
         }
-        sequence_findings(&self.log.blocks, found);
+        let missing_before = sequence_findings(&self.log.blocks, found);
         LogAnalysis {
             log: self.log,
             deliveries,
+            missing_before,
             counts: self.counts,
             clock_skew_ms: self.skew_ms,
             compared,
@@ -374,32 +375,18 @@ fn finding_at_block(what: Observation<'_>, block: &Block) -> Finding {
     }
 }
 
-/// The most common advance of the next producer id between consecutive records.
-fn usual_advance(blocks: &[&CommittedBlock]) -> i64 {
-    let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
-    for pair in blocks.windows(2) {
-        if let [a, b] = pair {
-            let advance = b.next_producer_id.saturating_sub(a.next_producer_id);
-            if advance > 0 {
-                *counts.entry(advance).or_default() += 1;
-            }
-        }
-    }
-    counts
-        .into_iter()
-        .max_by_key(|&(advance, n)| (n, std::cmp::Reverse(advance)))
-        .filter(|&(_, n)| n >= 2)
-        .map_or(KAFKA_BLOCK_LEN, |(advance, _)| advance)
-}
-
-/// Regressions and gaps among the committed records, in offset order, each against the
+/// Overlaps and gaps among the committed records, in offset order, each against the
 /// highest next producer id before it (a snapshot's record starts the sequence; it is no
-/// grant of its own).
-fn sequence_findings(blocks: &[CommittedBlock], found: &mut Vec<Finding>) {
-    let ordered: Vec<&CommittedBlock> = blocks.iter().collect();
-    let usual_len = usual_advance(&ordered);
+/// grant of its own). Every block is [`PRODUCER_ID_BLOCK_SIZE`] ids: one that starts
+/// below the highest end before it commits ids twice, one that starts above it leaves
+/// the ids between without a record in the logs read. Returns, per block, those ids.
+fn sequence_findings(
+    blocks: &[CommittedBlock],
+    found: &mut Vec<Finding>,
+) -> Vec<Option<(i64, i64)>> {
+    let mut missing = vec![None; blocks.len()];
     let mut high: Option<&CommittedBlock> = None;
-    for b in ordered {
+    for (i, b) in blocks.iter().enumerate() {
         let Some(prev) = high else {
             high = Some(b);
             continue;
@@ -410,29 +397,37 @@ fn sequence_findings(blocks: &[CommittedBlock], found: &mut Vec<Finding>) {
         if b.from_snapshot {
             continue;
         }
-        let advance = b.next_producer_id.saturating_sub(prev.next_producer_id);
-        let what = if advance <= 0 {
+        let start = b.next_producer_id.saturating_sub(PRODUCER_ID_BLOCK_SIZE);
+        let what = if start < prev.next_producer_id {
             Observation::PidCommittedOverlap {
                 offset: b.place.offset,
                 broker_id: b.broker_id,
+                start,
                 next_producer_id: b.next_producer_id,
                 previous_offset: prev.place.offset,
                 previous_next_producer_id: prev.next_producer_id,
             }
-        } else if advance != usual_len {
+        } else if start > prev.next_producer_id {
+            let ids = (prev.next_producer_id, start - 1);
+            if let Some(slot) = missing.get_mut(i) {
+                *slot = Some(ids);
+            }
             Observation::PidCommittedGap {
                 offset: b.place.offset,
                 broker_id: b.broker_id,
                 next_producer_id: b.next_producer_id,
                 previous_offset: prev.place.offset,
                 previous_next_producer_id: prev.next_producer_id,
-                usual_len,
+                usual_len: PRODUCER_ID_BLOCK_SIZE,
+                missing_start: ids.0,
+                missing_end: ids.1,
             }
         } else {
             continue;
         };
         found.push(finding_at_record(what, b));
     }
+    missing
 }
 
 /// What the log reader could not read, as diagnostics.

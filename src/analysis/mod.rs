@@ -13,6 +13,7 @@ mod blocks;
 mod brokers;
 pub mod committed;
 mod controllers;
+mod placement;
 mod producers;
 pub mod verdict;
 
@@ -31,7 +32,8 @@ pub use addresses::{BrokerAddress, Claim, Said};
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
 pub use controllers::Leadership;
-pub use producers::{BlockRef, Placed, Placement, ProducerTotals, MAX_TRACKED_GRANTS};
+pub use placement::{BlockRef, Placement};
+pub use producers::{Placed, ProducerTotals, MAX_TRACKED_GRANTS};
 
 /// Default floor for a slow response, in microseconds.
 pub const SLOW_FLOOR_US: f64 = 100_000.0;
@@ -226,11 +228,21 @@ impl Analyzer {
                 latencies: Latencies::new(exact_latency),
                 blocks: 0,
             },
-            producers: producers::Tracker::new(max_recent_blocks),
+            producers: producers::Tracker::new(
+                max_recent_blocks,
+                crate::copies::DEFAULT_CLOCK_SKEW_NS,
+            ),
             addresses: addresses::Addresses::default(),
             controllers: controllers::Timeline::default(),
             committed: None,
         }
+    }
+
+    /// How far apart two capture files' clocks may be (`--clock-skew`): the order of two
+    /// packets of different files is judged only past it.
+    pub fn with_clock_skew(mut self, clock_skew_ns: u64) -> Self {
+        self.producers.set_clock_skew(clock_skew_ns);
+        self
     }
 
     /// The captures' first and last packet times, for the comparison with the log.
@@ -290,6 +302,7 @@ impl Analyzer {
         if let Some(block) = &block {
             self.producers.block(block);
         }
+        self.producers.answered(ex);
         if let (Some(block), true) = (&block, self.list_blocks) {
             self.listed.push(block.clone());
         }
@@ -305,6 +318,9 @@ impl Analyzer {
 
     /// What a cluster message said: where brokers listen, who leads.
     pub fn add_cluster(&mut self, ev: &ClusterEvent) {
+        if let crate::kafka::apis::ClusterFact::BlockAsked { broker_id } = &*ev.fact {
+            self.producers.asked(*broker_id, ev.meta.frame);
+        }
         self.addresses.cluster(ev);
         let mut found = Vec::new();
         self.controllers.cluster(ev, &mut found);

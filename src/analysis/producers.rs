@@ -1,62 +1,27 @@
-//! InitProducerId grants: each granted producer id placed in the block that holds it,
-//! the same id and epoch granted to two producers, ids outside their broker's blocks, and
-//! the producers that hold ids a block overlap covers.
+//! InitProducerId grants: each granted producer id placed among its broker's blocks as
+//! Kafka's producer-id manager uses them ([`placement`](super::placement)), the same id
+//! and epoch granted to two producers, and the producers that hold ids a block overlap
+//! covers.
 //!
 //! In: the blocks the capture shows granted, then InitProducerId exchanges, in the order
-//! they complete. A broker cannot hand out an id before it holds the block, so a grant is
-//! placed among the blocks seen before it. Memory is bounded: [`MAX_TRACKED_BLOCKS`]
+//! they complete. Memory is bounded: [`MAX_TRACKED_BLOCKS`](super::MAX_TRACKED_BLOCKS)
 //! blocks and [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest are forgotten and
 //! the report says so.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use super::placement::{BlockRef, Blocks, Grant, Placement};
 use super::{Block, Finding, StatusCounts, MAX_TRACKED_BLOCKS};
 use crate::diag::Observation;
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::{MessageMeta, Outcome, ProducerIdExchange};
+use crate::pairing::{Outcome, ProducerIdExchange};
 use crate::timestamp::Timestamp;
 
 /// Granted ids whose holders are remembered, to find an id granted twice.
 pub const MAX_TRACKED_GRANTS: usize = 1 << 18;
 /// Holders remembered per id and epoch: the first, and the next few who also got it.
 const MAX_HOLDERS: usize = 4;
-
-/// A block, as a grant refers to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BlockRef {
-    pub start: i64,
-    pub end: i64,
-    pub broker_id: i32,
-    pub response_frame: u64,
-}
-
-/// Where a granted producer id stands among the blocks of the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    /// In this block, the latest granted before the id that holds it.
-    InBlock(BlockRef),
-    /// No block seen holds it, and its broker had none yet: its block was granted
-    /// before the capture began.
-    BeforeCapture,
-    /// Outside every block its broker was granted in the capture, after the first.
-    OutsideBlocks,
-    /// No block seen holds it, and which broker granted it is not known (or its broker's
-    /// blocks that could hold it were forgotten, past the blocks remembered).
-    Unknown,
-}
-
-impl Placement {
-    /// The report's name for it.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::InBlock(_) => "in_block",
-            Self::BeforeCapture => "before_capture",
-            Self::OutsideBlocks => "outside_blocks",
-            Self::Unknown => "unknown",
-        }
-    }
-}
 
 /// What the analysis knows of an InitProducerId exchange.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +30,8 @@ pub struct Placed {
     pub broker: Option<(i32, &'static str)>,
     /// Where the granted id lies; `None` when nothing was granted.
     pub placement: Option<Placement>,
+    /// Why it lies there, in a sentence; none for `in_block`.
+    pub reason: Option<String>,
     /// Response frame of the earlier grant of the same id and epoch to another producer.
     pub duplicate_of: Option<u64>,
 }
@@ -108,91 +75,80 @@ pub struct ProducerTotals {
     pub statuses: StatusCounts,
     pub granted: u64,
     pub errors: u64,
-    pub in_block: u64,
-    pub before_capture: u64,
-    pub outside_blocks: u64,
-    pub unknown: u64,
+    /// Granted ids by placement name (see [`Placement::as_str`]).
+    pub placements: BTreeMap<&'static str, u64>,
     pub duplicates: u64,
     /// Granted ids forgotten to stay within [`MAX_TRACKED_GRANTS`]: duplicates among them
     /// and later grants are not found.
     pub grants_forgotten: u64,
 }
 
+impl ProducerTotals {
+    /// Granted ids placed as `name` (as [`Placement::as_str`] names it).
+    pub fn placed(&self, name: &str) -> u64 {
+        self.placements.get(name).copied().unwrap_or(0)
+    }
+}
+
 /// The producer side of the analysis.
 #[derive(Debug)]
 pub struct Tracker {
-    /// Blocks by (start, response frame): the latest `max_blocks`.
-    blocks: BTreeMap<(i64, u64), BlockRef>,
-    /// Their keys, oldest first.
-    order: VecDeque<(i64, u64)>,
-    max_blocks: usize,
-    /// Per broker, the ids of the blocks forgotten to stay within `max_blocks`: a grant
-    /// there lies in a block no longer known, not outside every block.
-    forgotten: BTreeMap<i32, (i64, i64)>,
-    longest: i64,
-    /// Per broker: blocks seen, and the last.
-    by_broker: BTreeMap<i32, (u64, BlockRef)>,
+    blocks: Blocks,
     grants: BTreeMap<(i64, i16), Vec<Holder>>,
     pub totals: ProducerTotals,
 }
 
 impl Default for Tracker {
     fn default() -> Self {
-        Self::new(MAX_TRACKED_BLOCKS)
+        Self::new(MAX_TRACKED_BLOCKS, crate::copies::DEFAULT_CLOCK_SKEW_NS)
     }
 }
 
 impl Tracker {
-    /// A tracker that remembers the latest `max_blocks` blocks (at least one).
-    pub fn new(max_blocks: usize) -> Self {
+    /// A tracker that remembers the latest `max_blocks` blocks (at least one), judging
+    /// the order of packets of two files only past `clock_skew_ns`.
+    pub fn new(max_blocks: usize, clock_skew_ns: u64) -> Self {
         Self {
-            blocks: BTreeMap::new(),
-            order: VecDeque::new(),
-            max_blocks: max_blocks.max(1),
-            forgotten: BTreeMap::new(),
-            longest: 0,
-            by_broker: BTreeMap::new(),
+            blocks: Blocks::new(max_blocks, clock_skew_ns),
             grants: BTreeMap::new(),
             totals: ProducerTotals::default(),
         }
     }
 
+    pub fn set_clock_skew(&mut self, clock_skew_ns: u64) {
+        self.blocks.set_clock_skew(clock_skew_ns);
+    }
+
+    /// `broker` asked for a block in the request of `frame`.
+    pub fn asked(&mut self, broker: i32, frame: u64) {
+        self.blocks.asked(broker, frame);
+    }
+
+    /// An AllocateProducerIds exchange ended: its request waits no more, and an answer
+    /// the capture may hold unread may have granted a block.
+    pub fn answered(&mut self, ex: &crate::pairing::Exchange) {
+        let Some(broker) = ex.request.broker_id else {
+            return;
+        };
+        let read = match &ex.outcome {
+            Outcome::Complete { response, .. } => {
+                response.problem.is_none() && response.error_code.is_some()
+            }
+            // none came on this connection; Kafka's broker sends the request again,
+            // maybe to a controller the capture does not watch
+            Outcome::Unanswered | Outcome::ResponseUnknown => false,
+        };
+        self.blocks.answered(broker, ex.request_meta.frame, read);
+    }
+
     /// A block granted in the capture.
     pub fn block(&mut self, b: &Block) {
-        let r = BlockRef {
+        self.blocks.add(BlockRef {
             start: b.start,
             end: b.end,
             broker_id: b.broker_id,
             response_frame: b.response_frame,
-        };
-        self.longest = self.longest.max(b.end.saturating_sub(b.start));
-        let key = (b.start, b.response_frame);
-        if self.blocks.insert(key, r).is_none() {
-            self.order.push_back(key);
-        }
-        if self.blocks.len() > self.max_blocks {
-            let oldest = self.order.pop_front();
-            if let Some(old) = oldest.and_then(|key| self.blocks.remove(&key)) {
-                let range = self
-                    .forgotten
-                    .entry(old.broker_id)
-                    .or_insert((old.start, old.end));
-                *range = (range.0.min(old.start), range.1.max(old.end));
-            }
-        }
-        let seen = self.by_broker.entry(b.broker_id).or_insert((0, r));
-        *seen = (seen.0 + 1, r);
-    }
-
-    /// The latest block granted before `frame` holding `id`, of `broker` when known.
-    fn holding(&self, id: i64, frame: u64, broker: Option<i32>) -> Option<BlockRef> {
-        let lowest = id.saturating_sub(self.longest);
-        self.blocks
-            .range((lowest, 0)..=(id, u64::MAX))
-            .map(|(_, b)| *b)
-            .filter(|b| b.end >= id && b.response_frame < frame)
-            .filter(|b| broker.is_none_or(|broker| broker == b.broker_id))
-            .max_by_key(|b| b.response_frame)
+        });
     }
 
     /// One InitProducerId exchange; `broker`: who answered, when known.
@@ -223,8 +179,26 @@ impl Tracker {
             return placed;
         }
         self.totals.granted += 1;
-        let placement = self.place(id, meta, broker.map(|(b, _)| b), findings);
+        let grant = Grant {
+            producer_id: id,
+            epoch,
+            transactional_id: px.request.transactional_id.as_ref().map(|t| t.as_deref()),
+            request: &px.request_meta,
+            response: meta,
+        };
+        let broker_id = broker.map(|(b, _)| b);
+        let placement = self.blocks.place(&grant, broker_id);
+        let reason = placement.reason(broker_id);
+        if let (Some(broker_id), true) = (broker_id, placement.is_fault()) {
+            findings.push(self.fault(&placement, reason.as_deref(), broker_id, id, meta));
+        }
+        *self
+            .totals
+            .placements
+            .entry(placement.as_str())
+            .or_default() += 1;
         placed.placement = Some(placement);
+        placed.reason = reason;
         let holder = Holder {
             connection: px.endpoints.connection,
             client: px.endpoints.client,
@@ -235,50 +209,34 @@ impl Tracker {
         placed
     }
 
-    fn place(
-        &mut self,
-        id: i64,
-        response: &MessageMeta,
-        broker: Option<i32>,
-        findings: &mut Vec<Finding>,
-    ) -> Placement {
-        let frame = response.frame;
-        let placement = match (self.holding(id, frame, broker), broker) {
-            (Some(block), _) => Placement::InBlock(block),
-            (None, None) => Placement::Unknown,
-            (None, Some(broker_id))
-                if self
-                    .forgotten
-                    .get(&broker_id)
-                    .is_some_and(|(start, end)| (*start..=*end).contains(&id)) =>
-            {
-                Placement::Unknown
-            }
-            (None, Some(broker_id)) => match self.by_broker.get(&broker_id) {
-                Some((blocks, last)) if last.response_frame < frame => {
-                    let what = Observation::PidOutsideBlocks {
-                        frame,
-                        broker_id,
-                        producer_id: id,
-                        blocks: *blocks,
-                        last_start: last.start,
-                        last_end: last.end,
-                    };
-                    let at = (Some(broker_id), None, response.timestamp);
-                    findings.push(super::finding_of(what, at, vec![frame]));
-                    Placement::OutsideBlocks
-                }
-                _ => Placement::BeforeCapture,
-            },
+    /// The finding of a grant Kafka's manager cannot have made.
+    fn fault(
+        &self,
+        placement: &Placement,
+        reason: Option<&str>,
+        broker_id: i32,
+        producer_id: i64,
+        response: &crate::pairing::MessageMeta,
+    ) -> Finding {
+        let (blocks, last) = self.blocks.seen(broker_id);
+        let what = Observation::PidOutsideBlocks {
+            frame: response.frame,
+            broker_id,
+            producer_id,
+            placement: placement.as_str(),
+            reason: reason.unwrap_or_default(),
+            blocks,
+            last_start: last.map_or(-1, |b| b.start),
+            last_end: last.map_or(-1, |b| b.end),
+            block: placement.block().map(|b| (b.start, b.end, b.broker_id)),
         };
-        let count = match placement {
-            Placement::InBlock(_) => &mut self.totals.in_block,
-            Placement::BeforeCapture => &mut self.totals.before_capture,
-            Placement::OutsideBlocks => &mut self.totals.outside_blocks,
-            Placement::Unknown => &mut self.totals.unknown,
-        };
-        *count += 1;
-        placement
+        let mut frames = vec![response.frame];
+        frames.extend(placement.block().map(|b| b.response_frame));
+        if let Placement::OlderBlock { newer_grant, .. } = placement {
+            frames.push(newer_grant.frame);
+        }
+        let at = (Some(broker_id), None, response.timestamp);
+        super::finding_of(what, at, frames)
     }
 
     /// Remembers who holds `id` at `epoch`; the frame of an earlier grant of it to
@@ -355,7 +313,7 @@ impl Tracker {
 mod tests {
     use super::*;
     use crate::kafka::init_producer_id as init;
-    use crate::pairing::Endpoints;
+    use crate::pairing::{Endpoints, MessageMeta};
 
     fn meta(frame: u64) -> MessageMeta {
         MessageMeta {
@@ -384,13 +342,14 @@ mod tests {
         }
     }
 
-    /// A grant of `id` at `epoch` on `connection`, answered in `frame`.
-    fn grant(
+    /// A grant of `id` at `epoch` on `connection`, requested in `request` and answered in
+    /// `frame`.
+    fn grant_at(
         connection: u64,
         txn: Option<&str>,
         id: i64,
         epoch: i16,
-        frame: u64,
+        (request, frame): (u64, u64),
     ) -> ProducerIdExchange {
         ProducerIdExchange {
             endpoints: Endpoints {
@@ -400,7 +359,7 @@ mod tests {
             },
             correlation_id: 1,
             api_version: 4,
-            request_meta: meta(frame - 1),
+            request_meta: meta(request),
             request: init::Request {
                 transactional_id: Some(txn.map(str::to_owned)),
                 ..Default::default()
@@ -417,42 +376,145 @@ mod tests {
         }
     }
 
+    fn grant(
+        connection: u64,
+        txn: Option<&str>,
+        id: i64,
+        epoch: i16,
+        frame: u64,
+    ) -> ProducerIdExchange {
+        grant_at(connection, txn, id, epoch, (frame - 1, frame))
+    }
+
+    const BROKER1: Option<(i32, &str)> = Some((1, "metadata"));
+    const BROKER2: Option<(i32, &str)> = Some((2, "metadata"));
+
+    fn names(t: &Tracker, placed: &[Placed]) -> Vec<&'static str> {
+        let _ = t;
+        placed
+            .iter()
+            .map(|p| p.placement.map_or("-", |p| p.as_str()))
+            .collect()
+    }
+
     #[test]
-    fn an_id_is_placed_among_its_brokers_blocks_or_said_to_be_outside_them() {
+    fn a_broker_keeps_granting_from_its_block_after_the_next_arrives() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
-        let broker2 = Some((2, "metadata"));
-        // before broker 2's first block: granted before the capture began
-        let early = t.add(&grant(1, None, 7000, 0, 10), broker2, &mut found);
-        assert_eq!(early.placement, Some(Placement::BeforeCapture));
+        let mut placed = vec![t.add(&grant(1, None, 5950, 0, 10), BROKER1, &mut found)];
+        t.block(&block(1, 7000, 20));
+        // the tail of the block held before the capture, then the new block
+        placed.push(t.add(&grant(1, None, 5999, 0, 30), BROKER1, &mut found));
+        placed.push(t.add(&grant(1, None, 7000, 0, 40), BROKER1, &mut found));
+        t.block(&block(1, 9000, 50));
+        placed.push(t.add(&grant(1, None, 7999, 0, 60), BROKER1, &mut found));
+        placed.push(t.add(&grant(1, None, 9000, 0, 70), BROKER1, &mut found));
+        // asked before 9000 was answered, answered after it: two handler threads
+        placed.push(t.add(&grant_at(2, None, 7998, 0, (69, 71)), BROKER1, &mut found));
+        assert_eq!(
+            names(&t, &placed),
+            [
+                "before_capture",
+                "previous_block",
+                "in_block",
+                "previous_block",
+                "in_block",
+                "previous_block"
+            ]
+        );
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(placed[1].placement.unwrap().block(), None);
+        assert_eq!(placed[3].placement.unwrap().block().unwrap().start, 7000);
+        let reason = placed[3].reason.as_deref().unwrap();
+        assert!(
+            reason.starts_with(
+                "from 7000..=7999, the block broker 1 held before 9000..=9999 arrived (frame 50)"
+            ),
+            "{reason}"
+        );
+        assert_eq!(placed[2].reason, None);
+        assert_eq!(
+            (
+                t.totals.placed("in_block"),
+                t.totals.placed("previous_block")
+            ),
+            (2, 3)
+        );
+    }
+
+    #[test]
+    fn an_id_from_an_older_block_requested_after_a_newer_grant_is_a_fault() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.block(&block(1, 7000, 20));
+        t.add(&grant(1, None, 7000, 0, 30), BROKER1, &mut found);
+        t.block(&block(1, 8000, 40));
+        t.add(&grant(1, None, 8000, 0, 50), BROKER1, &mut found);
+        let older = t.add(&grant_at(2, None, 7999, 0, (51, 52)), BROKER1, &mut found);
+        assert_eq!(older.placement.map(|p| p.as_str()), Some("older_block"));
+        // the block held before the capture, after 7000..7999 was granted from
+        let before = t.add(&grant_at(3, None, 6500, 0, (53, 54)), BROKER1, &mut found);
+        assert_eq!(before.placement.map(|p| p.as_str()), Some("older_block"));
+        let kinds: Vec<_> = found.iter().map(|f| f.kind.as_str()).collect();
+        assert_eq!(kinds, ["pid_outside_blocks", "pid_outside_blocks"]);
+        assert_eq!(found[0].frames, [20, 50, 52]);
+        assert!(found[0]
+            .facts
+            .contains(&("placement", "older_block".into())));
+        // a transactional id's grant is never judged by order: its id may be older
+        let txn = t.add(
+            &grant_at(4, Some("tx"), 7990, 0, (55, 56)),
+            BROKER1,
+            &mut found,
+        );
+        assert_eq!(txn.placement.map(|p| p.as_str()), Some("previous_block"));
+        assert_eq!(found.len(), 2);
+    }
+
+    #[test]
+    fn an_id_in_another_brokers_block_or_beyond_its_own_is_a_fault() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
         t.block(&block(2, 0, 20));
         t.block(&block(1, 1000, 21));
-        let inside = t.add(&grant(2, None, 5, 0, 30), broker2, &mut found);
+        let inside = t.add(&grant(2, None, 5, 0, 30), BROKER2, &mut found);
         assert!(matches!(inside.placement, Some(Placement::InBlock(b)) if b.start == 0));
-        // broker 1's block holds 1500, but broker 2 answered: outside broker 2's blocks
-        let outside = t.add(&grant(3, None, 1500, 0, 40), broker2, &mut found);
-        assert_eq!(outside.placement, Some(Placement::OutsideBlocks));
-        let unknown = t.add(&grant(4, None, 9000, 0, 50), None, &mut found);
-        assert_eq!(unknown.placement, Some(Placement::Unknown));
+        let other = t.add(&grant(3, None, 1500, 0, 40), BROKER2, &mut found);
+        assert_eq!(
+            other.placement.map(|p| p.as_str()),
+            Some("another_brokers_block")
+        );
+        let beyond = t.add(&grant(4, None, 3000, 0, 50), BROKER2, &mut found);
+        assert_eq!(beyond.placement.map(|p| p.as_str()), Some("outside_blocks"));
+        let unknown = t.add(&grant(5, None, 9000, 0, 60), None, &mut found);
+        assert_eq!(unknown.placement.map(|p| p.as_str()), Some("unknown"));
+        // a transactional id back with a bumped epoch keeps an id from anywhere
+        let kept = t.add(&grant(6, Some("tx"), 1500, 3, 70), BROKER2, &mut found);
+        assert_eq!(
+            kept.placement.map(|p| p.as_str()),
+            Some("kept_by_transactional_id")
+        );
         let kinds: Vec<_> = found.iter().map(|f| f.kind.as_str()).collect();
-        assert_eq!(kinds, ["pid_outside_blocks"]);
+        assert_eq!(kinds, ["pid_outside_blocks", "pid_outside_blocks"]);
         assert_eq!(found[0].facts[1], ("producer_id", 1500i64.into()));
-        assert_eq!((t.totals.in_block, t.totals.outside_blocks), (1, 1));
+        assert!(found[0].facts.contains(&("block_broker_id", 1i64.into())));
+        assert!(
+            found[0].message.contains("the block broker 1 was granted"),
+            "{}",
+            found[0].message
+        );
+        assert_eq!(t.totals.placed("outside_blocks"), 1);
     }
 
     #[test]
     fn an_id_in_a_forgotten_block_is_unknown_not_outside() {
-        let mut t = Tracker::new(1);
+        let mut t = Tracker::new(1, 0);
         let mut found = Vec::new();
         t.block(&block(2, 0, 20));
         t.block(&block(2, 1000, 21));
-        let old = t.add(&grant(1, None, 5, 0, 30), Some((2, "metadata")), &mut found);
-        assert_eq!(old.placement, Some(Placement::Unknown));
-        let new = t.add(
-            &grant(1, None, 1005, 0, 31),
-            Some((2, "metadata")),
-            &mut found,
-        );
+        let old = t.add(&grant(1, None, 5, 0, 30), BROKER2, &mut found);
+        assert_eq!(old.placement.map(|p| p.as_str()), Some("unknown"));
+        let new = t.add(&grant(1, None, 1005, 0, 31), BROKER2, &mut found);
         assert!(matches!(new.placement, Some(Placement::InBlock(b)) if b.start == 1000));
         assert!(found.is_empty(), "{found:?}");
     }

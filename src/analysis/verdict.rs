@@ -298,11 +298,40 @@ fn log_sentence(log: &super::committed::LogAnalysis) -> String {
     let offsets = blocks.clone().map(|b| b.place.offset);
     match (offsets.clone().min(), offsets.max()) {
         (Some(first), Some(last)) => format!(
-            "the metadata log commits {} to {} (offsets {first} to {last})",
+            "the metadata log commits {} to {} (offsets {first} to {last}){}",
             counted(blocks.count() as u64, "block"),
-            counted(brokers.len() as u64, "broker")
+            counted(brokers.len() as u64, "broker"),
+            missing_ids(log)
         ),
         _ => "the metadata log commits no block".to_owned(),
+    }
+}
+
+/// `; no record of the logs read commits ids 8000..=8999`, the first few ranges.
+fn missing_ids(log: &super::committed::LogAnalysis) -> String {
+    const LISTED: usize = 3;
+    let ranges: Vec<String> = log
+        .missing_before
+        .iter()
+        .flatten()
+        .map(|(start, end)| format!("{start}..={end}"))
+        .collect();
+    match ranges.len() {
+        0 => String::new(),
+        n if n <= LISTED => format!(
+            "; no record of the logs read commits ids {}",
+            ranges.join(", ")
+        ),
+        n => format!(
+            "; no record of the logs read commits ids {} and {} more ranges",
+            ranges
+                .iter()
+                .take(LISTED)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            n - LISTED
+        ),
     }
 }
 

@@ -219,16 +219,24 @@ pub enum Observation<'a> {
         other_client: SocketAddr,
         other_transactional_id: Option<&'a str>,
     },
-    /// An InitProducerId response granted a producer id outside every block its broker
-    /// was granted in the capture, after that broker's first block.
+    /// An InitProducerId response granted a producer id that Kafka's producer-id manager
+    /// cannot have drawn (see `analysis::placement`): from another broker's block, from
+    /// an older block after a newer one, or outside every block its broker was granted
+    /// in the capture, above the first.
     PidOutsideBlocks {
         frame: u64,
         broker_id: i32,
         producer_id: i64,
+        /// `another_brokers_block`, `older_block` or `outside_blocks`.
+        placement: &'static str,
+        /// Why, in a sentence (the entry's `placement_reason`).
+        reason: &'a str,
         /// The broker's blocks seen so far, and the last of them: `start..=end`.
         blocks: u64,
         last_start: i64,
         last_end: i64,
+        /// The block that holds the id, when the capture shows it.
+        block: Option<(i64, i64, i32)>,
     },
     /// An AllocateProducerIds response granted a block from a controller after the
     /// capture showed another controller leading a later epoch than any it led.
@@ -323,19 +331,26 @@ pub enum Observation<'a> {
     PidCommittedOverlap {
         offset: i64,
         broker_id: i32,
+        /// Its block: `start..next_producer_id`.
+        start: i64,
         next_producer_id: i64,
         previous_offset: i64,
         previous_next_producer_id: i64,
     },
-    /// A ProducerIdsRecord that moves the next producer id by other than the usual
-    /// block length: records missing from the logs read, or ids skipped.
+    /// A ProducerIdsRecord whose block starts past the highest id committed before it:
+    /// the ids between have no record in the logs read (records missing, or ids
+    /// skipped).
     PidCommittedGap {
         offset: i64,
         broker_id: i32,
         next_producer_id: i64,
         previous_offset: i64,
         previous_next_producer_id: i64,
+        /// Kafka's block size.
         usual_len: i64,
+        /// The ids no record commits.
+        missing_start: i64,
+        missing_end: i64,
     },
 }
 
@@ -655,17 +670,28 @@ impl Observation<'_> {
             Self::PidOutsideBlocks {
                 frame,
                 producer_id,
+                placement,
                 blocks,
                 last_start,
                 last_end,
+                block,
                 ..
-            } => vec![
-                ("frame", (*frame).into()),
-                ("producer_id", (*producer_id).into()),
-                ("blocks", (*blocks).into()),
-                ("last_start", (*last_start).into()),
-                ("last_end", (*last_end).into()),
-            ],
+            } => {
+                let mut facts = vec![
+                    ("frame", (*frame).into()),
+                    ("producer_id", (*producer_id).into()),
+                    ("placement", (*placement).into()),
+                    ("blocks", (*blocks).into()),
+                    ("last_start", (*last_start).into()),
+                    ("last_end", (*last_end).into()),
+                ];
+                if let Some((start, end, broker)) = block {
+                    facts.push(("block_start", (*start).into()));
+                    facts.push(("block_end", (*end).into()));
+                    facts.push(("block_broker_id", i64::from(*broker).into()));
+                }
+                facts
+            }
             Self::PidStaleController {
                 frame,
                 controller,
@@ -791,12 +817,14 @@ impl Observation<'_> {
             Self::PidCommittedOverlap {
                 offset,
                 broker_id,
+                start,
                 next_producer_id,
                 previous_offset,
                 previous_next_producer_id,
             } => vec![
                 ("offset", (*offset).into()),
                 ("broker_id", (*broker_id).into()),
+                ("start", (*start).into()),
                 ("next_producer_id", (*next_producer_id).into()),
                 ("previous_offset", (*previous_offset).into()),
                 (
@@ -811,6 +839,8 @@ impl Observation<'_> {
                 previous_offset,
                 previous_next_producer_id,
                 usual_len,
+                missing_start,
+                missing_end,
             } => vec![
                 ("offset", (*offset).into()),
                 ("broker_id", (*broker_id).into()),
@@ -821,6 +851,8 @@ impl Observation<'_> {
                     (*previous_next_producer_id).into(),
                 ),
                 ("usual_len", (*usual_len).into()),
+                ("missing_start", (*missing_start).into()),
+                ("missing_end", (*missing_end).into()),
             ],
         }
     }
@@ -1141,12 +1173,11 @@ impl fmt::Display for Observation<'_> {
                 frame,
                 broker_id,
                 producer_id,
-                blocks,
-                last_start,
-                last_end,
+                reason,
+                ..
             } => write!(
                 f,
-                "broker {broker_id} granted producer id {producer_id} (frame {frame}), outside the {blocks} block(s) it was granted in the capture (the last {last_start}..={last_end})"
+                "broker {broker_id} granted producer id {producer_id} (frame {frame}) {reason}"
             ),
             Self::PidStaleController {
                 frame,
@@ -1255,12 +1286,13 @@ impl fmt::Display for Observation<'_> {
             Self::PidCommittedOverlap {
                 offset,
                 broker_id,
+                start,
                 next_producer_id,
                 previous_offset,
                 previous_next_producer_id,
             } => write!(
                 f,
-                "the ProducerIdsRecord at offset {offset} commits producer ids up to {} to broker {broker_id}, not past the {previous_next_producer_id} the record at offset {previous_offset} reached: ids committed twice",
+                "the ProducerIdsRecord at offset {offset} commits producer ids {start}..={} to broker {broker_id}, below the {previous_next_producer_id} the record at offset {previous_offset} reached: ids committed twice",
                 next_producer_id.saturating_sub(1)
             ),
             Self::PidCommittedGap {
@@ -1270,9 +1302,11 @@ impl fmt::Display for Observation<'_> {
                 previous_offset,
                 previous_next_producer_id,
                 usual_len,
+                missing_start,
+                missing_end,
             } => write!(
                 f,
-                "the ProducerIdsRecord at offset {offset} (broker {broker_id}) moves the next producer id from {previous_next_producer_id} (offset {previous_offset}) to {next_producer_id}, not by the usual {usual_len}: records missing from the logs read, or ids skipped"
+                "no ProducerIdsRecord of the logs read commits producer ids {missing_start}..={missing_end}: the record at offset {offset} (broker {broker_id}) moves the next producer id from {previous_next_producer_id} (offset {previous_offset}) to {next_producer_id}, not by Kafka's block of {usual_len} (records missing from the logs read, or ids skipped)"
             ),
         }
     }

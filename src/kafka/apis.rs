@@ -71,6 +71,12 @@ pub enum ClusterFact {
     },
     /// A Vote, BeginQuorumEpoch or EndQuorumEpoch request or response.
     Quorum(QuorumMessage),
+    /// An AllocateProducerIds request: this broker asked for a block. Its answer comes
+    /// later as an exchange; told as soon as the request is read, so that a grant placed
+    /// meanwhile knows a block may be on its way.
+    BlockAsked {
+        broker_id: i32,
+    },
     Undecoded(Problem),
 }
 

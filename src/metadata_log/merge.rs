@@ -184,9 +184,8 @@ impl Merger {
         }
     }
 
-    /// Fills `log`'s records; `from_zero`: a segment read starts at offset 0, so the
-    /// first block, if no snapshot's, starts at id 0.
-    pub fn finish(mut self, log: &mut MetadataLog, from_zero: bool) {
+    /// Fills `log`'s records.
+    pub fn finish(mut self, log: &mut MetadataLog) {
         if let Some(held) = self.held.take() {
             for item in held.into_values() {
                 self.count(item);
@@ -195,14 +194,12 @@ impl Merger {
         self.blocks.sort_by_key(|(k, _)| *k);
         self.registrations.sort_by_key(|(k, _)| *k);
         self.leader_changes.sort_by_key(|(k, _)| *k);
-        let mut previous: Option<i64> = None;
-        for (i, (_, block)) in self.blocks.iter_mut().enumerate() {
-            block.start = match previous {
-                Some(p) => Some(p),
-                None if i == 0 && from_zero && !block.from_snapshot => Some(0),
-                None => None,
-            };
-            previous = Some(block.next_producer_id);
+        // a record names only the end of its block; Kafka fixes the size
+        for (_, block) in &mut self.blocks {
+            block.start = block
+                .next_producer_id
+                .checked_sub(super::PRODUCER_ID_BLOCK_SIZE)
+                .filter(|start| *start >= 0);
         }
         log.records_by_type = self.records_by_type;
         log.control_records = self.control_records;

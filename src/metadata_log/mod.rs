@@ -109,6 +109,14 @@ pub struct RecordPlace {
     pub file_idx: usize,
 }
 
+/// The ids of every block a KRaft controller commits: Kafka's
+/// `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`. `ProducerIdControlManager.generateNextProducerId`
+/// (3.x and 4.x) grants `[next, next + 1000)` and writes a `ProducerIdsRecord` holding
+/// only the broker, its epoch and `NextProducerId = next + 1000`; `replay` takes it back
+/// the same way. So a record's block is `[NextProducerId - 1000, NextProducerId)`, whatever
+/// records the files read hold before it.
+pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
+
 /// A ProducerIdsRecord (metadata record type 15): the block `[start, next_producer_id)`
 /// granted to `broker_id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,8 +125,8 @@ pub struct CommittedBlock {
     pub broker_epoch: i64,
     /// The record's `NextProducerId`: one past the block's last id.
     pub next_producer_id: i64,
-    /// The previous record's `NextProducerId` (0 for the log's first record at offset 0):
-    /// the block's first id. None when the record before it is not in the files read.
+    /// The block's first id: `NextProducerId` less [`PRODUCER_ID_BLOCK_SIZE`]. None
+    /// only for a record whose `NextProducerId` is below that size (no block of Kafka's).
     pub start: Option<i64>,
     pub place: RecordPlace,
     /// From a snapshot: the state at its offset, not a grant.
@@ -248,10 +256,6 @@ pub fn read_bytes(name: &str, bytes: &[u8], limits: Limits) -> MetadataLog {
 }
 
 fn finish(mut log: MetadataLog, merger: merge::Merger) -> MetadataLog {
-    let from_zero = log
-        .files
-        .iter()
-        .any(|f| f.kind == FileKind::Segment && f.first_offset == Some(0));
-    merger.finish(&mut log, from_zero);
+    merger.finish(&mut log);
     log
 }

@@ -618,7 +618,7 @@ fn a_directory_reads_its_latest_snapshot_then_its_segments_by_offset() {
     assert_eq!(
         blocks,
         [
-            (4, true, None, 3000),
+            (4, true, Some(2000), 3000),
             (5, false, Some(3000), 4000),
             (7, false, Some(4000), 5000)
         ]

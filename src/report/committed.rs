@@ -38,12 +38,14 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
         .blocks
         .iter()
         .zip(&a.deliveries)
-        .map(|(b, d)| model::CommittedBlock {
+        .zip(&a.missing_before)
+        .map(|((b, d), missing)| model::CommittedBlock {
             broker_id: b.broker_id,
             broker_epoch: b.broker_epoch,
             producer_id_start: b.start,
             producer_id_len: b.start.map(|s| b.next_producer_id.saturating_sub(s)),
             next_producer_id: b.next_producer_id,
+            missing_before: missing.map(|(start, end)| model::IdRange { start, end }),
             offset: b.place.offset,
             timestamp: time(b.place.time_ms),
             unix_time: UnixTime(timestamp_of_ms(b.place.time_ms)),

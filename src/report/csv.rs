@@ -58,7 +58,7 @@ pub const BLOCK_COLUMNS: [&str; 13] = [
 
 /// Columns of `--format csv-producers`: the fields of `producer_ids.entries[]` in their
 /// order, `block` flattened.
-pub const PRODUCER_COLUMNS: [&str; 32] = [
+pub const PRODUCER_COLUMNS: [&str; 33] = [
     "connection",
     "client",
     "server",
@@ -79,6 +79,7 @@ pub const PRODUCER_COLUMNS: [&str; 32] = [
     "ongoing_txn_producer_id",
     "ongoing_txn_producer_epoch",
     "placement",
+    "placement_reason",
     "block_start",
     "block_end",
     "block_broker_id",
@@ -94,13 +95,15 @@ pub const PRODUCER_COLUMNS: [&str; 32] = [
 ];
 
 /// Columns of `--format csv-committed`: the fields of `metadata_log.blocks[]`.
-pub const COMMITTED_COLUMNS: [&str; 13] = [
+pub const COMMITTED_COLUMNS: [&str; 15] = [
     "offset",
     "broker_id",
     "broker_epoch",
     "producer_id_start",
     "producer_id_len",
     "next_producer_id",
+    "missing_before_start",
+    "missing_before_end",
     "timestamp",
     "unix_time",
     "leader_epoch",
@@ -188,6 +191,7 @@ fn producer_row(e: &ProducerIdEntry) -> Vec<String> {
         text(e.ongoing_txn_producer_id),
         text(e.ongoing_txn_producer_epoch),
         text(e.placement),
+        text(e.placement_reason.clone()),
         text(block.map(|b| b.start)),
         text(block.map(|b| b.end)),
         text(block.map(|b| b.broker_id)),
@@ -217,6 +221,8 @@ fn committed_row(b: &CommittedBlock, findings: &[&PidFinding]) -> Vec<String> {
         text(b.producer_id_start),
         text(b.producer_id_len),
         b.next_producer_id.to_string(),
+        text(b.missing_before.map(|m| m.start)),
+        text(b.missing_before.map(|m| m.end)),
         b.timestamp.clone(),
         b.unix_time.seconds().to_string(),
         b.leader_epoch.to_string(),

@@ -120,8 +120,11 @@ impl Filter {
                     .response()
                     .is_some_and(|(m, _)| within(m.first_frame, m.frame))
         };
+        // with no broker known by address, the block of its broker's that holds the id
         let broker = placed.broker.map(|(id, _)| id).or(match placed.placement {
-            Some(Placement::InBlock(b)) => Some(b.broker_id),
+            Some(p @ (Placement::InBlock(_) | Placement::PreviousBlock { .. })) => {
+                p.block().map(|b| b.broker_id)
+            }
             _ => None,
         });
         let failed = match &px.outcome {

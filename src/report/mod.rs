@@ -176,15 +176,16 @@ pub fn producer_id_entry(
         ongoing_txn_producer_id: field(|r| r.ongoing_txn_producer_id),
         ongoing_txn_producer_epoch: resp.and_then(|(_, r)| r.ongoing_txn_producer_epoch),
         placement: placed.placement.map(|p| p.as_str()),
-        block: match placed.placement {
-            Some(crate::analysis::Placement::InBlock(b)) => Some(model::BlockRef {
+        placement_reason: placed.reason.clone(),
+        block: placed
+            .placement
+            .and_then(|p| p.block())
+            .map(|b| model::BlockRef {
                 start: b.start,
                 end: b.end,
                 broker_id: b.broker_id,
                 response_frame: b.response_frame,
             }),
-            _ => None,
-        },
         duplicate_of_frame: placed.duplicate_of,
         request_frame: px.request_meta.frame,
         request_timestamp: px.request_meta.timestamp.to_rfc3339(),
@@ -243,10 +244,14 @@ fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdC
         response_unknown: t.statuses.response_unknown,
         granted: t.granted,
         errors: t.errors,
-        in_block: t.in_block,
-        before_capture: t.before_capture,
-        outside_blocks: t.outside_blocks,
-        unknown: t.unknown,
+        in_block: t.placed("in_block"),
+        previous_block: t.placed("previous_block"),
+        before_capture: t.placed("before_capture"),
+        kept_by_transactional_id: t.placed("kept_by_transactional_id"),
+        another_brokers_block: t.placed("another_brokers_block"),
+        older_block: t.placed("older_block"),
+        outside_blocks: t.placed("outside_blocks"),
+        unknown: t.placed("unknown"),
         duplicates: t.duplicates,
         grants_forgotten: t.grants_forgotten,
     }

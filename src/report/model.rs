@@ -126,17 +126,48 @@ pub struct LogComparison {
     pub outside_capture: u64,
 }
 
+impl CommittedBlock {
+    /// Its ids, and those missing before it: `9000..=9999 (no record commits
+    /// 8000..=8999 before it)`.
+    pub fn ids(&self) -> String {
+        let last = self.next_producer_id.saturating_sub(1);
+        let mut ids = match self.producer_id_start {
+            Some(start) => format!("{start}..={last}"),
+            None => format!("..={last}"),
+        };
+        if let Some(m) = self.missing_before {
+            ids.push_str(&format!(
+                " (no record commits {}..={} before it)",
+                m.start, m.end
+            ));
+        }
+        ids
+    }
+}
+
+/// Producer ids `start..=end`.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct IdRange {
+    pub start: i64,
+    pub end: i64,
+}
+
 /// A ProducerIdsRecord: the block `producer_id_start` to `next_producer_id - 1` granted.
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct CommittedBlock {
     pub broker_id: i32,
     pub broker_epoch: i64,
-    /// The previous record's `NextProducerId`; absent when that record was not read.
+    /// `NextProducerId - 1000`: Kafka's controller commits blocks of 1000 ids and the
+    /// record holds only their end; absent for a `NextProducerId` below 1000.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub producer_id_start: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub producer_id_len: Option<i64>,
     pub next_producer_id: i64,
+    /// The ids between the highest block committed before it and its start that no
+    /// record of the logs read commits (`pid_committed_gap`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_before: Option<IdRange>,
     pub offset: i64,
     /// The batch's max timestamp.
     pub timestamp: String,
@@ -375,9 +406,13 @@ pub struct ProducerIdCounts {
     pub granted: u64,
     /// Responses with an error.
     pub errors: u64,
-    /// Granted ids by `placement`.
+    /// Granted ids by `placement` (see `producer_ids.entries[].placement`).
     pub in_block: u64,
+    pub previous_block: u64,
     pub before_capture: u64,
+    pub kept_by_transactional_id: u64,
+    pub another_brokers_block: u64,
+    pub older_block: u64,
     pub outside_blocks: u64,
     pub unknown: u64,
     /// Grants of an id and epoch another producer was granted before
@@ -385,6 +420,36 @@ pub struct ProducerIdCounts {
     pub duplicates: u64,
     /// Granted ids forgotten to bound memory: duplicates among them are not found.
     pub grants_forgotten: u64,
+}
+
+impl ProducerIdCounts {
+    /// The placements other than `in_block` that hold ids, each with its count and what
+    /// it means in a few words, for the text and HTML reports.
+    pub fn other_placements(&self) -> Vec<(u64, &'static str)> {
+        [
+            (
+                self.previous_block,
+                "from the block their broker held before its newest (Kafka's prefetch)",
+            ),
+            (
+                self.before_capture,
+                "from blocks granted before the capture",
+            ),
+            (self.kept_by_transactional_id, "kept by a transactional id"),
+            (self.another_brokers_block, "in another broker's block"),
+            (self.older_block, "from an older block after a newer one"),
+            (self.outside_blocks, "outside their broker's blocks"),
+            (self.unknown, "not placed (broker or blocks not known)"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .collect()
+    }
+
+    /// Grants Kafka's producer-id manager cannot have made (`pid_outside_blocks`).
+    pub fn faulty_placements(&self) -> u64 {
+        self.another_brokers_block + self.older_block + self.outside_blocks
+    }
 }
 
 /// One InitProducerId exchange. Fields not read from the capture are absent.
@@ -426,10 +491,17 @@ pub struct ProducerIdEntry {
     pub ongoing_txn_producer_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ongoing_txn_producer_epoch: Option<i16>,
-    /// Where a granted id lies: `in_block`, `before_capture`, `outside_blocks` or
-    /// `unknown`; null when no id was granted.
+    /// Where a granted id lies among its broker's blocks, as Kafka's producer-id manager
+    /// uses them: `in_block`, `previous_block`, `before_capture`,
+    /// `kept_by_transactional_id`, `another_brokers_block`, `older_block`,
+    /// `outside_blocks` or `unknown`; null when no id was granted.
     pub placement: Option<&'static str>,
-    /// With `in_block`: the block holding the id (the latest granted before it).
+    /// Why it lies there, in a sentence; absent with `in_block` and when nothing was
+    /// granted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement_reason: Option<String>,
+    /// The block of the capture holding the id (the latest granted before it), when one
+    /// does.
     pub block: Option<BlockRef>,
     /// Response frame of an earlier grant of the same id and epoch to another producer.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -90,6 +90,7 @@ struct CommittedBlock {
     producer_id_start: Option<i64>,
     producer_id_len: Option<i64>,
     next_producer_id: i64,
+    missing_before: Option<IdRange>,
     offset: i64,
     timestamp: String,
     unix_time: f64,
@@ -97,6 +98,14 @@ struct CommittedBlock {
     delivery: String,
     delivered_frame: Option<u64>,
     file: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct IdRange {
+    start: i64,
+    end: i64,
 }
 
 #[derive(Deserialize)]
@@ -137,7 +146,11 @@ struct ProducerIdCounts {
     granted: u64,
     errors: u64,
     in_block: u64,
+    previous_block: u64,
     before_capture: u64,
+    kept_by_transactional_id: u64,
+    another_brokers_block: u64,
+    older_block: u64,
     outside_blocks: u64,
     unknown: u64,
     duplicates: u64,
@@ -167,6 +180,7 @@ struct ProducerIdEntry {
     ongoing_txn_producer_id: Option<i64>,
     ongoing_txn_producer_epoch: Option<i16>,
     placement: Option<String>,
+    placement_reason: Option<String>,
     block: Option<BlockRef>,
     duplicate_of_frame: Option<u64>,
     request_frame: u64,

@@ -505,6 +505,90 @@ fn a_log_alone_is_reported_in_every_format() {
     assert_eq!(html.matches("<tr><td>").count(), committed.min(100));
 }
 
+/// A ProducerIdsRecord holds only the end of its block; Kafka's controller always commits
+/// 1000 ids (`ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`). The log alone, one record short,
+/// lists only 1000-id blocks in every format, and names the ids the removed record
+/// committed (its `NextProducerId` less 1000, up to it) as missing, never as part of the
+/// next block.
+#[test]
+fn a_log_alone_without_one_record_lists_only_whole_blocks_and_names_the_missing_one() {
+    let truth = json(&made("removed-one.truth.json"));
+    let next = truth["removed"]["next_producer_id"].as_i64().unwrap();
+    let (missing_start, missing_end) = (next - 1000, next - 1);
+    let dir = made("removed-one").display().to_string();
+    let run = |format: &str| -> String {
+        let out = pidshark()
+            .args(["--metadata-log", &dir, "--format", format])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{format}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let report: Value = serde_json::from_str(&run("json")).unwrap();
+    let blocks = report["metadata_log"]["blocks"].as_array().unwrap();
+    assert_eq!(
+        blocks.len() as u64,
+        truth["producer_ids_records_after"].as_u64().unwrap()
+    );
+    for b in blocks {
+        assert_eq!(b["producer_id_len"], 1000, "{b}");
+        assert_eq!(
+            b["producer_id_start"].as_i64().unwrap() + 1000,
+            b["next_producer_id"].as_i64().unwrap()
+        );
+    }
+    let missing: Vec<&Value> = blocks
+        .iter()
+        .filter(|b| b.get("missing_before").is_some())
+        .collect();
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    assert_eq!(missing[0]["missing_before"]["start"], missing_start);
+    assert_eq!(missing[0]["missing_before"]["end"], missing_end);
+    let gaps: Vec<&Value> = report["producer_id_blocks"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "pid_committed_gap")
+        .collect();
+    assert_eq!(gaps.len(), 1);
+    assert_eq!(gaps[0]["facts"]["missing_start"], missing_start);
+    assert_eq!(gaps[0]["facts"]["missing_end"], missing_end);
+    let named = format!("{missing_start}..={missing_end}");
+    assert!(report["verdict"]["headline"]
+        .as_str()
+        .unwrap()
+        .contains(&named));
+    let text = run("text");
+    assert!(
+        text.contains(&format!("no record commits {named} before it")),
+        "{text}"
+    );
+    let html = run("html");
+    assert!(html.contains(&format!("no record commits {named} before it")));
+    let csv = run("csv-committed");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert!(rows.iter().all(|r| r[col("producer_id_len")] == "1000"));
+    let flagged: Vec<_> = rows
+        .iter()
+        .filter(|r| !r[col("missing_before_start")].is_empty())
+        .collect();
+    assert_eq!(flagged.len(), 1);
+    assert_eq!(
+        flagged[0][col("missing_before_start")],
+        missing_start.to_string()
+    );
+    assert_eq!(
+        flagged[0][col("missing_before_end")],
+        missing_end.to_string()
+    );
+}
+
 #[test]
 fn a_missing_log_is_an_error_naming_it() {
     let out = pidshark()

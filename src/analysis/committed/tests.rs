@@ -199,8 +199,8 @@ fn without_a_capture_only_the_records_among_themselves_are_judged() {
         .all(|d| *d == Delivery::OutsideCapture));
     assert!(found[1]
         .message
-        .contains("from 2000 (offset 11) to 5000, not by the usual 1000"));
+        .contains("commits producer ids 2000..=3999: the record at offset 12 (broker 1) moves the next producer id from 2000 (offset 11) to 5000"));
     assert!(found[0]
         .message
-        .contains("not past the 5000 the record at offset 12 reached"));
+        .contains("commits producer ids 3000..=3999 to broker 2, below the 5000 the record at offset 12 reached"));
 }

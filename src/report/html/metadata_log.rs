@@ -50,10 +50,7 @@ pub fn html(page: &mut String, report: &Report) {
     let rows = log.blocks_to_list(MAX_ROWS);
     page.push_str("<div class=\"wide\"><table id=\"committed-blocks\">\n<tr><th>offset</th><th>broker</th><th>broker epoch</th><th>ids</th><th>time</th><th>leader epoch</th><th>delivery</th></tr>\n");
     for b in &rows {
-        let ids = match b.producer_id_start {
-            Some(start) => format!("{start}..={}", b.next_producer_id.saturating_sub(1)),
-            None => format!("..={}", b.next_producer_id.saturating_sub(1)),
-        };
+        let ids = b.ids();
         let delivery = match b.delivered_frame {
             Some(frame) => format!("delivered (frame {frame})"),
             None => b.delivery.replace('_', " "),

@@ -57,7 +57,12 @@ impl Grant {
     }
 
     fn flagged(&self) -> bool {
-        self.duplicate_of.is_some() || self.placement == "outside_blocks"
+        self.duplicate_of.is_some() || self.faulty()
+    }
+
+    /// Placed where Kafka's producer-id manager cannot have drawn it.
+    fn faulty(&self) -> bool {
+        crate::analysis::Placement::FAULTS.contains(&self.placement)
     }
 }
 
@@ -171,12 +176,8 @@ impl Producers {
                 );
             }
         }
-        for grant in self
-            .flagged
-            .iter()
-            .filter(|g| g.placement == "outside_blocks")
-        {
-            let why = "outside its broker's blocks".into();
+        for grant in self.flagged.iter().filter(|g| g.faulty()) {
+            let why = grant.placement.replace('_', " ");
             push(
                 Row {
                     grant,
@@ -291,15 +292,11 @@ fn counts(s: &ProducerIdCounts) -> String {
 /// Where the granted ids lie, and how many were granted twice.
 fn placements(s: &ProducerIdCounts) -> String {
     let mut parts = vec![format!("{} in a block of the capture", s.in_block)];
-    for (n, words) in [
-        (s.before_capture, "from blocks granted before the capture"),
-        (s.outside_blocks, "outside their broker's blocks"),
-        (s.unknown, "from a broker not known"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {words}"));
-        }
-    }
+    parts.extend(
+        s.other_placements()
+            .into_iter()
+            .map(|(n, words)| format!("{n} {words}")),
+    );
     let mut line = format!(
         "Ids granted: {}; {} granted twice (an id and epoch another producer holds).",
         parts.join(", "),

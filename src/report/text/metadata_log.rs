@@ -87,10 +87,7 @@ fn coverage(log: &MetadataLog) -> String {
 }
 
 fn block_line(b: &CommittedBlock, compared: bool) -> String {
-    let ids = match b.producer_id_start {
-        Some(start) => format!("{start}..={}", b.next_producer_id.saturating_sub(1)),
-        None => format!("..={}", b.next_producer_id.saturating_sub(1)),
-    };
+    let ids = b.ids();
     let delivery = match (b.delivery, b.delivered_frame) {
         ("delivered", Some(frame)) => format!("delivered in frame {frame}"),
         ("not_delivered", _) => "NOT DELIVERED".to_owned(),

@@ -77,15 +77,11 @@ fn title(s: &ProducerIdCounts) -> String {
 /// Where the granted ids lie (the placements seen) and how many were duplicates.
 fn placements(s: &ProducerIdCounts) -> String {
     let mut parts = vec![format!("{} in a block of the capture", s.in_block)];
-    for (n, words) in [
-        (s.before_capture, "from blocks granted before the capture"),
-        (s.outside_blocks, "outside their broker's blocks"),
-        (s.unknown, "from a broker not known"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {words}"));
-        }
-    }
+    parts.extend(
+        s.other_placements()
+            .into_iter()
+            .map(|(n, words)| format!("{n} {words}")),
+    );
     let duplicates = match s.duplicates {
         0 => "no duplicate".to_owned(),
         n => counted(n, "duplicate"),
@@ -153,8 +149,18 @@ fn outside_line(f: &PidFinding) -> String {
     let broker = f
         .broker_id
         .map_or("a broker".to_owned(), |id| format!("broker {id}"));
+    let placement = fact(f, "placement").replace('_', " ");
+    let held = match (f.facts.get("block_start"), f.facts.get("block_broker_id")) {
+        (Some(_), Some(_)) => format!(
+            ", in {}..{} of broker {}",
+            fact(f, "block_start"),
+            fact(f, "block_end"),
+            fact(f, "block_broker_id")
+        ),
+        _ => String::new(),
+    };
     format!(
-        "outside: producer id {} from {broker} (frame {}), outside its {} (the last {}..{})",
+        "{placement}: producer id {} from {broker} (frame {}){held}; its {} (the last {}..{})",
         fact(f, "producer_id"),
         fact(f, "frame"),
         counted(number(f, "blocks"), "block"),

@@ -1,0 +1,532 @@
+//! Where a granted producer id comes from, as a Kafka broker's producer-id manager hands
+//! ids out.
+//!
+//! Kafka's `RPCProducerIdManager` (3.x and 4.x alike) grants ids from its current block;
+//! when 90% of it is handed out it asks the controller for the next block
+//! (AllocateProducerIds) and keeps granting from the current one until it is used up,
+//! only then switching to the next, and never back. It holds at most one block ahead. So
+//! after a broker's new block arrives on the wire, the tail of its previous block is still
+//! granted: that is `previous_block`, not an error.
+//!
+//! A grant is wrong only where that manager cannot produce it: an id in a block the
+//! capture shows granted to another broker and in none of its own, an id from an older
+//! block in a grant whose request arrived after the broker had already answered a grant
+//! from a newer block (causal: the manager claims an id while it handles the request), and
+//! an id in none of the broker's blocks above the first the capture shows. Everything the
+//! capture cannot decide is `unknown`.
+//!
+//! Only fresh ids are held to the manager's order: an idempotent producer's (Kafka's
+//! `TransactionCoordinator.handleInitProducerId` draws a new id for every one). A
+//! transactional id keeps its producer id when initialised again, with a bumped epoch,
+//! and may be answered an id its coordinator drew on an earlier request, so its grants
+//! are placed by the blocks that hold them and never judged by order.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::pairing::MessageMeta;
+use crate::timestamp::Timestamp;
+
+/// Blocks whose first grant is remembered per broker, for the order of grants.
+const MAX_FIRST_GRANTS: usize = 4096;
+/// Requests for a block remembered per broker while their answer is awaited (Kafka's
+/// broker has one in flight at a time), and brokers followed.
+const MAX_AWAITED: usize = 64;
+const MAX_ASKING_BROKERS: usize = 4096;
+
+/// A broker's requests for a block whose answers the capture has not shown.
+#[derive(Debug, Default, Clone)]
+struct Asking {
+    awaited: std::collections::BTreeSet<u64>,
+    /// The first request whose answer was not read.
+    not_read: Option<u64>,
+}
+
+/// A block, as a grant refers to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockRef {
+    pub start: i64,
+    pub end: i64,
+    pub broker_id: i32,
+    pub response_frame: u64,
+}
+
+impl BlockRef {
+    fn holds(&self, id: i64) -> bool {
+        (self.start..=self.end).contains(&id)
+    }
+}
+
+/// The first grant a broker answered from one of its blocks: from then on it has left
+/// every older block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstGrant {
+    pub frame: u64,
+    pub producer_id: i64,
+    timestamp: Timestamp,
+    capture: Option<u32>,
+}
+
+/// Why a grant could not be placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownWhy {
+    /// No message of the capture says which broker listens where the grant came from,
+    /// and no block seen holds the id.
+    BrokerUnknown,
+    /// The broker's blocks that could hold it were forgotten to bound memory.
+    Forgotten,
+    /// The broker had asked for a block (the request of this frame) and no answer to it
+    /// had been seen: the block holding the id may be in it.
+    AnswerAwaited(u64),
+    /// No answer to the broker's request of this frame was read (lost, cut, not decoded,
+    /// or none came on that connection, when Kafka's broker retries the request
+    /// elsewhere): the block holding the id may be in it.
+    AnswerNotRead(u64),
+}
+
+/// Where a granted producer id stands among the blocks of the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// In the newest block its broker had been granted before the grant.
+    InBlock(BlockRef),
+    /// From a block its broker held before `newer` arrived: `held`, or, below its first
+    /// block in the capture, the block it held before the capture (`None`). Kafka brokers
+    /// keep granting from a block until it is used up.
+    PreviousBlock {
+        held: Option<BlockRef>,
+        newer: BlockRef,
+    },
+    /// Its broker had no block in the capture yet: granted from one granted before it.
+    BeforeCapture,
+    /// A transactional id initialised again keeps its producer id: from `held` when a
+    /// block of the capture holds it, else from a block granted earlier.
+    KeptByTransactionalId(Option<BlockRef>),
+    /// In `other`, a block another broker was granted, and in none of its broker's.
+    AnotherBrokersBlock {
+        other: BlockRef,
+    },
+    /// From an older block (`held`, or the one held before the capture) in a grant
+    /// requested after its broker answered `newer_grant` from the newer block `newer`.
+    OlderBlock {
+        held: Option<BlockRef>,
+        newer: BlockRef,
+        newer_grant: FirstGrant,
+    },
+    /// In none of its broker's `blocks` blocks and above the first of them (`last`: the
+    /// newest).
+    OutsideBlocks {
+        blocks: u64,
+        last: BlockRef,
+    },
+    Unknown(UnknownWhy),
+}
+
+impl Placement {
+    /// The report's name for it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::InBlock(_) => "in_block",
+            Self::PreviousBlock { .. } => "previous_block",
+            Self::BeforeCapture => "before_capture",
+            Self::KeptByTransactionalId(_) => "kept_by_transactional_id",
+            Self::AnotherBrokersBlock { .. } => "another_brokers_block",
+            Self::OlderBlock { .. } => "older_block",
+            Self::OutsideBlocks { .. } => "outside_blocks",
+            Self::Unknown(_) => "unknown",
+        }
+    }
+
+    /// The names of the placements Kafka's producer-id manager cannot produce.
+    pub const FAULTS: [&'static str; 3] =
+        ["another_brokers_block", "older_block", "outside_blocks"];
+
+    /// Whether Kafka's producer-id manager cannot have made this grant.
+    pub fn is_fault(&self) -> bool {
+        matches!(
+            self,
+            Self::AnotherBrokersBlock { .. } | Self::OlderBlock { .. } | Self::OutsideBlocks { .. }
+        )
+    }
+
+    /// The block that holds the id, when the capture shows it.
+    pub fn block(&self) -> Option<BlockRef> {
+        match *self {
+            Self::InBlock(b) => Some(b),
+            Self::PreviousBlock { held, .. }
+            | Self::KeptByTransactionalId(held)
+            | Self::OlderBlock { held, .. } => held,
+            Self::AnotherBrokersBlock { other } => Some(other),
+            Self::BeforeCapture | Self::OutsideBlocks { .. } | Self::Unknown(_) => None,
+        }
+    }
+
+    /// Why the id was placed there, in a sentence; none for `in_block`.
+    pub fn reason(&self, broker: Option<i32>) -> Option<String> {
+        let who = broker.map_or_else(|| "its broker".to_owned(), |b| format!("broker {b}"));
+        let range = |b: &BlockRef| format!("{}..={}", b.start, b.end);
+        Some(match self {
+            Self::InBlock(_) => return None,
+            Self::PreviousBlock { held, newer } => format!(
+                "from {}, the block {who} held before {} arrived (frame {}); Kafka brokers keep granting from a block until it is used up",
+                held.map_or_else(|| "the block granted before the capture".to_owned(), |b| range(&b)),
+                range(newer),
+                newer.response_frame
+            ),
+            Self::BeforeCapture => format!(
+                "{who} had not been granted a block in the capture yet: the id is from one granted before the capture began"
+            ),
+            Self::KeptByTransactionalId(held) => format!(
+                "a transactional id initialised again keeps its producer id with a bumped epoch: the id was drawn {}",
+                held.map_or_else(
+                    || "from a block granted before".to_owned(),
+                    |b| format!("from {} (broker {}, frame {})", range(&b), b.broker_id, b.response_frame)
+                )
+            ),
+            Self::AnotherBrokersBlock { other } => format!(
+                "in {}, the block broker {} was granted (frame {}), and in none of {who}'s: Kafka brokers grant only from their own blocks",
+                range(other),
+                other.broker_id,
+                other.response_frame
+            ),
+            Self::OlderBlock { held, newer, newer_grant } => format!(
+                "from {} after {who} had granted producer id {} from the newer block {} (frame {}): Kafka brokers never go back to an older block",
+                held.map_or_else(|| "the block held before the capture".to_owned(), |b| range(&b)),
+                newer_grant.producer_id,
+                range(newer),
+                newer_grant.frame
+            ),
+            Self::OutsideBlocks { blocks, last } => format!(
+                "in none of the {blocks} block{} {who} was granted in the capture (the last {}), and above the first of them",
+                if *blocks == 1 { "" } else { "s" },
+                range(last)
+            ),
+            Self::Unknown(UnknownWhy::BrokerUnknown) => {
+                "no message of the capture says which broker answered, and no block seen holds the id".to_owned()
+            }
+            Self::Unknown(UnknownWhy::Forgotten) => format!(
+                "the blocks of {who} that could hold it were forgotten past the blocks remembered"
+            ),
+            Self::Unknown(UnknownWhy::AnswerAwaited(frame)) => format!(
+                "in none of {who}'s blocks seen, but {who} had asked for a block (frame {frame}) whose answer had not been seen: it may hold the id"
+            ),
+            Self::Unknown(UnknownWhy::AnswerNotRead(frame)) => format!(
+                "in none of {who}'s blocks seen, but its request for a block (frame {frame}) got no answer the capture shows whole (Kafka's broker retries it, maybe on a connection not captured): that block may hold the id"
+            ),
+        })
+    }
+}
+
+/// What a broker's blocks in the capture say of its producer-id manager.
+#[derive(Debug, Clone)]
+struct Broker {
+    blocks: u64,
+    first: BlockRef,
+    newest: BlockRef,
+    /// By block start: the first grant answered from that block.
+    first_grants: BTreeMap<i64, FirstGrant>,
+}
+
+/// A grant to place: what the analysis knows of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Grant<'a> {
+    pub producer_id: i64,
+    pub epoch: i16,
+    /// `Some(None)` for an idempotent producer; `None` when the request was not read.
+    pub transactional_id: Option<Option<&'a str>>,
+    pub request: &'a MessageMeta,
+    pub response: &'a MessageMeta,
+}
+
+impl Grant<'_> {
+    /// An idempotent producer's grant: a fresh id its broker's manager drew while it
+    /// handled this very request.
+    fn idempotent(&self) -> bool {
+        self.transactional_id == Some(None)
+    }
+
+    /// A transactional id back with a bumped epoch: an id it held before.
+    fn kept(&self) -> bool {
+        matches!(self.transactional_id, Some(Some(_))) && self.epoch > 0
+    }
+}
+
+/// The blocks of the capture, per broker, and where grants lie among them.
+#[derive(Debug)]
+pub struct Blocks {
+    /// Blocks by (start, response frame): the latest `max_blocks`.
+    blocks: BTreeMap<(i64, u64), BlockRef>,
+    /// Their keys, oldest first.
+    order: VecDeque<(i64, u64)>,
+    max_blocks: usize,
+    /// Per broker, the ids of the blocks forgotten to stay within `max_blocks`.
+    forgotten: BTreeMap<i32, (i64, i64)>,
+    longest: i64,
+    brokers: BTreeMap<i32, Broker>,
+    asking: BTreeMap<i32, Asking>,
+    /// How far apart two files' clocks may be (`--clock-skew`).
+    clock_skew_ns: i128,
+}
+
+impl Blocks {
+    pub fn new(max_blocks: usize, clock_skew_ns: u64) -> Self {
+        Self {
+            blocks: BTreeMap::new(),
+            order: VecDeque::new(),
+            max_blocks: max_blocks.max(1),
+            forgotten: BTreeMap::new(),
+            longest: 0,
+            brokers: BTreeMap::new(),
+            asking: BTreeMap::new(),
+            clock_skew_ns: i128::from(clock_skew_ns),
+        }
+    }
+
+    pub fn set_clock_skew(&mut self, clock_skew_ns: u64) {
+        self.clock_skew_ns = i128::from(clock_skew_ns);
+    }
+
+    /// `broker` asked for a block in the request of `frame`.
+    pub fn asked(&mut self, broker: i32, frame: u64) {
+        if self.asking.len() >= MAX_ASKING_BROKERS && !self.asking.contains_key(&broker) {
+            return;
+        }
+        let asking = self.asking.entry(broker).or_default();
+        asking.awaited.insert(frame);
+        if asking.awaited.len() > MAX_AWAITED {
+            // the oldest: an answer that long awaited was lost, as far as grants go
+            let oldest = asking.awaited.pop_first();
+            asking.not_read = asking.not_read.or(oldest);
+        }
+    }
+
+    /// The request of `frame` by `broker` ended (`read`: its answer read whole).
+    pub fn answered(&mut self, broker: i32, frame: u64, read: bool) {
+        let Some(asking) = self.asking.get_mut(&broker) else {
+            return;
+        };
+        asking.awaited.remove(&frame);
+        if !read {
+            asking.not_read = Some(asking.not_read.map_or(frame, |f| f.min(frame)));
+        }
+    }
+
+    /// Why a block of `broker` the capture does not show may hold a grant answered in
+    /// `frame`.
+    fn unseen_block(&self, broker: i32, frame: u64) -> Option<UnknownWhy> {
+        let asking = self.asking.get(&broker)?;
+        if let Some(&asked) = asking.awaited.range(..frame).next() {
+            return Some(UnknownWhy::AnswerAwaited(asked));
+        }
+        asking
+            .not_read
+            .filter(|f| *f < frame)
+            .map(UnknownWhy::AnswerNotRead)
+    }
+
+    /// A block granted in the capture.
+    pub fn add(&mut self, r: BlockRef) {
+        self.longest = self.longest.max(r.end.saturating_sub(r.start));
+        let key = (r.start, r.response_frame);
+        if self.blocks.insert(key, r).is_none() {
+            self.order.push_back(key);
+        }
+        if self.blocks.len() > self.max_blocks {
+            let oldest = self.order.pop_front();
+            if let Some(old) = oldest.and_then(|key| self.blocks.remove(&key)) {
+                let range = self
+                    .forgotten
+                    .entry(old.broker_id)
+                    .or_insert((old.start, old.end));
+                *range = (range.0.min(old.start), range.1.max(old.end));
+            }
+        }
+        let broker = self.brokers.entry(r.broker_id).or_insert(Broker {
+            blocks: 0,
+            first: r,
+            newest: r,
+            first_grants: BTreeMap::new(),
+        });
+        broker.blocks += 1;
+        broker.newest = r;
+        broker.first = if r.start < broker.first.start {
+            r
+        } else {
+            broker.first
+        };
+    }
+
+    /// How many blocks `broker` was granted in the capture so far, and the newest.
+    pub fn seen(&self, broker: i32) -> (u64, Option<BlockRef>) {
+        self.brokers
+            .get(&broker)
+            .map_or((0, None), |b| (b.blocks, Some(b.newest)))
+    }
+
+    /// The latest block granted before `frame` holding `id`, of `broker` when given.
+    fn holding(&self, id: i64, frame: u64, broker: Option<i32>) -> Option<BlockRef> {
+        let lowest = id.saturating_sub(self.longest);
+        self.blocks
+            .range((lowest, 0)..=(id, u64::MAX))
+            .map(|(_, b)| *b)
+            .filter(|b| b.holds(id) && b.response_frame < frame)
+            .filter(|b| broker.is_none_or(|broker| broker == b.broker_id))
+            .max_by_key(|b| b.response_frame)
+    }
+
+    /// Where `grant` lies, answered by `broker` when known.
+    pub fn place(&mut self, grant: &Grant<'_>, broker: Option<i32>) -> Placement {
+        let (id, frame) = (grant.producer_id, grant.response.frame);
+        let Some(broker_id) = broker else {
+            // the block that holds it names a broker that may have granted it; no fault
+            // is judged on a guess
+            return match self.holding(id, frame, None) {
+                Some(held) => self.among_own(grant, held, false),
+                None => Placement::Unknown(UnknownWhy::BrokerUnknown),
+            };
+        };
+        if let Some(held) = self.holding(id, frame, Some(broker_id)) {
+            return self.among_own(grant, held, true);
+        }
+        if grant.kept() {
+            return Placement::KeptByTransactionalId(self.holding(id, frame, None));
+        }
+        if let Some(other) = self.holding(id, frame, None) {
+            return Placement::AnotherBrokersBlock { other };
+        }
+        if self
+            .forgotten
+            .get(&broker_id)
+            .is_some_and(|(start, end)| (*start..=*end).contains(&id))
+        {
+            return Placement::Unknown(UnknownWhy::Forgotten);
+        }
+        let Some(b) = self
+            .brokers
+            .get(&broker_id)
+            .filter(|b| b.first.response_frame < frame)
+        else {
+            return Placement::BeforeCapture;
+        };
+        if id > b.first.start {
+            if let Some(why) = self.unseen_block(broker_id, frame) {
+                return Placement::Unknown(why);
+            }
+            return Placement::OutsideBlocks {
+                blocks: b.blocks,
+                last: b.newest,
+            };
+        }
+        // below its first block: the block it held before the capture
+        let first = b.first;
+        let left = match grant.idempotent() {
+            true => self.left_for_newer(grant, broker_id, i64::MIN),
+            false => None,
+        };
+        match left {
+            Some((newer, newer_grant)) => Placement::OlderBlock {
+                held: None,
+                newer,
+                newer_grant,
+            },
+            None => Placement::PreviousBlock {
+                held: None,
+                newer: first,
+            },
+        }
+    }
+
+    /// A grant from `held`, a block of its broker's (`known`: the broker answered, not
+    /// guessed from the block).
+    fn among_own(&mut self, grant: &Grant<'_>, held: BlockRef, known: bool) -> Placement {
+        let frame = grant.response.frame;
+        let Some(newest) = self.newest_before(held.broker_id, frame) else {
+            return Placement::InBlock(held);
+        };
+        if newest.start <= held.start {
+            if grant.idempotent() {
+                self.note_first_grant(held, grant);
+            }
+            return Placement::InBlock(held);
+        }
+        if grant.kept() {
+            return Placement::KeptByTransactionalId(Some(held));
+        }
+        if known && grant.idempotent() {
+            if let Some((newer, newer_grant)) =
+                self.left_for_newer(grant, held.broker_id, held.start)
+            {
+                return Placement::OlderBlock {
+                    held: Some(held),
+                    newer,
+                    newer_grant,
+                };
+            }
+        }
+        Placement::PreviousBlock {
+            held: Some(held),
+            newer: newest,
+        }
+    }
+
+    /// The newest block of `broker` granted before `frame`.
+    fn newest_before(&self, broker: i32, frame: u64) -> Option<BlockRef> {
+        let b = self.brokers.get(&broker)?;
+        if b.newest.response_frame < frame {
+            return Some(b.newest);
+        }
+        // blocks arrive in the order of their responses: a newer one is later
+        let lowest = b.first.start;
+        self.blocks
+            .range((lowest, 0)..)
+            .map(|(_, b)| *b)
+            .filter(|r| r.broker_id == broker && r.response_frame < frame)
+            .max_by_key(|r| r.start)
+    }
+
+    fn note_first_grant(&mut self, held: BlockRef, grant: &Grant<'_>) {
+        let Some(b) = self.brokers.get_mut(&held.broker_id) else {
+            return;
+        };
+        let first = FirstGrant {
+            frame: grant.response.frame,
+            producer_id: grant.producer_id,
+            timestamp: grant.response.timestamp,
+            capture: grant.response.origin.map(|o| o.capture()),
+        };
+        let entry = b.first_grants.entry(held.start).or_insert(first);
+        if first.frame < entry.frame {
+            *entry = first;
+        }
+        if b.first_grants.len() > MAX_FIRST_GRANTS {
+            b.first_grants.pop_first();
+        }
+    }
+
+    /// A block of `broker` newer than the one starting at `held_start` that the broker
+    /// had provably granted from before `grant` was requested: its first grant was
+    /// answered before the request arrived (by more than the clock skew when the two
+    /// packets come from different files).
+    fn left_for_newer(
+        &self,
+        grant: &Grant<'_>,
+        broker: i32,
+        held_start: i64,
+    ) -> Option<(BlockRef, FirstGrant)> {
+        let b = self.brokers.get(&broker)?;
+        let request = grant.request;
+        let capture = request.origin.map(|o| o.capture());
+        let (&start, &first) = b
+            .first_grants
+            .range(held_start.saturating_add(1)..)
+            .filter(|(_, g)| {
+                let after = request.timestamp.as_nanos() - g.timestamp.as_nanos();
+                g.frame < request.frame && (g.capture == capture || after > self.clock_skew_ns)
+            })
+            .min_by_key(|(_, g)| g.frame)?;
+        let newer = self
+            .blocks
+            .range((start, 0)..=(start, u64::MAX))
+            .map(|(_, r)| *r)
+            .find(|r| r.broker_id == broker)?;
+        Some((newer, first))
+    }
+}
