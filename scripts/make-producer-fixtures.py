@@ -14,16 +14,34 @@ fixtures/producers/:
   metadata-only.pcap    broker 2's client address known only from a Metadata v12 response
   stale-controller.pcap controller 3001 grants a block after 3002's BeginQuorumEpoch for a
                         higher epoch; then NOT_CONTROLLER; then 3002 grants the same ids again
-  <name>.truth.json     what was sent, and what a correct reader must conclude from it
+
+and, for where a granted id lies (issue 37: Kafka's RPCProducerIdManager keeps granting from
+its current block after prefetching the next one; the truths list each grant's placement):
+
+  prefetch-tail.pcap         two brokers grant the tails of their blocks after the next one
+                             arrived (previous_block), before their first block of the capture
+                             (before_capture), and twice an old block's last id answered after
+                             the new block's first (two handler threads); no fault
+  another-brokers-block.pcap broker 2 grants an id of broker 1's block (a fault); a transactional
+                             id keeps its producer id on broker 2 (kept_by_transactional_id)
+  older-block.pcap           a request that arrives after broker 1 answered 8000 (its newest
+                             block) is granted 7999 (its older one): a fault
+  unknown-placement.pcap     grants of a broker no message names, and of a broker after its
+                             unanswered AllocateProducerIds (unknown); an id beyond every block of
+                             a broker whose answers were all read (outside_blocks, a fault)
+  <name>.truth.json          what was sent, and what a correct reader must conclude from it
 
 Ports: controllers 127.0.0.1:19093 (and 19094 in stale-controller), brokers' client
-listeners 127.0.0.1:19201 (broker 1) and 19202 (broker 2). None is Wireshark's Kafka port:
-decode with `tshark -d tcp.port==19093,kafka -d tcp.port==19094,kafka -d
-tcp.port==19201,kafka -d tcp.port==19202,kafka` (each truth lists its `decode_as`).
+listeners 127.0.0.1:19201 (broker 1), 19202 (broker 2) and 19203 (broker 3, in
+unknown-placement). None is Wireshark's Kafka port: decode with `tshark -d
+tcp.port==19093,kafka -d tcp.port==19094,kafka -d tcp.port==19201,kafka -d
+tcp.port==19202,kafka -d tcp.port==19203,kafka` (each truth lists its `decode_as`).
 
 Usage (as root; tcpdump needed; tshark optional, used to check the result):
 
-    python3 scripts/make-producer-fixtures.py [--out DIR]
+    python3 scripts/make-producer-fixtures.py [--out DIR] [--only NAME ...]
+
+NAME is a capture's name without `.pcap`; without --only every capture is made.
 
 Every run overwrites these files; timestamps and ephemeral ports change.
 Python 3.11, standard library only. The Kafka encoders, socket helpers and tcpdump
@@ -64,7 +82,7 @@ lf = _load_loopback_module()
 MADE_BY = "scripts/make-producer-fixtures.py"
 HOST = "127.0.0.1"
 CONTROLLER_PORT, CONTROLLER_2_PORT = 19093, 19094
-BROKER_PORTS = {1: 19201, 2: 19202}
+BROKER_PORTS = {1: 19201, 2: 19202, 3: 19203}
 REPLICATION_PORT_1 = 19211  # broker 1's second listener: registered, never connected to
 NONE, COORDINATOR_LOAD_IN_PROGRESS, NOT_CONTROLLER = 0, 14, 41
 MAX_PCAP_BYTES = 100_000
@@ -326,6 +344,9 @@ class Scenario:
         self.conns: list[Conn] = []
         self.messages: list[dict] = []
         self.open: list[Conn] = []
+        # (connection, correlation id) -> (placement, start of the block pidshark must name or
+        # None): what the scenario means each grant to be; checked against place_grants()
+        self.intent: dict[tuple[int, int], tuple[str, int | None]] = {}
 
     def connect(self, port: int, **role) -> Conn:
         c = Conn(self, port, role)
@@ -465,8 +486,10 @@ def allocate_truth(sc: Scenario) -> list[dict]:
 
 def producer_ids(sc: Scenario, blocks: list[dict], story: dict) -> list[dict]:
     """Every InitProducerId exchange. `block_start` is the block the script's broker handed the id
-    out from (`story`: (connection, corr) -> start, else the one block holding it);
-    `blocks_holding` every block of that broker granted before the response that holds it."""
+    out from (`story`: (connection, corr) -> start, else the one block holding it), or, for a
+    grant with a planned placement (`Scenario.intent`), the block of the capture that placement
+    names (None for none); `blocks_holding` every block of that broker granted before the
+    response that holds it."""
     out = []
     for rq, rs in exchanges(sc, 22):
         role, q, r = conn_role(sc, rq), rq["fields"], rs["fields"]
@@ -474,8 +497,14 @@ def producer_ids(sc: Scenario, blocks: list[dict], story: dict) -> list[dict]:
         granted = r["error_code"] == NONE and r["producer_id"] >= 0
         holding = [b["start"] for b in blocks if b["broker_id"] == broker and b["response_frame"] < rs["frame"]
                    and b["start"] <= r["producer_id"] <= b["end"]] if granted else []
-        start = story.get((rq["connection"], rq["correlation_id"]), holding[0] if len(holding) == 1 else None)
-        assert not granted or start in holding, (rq, holding)
+        key = (rq["connection"], rq["correlation_id"])
+        if key in sc.intent:
+            start = sc.intent[key][1]
+            assert not granted or start is None or any(
+                b["start"] == start and b["start"] <= r["producer_id"] <= b["end"] for b in blocks), (rq, start)
+        else:
+            start = story.get(key, holding[0] if len(holding) == 1 else None)
+            assert not granted or start in holding, (rq, holding)
         out.append({
             "connection": rq["connection"], "client": rq["client"], "server": rq["server"],
             "client_port": int(rq["client"].rsplit(":", 1)[1]), "broker_id": broker,
@@ -488,11 +517,118 @@ def producer_ids(sc: Scenario, blocks: list[dict], story: dict) -> list[dict]:
             "ongoing_txn_producer_id": r.get("ongoing_txn_producer_id"),
             "ongoing_txn_producer_epoch": r.get("ongoing_txn_producer_epoch"),
             "granted": granted, "block_start": start if granted else None, "blocks_holding": holding,
-            "request_frame": rq["frame"], "response_frame": rs["frame"],
+            "request_first_frame": rq["first_frame"], "request_frame": rq["frame"], "response_frame": rs["frame"],
             "request_timestamp_us": rq["timestamp_us"], "response_timestamp_us": rs["timestamp_us"],
             "latency_us": rs["timestamp_us"] - rq["timestamp_us"],
         })
     return out
+
+
+PLACEMENTS = ["in_block", "previous_block", "before_capture", "kept_by_transactional_id",
+              "another_brokers_block", "older_block", "outside_blocks", "unknown"]
+PLACEMENT_FAULTS = ["another_brokers_block", "older_block", "outside_blocks"]
+
+
+def known_brokers(sc: Scenario) -> dict[str, tuple[int, int]]:
+    """address -> (broker id, frame) as the capture names them: BrokerRegistration listeners
+    and the brokers of Metadata responses."""
+    out: dict[str, tuple[int, int]] = {}
+    for m in sc.messages:
+        if m["api_key"] == 62 and m["direction"] == "request":
+            for ln in m["fields"]["listeners"]:
+                out.setdefault(f"{ln['host']}:{ln['port']}", (m["fields"]["broker_id"], m["frame"]))
+        if m["api_key"] == 3 and m["direction"] == "response":
+            for b in m["fields"]["brokers"]:
+                out.setdefault(f"{b['host']}:{b['port']}", (b["node_id"], m["frame"]))
+    return out
+
+
+def place_grants(sc: Scenario, blocks: list[dict], grants: list[dict]) -> list[dict]:
+    """Where each granted id lies, as Kafka's producer-id manager (RPCProducerIdManager, 3.9
+    and 4.x) hands ids out, judged from the capture alone (issue 37). A broker grants from its
+    current block; at 90% it asks for the next and keeps granting from the current one until it
+    is used up, then switches, never back. Adds `known_broker_id`, `placement` and
+    `placement_block` (the block of the capture the placement names, or None) to each grant,
+    in the order the responses were sent (the order pidshark completes them), and returns the
+    faults (`pid_outside_blocks` findings)."""
+    known = known_brokers(sc)
+    unanswered = [(rq["fields"]["broker_id"], rq["frame"]) for rq, rs in exchanges(sc, 67) if rs is None]
+    first_grants: list[tuple[int, int, int]] = []  # (broker, block start, response frame): in_block, idempotent
+    faults = []
+
+    def ref(b: dict | None) -> dict | None:
+        return None if b is None else {k: b[k] for k in ("start", "end", "broker_id", "response_frame")}
+
+    for g in sorted(grants, key=lambda g: g["response_frame"]):
+        mapped = known.get(g["server"])
+        broker = mapped[0] if mapped and mapped[1] < g["request_frame"] else None
+        g["known_broker_id"] = broker
+        if not g["granted"]:
+            g["placement"], g["placement_block"] = None, None
+            continue
+        pid, frame = g["producer_id"], g["response_frame"]
+        before = [b for b in blocks if b["response_frame"] < frame]
+        kept = g["transactional_id"] is not None and g["producer_epoch"] > 0
+        idempotent = g["transactional_id"] is None
+
+        def holding(bs: list[dict]) -> dict | None:
+            return max((b for b in bs if b["start"] <= pid <= b["end"]), key=lambda b: b["response_frame"],
+                       default=None)
+
+        def left_for_newer(above: int) -> tuple | None:
+            # the broker's first grant from a block newer than `above`, answered before this request
+            return min((f for f in first_grants if f[0] == broker and f[1] > above
+                        and f[2] < g["request_first_frame"]), key=lambda f: f[2], default=None)
+
+        def among_own(held: dict, judged: bool) -> tuple[str, dict | None]:
+            newest = max((b for b in before if b["broker_id"] == held["broker_id"]), key=lambda b: b["start"])
+            if newest["start"] <= held["start"]:
+                if idempotent:
+                    first_grants.append((held["broker_id"], held["start"], frame))
+                return "in_block", held
+            if kept:
+                return "kept_by_transactional_id", held
+            if judged and idempotent and left_for_newer(held["start"]):
+                return "older_block", held
+            return "previous_block", held
+
+        if broker is None:
+            held = holding(before)
+            placement = among_own(held, False) if held else ("unknown", None)
+        else:
+            own = [b for b in before if b["broker_id"] == broker]
+            held, other = holding(own), holding(before)
+            if held:
+                placement = among_own(held, True)
+            elif kept:
+                placement = ("kept_by_transactional_id", other)
+            elif other:
+                placement = ("another_brokers_block", other)
+            elif any(b == broker and f < frame for b, f in unanswered):
+                placement = ("unknown", None)  # a block may have come in an answer not read
+            elif not own:
+                placement = ("before_capture", None)
+            elif pid > min(b["start"] for b in own):
+                placement = ("outside_blocks", None)
+            elif left_for_newer(-1):
+                placement = ("older_block", None)
+            else:
+                placement = ("previous_block", None)  # the block it held before the capture
+        g["placement"], g["placement_block"] = placement[0], ref(placement[1])
+        if placement[0] in PLACEMENT_FAULTS:
+            faults.append({"kind": "pid_outside_blocks", "placement": placement[0],
+                           **{k: g[k] for k in ("client", "connection", "correlation_id", "producer_id",
+                                                "producer_epoch", "transactional_id", "broker_id",
+                                                "request_frame", "response_frame")},
+                           "block": g["placement_block"]})
+    for g in grants:
+        intent = sc.intent.get((g["connection"], g["correlation_id"]))
+        if intent is None:
+            continue
+        got = (g["placement"], g["placement_block"]["start"] if g["placement_block"] else None)
+        assert got == intent, f"{sc.name}: grant {g['producer_id']} (connection {g['connection']}, " \
+                              f"corr {g['correlation_id']}) placed {got}, meant {intent}"
+    return faults
 
 
 def duplicates(grants: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -565,17 +701,6 @@ def retries(sc: Scenario) -> list[dict]:
     return out
 
 
-def outside_blocks(blocks: list[dict], grants: list[dict]) -> list[dict]:
-    out = []
-    for g in grants:
-        if not g["granted"]:
-            continue
-        mine = [b for b in blocks if b["broker_id"] == g["broker_id"] and b["response_frame"] < g["response_frame"]]
-        if mine and not g["blocks_holding"]:
-            out.append({k: g[k] for k in ("client", "connection", "correlation_id", "producer_id", "broker_id")})
-    return out
-
-
 def connections_truth(sc: Scenario) -> list[dict]:
     return [{"connection": i, "client": c.client_addr, "server": c.server_addr,
              "client_port": int(c.client_addr.rsplit(":", 1)[1]), **c.role} for i, c in enumerate(sc.conns)]
@@ -592,6 +717,7 @@ def api_frames(sc: Scenario) -> dict:
 def base_truth(sc: Scenario, pcap: Path, packets: int, note: str, story: dict | None = None) -> dict:
     blocks = blocks_of(sc)
     grants = producer_ids(sc, blocks, story or {})
+    faults = place_grants(sc, blocks, grants)
     dup, bumps = duplicates(grants)
     return {
         "fixture": pcap.name, "made_by": MADE_BY, "note": note, "packets": packets,
@@ -603,7 +729,9 @@ def base_truth(sc: Scenario, pcap: Path, packets: int, note: str, story: dict | 
             "brokers_by_address": [], "controllers": [], "controller_addresses": [],
             "pid_duplicate_grants": dup, "not_duplicates": bumps,
             "allocate_findings": block_findings(blocks, grants) + retries(sc),
-            "pid_outside_blocks": outside_blocks(blocks, grants),
+            "pid_outside_blocks": faults,
+            "placements": {p: sum(g["placement"] == p for g in grants) for p in PLACEMENTS},
+            "concurrent_grants": [],
             "stale_controller_grants": [], "not_controller_answers": [], "allocate_answers": [],
             "voter_beliefs": [],
         },
@@ -648,6 +776,46 @@ def init_pid(c: Conn, version: int, corr: int, error: int, pid: int, epoch: int,
     cid = c.role["client_id"]
     c.request(22, version, corr, cid, init_pid_request(version, corr, cid, txn, 60000, *asked))
     c.respond(corr, init_pid_response(version, corr, error, pid, epoch))
+
+
+def next_corr(c: Conn) -> int:
+    return max(c.versions, default=-1) + 1
+
+
+def ask(c: Conn, txn: str | None = None, asked: tuple[int, int] = (-1, -1), version: int = 4) -> int:
+    """An InitProducerId request alone (its answer comes with answer()); returns its correlation id."""
+    cid, corr = c.role["client_id"], next_corr(c)
+    c.request(22, version, corr, cid, init_pid_request(version, corr, cid, txn, 60000, *asked))
+    return corr
+
+
+def answer(c: Conn, corr: int, pid: int, placement: str, block: int | None = None, epoch: int = 0) -> dict:
+    """The answer to request `corr` on `c`: producer id `pid`, which pidshark must place as
+    `placement`, naming the block of the capture that starts at `block` (None: no block)."""
+    sc = c.scenario
+    key = (sc.conns.index(c), corr)
+    assert key not in sc.intent
+    sc.intent[key] = (placement, block)
+    return c.respond(corr, init_pid_response(c.versions[corr][1], corr, NONE, pid, epoch))
+
+
+def grant(c: Conn, pid: int, placement: str, block: int | None = None, epoch: int = 0, txn: str | None = None,
+          asked: tuple[int, int] = (-1, -1)) -> int:
+    corr = ask(c, txn, asked)
+    answer(c, corr, pid, placement, block, epoch)
+    return corr
+
+
+def grants(c: Conn, pids, placement: str, block: int | None = None) -> None:
+    for pid in pids:
+        grant(c, pid, placement, block)
+
+
+def ask_metadata(c: Conn, brokers: list[tuple[int, str, int]]) -> dict:
+    cid, corr = c.role["client_id"], next_corr(c)
+    c.request(3, 12, corr, cid, metadata_request(corr, cid))
+    # ControllerId in a KRaft Metadata response is a random broker, not the controller
+    return c.respond(corr, metadata_response(corr, brokers, controller_id=brokers[0][0]))
 
 
 def broker_conn(sc: Scenario, broker: int, port: int = CONTROLLER_PORT, controller: int = 3000) -> Conn:
@@ -864,6 +1032,246 @@ def stale_controller(out: Path) -> dict:
     return truth
 
 
+def concurrent_truth(sc: Scenario, truth: dict, pairs: list[tuple[Conn, int, Conn, int]]) -> list[dict]:
+    """Two grants of one broker answered in the other order than asked: `old` (from the block
+    it held) asked before `new` (the first from its newest block) was answered, answered after."""
+    def find(c: Conn, corr: int) -> dict:
+        i = sc.conns.index(c)
+        return next(g for g in truth["producer_ids"] if g["connection"] == i and g["correlation_id"] == corr)
+    out = []
+    for oc, ocorr, nc, ncorr in pairs:
+        old, new = find(oc, ocorr), find(nc, ncorr)
+        assert old["request_frame"] < new["request_frame"] < new["response_frame"] < old["response_frame"]
+        assert new["placement"] == "in_block" and old["placement"] == "previous_block"
+        keys = ("client", "connection", "correlation_id", "producer_id", "request_frame", "response_frame",
+                "placement", "placement_block")
+        out.append({"broker_id": old["broker_id"], "old": {k: old[k] for k in keys},
+                    "new": {k: new[k] for k in keys}})
+    return out
+
+
+def placements_of(truth: dict) -> list[tuple[int, str]]:
+    return [(g["producer_id"], g["placement"]) for g in truth["producer_ids"] if g["granted"]]
+
+
+def prefetch_tail(out: Path) -> dict:
+    sc = Scenario("prefetch-tail", [CONTROLLER_PORT, BROKER_PORTS[1], BROKER_PORTS[2]])
+    pcap = out / "prefetch-tail.pcap"
+    brokers = [(1, HOST, BROKER_PORTS[1]), (2, HOST, BROKER_PORTS[2])]
+    pairs = []
+    try:
+        with lf.Capture(pcap, sc.ports):
+            # before the capture the controller granted broker 1 5000..5999 and broker 2 6000..6999
+            b1, b2 = broker_conn(sc, 1), broker_conn(sc, 2)
+            p1 = client_conn(sc, 1, "load-1", "producer-load-1")
+            hello(p1)
+            metadata = ask_metadata(p1, brokers)
+            p2 = client_conn(sc, 2, "load-2", "producer-load-2")
+            hello(p2)
+            grants(p1, range(5896, 5901), "before_capture")
+            # 5900 is 90% of 5000..5999: broker 1 asks for its next block
+            allocate(b1, 1, 1, 12, NONE, 7000)
+            grants(p2, range(6896, 6901), "before_capture")
+            allocate(b2, 1, 2, 14, NONE, 8000)
+            # both keep granting from the blocks they held before the capture
+            grants(p1, [5901, 5902, 5903, 5997, 5998, 5999], "previous_block")
+            grants(p1, range(7000, 7003), "in_block", 7000)
+            grants(p2, [6901, 6902, 6903, 6997, 6998], "previous_block")
+            # two request-handler threads of broker 2: X claims 6999, the last id of the old
+            # block, Y then switches to 8000..8999 and claims 8000; Y's answer goes out first
+            y2 = client_conn(sc, 2, "Y2", "producer-y2")
+            hello(y2)
+            x_corr = ask(p2)
+            y_corr = ask(y2)
+            answer(y2, y_corr, 8000, "in_block", 8000)
+            answer(p2, x_corr, 6999, "previous_block")
+            pairs.append((p2, x_corr, y2, y_corr))
+            grant(p2, 8001, "in_block", 8000)
+            grants(p1, range(7898, 7901), "in_block", 7000)
+            allocate(b1, 2, 1, 12, NONE, 9000)
+            grants(p1, [7901, 7902, 7997, 7998], "previous_block", 7000)
+            # the same on broker 1: 7999 asked before 9000 was answered, answered after it
+            y1 = client_conn(sc, 1, "Y1", "producer-y1")
+            hello(y1)
+            x_corr = ask(p1)
+            y_corr = ask(y1)
+            answer(y1, y_corr, 9000, "in_block", 9000)
+            answer(p1, x_corr, 7999, "previous_block", 7000)
+            pairs.append((p1, x_corr, y1, y_corr))
+            grant(p1, 9001, "in_block", 9000)
+            grants(p2, range(8898, 8901), "in_block", 8000)
+            allocate(b2, 2, 2, 14, NONE, 10000)
+            grants(p2, [8901, 8998, 8999], "previous_block", 8000)
+            grants(p2, [10000, 10001], "in_block", 10000)
+            time.sleep(0.05)
+            sc.shutdown()
+    finally:
+        sc.shutdown()
+    packets = place_messages(sc, pcap)
+    truth = base_truth(sc, pcap, packets, (
+        "Kafka's prefetch tail (issue 37). Before the capture broker 1 holds 5000..5999 and broker 2 "
+        "6000..6999. Broker 1 grants 5896..5900 (before_capture), asks at the 90% mark and gets "
+        "7000..7999, keeps granting 5901..5999 (previous_block, the block held before the capture: no "
+        "block), then 7000.. (in_block); at 7900 it prefetches 9000..9999 and grants 7901..7999 "
+        "(previous_block, block 7000..7999) before switching to 9000. Broker 2 likewise: 6896..6900, "
+        "8000..8999, 6901..6999, 8000.., 8900, 10000..10999, 8901..8999, 10000... Twice (6999/8000 on "
+        "broker 2, 7999/9000 on broker 1) the old block's last id is asked for before the new block's "
+        "first grant is answered and answered after it (two request-handler threads): legal, "
+        "previous_block. Ids the capture skips went to producers it does not show. Brokers are known "
+        "by the Metadata response on load-1's connection. No pid_ finding."))
+    truth["expected"]["brokers_by_address"] = [
+        {"address": f"{h}:{p}", "broker_id": n, "source": "metadata", "frame": metadata["frame"],
+         "connection": metadata["connection"]} for n, h, p in brokers]
+    truth["expected"]["concurrent_grants"] = concurrent_truth(sc, truth, pairs)
+    assert not truth["expected"]["pid_outside_blocks"] and not truth["expected"]["allocate_findings"]
+    assert not truth["expected"]["pid_duplicate_grants"]
+    return truth
+
+
+def another_brokers_block(out: Path) -> dict:
+    sc = Scenario("another-brokers-block", [CONTROLLER_PORT, BROKER_PORTS[1], BROKER_PORTS[2]])
+    pcap = out / "another-brokers-block.pcap"
+    try:
+        with lf.Capture(pcap, sc.ports):
+            b1, b2 = broker_conn(sc, 1), broker_conn(sc, 2)
+            register(sc, b1, 0, 1, 40, [("PLAINTEXT", HOST, BROKER_PORTS[1])])
+            register(sc, b2, 0, 2, 41, [("PLAINTEXT", HOST, BROKER_PORTS[2])])
+            allocate(b1, 1, 1, 40, NONE, 7000)
+            allocate(b2, 1, 2, 41, NONE, 8000)
+            l1 = client_conn(sc, 1, "load-1", "producer-load-1")
+            hello(l1)
+            grants(l1, [7000, 7001], "in_block", 7000)
+            t1 = client_conn(sc, 1, "tx-move (on broker 1)", "producer-tx-move")
+            hello(t1)
+            grant(t1, 7002, "in_block", 7000, txn="tx-move")
+            l2 = client_conn(sc, 2, "load-2", "producer-load-2")
+            hello(l2)
+            grant(l2, 8000, "in_block", 8000)
+            # the planted fault: an idempotent producer of broker 2 gets an id of broker 1's block
+            grant(l2, 7500, "another_brokers_block", 7000)
+            # tx-move's coordinator moved to broker 2: it keeps its producer id, epoch bumped
+            t2 = client_conn(sc, 2, "tx-move (on broker 2)", "producer-tx-move")
+            hello(t2)
+            grant(t2, 7002, "kept_by_transactional_id", 7000, epoch=1, txn="tx-move", asked=(7002, 0))
+            grant(l2, 8001, "in_block", 8000)
+            time.sleep(0.05)
+            sc.shutdown()
+    finally:
+        sc.shutdown()
+    packets = place_messages(sc, pcap)
+    truth = base_truth(sc, pcap, packets, (
+        "Brokers 1 and 2 register (listeners 127.0.0.1:19201 and :19202) and are granted 7000..7999 "
+        "and 8000..8999. Broker 1 grants 7000, 7001 (idempotent) and 7002 to transactional id tx-move "
+        "(epoch 0); broker 2 grants 8000, then 7500 to an idempotent producer (epoch 0): an id of "
+        "broker 1's block and of none of its own (the planted fault: another_brokers_block, one "
+        "pid_outside_blocks finding). tx-move, its coordinator now on broker 2, asks with producer id "
+        "7002 epoch 0 and gets 7002 epoch 1 from broker 2: kept_by_transactional_id, not a fault. "
+        "Then 8001."))
+    truth["expected"]["brokers_by_address"] = registration_mappings(sc)
+    faults = truth["expected"]["pid_outside_blocks"]
+    assert [(f["placement"], f["producer_id"]) for f in faults] == [("another_brokers_block", 7500)], faults
+    assert not truth["expected"]["pid_duplicate_grants"] and not truth["expected"]["allocate_findings"]
+    return truth
+
+
+def older_block(out: Path) -> dict:
+    sc = Scenario("older-block", [CONTROLLER_PORT, BROKER_PORTS[1]])
+    pcap = out / "older-block.pcap"
+    try:
+        with lf.Capture(pcap, sc.ports):
+            b1 = broker_conn(sc, 1)
+            register(sc, b1, 0, 1, 30, [("PLAINTEXT", HOST, BROKER_PORTS[1])])
+            allocate(b1, 1, 1, 30, NONE, 7000)
+            a = client_conn(sc, 1, "load", "producer-load")
+            hello(a)
+            grants(a, [7000, 7001, 7002, 7898, 7899, 7900], "in_block", 7000)
+            allocate(b1, 2, 1, 30, NONE, 8000)
+            grants(a, [7901, 7997, 7998], "previous_block", 7000)
+            b = client_conn(sc, 1, "B", "producer-B")
+            hello(b)
+            grant(b, 8000, "in_block", 8000)
+            # the planted fault: asked after 8000 was answered, granted 7999 from the older block
+            c = client_conn(sc, 1, "C", "producer-C")
+            hello(c)
+            grant(c, 7999, "older_block", 7000)
+            grant(a, 8001, "in_block", 8000)
+            time.sleep(0.05)
+            sc.shutdown()
+    finally:
+        sc.shutdown()
+    packets = place_messages(sc, pcap)
+    truth = base_truth(sc, pcap, packets, (
+        "Broker 1 registers, is granted 7000..7999, grants 7000..7900 (some shown), prefetches "
+        "8000..8999 and grants 7901..7998 from the older block (previous_block). Producer B gets 8000, "
+        "the first id of the newest block; producer C asks after B's answer is on the wire and is "
+        "granted 7999 from the older block (the planted fault: older_block, one pid_outside_blocks "
+        "finding; Kafka's manager never goes back). Then 8001."))
+    truth["expected"]["brokers_by_address"] = registration_mappings(sc)
+    faults = truth["expected"]["pid_outside_blocks"]
+    assert [(f["placement"], f["producer_id"]) for f in faults] == [("older_block", 7999)], faults
+    newer = next(g for g in truth["producer_ids"] if g["producer_id"] == 8000)
+    faults[0]["newer_grant_response_frame"] = newer["response_frame"]
+    assert faults[0]["request_frame"] > newer["response_frame"]
+    assert not truth["expected"]["pid_duplicate_grants"] and not truth["expected"]["allocate_findings"]
+    return truth
+
+
+def unknown_placement(out: Path) -> dict:
+    sc = Scenario("unknown-placement", [CONTROLLER_PORT, BROKER_PORTS[1], BROKER_PORTS[2], BROKER_PORTS[3]])
+    pcap = out / "unknown-placement.pcap"
+    try:
+        with lf.Capture(pcap, sc.ports):
+            b1, b2 = broker_conn(sc, 1), broker_conn(sc, 2)
+            register(sc, b1, 0, 1, 50, [("PLAINTEXT", HOST, BROKER_PORTS[1])])
+            register(sc, b2, 0, 2, 51, [("PLAINTEXT", HOST, BROKER_PORTS[2])])
+            allocate(b1, 1, 1, 50, NONE, 7000)
+            allocate(b2, 1, 2, 51, NONE, 8000)
+            l1 = client_conn(sc, 1, "load-1", "producer-load-1")
+            hello(l1)
+            grants(l1, [7000, 7001], "in_block", 7000)
+            l2 = client_conn(sc, 2, "load-2", "producer-load-2")
+            hello(l2)
+            grants(l2, [8000, 8001], "in_block", 8000)
+            # broker 3 (registered before the capture, block 6000..6999): nothing in the capture
+            # says who listens on 127.0.0.1:19203
+            u = client_conn(sc, 3, "on broker 3", "producer-u")
+            hello(u)
+            grants(u, [6500, 6501], "unknown")
+            grants(l2, [8899, 8900], "in_block", 8000)
+            # broker 2 prefetches; its request is never answered on this connection
+            cid = b2.role["client_id"]
+            b2.request(67, 0, 2, cid, allocate_request(2, cid, 2, 51))
+            time.sleep(0.2)
+            sc.close(b2)
+            grants(l2, [8998, 8999], "in_block", 8000)
+            # what broker 2 was granted next the capture does not hold
+            grants(l2, [9000, 9001], "unknown")
+            grant(l1, 7002, "in_block", 7000)
+            # the planted fault: every answer broker 1 asked for was read, none holds 12000
+            grant(l1, 12000, "outside_blocks")
+            time.sleep(0.05)
+            sc.shutdown()
+    finally:
+        sc.shutdown()
+    packets = place_messages(sc, pcap)
+    truth = base_truth(sc, pcap, packets, (
+        "Brokers 1 and 2 register (listeners 127.0.0.1:19201 and :19202) and are granted 7000..7999 "
+        "and 8000..8999; grants 7000, 7001, 8000, 8001 lie in them. A client of 127.0.0.1:19203 "
+        "(broker 3, registered before the capture: no message names that address) is granted 6500 "
+        "and 6501: unknown (no broker known, no block holds them). Broker 2 grants 8899, 8900 and "
+        "asks for its next block (correlation id 2), which is never answered: it closes the "
+        "connection after 200 ms. It grants 8998, 8999 (its block) and then 9000, 9001, above all its "
+        "blocks: unknown, a block could have come in an answer the capture does not hold. Broker 1, "
+        "every answer read, grants 7002 and then 12000, in none of the blocks (the planted fault: "
+        "outside_blocks, one pid_outside_blocks finding)."))
+    truth["expected"]["brokers_by_address"] = registration_mappings(sc)
+    faults = truth["expected"]["pid_outside_blocks"]
+    assert [(f["placement"], f["producer_id"]) for f in faults] == [("outside_blocks", 12000)], faults
+    assert [g["producer_id"] for g in truth["producer_ids"] if g["placement"] == "unknown"] == [6500, 6501, 9000, 9001]
+    assert not truth["expected"]["pid_duplicate_grants"] and not truth["expected"]["allocate_findings"]
+    return truth
+
+
 # ---------------------------------------------------------------------------
 # tshark check
 
@@ -987,10 +1395,18 @@ def write_json(path: Path, obj: dict) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+SCENARIOS = {"kafka-20031": kafka_20031, "txn-bump": txn_bump, "metadata-only": metadata_only,
+             "stale-controller": stale_controller, "prefetch-tail": prefetch_tail,
+             "another-brokers-block": another_brokers_block, "older-block": older_block,
+             "unknown-placement": unknown_placement}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=HERE.parent / "fixtures" / "producers",
                     help="output directory (default: fixtures/producers/)")
+    ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(SCENARIOS),
+                    help="make only these captures (default: all of them)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (tcpdump captures on lo)")
@@ -998,7 +1414,8 @@ def main() -> None:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     print("capturing:")
-    for make in (kafka_20031, txn_bump, metadata_only, stale_controller):
+    for name in args.only or list(SCENARIOS):
+        make = SCENARIOS[name]
         truth = make(out)
         pcap = out / truth["fixture"]
         size = pcap.stat().st_size

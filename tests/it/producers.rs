@@ -17,7 +17,7 @@ const FIXTURES: [&str; 4] = [
     "stale-controller",
 ];
 
-fn truth(name: &str) -> Value {
+pub(crate) fn truth(name: &str) -> Value {
     let path = fixture(&format!("producers/{name}.truth.json"));
     serde_json::from_str(&std::fs::read_to_string(&path).expect("truth readable"))
         .expect("truth is JSON")
@@ -26,7 +26,7 @@ fn truth(name: &str) -> Value {
 /// The report, with the truth's server ports given as Kafka's: one connection of
 /// `txn-bump` holds a single InitProducerId v0 exchange, too little to prove Kafka by
 /// its bytes alone (pidshark says so, and that `--port` reads it).
-fn report_of(name: &str) -> Value {
+pub(crate) fn report_of(name: &str) -> Value {
     let path = format!("fixtures/producers/{name}.pcap");
     let ports: Vec<String> = truth(name)["ports"]
         .as_array()
@@ -41,7 +41,7 @@ fn report_of(name: &str) -> Value {
 
 /// The report's entry for the exchange the truth describes: the same client and
 /// correlation id (and server, where the truth names it).
-fn entry_for<'a>(report: &'a Value, sent: &Value) -> &'a Value {
+pub(crate) fn entry_for<'a>(report: &'a Value, sent: &Value) -> &'a Value {
     let entries = report["producer_ids"]["entries"]
         .as_array()
         .expect("entries");
@@ -55,7 +55,7 @@ fn entry_for<'a>(report: &'a Value, sent: &Value) -> &'a Value {
     found[0]
 }
 
-fn findings<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(crate) fn findings<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["producer_id_blocks"]["findings"]
         .as_array()
         .expect("findings")
@@ -67,42 +67,48 @@ fn findings<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
 #[test]
 fn every_init_producer_id_sent_is_an_entry_with_the_values_sent() {
     for name in FIXTURES {
-        let truth = truth(name);
-        let report = report_of(name);
-        let sent = truth["producer_ids"].as_array().expect("producer_ids");
-        let entries = report["producer_ids"]["entries"].as_array().unwrap();
-        assert_eq!(entries.len(), sent.len(), "{name}");
-        assert_eq!(report["producer_ids"]["summary"]["exchanges"], sent.len());
-        for s in sent {
-            let e = entry_for(&report, s);
-            for field in [
-                "api_version",
-                "transactional_id",
-                "transaction_timeout_ms",
-                "error_code",
-                "producer_id",
-                "producer_epoch",
-                "request_frame",
-                "response_frame",
-            ] {
-                assert_eq!(e[field], s[field], "{name}: {field} of {s}");
-            }
-            // fields a version does not have are absent, not null or guessed
-            for field in [
-                "requested_producer_id",
-                "requested_producer_epoch",
-                "ongoing_txn_producer_id",
-                "ongoing_txn_producer_epoch",
-            ] {
-                let expected = match &s[field] {
-                    Value::Null => None,
-                    v => Some(v),
-                };
-                assert_eq!(e.get(field), expected, "{name}: {field} of {s}");
-            }
-            assert_eq!(e["status"], "complete");
-            assert!(e.get("decode_error").is_none(), "{name}: {e}");
+        entries_are_what_was_sent(name);
+    }
+}
+
+/// Every InitProducerId exchange of `name`'s truth is an entry of the report with the
+/// values sent.
+pub(crate) fn entries_are_what_was_sent(name: &str) {
+    let truth = truth(name);
+    let report = report_of(name);
+    let sent = truth["producer_ids"].as_array().expect("producer_ids");
+    let entries = report["producer_ids"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), sent.len(), "{name}");
+    assert_eq!(report["producer_ids"]["summary"]["exchanges"], sent.len());
+    for s in sent {
+        let e = entry_for(&report, s);
+        for field in [
+            "api_version",
+            "transactional_id",
+            "transaction_timeout_ms",
+            "error_code",
+            "producer_id",
+            "producer_epoch",
+            "request_frame",
+            "response_frame",
+        ] {
+            assert_eq!(e[field], s[field], "{name}: {field} of {s}");
         }
+        // fields a version does not have are absent, not null or guessed
+        for field in [
+            "requested_producer_id",
+            "requested_producer_epoch",
+            "ongoing_txn_producer_id",
+            "ongoing_txn_producer_epoch",
+        ] {
+            let expected = match &s[field] {
+                Value::Null => None,
+                v => Some(v),
+            };
+            assert_eq!(e.get(field), expected, "{name}: {field} of {s}");
+        }
+        assert_eq!(e["status"], "complete");
+        assert!(e.get("decode_error").is_none(), "{name}: {e}");
     }
 }
 
@@ -274,36 +280,42 @@ fn wireshark_agrees_on_every_init_producer_id_message_and_its_fields() {
     if !crate::wireshark::have_tshark() {
         return;
     }
+    for name in FIXTURES {
+        wireshark_agrees_on_init_producer_id(name);
+    }
+}
+
+/// tshark reads every InitProducerId message of `name` where the report has it, with the
+/// same fields (the caller checks that tshark is there).
+pub(crate) fn wireshark_agrees_on_init_producer_id(name: &str) {
     let text = |v: &Value| match v {
         Value::Null => "[ Null ]".to_owned(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    for name in FIXTURES {
-        let report = report_of(name);
-        let mut theirs = tshark_init_producer_id(name);
-        for e in report["producer_ids"]["entries"].as_array().unwrap() {
-            let (conn, corr) = (e["connection"].to_string(), e["correlation_id"].to_string());
-            let request = theirs
-                .remove(&e["request_frame"].as_u64().unwrap())
-                .unwrap_or_else(|| panic!("{name}: tshark has no request in {e}"));
-            let [stream, their_corr, txn, pid, epoch, _] = &request;
-            assert_eq!((stream, their_corr), (&conn, &corr), "{name}: {e}");
-            assert_eq!(*txn, text(&e["transactional_id"]), "{name}: {e}");
-            let requested = |f: &str| e.get(f).map(text).unwrap_or_default();
-            assert_eq!(*pid, requested("requested_producer_id"), "{name}: {e}");
-            assert_eq!(*epoch, requested("requested_producer_epoch"), "{name}: {e}");
-            let response = theirs
-                .remove(&e["response_frame"].as_u64().unwrap())
-                .unwrap_or_else(|| panic!("{name}: tshark has no response in {e}"));
-            let [stream, their_corr, _, pid, epoch, error] = &response;
-            assert_eq!((stream, their_corr), (&conn, &corr), "{name}: {e}");
-            assert_eq!(*pid, text(&e["producer_id"]), "{name}: {e}");
-            assert_eq!(*epoch, text(&e["producer_epoch"]), "{name}: {e}");
-            assert_eq!(*error, text(&e["error_code"]), "{name}: {e}");
-        }
-        assert!(theirs.is_empty(), "{name}: only tshark has {theirs:?}");
+    let report = report_of(name);
+    let mut theirs = tshark_init_producer_id(name);
+    for e in report["producer_ids"]["entries"].as_array().unwrap() {
+        let (conn, corr) = (e["connection"].to_string(), e["correlation_id"].to_string());
+        let request = theirs
+            .remove(&e["request_frame"].as_u64().unwrap())
+            .unwrap_or_else(|| panic!("{name}: tshark has no request in {e}"));
+        let [stream, their_corr, txn, pid, epoch, _] = &request;
+        assert_eq!((stream, their_corr), (&conn, &corr), "{name}: {e}");
+        assert_eq!(*txn, text(&e["transactional_id"]), "{name}: {e}");
+        let requested = |f: &str| e.get(f).map(text).unwrap_or_default();
+        assert_eq!(*pid, requested("requested_producer_id"), "{name}: {e}");
+        assert_eq!(*epoch, requested("requested_producer_epoch"), "{name}: {e}");
+        let response = theirs
+            .remove(&e["response_frame"].as_u64().unwrap())
+            .unwrap_or_else(|| panic!("{name}: tshark has no response in {e}"));
+        let [stream, their_corr, _, pid, epoch, error] = &response;
+        assert_eq!((stream, their_corr), (&conn, &corr), "{name}: {e}");
+        assert_eq!(*pid, text(&e["producer_id"]), "{name}: {e}");
+        assert_eq!(*epoch, text(&e["producer_epoch"]), "{name}: {e}");
+        assert_eq!(*error, text(&e["error_code"]), "{name}: {e}");
     }
+    assert!(theirs.is_empty(), "{name}: only tshark has {theirs:?}");
 }
 
 /// Brokers are known by the addresses the capture shows them serving on: the listeners of
@@ -312,44 +324,50 @@ fn wireshark_agrees_on_every_init_producer_id_message_and_its_fields() {
 #[test]
 fn brokers_are_known_by_the_addresses_their_messages_give() {
     for name in FIXTURES {
-        let truth = truth(name);
-        let report = report_of(name);
-        let key = |a: &Value| {
-            (
-                a["address"].as_str().unwrap().to_owned(),
-                a["broker_id"].as_i64(),
-                a["source"].as_str().unwrap().to_owned(),
-                a["frame"].as_u64().unwrap(),
-            )
-        };
-        let expected: Vec<_> = truth["expected"]["brokers_by_address"]
-            .as_array()
-            .unwrap()
+        brokers_known_by_address(name);
+    }
+}
+
+/// The brokers `name`'s report knows by address are those of its truth, and each entry
+/// names the broker that answered it when its address is known, and no other.
+pub(crate) fn brokers_known_by_address(name: &str) {
+    let truth = truth(name);
+    let report = report_of(name);
+    let key = |a: &Value| {
+        (
+            a["address"].as_str().unwrap().to_owned(),
+            a["broker_id"].as_i64(),
+            a["source"].as_str().unwrap().to_owned(),
+            a["frame"].as_u64().unwrap(),
+        )
+    };
+    let expected: Vec<_> = truth["expected"]["brokers_by_address"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    let mut ours: Vec<_> = report["brokers_by_address"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    let mut expected = expected;
+    expected.sort();
+    ours.sort();
+    assert_eq!(ours, expected, "{name}");
+    for s in truth["producer_ids"].as_array().unwrap() {
+        let e = entry_for(&report, s);
+        let known = expected
             .iter()
-            .map(key)
-            .collect();
-        let mut ours: Vec<_> = report["brokers_by_address"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(key)
-            .collect();
-        let mut expected = expected;
-        expected.sort();
-        ours.sort();
-        assert_eq!(ours, expected, "{name}");
-        for s in truth["producer_ids"].as_array().unwrap() {
-            let e = entry_for(&report, s);
-            let known = expected
-                .iter()
-                .find(|a| Some(a.0.as_str()) == s["server"].as_str());
-            match known {
-                Some((_, broker, source, _)) => {
-                    assert_eq!(e["broker_id"].as_i64(), *broker, "{name}: {e}");
-                    assert_eq!(e["broker_source"], source.as_str(), "{name}: {e}");
-                }
-                None => assert_eq!(e["broker_id"], Value::Null, "{name}: {e}"),
+            .find(|a| Some(a.0.as_str()) == s["server"].as_str());
+        match known {
+            Some((_, broker, source, _)) => {
+                assert_eq!(e["broker_id"].as_i64(), *broker, "{name}: {e}");
+                assert_eq!(e["broker_source"], source.as_str(), "{name}: {e}");
             }
+            None => assert_eq!(e["broker_id"], Value::Null, "{name}: {e}"),
         }
     }
 }
