@@ -1,0 +1,475 @@
+//! Issue 37, "no false alarm on a healthy cluster": captures of a real Kafka KRaft cluster
+//! (`fixtures/kafka-real`, `scripts/kafka/rig`, releases 3.9.1 and 4.4.0) where a broker's
+//! producer-id manager keeps granting from the block it held while its next block, asked
+//! for at 90%, is already on the wire:
+//!
+//! - `busy-start`: tcpdump started while the load runs, every broker in the middle of a block
+//!   it got before the capture; the load's Metadata requests (on each connection, once a
+//!   second) name the brokers within the capture's first second;
+//! - `ring`: what a `tcpdump -C 1 -W 3` ring kept, its oldest files overwritten, given to
+//!   pidshark together;
+//! - `transactions`: real Java producers (the release's kafka-clients,
+//!   `scripts/kafka/TxnLoad.java`): thousands of short transactions, some aborted, and a
+//!   second instance of some transactional ids fencing the first (the same producer id back
+//!   with a higher epoch), beside the idempotent load; transactions v2 on 4.4.0, v1 on 3.9.1.
+//!
+//! The truth is the clients' (the load's grants by client port and correlation id, the Java
+//! producers' ids and epochs as their TransactionManager held them) and Kafka's (the
+//! committed blocks of the controllers' metadata logs, and for each grant the block holding
+//! its id), never pidshark's. Nothing here needs Java.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::common::{report, root};
+
+const RELEASES: [&str; 2] = ["3.9.1", "4.4.0"];
+const SCENARIOS: [&str; 3] = ["busy-start", "ring", "transactions"];
+const DIR: &str = "fixtures/kafka-real";
+
+/// Where a granted id may lie on a healthy cluster. `unknown` only where the truth says the
+/// capture cannot tell the broker yet; never `outside_blocks`, `another_brokers_block` or
+/// `older_block`.
+const HEALTHY: [&str; 4] = [
+    "in_block",
+    "previous_block",
+    "before_capture",
+    "kept_by_transactional_id",
+];
+
+struct Case {
+    name: String,
+    scenario: &'static str,
+    truth: Value,
+    /// The report without `producer_ids.entries`.
+    report: Value,
+    /// Those entries, each with only the fields the tests read.
+    entries: Vec<Value>,
+}
+
+const ENTRY_FIELDS: [&str; 12] = [
+    "client",
+    "server",
+    "correlation_id",
+    "transactional_id",
+    "error_code",
+    "producer_id",
+    "producer_epoch",
+    "broker_id",
+    "broker_source",
+    "placement",
+    "placement_reason",
+    "block",
+];
+
+fn slim(mut entry: Value) -> Value {
+    let mut kept = serde_json::Map::new();
+    for field in ENTRY_FIELDS {
+        if let Some(v) = entry.get_mut(field) {
+            kept.insert(field.to_owned(), v.take());
+        }
+    }
+    Value::Object(kept)
+}
+
+fn read_truth(name: &str) -> Value {
+    let path = root().join(DIR).join(format!("{name}.truth.json"));
+    serde_json::from_str(
+        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap_or_else(|e| panic!("{name}.truth.json: {e}"))
+}
+
+/// The files to give pidshark together, as paths from the repository root (the truth's
+/// order: a ring's oldest first).
+fn capture_files(truth: &Value) -> Vec<String> {
+    truth["capture_files"]
+        .as_array()
+        .expect("capture_files")
+        .iter()
+        .map(|f| format!("{DIR}/{}", f.as_str().unwrap()))
+        .collect()
+}
+
+fn case(release: &str, scenario: &'static str) -> Case {
+    let name = format!("{release}-{scenario}");
+    let truth = read_truth(&name);
+    assert_eq!(truth["kafka_version"], release, "{name}");
+    assert_eq!(truth["scenario"], scenario, "{name}");
+    let files = capture_files(&truth);
+    let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
+    args.push("--quiet");
+    let mut report = report(&args);
+    let entries = match report["producer_ids"]
+        .as_object_mut()
+        .and_then(|p| p.remove("entries"))
+    {
+        Some(Value::Array(entries)) => entries.into_iter().map(slim).collect(),
+        _ => panic!("{name}: no producer_ids.entries"),
+    };
+    Case {
+        name,
+        scenario,
+        truth,
+        report,
+        entries,
+    }
+}
+
+/// Every release and scenario, each read once for all the tests.
+fn all() -> &'static [Case] {
+    static ALL: std::sync::OnceLock<Vec<Case>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        RELEASES
+            .iter()
+            .flat_map(|r| SCENARIOS.iter().map(move |s| case(r, s)))
+            .collect()
+    })
+}
+
+/// A committed block as the truth gives it for a grant: (start, end, broker).
+type TruthBlock = (i64, i64, i64);
+
+/// One grant a client was told of, and what the truth says of it.
+struct Grant {
+    /// Where it came from, for messages.
+    what: String,
+    producer_id: i64,
+    epoch: i64,
+    block: TruthBlock,
+    /// Whether a reader of the capture can know the broker that answered.
+    knowable: bool,
+}
+
+/// The truth's `[count, start, end, broker]` runs, one block per grant.
+fn expand_blocks(runs: &Value) -> Vec<TruthBlock> {
+    let mut out = Vec::new();
+    for run in runs.as_array().expect("grant_blocks") {
+        let n = |i: usize| {
+            run[i]
+                .as_i64()
+                .unwrap_or_else(|| panic!("a grant in no committed block: {run}"))
+        };
+        for _ in 0..n(0) {
+            out.push((n(1), n(2), n(3)));
+        }
+    }
+    out
+}
+
+/// An InitProducerId exchange of the load: (client port, correlation id).
+type Exchange = (u64, i64);
+
+/// The load's grants by exchange, and the exchanges the capture holds for certain (sent
+/// after its first packet).
+fn load_grants(truth: &Value) -> (BTreeMap<Exchange, Grant>, Vec<Exchange>) {
+    let mut grants = BTreeMap::new();
+    let mut must = Vec::new();
+    for conn in truth["client_connections"].as_array().unwrap() {
+        let port = conn["client_port"].as_u64().unwrap();
+        let broker = conn["broker_id"].as_i64().unwrap();
+        let in_capture = conn["first_corr_in_capture"].as_i64();
+        let knowable = conn["broker_knowable_from_corr"].as_i64();
+        let blocks = expand_blocks(&conn["grant_blocks"]);
+        let list = conn["grants"].as_array().unwrap();
+        assert_eq!(blocks.len(), list.len(), "a block for each grant: {conn}");
+        for (g, block) in list.iter().zip(blocks) {
+            let n = |i: usize| g[i].as_i64().unwrap();
+            let corr = n(0);
+            assert_eq!(
+                block.2, broker,
+                "port {port} corr {corr}: its broker's block"
+            );
+            grants.insert(
+                (port, corr),
+                Grant {
+                    what: format!("port {port} corr {corr}"),
+                    producer_id: n(1),
+                    epoch: n(2),
+                    block,
+                    knowable: knowable.is_some_and(|k| corr >= k),
+                },
+            );
+            if in_capture.is_some_and(|first| corr >= first) {
+                must.push((port, corr));
+            }
+        }
+    }
+    (grants, must)
+}
+
+/// The Java producers' InitProducerId grants (`init` events): (transactional id, grant).
+fn java_grants(truth: &Value) -> Vec<(String, Grant)> {
+    let Some(events) = truth["client_java_events"].as_array() else {
+        return Vec::new();
+    };
+    events
+        .iter()
+        .filter(|e| e["event"] == "init")
+        .map(|e| {
+            let b = &e["block"];
+            let n = |v: &Value| v.as_i64().unwrap_or_else(|| panic!("{e}"));
+            let tid = e["transactional_id"].as_str().unwrap().to_owned();
+            let grant = Grant {
+                what: format!("{} ({tid})", e["instance"]),
+                producer_id: n(&e["producer_id"]),
+                epoch: n(&e["epoch"]),
+                block: (n(&b["start"]), n(&b["end"]), n(&b["broker_id"])),
+                knowable: e["broker_knowable"] == true,
+            };
+            (tid, grant)
+        })
+        .collect()
+}
+
+/// What is wrong with `entry` as the report of `grant`, if anything.
+fn fault(truth: &Value, grant: &Grant, entry: &Value) -> Option<String> {
+    let (start, end, broker) = grant.block;
+    let mut wrong = Vec::new();
+    if entry["producer_id"] != grant.producer_id || entry["producer_epoch"] != grant.epoch {
+        wrong.push("id or epoch");
+    }
+    let listener = &truth["broker_listeners"][broker.to_string()];
+    if entry["server"] != *listener {
+        wrong.push("server is not its broker's listener");
+    }
+    match entry["broker_id"].as_i64() {
+        Some(b) if b != broker => wrong.push("broker_id"),
+        None if grant.knowable => wrong.push("broker_id unknown, though the capture names it"),
+        _ => {}
+    }
+    let placement = entry["placement"].as_str().unwrap_or("null");
+    let healthy = HEALTHY.contains(&placement) || (placement == "unknown" && !grant.knowable);
+    if !healthy {
+        wrong.push("placement");
+    }
+    let block = &entry["block"];
+    if !block.is_null()
+        && (block["start"] != start
+            || block["end"] != end
+            || block.get("broker_id").is_some_and(|b| *b != broker))
+    {
+        wrong.push("block is not the committed one holding the id");
+    }
+    (!wrong.is_empty()).then(|| {
+        format!(
+            "{}: {} — {entry} against id {} epoch {} in {start}..={end} of broker {broker}",
+            grant.what,
+            wrong.join(", "),
+            grant.producer_id,
+            grant.epoch,
+        )
+    })
+}
+
+fn port_of(entry: &Value) -> u64 {
+    let client = entry["client"].as_str().expect("client");
+    client.rsplit_once(':').unwrap().1.parse().unwrap()
+}
+
+/// The truth itself shows what each scenario is for (no pidshark involved).
+#[test]
+fn the_fixtures_show_what_issue_37_is_about() {
+    for release in RELEASES {
+        for scenario in SCENARIOS {
+            let name = format!("{release}-{scenario}");
+            let t = read_truth(&name);
+            assert_eq!(t["client_producer_ids_check"], "ok", "{name}");
+            let files = capture_files(&t);
+            for f in &files {
+                let size = std::fs::metadata(root().join(f)).unwrap().len();
+                assert!(size < 1_600_000, "{f}: {size} bytes");
+            }
+            let lost = t["lost_in_capture"].as_array().unwrap();
+            let lost_of = |b: i64| lost.iter().filter(|l| l["broker_id"] == b).count();
+            let first_us = t["capture_first_packet_us"].as_i64().unwrap();
+            match scenario {
+                "busy-start" | "ring" => {
+                    // begun after every broker held a block, without the registrations,
+                    // the brokers named by a Metadata response in the first seconds
+                    assert_eq!(t["brokers_registered_in_capture"], false, "{name}");
+                    for b in [1, 2] {
+                        assert!(lost_of(b) >= 1, "{name}: broker {b} had no block before");
+                    }
+                    let known = t["brokers_knowable_from_us"].as_i64().expect("knowable");
+                    assert!(known - first_us < 3_000_000, "{name}: {known} - {first_us}");
+                }
+                _ => assert_eq!(t["brokers_registered_in_capture"], true, "{name}"),
+            }
+            if scenario == "ring" {
+                assert!(files.len() >= 2, "{name}: {files:?}");
+                let load = t["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|e| e["event"] == "load started")
+                    .unwrap();
+                assert!(
+                    first_us / 1000 > load["unix_ms"].as_i64().unwrap(),
+                    "{name}: the ring kept the start of the run"
+                );
+            }
+            if scenario == "transactions" {
+                let txn = &t["transactions"];
+                let (level, protocol) = if release == "4.4.0" {
+                    (2, "v2")
+                } else {
+                    (0, "v1")
+                };
+                assert_eq!(txn["transaction_version"], level, "{name}");
+                assert_eq!(txn["protocol"], protocol, "{name}");
+                let summary = &txn["summary"];
+                let done =
+                    summary["committed"].as_u64().unwrap() + summary["aborted"].as_u64().unwrap();
+                assert!(done >= 2000, "{name}: {summary}");
+                assert!(summary["aborted"].as_u64().unwrap() > 0, "{name}");
+                let events = t["client_java_events"].as_array().unwrap();
+                let fenced = events.iter().filter(|e| e["event"] == "fenced").count();
+                assert!(fenced >= 1, "{name}");
+                // a fencing instance gets back its id, from a block older than its
+                // broker's latest, with a higher epoch
+                assert!(
+                    events.iter().any(|e| e["event"] == "init"
+                        && !e["fences"].is_null()
+                        && e["later_blocks_of_its_broker"].as_u64() > Some(0)),
+                    "{name}"
+                );
+                let idempotent = t["client_connections"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["grants"].as_array().unwrap().len())
+                    .sum::<usize>();
+                assert!(idempotent >= 300, "{name}: {idempotent}");
+            }
+        }
+    }
+}
+
+/// Every grant a client was told of is the entry of its exchange, with its id and epoch,
+/// its broker (where the capture can know it), a healthy placement and, where the report
+/// names a block, the committed block holding the id.
+#[test]
+fn every_client_grant_is_an_entry_placed_in_its_committed_block() {
+    for c in all() {
+        let (grants, must) = load_grants(&c.truth);
+        let mut by_exchange: BTreeMap<Exchange, &Value> = BTreeMap::new();
+        let mut by_txn: BTreeMap<(String, i64, i64), Vec<&Value>> = BTreeMap::new();
+        for e in &c.entries {
+            let corr = e["correlation_id"].as_i64().unwrap();
+            by_exchange.insert((port_of(e), corr), e);
+            if let (Some(tid), Some(0)) = (e["transactional_id"].as_str(), e["error_code"].as_i64())
+            {
+                let key = (
+                    tid.to_owned(),
+                    e["producer_id"].as_i64().unwrap(),
+                    e["producer_epoch"].as_i64().unwrap(),
+                );
+                by_txn.entry(key).or_default().push(e);
+            }
+        }
+        let mut faults = Vec::new();
+        for key in &must {
+            if !by_exchange.contains_key(key) {
+                faults.push(format!("port {} corr {}: no entry", key.0, key.1));
+            }
+        }
+        let mut checked = 0;
+        for (key, grant) in &grants {
+            // sent before the capture's first packet: may be missing, right if present
+            if let Some(e) = by_exchange.get(key) {
+                checked += 1;
+                faults.extend(fault(&c.truth, grant, e));
+            }
+        }
+        let java = java_grants(&c.truth);
+        for (tid, grant) in &java {
+            let key = (tid.clone(), grant.producer_id, grant.epoch);
+            match by_txn.get(&key).map(Vec::as_slice) {
+                Some([e]) => faults.extend(fault(&c.truth, grant, e)),
+                other => faults.push(format!(
+                    "{}: {} entries granting id {} epoch {}",
+                    grant.what,
+                    other.map_or(0, <[_]>::len),
+                    grant.producer_id,
+                    grant.epoch
+                )),
+            }
+        }
+        assert!(
+            checked >= must.len() && checked > 4000,
+            "{}: {checked} of {} grants checked",
+            c.name,
+            grants.len()
+        );
+        if c.scenario == "transactions" {
+            assert!(java.len() > 40, "{}: {} Java grants", c.name, java.len());
+        }
+        assert!(
+            faults.is_empty(),
+            "{}: {} faults, first:\n{}",
+            c.name,
+            faults.len(),
+            faults[..faults.len().min(8)].join("\n")
+        );
+    }
+}
+
+/// A healthy cluster: no `pid_` finding of severity warning or error, no duplicate grant,
+/// nothing outside its broker's blocks.
+#[test]
+fn no_pid_warning_or_error_and_no_duplicates() {
+    for c in all() {
+        let findings = c.report["producer_id_blocks"]["findings"]
+            .as_array()
+            .expect("findings");
+        let loud: Vec<String> = findings
+            .iter()
+            .filter(|f| f["kind"].as_str().unwrap_or_default().starts_with("pid_"))
+            .filter(|f| f["severity"] == "warning" || f["severity"] == "error")
+            .map(|f| format!("{} {}: {}", f["severity"], f["kind"], f["message"]))
+            .collect();
+        assert!(
+            loud.is_empty(),
+            "{}: {} pid_ findings, first:\n{}",
+            c.name,
+            loud.len(),
+            loud[..loud.len().min(5)].join("\n")
+        );
+        let summary = &c.report["producer_ids"]["summary"];
+        assert_eq!(summary["duplicates"], 0, "{}: {summary}", c.name);
+        assert_eq!(summary["outside_blocks"], 0, "{}: {summary}", c.name);
+        for placement in ["another_brokers_block", "older_block"] {
+            let n = c
+                .entries
+                .iter()
+                .filter(|e| e["placement"] == placement)
+                .count();
+            assert_eq!(n, 0, "{}: {n} {placement}", c.name);
+        }
+    }
+}
+
+/// busy-start shows what the issue is about: each broker hands out ids from the block it
+/// held before the capture after its next block was on the wire (the old reading called
+/// them outside every block), at least 50 a broker.
+#[test]
+fn busy_start_grants_from_the_previous_block_after_the_next_arrived() {
+    for c in all().iter().filter(|c| c.scenario == "busy-start") {
+        let mut per_broker: BTreeMap<i64, usize> = BTreeMap::new();
+        for e in c
+            .entries
+            .iter()
+            .filter(|e| e["placement"] == "previous_block")
+        {
+            *per_broker
+                .entry(e["broker_id"].as_i64().unwrap_or(-1))
+                .or_insert(0) += 1;
+        }
+        for broker in [1, 2] {
+            let n = per_broker.get(&broker).copied().unwrap_or(0);
+            assert!(n >= 50, "{}: broker {broker}: {per_broker:?}", c.name);
+        }
+    }
+}
