@@ -442,7 +442,7 @@ mod tests {
         ]);
         assert_eq!(kinds(&f), vec!["pid_block_gap"]);
         assert!(
-            f[0].message.starts_with("500 ids (ids 1000..=1499)"),
+            f[0].message.starts_with("500 ids (1000..=1499)"),
             "{}",
             f[0].message
         );
@@ -481,9 +481,7 @@ mod tests {
             vec!["pid_block_gap"],
             "closed before the end"
         );
-        assert!(findings[0]
-            .message
-            .starts_with("1000 ids (ids 1000..=1999)"));
+        assert!(findings[0].message.starts_with("1000 ids (1000..=1999)"));
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::fmt;
 use std::net::SocketAddr;
 
 use super::parts::{
-    Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Ids, Irregular, NamedCode, Overlap,
-    RetryAfter, Side, Undecoded,
+    Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap, RetryAfter,
+    Side, Undecoded,
 };
 use super::{Fact, Facts, Kind};
 
@@ -1084,6 +1084,17 @@ impl fmt::Display for Observation<'_> {
                 other_end,
                 other_broker_id,
                 other_frame,
+            } if start == other_end => write!(
+                f,
+                "the block starting at {start} for broker {broker_id} (frame {frame}) starts at the last id of an earlier block for broker {other_broker_id} (frame {other_frame})"
+            ),
+            Self::PidBlockRegression {
+                frame,
+                broker_id,
+                start,
+                other_end,
+                other_broker_id,
+                other_frame,
             } => write!(
                 f,
                 "the block starting at {start} for broker {broker_id} (frame {frame}) starts below the end {other_end} of an earlier block for broker {other_broker_id} (frame {other_frame})"
@@ -1097,9 +1108,11 @@ impl fmt::Display for Observation<'_> {
                 other_frame,
             } => write!(
                 f,
-                "{} ids ({}) were skipped between the block for broker {other_broker_id} (frame {other_frame}) and the next, for broker {broker_id} (frame {frame})",
-                ids_end - ids_start + 1,
-                Ids(*ids_start, *ids_end)
+                "{} skipped between the block for broker {other_broker_id} (frame {other_frame}) and the next, for broker {broker_id} (frame {frame})",
+                match ids_end - ids_start + 1 {
+                    1 => format!("id {ids_start} was"),
+                    n => format!("{n} ids ({ids_start}..={ids_end}) were"),
+                },
             ),
             Self::PidBlockIrregular(irregular) => irregular.fmt(f),
             Self::PidErrorStreak {

@@ -315,6 +315,17 @@ impl fmt::Display for FragmentsDropped<'_> {
 /// Producer ids `.0..=.1` as a sentence names them.
 pub(super) struct Ids(pub i64, pub i64);
 
+impl Ids {
+    /// `was` for one id, `were` for more.
+    pub(super) fn were(&self) -> &'static str {
+        if self.0 == self.1 {
+            "was"
+        } else {
+            "were"
+        }
+    }
+}
+
 impl fmt::Display for Ids {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self(from, to) = *self;
@@ -371,11 +382,14 @@ impl fmt::Display for Overlap {
                 ids_end,
                 other_broker_id,
                 other_frame,
-            } => write!(
-                f,
-                "{} were given twice: to broker {other_broker_id} (frame {other_frame}) and to broker {broker_id} (frame {frame})",
-                Ids(ids_start, ids_end)
-            ),
+            } => {
+                let ids = Ids(ids_start, ids_end);
+                write!(
+                    f,
+                    "{ids} {} given twice: to broker {other_broker_id} (frame {other_frame}) and to broker {broker_id} (frame {frame})",
+                    ids.were()
+                )
+            }
             Self::Folded {
                 frame,
                 broker_id,
@@ -383,11 +397,14 @@ impl fmt::Display for Overlap {
                 ids_end,
                 other_first_frame,
                 other_last_frame,
-            } => write!(
-                f,
-                "{} given to broker {broker_id} (frame {frame}) were already given in an earlier block, between frames {other_first_frame} and {other_last_frame}",
-                Ids(ids_start, ids_end)
-            ),
+            } => {
+                let ids = Ids(ids_start, ids_end);
+                write!(
+                    f,
+                    "{ids} given to broker {broker_id} (frame {frame}) {} already given in an earlier block, between frames {other_first_frame} and {other_last_frame}",
+                    ids.were()
+                )
+            }
         }
     }
 }

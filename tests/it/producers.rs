@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::common::{fixture, report};
+use crate::common::{fixture, pidshark, report};
 
 const FIXTURES: [&str; 4] = [
     "kafka-20031",
@@ -451,4 +451,32 @@ fn expect_hands_every_producer_entry_on_to_the_report() {
             .len()
     );
     assert_eq!(checked["producer_ids"], plain["producer_ids"]);
+}
+
+/// KAFKA-20031's shape, a block starting at the last id of its broker's previous one, said
+/// as it is: one id given twice ("was", not "were"), and a block that starts at the last id
+/// of the earlier one, not "below the end 1999" of it.
+#[test]
+fn a_block_starting_at_the_last_id_of_the_previous_is_worded_as_such() {
+    let out = pidshark()
+        .args([
+            "fixtures/producers/kafka-20031.pcap",
+            "--format",
+            "text",
+            "--color",
+            "never",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("id 1999 was given twice: to broker 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("starts at the last id of an earlier block for broker 1"),
+        "{text}"
+    );
+    assert!(!text.contains("id 1999 were"), "{text}");
+    assert!(!text.contains("below the end 1999"), "{text}");
 }

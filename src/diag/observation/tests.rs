@@ -571,7 +571,7 @@ fn block_samples() -> Vec<Sample> {
                 other_first_frame: 3,
                 other_last_frame: 9,
             }),
-            "id 5 given to broker 2 (frame 31) were already given in an earlier block, between frames 3 and 9",
+            "id 5 given to broker 2 (frame 31) was already given in an earlier block, between frames 3 and 9",
             vec![
                 ("frame", Fact::Uint(31)),
                 ("ids_start", Fact::Int(5)),
@@ -607,7 +607,7 @@ fn block_samples() -> Vec<Sample> {
                 other_broker_id: 1,
                 other_frame: 21,
             },
-            "1000 ids (ids 2000..=2999) were skipped between the block for broker 1 (frame 21) and the next, for broker 2 (frame 51)",
+            "1000 ids (2000..=2999) were skipped between the block for broker 1 (frame 21) and the next, for broker 2 (frame 51)",
             vec![
                 ("frame", Fact::Uint(51)),
                 ("ids_start", Fact::Int(2000)),
@@ -615,6 +615,62 @@ fn block_samples() -> Vec<Sample> {
                 ("count", Fact::Int(1000)),
                 ("other_broker_id", Fact::Int(1)),
                 ("other_frame", Fact::Uint(21)),
+            ],
+        ),
+        // one id, and a block starting at the last id of another (KAFKA-20031's shape)
+        (
+            Observation::PidBlockOverlap(Overlap::Block {
+                frame: 59,
+                broker_id: 1,
+                ids_start: 1999,
+                ids_end: 1999,
+                other_broker_id: 1,
+                other_frame: 19,
+            }),
+            "id 1999 was given twice: to broker 1 (frame 19) and to broker 1 (frame 59)",
+            vec![
+                ("frame", Fact::Uint(59)),
+                ("ids_start", Fact::Int(1999)),
+                ("ids_end", Fact::Int(1999)),
+                ("other_broker_id", Fact::Int(1)),
+                ("other_frame", Fact::Uint(19)),
+            ],
+        ),
+        (
+            Observation::PidBlockRegression {
+                frame: 59,
+                broker_id: 1,
+                start: 1999,
+                other_end: 1999,
+                other_broker_id: 1,
+                other_frame: 19,
+            },
+            "the block starting at 1999 for broker 1 (frame 59) starts at the last id of an earlier block for broker 1 (frame 19)",
+            vec![
+                ("frame", Fact::Uint(59)),
+                ("start", Fact::Int(1999)),
+                ("other_end", Fact::Int(1999)),
+                ("other_broker_id", Fact::Int(1)),
+                ("other_frame", Fact::Uint(19)),
+            ],
+        ),
+        (
+            Observation::PidBlockGap {
+                frame: 71,
+                broker_id: 2,
+                ids_start: 3999,
+                ids_end: 3999,
+                other_broker_id: 1,
+                other_frame: 59,
+            },
+            "id 3999 was skipped between the block for broker 1 (frame 59) and the next, for broker 2 (frame 71)",
+            vec![
+                ("frame", Fact::Uint(71)),
+                ("ids_start", Fact::Int(3999)),
+                ("ids_end", Fact::Int(3999)),
+                ("count", Fact::Int(1)),
+                ("other_broker_id", Fact::Int(1)),
+                ("other_frame", Fact::Uint(59)),
             ],
         ),
         (
