@@ -377,7 +377,7 @@ pub(crate) fn brokers_known_by_address(name: &str) {
 #[test]
 fn fail_on_takes_the_new_finding_kinds() {
     let gate = |capture: &str, kind: &str| {
-        crate::common::pidshark()
+        pidshark()
             .args([&format!("fixtures/producers/{capture}.pcap"), "--quiet"])
             .args(["--fail-on", kind])
             .output()
