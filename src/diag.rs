@@ -377,6 +377,9 @@ pub const MAX_LISTED_PER_KIND: u64 = 1000;
 pub struct Diagnostics {
     items: Vec<Diagnostic>,
     counts: BTreeMap<Kind, u64>,
+    /// Messages not read whole (`kafka_message_truncated`, `kafka_decode_error`,
+    /// `kafka_unsupported_version`) by kind and API key: what the damage cost.
+    undecoded_by_api: BTreeMap<(Kind, i16), u64>,
 }
 
 /// Where a diagnostic is: a packet (its frame and time), a frame number alone, or no
@@ -433,6 +436,13 @@ impl Diagnostics {
     // few stores that build it.
     #[inline]
     pub fn add(&mut self, connection: Option<u64>, at: impl Into<At>, what: Observation<'_>) {
+        if let Observation::KafkaMessageTruncated(u)
+        | Observation::KafkaDecodeError(u)
+        | Observation::KafkaUnsupportedVersion(u) = &what
+        {
+            let key = (what.kind(), u.api.code);
+            *self.undecoded_by_api.entry(key).or_default() += 1;
+        }
         let kind = what.kind();
         if self.counted_listed(kind) {
             self.list(connection, at.into(), what);
@@ -497,6 +507,9 @@ impl Diagnostics {
     /// Adds the diagnostics another collection found (a connection's, held until it
     /// proved Kafka), within this one's limits.
     pub fn absorb(&mut self, other: Self) {
+        for (key, n) in &other.undecoded_by_api {
+            *self.undecoded_by_api.entry(*key).or_default() += n;
+        }
         let mut listed: BTreeMap<Kind, u64> = BTreeMap::new();
         for d in other.items {
             *listed.entry(d.kind).or_default() += 1;
@@ -546,6 +559,18 @@ impl Diagnostics {
     }
 
     /// Diagnostics of `kind` found, including those not listed.
+    /// Messages of `kinds` (among `kafka_message_truncated`, `kafka_decode_error`,
+    /// `kafka_unsupported_version`), by API key.
+    pub fn undecoded_by_api(&self, kinds: &[Kind]) -> BTreeMap<i16, u64> {
+        let mut by_api = BTreeMap::new();
+        for ((kind, api), n) in &self.undecoded_by_api {
+            if kinds.contains(kind) {
+                *by_api.entry(*api).or_default() += n;
+            }
+        }
+        by_api
+    }
+
     pub fn count(&self, kind: Kind) -> u64 {
         self.counts.get(&kind).copied().unwrap_or(0)
     }

@@ -459,6 +459,36 @@ fn counted(n: u64, noun: &str) -> String {
     }
 }
 
+/// `46 AllocateProducerIds, 612 InitProducerId, 300 Metadata, 12 BeginQuorumEpoch`:
+/// messages by API, the producer-id ones first (AllocateProducerIds even at 0), then the
+/// others by count.
+fn by_api(by_api: &BTreeMap<i16, u64>, total: u64) -> String {
+    use crate::kafka::tables::ApiKey;
+    let named: u64 = by_api.values().sum();
+    let unnamed = (total > named).then(|| format!("{} of an API not named", total - named));
+    let first = [ApiKey::ALLOCATE_PRODUCER_IDS, ApiKey::INIT_PRODUCER_ID];
+    let mut others: Vec<(i16, u64)> = by_api
+        .iter()
+        .filter(|(api, _)| !first.iter().any(|f| f.0 == **api))
+        .map(|(api, n)| (*api, *n))
+        .collect();
+    others.sort_by_key(|&(api, n)| (std::cmp::Reverse(n), api));
+    let name = |api: i16| match api {
+        -1 => "responses to requests not captured".to_owned(),
+        api => ApiKey(api).name(),
+    };
+    // AllocateProducerIds always, as the subject; InitProducerId when any was cut
+    first
+        .iter()
+        .map(|api| (api.0, by_api.get(&api.0).copied().unwrap_or(0)))
+        .filter(|&(api, n)| n > 0 || api == ApiKey::ALLOCATE_PRODUCER_IDS.0)
+        .chain(others)
+        .map(|(api, n)| format!("{n} {}", name(api)))
+        .chain(unnamed)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What the capture cannot show, bytes missing first, each with its count.
 pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     let count = |kind| e.diagnostics.count(kind);
@@ -514,8 +544,13 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     let what = match messages_cut {
         0 => what,
         n => format!(
-            "{what} ({} not fully captured)",
-            counted(n, "AllocateProducerIds message")
+            "{what} ({} pidshark reads not fully captured: {})",
+            counted(n, "message"),
+            by_api(
+                &e.diagnostics
+                    .undecoded_by_api(&[Kind::KafkaMessageTruncated]),
+                n
+            )
         ),
     };
     add(
@@ -588,16 +623,19 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         None,
     );
     // messages cut by the snaplen are named with it; the rest here
-    let unread = count(Kind::KafkaDecodeError)
-        + count(Kind::KafkaUnsupportedVersion)
-        + if snapped > 0 { 0 } else { messages_cut };
+    let mut unread_kinds = vec![Kind::KafkaDecodeError, Kind::KafkaUnsupportedVersion];
+    if snapped == 0 {
+        unread_kinds.push(Kind::KafkaMessageTruncated);
+    }
+    let unread: u64 = unread_kinds.iter().map(|k| count(*k)).sum();
     add(
         "messages_unread",
         unread,
         false,
         format!(
-            "{} not fully read",
-            counted(unread, "AllocateProducerIds message")
+            "{} pidshark reads not fully read ({})",
+            counted(unread, "message"),
+            by_api(&e.diagnostics.undecoded_by_api(&unread_kinds), unread)
         ),
         None,
     );

@@ -487,6 +487,7 @@ impl Observation<'_> {
             Self::KafkaDecodeError(u)
             | Self::KafkaMessageTruncated(u)
             | Self::KafkaUnsupportedVersion(u) => vec![
+                ("api_key", i64::from(u.api.code).into()),
                 ("message", u.side.message().into()),
                 ("correlation_id", u.correlation_id.into()),
                 ("problem", u.problem.into()),
@@ -980,7 +981,8 @@ impl fmt::Display for Observation<'_> {
             | Self::KafkaMessageTruncated(u)
             | Self::KafkaUnsupportedVersion(u) => write!(
                 f,
-                "AllocateProducerIds {} with correlation id {}: {}",
+                "{} {} with correlation id {}: {}",
+                u.api.name,
                 u.side.message(),
                 u.correlation_id,
                 u.problem

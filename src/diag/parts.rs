@@ -78,6 +78,8 @@ pub enum FramingLost {
 /// kind (a decode error, bytes not captured, a version not supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Undecoded<'a> {
+    /// The message's API: the request's own, or for a response the request's it answers.
+    pub api: NamedCode<'a>,
     /// Whose message: the client's request or the server's response.
     pub side: Side,
     pub correlation_id: i32,

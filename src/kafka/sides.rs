@@ -13,7 +13,7 @@ use super::tables::ApiKey;
 use super::waiting::{RequestFrame, Waiting};
 use super::KafkaConfig;
 pub use crate::diag::Side;
-use crate::diag::{Diagnostics, FramingLost, Observation, Undecoded};
+use crate::diag::{Diagnostics, FramingLost, NamedCode, Observation, Undecoded};
 use crate::packet_ref::PacketRef;
 
 /// Largest message we buffer to decode; real AllocateProducerIds and InitProducerId
@@ -92,12 +92,17 @@ fn report_problem(
     diags: &mut Diagnostics,
     ends: Endpoints,
     meta: MessageMeta,
-    side: Side,
+    (api, side): (ApiKey, Side),
     correlation_id: i32,
     problem: &Problem,
 ) {
     let written = problem.to_string();
+    let name = api.name();
     let undecoded = Undecoded {
+        api: NamedCode {
+            code: api.0,
+            name: &name,
+        },
         side,
         correlation_id,
         problem: &written,
@@ -238,7 +243,7 @@ impl FrameHandler for RequestSide<'_> {
                 self.diags,
                 self.ends,
                 meta,
-                Side::Client,
+                (head.api_key, Side::Client),
                 head.correlation_id,
                 problem,
             );
@@ -354,10 +359,9 @@ impl FrameHandler for ResponseSide<'_> {
             missing: frame.missing,
             keep_raw: self.config.keep_raw,
         };
-        let decoded = self
-            .waiting
-            .answered_request(correlation_id)
-            .and_then(|answers| DecodedResponse::decode(answers, bytes, not_read(&frame)));
+        let answers = self.waiting.answered_request(correlation_id);
+        let decoded =
+            answers.and_then(|answers| DecodedResponse::decode(answers, bytes, not_read(&frame)));
         // An unsupported version was reported with the request already.
         if let Some(problem) = decoded
             .as_ref()
@@ -368,7 +372,7 @@ impl FrameHandler for ResponseSide<'_> {
                 self.diags,
                 self.ends,
                 meta,
-                Side::Server,
+                (answers.map_or(ApiKey(-1), |(api, _)| api), Side::Server),
                 correlation_id,
                 problem,
             );

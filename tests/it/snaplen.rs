@@ -176,3 +176,98 @@ fn a_cut_body_is_flagged_and_its_fields_are_absent() {
         .get("kafka_decode_error")
         .is_none());
 }
+
+/// A real capture cut at 128 bytes (issue 38: the headline counted every cut message as
+/// AllocateProducerIds): each `kafka_message_truncated` names the API its message really
+/// is, the one the whole capture's report reads at that frame and correlation id
+/// (AllocateProducerIds as an exchange, InitProducerId as a producer entry; those agree
+/// with tshark in `kafka_real`), and the headline counts the cut messages per API as the
+/// diagnostics do.
+#[test]
+fn a_real_capture_cut_at_128_bytes_names_each_cut_message_by_its_api() {
+    let gz = root().join("fixtures/kafka-real/4.4.0-controller-kill.pcap.gz");
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
+        &mut raw,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.pcap");
+    std::fs::write(&whole, &raw).unwrap();
+    let cut = dir.path().join("cut.pcap");
+    std::fs::write(&cut, with_snaplen(&whole, 128)).unwrap();
+    let whole = compact_report(&whole);
+    let cut = compact_report(&cut);
+    // (frame, correlation id) -> API, of the messages the whole capture decodes
+    let mut apis: BTreeMap<(u64, i64), i64> = BTreeMap::new();
+    for ex in whole["exchanges"].as_array().unwrap() {
+        for side in ["request", "response"] {
+            if let Some(frame) = ex[side]["frame"].as_u64() {
+                apis.insert((frame, ex["correlation_id"].as_i64().unwrap()), 67);
+            }
+        }
+    }
+    for e in whole["producer_ids"]["entries"].as_array().unwrap() {
+        let corr = e["correlation_id"].as_i64().unwrap();
+        for frame in [&e["request_frame"], &e["response_frame"]] {
+            if let Some(frame) = frame.as_u64() {
+                apis.insert((frame, corr), 22);
+            }
+        }
+    }
+    let mut per_api: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut faults = Vec::new();
+    for d in cut["diagnostics"].as_array().unwrap() {
+        if d["kind"] != "kafka_message_truncated" {
+            continue;
+        }
+        let api = d["facts"]["api_key"].as_i64().unwrap();
+        *per_api.entry(api).or_default() += 1;
+        let key = (
+            d["frame"].as_u64().unwrap(),
+            d["facts"]["correlation_id"].as_i64().unwrap(),
+        );
+        // a message is cut in the packet that completes it, or earlier: look for the
+        // whole capture's message of that correlation id near the frame
+        let whole_api = apis
+            .range((key.0.saturating_sub(50), i64::MIN)..=(key.0 + 50, i64::MAX))
+            .find(|((_, corr), _)| *corr == key.1)
+            .map(|(_, api)| *api);
+        let named_right = match whole_api {
+            Some(whole_api) => whole_api == api,
+            None => api != 67 && api != 22,
+        };
+        if !named_right {
+            faults.push(format!("{key:?}: {} (whole: {whole_api:?})", d["message"]));
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "{} misnamed, first {:?}",
+        faults.len(),
+        &faults[..faults.len().min(3)]
+    );
+    assert!(per_api.get(&22).copied().unwrap_or(0) > 100, "{per_api:?}");
+    assert!(per_api.len() >= 3, "{per_api:?}");
+    let headline = cut["verdict"]["headline"].as_str().unwrap();
+    for api in [67, 22] {
+        let name = if api == 67 {
+            "AllocateProducerIds"
+        } else {
+            "InitProducerId"
+        };
+        let n = per_api.get(&api).copied().unwrap_or(0);
+        assert!(
+            headline.contains(&format!(" {n} {name}")),
+            "{headline}: {per_api:?}"
+        );
+    }
+    let total: u64 = per_api.values().sum();
+    assert!(
+        headline.contains(&format!(
+            "({total} messages pidshark reads not fully captured: "
+        )),
+        "{headline}"
+    );
+}

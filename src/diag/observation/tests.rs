@@ -317,12 +317,17 @@ fn tcp_samples() -> Vec<Sample> {
 
 fn kafka_samples() -> Vec<Sample> {
     let undecoded = |side, problem: &'static str| Undecoded {
+        api: NamedCode {
+            code: 67,
+            name: "AllocateProducerIds",
+        },
         side,
         correlation_id: 12,
         problem,
     };
     let undecoded_facts = |message, problem| {
         vec![
+            ("api_key", Fact::Int(67)),
             ("message", text(message)),
             ("correlation_id", Fact::Int(12)),
             ("problem", text(problem)),
