@@ -131,6 +131,9 @@ pub struct Tracker {
     seen: u64,
     /// Gaps that a later block may still fill, by their first id.
     open_gaps: BTreeMap<i64, OpenGap>,
+    /// Answers the capture does not show whole (lost, given up at a limit, cut): any may
+    /// have granted the ids of a gap.
+    answers_not_read: u64,
 }
 
 impl Default for Tracker {
@@ -152,11 +155,18 @@ impl Tracker {
             lens: BTreeMap::new(),
             seen: 0,
             open_gaps: BTreeMap::new(),
+            answers_not_read: 0,
         }
     }
 
     /// Takes one exchange; returns its block if it granted one.
     pub fn add(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) -> Option<Block> {
+        let not_read = match &ex.outcome {
+            crate::pairing::Outcome::ResponseUnknown => true,
+            crate::pairing::Outcome::Complete { response, .. } => response.problem.is_some(),
+            crate::pairing::Outcome::Unanswered => false,
+        };
+        self.answers_not_read += u64::from(not_read);
         let block = match granted(ex) {
             Granted::Block(block) => block,
             Granted::Irregular(irregular) => {
@@ -325,6 +335,7 @@ impl Tracker {
                 ids_end: gap.to,
                 other_broker_id: f.broker_id,
                 other_frame: f.response_frame,
+                answers_not_read: self.answers_not_read,
             };
             findings.push(finding(b, vec![f.response_frame, b.response_frame], what));
         }
@@ -482,6 +493,29 @@ mod tests {
             "closed before the end"
         );
         assert!(findings[0].message.starts_with("1000 ids (1000..=1999)"));
+    }
+
+    /// A gap with an answer the capture does not show whole (given up at the memory
+    /// budget, lost) says that answer may hold its ids; an unanswered request does not.
+    #[test]
+    fn a_gap_with_answers_not_read_says_they_may_hold_its_ids() {
+        let mut lost = exchange(2, 1, 5, None);
+        lost.outcome = crate::pairing::Outcome::ResponseUnknown;
+        let (_, f) = run(&[
+            exchange(1, 1, 5, Some((0, 0, 1000, 1))),
+            lost,
+            exchange(3, 2, 5, None),
+            exchange(4, 1, 5, Some((0, 2000, 1000, 1))),
+        ]);
+        assert_eq!(kinds(&f), vec!["pid_block_gap"]);
+        assert!(
+            f[0].message.ends_with(
+                "unless the one answer not read whole (lost, given up at a limit, or cut) granted them"
+            ),
+            "{}",
+            f[0].message
+        );
+        assert!(f[0].facts.contains(&("answers_not_read", 1u64.into())));
     }
 
     #[test]

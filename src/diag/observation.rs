@@ -169,6 +169,9 @@ pub enum Observation<'a> {
         /// The block before the gap: its broker and response frame.
         other_broker_id: i32,
         other_frame: u64,
+        /// AllocateProducerIds answers the capture does not show whole: any may have
+        /// granted the ids.
+        answers_not_read: u64,
     },
     PidBlockIrregular(Irregular),
     PidErrorStreak {
@@ -579,15 +582,22 @@ impl Observation<'_> {
                 ids_end,
                 other_broker_id,
                 other_frame,
+                answers_not_read,
                 ..
-            } => vec![
-                ("frame", (*frame).into()),
-                ("ids_start", (*ids_start).into()),
-                ("ids_end", (*ids_end).into()),
-                ("count", (ids_end - ids_start + 1).into()),
-                ("other_broker_id", (*other_broker_id).into()),
-                ("other_frame", (*other_frame).into()),
-            ],
+            } => {
+                let mut facts = vec![
+                    ("frame", (*frame).into()),
+                    ("ids_start", (*ids_start).into()),
+                    ("ids_end", (*ids_end).into()),
+                    ("count", (ids_end - ids_start + 1).into()),
+                    ("other_broker_id", (*other_broker_id).into()),
+                    ("other_frame", (*other_frame).into()),
+                ];
+                if *answers_not_read > 0 {
+                    facts.push(("answers_not_read", (*answers_not_read).into()));
+                }
+                facts
+            }
             Self::PidBlockIrregular(irregular) => irregular.facts(),
             Self::PidErrorStreak {
                 error,
@@ -1108,12 +1118,18 @@ impl fmt::Display for Observation<'_> {
                 ids_end,
                 other_broker_id,
                 other_frame,
+                answers_not_read,
             } => write!(
                 f,
-                "{} skipped between the block for broker {other_broker_id} (frame {other_frame}) and the next, for broker {broker_id} (frame {frame})",
+                "{} skipped between the block for broker {other_broker_id} (frame {other_frame}) and the next, for broker {broker_id} (frame {frame}){}",
                 match ids_end - ids_start + 1 {
                     1 => format!("id {ids_start} was"),
                     n => format!("{n} ids ({ids_start}..={ids_end}) were"),
+                },
+                match answers_not_read {
+                    0 => String::new(),
+                    1 => ", unless the one answer not read whole (lost, given up at a limit, or cut) granted them".to_owned(),
+                    n => format!(", unless one of the {n} answers not read whole (lost, given up at a limit, or cut) granted them"),
                 },
             ),
             Self::PidBlockIrregular(irregular) => irregular.fmt(f),

@@ -96,12 +96,20 @@ impl<C> Table<C> {
         None
     }
 
-    /// The address pairs of the open connections, those charged most first.
+    /// The address pairs of the open connections, those charged most first, the earlier
+    /// connection first among equals: the table's order is its hasher's random one, and
+    /// what a budget gives up must not change from run to run.
     pub(super) fn by_charge(&self) -> Vec<(usize, PairKey)> {
-        let mut by_charge: Vec<(usize, PairKey)> =
-            self.conns.iter().map(|(k, c)| (c.charged, *k)).collect();
-        by_charge.sort_unstable_by_key(|(charged, _)| std::cmp::Reverse(*charged));
+        let mut by_charge: Vec<(usize, u64, PairKey)> = self
+            .conns
+            .iter()
+            .map(|(k, c)| (c.charged, c.info.index, *k))
+            .collect();
+        by_charge.sort_unstable_by_key(|(charged, index, _)| (std::cmp::Reverse(*charged), *index));
         by_charge
+            .into_iter()
+            .map(|(charged, _, key)| (charged, key))
+            .collect()
     }
 
     /// The address pairs of the connections still followed, in connection order.

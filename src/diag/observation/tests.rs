@@ -611,6 +611,7 @@ fn block_samples() -> Vec<Sample> {
                 ids_end: 2999,
                 other_broker_id: 1,
                 other_frame: 21,
+                answers_not_read: 0,
             },
             "1000 ids (2000..=2999) were skipped between the block for broker 1 (frame 21) and the next, for broker 2 (frame 51)",
             vec![
@@ -667,8 +668,9 @@ fn block_samples() -> Vec<Sample> {
                 ids_end: 3999,
                 other_broker_id: 1,
                 other_frame: 59,
+                answers_not_read: 3,
             },
-            "id 3999 was skipped between the block for broker 1 (frame 59) and the next, for broker 2 (frame 71)",
+            "id 3999 was skipped between the block for broker 1 (frame 59) and the next, for broker 2 (frame 71), unless one of the 3 answers not read whole (lost, given up at a limit, or cut) granted them",
             vec![
                 ("frame", Fact::Uint(71)),
                 ("ids_start", Fact::Int(3999)),
@@ -676,6 +678,7 @@ fn block_samples() -> Vec<Sample> {
                 ("count", Fact::Int(1)),
                 ("other_broker_id", Fact::Int(1)),
                 ("other_frame", Fact::Uint(59)),
+                ("answers_not_read", Fact::Uint(3)),
             ],
         ),
         (
