@@ -83,6 +83,18 @@ pub const MULTI_EXCHANGE_FIXTURES: [&str; 7] = [
 /// One pcap record: its 16-byte header and its captured bytes.
 pub type PcapRecord = ([u8; 16], Vec<u8>);
 
+/// The gzipped capture `gz` (a path under the repository), written unpacked into `dir`
+/// as `name`: for tests that cut or rewrite a shipped capture record by record.
+pub fn gunzipped(gz: &str, dir: &Path, name: &str) -> PathBuf {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(root().join(gz)).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap_or_else(|e| panic!("{gz}: {e}"));
+    let path = dir.join(name);
+    std::fs::write(&path, &raw).unwrap();
+    path
+}
+
 /// A little-endian microsecond pcap file: its 24-byte header and its records.
 pub fn pcap_records(path: &Path) -> (Vec<u8>, Vec<PcapRecord>) {
     let data = std::fs::read(path).expect("capture readable");

@@ -483,16 +483,9 @@ fn busy_start_grants_from_the_previous_block_after_the_next_arrived() {
 fn busy_captures_cut_anywhere_raise_no_producer_id_alarm() {
     for release in RELEASES {
         let name = format!("{release}-busy-start");
-        let gz = root().join(DIR).join(format!("{name}.pcap.gz"));
-        let mut raw = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
-            &mut raw,
-        )
-        .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("whole.pcap");
-        std::fs::write(&plain, &raw).unwrap();
+        let gz = format!("{DIR}/{name}.pcap.gz");
+        let plain = crate::common::gunzipped(&gz, dir.path(), "whole.pcap");
         let (head, records) = crate::common::pcap_records(&plain);
         let n = records.len();
         let eighth = n / 8;

@@ -185,16 +185,9 @@ fn a_cut_body_is_flagged_and_its_fields_are_absent() {
 /// diagnostics do.
 #[test]
 fn a_real_capture_cut_at_128_bytes_names_each_cut_message_by_its_api() {
-    let gz = root().join("fixtures/kafka-real/4.4.0-controller-kill.pcap.gz");
-    let mut raw = Vec::new();
-    std::io::Read::read_to_end(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
-        &mut raw,
-    )
-    .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let whole = dir.path().join("whole.pcap");
-    std::fs::write(&whole, &raw).unwrap();
+    let gz = "fixtures/kafka-real/4.4.0-controller-kill.pcap.gz";
+    let whole = crate::common::gunzipped(gz, dir.path(), "whole.pcap");
     let cut = dir.path().join("cut.pcap");
     std::fs::write(&cut, with_snaplen(&whole, 128)).unwrap();
     let whole = compact_report(&whole);
