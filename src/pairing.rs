@@ -224,10 +224,9 @@ impl Pairing {
                     Some(DecodedRequest::Cluster(fact)) => self.cluster(ends, meta, true, fact),
                     Some(request) => {
                         if let DecodedRequest::Allocate(asked) = &request {
-                            if let Some(broker_id) = asked.broker_id {
-                                let fact = Box::new(ClusterFact::BlockAsked { broker_id });
-                                self.cluster(ends, meta, true, fact);
-                            }
+                            let broker_id = asked.broker_id;
+                            let fact = Box::new(ClusterFact::BlockAsked { broker_id });
+                            self.cluster(ends, meta, true, fact);
                         }
                         let key = (ends.connection, correlation_id);
                         self.waiting.insert(key, (meta, api_version, request));

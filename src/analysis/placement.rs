@@ -32,6 +32,13 @@ const MAX_FIRST_GRANTS: usize = 4096;
 /// broker has one in flight at a time), and brokers followed.
 const MAX_AWAITED: usize = 64;
 const MAX_ASKING_BROKERS: usize = 4096;
+/// A broker's latest blocks kept in arrival order, to find the newest before a grant
+/// answered in the same packet as a block, or before it.
+const RECENT_PER_BROKER: usize = 4;
+/// Newer blocks looked at for a first grant that proves a broker left an older one: the
+/// next few above it (a broker switches to them in order), so that a grant from an old
+/// block costs the same however many blocks came after it.
+const NEWER_CHECKED: usize = 8;
 
 /// A broker's requests for a block whose answers the capture has not shown.
 #[derive(Debug, Default, Clone)]
@@ -220,9 +227,16 @@ impl Placement {
 struct Broker {
     blocks: u64,
     first: BlockRef,
-    newest: BlockRef,
+    /// The latest [`RECENT_PER_BROKER`] blocks, oldest first: never empty.
+    recent: VecDeque<BlockRef>,
     /// By block start: the first grant answered from that block.
     first_grants: BTreeMap<i64, FirstGrant>,
+}
+
+impl Broker {
+    fn newest(&self) -> Option<BlockRef> {
+        self.recent.back().copied()
+    }
 }
 
 /// A grant to place: what the analysis knows of it.
@@ -230,7 +244,8 @@ struct Broker {
 pub struct Grant<'a> {
     pub producer_id: i64,
     pub epoch: i16,
-    /// `Some(None)` for an idempotent producer; `None` when the request was not read.
+    /// `Some(None)` for an idempotent producer; `None` when the request was not read
+    /// (then a grant at a bumped epoch may be a transactional id's kept one).
     pub transactional_id: Option<Option<&'a str>>,
     pub request: &'a MessageMeta,
     pub response: &'a MessageMeta,
@@ -243,9 +258,11 @@ impl Grant<'_> {
         self.transactional_id == Some(None)
     }
 
-    /// A transactional id back with a bumped epoch: an id it held before.
+    /// A transactional id back with a bumped epoch: an id it held before. Kafka grants
+    /// an idempotent producer epoch 0 always, so a bumped epoch whose request was not
+    /// read is one too.
     fn kept(&self) -> bool {
-        matches!(self.transactional_id, Some(Some(_))) && self.epoch > 0
+        self.epoch > 0 && !self.idempotent()
     }
 }
 
@@ -261,7 +278,9 @@ pub struct Blocks {
     forgotten: BTreeMap<i32, (i64, i64)>,
     longest: i64,
     brokers: BTreeMap<i32, Broker>,
-    asking: BTreeMap<i32, Asking>,
+    /// By the broker asking; `None`: a request whose broker id was not read, which may
+    /// be any broker's.
+    asking: BTreeMap<Option<i32>, Asking>,
     /// How far apart two files' clocks may be (`--clock-skew`).
     clock_skew_ns: i128,
 }
@@ -285,7 +304,7 @@ impl Blocks {
     }
 
     /// `broker` asked for a block in the request of `frame`.
-    pub fn asked(&mut self, broker: i32, frame: u64) {
+    pub fn asked(&mut self, broker: Option<i32>, frame: u64) {
         if self.asking.len() >= MAX_ASKING_BROKERS && !self.asking.contains_key(&broker) {
             return;
         }
@@ -299,7 +318,7 @@ impl Blocks {
     }
 
     /// The request of `frame` by `broker` ended (`read`: its answer read whole).
-    pub fn answered(&mut self, broker: i32, frame: u64, read: bool) {
+    pub fn answered(&mut self, broker: Option<i32>, frame: u64, read: bool) {
         let Some(asking) = self.asking.get_mut(&broker) else {
             return;
         };
@@ -312,14 +331,16 @@ impl Blocks {
     /// Why a block of `broker` the capture does not show may hold a grant answered in
     /// `frame`.
     fn unseen_block(&self, broker: i32, frame: u64) -> Option<UnknownWhy> {
-        let asking = self.asking.get(&broker)?;
-        if let Some(&asked) = asking.awaited.range(..frame).next() {
-            return Some(UnknownWhy::AnswerAwaited(asked));
-        }
-        asking
-            .not_read
-            .filter(|f| *f < frame)
-            .map(UnknownWhy::AnswerNotRead)
+        [Some(broker), None].iter().find_map(|key| {
+            let asking = self.asking.get(key)?;
+            if let Some(&asked) = asking.awaited.range(..frame).next() {
+                return Some(UnknownWhy::AnswerAwaited(asked));
+            }
+            asking
+                .not_read
+                .filter(|f| *f < frame)
+                .map(UnknownWhy::AnswerNotRead)
+        })
     }
 
     /// A block granted in the capture.
@@ -342,11 +363,14 @@ impl Blocks {
         let broker = self.brokers.entry(r.broker_id).or_insert(Broker {
             blocks: 0,
             first: r,
-            newest: r,
+            recent: VecDeque::new(),
             first_grants: BTreeMap::new(),
         });
         broker.blocks += 1;
-        broker.newest = r;
+        broker.recent.push_back(r);
+        if broker.recent.len() > RECENT_PER_BROKER {
+            broker.recent.pop_front();
+        }
         broker.first = if r.start < broker.first.start {
             r
         } else {
@@ -358,7 +382,7 @@ impl Blocks {
     pub fn seen(&self, broker: i32) -> (u64, Option<BlockRef>) {
         self.brokers
             .get(&broker)
-            .map_or((0, None), |b| (b.blocks, Some(b.newest)))
+            .map_or((0, None), |b| (b.blocks, b.newest()))
     }
 
     /// The latest block granted before `frame` holding `id`, of `broker` when given.
@@ -412,7 +436,7 @@ impl Blocks {
             }
             return Placement::OutsideBlocks {
                 blocks: b.blocks,
-                last: b.newest,
+                last: b.newest().unwrap_or(b.first),
             };
         }
         // below its first block: the block it held before the capture
@@ -469,17 +493,14 @@ impl Blocks {
 
     /// The newest block of `broker` granted before `frame`.
     fn newest_before(&self, broker: i32, frame: u64) -> Option<BlockRef> {
+        // blocks arrive in the order of their responses: the latest before `frame` is
+        // among the last few (none found: the grant is taken as from its own block)
         let b = self.brokers.get(&broker)?;
-        if b.newest.response_frame < frame {
-            return Some(b.newest);
-        }
-        // blocks arrive in the order of their responses: a newer one is later
-        let lowest = b.first.start;
-        self.blocks
-            .range((lowest, 0)..)
-            .map(|(_, b)| *b)
-            .filter(|r| r.broker_id == broker && r.response_frame < frame)
-            .max_by_key(|r| r.start)
+        b.recent
+            .iter()
+            .rev()
+            .find(|r| r.response_frame < frame)
+            .copied()
     }
 
     fn note_first_grant(&mut self, held: BlockRef, grant: &Grant<'_>) {
@@ -517,6 +538,7 @@ impl Blocks {
         let (&start, &first) = b
             .first_grants
             .range(held_start.saturating_add(1)..)
+            .take(NEWER_CHECKED)
             .filter(|(_, g)| {
                 let after = request.timestamp.as_nanos() - g.timestamp.as_nanos();
                 g.frame < request.frame && (g.capture == capture || after > self.clock_skew_ns)

@@ -119,17 +119,14 @@ impl Tracker {
         self.blocks.set_clock_skew(clock_skew_ns);
     }
 
-    /// `broker` asked for a block in the request of `frame`.
-    pub fn asked(&mut self, broker: i32, frame: u64) {
+    /// `broker` (`None`: not read) asked for a block in the request of `frame`.
+    pub fn asked(&mut self, broker: Option<i32>, frame: u64) {
         self.blocks.asked(broker, frame);
     }
 
     /// An AllocateProducerIds exchange ended: its request waits no more, and an answer
     /// the capture may hold unread may have granted a block.
     pub fn answered(&mut self, ex: &crate::pairing::Exchange) {
-        let Some(broker) = ex.request.broker_id else {
-            return;
-        };
         let read = match &ex.outcome {
             Outcome::Complete { response, .. } => {
                 response.problem.is_none() && response.error_code.is_some()
@@ -138,7 +135,8 @@ impl Tracker {
             // maybe to a controller the capture does not watch
             Outcome::Unanswered | Outcome::ResponseUnknown => false,
         };
-        self.blocks.answered(broker, ex.request_meta.frame, read);
+        self.blocks
+            .answered(ex.request.broker_id, ex.request_meta.frame, read);
     }
 
     /// A block granted in the capture.
@@ -504,6 +502,30 @@ mod tests {
             found[0].message
         );
         assert_eq!(t.totals.placed("outside_blocks"), 1);
+    }
+
+    /// What the capture did not hold is never the ground of a fault: a bumped epoch whose
+    /// request was not read (a transactional id's kept id, since Kafka grants idempotent
+    /// producers epoch 0), and a request for a block whose broker id was not read (it may
+    /// be this broker's).
+    #[test]
+    fn bytes_not_read_never_make_a_fault() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.block(&block(2, 0, 20));
+        t.block(&block(1, 1000, 21));
+        let mut unread = grant(3, None, 1500, 3, 30);
+        unread.request.transactional_id = None;
+        let kept = t.add(&unread, BROKER2, &mut found);
+        assert_eq!(
+            kept.placement.map(|p| p.as_str()),
+            Some("kept_by_transactional_id")
+        );
+        t.asked(None, 35);
+        let beyond = t.add(&grant(4, None, 3000, 0, 40), BROKER2, &mut found);
+        assert_eq!(beyond.placement.map(|p| p.as_str()), Some("unknown"));
+        assert!(beyond.reason.unwrap().contains("(frame 35)"));
+        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]

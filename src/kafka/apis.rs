@@ -74,8 +74,9 @@ pub enum ClusterFact {
     /// An AllocateProducerIds request: this broker asked for a block. Its answer comes
     /// later as an exchange; told as soon as the request is read, so that a grant placed
     /// meanwhile knows a block may be on its way.
+    /// `broker_id` is `None` when the request's bytes holding it were not read.
     BlockAsked {
-        broker_id: i32,
+        broker_id: Option<i32>,
     },
     Undecoded(Problem),
 }

@@ -97,12 +97,17 @@ fn report_problem(
     problem: &Problem,
 ) {
     let written = problem.to_string();
-    let name = api.name();
+    // the tables' name, allocated only for an API they lack
+    let unknown;
+    let name = match api.info() {
+        Some(info) => info.name.as_str(),
+        None => {
+            unknown = api.name();
+            unknown.as_str()
+        }
+    };
     let undecoded = Undecoded {
-        api: NamedCode {
-            code: api.0,
-            name: &name,
-        },
+        api: NamedCode { code: api.0, name },
         side,
         correlation_id,
         problem: &written,
