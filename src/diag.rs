@@ -380,6 +380,9 @@ pub struct Diagnostics {
     /// Messages not read whole (`kafka_message_truncated`, `kafka_decode_error`,
     /// `kafka_unsupported_version`) by kind and API key: what the damage cost.
     undecoded_by_api: BTreeMap<(Kind, i16), u64>,
+    /// Diagnostics raised at a lower severity than their kind's (see
+    /// [`Observation::severity`]): listed, but neither gated on nor graded as their kind.
+    lowered: BTreeMap<(Kind, Severity), u64>,
 }
 
 /// Where a diagnostic is: a packet (its frame and time), a frame number alone, or no
@@ -444,6 +447,10 @@ impl Diagnostics {
             *self.undecoded_by_api.entry(key).or_default() += 1;
         }
         let kind = what.kind();
+        let severity = what.severity();
+        if severity != kind.severity() {
+            *self.lowered.entry((kind, severity)).or_default() += 1;
+        }
         if self.counted_listed(kind) {
             self.list(connection, at.into(), what);
         }
@@ -452,7 +459,14 @@ impl Diagnostics {
     #[cold]
     #[inline(never)]
     fn list(&mut self, connection: Option<u64>, at: At, what: Observation<'_>) {
-        self.list_written(what.kind(), connection, at, what.to_string(), what.facts());
+        let (kind, severity) = (what.kind(), what.severity());
+        self.list_written(
+            (kind, severity),
+            connection,
+            at,
+            what.to_string(),
+            what.facts(),
+        );
     }
 
     /// A diagnostic already written: its message, and the facts the message states as
@@ -466,7 +480,13 @@ impl Diagnostics {
         facts: Facts,
     ) {
         if self.counted_listed(kind) {
-            self.list_written(kind, connection, at.into(), message, facts);
+            self.list_written(
+                (kind, kind.severity()),
+                connection,
+                at.into(),
+                message,
+                facts,
+            );
         }
     }
 
@@ -479,14 +499,14 @@ impl Diagnostics {
 
     fn list_written(
         &mut self,
-        kind: Kind,
+        (kind, severity): (Kind, Severity),
         connection: Option<u64>,
         at: At,
         message: String,
         facts: Facts,
     ) {
         self.items.push(Diagnostic {
-            severity: kind.severity(),
+            severity,
             kind,
             connection,
             frame: at.frame(),
@@ -510,6 +530,9 @@ impl Diagnostics {
         for (key, n) in &other.undecoded_by_api {
             *self.undecoded_by_api.entry(*key).or_default() += n;
         }
+        for (key, n) in &other.lowered {
+            *self.lowered.entry(*key).or_default() += n;
+        }
         let mut listed: BTreeMap<Kind, u64> = BTreeMap::new();
         for d in other.items {
             *listed.entry(d.kind).or_default() += 1;
@@ -521,7 +544,9 @@ impl Diagnostics {
                 }),
                 (frame, _) => At::from(frame),
             };
-            self.push(d.kind, d.connection, at, d.message, d.facts);
+            if self.counted_listed(d.kind) {
+                self.list_written((d.kind, d.severity), d.connection, at, d.message, d.facts);
+            }
         }
         for (kind, count) in other.counts {
             self.count_more(
@@ -573,6 +598,35 @@ impl Diagnostics {
 
     pub fn count(&self, kind: Kind) -> u64 {
         self.counts.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// Diagnostics of `kind` at its own severity: those that grade the verdict.
+    pub fn graded(&self, kind: Kind) -> u64 {
+        let lowered: u64 = self
+            .lowered
+            .range((kind, Severity::Info)..=(kind, Severity::Error))
+            .map(|(_, n)| n)
+            .sum();
+        self.count(kind).saturating_sub(lowered)
+    }
+
+    /// Diagnostics found by severity (each at its own, see [`Observation::severity`]),
+    /// including those not listed; every severity, at 0 when none.
+    pub fn by_severity(&self) -> BTreeMap<&'static str, u64> {
+        let mut by: BTreeMap<&'static str, u64> =
+            [Severity::Info, Severity::Warning, Severity::Error]
+                .map(|s| (s.as_str(), 0))
+                .into();
+        for (&kind, &n) in &self.counts {
+            *by.entry(kind.severity().as_str()).or_default() += n;
+        }
+        for (&(kind, severity), &n) in &self.lowered {
+            if let Some(at_kind) = by.get_mut(kind.severity().as_str()) {
+                *at_kind -= n.min(*at_kind);
+            }
+            *by.entry(severity.as_str()).or_default() += n;
+        }
+        by
     }
 
     /// Diagnostics found, by kind, including those not listed.
@@ -677,5 +731,35 @@ mod tests {
             last.facts.first(),
             Some(&("kind", Fact::from("packet_truncated")))
         );
+    }
+
+    #[test]
+    fn a_cut_message_of_an_api_without_producer_ids_is_info_and_does_not_grade() {
+        let cut = |code, name| Observation::KafkaFrameIncomplete {
+            side: Side::Server,
+            bytes: 73,
+            api: Some(NamedCode { code, name }),
+            correlation_id: Some(7),
+        };
+        let mut diags = Diagnostics::default();
+        diags.add(Some(1), Some(10), cut(1, "Fetch"));
+        diags.add(Some(2), Some(11), cut(67, "AllocateProducerIds"));
+        let unknown = Observation::KafkaFrameIncomplete {
+            side: Side::Server,
+            bytes: 9,
+            api: None,
+            correlation_id: None,
+        };
+        diags.add(Some(3), Some(12), unknown);
+        let mut inner = Diagnostics::default();
+        inner.add(Some(4), Some(13), cut(3, "Metadata"));
+        diags.absorb(inner);
+        assert_eq!(diags.count(Kind::KafkaFrameIncomplete), 4);
+        assert_eq!(diags.graded(Kind::KafkaFrameIncomplete), 2);
+        let by = diags.by_severity();
+        assert_eq!((by["info"], by["warning"]), (2, 2));
+        let severities: Vec<Severity> = diags.into_sorted().iter().map(|d| d.severity).collect();
+        use Severity::{Info, Warning};
+        assert_eq!(severities, [Info, Warning, Warning, Info]);
     }
 }

@@ -1,7 +1,8 @@
 //! CI gates: `--fail-on` conditions checked against a finished report.
 //!
-//! A condition is a diagnostic kind (`pid_block_overlap`), a severity (`warning` means any
-//! warning or error, `error` any error, `info` anything), `error-response` (any
+//! A condition is a diagnostic kind (`pid_block_overlap`), a severity (each diagnostic at
+//! the one it was raised at; `warning` means any warning or error, `error` any error,
+//! `info` anything), `error-response` (any
 //! AllocateProducerIds response with a non-NONE error code), `unanswered` (any request
 //! without a response), a verdict code (`incomplete_capture`: the verdict is that one) or
 //! `not-correct` (the verdict is neither `correct` nor `correct_with_warnings`). Counts
@@ -64,7 +65,14 @@ impl Condition {
         };
         match self {
             Self::Kind(kind) => diag_count(&|k| k == kind),
-            Self::Severity(min) => diag_count(&|k| k.severity() >= min),
+            // each diagnostic at its own severity: a kind's may be lowered to info
+            Self::Severity(min) => report
+                .summary
+                .diagnostics_by_severity
+                .iter()
+                .filter(|(name, _)| Severity::from_name(name).is_some_and(|s| s >= min))
+                .map(|(_, n)| *n)
+                .sum(),
             // From the summary, which every format has (ndjson and the serialized JSON
             // path keep no exchanges): responses whose error code is not NONE.
             Self::ErrorResponse => {

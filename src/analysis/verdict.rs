@@ -424,7 +424,7 @@ fn of_severity(e: &Evidence<'_>, severity: Severity) -> Vec<String> {
                 Kind::PidBlockOverlap | Kind::PidBlockRegression | Kind::PidDuplicateGrant
             )
         })
-        .filter_map(|k| match e.diagnostics.count(k) {
+        .filter_map(|k| match e.diagnostics.graded(k) {
             0 => None,
             n => Some(format!("{n} {}", k.as_str())),
         })

@@ -16,7 +16,8 @@ use super::parts::{
     Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap, RetryAfter,
     Side, Undecoded,
 };
-use super::{Fact, Facts, Kind};
+use super::{Fact, Facts, Kind, Severity};
+use crate::kafka::tables::ApiKey;
 
 /// Something odd seen in the input, or a finding of the analysis, with its values.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,6 +84,11 @@ pub enum Observation<'a> {
         side: Side,
         /// Bytes of the message read before the stream ended.
         bytes: u64,
+        /// The message's API, when its head was read (a response's: the request's it
+        /// answers, when that request was captured).
+        api: Option<NamedCode<'a>>,
+        /// Its correlation id, when its head was read.
+        correlation_id: Option<i32>,
     },
     KafkaDecodeError(Undecoded<'a>),
     KafkaMessageTruncated(Undecoded<'a>),
@@ -358,6 +364,20 @@ pub enum Observation<'a> {
 }
 
 impl Observation<'_> {
+    /// How serious this one is: its kind's severity, except that a message of an API
+    /// that carries no producer-id information (an inter-broker Fetch response cut by a
+    /// restarting broker's RST) is only info: it is listed, and never grades the verdict.
+    pub fn severity(&self) -> Severity {
+        match self {
+            Self::KafkaFrameIncomplete { api: Some(api), .. }
+                if !ApiKey(api.code).carries_producer_ids() =>
+            {
+                Severity::Info
+            }
+            _ => self.kind().severity(),
+        }
+    }
+
     // Inlined where an observation is raised, the kind of the variant built there is a
     // constant when it is counted.
     #[inline]
@@ -484,8 +504,20 @@ impl Observation<'_> {
                 ("skipped_bytes", (*skipped_bytes).into()),
             ],
             Self::KafkaFramingLost(lost) => lost.facts(),
-            Self::KafkaFrameIncomplete { side, bytes } => {
-                vec![("side", side.name().into()), ("bytes", (*bytes).into())]
+            Self::KafkaFrameIncomplete {
+                side,
+                bytes,
+                api,
+                correlation_id,
+            } => {
+                let mut facts = vec![("side", side.name().into()), ("bytes", (*bytes).into())];
+                if let Some(api) = api {
+                    facts.push(("api_key", i64::from(api.code).into()));
+                }
+                if let Some(id) = correlation_id {
+                    facts.push(("correlation_id", (*id).into()));
+                }
+                facts
             }
             Self::KafkaDecodeError(u)
             | Self::KafkaMessageTruncated(u)
@@ -981,10 +1013,13 @@ impl fmt::Display for Observation<'_> {
                 side.name()
             ),
             Self::KafkaFramingLost(lost) => lost.fmt(f),
-            Self::KafkaFrameIncomplete { side, bytes } => write!(
+            Self::KafkaFrameIncomplete {
+                side, bytes, api, ..
+            } => write!(
                 f,
-                "the {}'s stream ended inside a Kafka {} after {bytes} of its bytes; the message is not reported",
+                "the {}'s stream ended inside a Kafka {}{} after {bytes} of its bytes; the message is not reported",
                 side.name(),
+                api.map_or(String::new(), |api| format!("{} ", api.name)),
                 side.message()
             ),
             Self::KafkaDecodeError(u)

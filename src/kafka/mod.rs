@@ -388,7 +388,7 @@ impl Dissector {
         diags: &mut Diagnostics,
     ) {
         let ends = endpoints(info, client);
-        read::report_unfinished(&streams.framers, client, ends, diags);
+        read::report_unfinished(&streams.framers, &streams.pending, client, ends, diags);
         // Unanswered only when every server byte after the request was captured and read.
         let server = client.reverse();
         let server_unseen = !info.seen.get(server.idx()).copied().unwrap_or(false);

@@ -5,13 +5,14 @@
 
 use super::conn::{LastRequest, Parts, Stage, Streams};
 use super::framing::{FrameHandler, Framer, GapEffect};
-use super::header::RESPONSE_PREFIX_LEN;
+use super::header::{response_correlation_id, RequestPrefix, RESPONSE_PREFIX_LEN};
 use super::message::{Endpoints, Outbox, Tally};
 use super::sides::{RequestSide, ResponseSide, Side};
+use super::tables::ApiKey;
 use super::trial::Trial;
 use super::waiting::Waiting;
 use super::KafkaConfig;
-use crate::diag::{Diagnostics, FramingLost, Observation};
+use crate::diag::{Diagnostics, FramingLost, NamedCode, Observation};
 use crate::packet_ref::PacketRef;
 use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir};
@@ -249,9 +250,11 @@ fn framing_lost(
 }
 
 /// At the end of a Kafka connection: a diagnostic for each side whose stream ended
-/// inside a message.
+/// inside a message, naming the message's API where its head shows it (a response's by
+/// the request it answers, from `pending`).
 pub fn report_unfinished(
     framers: &[Framer; 2],
+    pending: &Waiting,
     client: Dir,
     ends: Endpoints,
     diags: &mut Diagnostics,
@@ -262,10 +265,25 @@ pub fn report_unfinished(
         } else {
             Side::Server
         };
-        if let Some((len, first)) = framers.get(dir.idx()).and_then(Framer::unfinished) {
+        if let Some((len, first, prefix)) = framers.get(dir.idx()).and_then(Framer::unfinished) {
+            let (api, correlation_id) = match side {
+                Side::Client => RequestPrefix::parse(prefix)
+                    .ok()
+                    .map_or((None, None), |h| (Some(h.api_key), Some(h.correlation_id))),
+                Side::Server => {
+                    let corr = response_correlation_id(prefix).ok();
+                    let api = corr.and_then(|c| pending.answered_request(c));
+                    (api.map(|(api, _)| api), corr)
+                }
+            };
+            let name = api.map(ApiKey::name);
             let what = Observation::KafkaFrameIncomplete {
                 side,
                 bytes: u64::from(len),
+                api: api
+                    .zip(name.as_deref())
+                    .map(|(api, name)| NamedCode { code: api.0, name }),
+                correlation_id,
             };
             diags.add(Some(ends.connection), first, what);
         }

@@ -68,6 +68,11 @@ impl ApiKey {
     }
 
     /// Kafka's name, or `Unknown(<key>)`.
+    /// AllocateProducerIds and InitProducerId: the messages producer ids travel in.
+    pub fn carries_producer_ids(self) -> bool {
+        self == Self::ALLOCATE_PRODUCER_IDS || self == Self::INIT_PRODUCER_ID
+    }
+
     pub fn name(self) -> String {
         match self.info() {
             Some(info) => info.name.clone(),

@@ -346,6 +346,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         error_codes: by_name(&totals.error_codes),
         latency_us: totals.latencies.summary().map(Into::into),
         diagnostics: findings.diagnostics.counts(),
+        diagnostics_by_severity: findings.diagnostics.by_severity(),
         brokers: findings
             .analysis
             .brokers

@@ -345,6 +345,9 @@ pub struct Summary {
     pub error_codes: BTreeMap<String, u64>,
     pub latency_us: Option<Latency>,
     pub diagnostics: BTreeMap<&'static str, u64>,
+    /// The same diagnostics by the severity each was raised at (a kind's message about
+    /// an API that carries no producer ids is `info`); what `--fail-on warning` counts.
+    pub diagnostics_by_severity: BTreeMap<&'static str, u64>,
     /// AllocateProducerIds per broker id (as found in requests).
     pub brokers: BTreeMap<i32, Broker>,
 }

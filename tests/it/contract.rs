@@ -357,6 +357,8 @@ struct Summary {
     error_codes: BTreeMap<String, u64>,
     latency_us: Option<Latency>,
     diagnostics: BTreeMap<String, u64>,
+    /// Added: the same, by the severity each was raised at.
+    diagnostics_by_severity: BTreeMap<String, u64>,
     brokers: BTreeMap<String, Broker>,
 }
 

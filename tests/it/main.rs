@@ -14,6 +14,7 @@ mod formats;
 mod frame_holds;
 mod gates;
 mod golden;
+mod grading;
 pub mod html;
 mod html_producers;
 mod incident_capture;

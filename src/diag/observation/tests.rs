@@ -395,14 +395,36 @@ fn kafka_samples() -> Vec<Sample> {
             Observation::KafkaFrameIncomplete {
                 side: Side::Server,
                 bytes: 9,
+                api: None,
+                correlation_id: None,
             },
             "the server's stream ended inside a Kafka response after 9 of its bytes; the message is not reported",
             vec![("side", text("server")), ("bytes", Fact::Uint(9))],
         ),
         (
             Observation::KafkaFrameIncomplete {
+                side: Side::Server,
+                bytes: 73,
+                api: Some(NamedCode {
+                    code: 1,
+                    name: "Fetch",
+                }),
+                correlation_id: Some(110),
+            },
+            "the server's stream ended inside a Kafka Fetch response after 73 of its bytes; the message is not reported",
+            vec![
+                ("side", text("server")),
+                ("bytes", Fact::Uint(73)),
+                ("api_key", Fact::Int(1)),
+                ("correlation_id", Fact::Int(110)),
+            ],
+        ),
+        (
+            Observation::KafkaFrameIncomplete {
                 side: Side::Client,
                 bytes: 2,
+                api: None,
+                correlation_id: None,
             },
             "the client's stream ended inside a Kafka request after 2 of its bytes; the message is not reported",
             vec![("side", text("client")), ("bytes", Fact::Uint(2))],

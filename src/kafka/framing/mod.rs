@@ -521,18 +521,20 @@ impl Framer {
         }
     }
 
-    /// Bytes of an unfinished frame at the end of the stream, if any.
-    pub fn unfinished(&self) -> Option<(u32, PacketRef)> {
+    /// An unfinished frame at the end of the stream, if any: its bytes read, where it
+    /// started, and its header prefix as far as it came (which names its API).
+    pub fn unfinished(&self) -> Option<(u32, PacketRef, &[u8])> {
         let first = self.first?;
-        match &self.state {
-            State::Head if self.head_len > 0 => Some((self.head_len as u32, first)),
-            State::Keep { seen, .. } => Some((seen.saturating_add(SIZE_LEN as u32), first)),
-            State::Skip { len, left, .. } => Some((
-                len.saturating_sub(*left).saturating_add(SIZE_LEN as u32),
-                first,
-            )),
-            _ => None,
-        }
+        let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
+        let read = match &self.state {
+            State::Head if self.head_len > 0 => self.head_len as u32,
+            State::Keep { seen, .. } => seen.saturating_add(SIZE_LEN as u32),
+            State::Skip { len, left, .. } => {
+                len.saturating_sub(*left).saturating_add(SIZE_LEN as u32)
+            }
+            _ => return None,
+        };
+        Some((read, first, prefix))
     }
 }
 

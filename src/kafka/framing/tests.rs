@@ -429,7 +429,10 @@ fn reports_unfinished_frame() {
     let mut framer = Framer::new(4);
     let mut rec = Recorder::default();
     framer.push(&frame_bytes(&[1, 2, 3, 4, 5, 6])[..7], at(5), &mut rec);
-    assert_eq!(framer.unfinished().map(|(n, p)| (n, p.frame)), Some((7, 5)));
+    assert_eq!(
+        framer.unfinished().map(|(n, p, _)| (n, p.frame)),
+        Some((7, 5))
+    );
 }
 
 /// A 200 KB frame's head, then `rest` of its other bytes, as one push.

@@ -1,0 +1,143 @@
+//! Issue 38, point 4: the grade is decided by what concerns producer ids. A message of an
+//! API that carries none (the inter-broker Fetch response a restarting broker's RST cut) is
+//! listed as `info`, names its API, and neither lowers the verdict nor fails a
+//! `--fail-on warning` gate. The API each names is Wireshark's: the request with its
+//! correlation id on its TCP stream.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{pidshark, report, root};
+use crate::wireshark::have_tshark;
+
+/// Real captures whose streams end inside an inter-broker message: two restarts, a ring
+/// file that ends mid-Fetch, and a transactional run stopped mid-Fetch.
+const CUT_ELSEWHERE: [(&str, &str); 4] = [
+    ("3.9.1-broker-restart.pcap.gz", "3.9.1-broker-restart"),
+    ("4.4.0-broker-restart.pcap.gz", "4.4.0-broker-restart"),
+    ("3.9.1-ring.2.pcap.gz", "3.9.1-ring"),
+    ("3.9.1-transactions.pcap.gz", "3.9.1-transactions"),
+];
+
+fn incomplete(report: &Value) -> Vec<&Value> {
+    report["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| d["kind"] == "kafka_frame_incomplete")
+        .collect()
+}
+
+#[test]
+fn a_message_cut_that_carries_no_producer_ids_does_not_grade_the_verdict() {
+    for (file, _) in CUT_ELSEWHERE {
+        let path = format!("fixtures/kafka-real/{file}");
+        let r = report(&[&path]);
+        let cut = incomplete(&r);
+        assert!(!cut.is_empty(), "{file}: the fixture ends inside a message");
+        for d in &cut {
+            let api = d["facts"]["api_key"].as_i64();
+            assert_eq!(api, Some(1), "{file}: a Fetch, named: {d}");
+            assert_eq!(d["severity"], "info", "{file}: {d}");
+            assert!(d["message"].as_str().unwrap().contains("Fetch response"));
+        }
+        assert_eq!(r["verdict"]["code"], "correct", "{file}: {}", r["verdict"]);
+        let by_severity = &r["summary"]["diagnostics_by_severity"];
+        assert_eq!(by_severity["warning"], 0, "{file}: {by_severity}");
+        assert_eq!(by_severity["error"], 0, "{file}: {by_severity}");
+        let (kinds, severities) = (
+            r["summary"]["diagnostics"].as_object().unwrap(),
+            by_severity.as_object().unwrap(),
+        );
+        let sum = |m: &serde_json::Map<String, Value>| -> u64 {
+            m.values().map(|n| n.as_u64().unwrap()).sum()
+        };
+        assert_eq!(sum(kinds), sum(severities), "{file}: each counted once");
+        pidshark()
+            .args([path.as_str(), "--fail-on", "warning", "--format", "text"])
+            .assert()
+            .success();
+    }
+}
+
+/// One cut where the API is not known (a request whose head was not read) still warns:
+/// it may have been AllocateProducerIds.
+#[test]
+fn a_message_cut_of_an_api_not_known_still_grades() {
+    let r = report(&["fixtures/variants/rotated-1.pcap"]);
+    let cut = incomplete(&r);
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    assert_eq!(cut[0]["severity"], "warning");
+    assert!(cut[0]["facts"].get("api_key").is_none());
+    assert_eq!(r["verdict"]["code"], "correct_with_warnings");
+    pidshark()
+        .args([
+            "fixtures/variants/rotated-1.pcap",
+            "--fail-on",
+            "warning",
+            "--format",
+            "text",
+        ])
+        .assert()
+        .code(1);
+}
+
+/// The request tshark sees on `stream` with `correlation_id`: its API key.
+fn tshark_request_key(capture: &str, ports: &[u16], stream: u64, correlation_id: i64) -> i64 {
+    let decode_as: Vec<String> = ports
+        .iter()
+        .flat_map(|p| ["-d".to_owned(), format!("tcp.port=={p},kafka")])
+        .collect();
+    let filter = format!(
+        "tcp.stream=={stream} && kafka.request_key && kafka.correlation_id=={correlation_id}"
+    );
+    let out = Command::new("tshark")
+        .args(["-r", capture, "-n"])
+        .args(&decode_as)
+        .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
+        .args(["-Y", &filter, "-T", "fields", "-e", "kafka.request_key"])
+        .output()
+        .expect("tshark runs");
+    let keys: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(',').next()?.trim().parse().ok())
+        .collect();
+    assert_eq!(keys.len(), 1, "{capture}: {filter}: {keys:?}");
+    keys[0]
+}
+
+#[test]
+fn wireshark_names_the_same_api_for_each_message_cut() {
+    if !have_tshark() {
+        return;
+    }
+    for (file, truth) in CUT_ELSEWHERE {
+        let truth: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                root().join(format!("fixtures/kafka-real/{truth}.truth.json")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let ports: Vec<u16> = truth["controller_ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(truth["broker_ports"].as_object().unwrap().values())
+            .map(|p| p.as_u64().unwrap() as u16)
+            .collect();
+        // tshark reads the gzipped file as it is
+        let path = format!("fixtures/kafka-real/{file}");
+        let capture = root().join(&path);
+        let r = report(&[&path]);
+        for d in incomplete(&r) {
+            let stream = d["connection"].as_u64().unwrap();
+            let corr = d["facts"]["correlation_id"]
+                .as_i64()
+                .expect("correlation id");
+            let theirs = tshark_request_key(capture.to_str().unwrap(), &ports, stream, corr);
+            assert_eq!(Some(theirs), d["facts"]["api_key"].as_i64(), "{file}: {d}");
+        }
+    }
+}
