@@ -740,6 +740,7 @@ mod tests {
             bytes: 73,
             api: Some(NamedCode { code, name }),
             correlation_id: Some(7),
+            carries_producer_ids: code == 67,
         };
         let mut diags = Diagnostics::default();
         diags.add(Some(1), Some(10), cut(1, "Fetch"));
@@ -749,6 +750,7 @@ mod tests {
             bytes: 9,
             api: None,
             correlation_id: None,
+            carries_producer_ids: false,
         };
         diags.add(Some(3), Some(12), unknown);
         let mut inner = Diagnostics::default();

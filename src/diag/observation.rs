@@ -17,7 +17,6 @@ use super::parts::{
     Side, Undecoded,
 };
 use super::{Fact, Facts, Kind, Severity};
-use crate::kafka::tables::ApiKey;
 
 /// Something odd seen in the input, or a finding of the analysis, with its values.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,6 +88,9 @@ pub enum Observation<'a> {
         api: Option<NamedCode<'a>>,
         /// Its correlation id, when its head was read.
         correlation_id: Option<i32>,
+        /// Its API is one producer ids travel in (AllocateProducerIds, InitProducerId);
+        /// false also when the API is not known.
+        carries_producer_ids: bool,
     },
     KafkaDecodeError(Undecoded<'a>),
     KafkaMessageTruncated(Undecoded<'a>),
@@ -369,11 +371,11 @@ impl Observation<'_> {
     /// restarting broker's RST) is only info: it is listed, and never grades the verdict.
     pub fn severity(&self) -> Severity {
         match self {
-            Self::KafkaFrameIncomplete { api: Some(api), .. }
-                if !ApiKey(api.code).carries_producer_ids() =>
-            {
-                Severity::Info
-            }
+            Self::KafkaFrameIncomplete {
+                api: Some(_),
+                carries_producer_ids: false,
+                ..
+            } => Severity::Info,
             _ => self.kind().severity(),
         }
     }
@@ -509,6 +511,7 @@ impl Observation<'_> {
                 bytes,
                 api,
                 correlation_id,
+                ..
             } => {
                 let mut facts = vec![("side", side.name().into()), ("bytes", (*bytes).into())];
                 if let Some(api) = api {

@@ -284,6 +284,7 @@ pub fn report_unfinished(
                     .zip(name.as_deref())
                     .map(|(api, name)| NamedCode { code: api.0, name }),
                 correlation_id,
+                carries_producer_ids: api.is_some_and(ApiKey::carries_producer_ids),
             };
             diags.add(Some(ends.connection), first, what);
         }

@@ -397,6 +397,7 @@ fn kafka_samples() -> Vec<Sample> {
                 bytes: 9,
                 api: None,
                 correlation_id: None,
+                carries_producer_ids: false,
             },
             "the server's stream ended inside a Kafka response after 9 of its bytes; the message is not reported",
             vec![("side", text("server")), ("bytes", Fact::Uint(9))],
@@ -410,6 +411,7 @@ fn kafka_samples() -> Vec<Sample> {
                     name: "Fetch",
                 }),
                 correlation_id: Some(110),
+                carries_producer_ids: false,
             },
             "the server's stream ended inside a Kafka Fetch response after 73 of its bytes; the message is not reported",
             vec![
@@ -425,6 +427,7 @@ fn kafka_samples() -> Vec<Sample> {
                 bytes: 2,
                 api: None,
                 correlation_id: None,
+                carries_producer_ids: false,
             },
             "the client's stream ended inside a Kafka request after 2 of its bytes; the message is not reported",
             vec![("side", text("client")), ("bytes", Fact::Uint(2))],
