@@ -48,6 +48,55 @@ pub struct Leadership {
     pub to: Option<MessageMeta>,
     /// How it is known: the kind of message `from` is.
     pub how: &'static str,
+    /// The first and last moments the capture proves the leader led: messages it sent as
+    /// leader of this epoch. A voter's word names the leader but proves nothing of when.
+    pub proven: Option<Proven>,
+}
+
+/// The first and last messages that prove a controller led, and what each is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proven {
+    pub first: (MessageMeta, &'static str),
+    pub last: (MessageMeta, &'static str),
+}
+
+impl Proven {
+    fn at(meta: &MessageMeta, how: &'static str) -> Self {
+        Self {
+            first: (*meta, how),
+            last: (*meta, how),
+        }
+    }
+
+    fn extend(&mut self, meta: &MessageMeta, how: &'static str) {
+        if meta.timestamp < self.first.0.timestamp {
+            self.first = (*meta, how);
+        }
+        if meta.timestamp >= self.last.0.timestamp {
+            self.last = (*meta, how);
+        }
+    }
+}
+
+/// Answers of AllocateProducerIds given as leader by one controller address, one after
+/// another with no other controller's between and no epoch change shown, in no epoch the
+/// capture names (no quorum message came first, or the controller's id was not known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerRun {
+    pub server: SocketAddr,
+    /// The controller's id, when the quorum's messages named the address by the end.
+    pub controller_id: Option<i32>,
+    /// The latest epoch the capture had shown when the run began.
+    pub after_epoch: Option<i32>,
+    pub proven: Proven,
+}
+
+/// What the capture shows of the quorum's leaders: a span per epoch, and runs of answers
+/// in no epoch shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Leaders {
+    pub spans: Vec<Leadership>,
+    pub unplaced: Vec<AnswerRun>,
 }
 
 /// How strongly a message shows who leads.
@@ -83,6 +132,8 @@ pub struct Timeline {
     /// The highest epoch each controller is known to have led.
     led: BTreeMap<i32, i32>,
     by_address: BTreeMap<SocketAddr, Serving>,
+    /// Answers in no epoch shown, oldest first, at most [`MAX_SPANS`].
+    unplaced: Vec<AnswerRun>,
     /// Spans dropped past [`MAX_SPANS`].
     pub dropped: u64,
 }
@@ -131,13 +182,21 @@ impl Timeline {
         }
         let server = ex.endpoints.server;
         let Some(controller) = self.by_address.get(&server).and_then(|s| s.id) else {
+            self.unplaced_answer(server, meta);
             return;
         };
         let Some((&top_epoch, top)) = self.spans.last_key_value() else {
-            self.answered_as_leader(controller, meta);
+            if self.latest.is_some() {
+                self.answered_as_leader(controller, meta);
+            } else {
+                self.unplaced_answer(server, meta);
+            }
             return;
         };
         if top.lead.leader_id == controller {
+            if self.latest == Some(top_epoch) {
+                self.prove(top_epoch, meta, "allocate_producer_ids");
+            }
             return;
         }
         if self.latest > Some(top_epoch) {
@@ -170,6 +229,38 @@ impl Timeline {
             meta.timestamp,
         );
         findings.push(finding_of(what, at, frames));
+    }
+
+    /// A message that `epoch`'s leader sent as leader.
+    fn prove(&mut self, epoch: i32, meta: &MessageMeta, how: &'static str) {
+        if let Some(span) = self.spans.get_mut(&epoch) {
+            match &mut span.lead.proven {
+                Some(proven) => proven.extend(meta, how),
+                None => span.lead.proven = Some(Proven::at(meta, how)),
+            }
+        }
+    }
+
+    /// An answer as leader by `server` in no epoch shown: it joins the last run when that
+    /// is the same address's and no epoch was shown since.
+    fn unplaced_answer(&mut self, server: SocketAddr, meta: &MessageMeta) {
+        let how = "allocate_producer_ids";
+        if let Some(run) = self.unplaced.last_mut() {
+            if run.server == server && run.after_epoch == self.latest {
+                run.proven.extend(meta, how);
+                return;
+            }
+        }
+        self.unplaced.push(AnswerRun {
+            server,
+            controller_id: None,
+            after_epoch: self.latest,
+            proven: Proven::at(meta, how),
+        });
+        if self.unplaced.len() > MAX_SPANS {
+            self.unplaced.remove(0);
+            self.dropped += 1;
+        }
     }
 
     /// `controller` answered as leader in the latest epoch shown, whose leader is unknown.
@@ -209,15 +300,23 @@ impl Timeline {
         if epoch < 0 || self.latest > Some(epoch) {
             return;
         }
+        let proves = strength != Strength::Belief;
         let lead = Leadership {
             leader_id: leader,
             epoch,
             from: *meta,
             to: None,
             how,
+            proven: proves.then(|| Proven::at(meta, how)),
         };
         match self.spans.get_mut(&epoch) {
-            Some(span) if span.lead.leader_id == leader || span.strength >= strength => return,
+            Some(span) if span.lead.leader_id == leader => {
+                if proves {
+                    self.prove(epoch, meta, how);
+                }
+                return;
+            }
+            Some(span) if span.strength >= strength => return,
             // a stronger message names another leader: a voter's belief was wrong
             Some(span) => {
                 let wrong = span.lead.leader_id;
@@ -296,11 +395,26 @@ impl Timeline {
         }
     }
 
-    /// The spans in epoch order.
-    pub fn finish(self) -> Vec<Leadership> {
-        self.spans.into_values().map(|s| s.lead).collect()
+    /// The spans in epoch order, and the answers in no epoch shown with the ids their
+    /// addresses proved to have by the end.
+    pub fn finish(self) -> Leaders {
+        let by_address = self.by_address;
+        let unplaced = self
+            .unplaced
+            .into_iter()
+            .map(|mut run| {
+                run.controller_id = by_address.get(&run.server).and_then(|s| s.id);
+                run
+            })
+            .collect();
+        Leaders {
+            spans: self.spans.into_values().map(|s| s.lead).collect(),
+            unplaced,
+        }
     }
 }
+
+pub mod pieces;
 
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ mod addresses;
 mod blocks;
 mod brokers;
 pub mod committed;
-mod controllers;
+pub mod controllers;
 mod placement;
 mod producers;
 pub mod verdict;
@@ -178,7 +178,7 @@ pub struct Analysis {
     /// Addresses known to be brokers', and how.
     pub broker_addresses: Vec<BrokerAddress>,
     /// Who led the controller quorum when, as far as the capture shows.
-    pub controllers: Vec<Leadership>,
+    pub controllers: controllers::Leaders,
     /// The controllers' metadata log, compared with the wire, when one was given.
     pub metadata_log: Option<committed::LogAnalysis>,
 }

@@ -85,6 +85,9 @@ pub fn read(
                     file.last_offset = Some(header.last_offset());
                     file.first_time_ms.get_or_insert(header.max_timestamp);
                     file.last_time_ms = Some(header.max_timestamp);
+                    if src.kind == FileKind::Segment {
+                        merger.batch(header.leader_epoch, header.max_timestamp);
+                    }
                     for item in items {
                         merger.push(item);
                     }

@@ -10,7 +10,9 @@ use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use super::metadata::{control_name, record_name, Decoded};
-use super::{CommittedBlock, LeaderChange, LogProblem, MetadataLog, RecordPlace, Registration};
+use super::{
+    CommittedBlock, EpochBatches, LeaderChange, LogProblem, MetadataLog, RecordPlace, Registration,
+};
 
 /// Where a record sorts: its log offset; then log records before a snapshot's (whose
 /// offset is the snapshot's last), then the record's offset inside the snapshot.
@@ -56,6 +58,7 @@ pub struct Merger {
     blocks: Vec<(Key, CommittedBlock)>,
     registrations: Vec<(Key, Registration)>,
     leader_changes: Vec<(Key, LeaderChange)>,
+    epochs: BTreeMap<i32, EpochBatches>,
     not_kept: u64,
 }
 
@@ -71,7 +74,26 @@ impl Merger {
             blocks: Vec::new(),
             registrations: Vec::new(),
             leader_changes: Vec::new(),
+            epochs: BTreeMap::new(),
             not_kept: 0,
+        }
+    }
+
+    /// A segment's batch, appended by the leader of `epoch` at `time_ms`.
+    pub fn batch(&mut self, epoch: i32, time_ms: i64) {
+        if epoch < 0 {
+            return;
+        }
+        let seen = self.epochs.entry(epoch).or_insert(EpochBatches {
+            first_ms: time_ms,
+            last_ms: time_ms,
+            batches: 0,
+        });
+        seen.first_ms = seen.first_ms.min(time_ms);
+        seen.last_ms = seen.last_ms.max(time_ms);
+        seen.batches += 1;
+        if self.epochs.len() > super::MAX_EPOCHS {
+            self.epochs.pop_first();
         }
     }
 
@@ -206,6 +228,7 @@ impl Merger {
         log.blocks = self.blocks.into_iter().map(|(_, b)| b).collect();
         log.registrations = self.registrations.into_iter().map(|(_, r)| r).collect();
         log.leader_changes = self.leader_changes.into_iter().map(|(_, l)| l).collect();
+        log.epochs = self.epochs;
         log.not_kept = self.not_kept;
         log.problems.extend(self.divergent);
     }

@@ -61,6 +61,10 @@ pub struct MetadataLog {
     pub registrations: Vec<Registration>,
     /// LeaderChange control records in offset order.
     pub leader_changes: Vec<LeaderChange>,
+    /// By leader epoch, the first and last batch the segments hold: the epoch's leader
+    /// appended them, so it led at their times (an active controller appends a NoOp
+    /// record every half second). At most [`MAX_EPOCHS`], the latest kept.
+    pub epochs: BTreeMap<i32, EpochBatches>,
     /// Blocks and registrations past [`Limits::max_kept`] (and leader changes past as many
     /// again): counted, not kept.
     pub not_kept: u64,
@@ -149,6 +153,18 @@ pub struct Registration {
     pub broker_epoch: i64,
     pub endpoints: Vec<Endpoint>,
     pub place: RecordPlace,
+}
+
+/// Leader epochs whose batches are remembered: beyond any quorum's history we meet.
+pub const MAX_EPOCHS: usize = 4096;
+
+/// One leader epoch's batches in the segments read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochBatches {
+    /// The earliest and latest batch max timestamps, unix milliseconds.
+    pub first_ms: i64,
+    pub last_ms: i64,
+    pub batches: u64,
 }
 
 /// A LeaderChange control record: `leader_id` leads from the batch's leader epoch.

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::model::{
-    BrokerAddress, Capture, ControllerSpan, Diagnostic, Filters, MetadataLog, PidFinding,
-    ProducerIdBlocks, ProducerIdCounts, ProducerIds, Report, Summary, Tool, Verdict,
+    BrokerAddress, Capture, ControllerPiece, ControllerSpan, Diagnostic, Filters, MetadataLog,
+    PidFinding, ProducerIdBlocks, ProducerIdCounts, ProducerIds, Report, Summary, Tool, Verdict,
 };
 use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
@@ -282,6 +282,7 @@ fn write_report(
     struct Cluster<'a> {
         brokers_by_address: &'a [BrokerAddress],
         controllers: &'a [ControllerSpan],
+        controller_timeline: &'a [ControllerPiece],
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata_log: &'a Option<MetadataLog>,
     }
@@ -303,6 +304,7 @@ fn write_report(
         producer_ids,
         brokers_by_address,
         controllers,
+        controller_timeline,
         metadata_log,
         diagnostics,
     } = report;
@@ -384,6 +386,7 @@ fn write_report(
     let cluster = Cluster {
         brokers_by_address,
         controllers,
+        controller_timeline,
         metadata_log,
     };
     out.write_all(&fields(&cluster, 1)?)?;

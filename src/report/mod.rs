@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 
+use crate::analysis::controllers::pieces;
 use crate::analysis::{verdict, Analysis, Block, Said};
 use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
@@ -232,6 +233,46 @@ fn controller_span(l: &crate::analysis::Leadership) -> model::ControllerSpan {
         to_frame: l.to.map(|m| m.frame),
         to_timestamp: l.to.map(|m| m.timestamp.to_rfc3339()),
         how: l.how,
+        led_from_frame: l.proven.map(|p| p.first.0.frame),
+        led_from_timestamp: l.proven.map(|p| p.first.0.timestamp.to_rfc3339()),
+        led_to_frame: l.proven.map(|p| p.last.0.frame),
+        led_to_timestamp: l.proven.map(|p| p.last.0.timestamp.to_rfc3339()),
+    }
+}
+
+/// The first and last packet over every capture file.
+fn capture_range(
+    captures: &[CaptureInfo],
+) -> Option<(crate::timestamp::Timestamp, crate::timestamp::Timestamp)> {
+    let first = captures.iter().filter_map(|c| c.first_timestamp).min()?;
+    let last = captures.iter().filter_map(|c| c.last_timestamp).max()?;
+    Some((first, last))
+}
+
+fn controller_piece(p: &pieces::Piece) -> model::ControllerPiece {
+    use self::pieces::Source;
+    let parts = |b: &pieces::Bound| match b.source {
+        Source::Capture { frame, how } => (Some(frame), Some(how)),
+        Source::MetadataLog { how } => (None, Some(how)),
+        Source::CaptureStart | Source::CaptureEnd => (None, None),
+    };
+    let (from_frame, from_how) = parts(&p.from);
+    let (to_frame, to_how) = parts(&p.to);
+    model::ControllerPiece {
+        state: if p.led.is_some() { "led" } else { "unknown" },
+        leader_id: p.led.and_then(|l| l.controller_id),
+        leader_address: p.led.and_then(|l| l.address).map(|a| a.to_string()),
+        epoch: p.led.and_then(|l| l.epoch),
+        from_timestamp: p.from.at.to_rfc3339(),
+        from_unix_time: UnixTime(p.from.at),
+        from_source: p.from.source.name(),
+        from_frame,
+        from_how,
+        to_timestamp: p.to.at.to_rfc3339(),
+        to_unix_time: UnixTime(p.to.at),
+        to_source: p.to.source.name(),
+        to_frame,
+        to_how,
     }
 }
 
@@ -458,9 +499,18 @@ pub fn build(mut findings: Findings) -> model::Report {
         controllers: findings
             .analysis
             .controllers
+            .spans
             .iter()
             .map(controller_span)
             .collect(),
+        controller_timeline: pieces::pieces(
+            &findings.analysis.controllers,
+            findings.analysis.metadata_log.as_ref().map(|l| &l.log),
+            capture_range(&findings.captures),
+        )
+        .iter()
+        .map(controller_piece)
+        .collect(),
         metadata_log: findings
             .analysis
             .metadata_log

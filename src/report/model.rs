@@ -38,6 +38,10 @@ pub struct Report {
     pub producer_ids: ProducerIds,
     pub brokers_by_address: Vec<BrokerAddress>,
     pub controllers: Vec<ControllerSpan>,
+    /// Who is proven to have led the quorum from when to when, and the stretches where
+    /// nothing tells, in time order over the capture (and before it, where the metadata
+    /// log proves a leader): what the text and HTML timelines draw.
+    pub controller_timeline: Vec<ControllerPiece>,
     /// The controllers' metadata log (`--metadata-log`), compared with the capture;
     /// absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -243,6 +247,43 @@ pub struct ControllerSpan {
     /// `begin_quorum_epoch_response`, `end_quorum_epoch_response`, `vote_response` or
     /// `allocate_producer_ids`.
     pub how: &'static str,
+    /// The first and last messages that prove the leader led in this epoch (its own
+    /// BeginQuorumEpoch or EndQuorumEpoch request, its AllocateProducerIds answers);
+    /// null when only a voter named it.
+    pub led_from_frame: Option<u64>,
+    pub led_from_timestamp: Option<String>,
+    pub led_to_frame: Option<u64>,
+    pub led_to_timestamp: Option<String>,
+}
+
+/// A stretch of the controller timeline: led as proven, or unknown.
+#[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
+pub struct ControllerPiece {
+    /// `led` or `unknown`.
+    pub state: &'static str,
+    /// The leader's node id; null when unknown, or when only its address is known.
+    pub leader_id: Option<i32>,
+    /// The leader's address, for a piece known from its AllocateProducerIds answers.
+    pub leader_address: Option<String>,
+    /// The quorum epoch; null when unknown or not shown by the capture.
+    pub epoch: Option<i32>,
+    pub from_timestamp: String,
+    #[schemars(with = "f64")]
+    pub from_unix_time: UnixTime,
+    /// What the bound rests on: `capture` (`from_frame`), `metadata_log`, or
+    /// `capture_start` (nothing earlier is known).
+    pub from_source: &'static str,
+    pub from_frame: Option<u64>,
+    /// The message or record: `begin_quorum_epoch`, `allocate_producer_ids`,
+    /// `leader_change`, `batch`, ...; null for the capture's start or end.
+    pub from_how: Option<&'static str>,
+    pub to_timestamp: String,
+    #[schemars(with = "f64")]
+    pub to_unix_time: UnixTime,
+    /// As `from_source`, with `capture_end`.
+    pub to_source: &'static str,
+    pub to_frame: Option<u64>,
+    pub to_how: Option<&'static str>,
 }
 
 /// The filters of a run (`--broker`, `--connection`, `--since`, `--until`,

@@ -7,6 +7,7 @@ mod arrows;
 mod browser;
 mod cli;
 mod contract;
+mod controller_timeline;
 mod controllers;
 mod cut_sweep;
 mod filters;

@@ -120,7 +120,7 @@ fn run(events: Vec<ClusterEvent>, grants: Vec<Exchange>) -> (Vec<Leadership>, Ve
             Err(ex) => t.allocate(&ex, &mut found),
         }
     }
-    (t.finish(), found)
+    (t.finish().spans, found)
 }
 
 /// (leader, epoch, from frame, to frame, how) of each span.
@@ -299,7 +299,64 @@ fn the_earliest_spans_are_dropped_past_the_limit() {
         );
     }
     assert_eq!(t.dropped, 10);
-    let timeline = t.finish();
+    let timeline = t.finish().spans;
     assert_eq!(timeline.len(), MAX_SPANS);
     assert_eq!(timeline[0].epoch, 10);
+}
+
+/// (first, last) proving frames of each span.
+fn proofs(timeline: &[Leadership]) -> Vec<Option<(u64, u64)>> {
+    timeline
+        .iter()
+        .map(|l| l.proven.map(|p| (p.first.0.frame, p.last.0.frame)))
+        .collect()
+}
+
+#[test]
+fn the_leaders_own_messages_and_answers_prove_it_led_and_a_voters_word_does_not() {
+    let (timeline, _) = run(
+        vec![
+            belief(0, VOTE, 1, 3), // a voter names 1 for epoch 3: no proof of when
+            begin(1, 2, 4, LEADER_B),
+            begin(3, 2, 4, LEADER_B),
+        ],
+        // frames 11 and 51 (1.001 s and 5.001 s): answers by 2 while it leads epoch 4
+        vec![grant(1, LEADER_B, 0, 1000), grant(5, LEADER_B, 0, 2000)],
+    );
+    assert_eq!(proofs(&timeline), [None, Some((1, 51))]);
+}
+
+#[test]
+fn answers_before_any_epoch_is_shown_are_kept_as_runs_of_one_controller() {
+    let mut t = Timeline::default();
+    let mut found = Vec::new();
+    // answers by a server whose id no message has named yet, then by another
+    for (n, server) in [(1, LEADER_A), (2, LEADER_A), (3, LEADER_B), (4, LEADER_A)] {
+        t.allocate(&grant(n, server, 0, n as i64 * 1000), &mut found);
+    }
+    // later the quorum's messages name A's controller
+    t.cluster(&begin(60, 7, 9, LEADER_A), &mut found);
+    let leaders = t.finish();
+    let runs: Vec<(SocketAddr, Option<i32>, u64, u64)> = leaders
+        .unplaced
+        .iter()
+        .map(|r| {
+            (
+                r.server,
+                r.controller_id,
+                r.proven.first.0.frame,
+                r.proven.last.0.frame,
+            )
+        })
+        .collect();
+    let (a, b): (SocketAddr, SocketAddr) = (LEADER_A.parse().unwrap(), LEADER_B.parse().unwrap());
+    assert_eq!(
+        runs,
+        [
+            (a, Some(7), 11, 21),
+            (b, None, 31, 31),
+            (a, Some(7), 41, 41)
+        ]
+    );
+    assert!(found.is_empty(), "{found:?}");
 }

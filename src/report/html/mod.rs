@@ -227,7 +227,11 @@ impl Sink for HtmlSink {
         self.chart.anchored = anchored;
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();
-        self.chart.controllers = report.controllers.clone();
+        // who led, where anything is known or there are requests to set it beside
+        let timeline = &report.controller_timeline;
+        if timeline.iter().any(|p| p.state == "led") || report.summary.exchanges.total > 0 {
+            self.chart.controllers = timeline.clone();
+        }
         page.push_str(&self.chart.svg(&groups, report.filters.is_some()));
         page.push_str("<h2>Latency</h2>\n");
         let summary = &report.summary;

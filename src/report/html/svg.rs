@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use super::bins::{Cell, Held, OneByOne, Placed};
 use super::groups::Groups;
 use super::{esc, lane};
-use crate::report::model::{ControllerSpan, PidFinding};
+use crate::report::model::{ControllerPiece, PidFinding};
 use crate::timestamp::Timestamp;
 
 /// Blocks drawn one by one; past them the timeline draws columns of time instead.
@@ -109,7 +109,7 @@ pub struct Chart {
     ids: Option<(i64, i64)>,
     pub findings: Vec<PidFinding>,
     /// Drawn in a lane above the blocks when there are any.
-    pub controllers: Vec<ControllerSpan>,
+    pub controllers: Vec<ControllerPiece>,
     /// Blocks, by response frame, that the page links to: their bars get an id.
     pub anchored: BTreeSet<u64>,
 }
@@ -214,8 +214,7 @@ impl Chart {
         let lane = lane::times(&self.controllers);
         let span = lane
             .iter()
-            .flat_map(|(from, to)| [Some(*from), *to])
-            .flatten()
+            .flat_map(|(from, to)| [*from, *to])
             .filter(|t| t.is_finite())
             .fold(self.span, |(a, b), t| (a.min(t), b.max(t)));
         let (t0, t1) = if span.0.is_finite() { span } else { (0.0, 1.0) };
@@ -258,11 +257,18 @@ impl Chart {
         );
         let mut key = "<span><i class=\"outline\"></i>overlap or regression</span> <span><i class=\"hatch\"></i>gap</span> <span><b class=\"tri\">▲</b>error or no answer</span>".to_owned();
         if !self.controllers.is_empty() {
+            let led = self.controllers.iter().filter(|p| p.state == "led").count();
+            let unknown = self.controllers.len() - led;
+            let spans = |n: usize| match n {
+                1 => "1 span".to_owned(),
+                n => format!("{n} spans"),
+            };
             title += &format!(
-                "; above them, {} spans of a controller leading the quorum",
-                self.controllers.len()
+                "; above them, {} of a controller proven to lead the quorum and {} where who led is unknown",
+                spans(led),
+                spans(unknown)
             );
-            key += " <span><i class=\"lane\"></i>controller leading, and its epoch</span>";
+            key += " <span><i class=\"lane\"></i>controller proven leading, and its epoch</span> <span><i class=\"hatch\"></i>leader unknown</span>";
         }
         s.push_str("<figure class=\"chart\">\n");
         groups.key(&mut s, &key);
@@ -542,20 +548,30 @@ mod tests {
         }
     }
 
-    fn span(leader_id: i32, epoch: i32, from: (u64, i64), to: Option<u64>) -> ControllerSpan {
-        ControllerSpan {
+    fn piece(leader_id: Option<i32>, epoch: i32, from: i64, to: i64) -> ControllerPiece {
+        ControllerPiece {
+            state: if leader_id.is_some() {
+                "led"
+            } else {
+                "unknown"
+            },
             leader_id,
-            epoch,
-            from_frame: from.0,
-            from_timestamp: at(from.1).to_rfc3339(),
-            from_unix_time: UnixTime(at(from.1)),
-            to_frame: to,
-            to_timestamp: None,
-            how: "begin_quorum_epoch",
+            leader_address: None,
+            epoch: leader_id.map(|_| epoch),
+            from_timestamp: at(from).to_rfc3339(),
+            from_unix_time: UnixTime(at(from)),
+            from_source: "capture",
+            from_frame: Some(4),
+            from_how: Some("begin_quorum_epoch"),
+            to_timestamp: at(to).to_rfc3339(),
+            to_unix_time: UnixTime(at(to)),
+            to_source: "capture",
+            to_frame: Some(18),
+            to_how: Some("allocate_producer_ids"),
         }
     }
 
-    fn chart(controllers: Vec<ControllerSpan>) -> String {
+    fn chart(controllers: Vec<ControllerPiece>) -> String {
         let mut chart = Chart::default();
         for (start, secs, frame) in [(0, 100, 19), (1000, 110, 59)] {
             chart.add_block(Drawn {
@@ -583,20 +599,22 @@ mod tests {
     #[test]
     fn the_controller_lane_shares_the_blocks_time_axis() {
         let svg = chart(vec![
-            span(3001, 4, (4, 90), Some(18)),
-            span(3002, 5, (18, 110), None),
+            piece(Some(3001), 4, 90, 100),
+            piece(None, 0, 100, 110),
+            piece(Some(3002), 5, 110, 110),
         ]);
-        assert_eq!(svg.matches("<g class=\"controller\">").count(), 2);
+        assert_eq!(svg.matches("<g class=\"controller led\">").count(), 2);
+        assert_eq!(svg.matches("<g class=\"controller unknown\">").count(), 1);
         assert!(svg.contains(&format!("height=\"{}\"", HEIGHT + lane::HEIGHT)));
         // the second leader's band starts where the block of its time is drawn
         assert_eq!(
-            x_of(&svg, "<g class=\"controller\"><title>controller 3002"),
+            x_of(&svg, "<g class=\"controller led\"><title>controller 3002"),
             x_of(&svg, "<rect class=\"block\" id=\"block-59\"")
         );
         // the first span widens the axis to its start (90 s of 89.6..110.4, the span
         // padded by 2%)
         assert_eq!(
-            x_of(&svg, "<g class=\"controller\"><title>controller 3001"),
+            x_of(&svg, "<g class=\"controller led\"><title>controller 3001"),
             "1.92%"
         );
         // only the linked block has an id

@@ -193,13 +193,14 @@ impl Parts<'_> {
         findings(&mut w, report)?;
         let chosen = chosen_brokers(report);
         brokers(&mut w, report, &chosen)?;
+        let pieces = &report.controller_timeline;
         if self.blocks > 0 {
             heading(&mut w, "Blocks over time")?;
             self.timeline.write(&mut w, &chosen)?;
-            timeline::write_controllers(&mut w, &report.controllers)?;
-        } else if !report.controllers.is_empty() {
+            timeline::write_controllers(&mut w, pieces)?;
+        } else if pieces.iter().any(|p| p.state == "led") || report.summary.exchanges.total > 0 {
             heading(&mut w, "Controllers")?;
-            timeline::write_controllers(&mut w, &report.controllers)?;
+            timeline::write_controllers(&mut w, pieces)?;
         }
         producers::write(&mut w, report)?;
         metadata_log::write(&mut w, report)?;

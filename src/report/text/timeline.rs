@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::report::model::ControllerSpan;
+use crate::report::model::ControllerPiece;
 use crate::timestamp::Timestamp;
 
 /// Columns of the timeline.
@@ -130,27 +130,28 @@ impl Timeline {
     }
 }
 
-/// Leaders named on the controller line: the latest, with how many came before.
-const MAX_LEADERS_SHOWN: usize = 3;
+/// Pieces on the controller line: the latest, with how many came before.
+const MAX_PIECES_SHOWN: usize = 7;
 
-/// One line under the timeline: who led the controller quorum from when (the latest
-/// [`MAX_LEADERS_SHOWN`] spans, in UTC); nothing without spans.
-pub fn write_controllers(w: &mut dyn Write, spans: &[ControllerSpan]) -> io::Result<()> {
-    let Some(last) = spans.len().checked_sub(1) else {
+/// One line under the timeline: who is proven to have led the controller quorum from when
+/// to when, and where who led is unknown (the latest [`MAX_PIECES_SHOWN`] pieces, in UTC;
+/// a time from the metadata log marked `log`); nothing without pieces.
+pub fn write_controllers(w: &mut dyn Write, pieces: &[ControllerPiece]) -> io::Result<()> {
+    let Some(last) = pieces.len().checked_sub(1) else {
         return Ok(());
     };
-    let shown = spans
-        .get(last.saturating_sub(MAX_LEADERS_SHOWN - 1)..)
+    if pieces.iter().all(|p| p.state != "led") {
+        return writeln!(
+            w,
+            "  {:<13} who led is unknown throughout: no quorum message, AllocateProducerIds answer or metadata log shows it",
+            "controllers"
+        );
+    }
+    let shown = pieces
+        .get(last.saturating_sub(MAX_PIECES_SHOWN - 1)..)
         .unwrap_or_default();
-    let earlier = spans.len() - shown.len();
-    let leaders: Vec<String> = shown
-        .iter()
-        .map(|s| {
-            // the time of day of an RFC 3339 timestamp, to the millisecond
-            let time = s.from_timestamp.get(11..23).unwrap_or(&s.from_timestamp);
-            format!("{} (epoch {}) from {time}", s.leader_id, s.epoch)
-        })
-        .collect();
+    let earlier = pieces.len() - shown.len();
+    let parts: Vec<String> = shown.iter().map(piece).collect();
     let earlier = match earlier {
         0 => String::new(),
         n => format!("{n} earlier, then "),
@@ -159,8 +160,37 @@ pub fn write_controllers(w: &mut dyn Write, spans: &[ControllerSpan]) -> io::Res
         w,
         "  {:<13} {earlier}{} UTC",
         "controllers",
-        leaders.join(", ")
+        parts.join("; ")
     )
+}
+
+/// `102 (epoch 1) led 00:02:20.413–00:02:28.248`, `unknown 00:02:28.248–00:02:30.802`.
+fn piece(p: &ControllerPiece) -> String {
+    // the time of day of an RFC 3339 timestamp, to the millisecond
+    let time = |t: &str, source: &str| {
+        let day = t.get(11..23).unwrap_or(t).to_owned();
+        match source {
+            "metadata_log" => format!("{day} (log)"),
+            _ => day,
+        }
+    };
+    let span = format!(
+        "{}–{}",
+        time(&p.from_timestamp, p.from_source),
+        time(&p.to_timestamp, p.to_source)
+    );
+    if p.state != "led" {
+        return format!("unknown {span}");
+    }
+    let who = match (p.leader_id, &p.leader_address) {
+        (Some(id), _) => id.to_string(),
+        (None, Some(address)) => format!("the controller at {address}"),
+        (None, None) => "?".to_owned(),
+    };
+    match p.epoch {
+        Some(epoch) => format!("{who} (epoch {epoch}) led {span}"),
+        None => format!("{who} (epoch not seen) led {span}"),
+    }
 }
 
 fn cell(count: u32) -> char {
@@ -225,36 +255,59 @@ mod tests {
         );
     }
 
-    fn span(leader_id: i32, epoch: i32, from_timestamp: &str) -> ControllerSpan {
-        ControllerSpan {
+    fn piece_at(leader_id: Option<i32>, n: i32, source: &'static str) -> ControllerPiece {
+        let stamp = |n: i32| format!("2026-12-02T17:21:{n:02}.352886Z");
+        ControllerPiece {
+            state: if leader_id.is_some() {
+                "led"
+            } else {
+                "unknown"
+            },
             leader_id,
-            epoch,
-            from_frame: 1,
-            from_timestamp: from_timestamp.to_owned(),
+            leader_address: None,
+            epoch: leader_id.map(|_| n),
+            from_timestamp: stamp(n),
             from_unix_time: crate::report::model::UnixTime(at(0)),
+            from_source: source,
+            from_frame: None,
+            from_how: None,
+            to_timestamp: stamp(n + 1),
+            to_unix_time: crate::report::model::UnixTime(at(0)),
+            to_source: "capture",
             to_frame: None,
-            to_timestamp: None,
-            how: "begin_quorum_epoch",
+            to_how: None,
         }
     }
 
     #[test]
-    fn the_controller_line_names_the_latest_leaders_and_counts_the_rest() {
+    fn the_controller_line_names_the_latest_pieces_and_counts_the_rest() {
         let mut out = Vec::new();
         write_controllers(&mut out, &[]).unwrap();
         assert!(out.is_empty());
-        let spans: Vec<ControllerSpan> = (1..=6)
-            .map(|e| span(100 + e, e, &format!("2026-12-02T17:21:0{e}.352886Z")))
+        write_controllers(&mut out, &[piece_at(None, 0, "metadata_log")]).unwrap();
+        let pieces: Vec<ControllerPiece> = (1..=9)
+            .map(|e| match e % 2 {
+                1 => piece_at(Some(100 + e), e, "capture"),
+                _ => piece_at(None, e, "capture"),
+            })
             .collect();
-        write_controllers(&mut out, &spans[..2]).unwrap();
-        write_controllers(&mut out, &spans).unwrap();
+        write_controllers(&mut out, &pieces[..3]).unwrap();
+        let mut logged = pieces[..1].to_vec();
+        logged[0].from_source = "metadata_log";
+        logged[0].leader_id = None;
+        logged[0].leader_address = Some("10.0.0.1:9093".into());
+        logged[0].epoch = None;
+        write_controllers(&mut out, &logged).unwrap();
+        write_controllers(&mut out, &pieces).unwrap();
         let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines,
             [
-                "  controllers   101 (epoch 1) from 17:21:01.352, 102 (epoch 2) from 17:21:02.352 UTC",
-                "  controllers   3 earlier, then 104 (epoch 4) from 17:21:04.352, 105 (epoch 5) from 17:21:05.352, 106 (epoch 6) from 17:21:06.352 UTC",
+                "  controllers   who led is unknown throughout: no quorum message, AllocateProducerIds answer or metadata log shows it",
+                "  controllers   101 (epoch 1) led 17:21:01.352–17:21:02.352; unknown 17:21:02.352–17:21:03.352; 103 (epoch 3) led 17:21:03.352–17:21:04.352 UTC",
+                "  controllers   the controller at 10.0.0.1:9093 (epoch not seen) led 17:21:01.352 (log)–17:21:02.352 UTC",
+                "  controllers   2 earlier, then 103 (epoch 3) led 17:21:03.352–17:21:04.352; unknown 17:21:04.352–17:21:05.352; 105 (epoch 5) led 17:21:05.352–17:21:06.352; unknown 17:21:06.352–17:21:07.352; 107 (epoch 7) led 17:21:07.352–17:21:08.352; unknown 17:21:08.352–17:21:09.352; 109 (epoch 9) led 17:21:09.352–17:21:10.352 UTC",
             ]
         );
     }
