@@ -26,6 +26,8 @@ struct Report {
     /// Added (issue 28): brokers by the addresses they serve on, and who led the quorum.
     brokers_by_address: Vec<BrokerAddress>,
     controllers: Vec<ControllerSpan>,
+    /// Added (issue 38): who is proven to have led when, unknown between.
+    controller_timeline: Vec<ControllerPiece>,
     /// Added (issue 29): the controllers' metadata log, only with `--metadata-log`.
     #[serde(default)]
     metadata_log: Option<MetadataLog>,
@@ -230,6 +232,30 @@ struct ControllerSpan {
     to_frame: Option<u64>,
     to_timestamp: Option<String>,
     how: String,
+    /// Added (issue 38): the first and last messages proving the leader led.
+    led_from_frame: Option<u64>,
+    led_from_timestamp: Option<String>,
+    led_to_frame: Option<u64>,
+    led_to_timestamp: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ControllerPiece {
+    state: String,
+    leader_id: Option<i32>,
+    leader_address: Option<String>,
+    epoch: Option<i32>,
+    from_timestamp: String,
+    from_unix_time: f64,
+    from_source: String,
+    from_frame: Option<u64>,
+    from_how: Option<String>,
+    to_timestamp: String,
+    to_unix_time: f64,
+    to_source: String,
+    to_frame: Option<u64>,
+    to_how: Option<String>,
 }
 
 #[derive(Deserialize)]

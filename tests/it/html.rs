@@ -274,7 +274,8 @@ fn a_thousand_brokers_make_a_dozen_series_and_a_bounded_table() {
         );
     }
     assert!(key.contains("</i>other 989 brokers</span>"), "{key}");
-    assert_eq!(key.matches("<span>").count(), 12 + 3, "{key}");
+    // 12 series, 3 marks, and the controller lane's two (proven leading, unknown)
+    assert_eq!(key.matches("<span>").count(), 12 + 3 + 2, "{key}");
     // a distribution per named broker and one for the others, together counting all
     let multiples: usize = (0..11)
         .map(|b| binned_in(&html, &format!("latency-broker-{b}")))

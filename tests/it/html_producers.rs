@@ -138,35 +138,46 @@ fn the_producers_table_names_both_holders_of_the_duplicate_and_links_to_their_bl
 }
 
 #[test]
-fn the_controller_lane_draws_a_band_per_span_of_the_report() {
+fn the_controller_lane_draws_a_band_per_piece_of_the_report() {
     let args = args("stale-controller");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let spans = report(&args)["controllers"].as_array().unwrap().clone();
+    let pieces = report(&args)["controller_timeline"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(pieces.iter().any(|p| p["state"] == "led"), "{pieces:?}");
     let html = page("stale-controller");
     let doc = Html::parse_document(&html);
     let bands: Vec<_> = doc.select(&select("svg#timeline g.controller")).collect();
-    assert_eq!(bands.len(), spans.len(), "a band per span");
-    for (band, span) in bands.iter().zip(&spans) {
+    assert_eq!(bands.len(), pieces.len(), "a band per piece");
+    for (band, piece) in bands.iter().zip(&pieces) {
         let title = text(band.select(&select("title")).next().unwrap());
-        let said = format!(
-            "controller {} led in epoch {} from frame {}",
-            span["leader_id"], span["epoch"], span["from_frame"]
-        );
-        assert!(title.starts_with(&said), "{title} / {said}");
-        match span["to_frame"].as_u64() {
-            Some(to) => assert!(title.contains(&format!("until frame {to}")), "{title}"),
-            None => assert!(title.contains("to the end of the capture"), "{title}"),
-        }
         let label = text(band.select(&select("text")).next().unwrap());
-        assert_eq!(
-            label,
-            format!("leader {} epoch {}", span["leader_id"], span["epoch"])
-        );
+        let from = piece["from_timestamp"].as_str().unwrap();
+        let to = piece["to_timestamp"].as_str().unwrap();
+        assert!(title.contains(&format!("from {from} (")), "{title}");
+        assert!(title.contains(&format!(") to {to} (")), "{title}");
+        match piece["state"].as_str().unwrap() {
+            "led" => {
+                let said = format!(
+                    "controller {} proven to lead in epoch {}",
+                    piece["leader_id"], piece["epoch"]
+                );
+                assert!(title.starts_with(&said), "{title} / {said}");
+                assert_eq!(
+                    label,
+                    format!("leader {} epoch {}", piece["leader_id"], piece["epoch"])
+                );
+            }
+            _ => {
+                assert!(title.starts_with("who led is unknown"), "{title}");
+                assert_eq!(label, "unknown");
+            }
+        }
     }
     let svg_title = text(doc.select(&select("svg#timeline > title")).next().unwrap());
-    assert_eq!(
-        svg_title.contains("spans of a controller leading"),
-        !spans.is_empty(),
+    assert!(
+        svg_title.contains("of a controller proven to lead the quorum"),
         "{svg_title}"
     );
     assert_self_contained(&html);
