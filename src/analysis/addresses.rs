@@ -91,8 +91,10 @@ impl Addresses {
                     self.claim(&b.host, b.port, claim, None);
                 }
             }
-            ClusterFact::Quorum(_) | ClusterFact::BlockAsked { .. } | ClusterFact::Undecoded(_) => {
-            }
+            ClusterFact::Quorum(_)
+            | ClusterFact::Heartbeat(_)
+            | ClusterFact::BlockAsked { .. }
+            | ClusterFact::Undecoded(_) => {}
         }
     }
 

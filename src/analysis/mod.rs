@@ -13,6 +13,7 @@ mod blocks;
 mod brokers;
 pub mod committed;
 pub mod controllers;
+mod coverage;
 mod placement;
 mod producers;
 pub mod verdict;
@@ -32,8 +33,28 @@ pub use addresses::{BrokerAddress, Claim, Said};
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
 pub use controllers::Leadership;
+pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement};
 pub use producers::{Placed, ProducerTotals, MAX_TRACKED_GRANTS};
+
+/// Broker ids known from elsewhere than their controller connections: the addresses'
+/// claims (conflicting ones too), and the metadata log's registrations and blocks.
+fn known_brokers(addresses: &[BrokerAddress], log: &Option<committed::LogAnalysis>) -> Vec<i32> {
+    let mut known: Vec<i32> = addresses
+        .iter()
+        .flat_map(|a| {
+            a.claim
+                .map(|c| c.broker_id)
+                .into_iter()
+                .chain(a.conflicting.iter().copied())
+        })
+        .collect();
+    if let Some(log) = log {
+        known.extend(log.log.registrations.iter().map(|r| r.broker_id));
+        known.extend(log.log.blocks.iter().map(|b| b.broker_id));
+    }
+    known
+}
 
 /// Default floor for a slow response, in microseconds.
 pub const SLOW_FLOOR_US: f64 = 100_000.0;
@@ -157,6 +178,9 @@ pub struct Totals {
     pub latencies: Latencies,
     /// Blocks granted.
     pub blocks: u64,
+    /// Ids between blocks granted that no block of the capture holds (`pid_block_gap`):
+    /// granted to requests the capture does not show.
+    pub skipped_ids: u64,
 }
 
 /// Everything the analysis found.
@@ -179,6 +203,8 @@ pub struct Analysis {
     pub broker_addresses: Vec<BrokerAddress>,
     /// Who led the controller quorum when, as far as the capture shows.
     pub controllers: controllers::Leaders,
+    /// Which brokers the capture shows talking to the controllers, of those known.
+    pub coverage: Coverage,
     /// The controllers' metadata log, compared with the wire, when one was given.
     pub metadata_log: Option<committed::LogAnalysis>,
 }
@@ -199,6 +225,7 @@ pub struct Analyzer {
     producers: producers::Tracker,
     addresses: addresses::Addresses,
     controllers: controllers::Timeline,
+    coverage: coverage::Tracker,
     committed: Option<committed::Compare>,
 }
 
@@ -227,6 +254,7 @@ impl Analyzer {
                 error_codes: BTreeMap::new(),
                 latencies: Latencies::new(exact_latency),
                 blocks: 0,
+                skipped_ids: 0,
             },
             producers: producers::Tracker::new(
                 max_recent_blocks,
@@ -234,6 +262,7 @@ impl Analyzer {
             ),
             addresses: addresses::Addresses::default(),
             controllers: controllers::Timeline::default(),
+            coverage: coverage::Tracker::default(),
             committed: None,
         }
     }
@@ -260,6 +289,18 @@ impl Analyzer {
     }
 
     fn note(&mut self, finding: Finding) {
+        if finding.kind == Kind::PidBlockGap {
+            let fact = |name| {
+                finding
+                    .facts
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .and_then(|(_, f)| f.as_f64())
+            };
+            if let (Some(start), Some(end)) = (fact("ids_start"), fact("ids_end")) {
+                self.totals.skipped_ids += (end - start + 1.0).max(0.0) as u64;
+            }
+        }
         let count = self.finding_counts.entry(finding.kind).or_default();
         *count += 1;
         if *count <= MAX_LISTED_PER_KIND {
@@ -322,6 +363,7 @@ impl Analyzer {
             self.producers.asked(*broker_id, ev.meta.frame);
         }
         self.addresses.cluster(ev);
+        self.coverage.cluster(ev);
         let mut found = Vec::new();
         self.controllers.cluster(ev, &mut found);
         for f in found {
@@ -415,6 +457,7 @@ impl Analyzer {
             diags.count_more(*kind, count.saturating_sub(MAX_LISTED_PER_KIND));
         }
         self.listed.sort_by_key(Block::order);
+        let broker_addresses = self.addresses.table();
         Analysis {
             blocks: self.listed,
             usual_len,
@@ -423,7 +466,10 @@ impl Analyzer {
             slow_threshold_us,
             totals: self.totals,
             producers: self.producers.totals,
-            broker_addresses: self.addresses.table(),
+            coverage: self
+                .coverage
+                .finish(known_brokers(&broker_addresses, &metadata_log)),
+            broker_addresses,
             controllers: self.controllers.finish(),
             metadata_log,
         }

@@ -160,6 +160,8 @@ pub struct Evidence<'a> {
     pub encrypted_connections: u64,
     /// The controllers' metadata log, when one was given.
     pub log: Option<&'a super::committed::LogAnalysis>,
+    /// Which known brokers the capture shows talking to the controllers.
+    pub coverage: &'a super::Coverage,
 }
 
 /// Kinds whose diagnostics are accounted for by a [`Limit`], and so not listed again as
@@ -196,6 +198,12 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
         ("overlaps", count(Kind::PidBlockOverlap).into()),
         ("regressions", count(Kind::PidBlockRegression).into()),
         ("duplicate_grants", count(Kind::PidDuplicateGrant).into()),
+        ("brokers_known", (e.coverage.known.len() as u64).into()),
+        (
+            "brokers_seen_at_controllers",
+            (e.coverage.seen.len() as u64).into(),
+        ),
+        ("ids_not_seen", t.skipped_ids.into()),
     ];
     facts.extend(Status::ALL.map(|status| (status.as_str(), t.statuses.of(status).into())));
     let (code, headline) = decide(e, &limits, brokers_granted);
@@ -451,6 +459,21 @@ fn list<'a>(limits: impl Iterator<Item = &'a Limit>) -> String {
     parts.join(", ")
 }
 
+/// `broker 2`, `brokers 2 and 3`, `brokers 2, 3, 4 and 2 more`.
+fn brokers_named(ids: &[i32]) -> String {
+    const NAMED: usize = 3;
+    let names: Vec<String> = ids.iter().take(NAMED).map(i32::to_string).collect();
+    let more = ids.len().saturating_sub(NAMED);
+    match (names.as_slice(), more) {
+        ([one], 0) => format!("broker {one}"),
+        (names, 0) => match names.split_last() {
+            Some((last, rest)) => format!("brokers {} and {last}", rest.join(", ")),
+            None => String::new(),
+        },
+        (names, more) => format!("brokers {} and {more} more", names.join(", ")),
+    }
+}
+
 /// `1 packet`, `2 packets`.
 fn counted(n: u64, noun: &str) -> String {
     match n {
@@ -602,6 +625,31 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         false,
         format!("{} encrypted (TLS), which cannot be read", counted(n, "connection")),
         Some("pidshark cannot decrypt TLS: capture where AllocateProducerIds travels in plaintext (often the controllers' listener), or check that it does not travel over these"),
+    );
+    let unseen: Vec<i32> = e.coverage.not_seen().collect();
+    let known = e.coverage.known.len() as u64;
+    add(
+        "coverage",
+        unseen.len() as u64,
+        false,
+        format!(
+            "{} of {known} known {} controller connections captured ({} not seen: no heartbeat, registration or AllocateProducerIds request)",
+            known - unseen.len() as u64,
+            if known == 1 { "broker's" } else { "brokers'" },
+            brokers_named(&unseen),
+        ),
+        Some("capture on the controllers' hosts, or on every broker's, to see every broker's requests for blocks: a block granted to a broker not seen may overlap those seen"),
+    );
+    let n = e.totals.skipped_ids;
+    add(
+        "ids_not_seen",
+        n,
+        false,
+        format!(
+            "{} between the blocks captured granted to no request the capture shows (pid_block_gap)",
+            counted(n, "id")
+        ),
+        Some("capture where every broker's AllocateProducerIds passes (the controllers' hosts): the blocks holding them may overlap"),
     );
     let n = count(Kind::PacketMalformed);
     add(

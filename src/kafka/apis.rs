@@ -24,6 +24,7 @@ pub fn decodes_request(api: ApiKey) -> bool {
         || matches!(
             api,
             cluster::BROKER_REGISTRATION
+                | cluster::BROKER_HEARTBEAT
                 | cluster::VOTE
                 | cluster::BEGIN_QUORUM_EPOCH
                 | cluster::END_QUORUM_EPOCH
@@ -69,6 +70,8 @@ pub enum ClusterFact {
         api: ApiKey,
         seen: BrokersSeen,
     },
+    /// A BrokerHeartbeat request: this broker talks to the active controller.
+    Heartbeat(cluster::Heartbeat),
     /// A Vote, BeginQuorumEpoch or EndQuorumEpoch request or response.
     Quorum(QuorumMessage),
     /// An AllocateProducerIds request: this broker asked for a block. Its answer comes
@@ -95,6 +98,9 @@ impl ClusterFact {
         let decoded = match head.api_key {
             cluster::BROKER_REGISTRATION => {
                 cluster::broker_registration_request(message).map(Self::Listeners)
+            }
+            cluster::BROKER_HEARTBEAT => {
+                cluster::broker_heartbeat_request(message).map(Self::Heartbeat)
             }
             _ => cluster::quorum_request(message).map(Self::Quorum),
         };

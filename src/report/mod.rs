@@ -421,6 +421,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         not_kafka_connections: findings.not_kafka_connections,
         encrypted_connections: findings.encrypted_connections,
         log: analysis.metadata_log.as_ref(),
+        coverage: &analysis.coverage,
     }));
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,

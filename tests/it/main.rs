@@ -9,6 +9,7 @@ mod cli;
 mod contract;
 mod controller_timeline;
 mod controllers;
+mod coverage;
 mod cut_sweep;
 mod filters;
 mod formats;

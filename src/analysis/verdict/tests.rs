@@ -21,6 +21,7 @@ fn judged(exchanges: &[crate::pairing::Exchange], extra: &[(Kind, u64)]) -> Verd
         captures: &[],
         not_kafka_connections: 0,
         log: None,
+        coverage: &analysis.coverage,
         // one per tls_encrypted diagnostic, as the Kafka stage counts them
         encrypted_connections: extra
             .iter()
@@ -150,4 +151,38 @@ fn codes_round_trip_by_name() {
     for code in Code::ALL {
         assert_eq!(Code::from_name(code.as_str()), Some(code));
     }
+}
+
+#[test]
+fn a_capture_that_misses_known_brokers_says_which_and_is_correct_only_as_far_as_captured() {
+    let mut diags = Diagnostics::default();
+    let analysis = analyse(&healthy(), SlowRule::Default, &mut diags);
+    let coverage = crate::analysis::Coverage {
+        known: [1, 2, 3, 4].into(),
+        seen: [1].into(),
+    };
+    let v = judge(&Evidence {
+        packets: 100,
+        totals: &analysis.totals,
+        brokers: &analysis.brokers,
+        findings: &analysis.findings,
+        diagnostics: &diags,
+        captures: &[],
+        not_kafka_connections: 0,
+        log: None,
+        coverage: &coverage,
+        encrypted_connections: 0,
+    });
+    assert_eq!(v.code, Code::CorrectAsFarAsCaptured);
+    let limit = v
+        .limits
+        .iter()
+        .find(|l| l.kind == "coverage")
+        .expect("a limit");
+    assert_eq!((limit.count, limit.damage), (3, false));
+    assert_eq!(
+        limit.text,
+        "1 of 4 known brokers' controller connections captured (brokers 2, 3 and 4 not seen: no heartbeat, registration or AllocateProducerIds request)"
+    );
+    assert!(v.headline.contains(&limit.text), "{}", v.headline);
 }

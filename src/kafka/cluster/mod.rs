@@ -1,5 +1,6 @@
 //! Facts about the cluster from its own messages: the addresses brokers serve on
-//! (BrokerRegistration requests, Metadata and DescribeCluster responses) and who leads
+//! (BrokerRegistration requests, Metadata and DescribeCluster responses), which brokers
+//! talk to the active controller (BrokerHeartbeat requests) and who leads
 //! the KRaft quorum in which epoch (Vote, BeginQuorumEpoch and EndQuorumEpoch requests
 //! and responses).
 //!
@@ -17,6 +18,7 @@
 //! committed captures, decoded by Kafka's own classes, check them (`real.rs`).
 
 mod brokers;
+mod heartbeat;
 mod quorum;
 #[cfg(test)]
 mod real;
@@ -25,6 +27,7 @@ mod registration;
 mod wire;
 
 pub use brokers::{describe_cluster_response, metadata_response, BrokerEndpoint, BrokersSeen};
+pub use heartbeat::{broker_heartbeat_request, Heartbeat};
 pub use quorum::{quorum_request, quorum_response, NodeEndpoint, QuorumMessage, QuorumPartition};
 pub use registration::{
     broker_registration_request, broker_registration_response, BrokerListeners, Listener,
@@ -40,6 +43,7 @@ pub const BEGIN_QUORUM_EPOCH: ApiKey = ApiKey(53);
 pub const END_QUORUM_EPOCH: ApiKey = ApiKey(54);
 pub const DESCRIBE_CLUSTER: ApiKey = ApiKey(60);
 pub const BROKER_REGISTRATION: ApiKey = ApiKey(62);
+pub const BROKER_HEARTBEAT: ApiKey = ApiKey(63);
 
 /// The newest version we have the schema of and the first flexible one, per API.
 fn schema(api: ApiKey) -> Option<(i16, i16)> {
@@ -49,6 +53,7 @@ fn schema(api: ApiKey) -> Option<(i16, i16)> {
         BEGIN_QUORUM_EPOCH | END_QUORUM_EPOCH => Some((1, 1)),
         DESCRIBE_CLUSTER => Some((2, 0)),
         BROKER_REGISTRATION => Some((4, 0)),
+        BROKER_HEARTBEAT => Some((2, 0)),
         _ => None,
     }
 }
@@ -202,6 +207,7 @@ mod tests {
             END_QUORUM_EPOCH,
             DESCRIBE_CLUSTER,
             BROKER_REGISTRATION,
+            BROKER_HEARTBEAT,
         ] {
             let info = api.info().expect("in the table");
             let (newest, flexible_from) = schema(api).expect("decoded");

@@ -16,8 +16,8 @@
 //!
 //! Kinds in the captures (tshark, every kafka-real fixture): BrokerRegistration v4
 //! (3.9.1 and 4.4.0), Vote v1 (3.9.1) and v2 (4.4.0), BeginQuorumEpoch v1 (both),
-//! EndQuorumEpoch v1 (4.4.0-two-hosts only). No Metadata, DescribeCluster or
-//! BeginQuorumEpoch v0 message is in any of them.
+//! EndQuorumEpoch v1 (4.4.0-two-hosts only), BrokerHeartbeat v1 (3.9.1) and v2 (4.4.0).
+//! No Metadata, DescribeCluster or BeginQuorumEpoch v0 message is in any of them.
 
 use super::*;
 use crate::kafka::tables::ErrorCode;
@@ -290,4 +290,29 @@ fn every_prefix_of_a_real_quorum_message_fails_short() {
         let err = quorum_response(&whole[..cut], BEGIN_QUORUM_EPOCH, 1).unwrap_err();
         assert!(matches!(err, DecodeError::Short { .. }), "cut {cut}: {err}");
     }
+}
+
+/// 4.4.0-steady frame 578 and 3.9.1-steady frame 302, the first heartbeats: Kafka reads
+/// `BrokerHeartbeatRequestData(brokerId=1, brokerEpoch=14, currentMetadataOffset=13,
+/// wantFence=true, wantShutDown=false, offlineLogDirs=[], cordonedLogDirs=null)` (v2) and
+/// `(brokerId=2, brokerEpoch=5, currentMetadataOffset=-1, wantFence=true,
+/// wantShutDown=false, offlineLogDirs=[])` (v1), every byte consumed.
+#[test]
+fn broker_heartbeats_of_both_releases() {
+    let v2 = bytes("003f0002000000020001310000000001000000000000000e000000000000000d010000");
+    assert_eq!(
+        broker_heartbeat_request(&v2).expect("4.4.0 v2"),
+        Heartbeat {
+            broker_id: 1,
+            broker_epoch: 14
+        }
+    );
+    let v1 = bytes("003f00010000000500013200000000020000000000000005ffffffffffffffff010000");
+    assert_eq!(
+        broker_heartbeat_request(&v1).expect("3.9.1 v1"),
+        Heartbeat {
+            broker_id: 2,
+            broker_epoch: 5
+        }
+    );
 }
