@@ -200,6 +200,7 @@ fn process(
         mut diagnostics,
         captures,
         tcp_connections,
+        forgotten_connections,
         kafka_connections,
         not_kafka_connections,
         encrypted_connections,
@@ -221,11 +222,17 @@ fn process(
         captures,
         analysis,
         tcp_connections,
+        forgotten_connections,
         kafka_connections,
         not_kafka_connections,
         encrypted_connections,
         pairing,
         diagnostics,
+        budget: analysis::verdict::Budget {
+            max_memory: config.max_memory as u64,
+            max_connections: config.max_connections as u64,
+            forgotten_connections,
+        },
     });
     sink.finish(&mut report)
         .map_err(|source| Error::Output { source })?;

@@ -49,6 +49,8 @@ pub struct Finished {
     pub diagnostics: Diagnostics,
     pub captures: Vec<CaptureInfo>,
     pub tcp_connections: u64,
+    /// Connections forgotten at a limit while followed: met again, each is counted twice.
+    pub forgotten_connections: u64,
     pub kafka_connections: u64,
     pub not_kafka_connections: u64,
     pub encrypted_connections: u64,
@@ -230,6 +232,7 @@ impl<'a> Pipeline<'a> {
         } = self;
         defragmenter.finish(&mut diags);
         let tcp_connections = tracker.connections();
+        let forgotten_connections = tracker.forgotten();
         // Each connection's last requests go on before the next ends: thousands at once
         // would be a burst no budget charges.
         tracker.finish(last, &mut dissector, &mut diags, |dissector| {
@@ -240,6 +243,7 @@ impl<'a> Pipeline<'a> {
             diagnostics: diags,
             captures,
             tcp_connections,
+            forgotten_connections,
             kafka_connections: dissector.kafka_connections,
             not_kafka_connections: dissector.not_kafka_connections,
             encrypted_connections: dissector.encrypted_connections,

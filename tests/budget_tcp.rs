@@ -209,7 +209,9 @@ fn ip_fragments_256() {
     ip_fragments(256);
 }
 
-/// Connections that each sent a SYN and went quiet: only the table holds them.
+/// Connections that each sent a SYN and went quiet: only the table holds them. Past
+/// `--max-connections` (50,000) the oldest are forgotten for it; a budget too small for
+/// the table forgets them first, for the budget.
 fn quiet_connections(budget: u64, conns: u32) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("table.pcap");
@@ -224,7 +226,10 @@ fn quiet_connections(budget: u64, conns: u32) {
     }
     clean_exchange(&mut w);
     w.finish();
-    assert_within(&path, budget, "connection_limit", "connections at once");
+    match budget {
+        16 => assert_within(&path, budget, "memory_limit", "is no longer followed"),
+        _ => assert_within(&path, budget, "connection_limit", "connections at once"),
+    };
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub enum Code {
     /// The wire and the controllers' log disagree on a delivered block.
     NotCommitted,
     IncompleteCapture,
+    /// pidshark gave up part of the capture at its own limits.
+    IncompleteReading,
     NoProducerIdsGranted,
     CorrectAsFarAsCaptured,
     CorrectWithWarnings,
@@ -32,11 +34,12 @@ pub enum Code {
 }
 
 impl Code {
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::DuplicateProducerIds,
         Self::ProducerIdsWentBackwards,
         Self::NotCommitted,
         Self::IncompleteCapture,
+        Self::IncompleteReading,
         Self::NoProducerIdsGranted,
         Self::CorrectAsFarAsCaptured,
         Self::CorrectWithWarnings,
@@ -51,6 +54,7 @@ impl Code {
             Self::ProducerIdsWentBackwards => "producer_ids_went_backwards",
             Self::NotCommitted => "blocks_not_committed",
             Self::IncompleteCapture => "incomplete_capture",
+            Self::IncompleteReading => "incomplete_reading",
             Self::NoProducerIdsGranted => "no_producer_ids_granted",
             Self::CorrectAsFarAsCaptured => "correct_as_far_as_captured",
             Self::CorrectWithWarnings => "correct_with_warnings",
@@ -70,6 +74,7 @@ impl Code {
             Self::ProducerIdsWentBackwards => "PRODUCER IDS WENT BACKWARDS",
             Self::NotCommitted => "BLOCKS NOT COMMITTED",
             Self::IncompleteCapture => "INCOMPLETE CAPTURE",
+            Self::IncompleteReading => "INCOMPLETE READING",
             Self::NoProducerIdsGranted => "NO PRODUCER IDS GRANTED",
             Self::CorrectAsFarAsCaptured => "CORRECT AS FAR AS CAPTURED",
             Self::CorrectWithWarnings => "CORRECT, WITH WARNINGS",
@@ -83,9 +88,10 @@ impl Code {
             Self::DuplicateProducerIds | Self::ProducerIdsWentBackwards | Self::NotCommitted => {
                 Grade::Wrong
             }
-            Self::IncompleteCapture | Self::NoProducerIdsGranted | Self::CorrectAsFarAsCaptured => {
-                Grade::Unsure
-            }
+            Self::IncompleteCapture
+            | Self::IncompleteReading
+            | Self::NoProducerIdsGranted
+            | Self::CorrectAsFarAsCaptured => Grade::Unsure,
             Self::CorrectWithWarnings => Grade::Warned,
             Self::Correct => Grade::Right,
             Self::NoExchanges => Grade::Nothing,
@@ -126,6 +132,8 @@ pub struct Limit {
     pub count: u64,
     /// Bytes are missing from the capture (rather than present but unreadable).
     pub damage: bool,
+    /// pidshark's own limit gave them up, not the capture: a larger one reads them.
+    pub own: bool,
     /// A phrase with the count: "118 packets cut at 96 bytes by the snaplen".
     pub text: String,
     pub advice: Option<&'static str>,
@@ -141,6 +149,15 @@ pub struct Verdict {
     pub facts: Facts,
     /// What the capture cannot show, bytes missing first.
     pub limits: Vec<Limit>,
+}
+
+/// pidshark's own limits of a run, as given or defaulted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub max_memory: u64,
+    pub max_connections: u64,
+    /// Connections forgotten at either while followed.
+    pub forgotten_connections: u64,
 }
 
 /// What the verdict is judged from: the whole capture.
@@ -162,6 +179,26 @@ pub struct Evidence<'a> {
     pub log: Option<&'a super::committed::LogAnalysis>,
     /// Which known brokers the capture shows talking to the controllers.
     pub coverage: &'a super::Coverage,
+    pub budget: Budget,
+}
+
+/// Limits that are pidshark's own: a larger budget reads what they gave up.
+const OWN_KINDS: [&str; 3] = [
+    "memory_limit",
+    "connection_limit",
+    "one_sided_after_forgetting",
+];
+
+/// `4M`, `64K`, `1500`: a byte count as `--max-memory` takes it.
+fn size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
+        .map_or_else(
+            || bytes.to_string(),
+            |(unit, name)| format!("{}{name}", bytes / unit),
+        )
 }
 
 /// Kinds whose diagnostics are accounted for by a [`Limit`], and so not listed again as
@@ -219,7 +256,8 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
 fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, String) {
     let t = e.totals;
     let damage: Vec<&Limit> = limits.iter().filter(|l| l.damage).collect();
-    let unreadable: Vec<&Limit> = limits.iter().filter(|l| !l.damage).collect();
+    let own: Vec<&Limit> = limits.iter().filter(|l| l.own).collect();
+    let unreadable: Vec<&Limit> = limits.iter().filter(|l| !l.damage && !l.own).collect();
     // ids the log commits twice are duplicates whatever the capture holds
     if let Some(text) = finding(e, Kind::PidCommittedOverlap) {
         return (Code::DuplicateProducerIds, text);
@@ -249,23 +287,32 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
         (Kind::PidBlockMismatch, Code::NotCommitted),
     ] {
         if let Some(text) = finding(e, kind) {
-            let text = match damage.first() {
-                Some(first) => format!("{text}; the capture is incomplete too: {}", first.text),
-                None => text,
+            let text = match (damage.first(), own.first()) {
+                (Some(first), _) => {
+                    format!("{text}; the capture is incomplete too: {}", first.text)
+                }
+                (None, Some(first)) => format!(
+                    "{text}; pidshark's reading is incomplete too: {}",
+                    first.text
+                ),
+                (None, None) => text,
             };
             return (code, text);
         }
     }
     let granted = granted(t.blocks, brokers_granted, t.total);
-    if let Some(first) = damage.first() {
-        let mut text = list(damage.iter().copied());
-        if let Some(advice) = first.advice {
-            text = format!("{text}; {advice}");
+    // the capture's damage first, then what pidshark gave up at its own limits
+    for (code, given) in [
+        (Code::IncompleteCapture, &damage),
+        (Code::IncompleteReading, &own),
+    ] {
+        if let Some(first) = given.first() {
+            let mut text = list(given.iter().copied());
+            if let Some(advice) = first.advice {
+                text = format!("{text}; {advice}");
+            }
+            return (code, format!("{text}; in what was read, {granted}"));
         }
-        return (
-            Code::IncompleteCapture,
-            format!("{text}; in what was read, {granted}"),
-        );
     }
     if t.blocks == 0 {
         let text = format!(
@@ -528,6 +575,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
                 kind,
                 count,
                 damage,
+                own: OWN_KINDS.contains(&kind),
                 text,
                 advice,
             });
@@ -583,19 +631,34 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         what,
         Some("capture again with -s 0 (tcpdump) to keep whole packets"),
     );
+    // a connection forgotten at a limit and met again midway may show one side only:
+    // then pidshark's doing as much as the capture's
+    let forgot = e.budget.forgotten_connections > 0;
     let n = count(Kind::OneSidedConnection);
-    add("one_sided", n, true, format!("{} captured in one direction only, nothing from the server", counted(n, "Kafka connection")),
-        Some("capture where both directions pass: on the controller's or the broker's host, or a mirror of both directions"));
+    match forgot {
+        false => add("one_sided", n, true, format!("{} captured in one direction only, nothing from the server", counted(n, "Kafka connection")),
+            Some("capture where both directions pass: on the controller's or the broker's host, or a mirror of both directions")),
+        true => add("one_sided_after_forgetting", n, false, format!("{} seen in one direction only after pidshark forgot connections at its limits (each may be one it met again midway)", counted(n, "Kafka connection")),
+            Some("run again with a larger --max-memory")),
+    }
     add("lost_bytes", holes, true, format!("{} where the capture lost TCP bytes", counted(holes, "hole")),
         Some("capture with a larger buffer (tcpdump -B 65536) and a filter on the Kafka ports, so that nothing is dropped"));
     let n = count(Kind::MemoryLimit);
     add(
         "memory_limit",
         n,
-        true,
+        false,
         format!(
-            "held bytes given up at the memory budget {}",
-            counted(n, "time")
+            "pidshark gave up what it held {} at --max-memory {}{}",
+            counted(n, "time"),
+            size(e.budget.max_memory),
+            match e.budget.forgotten_connections {
+                0 => String::new(),
+                f => format!(
+                    ", forgetting {} (one met again is counted twice)",
+                    counted(f, "connection")
+                ),
+            }
         ),
         Some("run again with a larger --max-memory"),
     );
@@ -603,10 +666,11 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     add(
         "connection_limit",
         n,
-        true,
+        false,
         format!(
-            "{} forgotten past --max-connections",
-            counted(n, "connection")
+            "pidshark forgot {} past --max-connections {} (one met again is counted twice)",
+            counted(n, "connection"),
+            e.budget.max_connections
         ),
         Some("run again with a larger --max-connections"),
     );

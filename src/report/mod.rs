@@ -37,11 +37,14 @@ pub struct Findings {
     pub captures: Vec<CaptureInfo>,
     pub analysis: Analysis,
     pub tcp_connections: u64,
+    pub forgotten_connections: u64,
     pub kafka_connections: u64,
     pub not_kafka_connections: u64,
     pub encrypted_connections: u64,
     pub pairing: pairing::Pairing,
     pub diagnostics: Diagnostics,
+    /// pidshark's own limits of this run, for what it gave up at them.
+    pub budget: verdict::Budget,
 }
 
 /// `ip:port`, IPv6 as `[addr]:port`, as Rust's `SocketAddr` displays them; IPv4 (nearly
@@ -312,6 +315,7 @@ pub fn verdict(v: &verdict::Verdict) -> model::Verdict {
                 kind: l.kind,
                 count: l.count,
                 damage: l.damage,
+                own: l.own,
                 text: l.text.clone(),
                 advice: l.advice,
             })
@@ -371,6 +375,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         packets: findings.captures.iter().map(|c| c.packets).sum(),
         duplicate_packets: findings.captures.iter().map(|c| c.duplicate_packets).sum(),
         tcp_connections: findings.tcp_connections,
+        forgotten_connections: findings.forgotten_connections,
         kafka_connections: findings.kafka_connections,
         not_kafka_connections: findings.not_kafka_connections,
         encrypted_connections: findings.encrypted_connections,
@@ -422,6 +427,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         encrypted_connections: findings.encrypted_connections,
         log: analysis.metadata_log.as_ref(),
         coverage: &analysis.coverage,
+        budget: findings.budget,
     }));
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,

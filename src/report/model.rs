@@ -256,6 +256,40 @@ pub struct ControllerSpan {
     pub led_to_timestamp: Option<String>,
 }
 
+#[cfg(test)]
+impl ControllerPiece {
+    /// A piece for renderers' tests: led by `leader_id` in `epoch` (unknown without a
+    /// leader) from `from` to `to` seconds, its bounds a BeginQuorumEpoch request in frame
+    /// 4 and an AllocateProducerIds answer in frame 18.
+    pub fn sample(leader_id: Option<i32>, epoch: i32, (from, to): (i64, i64)) -> Self {
+        let at = |secs| Timestamp {
+            secs,
+            nanos: 0,
+            nano: false,
+        };
+        Self {
+            state: if leader_id.is_some() {
+                "led"
+            } else {
+                "unknown"
+            },
+            leader_id,
+            leader_address: None,
+            epoch: leader_id.map(|_| epoch),
+            from_timestamp: at(from).to_rfc3339(),
+            from_unix_time: UnixTime(at(from)),
+            from_source: "capture",
+            from_frame: Some(4),
+            from_how: Some("begin_quorum_epoch"),
+            to_timestamp: at(to).to_rfc3339(),
+            to_unix_time: UnixTime(at(to)),
+            to_source: "capture",
+            to_frame: Some(18),
+            to_how: Some("allocate_producer_ids"),
+        }
+    }
+}
+
 /// A stretch of the controller timeline: led as proven, or unknown.
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct ControllerPiece {
@@ -333,6 +367,9 @@ pub struct VerdictLimit {
     /// True when bytes are missing from the capture, false when they are there but
     /// could not be read.
     pub damage: bool,
+    /// True when the limit is pidshark's own (`--max-memory`, `--max-connections`), not
+    /// the capture's: a larger one reads more.
+    pub own: bool,
     /// What it is, with its count.
     pub text: String,
     /// What to do about it.
@@ -371,6 +408,10 @@ pub struct Summary {
     /// Packets read once as copies of another file's (see `captures[].duplicate_packets`).
     pub duplicate_packets: u64,
     pub tcp_connections: u64,
+    /// Connections pidshark forgot at `--max-memory` or `--max-connections` while it
+    /// followed them: one met again is counted twice in `tcp_connections`, which is then
+    /// at most this many too high.
+    pub forgotten_connections: u64,
     pub kafka_connections: u64,
     /// TCP connections that carried bytes not read as Kafka (each has a `not_kafka`
     /// diagnostic saying why).

@@ -26,10 +26,19 @@ impl<C: Default> Tracker<C> {
         if self.open.contains(key) {
             return; // it replaces the connection there
         }
-        while (self.open.len() >= self.max_connections
-            || !self.open.has_room(self.budget.max_memory() / TABLE_SHARE))
-            && self.evict_one(None, at, handler, diags)
-        {}
+        loop {
+            // the table's own room is the memory budget's, not --max-connections'
+            let why = if self.open.len() >= self.max_connections {
+                Forget::ForConnections
+            } else if !self.open.has_room(self.budget.max_memory() / TABLE_SHARE) {
+                Forget::ForMemory(None)
+            } else {
+                break;
+            };
+            if !self.evict_one(why, at, handler, diags) {
+                break;
+            }
+        }
     }
 
     /// Still over `target` once every connection gave up what it holds (their own
@@ -46,20 +55,23 @@ impl<C: Default> Tracker<C> {
         while self.charged() > target
             && self.open.len() > 1
             && !self.budget.step_filled(handler.output_bytes())
-            && self.evict_one(Some(current), at, handler, diags)
+            && self.evict_one(Forget::ForMemory(Some(current)), at, handler, diags)
         {}
     }
 
-    /// Forgets the least recently active connection, but the one on `spare`. For the
-    /// memory budget (`spare`: the connection of the packet being read, kept) rather than
-    /// for `--max-connections`. Returns whether there was one to forget.
+    /// Forgets the least recently active connection (but the one the packet being read is
+    /// on, when the memory budget asks). Returns whether there was one to forget.
     fn evict_one<H: StreamHandler<Conn = C>>(
         &mut self,
-        spare: Option<&PairKey>,
+        why: Forget<'_>,
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
     ) -> bool {
+        let spare = match why {
+            Forget::ForMemory(spare) => spare,
+            Forget::ForConnections => None,
+        };
         let Some(mut conn) = self.open.take_least_recent(spare) else {
             return false;
         };
@@ -68,8 +80,9 @@ impl<C: Default> Tracker<C> {
             return true;
         }
         conn.info.evicted = true;
+        self.forgotten += 1;
         let index = conn.info.index;
-        if spare.is_some() {
+        if let Forget::ForMemory(_) = why {
             let what = Observation::MemoryLimit {
                 connection: index,
                 given_up: GivenUp::Connection {
@@ -93,4 +106,14 @@ impl<C: Default> Tracker<C> {
         conn.end(at, handler, diags);
         true
     }
+}
+
+/// Why a connection is forgotten.
+#[derive(Debug, Clone, Copy)]
+enum Forget<'a> {
+    /// The memory budget: what connections hold, or the table's room in it; never the
+    /// connection the packet being read is on, when given.
+    ForMemory(Option<&'a PairKey>),
+    /// `--max-connections` open at once.
+    ForConnections,
 }

@@ -157,6 +157,8 @@ pub struct Tracker<C> {
     max_connections: usize,
     /// Connections forgotten for `max_connections`.
     evicted: u64,
+    /// Connections forgotten at any limit while still followed.
+    forgotten: u64,
 }
 
 /// Memory budget by default (`--max-memory`).
@@ -189,6 +191,7 @@ impl<C: Default> Tracker<C> {
             max_held_len,
             max_connections,
             evicted: 0,
+            forgotten: 0,
         }
     }
 
@@ -219,9 +222,14 @@ impl<C: Default> Tracker<C> {
         self.open.cost() + self.closed.cost()
     }
 
-    /// Connections numbered so far.
+    /// Connections numbered so far (one forgotten and met again is numbered twice).
     pub fn connections(&self) -> u64 {
         self.next_index
+    }
+
+    /// Connections forgotten at `--max-memory` or `--max-connections` while followed.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
     }
 
     /// The number of the open connection on `seg`'s address pair, and its handler's

@@ -361,6 +361,8 @@ struct VerdictLimit {
     kind: String,
     count: u64,
     damage: bool,
+    /// Added (issue 38): pidshark's own limit, not the capture's.
+    own: bool,
     text: String,
     advice: Option<String>,
 }
@@ -385,6 +387,8 @@ struct Summary {
     diagnostics: BTreeMap<String, u64>,
     /// Added: the same, by the severity each was raised at.
     diagnostics_by_severity: BTreeMap<String, u64>,
+    /// Added (issue 38): connections forgotten at pidshark's limits.
+    forgotten_connections: u64,
     brokers: BTreeMap<String, Broker>,
 }
 

@@ -5,6 +5,7 @@ mod common;
 mod analysis;
 mod arrows;
 mod browser;
+mod budget_blame;
 mod cli;
 mod contract;
 mod controller_timeline;

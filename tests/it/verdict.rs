@@ -11,10 +11,11 @@ use crate::common::{
 };
 
 /// Every verdict code, most serious first.
-const CODES: [&str; 8] = [
+const CODES: [&str; 9] = [
     "duplicate_producer_ids",
     "producer_ids_went_backwards",
     "incomplete_capture",
+    "incomplete_reading",
     "no_producer_ids_granted",
     "correct_as_far_as_captured",
     "correct_with_warnings",
@@ -79,6 +80,30 @@ const CASES: &[Case] = &[
         source: Source::Fixture("fixtures/variants/one-sided.pcap"),
         args: &[],
         code: "incomplete_capture",
+    },
+    // pidshark's own budget, named as its own (issue 38, point 5)
+    Case {
+        name: "budget",
+        source: Source::Fixture("fixtures/analysis/healthy.pcap"),
+        args: &["--max-memory", "1K"],
+        code: "incomplete_reading",
+    },
+    // one broker's host: the ids the other broker took (issue 38, point 3)
+    Case {
+        name: "ids-not-seen",
+        source: Source::Fixture("fixtures/kafka-real/4.4.0-two-hosts.broker-1.pcap.gz"),
+        args: &[],
+        code: "correct_as_far_as_captured",
+    },
+    // and with the metadata log, which knows the broker not seen
+    Case {
+        name: "coverage",
+        source: Source::Fixture("fixtures/kafka-real/4.4.0-two-hosts.broker-1.pcap.gz"),
+        args: &[
+            "--metadata-log",
+            "fixtures/kafka-real/4.4.0-two-hosts.metadata/101",
+        ],
+        code: "correct_as_far_as_captured",
     },
     Case {
         name: "no-grant",

@@ -3,8 +3,24 @@ use crate::analysis::test_support::exchange;
 use crate::analysis::{analyse, SlowRule};
 use crate::packet_ref::PacketRef;
 
+const BUDGET: Budget = Budget {
+    max_memory: 256 << 20,
+    max_connections: 50_000,
+    forgotten_connections: 0,
+};
+
 /// The verdict on `exchanges` with these extra diagnostics counted.
 fn judged(exchanges: &[crate::pairing::Exchange], extra: &[(Kind, u64)]) -> Verdict {
+    judged_seeing(exchanges, extra, None)
+}
+
+/// [`judged`], with these brokers known and seen at the controllers instead of the
+/// analysis's own.
+fn judged_seeing(
+    exchanges: &[crate::pairing::Exchange],
+    extra: &[(Kind, u64)],
+    coverage: Option<crate::analysis::Coverage>,
+) -> Verdict {
     let mut diags = Diagnostics::default();
     let analysis = analyse(exchanges, SlowRule::Default, &mut diags);
     for (kind, n) in extra {
@@ -21,7 +37,8 @@ fn judged(exchanges: &[crate::pairing::Exchange], extra: &[(Kind, u64)]) -> Verd
         captures: &[],
         not_kafka_connections: 0,
         log: None,
-        coverage: &analysis.coverage,
+        coverage: coverage.as_ref().unwrap_or(&analysis.coverage),
+        budget: BUDGET,
         // one per tls_encrypted diagnostic, as the Kafka stage counts them
         encrypted_connections: extra
             .iter()
@@ -93,15 +110,23 @@ fn damage_makes_the_capture_incomplete_with_what_to_do() {
 }
 
 #[test]
-fn memory_budget_sheds_are_counted_in_plain_words() {
+fn memory_budget_sheds_are_pidsharks_own_limit_not_the_captures() {
     let v = judged(&healthy(), &[(Kind::MemoryLimit, 2)]);
-    assert_eq!(v.code, Code::IncompleteCapture);
-    assert!(
-        v.headline
-            .starts_with("INCOMPLETE CAPTURE: held bytes given up at the memory budget 2 times;"),
-        "{}",
-        v.headline
+    assert_eq!(v.code, Code::IncompleteReading);
+    assert_eq!(
+        v.headline,
+        "INCOMPLETE READING: pidshark gave up what it held 2 times at --max-memory 256M; run again with a larger --max-memory; in what was read, 3 blocks granted to 2 brokers without overlap or regression"
     );
+    let limit = &v.limits[0];
+    assert!(limit.own && !limit.damage, "{limit:?}");
+    // damage to the capture comes first: it is the capture's, whatever the budget
+    let v = judged(
+        &healthy(),
+        &[(Kind::MemoryLimit, 2), (Kind::CaptureTruncated, 1)],
+    );
+    assert_eq!(v.code, Code::IncompleteCapture);
+    assert_eq!(size(64 << 10), "64K");
+    assert_eq!(size(1500), "1500");
 }
 
 #[test]
@@ -155,24 +180,11 @@ fn codes_round_trip_by_name() {
 
 #[test]
 fn a_capture_that_misses_known_brokers_says_which_and_is_correct_only_as_far_as_captured() {
-    let mut diags = Diagnostics::default();
-    let analysis = analyse(&healthy(), SlowRule::Default, &mut diags);
     let coverage = crate::analysis::Coverage {
         known: [1, 2, 3, 4].into(),
         seen: [1].into(),
     };
-    let v = judge(&Evidence {
-        packets: 100,
-        totals: &analysis.totals,
-        brokers: &analysis.brokers,
-        findings: &analysis.findings,
-        diagnostics: &diags,
-        captures: &[],
-        not_kafka_connections: 0,
-        log: None,
-        coverage: &coverage,
-        encrypted_connections: 0,
-    });
+    let v = judged_seeing(&healthy(), &[], Some(coverage));
     assert_eq!(v.code, Code::CorrectAsFarAsCaptured);
     let limit = v
         .limits

@@ -115,36 +115,16 @@ fn label_of(p: &ControllerPiece) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::UnixTime;
-    use crate::timestamp::Timestamp;
 
     fn piece(leader_id: Option<i32>, epoch: Option<i32>, from: i64, to: i64) -> ControllerPiece {
-        let t = |secs| {
-            UnixTime(Timestamp {
-                secs,
-                nanos: 0,
-                nano: false,
-            })
-        };
         ControllerPiece {
-            state: if leader_id.is_some() {
-                "led"
-            } else {
-                "unknown"
-            },
-            leader_id,
-            leader_address: None,
             epoch,
             from_timestamp: format!("t{from}"),
-            from_unix_time: t(from),
-            from_source: "capture",
-            from_frame: Some(4),
-            from_how: Some("begin_quorum_epoch"),
             to_timestamp: format!("t{to}"),
-            to_unix_time: t(to),
             to_source: "metadata_log",
             to_frame: None,
             to_how: Some("batch"),
+            ..ControllerPiece::sample(leader_id, 0, (from, to))
         }
     }
 

@@ -538,7 +538,6 @@ pub fn seconds(width: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::UnixTime;
 
     fn at(secs: i64) -> Timestamp {
         Timestamp {
@@ -549,26 +548,7 @@ mod tests {
     }
 
     fn piece(leader_id: Option<i32>, epoch: i32, from: i64, to: i64) -> ControllerPiece {
-        ControllerPiece {
-            state: if leader_id.is_some() {
-                "led"
-            } else {
-                "unknown"
-            },
-            leader_id,
-            leader_address: None,
-            epoch: leader_id.map(|_| epoch),
-            from_timestamp: at(from).to_rfc3339(),
-            from_unix_time: UnixTime(at(from)),
-            from_source: "capture",
-            from_frame: Some(4),
-            from_how: Some("begin_quorum_epoch"),
-            to_timestamp: at(to).to_rfc3339(),
-            to_unix_time: UnixTime(at(to)),
-            to_source: "capture",
-            to_frame: Some(18),
-            to_how: Some("allocate_producer_ids"),
-        }
+        ControllerPiece::sample(leader_id, epoch, (from, to))
     }
 
     fn chart(controllers: Vec<ControllerPiece>) -> String {

@@ -184,10 +184,17 @@ impl Parts<'_> {
         let mut w = io::BufWriter::with_capacity(64 << 10, out);
         let report = self.report;
         let s = &report.summary;
+        let connections = match s.forgotten_connections {
+            0 => format!("{} TCP connections", s.tcp_connections),
+            n => format!(
+                "at most {} TCP connections ({n} forgotten at pidshark's limits, each counted again if met again)",
+                s.tcp_connections
+            ),
+        };
         writeln!(
             w,
-            "{BOLD}pidshark {}{BOLD:#}: {} packets, {} TCP connections, {} with Kafka",
-            report.tool.version, s.packets, s.tcp_connections, s.kafka_connections
+            "{BOLD}pidshark {}{BOLD:#}: {} packets, {connections}, {} with Kafka",
+            report.tool.version, s.packets, s.kafka_connections
         )?;
         verdict(&mut w, report, self.shown)?;
         findings(&mut w, report)?;

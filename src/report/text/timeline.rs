@@ -258,24 +258,10 @@ mod tests {
     fn piece_at(leader_id: Option<i32>, n: i32, source: &'static str) -> ControllerPiece {
         let stamp = |n: i32| format!("2026-12-02T17:21:{n:02}.352886Z");
         ControllerPiece {
-            state: if leader_id.is_some() {
-                "led"
-            } else {
-                "unknown"
-            },
-            leader_id,
-            leader_address: None,
-            epoch: leader_id.map(|_| n),
             from_timestamp: stamp(n),
-            from_unix_time: crate::report::model::UnixTime(at(0)),
             from_source: source,
-            from_frame: None,
-            from_how: None,
             to_timestamp: stamp(n + 1),
-            to_unix_time: crate::report::model::UnixTime(at(0)),
-            to_source: "capture",
-            to_frame: None,
-            to_how: None,
+            ..ControllerPiece::sample(leader_id, n, (0, 0))
         }
     }
 

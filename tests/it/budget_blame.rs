@@ -1,0 +1,133 @@
+//! Issue 38, point 5: pidshark's limits are its own. On a real capture that fits the
+//! default budget, a run at `--max-memory 4M` counts the same packets, connections,
+//! requests, responses and exchanges; what it gave up is named as pidshark's, with the
+//! budget in force and what to raise, never as damage to the capture. At 64K and 1K,
+//! where whole connections are forgotten, the connection count says it is an upper
+//! bound, and a connection seen in one direction after that is blamed on the budget too.
+
+use serde_json::Value;
+
+use crate::common::{pidshark, report};
+
+const CAPTURE: &str = "fixtures/kafka-real/4.4.0-transactions.pcap.gz";
+
+fn run(budget: Option<&str>) -> Value {
+    let mut args = vec![CAPTURE, "--quiet"];
+    if let Some(budget) = budget {
+        args.extend(["--max-memory", budget]);
+    }
+    report(&args)
+}
+
+/// The counts of what the capture holds, which no budget may change.
+fn counts(r: &Value) -> Vec<(String, Value)> {
+    let s = &r["summary"];
+    [
+        "packets",
+        "tcp_connections",
+        "kafka_connections",
+        "not_kafka_connections",
+        "encrypted_connections",
+        "kafka_requests",
+        "kafka_responses",
+        "forgotten_connections",
+    ]
+    .into_iter()
+    .map(|k| (k.to_owned(), s[k].clone()))
+    .chain([
+        ("exchanges".to_owned(), s["exchanges"].clone()),
+        (
+            "init_producer_id exchanges".to_owned(),
+            r["producer_ids"]["summary"]["exchanges"].clone(),
+        ),
+        ("requests by API".to_owned(), requests_by_api(s)),
+    ])
+    .collect()
+}
+
+/// Requests per API. (Responses per API are not compared: a response whose request was
+/// given up at the budget is counted in `kafka_responses` without its API.)
+fn requests_by_api(summary: &Value) -> Value {
+    summary["api_keys"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, v)| (name.clone(), v["requests"].clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+fn limits(r: &Value) -> &Vec<Value> {
+    r["verdict"]["limits"].as_array().unwrap()
+}
+
+#[test]
+fn a_budget_that_sheds_changes_no_count_and_is_named_as_pidsharks() {
+    let whole = run(None);
+    assert_eq!(whole["verdict"]["code"], "correct");
+    assert_eq!(whole["summary"]["forgotten_connections"], 0);
+    let tight = run(Some("4M"));
+    assert_eq!(counts(&tight), counts(&whole));
+    assert!(tight["summary"]["diagnostics"]["memory_limit"].as_u64() > Some(0));
+    assert_eq!(tight["verdict"]["code"], "incomplete_reading");
+    let headline = tight["verdict"]["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with("INCOMPLETE READING: pidshark gave up what it held "),
+        "{headline}"
+    );
+    assert!(headline.contains(" at --max-memory 4M; run again with a larger --max-memory"));
+    for l in limits(&tight) {
+        assert_eq!(
+            (&l["own"], &l["damage"]),
+            (&Value::Bool(true), &Value::Bool(false)),
+            "{l}"
+        );
+    }
+}
+
+#[test]
+fn budgets_that_forget_connections_blame_the_budget_not_the_capture() {
+    for budget in ["64K", "1K"] {
+        let r = run(Some(budget));
+        assert_eq!(r["verdict"]["code"], "incomplete_reading", "{budget}");
+        let forgotten = r["summary"]["forgotten_connections"].as_u64().unwrap();
+        assert!(forgotten > 0, "{budget}");
+        for l in limits(&r) {
+            assert_eq!(l["damage"], false, "{budget}: {l}");
+            assert_ne!(l["kind"], "one_sided", "{budget}: {l}");
+            assert_ne!(
+                l["kind"], "connection_limit",
+                "{budget}: --max-connections was not changed"
+            );
+        }
+        let headline = r["verdict"]["headline"].as_str().unwrap();
+        assert!(
+            headline.contains(&format!(
+                "at --max-memory {budget}, forgetting {forgotten} connections"
+            )),
+            "{headline}"
+        );
+        assert!(!headline.contains("capture again"), "{headline}");
+        // the text says the connection count is an upper bound, and why (another run:
+        // what a tight budget forgets first may differ from run to run)
+        let text = pidshark()
+            .args([
+                CAPTURE,
+                "--quiet",
+                "--format",
+                "text",
+                "--max-memory",
+                budget,
+            ])
+            .output()
+            .unwrap();
+        let first = String::from_utf8(text.stdout).unwrap();
+        let first = first.lines().next().unwrap().to_owned();
+        assert!(
+            first.contains("packets, at most ")
+                && first
+                    .contains(" forgotten at pidshark's limits, each counted again if met again)"),
+            "{first}"
+        );
+    }
+}
