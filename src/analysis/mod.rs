@@ -385,6 +385,44 @@ impl Analyzer {
         placed
     }
 
+    /// Links the listed findings that restate one fault: an overlap and a regression of
+    /// one block (the later block's response frame is the fault), and a duplicate grant
+    /// of an id an overlap gave twice. Each gets a `fault_frame` fact.
+    fn link_faults(&mut self) {
+        let int = |f: &Finding, name: &str| {
+            f.facts.iter().find_map(|(n, v)| match v {
+                crate::diag::Fact::Int(i) if *n == name => Some(*i),
+                crate::diag::Fact::Uint(u) if *n == name => i64::try_from(*u).ok(),
+                _ => None,
+            })
+        };
+        // the ids each overlap gave twice, and its block's frame
+        let overlaps: Vec<(i64, i64, u64)> = self
+            .findings
+            .iter()
+            .filter(|f| f.kind == Kind::PidBlockOverlap)
+            .filter_map(|f| {
+                let frame = *f.frames.last()?;
+                Some((int(f, "ids_start")?, int(f, "ids_end")?, frame))
+            })
+            .collect();
+        for f in &mut self.findings {
+            let fault = match f.kind {
+                Kind::PidBlockOverlap | Kind::PidBlockRegression => f.frames.last().copied(),
+                Kind::PidDuplicateGrant => int(f, "producer_id").and_then(|id| {
+                    overlaps
+                        .iter()
+                        .find(|(start, end, _)| (*start..=*end).contains(&id))
+                        .map(|(_, _, frame)| *frame)
+                }),
+                _ => None,
+            };
+            if let Some(frame) = fault {
+                f.facts.push(("fault_frame", frame.into()));
+            }
+        }
+    }
+
     /// Names, in each listed overlap's finding, the producers holding its ids.
     fn name_affected_producers(&mut self) {
         for f in &mut self.findings {
@@ -431,6 +469,7 @@ impl Analyzer {
             self.note(f);
         }
         self.name_affected_producers();
+        self.link_faults();
         self.findings.sort_by(|a, b| {
             a.frames
                 .last()

@@ -398,10 +398,44 @@ fn finding(e: &Evidence<'_>, kind: Kind) -> Option<String> {
     }
     let first = e.findings.iter().find(|f| f.kind == kind);
     let message = first.map_or_else(|| counted(total, kind.as_str()), |f| f.message.clone());
-    Some(match total {
+    let message = match total {
         1 => message,
         n => format!("{message} ({n} in all)"),
+    };
+    Some(match first.map(|f| same_fault(e.findings, f)) {
+        Some(others) if !others.is_empty() => {
+            format!(
+                "{message}; the same fault shows as {}",
+                others.join(" and ")
+            )
+        }
+        _ => message,
     })
+}
+
+/// The other listed findings linked to `finding`'s fault: `a pid_block_regression (frame
+/// 59)`.
+fn same_fault(findings: &[Finding], finding: &Finding) -> Vec<String> {
+    let fault = |f: &Finding| {
+        f.facts
+            .iter()
+            .find(|(name, _)| *name == "fault_frame")
+            .map(|(_, v)| v.clone())
+    };
+    let Some(of) = fault(finding) else {
+        return Vec::new();
+    };
+    findings
+        .iter()
+        .filter(|f| f.kind != finding.kind && fault(f).as_ref() == Some(&of))
+        .map(|f| {
+            let frame = f
+                .frames
+                .last()
+                .map_or(String::new(), |n| format!(" (frame {n})"));
+            format!("a {}{frame}", f.kind.as_str())
+        })
+        .collect()
 }
 
 /// "9 blocks granted to 3 brokers without overlap or regression", or "no block granted

@@ -12,6 +12,7 @@ mod controller_timeline;
 mod controllers;
 mod coverage;
 mod cut_sweep;
+mod faults;
 mod filters;
 mod formats;
 mod frame_holds;

@@ -18,7 +18,7 @@ use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, Placed};
-use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
+use crate::diag::{Fact, Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
 use crate::pairing::{self, ExchangeOrder};
 use timeline::Timeline;
@@ -291,10 +291,31 @@ fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     if total == 0 {
         return Ok(());
     }
+    // findings linked to one fault (`fault_frame`) are that fault seen from each side
+    let faults: std::collections::BTreeSet<String> = findings
+        .iter()
+        .filter_map(|f| {
+            f.facts
+                .get("fault_frame")
+                .and_then(Fact::as_f64)
+                .map(|n| n.to_string())
+        })
+        .collect();
+    let linked = findings
+        .iter()
+        .filter(|f| f.facts.contains_key("fault_frame"))
+        .count();
+    let of_faults = match (linked, faults.len()) {
+        (0, _) => String::new(),
+        (n, faults) if n > faults => {
+            format!(" ({n} of them restate {})", counted(faults as u64, "fault"))
+        }
+        _ => String::new(),
+    };
     heading(
         w,
         &format!(
-            "Findings: {}, {}, {info} info",
+            "Findings: {}, {}, {info} info{of_faults}",
             counted(errors, "error"),
             counted(warnings, "warning"),
         ),
