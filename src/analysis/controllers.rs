@@ -19,7 +19,7 @@
 //! node endpoints, and the server of a request that names its voter. Host names are not
 //! resolved; an address two controllers claim is nobody's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
 use super::{finding_of, Finding};
@@ -133,7 +133,7 @@ pub struct Timeline {
     led: BTreeMap<i32, i32>,
     by_address: BTreeMap<SocketAddr, Serving>,
     /// Answers in no epoch shown, oldest first, at most [`MAX_SPANS`].
-    unplaced: Vec<AnswerRun>,
+    unplaced: VecDeque<AnswerRun>,
     /// Spans dropped past [`MAX_SPANS`].
     pub dropped: u64,
 }
@@ -245,20 +245,20 @@ impl Timeline {
     /// is the same address's and no epoch was shown since.
     fn unplaced_answer(&mut self, server: SocketAddr, meta: &MessageMeta) {
         let how = "allocate_producer_ids";
-        if let Some(run) = self.unplaced.last_mut() {
+        if let Some(run) = self.unplaced.back_mut() {
             if run.server == server && run.after_epoch == self.latest {
                 run.proven.extend(meta, how);
                 return;
             }
         }
-        self.unplaced.push(AnswerRun {
+        self.unplaced.push_back(AnswerRun {
             server,
             controller_id: None,
             after_epoch: self.latest,
             proven: Proven::at(meta, how),
         });
         if self.unplaced.len() > MAX_SPANS {
-            self.unplaced.remove(0);
+            self.unplaced.pop_front();
             self.dropped += 1;
         }
     }

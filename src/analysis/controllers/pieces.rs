@@ -18,7 +18,7 @@
 //! answers with no other's between. Pieces never overlap: a later one starts where the
 //! one before ends, where clocks of the log and the capture disagree a little.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
 use super::{Leaders, Proven};
@@ -168,8 +168,14 @@ fn epoch_pieces(leaders: &Leaders, log: Option<&MetadataLog>) -> Vec<Piece> {
         by_epoch.insert(span.epoch, (span.leader_id, proven, ended));
     }
     if let Some(log) = log {
+        // each epoch's LeaderChange times, once: a log may hold a million records
+        let mut change_times: BTreeMap<i32, BTreeSet<i64>> = BTreeMap::new();
         for change in &log.leader_changes {
             let epoch = change.place.leader_epoch;
+            change_times
+                .entry(epoch)
+                .or_default()
+                .insert(change.place.time_ms);
             let entry = by_epoch
                 .entry(epoch)
                 .or_insert((change.leader_id, None, None));
@@ -180,10 +186,9 @@ fn epoch_pieces(leaders: &Leaders, log: Option<&MetadataLog>) -> Vec<Piece> {
             let Some(entry) = by_epoch.get_mut(epoch) else {
                 continue; // an epoch whose leader the log does not name
             };
-            let opens = log
-                .leader_changes
-                .iter()
-                .any(|c| c.place.leader_epoch == *epoch && c.place.time_ms == batches.first_ms);
+            let opens = change_times
+                .get(epoch)
+                .is_some_and(|times| times.contains(&batches.first_ms));
             let first = log_bound(
                 batches.first_ms,
                 if opens { "leader_change" } else { "batch" },
