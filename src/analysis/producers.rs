@@ -78,6 +78,8 @@ pub struct ProducerTotals {
     /// Granted ids by placement name (see [`Placement::as_str`]).
     pub placements: BTreeMap<&'static str, u64>,
     pub duplicates: u64,
+    /// Exchanges whose broker no message read names (its address mapped to no id).
+    pub broker_unknown: u64,
     /// Granted ids forgotten to stay within [`MAX_TRACKED_GRANTS`]: duplicates among them
     /// and later grants are not found.
     pub grants_forgotten: u64,
@@ -157,6 +159,7 @@ impl Tracker {
         findings: &mut Vec<Finding>,
     ) -> Placed {
         self.totals.exchanges += 1;
+        self.totals.broker_unknown += u64::from(broker.is_none());
         self.totals.statuses.add(px.outcome.status());
         let mut placed = Placed {
             broker,

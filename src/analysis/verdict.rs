@@ -10,11 +10,16 @@
 
 use std::collections::BTreeMap;
 
-use super::{BrokerStats, Finding, Totals};
+use super::controllers::pieces::Piece;
+use super::{BrokerStats, Finding, ProducerTotals, Totals};
 use crate::capture::CaptureInfo;
 use crate::diag::{Diagnostics, Facts, Kind, Severity};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Status;
+
+mod cost;
+
+pub use cost::Cost;
 
 /// What the verdict says, most serious first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -149,6 +154,8 @@ pub struct Verdict {
     pub facts: Facts,
     /// What the capture cannot show, bytes missing first.
     pub limits: Vec<Limit>,
+    /// What the answer lacks for what was lost: empty when nothing was.
+    pub cost: Vec<Cost>,
 }
 
 /// pidshark's own limits of a run, as given or defaulted.
@@ -180,6 +187,12 @@ pub struct Evidence<'a> {
     /// Which known brokers the capture shows talking to the controllers.
     pub coverage: &'a super::Coverage,
     pub budget: Budget,
+    /// Counts over the InitProducerId exchanges.
+    pub producers: &'a ProducerTotals,
+    /// The controller timeline: who is proven to have led when, unknown between.
+    pub controllers: &'a [Piece],
+    /// Responses whose request was not read.
+    pub unmatched_responses: u64,
 }
 
 /// Limits that are pidshark's own: a larger budget reads what they gave up.
@@ -243,17 +256,25 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
         ("ids_not_seen", t.skipped_ids.into()),
     ];
     facts.extend(Status::ALL.map(|status| (status.as_str(), t.statuses.of(status).into())));
-    let (code, headline) = decide(e, &limits, brokers_granted);
+    let lost = limits.iter().any(|l| l.damage || l.own);
+    let cost = cost::costs(e, lost);
+    let (code, headline) = decide(e, &limits, &cost, brokers_granted);
     Verdict {
         code,
         headline: format!("{}: {headline}", code.title()),
         facts,
         limits,
+        cost,
     }
 }
 
 /// The code and the sentence after its title.
-fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, String) {
+fn decide(
+    e: &Evidence<'_>,
+    limits: &[Limit],
+    cost: &[Cost],
+    brokers_granted: usize,
+) -> (Code, String) {
     let t = e.totals;
     let damage: Vec<&Limit> = limits.iter().filter(|l| l.damage).collect();
     let own: Vec<&Limit> = limits.iter().filter(|l| l.own).collect();
@@ -275,7 +296,11 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
         if let Some(log) = e.log {
             none = format!("{none}; {}", log_sentence(log));
         }
-        return (Code::NoExchanges, but(none, limits.iter()));
+        let mut none = but(none, limits.iter());
+        if let Some(lacks) = cost::sentence(cost) {
+            none = format!("{none}; {lacks}");
+        }
+        return (Code::NoExchanges, none);
     }
     // Two producers holding one id is the same wrong fact seen from the producers' side:
     // found even where the blocks that overlapped were granted before the capture.
@@ -308,6 +333,9 @@ fn decide(e: &Evidence<'_>, limits: &[Limit], brokers_granted: usize) -> (Code, 
     ] {
         if let Some(first) = given.first() {
             let mut text = list(given.iter().copied());
+            if let Some(lacks) = cost::sentence(cost) {
+                text = format!("{text}; {lacks}");
+            }
             if let Some(advice) = first.advice {
                 text = format!("{text}; {advice}");
             }
@@ -717,12 +745,24 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         None,
     );
     let n = e.encrypted_connections;
+    // what TLS hid: the blocks when no AllocateProducerIds was read, else the grants
+    let grants = match e.producers.exchanges {
+        0 => "no InitProducerId exchange was read, so no grant to a producer is checked",
+        _ => "grants to producers over them are not checked",
+    };
+    let advice = match e.totals.total {
+        0 => "pidshark cannot decrypt TLS: capture where AllocateProducerIds travels in plaintext (often the controllers' listener), or check that it does not travel over these",
+        _ => "pidshark cannot decrypt TLS: the AllocateProducerIds exchanges were read in plaintext; to check the grants to producers too, capture the clients of a plaintext listener",
+    };
     add(
         "encrypted",
         n,
         false,
-        format!("{} encrypted (TLS), which cannot be read", counted(n, "connection")),
-        Some("pidshark cannot decrypt TLS: capture where AllocateProducerIds travels in plaintext (often the controllers' listener), or check that it does not travel over these"),
+        format!(
+            "{} encrypted (TLS), which cannot be read: {grants}",
+            counted(n, "connection")
+        ),
+        Some(advice),
     );
     let unseen: Vec<i32> = e.coverage.not_seen().collect();
     let known = e.coverage.known.len() as u64;

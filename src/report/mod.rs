@@ -298,6 +298,7 @@ fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdC
         unknown: t.placed("unknown"),
         duplicates: t.duplicates,
         grants_forgotten: t.grants_forgotten,
+        broker_unknown: t.broker_unknown,
     }
 }
 
@@ -318,6 +319,15 @@ pub fn verdict(v: &verdict::Verdict) -> model::Verdict {
                 own: l.own,
                 text: l.text.clone(),
                 advice: l.advice,
+            })
+            .collect(),
+        cost: v
+            .cost
+            .iter()
+            .map(|c| model::VerdictCost {
+                kind: c.kind,
+                count: c.count,
+                text: c.text.clone(),
             })
             .collect(),
     }
@@ -416,6 +426,11 @@ pub fn build(mut findings: Findings) -> model::Report {
             .collect(),
     };
     let analysis = &findings.analysis;
+    let timeline = pieces::pieces(
+        &analysis.controllers,
+        analysis.metadata_log.as_ref().map(|l| &l.log),
+        capture_range(&findings.captures),
+    );
     let verdict = verdict(&verdict::judge(&verdict::Evidence {
         packets: summary.packets,
         totals: &analysis.totals,
@@ -428,6 +443,9 @@ pub fn build(mut findings: Findings) -> model::Report {
         log: analysis.metadata_log.as_ref(),
         coverage: &analysis.coverage,
         budget: findings.budget,
+        producers: &analysis.producers,
+        controllers: &timeline,
+        unmatched_responses: findings.pairing.unmatched_responses,
     }));
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,
@@ -510,14 +528,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             .iter()
             .map(controller_span)
             .collect(),
-        controller_timeline: pieces::pieces(
-            &findings.analysis.controllers,
-            findings.analysis.metadata_log.as_ref().map(|l| &l.log),
-            capture_range(&findings.captures),
-        )
-        .iter()
-        .map(controller_piece)
-        .collect(),
+        controller_timeline: timeline.iter().map(controller_piece).collect(),
         metadata_log: findings
             .analysis
             .metadata_log

@@ -354,6 +354,20 @@ pub struct Verdict {
     pub facts: BTreeMap<&'static str, Fact>,
     /// What the capture cannot show, bytes missing from it first.
     pub limits: Vec<VerdictLimit>,
+    /// What the answer lacks for what was lost (a limit with `damage` or `own`); absent
+    /// when nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cost: Vec<VerdictCost>,
+}
+
+/// Something the answer lacks because bytes were lost or given up.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct VerdictCost {
+    /// `requests_not_read`, `brokers_unknown`, `leaders_unnamed` or `leader_unknown`.
+    pub kind: &'static str,
+    pub count: u64,
+    /// What it is, with its count, as the headline says it after "the answer lacks".
+    pub text: String,
 }
 
 /// Something the capture cannot show.
@@ -505,6 +519,9 @@ pub struct ProducerIdCounts {
     pub duplicates: u64,
     /// Granted ids forgotten to bound memory: duplicates among them are not found.
     pub grants_forgotten: u64,
+    /// Exchanges whose broker is not known: no message read maps its address to a broker
+    /// id, so their grants are placed in any broker's block and none is judged a fault.
+    pub broker_unknown: u64,
 }
 
 impl ProducerIdCounts {

@@ -157,6 +157,7 @@ struct ProducerIdCounts {
     unknown: u64,
     duplicates: u64,
     grants_forgotten: u64,
+    broker_unknown: u64,
 }
 
 #[derive(Deserialize)]
@@ -353,6 +354,17 @@ struct Verdict {
     headline: String,
     facts: BTreeMap<String, serde_json::Value>,
     limits: Vec<VerdictLimit>,
+    /// Added (issue 38): what the answer lacks for what was lost; absent when nothing was.
+    #[serde(default)]
+    cost: Vec<VerdictCost>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerdictCost {
+    kind: String,
+    count: u64,
+    text: String,
 }
 
 #[derive(Deserialize)]

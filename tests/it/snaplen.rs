@@ -20,7 +20,7 @@ use crate::common::{compact_report, pcap_records, root, MULTI_EXCHANGE_FIXTURES}
 const ALL_HEADS_FIT: usize = 80;
 
 /// The pcap file at `path` as captured with `snaplen`: each record cut to that length.
-fn with_snaplen(path: &Path, snaplen: usize) -> Vec<u8> {
+pub fn with_snaplen(path: &Path, snaplen: usize) -> Vec<u8> {
     let (mut out, records) = pcap_records(path);
     out[16..20].copy_from_slice(&(snaplen as u32).to_le_bytes());
     for (mut head, bytes) in records {
@@ -336,5 +336,96 @@ fn the_headlines_allocate_producer_ids_count_is_the_messages_wireshark_shows_cut
                 "{name} at {snaplen}: tshark shows {lost} cut: {headline}"
             );
         }
+    }
+}
+
+/// The verdict's cost of `kind` in `report`: its count, and that the headline says it.
+fn cost(report: &Value, kind: &str) -> Option<u64> {
+    let costs = report["verdict"]["cost"].as_array()?;
+    let c = costs.iter().find(|c| c["kind"] == kind)?;
+    let headline = report["verdict"]["headline"].as_str().unwrap();
+    assert!(headline.contains(c["text"].as_str().unwrap()), "{headline}");
+    c["count"].as_u64()
+}
+
+/// Issue 38, point 1: the verdict says what the snaplen cost the answer. Each release's
+/// controller kill, cut at 128 bytes as `tcpdump -s 128` would. The rig's load was granted
+/// the truth's producer ids, all of which the whole capture reads; the cut one reads far
+/// fewer, and the verdict says why: the requests of responses it could not pair (none in
+/// the whole capture). The whole capture names the broker of every grant and the rig's
+/// leaders by id and epoch; the cut one names neither, and the verdict counts what it
+/// lost of each. The whole capture, with nothing lost, has no cost at all.
+#[test]
+fn the_verdict_says_what_the_snaplen_cost_the_answer() {
+    for release in ["3.9.1", "4.4.0"] {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("{release}-controller-kill");
+        let truth: Value = serde_json::from_str(
+            &std::fs::read_to_string(root().join(format!("fixtures/kafka-real/{name}.truth.json")))
+                .unwrap(),
+        )
+        .unwrap();
+        let granted_by_truth = truth["client_producer_ids"].as_array().unwrap().len() as u64;
+        let leaders: Vec<(i64, i64)> = truth["controller_leaders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["leader_id"].as_i64().unwrap(),
+                    l["epoch"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let whole = crate::common::gunzipped(
+            &format!("fixtures/kafka-real/{name}.pcap.gz"),
+            dir.path(),
+            "whole.pcap",
+        );
+        let cut = dir.path().join("cut.pcap");
+        std::fs::write(&cut, with_snaplen(&whole, 128)).unwrap();
+        let (whole, cut) = (compact_report(&whole), compact_report(&cut));
+        let led = |r: &Value| -> Vec<Value> {
+            r["controller_timeline"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["state"] == "led")
+                .cloned()
+                .collect()
+        };
+
+        // what the whole capture shows, from the truth
+        let p = &whole["producer_ids"]["summary"];
+        assert_eq!(p["granted"], granted_by_truth, "{name}");
+        assert_eq!(p["broker_unknown"], 0, "{name}");
+        assert_eq!(whole["summary"]["unmatched_responses"], 0, "{name}");
+        for piece in led(&whole) {
+            let named = (
+                piece["leader_id"].as_i64().unwrap(),
+                piece["epoch"].as_i64().unwrap(),
+            );
+            assert!(leaders.contains(&named), "{name}: {piece}");
+        }
+        assert!(whole["verdict"].get("cost").is_none(), "{name}");
+
+        // and what the cut one says it lost
+        let p = &cut["producer_ids"]["summary"];
+        assert!(
+            p["granted"].as_u64().unwrap() < granted_by_truth / 2,
+            "{name}: {p}"
+        );
+        let unmatched = cut["summary"]["unmatched_responses"].as_u64().unwrap();
+        assert!(unmatched > 1000, "{name}");
+        assert_eq!(cost(&cut, "requests_not_read"), Some(unmatched), "{name}");
+        let unknown = p["broker_unknown"].as_u64().unwrap();
+        assert_eq!(unknown, p["exchanges"].as_u64().unwrap(), "{name}");
+        assert_eq!(cost(&cut, "brokers_unknown"), Some(unknown), "{name}");
+        let unnamed = led(&cut)
+            .iter()
+            .filter(|p| p["leader_id"].is_null() || p["epoch"].is_null())
+            .count() as u64;
+        assert!(unnamed > 0, "{name}");
+        assert_eq!(cost(&cut, "leaders_unnamed"), Some(unnamed), "{name}");
     }
 }

@@ -251,3 +251,53 @@ fn not_kafka_advises_port_only_for_bytes_that_looked_like_kafka() {
     }
     assert!(advised > 0, "the fixture has connections refuted on trial");
 }
+
+/// Issue 38, problem 4: what TLS hides is said for what was read. Beside plaintext
+/// AllocateProducerIds exchanges, the verdict's `encrypted` limit says the grants to
+/// producers are not checked (none read at all, or not those over TLS), and its advice no
+/// longer asks for AllocateProducerIds in plaintext, which was read; without any, it does.
+#[test]
+fn tls_beside_plaintext_blocks_says_the_grants_are_not_checked() {
+    let tls = fixture("noise-real/tls-openssl-9093.pcap");
+    let tls = tls.to_str().unwrap();
+    let encrypted = |args: &[&str]| -> (String, String, String) {
+        let r = report(args);
+        let limit = r["verdict"]["limits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["kind"] == "encrypted")
+            .cloned()
+            .unwrap_or_else(|| panic!("no encrypted limit: {}", r["verdict"]));
+        (
+            limit["text"].as_str().unwrap().to_owned(),
+            limit["advice"].as_str().unwrap().to_owned(),
+            r["verdict"]["headline"].as_str().unwrap().to_owned(),
+        )
+    };
+    let healthy = fixture("analysis/healthy.pcap");
+    let (text, advice, headline) = encrypted(&[healthy.to_str().unwrap(), tls]);
+    assert!(
+        text.ends_with(
+            "encrypted (TLS), which cannot be read: no InitProducerId exchange was read, so no grant to a producer is checked"
+        ),
+        "{text}"
+    );
+    assert!(headline.contains(&text), "{headline}");
+    assert!(
+        advice.contains("the AllocateProducerIds exchanges were read in plaintext")
+            && !advice.contains("capture where AllocateProducerIds travels"),
+        "{advice}"
+    );
+    let producers = fixture("producers/prefetch-tail.pcap");
+    let (text, _, _) = encrypted(&[producers.to_str().unwrap(), tls]);
+    assert!(
+        text.ends_with(": grants to producers over them are not checked"),
+        "{text}"
+    );
+    let (_, advice, _) = encrypted(&[tls]);
+    assert!(
+        advice.contains("capture where AllocateProducerIds travels in plaintext"),
+        "{advice}"
+    );
+}

@@ -63,6 +63,13 @@ const CASES: &[Case] = &[
         args: &[],
         code: "incomplete_capture",
     },
+    // a real capture cut at 128 bytes: what the cut cost the answer (issue 38, point 1)
+    Case {
+        name: "snaplen-cost",
+        source: Source::Made("cut-128.pcap", cut_at_128),
+        args: &[],
+        code: "incomplete_capture",
+    },
     Case {
         name: "truncated",
         source: Source::Fixture("fixtures/truncated.pcap"),
@@ -165,6 +172,17 @@ fn backwards(path: &Path) {
 fn cut_gzip(path: &Path) {
     let whole = std::fs::read(root().join("fixtures/variants/capture.pcap.gz")).unwrap();
     std::fs::write(path, &whole[..whole.len() * 2 / 3]).unwrap();
+}
+
+/// 4.4.0's controller kill as `tcpdump -s 128` would have captured it.
+fn cut_at_128(path: &Path) {
+    let dir = path.parent().unwrap();
+    let whole = crate::common::gunzipped(
+        "fixtures/kafka-real/4.4.0-controller-kill.pcap.gz",
+        dir,
+        "whole.pcap",
+    );
+    std::fs::write(path, crate::snaplen::with_snaplen(&whole, 128)).unwrap();
 }
 
 /// Every request answered NOT_CONTROLLER.

@@ -21,6 +21,16 @@ fn judged_seeing(
     extra: &[(Kind, u64)],
     coverage: Option<crate::analysis::Coverage>,
 ) -> Verdict {
+    judged_unmatched(exchanges, extra, coverage, 0)
+}
+
+/// [`judged_seeing`], with `unmatched` responses whose request was not read.
+fn judged_unmatched(
+    exchanges: &[crate::pairing::Exchange],
+    extra: &[(Kind, u64)],
+    coverage: Option<crate::analysis::Coverage>,
+    unmatched: u64,
+) -> Verdict {
     let mut diags = Diagnostics::default();
     let analysis = analyse(exchanges, SlowRule::Default, &mut diags);
     for (kind, n) in extra {
@@ -28,8 +38,12 @@ fn judged_seeing(
             diags.push(*kind, None, PacketRef::default(), String::new(), vec![]);
         }
     }
+    let timeline = crate::analysis::controllers::pieces::pieces(&analysis.controllers, None, None);
     judge(&Evidence {
         packets: 100,
+        producers: &analysis.producers,
+        controllers: &timeline,
+        unmatched_responses: unmatched,
         totals: &analysis.totals,
         brokers: &analysis.brokers,
         findings: &analysis.findings,
@@ -197,4 +211,23 @@ fn a_capture_that_misses_known_brokers_says_which_and_is_correct_only_as_far_as_
         "1 of 4 known brokers' controller connections captured (brokers 2, 3 and 4 not seen: no heartbeat, registration or AllocateProducerIds request)"
     );
     assert!(v.headline.contains(&limit.text), "{}", v.headline);
+}
+
+#[test]
+fn what_was_lost_is_said_as_what_the_answer_lacks_and_only_then() {
+    let whole = judged_unmatched(&healthy(), &[], None, 7);
+    assert!(whole.cost.is_empty(), "{:?}", whole.cost);
+    let cut = judged_unmatched(&healthy(), &[(Kind::PacketTruncated, 3)], None, 7);
+    assert_eq!(cut.code, Code::IncompleteCapture);
+    let kinds: Vec<(&str, u64)> = cut.cost.iter().map(|c| (c.kind, c.count)).collect();
+    assert_eq!(kinds, [("requests_not_read", 7)]);
+    assert!(
+        cut.headline.contains(
+            "; the answer lacks the requests of 7 responses (their APIs unknown: any producer grants among them are not counted); capture again with -s 0"
+        ),
+        "{}",
+        cut.headline
+    );
+    // leaders named by address only are a loss only where quorum messages were cut
+    assert!(!cut.cost.iter().any(|c| c.kind == "leaders_unnamed"));
 }
