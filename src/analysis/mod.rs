@@ -37,10 +37,10 @@ pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement};
 pub use producers::{Placed, ProducerTotals, MAX_TRACKED_GRANTS};
 
-/// Broker ids known from elsewhere than their controller connections: the addresses'
-/// claims (conflicting ones too), and the metadata log's registrations and blocks.
-fn known_brokers(addresses: &[BrokerAddress], log: &Option<committed::LogAnalysis>) -> Vec<i32> {
-    let mut known: Vec<i32> = addresses
+/// Broker ids the capture knows from elsewhere than their controller connections: the
+/// addresses' claims (conflicting ones too).
+fn known_brokers(addresses: &[BrokerAddress]) -> Vec<i32> {
+    addresses
         .iter()
         .flat_map(|a| {
             a.claim
@@ -48,12 +48,7 @@ fn known_brokers(addresses: &[BrokerAddress], log: &Option<committed::LogAnalysi
                 .into_iter()
                 .chain(a.conflicting.iter().copied())
         })
-        .collect();
-    if let Some(log) = log {
-        known.extend(log.log.registrations.iter().map(|r| r.broker_id));
-        known.extend(log.log.blocks.iter().map(|b| b.broker_id));
-    }
-    known
+        .collect()
 }
 
 /// Default floor for a slow response, in microseconds.
@@ -505,9 +500,10 @@ impl Analyzer {
             slow_threshold_us,
             totals: self.totals,
             producers: self.producers.totals,
-            coverage: self
-                .coverage
-                .finish(known_brokers(&broker_addresses, &metadata_log)),
+            coverage: self.coverage.finish(
+                known_brokers(&broker_addresses),
+                metadata_log.as_ref().map(|l| &l.log),
+            ),
             broker_addresses,
             controllers: self.controllers.finish(),
             metadata_log,

@@ -57,6 +57,7 @@ pub struct Merger {
     control_records: BTreeMap<String, u64>,
     blocks: Vec<(Key, CommittedBlock)>,
     registrations: Vec<(Key, Registration)>,
+    unregistrations: Vec<(Key, (i32, RecordPlace))>,
     leader_changes: Vec<(Key, LeaderChange)>,
     epochs: BTreeMap<i32, EpochBatches>,
     not_kept: u64,
@@ -73,6 +74,7 @@ impl Merger {
             control_records: BTreeMap::new(),
             blocks: Vec::new(),
             registrations: Vec::new(),
+            unregistrations: Vec::new(),
             leader_changes: Vec::new(),
             epochs: BTreeMap::new(),
             not_kept: 0,
@@ -150,7 +152,11 @@ impl Merger {
     }
 
     fn kept_full(&self) -> bool {
-        self.blocks.len().saturating_add(self.registrations.len()) >= self.max_kept
+        self.blocks
+            .len()
+            .saturating_add(self.registrations.len())
+            .saturating_add(self.unregistrations.len())
+            >= self.max_kept
     }
 
     fn count(&mut self, item: Item) {
@@ -190,6 +196,9 @@ impl Merger {
                             place,
                         },
                     )),
+                    Decoded::Unregistration { broker_id, .. } => {
+                        self.unregistrations.push((item.key, (broker_id, place)));
+                    }
                 }
             }
             What::Control { leader, .. } => {
@@ -215,6 +224,7 @@ impl Merger {
         }
         self.blocks.sort_by_key(|(k, _)| *k);
         self.registrations.sort_by_key(|(k, _)| *k);
+        self.unregistrations.sort_by_key(|(k, _)| *k);
         self.leader_changes.sort_by_key(|(k, _)| *k);
         // a record names only the end of its block; Kafka fixes the size
         for (_, block) in &mut self.blocks {
@@ -227,6 +237,7 @@ impl Merger {
         log.control_records = self.control_records;
         log.blocks = self.blocks.into_iter().map(|(_, b)| b).collect();
         log.registrations = self.registrations.into_iter().map(|(_, r)| r).collect();
+        log.unregistrations = self.unregistrations.into_iter().map(|(_, u)| u).collect();
         log.leader_changes = self.leader_changes.into_iter().map(|(_, l)| l).collect();
         log.epochs = self.epochs;
         log.not_kept = self.not_kept;

@@ -3,7 +3,7 @@
 //! then the message in that version's flexible encoding), and control records (key:
 //! version i16, type i16; value: the control message). In: a record's key and value;
 //! out: its type and, for the few read here (ProducerIdsRecord, RegisterBrokerRecord,
-//! LeaderChange), its fields. Refuses another frame version and a body too short for its
+//! UnregisterBrokerRecord, LeaderChange), its fields. Refuses another frame version and a body too short for its
 //! fields; other types, and versions newer than the schemas read, are counted undecoded.
 
 use super::wire::{Cursor, Reason};
@@ -62,6 +62,7 @@ pub fn control_name(ty: i16) -> String {
 
 pub const PRODUCER_IDS: u32 = 15;
 pub const REGISTER_BROKER: u32 = 0;
+pub const UNREGISTER_BROKER: u32 = 1;
 pub const LEADER_CHANGE: i16 = 2;
 
 /// What a metadata record says, as far as it is read.
@@ -79,6 +80,8 @@ pub enum Decoded {
         broker_epoch: i64,
         endpoints: Vec<Endpoint>,
     },
+    /// An UnregisterBrokerRecord: the broker left the cluster (`kafka-cluster unregister`).
+    Unregistration { broker_id: i32, broker_epoch: i64 },
 }
 
 /// A metadata record's value: its apiKey and what it says.
@@ -97,6 +100,10 @@ pub fn metadata(value: &[u8]) -> Result<(u32, Decoded), Reason> {
             next_producer_id: c.i64("NextProducerId")?,
         },
         (REGISTER_BROKER, 0..=4) => register_broker(&mut c, version)?,
+        (UNREGISTER_BROKER, 0) => Decoded::Unregistration {
+            broker_id: c.i32("BrokerId")?,
+            broker_epoch: c.i64("BrokerEpoch")?,
+        },
         _ => Decoded::Other,
     };
     Ok((api_key, decoded))

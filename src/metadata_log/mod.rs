@@ -59,6 +59,8 @@ pub struct MetadataLog {
     pub blocks: Vec<CommittedBlock>,
     /// RegisterBrokerRecords in offset order.
     pub registrations: Vec<Registration>,
+    /// UnregisterBrokerRecords in offset order: (broker id, where).
+    pub unregistrations: Vec<(i32, RecordPlace)>,
     /// LeaderChange control records in offset order.
     pub leader_changes: Vec<LeaderChange>,
     /// By leader epoch, the first and last batch the segments hold: the epoch's leader

@@ -739,3 +739,23 @@ mod props {
         }
     }
 }
+
+/// An UnregisterBrokerRecord as Kafka 3.9.1's `MetadataRecordSerde` writes it (broker 3,
+/// epoch 4242), printed by a Java program on the release's jars.
+#[test]
+fn an_unregister_broker_record_as_kafka_writes_it() {
+    let bytes = [
+        0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x92,
+        0x00,
+    ];
+    assert_eq!(
+        metadata::metadata(&bytes),
+        Ok((
+            1,
+            metadata::Decoded::Unregistration {
+                broker_id: 3,
+                broker_epoch: 4242
+            }
+        ))
+    );
+}
