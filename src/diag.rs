@@ -10,7 +10,7 @@
 mod observation;
 mod parts;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::packet_ref::{Origin, PacketRef};
 use crate::timestamp::Timestamp;
@@ -383,7 +383,32 @@ pub struct Diagnostics {
     /// Diagnostics raised at a lower severity than their kind's (see
     /// [`Observation::severity`]): listed, but neither gated on nor graded as their kind.
     lowered: BTreeMap<(Kind, Severity), u64>,
+    /// Warnings about the wire of connections not yet read to their end, by connection
+    /// and kind: (found, listed). Lowered to `info` if the connection carried no
+    /// producer-id API ([`Diagnostics::connection_read`]).
+    open_wire: BTreeMap<(u64, Kind), (u64, u64)>,
+    /// Connections whose listed wire warnings are lowered to `info`.
+    lowered_connections: BTreeSet<u64>,
 }
+
+/// Warnings about a connection's wire, which concern producer ids only if the
+/// connection carried them.
+const WIRE_WARNINGS: [Kind; 7] = [
+    Kind::TcpOverlapConflict,
+    Kind::TcpRstOutOfWindow,
+    Kind::KafkaFrameTooLarge,
+    Kind::KafkaResync,
+    Kind::KafkaFrameIncomplete,
+    Kind::DuplicateCorrelationId,
+    Kind::PendingLimit,
+];
+
+/// Open connections whose wire warnings are held to be lowered: past it, a connection's
+/// warnings stay warnings.
+const MAX_OPEN_WIRE: usize = 4096;
+/// Connections whose listed warnings are shown lowered: more than the wire warnings
+/// listed can name.
+const MAX_LOWERED_LISTED: usize = WIRE_WARNINGS.len() * MAX_LISTED_PER_KIND as usize;
 
 /// Where a diagnostic is: a packet (its frame and time), a frame number alone, or no
 /// frame at all (a fact about the files).
@@ -451,8 +476,45 @@ impl Diagnostics {
         if severity != kind.severity() {
             *self.lowered.entry((kind, severity)).or_default() += 1;
         }
-        if self.counted_listed(kind) {
+        let listed = self.counted_listed(kind);
+        if severity == Severity::Warning {
+            self.hold_wire(connection, kind, (1, u64::from(listed)));
+        }
+        if listed {
             self.list(connection, at.into(), what);
+        }
+    }
+
+    /// Holds a wire warning of an open connection until it is known whether the
+    /// connection carried producer ids.
+    fn hold_wire(&mut self, connection: Option<u64>, kind: Kind, (found, shown): (u64, u64)) {
+        let Some(connection) = connection.filter(|_| WIRE_WARNINGS.contains(&kind)) else {
+            return;
+        };
+        let key = (connection, kind);
+        if self.open_wire.len() >= MAX_OPEN_WIRE && !self.open_wire.contains_key(&key) {
+            return;
+        }
+        let held = self.open_wire.entry(key).or_default();
+        held.0 += found;
+        held.1 += shown;
+    }
+
+    /// Connection `connection` was read to its end: when it carried no producer-id API
+    /// (`about_producer_ids` false), its wire warnings are lowered to `info`, listed but
+    /// not graded.
+    pub fn connection_read(&mut self, connection: u64, about_producer_ids: bool) {
+        for kind in WIRE_WARNINGS {
+            let Some((found, shown)) = self.open_wire.remove(&(connection, kind)) else {
+                continue;
+            };
+            if about_producer_ids {
+                continue;
+            }
+            *self.lowered.entry((kind, Severity::Info)).or_default() += found;
+            if shown > 0 && self.lowered_connections.len() < MAX_LOWERED_LISTED {
+                self.lowered_connections.insert(connection);
+            }
         }
     }
 
@@ -527,6 +589,10 @@ impl Diagnostics {
     /// Adds the diagnostics another collection found (a connection's, held until it
     /// proved Kafka), within this one's limits.
     pub fn absorb(&mut self, other: Self) {
+        for ((connection, kind), (found, shown)) in &other.open_wire {
+            self.hold_wire(Some(*connection), *kind, (*found, *shown));
+        }
+        self.lowered_connections.extend(&other.lowered_connections);
         for (key, n) in &other.undecoded_by_api {
             *self.undecoded_by_api.entry(*key).or_default() += n;
         }
@@ -560,6 +626,14 @@ impl Diagnostics {
     /// last, then one `diagnostics_limited` per kind that had more than were listed.
     /// The sort is stable, so equal frames keep the order they were found in.
     pub fn into_sorted(mut self) -> Vec<Diagnostic> {
+        for d in &mut self.items {
+            let lowered = d
+                .connection
+                .is_some_and(|c| self.lowered_connections.contains(&c));
+            if lowered && d.severity == Severity::Warning && WIRE_WARNINGS.contains(&d.kind) {
+                d.severity = Severity::Info;
+            }
+        }
         self.items.sort_by_key(|d| d.frame.unwrap_or(u64::MAX));
         for (&kind, &count) in &self.counts {
             if count > MAX_LISTED_PER_KIND {
@@ -661,9 +735,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn wire_warnings_of_a_connection_without_producer_ids_are_lowered_when_it_is_read() {
+        let conflict = || Observation::TcpOverlapConflict {
+            offset: 0,
+            bytes: 1,
+            from: "10.0.0.1:40000".parse().unwrap(),
+        };
+        let mut diags = Diagnostics::default();
+        for (connection, frame) in [(1, 10), (1, 11), (2, 12), (3, 13)] {
+            diags.add(Some(connection), Some(frame), conflict());
+        }
+        // 1 carried no producer ids; 2 did; 3 is still open
+        diags.connection_read(1, false);
+        diags.connection_read(2, true);
+        assert_eq!(diags.count(Kind::TcpOverlapConflict), 4);
+        assert_eq!(diags.graded(Kind::TcpOverlapConflict), 2);
+        let by = diags.by_severity();
+        assert_eq!((by["info"], by["warning"]), (2, 2));
+        let severities: Vec<(Option<u64>, Severity)> = diags
+            .into_sorted()
+            .iter()
+            .map(|d| (d.connection, d.severity))
+            .collect();
+        assert_eq!(
+            severities,
+            [
+                (Some(1), Severity::Info),
+                (Some(1), Severity::Info),
+                (Some(2), Severity::Warning),
+                (Some(3), Severity::Warning)
+            ]
+        );
+    }
+
+    #[test]
     fn every_kind_is_listed_once_and_parses_back() {
-        let names: std::collections::BTreeSet<&str> =
-            Kind::ALL.iter().map(|k| k.as_str()).collect();
+        let names: BTreeSet<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(names.len(), Kind::ALL.len());
         for kind in Kind::ALL {
             assert_eq!(Kind::from_name(kind.as_str()), Some(kind));

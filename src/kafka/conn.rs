@@ -33,8 +33,9 @@ pub struct KafkaConn {
 /// heads against.
 pub type LastRequest = Option<(ApiKey, i32)>;
 
-/// `client` and `last_request` sit in each variant rather than in [`Streams`]: there they
-/// share a word with the tag, and the state of every connection stays 152 bytes.
+/// `client`, `last_request` and `apis` sit in each variant rather than in [`Streams`]:
+/// there they share a word with the tag, and the state of every connection stays 152
+/// bytes.
 #[derive(Debug, Default)]
 pub(super) enum State {
     /// No data seen yet.
@@ -45,6 +46,7 @@ pub(super) enum State {
     /// held in the trial.
     Searching {
         last_request: LastRequest,
+        apis: ApisRead,
         trial: Box<Trial>,
         streams: Streams,
     },
@@ -54,6 +56,7 @@ pub(super) enum State {
     Probing {
         client: Dir,
         last_request: LastRequest,
+        apis: ApisRead,
         trial: Box<Trial>,
         streams: Streams,
     },
@@ -62,6 +65,7 @@ pub(super) enum State {
     OnTrial {
         client: Dir,
         last_request: LastRequest,
+        apis: ApisRead,
         trial: Box<Trial>,
         streams: Streams,
     },
@@ -69,6 +73,7 @@ pub(super) enum State {
     Kafka {
         client: Dir,
         last_request: LastRequest,
+        apis: ApisRead,
         streams: Streams,
     },
     /// Given up as not Kafka (and said so); nothing more is read.
@@ -87,6 +92,37 @@ pub(super) struct Streams {
     pub rescanned_at: u64,
     /// The last frame where bytes of the server's stream were lost or passed over.
     pub server_loss: Option<u64>,
+}
+
+/// The APIs of a connection's requests, as far as read: whether it carried producer ids.
+/// One byte of flags, so that it shares a word with the state's tag.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ApisRead(u8);
+
+impl ApisRead {
+    /// A request was read.
+    const ANY: u8 = 1;
+    /// An AllocateProducerIds or InitProducerId request was read.
+    const PRODUCER_IDS: u8 = 2;
+    /// Bytes of the client's stream were lost or passed over: a request may be unread.
+    const CLIENT_LOST: u8 = 4;
+
+    pub fn note(&mut self, api: ApiKey) {
+        self.0 |= Self::ANY;
+        if api.carries_producer_ids() {
+            self.0 |= Self::PRODUCER_IDS;
+        }
+    }
+
+    pub fn client_lost(&mut self) {
+        self.0 |= Self::CLIENT_LOST;
+    }
+
+    /// Every request was read, and none was of an API that carries producer ids: what
+    /// is said of this connection's wire is not about producer ids.
+    pub fn carried_no_producer_ids(self) -> bool {
+        self.0 & (Self::ANY | Self::PRODUCER_IDS | Self::CLIENT_LOST) == Self::ANY
+    }
 }
 
 /// How far the Kafka stage has got with a connection.
@@ -130,6 +166,7 @@ pub(super) struct Parts<'a> {
     /// The direction read as the client's: while searching, the delivery's own.
     pub client: Dir,
     pub last_request: &'a mut LastRequest,
+    pub apis: &'a mut ApisRead,
     pub streams: &'a mut Streams,
     /// Where what its frames give goes: the trial's while there is one, else the report's.
     pub out: &'a mut Outbox,
@@ -213,29 +250,51 @@ impl KafkaConn {
         out: &'a mut Outbox,
         diags: &'a mut Diagnostics,
     ) -> Option<Parts<'a>> {
-        let (stage, client, last_request, trial, streams) = match &mut self.state {
+        let (stage, client, (last_request, apis), trial, streams) = match &mut self.state {
             State::Searching {
                 last_request,
+                apis,
                 trial,
                 streams,
-            } => (Stage::Searching, dir, last_request, Some(trial), streams),
+            } => (
+                Stage::Searching,
+                dir,
+                (last_request, apis),
+                Some(trial),
+                streams,
+            ),
             State::Probing {
                 client,
                 last_request,
+                apis,
                 trial,
                 streams,
-            } => (Stage::Probing, *client, last_request, Some(trial), streams),
+            } => (
+                Stage::Probing,
+                *client,
+                (last_request, apis),
+                Some(trial),
+                streams,
+            ),
             State::OnTrial {
                 client,
                 last_request,
+                apis,
                 trial,
                 streams,
-            } => (Stage::OnTrial, *client, last_request, Some(trial), streams),
+            } => (
+                Stage::OnTrial,
+                *client,
+                (last_request, apis),
+                Some(trial),
+                streams,
+            ),
             State::Kafka {
                 client,
                 last_request,
+                apis,
                 streams,
-            } => (Stage::Kafka, *client, last_request, None, streams),
+            } => (Stage::Kafka, *client, (last_request, apis), None, streams),
             State::Unknown | State::NotKafka | State::Encrypted => return None,
         };
         let (out, diags) = match trial {
@@ -246,6 +305,7 @@ impl KafkaConn {
             stage,
             client,
             last_request,
+            apis,
             streams,
             out,
             diags,
@@ -295,6 +355,7 @@ impl KafkaConn {
         self.state = match std::mem::take(&mut self.state) {
             State::Searching {
                 last_request,
+                apis,
                 mut trial,
                 mut streams,
             } => {
@@ -307,6 +368,7 @@ impl KafkaConn {
                 State::OnTrial {
                     client,
                     last_request,
+                    apis,
                     trial,
                     streams,
                 }
@@ -314,11 +376,13 @@ impl KafkaConn {
             State::Probing {
                 client,
                 last_request,
+                apis,
                 trial,
                 streams,
             } => State::OnTrial {
                 client,
                 last_request,
+                apis,
                 trial,
                 streams,
             },
@@ -333,12 +397,14 @@ impl KafkaConn {
             State::OnTrial {
                 client,
                 last_request,
+                apis,
                 trial,
                 streams,
             } => {
                 self.state = State::Kafka {
                     client,
                     last_request,
+                    apis,
                     streams,
                 };
                 Some(trial)

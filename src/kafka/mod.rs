@@ -39,7 +39,7 @@ pub mod waiting;
 
 use std::ops::ControlFlow;
 
-use conn::{State, Streams};
+use conn::{ApisRead, State, Streams};
 use given_up::NotKafka;
 use header::RESPONSE_PREFIX_LEN;
 use message::{Endpoints, Outbox};
@@ -187,6 +187,7 @@ impl Dissector {
             State::Kafka {
                 client,
                 last_request: None,
+                apis: ApisRead::default(),
                 streams: Streams::with_client(client, info.midstream),
             }
         } else if !info.midstream {
@@ -201,6 +202,7 @@ impl Dissector {
         } else {
             State::Searching {
                 last_request: None,
+                apis: ApisRead::default(),
                 trial: self.trial(),
                 streams: Streams::both_as_client(),
             }
@@ -212,6 +214,7 @@ impl Dissector {
         State::Probing {
             client,
             last_request: None,
+            apis: ApisRead::default(),
             trial: self.trial(),
             streams: Streams::with_client(client, resync),
         }
@@ -431,6 +434,11 @@ impl StreamHandler for Dissector {
     }
 
     fn close(&mut self, conn: KafkaConn, info: &ConnInfo, at: PacketRef, diags: &mut Diagnostics) {
+        // what is said of its wire concerns producer ids only if it carried them
+        let about_producer_ids = match &conn.state {
+            State::Kafka { apis, .. } => !apis.carried_no_producer_ids(),
+            _ => true,
+        };
         match conn.state {
             State::Searching { .. } | State::Probing { .. } => {
                 self.not_kafka(info, at, NotKafka::Undecided, diags);
@@ -443,6 +451,7 @@ impl StreamHandler for Dissector {
             } => self.finish(info, client, streams, at, diags),
             State::Unknown | State::NotKafka | State::Encrypted => {}
         }
+        diags.connection_read(info.index, about_producer_ids);
     }
 
     fn output_bytes(&self) -> usize {

@@ -3,7 +3,7 @@
 //! finds in the connection's outbox. What the delivery showed comes back as a [`Found`],
 //! for the connection's state to be decided on.
 
-use super::conn::{LastRequest, Parts, Stage, Streams};
+use super::conn::{ApisRead, LastRequest, Parts, Stage, Streams};
 use super::framing::{FrameHandler, Framer, GapEffect};
 use super::header::{response_correlation_id, RequestPrefix, RESPONSE_PREFIX_LEN};
 use super::message::{Endpoints, Outbox, Tally};
@@ -62,6 +62,7 @@ impl Sink<'_> {
     fn requests<'s>(
         &'s mut self,
         last_request: &'s mut LastRequest,
+        apis: &'s mut ApisRead,
         stage: Stage,
     ) -> RequestSide<'s> {
         RequestSide {
@@ -71,6 +72,7 @@ impl Sink<'_> {
             ends: self.ends,
             diags: self.diags,
             last_request,
+            apis,
             probing: stage.probing(),
             recognised: false,
             given_up: false,
@@ -104,6 +106,7 @@ pub fn read(
         stage,
         client,
         last_request,
+        apis,
         streams,
         out,
         diags,
@@ -130,12 +133,18 @@ pub fn read(
         ends: endpoints(info, client),
     };
     let (gap, probe, server_bad_size) = if dir == client {
-        let mut handler = sink.requests(last_request, stage);
+        if matches!(delivery, Delivery::Gap { .. }) {
+            apis.client_lost();
+        }
+        let mut handler = sink.requests(last_request, apis, stage);
         let gap = feed(framer, delivery, &mut handler);
         let probe = Probe {
             recognised: handler.recognised,
             given_up: handler.given_up,
         };
+        if framer.is_lost() {
+            apis.client_lost();
+        }
         // New requests may be what responses held while resynchronising wait for.
         let registered = sink.waiting.registered();
         if other.is_lost() && stage != Stage::Searching && registered != *rescanned_at {

@@ -147,6 +147,8 @@ pub struct RequestSide<'a> {
     /// API key and correlation id of the last request of this connection, to check
     /// candidates against when resynchronising.
     pub last_request: &'a mut Option<(ApiKey, i32)>,
+    /// The APIs of the connection's requests read.
+    pub apis: &'a mut super::conn::ApisRead,
     /// Still deciding whether this is Kafka: heads must be plausible, and a bad one
     /// ends the search instead of starting a resync.
     pub probing: bool,
@@ -235,6 +237,7 @@ impl FrameHandler for RequestSide<'_> {
             return;
         };
         *self.last_request = Some((head.api_key, head.correlation_id));
+        self.apis.note(head.api_key);
         let meta = meta(&frame);
         let bytes = Captured {
             message: frame.message,

@@ -4,6 +4,8 @@
 //! `--fail-on warning` gate. The API each names is Wireshark's: the request with its
 //! correlation id on its TCP stream.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -139,5 +141,136 @@ fn wireshark_names_the_same_api_for_each_message_cut() {
             let theirs = tshark_request_key(capture.to_str().unwrap(), &ports, stream, corr);
             assert_eq!(Some(theirs), d["facts"]["api_key"].as_i64(), "{file}: {d}");
         }
+    }
+}
+
+/// Per TCP stream of `capture`, by tshark: the API keys of its requests and its first
+/// request's frame.
+fn tshark_streams(capture: &str, ports: &[u16]) -> BTreeMap<u64, (BTreeSet<i64>, u64)> {
+    let decode_as: Vec<String> = ports
+        .iter()
+        .flat_map(|port| ["-d".to_owned(), format!("tcp.port=={port},kafka")])
+        .collect();
+    let out = Command::new("tshark")
+        .args(["-r", capture, "-n"])
+        .args(&decode_as)
+        .args([
+            "-Y",
+            "kafka.request_key",
+            "-T",
+            "fields",
+            "-E",
+            "aggregator=;",
+        ])
+        .args([
+            "-e",
+            "frame.number",
+            "-e",
+            "tcp.stream",
+            "-e",
+            "kafka.request_key",
+        ])
+        .output()
+        .expect("tshark runs");
+    let mut streams: BTreeMap<u64, (BTreeSet<i64>, u64)> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (Ok(frame), Ok(stream)) = (f[0].parse::<u64>(), f[1].parse::<u64>()) else {
+            continue;
+        };
+        let entry = streams.entry(stream).or_insert((BTreeSet::new(), frame));
+        entry
+            .0
+            .extend(f[2].split(';').filter_map(|k| k.parse::<i64>().ok()));
+    }
+    streams
+}
+
+/// `whole` (a pcap) with a copy of record `frame` (1-based) put right after it, its last
+/// TCP payload byte changed: a retransmission whose bytes conflict with the first.
+fn with_conflict(whole: &Path, frame: u64) -> Vec<u8> {
+    let (mut out, records) = crate::common::pcap_records(whole);
+    for (i, (head, bytes)) in records.into_iter().enumerate() {
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&bytes);
+        if i as u64 + 1 == frame {
+            // Ethernet, then IPv4's total length says where the TCP payload ends
+            let ip_len = u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+            let mut copy = bytes.clone();
+            copy[14 + ip_len - 1] ^= 0xff;
+            out.extend_from_slice(&head);
+            out.extend_from_slice(&copy);
+        }
+    }
+    out
+}
+
+/// Issue 38, point 4, for warnings about a connection's wire: a retransmission whose
+/// bytes conflict with the first copy's, planted on a real capture's inter-broker Fetch
+/// connection (only ApiVersions and Fetch requests, by tshark), is listed as `info` and the verdict stays
+/// `correct`, `--fail-on warning` passing; planted on the connection that carries
+/// AllocateProducerIds, it warns.
+#[test]
+fn a_wire_warning_grades_only_on_a_connection_that_carries_producer_ids() {
+    if !have_tshark() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let name = "4.4.0-steady";
+    let whole = crate::common::gunzipped(
+        &format!("fixtures/kafka-real/{name}.pcap.gz"),
+        dir.path(),
+        "whole.pcap",
+    );
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join(format!("fixtures/kafka-real/{name}.truth.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    let ports: Vec<u16> = ["controller_ports", "broker_ports"]
+        .iter()
+        .flat_map(|k| match &truth[*k] {
+            Value::Array(a) => a.clone(),
+            Value::Object(o) => o.values().cloned().collect(),
+            _ => Vec::new(),
+        })
+        .map(|p| p.as_u64().unwrap() as u16)
+        .collect();
+    let streams = tshark_streams(whole.to_str().unwrap(), &ports);
+    let fetch_only = streams
+        .values()
+        .find(|(keys, _)| keys.contains(&1) && keys.iter().all(|k| [1, 18].contains(k)))
+        .expect("an inter-broker Fetch connection");
+    let allocating = streams
+        .values()
+        .find(|(keys, _)| keys.contains(&67))
+        .expect("a connection with AllocateProducerIds");
+    for ((_, frame), severity, code) in [
+        (fetch_only, "info", "correct"),
+        (allocating, "warning", "correct_with_warnings"),
+    ] {
+        let planted = dir.path().join(format!("conflict-{frame}.pcap"));
+        std::fs::write(&planted, with_conflict(&whole, *frame)).unwrap();
+        let path = planted.to_str().unwrap();
+        let r = report(&[path]);
+        let conflicts: Vec<&Value> = r["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"] == "tcp_overlap_conflict")
+            .collect();
+        assert_eq!(conflicts.len(), 1, "frame {frame}: {}", r["diagnostics"]);
+        assert_eq!(conflicts[0]["frame"], frame + 1, "{}", conflicts[0]);
+        assert_eq!(conflicts[0]["severity"], severity, "{}", conflicts[0]);
+        assert_eq!(r["verdict"]["code"], code, "{}", r["verdict"]);
+        let warnings = &r["summary"]["diagnostics_by_severity"]["warning"];
+        assert_eq!(warnings, u64::from(severity == "warning"), "frame {frame}");
+        let gate = pidshark()
+            .args([path, "--fail-on", "warning", "--quiet"])
+            .assert();
+        match severity {
+            "info" => gate.success(),
+            _ => gate.code(1),
+        };
     }
 }
