@@ -149,7 +149,6 @@ fn process(
     let mut analyzer = Analyzer::new(
         config.slow,
         needs.blocks_in_report,
-        needs.exact_latency,
         config.max_recent_blocks,
     )
     .with_clock_skew(config.clock_skew_ns);

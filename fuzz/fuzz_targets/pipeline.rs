@@ -20,10 +20,8 @@ struct Tee(Vec<Box<dyn Sink>>);
 
 impl Sink for Tee {
     fn needs(&self) -> Needs {
-        let all = self.0.iter().map(|s| s.needs());
         Needs {
-            blocks_in_report: all.clone().any(|n| n.blocks_in_report),
-            exact_latency: all.clone().any(|n| n.exact_latency),
+            blocks_in_report: self.0.iter().any(|s| s.needs().blocks_in_report),
         }
     }
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {

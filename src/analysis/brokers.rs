@@ -76,9 +76,8 @@ struct Broker {
 }
 
 /// Running state of every broker.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Tracker {
-    exact_latency: bool,
     brokers: BTreeMap<i32, Broker>,
 }
 
@@ -156,12 +155,12 @@ impl Streak {
 }
 
 impl Broker {
-    fn new(exact_latency: bool) -> Self {
+    fn new() -> Self {
         Self {
             stats: BrokerStats::default(),
             epochs: BTreeSet::new(),
-            // per broker within 1%: a broker's p50/p99 need no more, and there may be many
-            latencies: Latencies::with_digits(exact_latency, 2),
+            // exact in every format, as the summary's
+            latencies: Latencies::new(true),
             previous: None,
             streak: None,
         }
@@ -255,13 +254,6 @@ fn epoch_change(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Fi
 }
 
 impl Tracker {
-    pub fn new(exact_latency: bool) -> Self {
-        Self {
-            exact_latency,
-            brokers: BTreeMap::new(),
-        }
-    }
-
     /// One exchange of a broker, in the order exchanges complete: counted in the table,
     /// compared with the broker's previous exchange (retries, epoch changes), and added
     /// to its run of errors.
@@ -269,8 +261,7 @@ impl Tracker {
         let Some(id) = ex.request.broker_id else {
             return;
         };
-        let exact = self.exact_latency;
-        let b = self.brokers.entry(id).or_insert_with(|| Broker::new(exact));
+        let b = self.brokers.entry(id).or_insert_with(Broker::new);
         b.count(ex);
         if let Some(before) = &b.previous {
             retry(id, before, ex, findings);
@@ -312,7 +303,7 @@ mod tests {
 
     fn run(ex: &[Exchange]) -> Vec<Finding> {
         let mut findings = Vec::new();
-        let mut tracker = Tracker::new(true);
+        let mut tracker = Tracker::default();
         for e in ex {
             tracker.add(e, &mut findings);
         }
@@ -383,7 +374,7 @@ mod tests {
             exchange(4, 2, 9, Some((0, 1000, 500, 6))),
         ];
         let mut findings = Vec::new();
-        let mut tracker = Tracker::new(true);
+        let mut tracker = Tracker::default();
         for e in &ex {
             tracker.add(e, &mut findings);
         }

@@ -226,20 +226,16 @@ pub struct Analyzer {
 
 impl Analyzer {
     /// `list_blocks`: keep every block for the report (the JSON report lists them);
-    /// `exact_latency`: keep every latency for exact percentiles; `max_recent_blocks`:
-    /// blocks compared one by one before they are folded into id ranges.
-    pub fn new(
-        slow: SlowRule,
-        list_blocks: bool,
-        exact_latency: bool,
-        max_recent_blocks: usize,
-    ) -> Self {
+    /// `max_recent_blocks`: blocks compared one by one before they are folded into id
+    /// ranges. Latencies are kept exact whatever the format (spilled to a file past a
+    /// bound), so that a threshold, a percentile and a gate are the same in every one.
+    pub fn new(slow: SlowRule, list_blocks: bool, max_recent_blocks: usize) -> Self {
         Self {
             slow,
             list_blocks,
             listed: Vec::new(),
             blocks: blocks::Tracker::new(max_recent_blocks),
-            brokers: brokers::Tracker::new(exact_latency),
+            brokers: brokers::Tracker::default(),
             slow_candidates: BinaryHeap::new(),
             findings: Vec::new(),
             finding_counts: BTreeMap::new(),
@@ -247,7 +243,7 @@ impl Analyzer {
                 total: 0,
                 statuses: StatusCounts::default(),
                 error_codes: BTreeMap::new(),
-                latencies: Latencies::new(exact_latency),
+                latencies: Latencies::new(true),
                 blocks: 0,
                 skipped_ids: 0,
             },
@@ -574,7 +570,7 @@ fn finding_of(
 
 /// Runs every rule over `exchanges` in order; findings are also pushed to `diags`.
 pub fn analyse(exchanges: &[Exchange], slow: SlowRule, diags: &mut Diagnostics) -> Analysis {
-    let mut analyzer = Analyzer::new(slow, true, true, MAX_TRACKED_BLOCKS);
+    let mut analyzer = Analyzer::new(slow, true, MAX_TRACKED_BLOCKS);
     for ex in exchanges {
         analyzer.add(ex);
     }

@@ -3,9 +3,11 @@
 //!
 //! Percentiles use the nearest-rank method: pN is the smallest sample with at least N%
 //! of the samples at or below it, so every reported value is a latency that occurred.
-//! When exchanges are streamed (`--format ndjson`) samples are not kept: percentiles then
-//! come from a histogram with three significant digits (within 0.1%), and the report says
-//! so; count, min, mean and max stay exact.
+//! Every format keeps the samples (past a bound, in a temporary file), so a percentile and
+//! a threshold are the same whatever the format. Only when that file cannot be read back
+//! do percentiles come from a histogram with three significant digits (within 0.1%, kept
+//! between the least and the largest sample), and the report says so; count, min, mean
+//! and max stay exact.
 
 mod samples;
 
@@ -77,7 +79,10 @@ impl Histogrammed {
         if self.count == 0 {
             return None;
         }
-        let pct = |q: f64| self.histogram.value_at_quantile(q) as f64 / 1000.0;
+        // a histogram's bucket may lie past the largest or below the smallest sample
+        let pct = |q: f64| {
+            (self.histogram.value_at_quantile(q) as f64 / 1000.0).clamp(self.min, self.max)
+        };
         Some(Summary {
             count: self.count,
             min: self.min,
@@ -203,6 +208,25 @@ mod tests {
         );
         for (x, y) in [(e.p50, a.p50), (e.p90, a.p90), (e.p99, a.p99)] {
             assert!((x - y).abs() / x < 0.001, "{x} vs {y}");
+        }
+    }
+
+    /// ndjson's percentiles once came from a histogram and passed the maximum (p99
+    /// 61308.927 against a max of 61287): a histogram's are kept within the samples.
+    #[test]
+    fn histogram_percentiles_never_pass_the_samples() {
+        let mut approx = Latencies::new(false);
+        for v in [61_287.0, 61_200.0, 10.0] {
+            approx.add(v);
+        }
+        let a = approx.summary().unwrap();
+        for p in [a.p50, a.p90, a.p99] {
+            assert!(
+                (a.min..=a.max).contains(&p),
+                "{p} outside {}..={}",
+                a.min,
+                a.max
+            );
         }
     }
 

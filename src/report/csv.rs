@@ -324,7 +324,6 @@ impl Sink for CsvSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            exact_latency: false,
         }
     }
 

@@ -62,7 +62,6 @@ impl Sink for JsonSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            exact_latency: true,
         }
     }
 
@@ -155,7 +154,6 @@ impl Sink for NdjsonSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            exact_latency: false,
         }
     }
 

@@ -17,9 +17,6 @@ pub struct Needs {
     /// The report handed to [`Sink::finish`] lists every block (a sink that takes each
     /// block as it comes does not need the analysis to keep them too).
     pub blocks_in_report: bool,
-    /// Latency percentiles exact (every latency held, 8 bytes an exchange) rather than
-    /// from a histogram (within 0.1%, in constant memory).
-    pub exact_latency: bool,
 }
 
 /// One output of a run.
@@ -50,7 +47,6 @@ impl Sink for Collect {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: true,
-            exact_latency: true,
         }
     }
 
@@ -79,7 +75,7 @@ impl Sink for Collect {
 }
 
 /// Hands each exchange, in the report's form, to a function and keeps none: memory does
-/// not grow with the number of exchanges. Latency percentiles come from a histogram.
+/// not grow with the number of exchanges.
 pub struct Each<F>(pub F);
 
 impl<F> Sink for Each<F>
@@ -89,7 +85,6 @@ where
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            exact_latency: false,
         }
     }
 

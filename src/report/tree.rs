@@ -291,7 +291,6 @@ impl Sink for TreeSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            exact_latency: false,
         }
     }
 

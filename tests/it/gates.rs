@@ -231,3 +231,68 @@ fn fail_on_the_verdict_by_code_or_not_correct() {
     .code(1);
     gate("fixtures/controller-loopback.pcap", &[], "not-correct").code(1);
 }
+
+/// Every `--fail-on` condition pidshark accepts, from its own error message.
+fn every_condition() -> Vec<String> {
+    let out = pidshark()
+        .args(["fixtures/analysis/slow.pcap", "--fail-on", "nope"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let listed = stderr
+        .split("use one of ")
+        .nth(1)
+        .and_then(|rest| rest.split(" (").next())
+        .expect("the accepted conditions are listed");
+    listed.split(", ").map(str::to_owned).collect()
+}
+
+/// Issue 39, point 2: one decision, every format. Every `--fail-on` condition at once,
+/// on captures with a slow response (its threshold from the median), error responses,
+/// an overlap, a regression, a snaplen cut and real traffic: every format exits as the
+/// JSON report does and names the same conditions holding, with the same counts. (The
+/// slow threshold once came from a histogram in the streaming formats: a response
+/// above the exact one passed ndjson and csv and failed json.)
+#[test]
+fn every_condition_holds_alike_in_every_format() {
+    let conditions = every_condition();
+    assert!(conditions.len() > 50, "{conditions:?}");
+    assert!(conditions.contains(&"pid_slow_response".to_owned()));
+    let all = conditions.join(",");
+    let formats = [
+        "json",
+        "ndjson",
+        "text",
+        "html",
+        "tree",
+        "csv",
+        "csv-blocks",
+        "csv-producers",
+    ];
+    for capture in [
+        "fixtures/analysis/slow.pcap",
+        "fixtures/analysis/error-streak.pcap",
+        "fixtures/analysis/overlap.pcap",
+        "fixtures/analysis/failover-regression.pcap",
+        "fixtures/incident/incident-snaplen-96.pcap",
+        "fixtures/kafka-real/4.4.0-broker-restart.pcap.gz",
+    ] {
+        let mut answers = Vec::new();
+        for format in formats {
+            let out = pidshark()
+                .args([capture, "--quiet", "--format", format, "--fail-on", &all])
+                .output()
+                .unwrap();
+            let said = String::from_utf8(out.stderr).unwrap();
+            answers.push((format, out.status.code(), said));
+        }
+        let (_, code, said) = &answers[0];
+        assert!(
+            said.contains("--fail-on conditions hold: "),
+            "{capture}: {said}"
+        );
+        for (format, c, s) in &answers[1..] {
+            assert_eq!((c, s), (code, said), "{capture}: {format} against json");
+        }
+    }
+}

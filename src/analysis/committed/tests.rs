@@ -45,7 +45,7 @@ fn log(records: &[(i32, i64, i64, i64)]) -> MetadataLog {
 
 /// Runs exchanges through an analyzer comparing with `log`.
 fn compare(log: MetadataLog, exchanges: &[Exchange]) -> (Vec<Finding>, LogAnalysis) {
-    let mut a = Analyzer::new(SlowRule::Millis(1e9), false, false, MAX_TRACKED_BLOCKS);
+    let mut a = Analyzer::new(SlowRule::Millis(1e9), false, MAX_TRACKED_BLOCKS);
     a.compare_with(log, 1000);
     for ex in exchanges {
         a.add(ex);

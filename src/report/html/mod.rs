@@ -129,7 +129,6 @@ impl Sink for HtmlSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            exact_latency: true,
         }
     }
 

@@ -124,7 +124,6 @@ impl Sink for TextSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            exact_latency: true,
         }
     }
 
