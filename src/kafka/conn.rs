@@ -13,6 +13,8 @@
 //! [`super::Dissector`] decides when a connection moves; the moves that only rearrange
 //! what a state owns are here.
 
+use std::num::NonZeroU64;
+
 use super::framing::{Framer, MAX_HEAD_LEN};
 use super::header::{REQUEST_HEAD_PREFIX_LEN, RESPONSE_PREFIX_LEN};
 use super::message::Outbox;
@@ -91,7 +93,8 @@ pub(super) struct Streams {
     /// `pending.registered()` when the server side was last searched again.
     pub rescanned_at: u64,
     /// The last frame where bytes of the server's stream were lost or passed over.
-    pub server_loss: Option<u64>,
+    /// Frames are numbered from 1 (as Wireshark's): the niche keeps the state at 152 bytes.
+    pub server_loss: Option<NonZeroU64>,
 }
 
 /// The APIs of a connection's requests, as far as read: whether it carried producer ids.
@@ -123,6 +126,12 @@ impl ApisRead {
     pub fn carried_no_producer_ids(self) -> bool {
         self.0 & (Self::ANY | Self::PRODUCER_IDS | Self::CLIENT_LOST) == Self::ANY
     }
+}
+
+/// Where bytes of a server's stream were lost: `frame`, or frame 1 for a frame 0 (never
+/// met in a capture, whose frames count from 1), so that nothing earlier is taken as whole.
+pub(super) fn loss_at(frame: u64) -> NonZeroU64 {
+    NonZeroU64::new(frame).unwrap_or(NonZeroU64::MIN)
 }
 
 /// How far the Kafka stage has got with a connection.
@@ -422,11 +431,10 @@ mod tests {
     use super::*;
 
     /// Every connection the TCP stage follows holds one, idle or not: large parts stay
-    /// boxed. (152 bytes until the waiting requests kept a box for those given up at the
-    /// budget, allocated at a connection's first shed.)
+    /// boxed.
     #[test]
     fn state_of_a_connection_stays_small() {
         let size = size_of::<KafkaConn>();
-        assert!(size <= 160, "a connection's Kafka state takes {size} bytes");
+        assert!(size <= 152, "a connection's Kafka state takes {size} bytes");
     }
 }

@@ -37,6 +37,7 @@ pub mod tls;
 mod trial;
 pub mod waiting;
 
+use std::num::NonZeroU64;
 use std::ops::ControlFlow;
 
 use conn::{ApisRead, State, Streams};
@@ -398,7 +399,7 @@ impl Dissector {
         if server_unseen {
             one_sided(ends, streams.pending.len(), at, diags);
         }
-        let (lost_since, evicted) = (streams.server_loss, info.evicted);
+        let (lost_since, evicted) = (streams.server_loss.map(NonZeroU64::get), info.evicted);
         let may_be_lost = |request_frame| {
             evicted || server_unseen || lost_since.is_some_and(|f| f >= request_frame)
         };
@@ -531,7 +532,7 @@ fn shed_framers(streams: &mut Streams, client: Option<Dir>, at: PacketRef) -> Ve
         };
         what.push(format!("{freed} bytes of the {side}'s stream being read"));
         if client.is_some_and(|c| c != dir) {
-            streams.server_loss = Some(at.frame); // answers may be among them
+            streams.server_loss = Some(conn::loss_at(at.frame)); // answers may be among them
         }
     }
     what

@@ -3,6 +3,8 @@
 //! finds in the connection's outbox. What the delivery showed comes back as a [`Found`],
 //! for the connection's state to be decided on.
 
+use std::num::NonZeroU64;
+
 use super::conn::{ApisRead, LastRequest, Parts, Stage, Streams};
 use super::framing::{FrameHandler, Framer, GapEffect};
 use super::header::{response_correlation_id, RequestPrefix, RESPONSE_PREFIX_LEN};
@@ -180,7 +182,7 @@ pub fn read(
 fn read_responses(
     sink: &mut Sink<'_>,
     framer: &mut Framer,
-    server_loss: &mut Option<u64>,
+    server_loss: &mut Option<NonZeroU64>,
     delivery: Delivery<'_>,
 ) -> (Option<(GapEffect, u64, PacketRef)>, bool) {
     let at = delivery.at();
@@ -194,7 +196,7 @@ fn read_responses(
     // may be among them.
     let held_unframed = is_data && framer.is_lost();
     if is_gap || handler.bad_size || handler.resynced_at.is_some() || held_unframed {
-        *server_loss = Some(at.frame);
+        *server_loss = Some(super::conn::loss_at(at.frame));
     }
     (gap, handler.bad_size)
 }
