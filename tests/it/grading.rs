@@ -87,16 +87,12 @@ fn a_message_cut_of_an_api_not_known_still_grades() {
 
 /// The request tshark sees on `stream` with `correlation_id`: its API key.
 fn tshark_request_key(capture: &str, ports: &[u16], stream: u64, correlation_id: i64) -> i64 {
-    let decode_as: Vec<String> = ports
-        .iter()
-        .flat_map(|p| ["-d".to_owned(), format!("tcp.port=={p},kafka")])
-        .collect();
     let filter = format!(
         "tcp.stream=={stream} && kafka.request_key && kafka.correlation_id=={correlation_id}"
     );
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
-        .args(&decode_as)
+        .args(crate::wireshark::decode_as(ports))
         .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
         .args(["-Y", &filter, "-T", "fields", "-e", "kafka.request_key"])
         .output()
@@ -122,13 +118,7 @@ fn wireshark_names_the_same_api_for_each_message_cut() {
             .unwrap(),
         )
         .unwrap();
-        let ports: Vec<u16> = truth["controller_ports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .chain(truth["broker_ports"].as_object().unwrap().values())
-            .map(|p| p.as_u64().unwrap() as u16)
-            .collect();
+        let ports = crate::kafka_real::ports(&truth);
         // tshark reads the gzipped file as it is
         let path = format!("fixtures/kafka-real/{file}");
         let capture = root().join(&path);
@@ -147,13 +137,9 @@ fn wireshark_names_the_same_api_for_each_message_cut() {
 /// Per TCP stream of `capture`, by tshark: the API keys of its requests and its first
 /// request's frame.
 fn tshark_streams(capture: &str, ports: &[u16]) -> BTreeMap<u64, (BTreeSet<i64>, u64)> {
-    let decode_as: Vec<String> = ports
-        .iter()
-        .flat_map(|port| ["-d".to_owned(), format!("tcp.port=={port},kafka")])
-        .collect();
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
-        .args(&decode_as)
+        .args(crate::wireshark::decode_as(ports))
         .args([
             "-Y",
             "kafka.request_key",
@@ -227,15 +213,7 @@ fn a_wire_warning_grades_only_on_a_connection_that_carries_producer_ids() {
             .unwrap(),
     )
     .unwrap();
-    let ports: Vec<u16> = ["controller_ports", "broker_ports"]
-        .iter()
-        .flat_map(|k| match &truth[*k] {
-            Value::Array(a) => a.clone(),
-            Value::Object(o) => o.values().cloned().collect(),
-            _ => Vec::new(),
-        })
-        .map(|p| p.as_u64().unwrap() as u16)
-        .collect();
+    let ports = crate::kafka_real::ports(&truth);
     let streams = tshark_streams(whole.to_str().unwrap(), &ports);
     let fetch_only = streams
         .values()

@@ -302,7 +302,7 @@ fn every_connection_of_the_cluster_is_read_as_kafka() {
 }
 
 /// The Kafka ports of a fixture: its controllers' and its brokers'.
-fn ports(truth: &Value) -> Vec<u16> {
+pub fn ports(truth: &Value) -> Vec<u16> {
     let controllers = truth["controller_ports"].as_array().unwrap().iter();
     let brokers = truth["broker_ports"].as_object().unwrap().values();
     controllers

@@ -305,15 +305,7 @@ fn the_headlines_allocate_producer_ids_count_is_the_messages_wireshark_shows_cut
                 .unwrap(),
         )
         .unwrap();
-        let ports: Vec<u16> = ["controller_ports", "broker_ports"]
-            .iter()
-            .flat_map(|k| match &truth[*k] {
-                Value::Array(a) => a.clone(),
-                Value::Object(o) => o.values().cloned().collect(),
-                _ => Vec::new(),
-            })
-            .map(|p| p.as_u64().unwrap() as u16)
-            .collect();
+        let ports = crate::kafka_real::ports(&truth);
         let whole = crate::common::gunzipped(&gz, dir.path(), "whole.pcap");
         let (requests, responses) =
             crate::wireshark::tshark_frames_of(whole.to_str().unwrap(), &ports, "67");

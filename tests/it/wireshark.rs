@@ -40,19 +40,23 @@ pub fn tshark_frames_of(capture: &str, ports: &[u16], key: &str) -> (Messages, M
     tshark_frames_of_keys(capture, ports, &[key]).remove(0)
 }
 
+/// tshark's arguments that read `ports` as Kafka.
+pub fn decode_as(ports: &[u16]) -> Vec<String> {
+    ports
+        .iter()
+        .flat_map(|port| ["-d".to_owned(), format!("tcp.port=={port},kafka")])
+        .collect()
+}
+
 /// [`tshark_frames_of`] for each of `keys`, from one run of tshark.
 pub fn tshark_frames_of_keys(
     capture: &str,
     ports: &[u16],
     keys: &[&str],
 ) -> Vec<(Messages, Messages)> {
-    let decode_as: Vec<String> = ports
-        .iter()
-        .flat_map(|port| ["-d".to_owned(), format!("tcp.port=={port},kafka")])
-        .collect();
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
-        .args(&decode_as)
+        .args(decode_as(ports))
         .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
         .args([
             "-Y",
