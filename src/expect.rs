@@ -7,7 +7,8 @@
 //! nor do fields added to them since format version 1 began ([`ADDED_FIELDS`]) when the
 //! golden file lacks them. Exchanges are matched by connection, correlation id and request
 //! frame, findings by kind and frames; each difference is one line naming the exchange or
-//! finding and the field, old → new.
+//! finding and the field, old → new. Numbers are compared by value (`40729` is
+//! `40729.0`), and a golden of another `format_version` is refused.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -16,7 +17,7 @@ use serde_json::Value;
 
 use crate::analysis::{Block, Placed};
 use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
-use crate::report::model::{PidFinding, Report};
+use crate::report::model::{PidFinding, Report, FORMAT_VERSION};
 use crate::report::sink::{Needs, Sink};
 use crate::report::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::report::{self, compact};
@@ -42,6 +43,7 @@ impl Golden {
     pub fn parse(text: &str) -> Result<Self, String> {
         match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(mut report)) => {
+                check_version(report.get("format_version"))?;
                 let Some(Value::Array(exchanges)) = report.remove("exchanges") else {
                     return Err("it has no \"exchanges\" array: not a pidshark report".into());
                 };
@@ -70,6 +72,8 @@ impl Golden {
             let mut value: Value =
                 serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
             let is_report = value.get("format_version").is_some();
+            check_version(value.get("format_version"))
+                .map_err(|e| format!("line {}: {e}", n + 1))?;
             match value.get("type").and_then(Value::as_str) {
                 Some("report") => golden.findings = findings_of(&value),
                 None if is_report => golden.findings = findings_of(&value),
@@ -96,8 +100,14 @@ fn findings_of(report: &Value) -> Option<Vec<Value>> {
 }
 
 /// A finding's place: its kind and frames.
-fn finding_key(f: &Value) -> (String, String) {
-    (at(f, "/kind").to_string(), at(f, "/frames").to_string())
+type FindingKey = (String, Vec<Option<i64>>);
+
+fn finding_key(f: &Value) -> FindingKey {
+    let frames = at(f, "/frames").as_array().map_or(&[][..], Vec::as_slice);
+    (
+        at(f, "/kind").to_string(),
+        frames.iter().map(integer).collect(),
+    )
 }
 
 fn describe_finding(f: &Value) -> String {
@@ -144,8 +154,23 @@ fn diff_values(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
                 diff_values(&format!("{path}[{idx}]"), x, y, out);
             }
         }
+        // 40729 and 40729.0 are one number (a golden rewritten by jq, say); two integers
+        // are compared exactly, beyond what a float holds
+        (Value::Number(a), Value::Number(b))
+            if (a.is_f64() || b.is_f64()) && a.as_f64() == b.as_f64() => {}
         _ if old != new => out.push(format!("{path}: {old} → {new}")),
         _ => {}
+    }
+}
+
+/// A golden of another format version is refused: its fields may mean other things.
+fn check_version(format_version: Option<&Value>) -> Result<(), String> {
+    match format_version {
+        None => Ok(()),
+        Some(v) if v.as_f64() == Some(f64::from(FORMAT_VERSION)) => Ok(()),
+        Some(v) => Err(format!(
+            "it is a report of format_version {v}; this pidshark writes and compares format_version {FORMAT_VERSION}: write the golden again with it"
+        )),
     }
 }
 
@@ -154,11 +179,22 @@ fn diff_values(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
 type Place = (Option<u64>, Option<u64>, Option<i64>);
 
 fn place(ex: &Value) -> Place {
+    let whole = |v: &Value| integer(v).and_then(|n| u64::try_from(n).ok());
     (
-        at(ex, "/request/frame").as_u64(),
-        at(ex, "/connection").as_u64(),
-        at(ex, "/correlation_id").as_i64(),
+        whole(at(ex, "/request/frame")),
+        whole(at(ex, "/connection")),
+        integer(at(ex, "/correlation_id")),
     )
+}
+
+/// An integer, also when written as a float (`8.0`, as a tool that reads numbers as
+/// doubles writes it back).
+fn integer(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    })
 }
 
 /// Differences: the first [`MAX_LISTED`] kept, the rest counted.
@@ -270,7 +306,7 @@ impl Check {
 /// compared), only in the golden file (missing) or only in this run (new).
 fn compare_findings(old: &[Value], new: &[Value], lines: &mut Lines) {
     // this run's findings by place, each matched once, in the order they came
-    let mut by_key: BTreeMap<(String, String), VecDeque<usize>> = BTreeMap::new();
+    let mut by_key: BTreeMap<FindingKey, VecDeque<usize>> = BTreeMap::new();
     for (i, n) in new.iter().enumerate() {
         by_key.entry(finding_key(n)).or_default().push_back(i);
     }

@@ -500,7 +500,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         })
         .collect();
     model::Report {
-        format_version: 1,
+        format_version: model::FORMAT_VERSION,
         tool: model::Tool {
             name: "pidshark",
             version: env!("CARGO_PKG_VERSION"),

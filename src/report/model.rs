@@ -22,6 +22,10 @@ use crate::latency;
 use crate::pairing::Status;
 use crate::timestamp::Timestamp;
 
+/// The report's format version: what `--expect` compares against (field names fixed,
+/// fields added freely).
+pub const FORMAT_VERSION: u32 = 1;
+
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct Report {
     pub format_version: u32,

@@ -296,3 +296,72 @@ fn every_condition_holds_alike_in_every_format() {
         }
     }
 }
+
+/// Every integer of `v` written as a float, as a JSON tool that reads numbers as doubles
+/// writes them back (`40729` → `40729.0`).
+fn as_floats(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.is_u64() || n.is_i64() => {
+            *v = serde_json::json!(n.as_f64().unwrap());
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(as_floats),
+        serde_json::Value::Object(o) => o.values_mut().for_each(as_floats),
+        _ => {}
+    }
+}
+
+/// Issue 39, point 3: `--expect` compares numbers by value. A golden whose every integer
+/// was rewritten as a float passes; one latency changed by a microsecond still fails,
+/// naming that field.
+#[test]
+fn expect_compares_numbers_by_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = "fixtures/controller-loopback.pcap";
+    let out = pidshark().arg(capture).output().unwrap();
+    let mut golden: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    as_floats(&mut golden);
+    let text = serde_json::to_string_pretty(&golden).unwrap();
+    assert!(text.contains(".0,"), "the golden has floats");
+    let path = dir.path().join("floats.json");
+    std::fs::write(&path, &text).unwrap();
+    pidshark()
+        .args([capture, "--expect", path.to_str().unwrap()])
+        .assert()
+        .code(0);
+    let latency = golden["exchanges"][0]["latency_us"].as_f64().unwrap();
+    golden["exchanges"][0]["latency_us"] = serde_json::json!(latency + 1.0);
+    std::fs::write(&path, serde_json::to_string(&golden).unwrap()).unwrap();
+    pidshark()
+        .args([capture, "--expect", path.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("latency_us: "));
+}
+
+/// Issue 39, point 3: a golden of another format version is refused with why (exit 2),
+/// as a JSON report and as ndjson lines.
+#[test]
+fn expect_refuses_a_golden_of_another_format_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = "fixtures/controller-loopback.pcap";
+    for format in ["json", "ndjson"] {
+        let out = pidshark()
+            .args([capture, "--format", format])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout)
+            .unwrap()
+            .replace("\"format_version\":1", "\"format_version\":2")
+            .replace("\"format_version\": 1", "\"format_version\": 2");
+        assert!(text.contains("\"format_version\""));
+        let path = dir.path().join(format!("v2.{format}"));
+        std::fs::write(&path, text).unwrap();
+        pidshark()
+            .args([capture, "--expect", path.to_str().unwrap()])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "format_version 2; this pidshark writes and compares format_version 1",
+            ));
+    }
+}
