@@ -8,7 +8,7 @@
 //! the overlaps they may have with the ones captured, are not in the capture. A broker the
 //! log unregistered before the capture had left the cluster: it is not expected.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::kafka::apis::ClusterFact;
 use crate::pairing::ClusterEvent;
@@ -45,17 +45,16 @@ fn gone_before(log: &crate::metadata_log::MetadataLog, before_ms: Option<i64>) -
     let Some(before_ms) = before_ms else {
         return BTreeSet::new();
     };
-    let registered_at = |id: i32| {
-        log.registrations
-            .iter()
-            .filter(|r| r.broker_id == id)
-            .map(|r| r.place.offset)
-            .max()
-    };
+    // each broker's latest registration, once: a log may hold many of both
+    let mut registered_at: BTreeMap<i32, i64> = BTreeMap::new();
+    for r in &log.registrations {
+        let at = registered_at.entry(r.broker_id).or_insert(r.place.offset);
+        *at = (*at).max(r.place.offset);
+    }
     log.unregistrations
         .iter()
         .filter(|(id, place)| {
-            place.time_ms < before_ms && registered_at(*id).is_none_or(|at| at < place.offset)
+            place.time_ms < before_ms && registered_at.get(id).is_none_or(|at| *at < place.offset)
         })
         .map(|(id, _)| *id)
         .collect()
