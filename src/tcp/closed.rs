@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use super::connection::starts_new;
 use super::pair::PairKey;
 use crate::decode::TcpSegmentView;
-use crate::heap::table_cost;
+use crate::heap::{table_cost, ChargedTableHasher};
 
 /// What stays of a closed connection. Twelve bytes.
 #[derive(Debug, Clone, Copy)]
@@ -119,8 +119,8 @@ impl ClosedRecords {
 /// bookkeeping beyond the record itself.
 #[derive(Debug)]
 struct Generations<K> {
-    current: HashMap<K, Closed, foldhash::fast::RandomState>,
-    previous: HashMap<K, Closed, foldhash::fast::RandomState>,
+    current: HashMap<K, Closed, ChargedTableHasher>,
+    previous: HashMap<K, Closed, ChargedTableHasher>,
     per_generation: usize,
 }
 

@@ -5,12 +5,12 @@ use std::collections::{HashMap, VecDeque};
 
 use super::connection::Connection;
 use super::pair::PairKey;
-use crate::heap::{heap_cost, table_cost};
+use crate::heap::{heap_cost, table_cost, ChargedTableHasher};
 
 /// Open connections and their clock.
 #[derive(Debug)]
 pub(super) struct Table<C> {
-    conns: HashMap<PairKey, Connection<C>, foldhash::fast::RandomState>,
+    conns: HashMap<PairKey, Connection<C>, ChargedTableHasher>,
     /// Address pairs in the order they were (re)queued, with the frame then. Each open
     /// connection has one current entry, the one whose frame is its `queued`; the others
     /// are stale and dropped when met or when they outnumber the open connections.
@@ -97,8 +97,8 @@ impl<C> Table<C> {
     }
 
     /// The address pairs of the open connections, those charged most first, the earlier
-    /// connection first among equals: the table's order is its hasher's random one, and
-    /// what a budget gives up must not change from run to run.
+    /// connection first among equals: the table's order is where its hasher put the keys,
+    /// and what a budget gives up must not hang on that.
     pub(super) fn by_charge(&self) -> Vec<(usize, PairKey)> {
         let mut by_charge: Vec<(usize, u64, PairKey)> = self
             .conns
