@@ -431,10 +431,11 @@ mod tests {
     use super::*;
 
     /// Every connection the TCP stage follows holds one, idle or not: large parts stay
-    /// boxed.
+    /// boxed. (152 bytes until the waiting requests kept a box for those given up at the
+    /// budget, allocated at a connection's first shed.)
     #[test]
     fn state_of_a_connection_stays_small() {
         let size = size_of::<KafkaConn>();
-        assert!(size <= 152, "a connection's Kafka state takes {size} bytes");
+        assert!(size <= 160, "a connection's Kafka state takes {size} bytes");
     }
 }

@@ -56,8 +56,9 @@ pub enum Message {
         decoded: Option<DecodedRequest>,
     },
     /// A response frame. `answers`: the API key and version of the waiting request with
-    /// its correlation id, if one waited; `decoded`: the decoded response when that
-    /// request's API is decoded.
+    /// its correlation id, if one waited (or was given up at the memory budget: then no
+    /// exchange waits for it); `decoded`: the decoded response when that request's API is
+    /// decoded.
     Response {
         ends: Endpoints,
         correlation_id: i32,

@@ -496,7 +496,8 @@ impl StreamHandler for Dissector {
         let mut what = shed_framers(streams, client, at);
         if let Some((client, out)) = given_up_to {
             let ends = endpoints(info, client);
-            what.extend(shed_pending(&mut streams.pending, ends, out));
+            let max_pending = self.config.max_pending;
+            what.extend(shed_pending(&mut streams.pending, ends, max_pending, out));
         }
         if what.is_empty() {
             return 0;
@@ -542,10 +543,11 @@ fn shed_framers(streams: &mut Streams, client: Option<Dir>, at: PacketRef) -> Ve
 fn shed_pending(
     pending: &mut waiting::Waiting,
     ends: Endpoints,
+    max_pending: usize,
     out: &mut Outbox,
 ) -> Option<String> {
     let waiting = pending.len();
-    let given_up = pending.shed(ends, out);
+    let given_up = pending.shed(ends, max_pending, out);
     (given_up > 0).then(|| {
         format!(
             "the oldest {given_up} of its {waiting} waiting requests (AllocateProducerIds ones reported response_unknown)"

@@ -2,7 +2,8 @@
 //! carry no API key: this table tells which API a response answers, so that it can be
 //! decoded, and whether a candidate response head answers anything. It also gives up
 //! requests (reused ids, the per-connection limit, the memory budget, the end of the
-//! connection) and says so in [`Message::GivenUp`].
+//! connection) and says so in [`Message::GivenUp`]; of those given up at the memory
+//! budget it keeps which API each was, so that their responses are still read as answers.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -67,6 +68,87 @@ pub struct Waiting {
     evicted: u64,
     /// Sum of the waiting requests' [`Pending::cost`].
     decoded_bytes: usize,
+    /// Requests given up at the memory budget, whose responses may still come: boxed,
+    /// since every connection holds a `Waiting` and few are ever shed.
+    shed: Option<Box<ShedRequests>>,
+}
+
+/// The API and version of requests given up at the memory budget, by correlation id: their
+/// responses still answer them, and are counted under their API rather than as answering
+/// nothing (their decoded requests are gone: the exchanges they would end stay of unknown
+/// outcome). An answer takes its record out. Eight bytes each, charged with the rest, in
+/// two generations of at most `--max-pending` each: a full one becomes the older and the
+/// older is forgotten, and a shed that finds no request waiting forgets the older too, so
+/// these records are the last a connection gives up. That is not said again: the requests
+/// were said to be given up, and a response that finds no record is counted as unmatched.
+/// Requests given up at the per-connection limit are not kept: that limit is for requests
+/// never answered.
+#[derive(Debug, Default)]
+struct ShedRequests {
+    current: HashMap<i32, (ApiKey, i16), ChargedTableHasher>,
+    previous: HashMap<i32, (ApiKey, i16), ChargedTableHasher>,
+}
+
+impl ShedRequests {
+    fn is_empty(&self) -> bool {
+        self.current.is_empty() && self.previous.is_empty()
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.current.len() + self.previous.len()
+    }
+
+    /// Forgets the older generation; the newer becomes the older.
+    fn forget_older(&mut self) {
+        self.previous = std::mem::take(&mut self.current);
+    }
+
+    /// Keeps the API and version of a request given up, in a generation of at most
+    /// `per_generation` records.
+    fn insert(&mut self, correlation_id: i32, answers: (ApiKey, i16), per_generation: usize) {
+        if self.current.len() >= per_generation.max(1) {
+            self.forget_older();
+        }
+        self.previous.remove(&correlation_id);
+        self.current.insert(correlation_id, answers);
+    }
+
+    /// The API and version of the request given up with this correlation id. An empty
+    /// table is not hashed into.
+    fn get(&self, correlation_id: i32) -> Option<(ApiKey, i16)> {
+        if self.is_empty() {
+            return None;
+        }
+        self.current
+            .get(&correlation_id)
+            .or_else(|| self.previous.get(&correlation_id))
+            .copied()
+    }
+
+    /// Takes out the record of the request given up with this correlation id; a
+    /// generation left empty gives its room back.
+    fn take(&mut self, correlation_id: i32) -> Option<(ApiKey, i16)> {
+        if self.is_empty() {
+            return None;
+        }
+        let taken = match self.current.remove(&correlation_id) {
+            Some(answers) => Some(answers),
+            None => self.previous.remove(&correlation_id),
+        };
+        for generation in [&mut self.current, &mut self.previous] {
+            if generation.is_empty() && generation.capacity() > 0 {
+                *generation = HashMap::default();
+            }
+        }
+        taken
+    }
+
+    /// Heap the two generations' tables take.
+    fn held_bytes(&self) -> usize {
+        let entry = size_of::<(i32, (ApiKey, i16))>();
+        table_bytes(self.current.capacity(), entry) + table_bytes(self.previous.capacity(), entry)
+    }
 }
 
 /// The first fields of a request frame.
@@ -106,6 +188,9 @@ impl Waiting {
             size_of::<(i32, Pending)>(),
         ) + order
             + self.decoded_bytes
+            + self.shed.as_ref().map_or(0, |shed| {
+                size_of::<ShedRequests>() + MALLOC_OVERHEAD + shed.held_bytes()
+            })
     }
 
     /// Gives back the room of requests no longer waiting once most of it is empty, so a
@@ -126,11 +211,24 @@ impl Waiting {
         self.by_correlation_id.get(&correlation_id).map(|p| p.frame)
     }
 
-    /// API key and version of the request a response with this correlation id answers.
+    /// API key and version of the request a response with this correlation id answers:
+    /// one waiting, or one given up at the memory budget.
     pub fn answered_request(&self, correlation_id: i32) -> Option<(ApiKey, i16)> {
         self.by_correlation_id
             .get(&correlation_id)
             .map(|p| (p.api_key, p.api_version))
+            .or_else(|| self.shed.as_ref()?.get(correlation_id))
+    }
+
+    /// Takes out the record of a request given up at the budget with this correlation id;
+    /// the last one taken gives back the records' room.
+    fn take_shed(&mut self, correlation_id: i32) -> Option<(ApiKey, i16)> {
+        let shed = self.shed.as_mut()?;
+        let taken = shed.take(correlation_id);
+        if shed.is_empty() {
+            self.shed = None;
+        }
+        taken
     }
 
     fn remove(&mut self, correlation_id: i32) -> Option<Pending> {
@@ -166,6 +264,7 @@ impl Waiting {
             cost,
         };
         self.order.push_back((correlation_id, self.registered));
+        self.take_shed(correlation_id); // a later answer is this request's
         if let Some(old) = self.by_correlation_id.insert(correlation_id, entry) {
             self.decoded_bytes = self.decoded_bytes.saturating_sub(old.cost);
             let names = (req.api_key.name(), old.api_key.name());
@@ -207,7 +306,7 @@ impl Waiting {
                     },
                 );
             }
-            self.give_up_oldest(ends, max_pending, out);
+            self.give_up_oldest(ends, max_pending, out, None);
         }
         self.forget_answered();
     }
@@ -228,9 +327,15 @@ impl Waiting {
     }
 
     /// Gives up the oldest waiting requests until `keep` are left (their AllocateProducerIds
-    /// ones with an unknown outcome: their answers may still come). Returns how many were
-    /// given up.
-    pub fn give_up_oldest(&mut self, ends: Endpoints, keep: usize, out: &mut Outbox) -> usize {
+    /// ones with an unknown outcome: their answers may still come), keeping which API each
+    /// was in generations of `remember` when given. Returns how many were given up.
+    fn give_up_oldest(
+        &mut self,
+        ends: Endpoints,
+        keep: usize,
+        out: &mut Outbox,
+        remember: Option<usize>,
+    ) -> usize {
         let mut given_up = 0;
         while self.len() > keep {
             let Some((corr, seq)) = self.order.pop_front() else {
@@ -245,15 +350,31 @@ impl Waiting {
                     self.evicted += 1;
                     given_up += 1;
                     give_up(out, ends, corr, &old, true);
+                    if let Some(per_generation) = remember {
+                        let answers = (old.api_key, old.api_version);
+                        let shed = self.shed.get_or_insert_default();
+                        shed.insert(corr, answers, per_generation);
+                    }
                 }
             }
         }
         given_up
     }
 
-    /// Gives up the older half of the waiting requests, and the tables' room for them.
-    pub fn shed(&mut self, ends: Endpoints, out: &mut Outbox) -> usize {
-        let given_up = self.give_up_oldest(ends, self.len() / 2, out);
+    /// Gives up the older half of the waiting requests, and the tables' room for them,
+    /// keeping which API each was (see [`ShedRequests`], `max_pending` to a generation);
+    /// with none waiting, forgets the older of those records instead. Returns how many
+    /// requests were given up.
+    pub fn shed(&mut self, ends: Endpoints, max_pending: usize, out: &mut Outbox) -> usize {
+        let given_up = self.give_up_oldest(ends, self.len() / 2, out, Some(max_pending));
+        if given_up == 0 {
+            if let Some(shed) = self.shed.as_mut() {
+                shed.forget_older();
+                if shed.is_empty() {
+                    self.shed = None;
+                }
+            }
+        }
         self.forget_answered();
         self.by_correlation_id.shrink_to_fit();
         self.order.shrink_to_fit();
@@ -271,9 +392,10 @@ impl Waiting {
         decoded: Option<DecodedResponse>,
         out: &mut Outbox,
     ) {
-        let answers = self
-            .remove(correlation_id)
-            .map(|p| (p.api_key, p.api_version));
+        let answers = match self.remove(correlation_id) {
+            Some(p) => Some((p.api_key, p.api_version)),
+            None => self.take_shed(correlation_id),
+        };
         self.forget_answered();
         self.shrink_when_mostly_empty();
         out.push(Message::Response {
@@ -486,6 +608,93 @@ mod tests {
         assert_eq!(out.counted.unmatched, 1);
         assert_eq!(out.tally.answers, 1);
         assert_eq!(out.tally.requests, 2);
+    }
+
+    #[test]
+    fn a_response_to_a_request_shed_at_the_budget_still_answers_its_api() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::new(true));
+        request(&mut waiting, &mut out, ApiKey::ALLOCATE_PRODUCER_IDS, 1, 10);
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 2, 11);
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 3, 12);
+        assert_eq!(waiting.shed(ends(), 3, &mut out), 2);
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(
+            waiting.answered_request(1),
+            Some((ApiKey::ALLOCATE_PRODUCER_IDS, 0))
+        );
+        assert_eq!(waiting.request_frame(1), None, "no longer waiting");
+        for corr in [1, 2, 3, 1] {
+            waiting.response(ends(), corr, meta(20), None, &mut out);
+        }
+        // answered once each: a second answer to 1 answers nothing
+        assert_eq!(
+            seen(&out),
+            ["R1", "R2", "R3", "G1?", "A1", "A2", "A3", "-1"]
+        );
+        assert_eq!(out.tally.answers, 3);
+        assert!(
+            waiting.shed.is_none(),
+            "answered records give their room back"
+        );
+    }
+
+    #[test]
+    fn requests_given_up_at_the_pending_limit_are_not_kept() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        for corr in 1..=4 {
+            request(&mut waiting, &mut out, ApiKey::API_VERSIONS, corr, 10);
+        }
+        assert_eq!(waiting.answered_request(1), None);
+        waiting.response(ends(), 1, meta(20), None, &mut out);
+        assert_eq!(out.counted.unmatched, 1);
+    }
+
+    #[test]
+    fn a_request_reusing_a_shed_id_takes_its_answer() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 1, 10);
+        request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 2, 11);
+        waiting.shed(ends(), 3, &mut out);
+        request(&mut waiting, &mut out, ApiKey(0), 1, 12); // Produce
+        waiting.response(ends(), 1, meta(20), None, &mut out);
+        waiting.response(ends(), 1, meta(21), None, &mut out);
+        assert_eq!(out.counted.by_api[&ApiKey(0)], [1, 1]);
+        assert_eq!(out.counted.by_api[&ApiKey::API_VERSIONS], [2, 0]);
+        assert_eq!(out.counted.unmatched, 1);
+    }
+
+    /// Requests given up at the budget whose API is kept.
+    fn kept(waiting: &Waiting) -> usize {
+        waiting.shed.as_ref().map_or(0, |shed| shed.len())
+    }
+
+    #[test]
+    fn what_is_kept_of_shed_requests_is_bounded_and_given_up_last() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        // a limit of 3 waiting: each generation of records keeps at most 3
+        for corr in 0..40 {
+            request(&mut waiting, &mut out, ApiKey::API_VERSIONS, corr, 10);
+            if corr % 3 == 2 {
+                waiting.shed(ends(), 3, &mut out);
+            }
+            assert!(kept(&waiting) <= 6, "{}", kept(&waiting));
+        }
+        assert_eq!(
+            waiting.answered_request(39),
+            Some((ApiKey::API_VERSIONS, 0))
+        );
+        assert!(waiting.answered_request(37).is_some(), "shed last");
+        assert_eq!(waiting.answered_request(0), None, "forgotten");
+        // with none waiting, a shed gives up the older records, then the rest
+        while !waiting.is_empty() {
+            waiting.shed(ends(), 3, &mut out);
+        }
+        let before = kept(&waiting);
+        assert!(before > 0);
+        assert_eq!(waiting.shed(ends(), 3, &mut out), 0);
+        assert!(kept(&waiting) < before, "the older generation forgotten");
+        assert_eq!(waiting.shed(ends(), 3, &mut out), 0);
+        assert!(waiting.shed.is_none(), "then the rest");
     }
 
     #[test]
