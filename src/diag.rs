@@ -10,7 +10,7 @@
 mod observation;
 mod parts;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::packet_ref::{Origin, PacketRef};
 use crate::timestamp::Timestamp;
@@ -464,12 +464,15 @@ impl Diagnostics {
     // few stores that build it.
     #[inline]
     pub fn add(&mut self, connection: Option<u64>, at: impl Into<At>, what: Observation<'_>) {
+        let mut listed_of_api = None;
         if let Observation::KafkaMessageTruncated(u)
         | Observation::KafkaDecodeError(u)
         | Observation::KafkaUnsupportedVersion(u) = &what
         {
             let key = (what.kind(), u.api.code);
-            *self.undecoded_by_api.entry(key).or_default() += 1;
+            let of_api = self.undecoded_by_api.entry(key).or_default();
+            *of_api += 1;
+            listed_of_api = Some(*of_api <= MAX_LISTED_PER_KIND);
         }
         let kind = what.kind();
         let severity = what.severity();
@@ -477,6 +480,7 @@ impl Diagnostics {
             *self.lowered.entry((kind, severity)).or_default() += 1;
         }
         let listed = self.counted_listed(kind);
+        let listed = listed_of_api.unwrap_or(listed);
         if severity == Severity::Warning {
             self.hold_wire(connection, kind, (1, u64::from(listed)));
         }
@@ -635,12 +639,23 @@ impl Diagnostics {
             }
         }
         self.items.sort_by_key(|d| d.frame.unwrap_or(u64::MAX));
+        let mut listed: HashMap<Kind, u64> = HashMap::new();
+        for d in &self.items {
+            *listed.entry(d.kind).or_default() += 1;
+        }
         for (&kind, &count) in &self.counts {
-            if count > MAX_LISTED_PER_KIND {
+            // past the limit, or, for messages not read, listed per API
+            let listed = listed.get(&kind).copied().unwrap_or(0);
+            let limited = if observation::UNDECODED_KINDS.contains(&kind) {
+                count > listed
+            } else {
+                count > MAX_LISTED_PER_KIND
+            };
+            if limited {
                 let what = Observation::DiagnosticsLimited {
                     kind,
                     count,
-                    listed: MAX_LISTED_PER_KIND,
+                    listed,
                 };
                 self.items.push(Diagnostic {
                     origin: None,
@@ -765,6 +780,37 @@ mod tests {
                 (Some(2), Severity::Warning),
                 (Some(3), Severity::Warning)
             ]
+        );
+    }
+
+    #[test]
+    fn messages_not_read_are_listed_per_api_so_a_flood_of_one_hides_no_other() {
+        let cut = |code, name| {
+            Observation::KafkaMessageTruncated(Undecoded {
+                api: NamedCode { code, name },
+                side: Side::Client,
+                correlation_id: 1,
+                problem: "cut",
+            })
+        };
+        let mut diags = Diagnostics::default();
+        for frame in 0..1_500 {
+            diags.add(Some(1), Some(frame), cut(1, "Fetch"));
+        }
+        for frame in 1_500..1_505 {
+            diags.add(Some(2), Some(frame), cut(22, "InitProducerId"));
+        }
+        let listed = diags.into_sorted();
+        let of_api = |conn| listed.iter().filter(|d| d.connection == Some(conn)).count();
+        assert_eq!((of_api(1), of_api(2)), (1_000, 5));
+        let limited: Vec<&str> = listed
+            .iter()
+            .filter(|d| d.kind == Kind::DiagnosticsLimited)
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            limited,
+            ["1505 kafka_message_truncated diagnostics were found; only 1005 are listed, the first 1000 of each API"]
         );
     }
 

@@ -93,6 +93,7 @@ impl Addresses {
             }
             ClusterFact::Quorum(_)
             | ClusterFact::Heartbeat(_)
+            | ClusterFact::Fetch(_)
             | ClusterFact::BlockAsked { .. }
             | ClusterFact::Undecoded(_) => {}
         }

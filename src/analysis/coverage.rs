@@ -1,4 +1,5 @@
-//! Which brokers the capture shows talking to the controllers, against those it knows of.
+//! Which brokers and controllers the capture shows talking to the controller quorum,
+//! against those it knows of.
 //!
 //! A broker talks to the active controller all the time: a BrokerHeartbeat request every
 //! two seconds by default, a BrokerRegistration when it starts, AllocateProducerIds when it
@@ -7,10 +8,20 @@
 //! log commits to it) did not see that broker's controller connection: its blocks, and
 //! the overlaps they may have with the ones captured, are not in the capture. A broker the
 //! log unregistered before the capture had left the cluster: it is not expected.
+//!
+//! A controller is seen by its own quorum messages: a follower fetches the quorum's log
+//! from the leader all the time (a Fetch of `__cluster_metadata` naming it; brokers fetch
+//! it too, so a fetcher known as a broker is not taken for a controller), a candidate asks
+//! for votes, a leader begins and ends its epochs and answers AllocateProducerIds (the
+//! controller timeline's proofs). Controllers are known from those, from the ids quorum
+//! messages name (a vote's or an epoch's recipient, a leader named), from DescribeCluster
+//! listing controllers, and from the metadata log's LeaderChange records and their voters.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::controllers::Leaders;
 use crate::kafka::apis::ClusterFact;
+use crate::kafka::cluster::{self, QuorumMessage};
 use crate::pairing::ClusterEvent;
 
 /// Broker ids remembered: beyond any cluster we meet.
@@ -20,22 +31,50 @@ const MAX_BROKERS: usize = 65_536;
 #[derive(Debug, Default)]
 pub struct Tracker {
     seen: BTreeSet<i32>,
+    /// Nodes that fetched the quorum's log: followers and brokers.
+    fetchers: BTreeSet<i32>,
+    /// Controllers that sent quorum messages of their own.
+    controllers_seen: BTreeSet<i32>,
+    /// Controllers quorum messages name.
+    controllers_named: BTreeSet<i32>,
     /// The first controller message's time, unix milliseconds: a broker the metadata log
     /// unregistered before it had left the cluster before the capture.
     first_ms: Option<i64>,
 }
 
-/// Brokers known of and brokers seen talking to the controllers.
+/// Brokers known of and brokers seen talking to the controllers; controllers known of
+/// and controllers seen in the quorum.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Coverage {
     pub known: BTreeSet<i32>,
     pub seen: BTreeSet<i32>,
+    pub controllers_known: BTreeSet<i32>,
+    pub controllers_seen: BTreeSet<i32>,
 }
 
 impl Coverage {
     /// Known brokers whose controller connection the capture does not show.
     pub fn not_seen(&self) -> impl Iterator<Item = i32> + '_ {
         self.known.difference(&self.seen).copied()
+    }
+
+    /// Known controllers no quorum message of their own shows.
+    pub fn controllers_not_seen(&self) -> impl Iterator<Item = i32> + '_ {
+        self.controllers_known
+            .difference(&self.controllers_seen)
+            .copied()
+    }
+}
+
+/// A moment in unix milliseconds.
+fn millis(at: crate::timestamp::Timestamp) -> Option<i64> {
+    i64::try_from(at.as_nanos() / 1_000_000).ok()
+}
+
+/// Adds `id` to `set` unless it is no node's id or the set is full.
+fn remember(set: &mut BTreeSet<i32>, id: i32) {
+    if id >= 0 && set.len() < MAX_BROKERS {
+        set.insert(id);
     }
 }
 
@@ -64,17 +103,60 @@ impl Tracker {
     /// A heartbeat, a registration or a request for a block: its broker was seen.
     pub fn cluster(&mut self, ev: &ClusterEvent) {
         if self.first_ms.is_none() {
-            self.first_ms = i64::try_from(ev.meta.timestamp.as_nanos() / 1_000_000).ok();
+            self.first_ms = millis(ev.meta.timestamp);
         }
         let broker = match &*ev.fact {
             ClusterFact::Heartbeat(hb) => Some(hb.broker_id),
             ClusterFact::Listeners(reg) => Some(reg.broker_id),
             ClusterFact::BlockAsked { broker_id } => *broker_id,
+            ClusterFact::Fetch(fetch) if fetch.metadata_log => {
+                remember(&mut self.fetchers, fetch.replica_id);
+                None
+            }
+            ClusterFact::Quorum(q) => {
+                self.quorum(q);
+                None
+            }
+            ClusterFact::Brokers { seen, .. } if seen.endpoint_type == Some(2) => {
+                for c in &seen.brokers {
+                    remember(&mut self.controllers_named, c.node_id);
+                }
+                None
+            }
             _ => None,
         };
-        if let Some(id) = broker.filter(|id| *id >= 0) {
-            if self.seen.len() < MAX_BROKERS {
-                self.seen.insert(id);
+        if let Some(id) = broker {
+            remember(&mut self.seen, id);
+        }
+    }
+
+    /// A Vote, BeginQuorumEpoch or EndQuorumEpoch message: its sender is seen (a
+    /// request's candidate or leader), the ids it names are known.
+    fn quorum(&mut self, q: &QuorumMessage) {
+        if let Some(voter) = q.voter_id {
+            remember(&mut self.controllers_named, voter);
+        }
+        for p in &q.partitions {
+            let sender = if q.api == cluster::VOTE {
+                p.candidate_id
+            } else {
+                p.leader_id
+            };
+            if let Some(id) = sender {
+                let set = if q.is_request {
+                    &mut self.controllers_seen
+                } else {
+                    &mut self.controllers_named
+                };
+                remember(set, id);
+            }
+            if let (Some(id), false) = (p.leader_id, q.is_request) {
+                remember(&mut self.controllers_named, id);
+            }
+        }
+        for e in &q.endpoints {
+            if let Some(id) = e.node_id {
+                remember(&mut self.controllers_named, id);
             }
         }
     }
@@ -87,6 +169,7 @@ impl Tracker {
         self,
         known: impl IntoIterator<Item = i32>,
         log: Option<&crate::metadata_log::MetadataLog>,
+        leaders: &Leaders,
     ) -> Coverage {
         let gone = log
             .map(|l| gone_before(l, self.first_ms))
@@ -102,11 +185,60 @@ impl Tracker {
             .take(MAX_BROKERS)
             .collect();
         all.extend(&self.seen);
+        let (controllers_known, controllers_seen) = controllers(
+            self.controllers_named,
+            self.controllers_seen,
+            self.fetchers.difference(&all).copied(),
+            log,
+            leaders,
+        );
         Coverage {
             known: all,
             seen: self.seen,
+            controllers_known,
+            controllers_seen,
         }
     }
+}
+
+/// The controllers known and seen: those `named` and `seen` by quorum messages, the
+/// `followers` (fetchers of the quorum's log not known as brokers), the leaders the
+/// timeline shows (seen when it proves them leading), and the log's leaders and voters.
+fn controllers(
+    named: BTreeSet<i32>,
+    mut seen: BTreeSet<i32>,
+    followers: impl Iterator<Item = i32>,
+    log: Option<&crate::metadata_log::MetadataLog>,
+    leaders: &Leaders,
+) -> (BTreeSet<i32>, BTreeSet<i32>) {
+    for id in followers {
+        remember(&mut seen, id);
+    }
+    let mut known = named;
+    for span in &leaders.spans {
+        remember(&mut known, span.leader_id);
+        if span.proven.is_some() {
+            remember(&mut seen, span.leader_id);
+        }
+    }
+    for run in &leaders.unplaced {
+        let first = millis(run.proven.first.0.timestamp);
+        let last = millis(run.proven.last.0.timestamp);
+        if let Some(id) = run
+            .controller_id
+            .or_else(|| log?.leader_between(first?, last?))
+        {
+            remember(&mut seen, id);
+        }
+    }
+    for change in log.iter().flat_map(|l| &l.leader_changes) {
+        remember(&mut known, change.leader_id);
+        for voter in &change.voters {
+            remember(&mut known, *voter);
+        }
+    }
+    known.extend(&seen);
+    (known, seen)
 }
 
 #[cfg(test)]
@@ -143,7 +275,102 @@ mod tests {
             first_ms,
             ..Tracker::default()
         };
-        tracker.finish([], Some(log)).known.into_iter().collect()
+        tracker
+            .finish([], Some(log), &Leaders::default())
+            .known
+            .into_iter()
+            .collect()
+    }
+
+    fn event(is_request: bool, fact: ClusterFact) -> ClusterEvent {
+        ClusterEvent {
+            endpoints: crate::pairing::Endpoints {
+                connection: 1,
+                client: "10.0.0.9:50000".parse().expect("an address"),
+                server: "10.0.0.1:9093".parse().expect("an address"),
+            },
+            meta: crate::kafka::message::MessageMeta {
+                frame: 1,
+                first_frame: 1,
+                timestamp: crate::timestamp::Timestamp {
+                    secs: 1_700_000_000,
+                    nanos: 0,
+                    nano: false,
+                },
+                size: 40,
+                origin: None,
+            },
+            is_request,
+            fact: Box::new(fact),
+        }
+    }
+
+    fn fetch(replica_id: i32, metadata_log: bool) -> ClusterEvent {
+        let fetch = cluster::ReplicaFetch {
+            replica_id,
+            metadata_log,
+        };
+        event(true, ClusterFact::Fetch(fetch))
+    }
+
+    /// Candidate `candidate` asks `voter` for its vote.
+    fn vote(candidate: i32, voter: i32) -> ClusterEvent {
+        let partition = cluster::QuorumPartition {
+            topic: "__cluster_metadata".into(),
+            partition: 0,
+            leader_id: None,
+            leader_epoch: None,
+            candidate_id: Some(candidate),
+            candidate_epoch: Some(2),
+            pre_vote: Some(false),
+            vote_granted: None,
+            error_code: None,
+        };
+        let q = QuorumMessage {
+            api: cluster::VOTE,
+            version: 1,
+            is_request: true,
+            cluster_id: None,
+            voter_id: Some(voter),
+            error_code: None,
+            partitions: vec![partition],
+            endpoints: Vec::new(),
+        };
+        event(true, ClusterFact::Quorum(q))
+    }
+
+    #[test]
+    fn controllers_are_seen_by_their_own_quorum_messages_and_known_by_others() {
+        let mut tracker = Tracker::default();
+        for ev in [
+            fetch(102, true),
+            fetch(1, true),  // a broker, known as one
+            fetch(7, false), // a consumer's or a replica's fetch
+            vote(103, 101),  // 103 asks, 101 is named
+            fetch(-1, true), // no node
+        ] {
+            tracker.cluster(&ev);
+        }
+        let log = MetadataLog {
+            leader_changes: vec![crate::metadata_log::LeaderChange {
+                leader_id: 101,
+                voters: vec![101, 102, 103, 104],
+                place: place(1, 1_000),
+            }],
+            ..MetadataLog::default()
+        };
+        let c = tracker.finish([1], Some(&log), &Leaders::default());
+        assert_eq!(
+            c.controllers_seen.iter().copied().collect::<Vec<_>>(),
+            [102, 103]
+        );
+        assert_eq!(c.controllers_known.len(), 4);
+        assert_eq!(c.controllers_not_seen().collect::<Vec<_>>(), [101, 104]);
+        assert_eq!(
+            c.known.iter().copied().collect::<Vec<_>>(),
+            [1],
+            "no controller taken for a broker"
+        );
     }
 
     #[test]

@@ -488,6 +488,7 @@ impl Analyzer {
         }
         self.listed.sort_by_key(Block::order);
         let broker_addresses = self.addresses.table();
+        let controllers = self.controllers.finish();
         Analysis {
             blocks: self.listed,
             usual_len,
@@ -499,9 +500,10 @@ impl Analyzer {
             coverage: self.coverage.finish(
                 known_brokers(&broker_addresses),
                 metadata_log.as_ref().map(|l| &l.log),
+                &controllers,
             ),
             broker_addresses,
-            controllers: self.controllers.finish(),
+            controllers,
             metadata_log,
         }
     }

@@ -254,6 +254,14 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
             (e.coverage.seen.len() as u64).into(),
         ),
         ("ids_not_seen", t.skipped_ids.into()),
+        (
+            "controllers_known",
+            (e.coverage.controllers_known.len() as u64).into(),
+        ),
+        (
+            "controllers_seen",
+            (e.coverage.controllers_seen.len() as u64).into(),
+        ),
     ];
     facts.extend(Status::ALL.map(|status| (status.as_str(), t.statuses.of(status).into())));
     let lost = limits.iter().any(|l| l.damage || l.own);
@@ -570,16 +578,21 @@ fn list<'a>(limits: impl Iterator<Item = &'a Limit>) -> String {
 
 /// `broker 2`, `brokers 2 and 3`, `brokers 2, 3, 4 and 2 more`.
 fn brokers_named(ids: &[i32]) -> String {
+    nodes_named(ids, "broker")
+}
+
+/// `broker 2`, `controllers 101 and 103`, `brokers 1, 2, 3 and 4 more`.
+fn nodes_named(ids: &[i32], noun: &str) -> String {
     const NAMED: usize = 3;
     let names: Vec<String> = ids.iter().take(NAMED).map(i32::to_string).collect();
     let more = ids.len().saturating_sub(NAMED);
     match (names.as_slice(), more) {
-        ([one], 0) => format!("broker {one}"),
+        ([one], 0) => format!("{noun} {one}"),
         (names, 0) => match names.split_last() {
-            Some((last, rest)) => format!("brokers {} and {last}", rest.join(", ")),
+            Some((last, rest)) => format!("{noun}s {} and {last}", rest.join(", ")),
             None => String::new(),
         },
-        (names, more) => format!("brokers {} and {more} more", names.join(", ")),
+        (names, more) => format!("{noun}s {} and {more} more", names.join(", ")),
     }
 }
 
@@ -777,6 +790,20 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
             brokers_named(&unseen),
         ),
         Some("capture on the controllers' hosts, or on every broker's, to see every broker's requests for blocks: a block granted to a broker not seen may overlap those seen"),
+    );
+    let unseen: Vec<i32> = e.coverage.controllers_not_seen().collect();
+    let known = e.coverage.controllers_known.len() as u64;
+    add(
+        "controller_coverage",
+        unseen.len() as u64,
+        false,
+        format!(
+            "{} of {known} known {} seen in the quorum ({} not seen: no fetch of the metadata log, vote, epoch begun or ended, or answer as leader)",
+            known - unseen.len() as u64,
+            if known == 1 { "controller" } else { "controllers" },
+            nodes_named(&unseen, "controller"),
+        ),
+        Some("capture on the controllers' hosts to see the whole quorum; the controller timeline says who led where the capture (or the metadata log) shows it"),
     );
     let n = e.totals.skipped_ids;
     add(

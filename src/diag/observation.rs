@@ -104,7 +104,9 @@ pub enum Observation<'a> {
     PendingLimit {
         max_pending: u64,
     },
-    /// More of `kind` than [`MAX_LISTED_PER_KIND`](super::MAX_LISTED_PER_KIND) were found.
+    /// More of `kind` than [`MAX_LISTED_PER_KIND`](super::MAX_LISTED_PER_KIND) were found
+    /// (of one API, for the kinds of messages not read: so that a flood of one API's does
+    /// not hide another's).
     DiagnosticsLimited {
         kind: Kind,
         count: u64,
@@ -365,10 +367,21 @@ pub enum Observation<'a> {
     },
 }
 
+/// The kinds of a message not read, counted and listed per API.
+pub const UNDECODED_KINDS: [Kind; 3] = [
+    Kind::KafkaMessageTruncated,
+    Kind::KafkaDecodeError,
+    Kind::KafkaUnsupportedVersion,
+];
+
+/// Fetch's API key: its requests are read only for who fetches the quorum's log.
+const FETCH_API_KEY: i16 = 1;
+
 impl Observation<'_> {
     /// How serious this one is: its kind's severity, except that a message of an API
     /// that carries no producer-id information (an inter-broker Fetch response cut by a
-    /// restarting broker's RST) is only info: it is listed, and never grades the verdict.
+    /// restarting broker's RST, a Fetch request not read) is only info: it is listed,
+    /// and never grades the verdict.
     pub fn severity(&self) -> Severity {
         match self {
             Self::KafkaFrameIncomplete {
@@ -376,6 +389,14 @@ impl Observation<'_> {
                 carries_producer_ids: false,
                 ..
             } => Severity::Info,
+            // a Fetch is read only for who follows the quorum: no producer id rides on it
+            Self::KafkaDecodeError(u)
+            | Self::KafkaMessageTruncated(u)
+            | Self::KafkaUnsupportedVersion(u)
+                if u.api.code == FETCH_API_KEY =>
+            {
+                Severity::Info
+            }
             _ => self.kind().severity(),
         }
     }
@@ -1048,6 +1069,16 @@ impl fmt::Display for Observation<'_> {
             Self::PendingLimit { max_pending } => write!(
                 f,
                 "more than {max_pending} requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)"
+            ),
+            Self::DiagnosticsLimited {
+                kind,
+                count,
+                listed,
+            } if UNDECODED_KINDS.contains(kind) => write!(
+                f,
+                "{count} {} diagnostics were found; only {listed} are listed, the first {} of each API",
+                kind.as_str(),
+                super::MAX_LISTED_PER_KIND
             ),
             Self::DiagnosticsLimited {
                 kind,

@@ -17,9 +17,13 @@ pub fn pairs(api: ApiKey) -> bool {
     )
 }
 
-/// Whether requests of `api` are decoded, not only counted: the paired APIs, and the
-/// cluster's messages that say where brokers listen and who leads.
-pub fn decodes_request(api: ApiKey) -> bool {
+/// Whether a request of `api`, `len` bytes long, is decoded, not only counted: the paired
+/// APIs, the cluster's messages that say where brokers listen and who leads, and Fetch
+/// requests small enough to be of the quorum's log (who follows the leader).
+pub fn decodes_request(api: ApiKey, len: u32) -> bool {
+    if api == cluster::FETCH {
+        return len <= cluster::METADATA_FETCH_MAX_LEN;
+    }
     pairs(api)
         || matches!(
             api,
@@ -72,6 +76,8 @@ pub enum ClusterFact {
     },
     /// A BrokerHeartbeat request: this broker talks to the active controller.
     Heartbeat(cluster::Heartbeat),
+    /// A small Fetch request: who fetches, and whether it is the quorum's log.
+    Fetch(cluster::ReplicaFetch),
     /// A Vote, BeginQuorumEpoch or EndQuorumEpoch request or response.
     Quorum(QuorumMessage),
     /// An AllocateProducerIds request: this broker asked for a block. Its answer comes
@@ -102,6 +108,7 @@ impl ClusterFact {
             cluster::BROKER_HEARTBEAT => {
                 cluster::broker_heartbeat_request(message).map(Self::Heartbeat)
             }
+            cluster::FETCH => cluster::fetch_request(message).map(Self::Fetch),
             _ => cluster::quorum_request(message).map(Self::Quorum),
         };
         Self::of_result(decoded, bytes)
@@ -159,7 +166,7 @@ pub struct Captured<'a> {
 }
 
 impl DecodedRequest {
-    /// Decodes a request of an API [`decodes_request`] names; `None` for any other API.
+    /// Decodes a request [`decodes_request`] names; `None` for any other.
     pub fn decode(head: &RequestPrefix, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
         let (len, missing) = (bytes.len, bytes.missing);
         Some(match head.api_key {
@@ -169,7 +176,7 @@ impl DecodedRequest {
             ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(read(bytes, not_read, |m| {
                 init::decode_partial_request(m, len, missing, head)
             })),
-            api if decodes_request(api) => {
+            api if decodes_request(api, len) => {
                 Self::Cluster(Box::new(ClusterFact::of_request(head, bytes, not_read)))
             }
             _ => return None,

@@ -172,7 +172,7 @@ impl Outbox {
                 api_key,
                 decoded: None,
                 ..
-            } if !decodes_request(*api_key) => {
+            } if !decodes_request(*api_key, u32::MAX) => {
                 self.counted.by_api.entry(*api_key).or_default()[0] += 1
             }
             Message::Response {

@@ -228,8 +228,11 @@ impl FrameHandler for RequestSide<'_> {
 
     /// Requests of decoded APIs small enough to decode.
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
-        RequestPrefix::parse(prefix).is_ok_and(|head| decodes_request(head.api_key))
-            && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
+        let Ok(len) = u32::try_from(len) else {
+            return false;
+        };
+        RequestPrefix::parse(prefix).is_ok_and(|head| decodes_request(head.api_key, len))
+            && len <= MAX_DECODED_LEN
     }
 
     fn frame(&mut self, frame: Frame<'_>) {

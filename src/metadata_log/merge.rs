@@ -25,8 +25,15 @@ pub struct Key {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum What {
-    Metadata { api_key: u32, decoded: Decoded },
-    Control { ty: i16, leader: Option<i32> },
+    Metadata {
+        api_key: u32,
+        decoded: Decoded,
+    },
+    /// `leader`: a LeaderChange's leader id and voters.
+    Control {
+        ty: i16,
+        leader: Option<super::metadata::LeaderAndVoters>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,12 +210,18 @@ impl Merger {
             }
             What::Control { leader, .. } => {
                 *self.control_records.entry(name).or_default() += 1;
-                if let Some(leader_id) = leader {
+                if let Some((leader_id, voters)) = leader {
                     if self.leader_changes.len() >= self.max_kept {
                         self.not_kept += 1;
                     } else {
-                        self.leader_changes
-                            .push((item.key, LeaderChange { leader_id, place }));
+                        self.leader_changes.push((
+                            item.key,
+                            LeaderChange {
+                                leader_id,
+                                voters,
+                                place,
+                            },
+                        ));
                     }
                 }
             }

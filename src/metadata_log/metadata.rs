@@ -142,8 +142,35 @@ fn register_broker(c: &mut Cursor<'_>, version: u32) -> Result<Decoded, Reason> 
     })
 }
 
-/// A control record's type (from its key) and, for a LeaderChange, the leader's id.
-pub fn control(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<(i16, Option<i32>), Reason> {
+/// A LeaderChange's leader id and voters.
+pub type LeaderAndVoters = (i32, Vec<i32>);
+
+/// Voters of a LeaderChange kept: more than any quorum has.
+const MAX_VOTERS: usize = 64;
+
+/// A LeaderChangeMessage's `Voters`, from their array on.
+fn voters(v: &mut Cursor<'_>, message_version: i16) -> Result<Vec<i32>, Reason> {
+    let n = v.compact_len("LeaderChange Voters")?.unwrap_or(0);
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let id = v.i32("LeaderChange VoterId")?;
+        if message_version >= 1 {
+            v.uuid("LeaderChange VoterDirectoryId")?;
+        }
+        v.skip_tagged_fields("LeaderChange Voter")?;
+        if ids.len() < MAX_VOTERS {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// A control record's type (from its key) and, for a LeaderChange, the leader's id and
+/// the quorum's voters (empty when their bytes cannot be read: the leader is still known).
+pub fn control(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Result<(i16, Option<LeaderAndVoters>), Reason> {
     let mut c = Cursor::new(key.unwrap_or_default());
     let version = c.i16("control record key version")?;
     if version < 0 {
@@ -151,10 +178,12 @@ pub fn control(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<(i16, Option<
     }
     let ty = c.i16("control record type")?;
     let leader = if ty == LEADER_CHANGE {
-        // LeaderChangeMessage: Version i16, LeaderId i32, ...
+        // LeaderChangeMessage (flexible): Version i16, LeaderId i32, Voters [VoterId i32,
+        // VoterDirectoryId uuid (v1+), tags], ...
         let mut v = Cursor::new(value.unwrap_or_default());
-        v.i16("LeaderChange Version")?;
-        Some(v.i32("LeaderChange LeaderId")?)
+        let message_version = v.i16("LeaderChange Version")?;
+        let leader = v.i32("LeaderChange LeaderId")?;
+        Some((leader, voters(&mut v, message_version).unwrap_or_default()))
     } else {
         None
     };

@@ -73,6 +73,23 @@ pub struct MetadataLog {
     pub problems: Vec<LogProblem>,
 }
 
+impl MetadataLog {
+    /// The controller the log says led from `from_ms` to `to_ms`: the leader of the
+    /// latest LeaderChange record at or before both, where the log's batches reach
+    /// `to_ms` (a log that ends before knows nothing of a later election).
+    pub fn leader_between(&self, from_ms: i64, to_ms: i64) -> Option<i32> {
+        let reaches = self.epochs.values().map(|e| e.last_ms).max()? >= to_ms;
+        let leader_at = |t: i64| {
+            self.leader_changes
+                .iter()
+                .rev()
+                .find(|c| c.place.time_ms <= t)
+        };
+        let (from, to) = (leader_at(from_ms)?, leader_at(to_ms)?);
+        (reaches && from == to).then_some(from.leader_id)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileKind {
     Segment,
@@ -169,10 +186,12 @@ pub struct EpochBatches {
     pub batches: u64,
 }
 
-/// A LeaderChange control record: `leader_id` leads from the batch's leader epoch.
+/// A LeaderChange control record: `leader_id` leads from the batch's leader epoch, of
+/// the quorum of `voters`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderChange {
     pub leader_id: i32,
+    pub voters: Vec<i32>,
     pub place: RecordPlace,
 }
 

@@ -159,6 +159,74 @@ fn leader_change(leader: i32) -> Vec<u8> {
     record(0, Some(&[0, 0, 0, 2]), Some(&v))
 }
 
+/// A LeaderChange of message `version` whose voters are `voters`, all granting.
+fn leader_change_of(version: i16, leader: i32, voters: &[i32]) -> Vec<u8> {
+    let mut v = version.to_be_bytes().to_vec();
+    v.extend_from_slice(&leader.to_be_bytes());
+    for _ in 0..2 {
+        v.push(voters.len() as u8 + 1);
+        for id in voters {
+            v.extend_from_slice(&id.to_be_bytes());
+            if version >= 1 {
+                v.extend_from_slice(&[9; 16]); // VoterDirectoryId
+            }
+            v.push(0);
+        }
+    }
+    v.push(0);
+    record(0, Some(&[0, 0, 0, 2]), Some(&v))
+}
+
+#[test]
+fn a_leader_change_names_its_voters_in_either_version() {
+    for version in [0, 1] {
+        let bytes = batch(
+            0,
+            1,
+            true,
+            Codec::None,
+            &[leader_change_of(version, 102, &[101, 102, 103])],
+        );
+        let log = read_bytes("x.log", &bytes, limits());
+        assert_eq!(log.leader_changes.len(), 1, "v{version}");
+        assert_eq!(log.leader_changes[0].leader_id, 102);
+        assert_eq!(log.leader_changes[0].voters, [101, 102, 103], "v{version}");
+    }
+}
+
+#[test]
+fn the_leader_between_two_moments_is_the_one_elected_before_both() {
+    let change = |leader_id, time_ms| LeaderChange {
+        leader_id,
+        voters: Vec::new(),
+        place: RecordPlace {
+            offset: time_ms,
+            time_ms,
+            leader_epoch: 1,
+            file_idx: 0,
+        },
+    };
+    let log = MetadataLog {
+        leader_changes: vec![change(101, 1_000), change(103, 5_000)],
+        epochs: [(
+            1,
+            EpochBatches {
+                first_ms: 1_000,
+                last_ms: 9_000,
+                batches: 10,
+            },
+        )]
+        .into(),
+        ..MetadataLog::default()
+    };
+    assert_eq!(log.leader_between(2_000, 4_000), Some(101));
+    assert_eq!(log.leader_between(5_000, 8_000), Some(103));
+    // an election between, before the first, or past the log's end: nobody said
+    assert_eq!(log.leader_between(4_000, 6_000), None);
+    assert_eq!(log.leader_between(500, 2_000), None);
+    assert_eq!(log.leader_between(6_000, 9_500), None);
+}
+
 fn limits() -> Limits {
     Limits::default()
 }

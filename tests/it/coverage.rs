@@ -19,6 +19,16 @@ fn truth(name: &str) -> Value {
     .unwrap()
 }
 
+/// The report of `path` read with the controllers' metadata logs of its `truth`.
+fn report_with_logs(truth: &Value, path: &str) -> Value {
+    let mut args = vec![path.to_owned(), "--quiet".to_owned()];
+    for d in truth["metadata_log_dirs"].as_array().unwrap() {
+        args.push("--metadata-log".to_owned());
+        args.push(format!("{DIR}/{}", d.as_str().unwrap()));
+    }
+    report(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 fn limit<'a>(r: &'a Value, kind: &str) -> Option<&'a Value> {
     r["verdict"]["limits"]
         .as_array()
@@ -53,6 +63,25 @@ fn a_full_capture_sees_every_broker_of_the_cluster() {
             assert_eq!(facts["brokers_seen_at_controllers"], brokers, "{file}");
             assert_eq!(facts["brokers_known"], brokers, "{file}");
             assert_eq!(facts["ids_not_seen"], 0, "{file}");
+            // every follower fetches the quorum's log; a leader that sends no quorum
+            // message of its own in the capture is not named by it
+            let controllers = truth["controller_ids"].as_array().unwrap().len() as u64;
+            let known = facts["controllers_known"].as_u64().unwrap();
+            assert!((controllers - 1..=controllers).contains(&known), "{file}");
+            assert_eq!(facts["controllers_seen"], known, "{file}");
+            assert!(limit(&r, "controller_coverage").is_none(), "{file}");
+            // the log's voters add no controller the capture does not show
+            let with_log = report_with_logs(&truth, &path);
+            let facts = &with_log["verdict"]["facts"];
+            assert_eq!(
+                facts["controllers_known"], controllers,
+                "{file} with its log"
+            );
+            assert_eq!(
+                facts["controllers_seen"], controllers,
+                "{file} with its log"
+            );
+            assert!(limit(&with_log, "controller_coverage").is_none(), "{file}");
             assert!(limit(&r, "coverage").is_none(), "{file}");
             assert!(limit(&r, "ids_not_seen").is_none(), "{file}");
             checked += 1;
@@ -110,13 +139,7 @@ fn a_capture_of_one_brokers_host_names_what_it_cannot_see() {
         assert!(out.contains(text), "{format}");
     }
     // with the controllers' metadata log, broker 2 is known, and said not seen
-    let mut args = vec![path, "--quiet".to_owned()];
-    for d in truth["metadata_log_dirs"].as_array().unwrap() {
-        args.push("--metadata-log".to_owned());
-        args.push(format!("{DIR}/{}", d.as_str().unwrap()));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = report(&args);
+    let r = report_with_logs(&truth, &path);
     let coverage = limit(&r, "coverage").expect("a coverage limit");
     assert_eq!(coverage["count"], 1);
     assert_eq!(
@@ -125,6 +148,29 @@ fn a_capture_of_one_brokers_host_names_what_it_cannot_see() {
     );
     let headline = r["verdict"]["headline"].as_str().unwrap();
     assert!(headline.contains("1 of 2 known brokers'"), "{headline}");
+    // the log names three voters; broker 1's host sees only the leaders that answered it
+    let led: std::collections::BTreeSet<i64> = truth["controller_leaders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["leader_id"].as_i64().unwrap())
+        .collect();
+    let never_led: Vec<i64> = truth["controller_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_i64().unwrap())
+        .filter(|c| !led.contains(c))
+        .collect();
+    assert_eq!(never_led, [102], "the rig's record");
+    let facts = &r["verdict"]["facts"];
+    assert_eq!(facts["controllers_known"], 3);
+    assert_eq!(facts["controllers_seen"], led.len() as u64);
+    let controllers = limit(&r, "controller_coverage").expect("a controller coverage limit");
+    assert_eq!(
+        controllers["text"],
+        "2 of 3 known controllers seen in the quorum (controller 102 not seen: no fetch of the metadata log, vote, epoch begun or ended, or answer as leader)"
+    );
 }
 
 /// The controllers' hosts see every broker's heartbeats: nothing is missing.

@@ -192,20 +192,24 @@ fn a_real_capture_cut_at_128_bytes_names_each_cut_message_by_its_api() {
     std::fs::write(&cut, with_snaplen(&whole, 128)).unwrap();
     let whole = compact_report(&whole);
     let cut = compact_report(&cut);
-    // (frame, correlation id) -> API, of the messages the whole capture decodes
-    let mut apis: BTreeMap<(u64, i64), i64> = BTreeMap::new();
+    // (connection, frame, correlation id) -> API, of the messages the whole capture
+    // decodes: correlation ids count per connection, and the cut capture numbers its
+    // connections as the whole one does
+    let mut apis: BTreeMap<(u64, u64, i64), i64> = BTreeMap::new();
     for ex in whole["exchanges"].as_array().unwrap() {
+        let conn = ex["connection"].as_u64().unwrap();
         for side in ["request", "response"] {
             if let Some(frame) = ex[side]["frame"].as_u64() {
-                apis.insert((frame, ex["correlation_id"].as_i64().unwrap()), 67);
+                apis.insert((conn, frame, ex["correlation_id"].as_i64().unwrap()), 67);
             }
         }
     }
     for e in whole["producer_ids"]["entries"].as_array().unwrap() {
+        let conn = e["connection"].as_u64().unwrap();
         let corr = e["correlation_id"].as_i64().unwrap();
         for frame in [&e["request_frame"], &e["response_frame"]] {
             if let Some(frame) = frame.as_u64() {
-                apis.insert((frame, corr), 22);
+                apis.insert((conn, frame, corr), 22);
             }
         }
     }
@@ -218,14 +222,16 @@ fn a_real_capture_cut_at_128_bytes_names_each_cut_message_by_its_api() {
         let api = d["facts"]["api_key"].as_i64().unwrap();
         *per_api.entry(api).or_default() += 1;
         let key = (
+            d["connection"].as_u64().unwrap(),
             d["frame"].as_u64().unwrap(),
             d["facts"]["correlation_id"].as_i64().unwrap(),
         );
         // a message is cut in the packet that completes it, or earlier: look for the
-        // whole capture's message of that correlation id near the frame
+        // whole capture's message of that correlation id on its connection near the frame
+        let near = (key.0, key.1.saturating_sub(50), i64::MIN)..=(key.0, key.1 + 50, i64::MAX);
         let whole_api = apis
-            .range((key.0.saturating_sub(50), i64::MIN)..=(key.0 + 50, i64::MAX))
-            .find(|((_, corr), _)| *corr == key.1)
+            .range(near)
+            .find(|((_, _, corr), _)| *corr == key.2)
             .map(|(_, api)| *api);
         let named_right = match whole_api {
             Some(whole_api) => whole_api == api,

@@ -197,6 +197,7 @@ fn a_capture_that_misses_known_brokers_says_which_and_is_correct_only_as_far_as_
     let coverage = crate::analysis::Coverage {
         known: [1, 2, 3, 4].into(),
         seen: [1].into(),
+        ..crate::analysis::Coverage::default()
     };
     let v = judged_seeing(&healthy(), &[], Some(coverage));
     assert_eq!(v.code, Code::CorrectAsFarAsCaptured);
@@ -211,6 +212,27 @@ fn a_capture_that_misses_known_brokers_says_which_and_is_correct_only_as_far_as_
         "1 of 4 known brokers' controller connections captured (brokers 2, 3 and 4 not seen: no heartbeat, registration or AllocateProducerIds request)"
     );
     assert!(v.headline.contains(&limit.text), "{}", v.headline);
+}
+
+#[test]
+fn a_capture_that_misses_known_controllers_names_them() {
+    let coverage = crate::analysis::Coverage {
+        controllers_known: [101, 102, 103].into(),
+        controllers_seen: [102].into(),
+        ..crate::analysis::Coverage::default()
+    };
+    let v = judged_seeing(&healthy(), &[], Some(coverage));
+    assert_eq!(v.code, Code::CorrectAsFarAsCaptured);
+    let limit = v
+        .limits
+        .iter()
+        .find(|l| l.kind == "controller_coverage")
+        .expect("a limit");
+    assert_eq!((limit.count, limit.damage), (2, false));
+    assert_eq!(
+        limit.text,
+        "1 of 3 known controllers seen in the quorum (controllers 101 and 103 not seen: no fetch of the metadata log, vote, epoch begun or ended, or answer as leader)"
+    );
 }
 
 #[test]

@@ -18,6 +18,7 @@
 //! committed captures, decoded by Kafka's own classes, check them (`real.rs`).
 
 mod brokers;
+mod fetch;
 mod heartbeat;
 mod quorum;
 #[cfg(test)]
@@ -27,6 +28,7 @@ mod registration;
 mod wire;
 
 pub use brokers::{describe_cluster_response, metadata_response, BrokerEndpoint, BrokersSeen};
+pub use fetch::{fetch_request, ReplicaFetch, METADATA_FETCH_MAX_LEN};
 pub use heartbeat::{broker_heartbeat_request, Heartbeat};
 pub use quorum::{quorum_request, quorum_response, NodeEndpoint, QuorumMessage, QuorumPartition};
 pub use registration::{
@@ -37,6 +39,7 @@ pub use registration::{
 use super::reader::{DecodeError, Reader};
 use super::tables::ApiKey;
 
+pub const FETCH: ApiKey = ApiKey(1);
 pub const METADATA: ApiKey = ApiKey(3);
 pub const VOTE: ApiKey = ApiKey(52);
 pub const BEGIN_QUORUM_EPOCH: ApiKey = ApiKey(53);
@@ -48,6 +51,7 @@ pub const BROKER_HEARTBEAT: ApiKey = ApiKey(63);
 /// The newest version we have the schema of and the first flexible one, per API.
 fn schema(api: ApiKey) -> Option<(i16, i16)> {
     match api {
+        FETCH => Some((18, 12)),
         METADATA => Some((13, 9)),
         VOTE => Some((2, 0)),
         BEGIN_QUORUM_EPOCH | END_QUORUM_EPOCH => Some((1, 1)),
@@ -201,6 +205,7 @@ mod tests {
     #[test]
     fn versions_agree_with_the_api_table() {
         for api in [
+            FETCH,
             METADATA,
             VOTE,
             BEGIN_QUORUM_EPOCH,

@@ -115,6 +115,7 @@ fn log(changes: &[(i32, i32, i64)], epochs: &[(i32, i64, i64)]) -> MetadataLog {
             .iter()
             .map(|&(leader_id, epoch, ms)| LeaderChange {
                 leader_id,
+                voters: Vec::new(),
                 place: RecordPlace {
                     offset: 0,
                     time_ms: ms,
