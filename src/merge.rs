@@ -198,6 +198,10 @@ impl<'a> Merge<'a> {
 /// comes: `None` for standard input and other inputs that are not regular files (pipes
 /// cannot be read twice), and for files with no packet or that cannot be read as a
 /// capture: those are opened at once, and their real read reports what there is to report.
+///
+/// In the order of `captures[]`, whatever the order given: the files by the time of their
+/// first packet, then the others; ties by path. So the same files in any order give the
+/// same report, numbered as `mergecap` numbers them given in this order.
 pub fn first_times(inputs: &[String]) -> Vec<(String, Option<Timestamp>)> {
     let peek = |path: &str| -> Option<Timestamp> {
         if path == "-" {
@@ -210,7 +214,13 @@ pub fn first_times(inputs: &[String]) -> Vec<(String, Option<Timestamp>)> {
         let input = input::inflated(path, Box::new(file)).ok()?;
         capture::first_timestamp(input, path)
     };
-    inputs.iter().map(|p| (p.clone(), peek(p))).collect()
+    let mut timed: Vec<(String, Option<Timestamp>)> =
+        inputs.iter().map(|p| (p.clone(), peek(p))).collect();
+    timed.sort_by(|(a, at), (b, bt)| {
+        let key = |t: &Option<Timestamp>| (t.is_none(), t.map(|t| t.as_nanos()));
+        key(at).cmp(&key(bt)).then_with(|| a.cmp(b))
+    });
+    timed
 }
 
 /// Says which files overlap in time, once the merge is done: their packets were

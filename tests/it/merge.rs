@@ -162,7 +162,10 @@ fn files_are_merged_by_time_as_mergecap_merges_them() {
         .iter()
         .map(|c| c["path"].as_str().unwrap())
         .collect();
-    assert_eq!(paths_listed, args, "captures[] in the order given");
+    assert_eq!(
+        paths_listed, args,
+        "captures[] by first packet, then by path"
+    );
     // The first packets, in merged order: b's SYN, a's SYN (a tie), b's SYN-ACK, a's
     // SYN-ACK, c's SYN (250 µs in), ...: each file's numbers stand beside the merged ones.
     for ex in merged["exchanges"].as_array().unwrap() {
@@ -190,10 +193,11 @@ fn files_are_merged_by_time_as_mergecap_merges_them() {
         return;
     }
     let merged_file = dir.path().join("merged.pcapng");
+    // given in captures[] order, whatever order pidshark was given
     let status = Command::new("mergecap")
         .arg("-w")
         .arg(&merged_file)
-        .args(&args)
+        .args(&paths_listed)
         .status()
         .unwrap();
     assert!(status.success());
@@ -335,8 +339,9 @@ fn the_page_spans_the_files_in_time_and_names_the_merge() {
         page.contains(&format!("packets from {first} to {last};")),
         "{first} {last}"
     );
+    // mergecap given the files in captures[] order: the earlier-starting first
     assert!(page.contains(&format!(
-        "those of <code>mergecap -w merged.pcapng {controller} {broker}</code>"
+        "those of <code>mergecap -w merged.pcapng {broker} {controller}</code>"
     )));
 }
 
@@ -357,4 +362,54 @@ fn a_frame_that_is_a_copy_says_which_frame_was_read() {
         .collect();
     assert_eq!(copies.len(), 1, "one copy of frame {request}: {copies:?}");
     assert!(copies[0] > request);
+}
+
+/// Issue 39: the same files in any order give the same report, byte for byte: a ring's
+/// three files in each of their six orders, and the two hosts' captures of one incident
+/// both ways round.
+#[test]
+fn the_same_files_in_any_order_give_the_same_report() {
+    let dir = "fixtures/kafka-real";
+    let ring: Vec<String> = (0..3)
+        .map(|i| format!("{dir}/3.9.1-ring.{i}.pcap.gz"))
+        .collect();
+    let orders = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    let hosts = [
+        format!("{dir}/4.4.0-two-hosts.broker-1.pcap.gz"),
+        format!("{dir}/4.4.0-two-hosts.controllers.pcap.gz"),
+    ];
+    let out = |files: &[&String]| {
+        let run = pidshark()
+            .args(files)
+            .args(["--quiet", "--compact"])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{files:?}");
+        run.stdout
+    };
+    let first = out(&[&ring[0], &ring[1], &ring[2]]);
+    for order in &orders[1..] {
+        let files: Vec<&String> = order.iter().map(|i| &ring[*i]).collect();
+        assert!(out(&files) == first, "{order:?}");
+    }
+    let report: Value = serde_json::from_slice(&first).unwrap();
+    let paths: Vec<&str> = report["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths, ring,
+        "the ring's files in the time order they were written"
+    );
+    assert!(out(&[&hosts[0], &hosts[1]]) == out(&[&hosts[1], &hosts[0]]));
 }
