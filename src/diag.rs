@@ -270,7 +270,8 @@ impl Kind {
     }
 }
 
-/// One fact of a finding: a number or a name, written as JSON's number or string.
+/// One fact of a finding: a number, a name, a yes or no, or a list of names, written as
+/// JSON's number, string, boolean or array of strings.
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Fact {
@@ -278,6 +279,8 @@ pub enum Fact {
     Uint(u64),
     Float(f64),
     Text(String),
+    Bool(bool),
+    List(Vec<String>),
 }
 
 // Equal when written the same: floats by their bits (no NaN among the facts).
@@ -288,6 +291,8 @@ impl PartialEq for Fact {
             (Self::Uint(a), Self::Uint(b)) => a == b,
             (Self::Float(a), Self::Float(b)) => a.to_bits() == b.to_bits(),
             (Self::Text(a), Self::Text(b)) => a == b,
+            (Self::Bool(a), Self::Bool(b)) => a == b,
+            (Self::List(a), Self::List(b)) => a == b,
             _ => false,
         }
     }
@@ -302,7 +307,7 @@ impl Fact {
             Self::Int(v) => Some(*v as f64),
             Self::Uint(v) => Some(*v as f64),
             Self::Float(v) => Some(*v),
-            Self::Text(_) => None,
+            Self::Text(_) | Self::Bool(_) | Self::List(_) => None,
         }
     }
 }
@@ -334,6 +339,18 @@ impl From<u64> for Fact {
 impl From<f64> for Fact {
     fn from(v: f64) -> Self {
         Self::Float(v)
+    }
+}
+
+impl From<bool> for Fact {
+    fn from(v: bool) -> Self {
+        Self::Bool(v)
+    }
+}
+
+impl From<Vec<String>> for Fact {
+    fn from(v: Vec<String>) -> Self {
+        Self::List(v)
     }
 }
 

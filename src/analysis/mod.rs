@@ -435,7 +435,7 @@ impl Analyzer {
             f.facts
                 .push(("affected_producers", affected.producers.into()));
             f.facts
-                .push(("affected_hosts", affected.hosts.join(", ").into()));
+                .push(("affected_hosts", affected.hosts.clone().into()));
             f.message.push_str(&format!(
                 "; {} producer{} on {} hold{} producer id {}",
                 affected.holders_of_id,

@@ -201,7 +201,7 @@ impl FramingLost {
             } => vec![
                 ("side", side.name().into()),
                 ("gap_bytes", gap_bytes.into()),
-                ("inside_head", if inside_head { "yes" } else { "no" }.into()),
+                ("inside_head", inside_head.into()),
             ],
         }
     }

@@ -187,7 +187,7 @@ fn an_overlap_names_the_producers_holding_its_ids() {
             .collect();
         hosts.sort();
         hosts.dedup();
-        assert_eq!(f["facts"]["affected_hosts"], hosts.join(", "));
+        assert_eq!(f["facts"]["affected_hosts"], serde_json::json!(hosts));
         let id = &affected[0]["producer_id"];
         let message = f["message"].as_str().unwrap();
         assert!(

@@ -89,13 +89,16 @@ fn placements(s: &ProducerIdCounts) -> String {
     format!("ids granted: {}; {duplicates}", parts.join(", "))
 }
 
-/// A fact of a finding as written in JSON (text without quotes); `?` when missing.
+/// A fact of a finding as written in JSON (text without quotes, a list's names joined by
+/// commas); `?` when missing.
 fn fact(f: &PidFinding, name: &str) -> String {
     match f.facts.get(name) {
         Some(Fact::Int(v)) => v.to_string(),
         Some(Fact::Uint(v)) => v.to_string(),
         Some(Fact::Float(v)) => v.to_string(),
         Some(Fact::Text(v)) => v.clone(),
+        Some(Fact::Bool(v)) => v.to_string(),
+        Some(Fact::List(names)) => names.join(", "),
         None => "?".to_owned(),
     }
 }
