@@ -8,6 +8,10 @@ fn time(ms: i64) -> String {
     timestamp_of_ms(ms).to_rfc3339()
 }
 
+fn unix(ms: i64) -> UnixTime {
+    UnixTime(timestamp_of_ms(ms))
+}
+
 fn file(f: &LogFile) -> model::MetadataLogFile {
     model::MetadataLogFile {
         path: f.path.clone(),
@@ -23,6 +27,8 @@ fn file(f: &LogFile) -> model::MetadataLogFile {
         last_offset: f.last_offset,
         first_timestamp: f.first_time_ms.map(time),
         last_timestamp: f.last_time_ms.map(time),
+        first_unix_time: f.first_time_ms.map(unix),
+        last_unix_time: f.last_time_ms.map(unix),
         complete: f.complete,
     }
 }
@@ -67,6 +73,8 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
         last_offset: segments().filter_map(|f| f.last_offset).max(),
         first_timestamp: segments().filter_map(|f| f.first_time_ms).min().map(time),
         last_timestamp: segments().filter_map(|f| f.last_time_ms).max().map(time),
+        first_unix_time: segments().filter_map(|f| f.first_time_ms).min().map(unix),
+        last_unix_time: segments().filter_map(|f| f.last_time_ms).max().map(unix),
         records_by_type: log.records_by_type.clone(),
         control_records: log.control_records.clone(),
         clock_skew_ms: a.clock_skew_ms,
@@ -93,6 +101,7 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
                     .collect(),
                 offset: r.place.offset,
                 timestamp: time(r.place.time_ms),
+                unix_time: unix(r.place.time_ms),
             })
             .collect(),
         leader_changes: log
@@ -103,6 +112,7 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
                 epoch: l.place.leader_epoch,
                 offset: l.place.offset,
                 timestamp: time(l.place.time_ms),
+                unix_time: unix(l.place.time_ms),
             })
             .collect(),
         not_kept: log.not_kept,

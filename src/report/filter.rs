@@ -149,21 +149,22 @@ impl Filter {
         frame_holds: Option<String>,
         shown: u64,
     ) -> model::Filters {
-        let time = |b: Option<TimeBound>| {
-            b.and_then(|b| b.resolve(first)).map(|nanos| {
-                Timestamp {
-                    secs: i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
-                    nanos: u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0),
-                    nano: true,
-                }
-                .to_rfc3339()
+        let at = |b: Option<TimeBound>| {
+            b.and_then(|b| b.resolve(first)).map(|nanos| Timestamp {
+                secs: i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
+                nanos: u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0),
+                nano: true,
             })
         };
+        let time = |b| at(b).map(|t| t.to_rfc3339());
+        let unix = |b| at(b).map(model::UnixTime);
         model::Filters {
             broker: self.broker,
             connection: self.connection,
             since: time(self.since),
             until: time(self.until),
+            since_unix_time: unix(self.since),
+            until_unix_time: unix(self.until),
             errors_only: self.errors_only,
             frame: self.frame,
             frame_holds,

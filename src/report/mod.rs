@@ -193,6 +193,7 @@ pub fn producer_id_entry(
         duplicate_of_frame: placed.duplicate_of,
         request_frame: px.request_meta.frame,
         request_timestamp: px.request_meta.timestamp.to_rfc3339(),
+        request_unix_time: UnixTime(px.request_meta.timestamp),
         response_frame: resp.map(|(meta, _)| meta.frame),
         response_timestamp: resp.map(|(meta, _)| meta.timestamp.to_rfc3339()),
         unix_time: resp.map(|(meta, _)| UnixTime(meta.timestamp)),
@@ -235,11 +236,14 @@ fn controller_span(l: &crate::analysis::Leadership) -> model::ControllerSpan {
         from_unix_time: UnixTime(l.from.timestamp),
         to_frame: l.to.map(|m| m.frame),
         to_timestamp: l.to.map(|m| m.timestamp.to_rfc3339()),
+        to_unix_time: l.to.map(|m| UnixTime(m.timestamp)),
         how: l.how,
         led_from_frame: l.proven.map(|p| p.first.0.frame),
         led_from_timestamp: l.proven.map(|p| p.first.0.timestamp.to_rfc3339()),
+        led_from_unix_time: l.proven.map(|p| UnixTime(p.first.0.timestamp)),
         led_to_frame: l.proven.map(|p| p.last.0.frame),
         led_to_timestamp: l.proven.map(|p| p.last.0.timestamp.to_rfc3339()),
+        led_to_unix_time: l.proven.map(|p| UnixTime(p.last.0.timestamp)),
     }
 }
 
@@ -478,6 +482,8 @@ pub fn build(mut findings: Findings) -> model::Report {
             bytes: c.bytes,
             first_timestamp: c.first_timestamp.map(|t| t.to_rfc3339()),
             last_timestamp: c.last_timestamp.map(|t| t.to_rfc3339()),
+            first_unix_time: c.first_timestamp.map(UnixTime),
+            last_unix_time: c.last_timestamp.map(UnixTime),
             packets_cut: c.packets_cut,
             cut_len: (c.packets_cut > 0).then_some(c.cut_len),
             duplicate_packets: c.duplicate_packets,

@@ -63,6 +63,10 @@ pub struct MetadataLog {
     pub last_offset: Option<i64>,
     pub first_timestamp: Option<String>,
     pub last_timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub first_unix_time: Option<UnixTime>,
+    #[schemars(with = "Option<f64>")]
+    pub last_unix_time: Option<UnixTime>,
     /// Metadata records by type (`ProducerIdsRecord`, `RegisterBrokerRecord`, ...,
     /// `Unknown(n)`); a record several logs hold counts once.
     pub records_by_type: BTreeMap<String, u64>,
@@ -113,6 +117,10 @@ pub struct MetadataLogFile {
     pub last_offset: Option<i64>,
     pub first_timestamp: Option<String>,
     pub last_timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub first_unix_time: Option<UnixTime>,
+    #[schemars(with = "Option<f64>")]
+    pub last_unix_time: Option<UnixTime>,
     /// False when a diagnostic stopped the reading before the file's end.
     pub complete: bool,
 }
@@ -201,6 +209,8 @@ pub struct LogRegistration {
     pub endpoints: Vec<String>,
     pub offset: i64,
     pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
@@ -209,6 +219,8 @@ pub struct LogLeaderChange {
     pub epoch: i32,
     pub offset: i64,
     pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
 }
 
 /// An address the capture shows a broker serving on, and how it is known.
@@ -247,6 +259,8 @@ pub struct ControllerSpan {
     /// The first message that shows a later epoch; null for the last span.
     pub to_frame: Option<u64>,
     pub to_timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub to_unix_time: Option<UnixTime>,
     /// What `from_frame` is: `begin_quorum_epoch`, `end_quorum_epoch`,
     /// `begin_quorum_epoch_response`, `end_quorum_epoch_response`, `vote_response` or
     /// `allocate_producer_ids`.
@@ -256,8 +270,12 @@ pub struct ControllerSpan {
     /// null when only a voter named it.
     pub led_from_frame: Option<u64>,
     pub led_from_timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub led_from_unix_time: Option<UnixTime>,
     pub led_to_frame: Option<u64>,
     pub led_to_timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub led_to_unix_time: Option<UnixTime>,
 }
 
 #[cfg(test)]
@@ -332,6 +350,10 @@ pub struct Filters {
     pub connection: Option<u64>,
     pub since: Option<String>,
     pub until: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub since_unix_time: Option<UnixTime>,
+    #[schemars(with = "Option<f64>")]
+    pub until_unix_time: Option<UnixTime>,
     pub errors_only: bool,
     pub frame: Option<u64>,
     /// With `frame`: what that frame held, as one sentence.
@@ -410,6 +432,10 @@ pub struct Capture {
     pub bytes: u64,
     pub first_timestamp: Option<String>,
     pub last_timestamp: Option<String>,
+    #[schemars(with = "Option<f64>")]
+    pub first_unix_time: Option<UnixTime>,
+    #[schemars(with = "Option<f64>")]
+    pub last_unix_time: Option<UnixTime>,
     /// Packets captured shorter than they were on the wire (cut by the snaplen).
     pub packets_cut: u64,
     /// The longest captured length among the packets cut: the snap length in effect;
@@ -614,6 +640,8 @@ pub struct ProducerIdEntry {
     pub duplicate_of_frame: Option<u64>,
     pub request_frame: u64,
     pub request_timestamp: String,
+    #[schemars(with = "f64")]
+    pub request_unix_time: UnixTime,
     pub response_frame: Option<u64>,
     pub response_timestamp: Option<String>,
     #[schemars(with = "Option<f64>")]

@@ -43,6 +43,9 @@ struct MetadataLog {
     last_offset: Option<i64>,
     first_timestamp: Option<String>,
     last_timestamp: Option<String>,
+    /// Added (issue 39): every time has its unix twin.
+    first_unix_time: Option<f64>,
+    last_unix_time: Option<f64>,
     records_by_type: BTreeMap<String, u64>,
     control_records: BTreeMap<String, u64>,
     clock_skew_ms: i64,
@@ -67,6 +70,9 @@ struct MetadataLogFile {
     last_offset: Option<i64>,
     first_timestamp: Option<String>,
     last_timestamp: Option<String>,
+    /// Added (issue 39): every time has its unix twin.
+    first_unix_time: Option<f64>,
+    last_unix_time: Option<f64>,
     complete: bool,
 }
 
@@ -119,6 +125,8 @@ struct LogRegistration {
     endpoints: Vec<String>,
     offset: i64,
     timestamp: String,
+    /// Added (issue 39): every time has its unix twin.
+    unix_time: f64,
 }
 
 #[derive(Deserialize)]
@@ -129,6 +137,8 @@ struct LogLeaderChange {
     epoch: i32,
     offset: i64,
     timestamp: String,
+    /// Added (issue 39): every time has its unix twin.
+    unix_time: f64,
 }
 
 #[derive(Deserialize)]
@@ -188,6 +198,8 @@ struct ProducerIdEntry {
     duplicate_of_frame: Option<u64>,
     request_frame: u64,
     request_timestamp: String,
+    /// Added (issue 39): every time has its unix twin.
+    request_unix_time: f64,
     response_frame: Option<u64>,
     response_timestamp: Option<String>,
     unix_time: Option<f64>,
@@ -232,12 +244,18 @@ struct ControllerSpan {
     from_unix_time: f64,
     to_frame: Option<u64>,
     to_timestamp: Option<String>,
+    /// Added (issue 39): every time has its unix twin.
+    to_unix_time: Option<f64>,
     how: String,
     /// Added (issue 38): the first and last messages proving the leader led.
     led_from_frame: Option<u64>,
     led_from_timestamp: Option<String>,
+    /// Added (issue 39): every time has its unix twin.
+    led_from_unix_time: Option<f64>,
     led_to_frame: Option<u64>,
     led_to_timestamp: Option<String>,
+    /// Added (issue 39): every time has its unix twin.
+    led_to_unix_time: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -339,6 +357,9 @@ struct Capture {
     bytes: u64,
     first_timestamp: Option<String>,
     last_timestamp: Option<String>,
+    /// Added (issue 39): every time has its unix twin.
+    first_unix_time: Option<f64>,
+    last_unix_time: Option<f64>,
     /// Added: packets the snaplen cut, and the length they were cut to.
     packets_cut: u64,
     cut_len: Option<u32>,
@@ -600,4 +621,73 @@ fn reports_follow_the_contract() {
         let counted: u64 = parsed.summary.diagnostics.values().sum();
         assert!(counted >= parsed.diagnostics.len() as u64);
     }
+}
+
+/// Issue 39: every time in the report has its unix twin beside it (`timestamp` and
+/// `unix_time`, `X_timestamp` and `X_unix_time`; an InitProducerId entry's
+/// `response_timestamp` and `unix_time`), and both say the same moment.
+#[test]
+fn every_timestamp_has_its_unix_twin() {
+    fn twin(key: &str) -> String {
+        match key {
+            "timestamp" | "response_timestamp" => "unix_time".to_owned(),
+            _ => key.replace("timestamp", "unix_time"),
+        }
+    }
+    fn walk(v: &serde_json::Value, path: &str, checked: &mut usize) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    let here = format!("{path}.{key}");
+                    if let (true, Some(ts)) = (key.ends_with("timestamp"), value.as_str()) {
+                        let unix = map.get(&twin(key)).and_then(|u| u.as_f64());
+                        let unix = unix.unwrap_or_else(|| panic!("{here} has no twin"));
+                        let at = time::OffsetDateTime::parse(
+                            ts,
+                            &time::format_description::well_known::Rfc3339,
+                        )
+                        .unwrap();
+                        let seconds = at.unix_timestamp_nanos() as f64 / 1e9;
+                        assert!((seconds - unix).abs() < 1e-6, "{here}: {ts} against {unix}");
+                        *checked += 1;
+                    }
+                    walk(value, &here, checked);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &format!("{path}[{i}]"), checked);
+                }
+            }
+            _ => {}
+        }
+    }
+    let dir = "fixtures/kafka-real";
+    let mut args = vec![
+        format!("{dir}/4.4.0-two-hosts.broker-1.pcap.gz"),
+        format!("{dir}/4.4.0-two-hosts.controllers.pcap.gz"),
+        "--quiet".to_owned(),
+        "--since".to_owned(),
+        "1".to_owned(),
+        "--until".to_owned(),
+        "20".to_owned(),
+    ];
+    for c in [101, 102, 103] {
+        args.push("--metadata-log".to_owned());
+        args.push(format!("{dir}/4.4.0-two-hosts.metadata/{c}"));
+    }
+    let r = report(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut checked = 0;
+    walk(&r, "", &mut checked);
+    // captures, entries, spans, pieces, the log's files, blocks, registrations...
+    for section in [
+        "captures",
+        "controllers",
+        "filters",
+        "metadata_log",
+        "producer_ids",
+    ] {
+        assert!(r.get(section).is_some(), "{section}");
+    }
+    assert!(checked > 1000, "{checked}");
 }
