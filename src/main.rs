@@ -142,8 +142,10 @@ impl Write for LazyFile {
 /// compared, so JSON is written from the whole report (the same bytes).
 fn sink_for(options: &Options, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
     match options.format {
-        Format::Ndjson => Box::new(NdjsonSink::new(out)),
-        Format::Json => Box::new(JsonSink::new(!options.compact, out)),
+        Format::Ndjson => Box::new(NdjsonSink::new(out).producer_entries(options.producer_entries)),
+        Format::Json => Box::new(
+            JsonSink::new(!options.compact, out).producer_entries(options.producer_entries),
+        ),
         Format::Tree => Box::new(TreeSink::new(out).only_frame(options.config.filter.frame)),
         Format::Csv => Box::new(CsvSink::exchanges(out)),
         Format::CsvBlocks => Box::new(CsvSink::blocks(out)),
@@ -356,6 +358,14 @@ fn main() -> ExitCode {
     }
     if args.list_kinds {
         return print_quietly(&kinds_table());
+    }
+    if args.no_producer_entries && !matches!(args.format, Format::Json | Format::Ndjson) {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--no-producer-entries leaves entries out of --format json and ndjson only",
+            )
+            .exit();
     }
     let (quiet, stats) = (args.quiet, args.stats);
     let started = std::time::Instant::now();

@@ -37,6 +37,8 @@ pub struct JsonSink {
     exchanges: Ordered<ExchangeOrder>,
     blocks: Ordered<BlockOrder>,
     producers: Ordered<ExchangeOrder>,
+    /// Whether `producer_ids.entries` is written (`--no-producer-entries`).
+    producer_entries: bool,
     out: Box<dyn Write + Send>,
 }
 
@@ -53,7 +55,16 @@ impl JsonSink {
             exchanges: Ordered::new(run_bytes),
             blocks: Ordered::new(run_bytes),
             producers: Ordered::new(run_bytes),
+            producer_entries: true,
             out,
+        }
+    }
+
+    /// Writes `producer_ids.entries`, or leaves it out (`--no-producer-entries`).
+    pub fn producer_entries(self, producer_entries: bool) -> Self {
+        Self {
+            producer_entries,
+            ..self
         }
     }
 }
@@ -91,6 +102,9 @@ impl Sink for JsonSink {
     }
 
     fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        if !self.producer_entries {
+            return Ok(());
+        }
         let pretty = self.pretty;
         self.producers.push(px.order(), |out| {
             let entry = producer_id_entry(&px, placed);
@@ -110,7 +124,7 @@ impl Sink for JsonSink {
         let lists = Lists {
             exchanges,
             blocks,
-            producers,
+            producers: self.producer_entries.then_some(producers),
         };
         write_report(report, self.pretty, Some(lists), &mut self.out)?;
         self.out.write_all(b"\n")?;
@@ -126,6 +140,8 @@ pub struct NdjsonSink {
     out: Box<dyn Write + Send>,
     line: Vec<u8>,
     last_flush: Instant,
+    /// Whether a line is written per InitProducerId exchange (`--no-producer-entries`).
+    producer_entries: bool,
 }
 
 /// Longest a written line waits in the buffer.
@@ -137,6 +153,15 @@ impl NdjsonSink {
             out,
             line: Vec::new(),
             last_flush: Instant::now(),
+            producer_entries: true,
+        }
+    }
+
+    /// Writes a `producer_id` line per InitProducerId exchange, or none.
+    pub fn producer_entries(self, producer_entries: bool) -> Self {
+        Self {
+            producer_entries,
+            ..self
         }
     }
 }
@@ -176,6 +201,9 @@ impl Sink for NdjsonSink {
     }
 
     fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        if !self.producer_entries {
+            return Ok(());
+        }
         self.line.clear();
         let object = serde_json::to_vec(&producer_id_entry(&px, placed))?;
         push_line(&mut self.line, PRODUCER_LINE_START, |out| {
@@ -216,7 +244,8 @@ const REPORT_LINE_START: &[u8] = b"{\"type\":\"report\",";
 struct Lists {
     exchanges: Ordered<ExchangeOrder>,
     blocks: Ordered<BlockOrder>,
-    producers: Ordered<ExchangeOrder>,
+    /// `None` with `--no-producer-entries`: no `entries` key.
+    producers: Option<Ordered<ExchangeOrder>>,
 }
 
 /// Writes `list` as a JSON array, `[` to `]`, its items in key order.
@@ -338,7 +367,7 @@ fn write_report(
     )?)?;
     let whole = lists.is_some();
     let (exchanges, blocks, producers) = match lists {
-        Some(l) => (Some(l.exchanges), Some(l.blocks), Some(l.producers)),
+        Some(l) => (Some(l.exchanges), Some(l.blocks), l.producers),
         None => (None, None, None),
     };
     match exchanges {

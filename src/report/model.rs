@@ -242,7 +242,7 @@ pub struct BrokerAddress {
     /// The listener's name, from a registration.
     pub listener: Option<String>,
     /// Broker ids claimed for the address by different messages, when they disagree.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicting_broker_ids: Vec<i32>,
 }
 
@@ -521,6 +521,8 @@ pub struct ProducerIds {
     pub summary: ProducerIdCounts,
     /// Every InitProducerId exchange, by request frame, then connection, then
     /// correlation id (as `exchanges`); the filters apply to them as to `exchanges`.
+    /// Absent with `--no-producer-entries`.
+    #[serde(default)]
     pub entries: Vec<ProducerIdEntry>,
 }
 
