@@ -167,10 +167,20 @@ fn a_capture_of_one_brokers_host_names_what_it_cannot_see() {
     assert_eq!(facts["controllers_known"], 3);
     assert_eq!(facts["controllers_seen"], led.len() as u64);
     let controllers = limit(&r, "controller_coverage").expect("a controller coverage limit");
-    assert_eq!(
-        controllers["text"],
-        "2 of 3 known controllers seen in the quorum (controller 102 not seen: no fetch of the metadata log, vote, epoch begun or ended, or answer as leader)"
-    );
+    let text = "2 of 3 known controllers seen in the quorum (controller 102 not seen: no fetch of the metadata log, vote, epoch begun or ended, or answer as leader)";
+    assert_eq!(controllers["text"], text);
+    // the same sentence in each format that carries the verdict
+    for format in ["text", "ndjson", "html"] {
+        let mut args = vec![path.clone(), "--quiet".to_owned()];
+        args.extend(["--format".to_owned(), format.to_owned()]);
+        for d in truth["metadata_log_dirs"].as_array().unwrap() {
+            args.push("--metadata-log".to_owned());
+            args.push(format!("{DIR}/{}", d.as_str().unwrap()));
+        }
+        let out = pidshark().args(&args).output().unwrap();
+        let out = String::from_utf8(out.stdout).unwrap();
+        assert!(out.contains(text), "{format}");
+    }
 }
 
 /// The controllers' hosts see every broker's heartbeats: nothing is missing.
