@@ -7,9 +7,59 @@
 /// The JSON Schema of [`Report`], pretty-printed, as `pidshark --schema` prints it.
 pub fn schema() -> String {
     let schema = schemars::schema_for!(Report);
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    let mut value = serde_json::to_value(&schema).unwrap_or_default();
+    strict(&mut value);
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// The `format` values of JSON Schema 2020-12: strict validators (ajv's default mode)
+/// refuse a schema with any other, such as the `uint64` or `double` schemars writes
+/// beside the bounds it also writes.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Makes the schema a contract a standard validator holds the report to: every object
+/// with named fields allows no other (`additionalProperties: false`; the maps, such as
+/// `facts`, keep their schema of values), and no `format` outside the standard's.
+fn strict(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            let nonstandard = map
+                .get("format")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|f| !STANDARD_FORMATS.contains(&f));
+            if nonstandard {
+                map.remove("format");
+            }
+            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".to_owned(), false.into());
+            }
+            map.values_mut().for_each(strict);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strict),
+        _ => {}
+    }
 }
 
 use std::collections::BTreeMap;

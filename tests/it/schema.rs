@@ -128,3 +128,108 @@ fn no_producer_entries_leaves_out_the_entries_and_nothing_else() {
         .assert()
         .code(2);
 }
+
+/// Issue 39: the schema is strict enough to catch a stray field and standard enough for
+/// strict validators: every object with named fields sets `additionalProperties`, and no
+/// `format` is outside JSON Schema 2020-12's (ajv's strict mode refuses `uint64`).
+#[test]
+fn the_schema_is_strict_and_standard() {
+    const STANDARD: [&str; 19] = [
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "email",
+        "idn-email",
+        "hostname",
+        "idn-hostname",
+        "ipv4",
+        "ipv6",
+        "uri",
+        "uri-reference",
+        "iri",
+        "iri-reference",
+        "uuid",
+        "uri-template",
+        "json-pointer",
+        "relative-json-pointer",
+        "regex",
+    ];
+    fn walk(v: &serde_json::Value, path: &str, objects: &mut usize) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if map.contains_key("properties") {
+                    assert!(map.contains_key("additionalProperties"), "{path}");
+                    *objects += 1;
+                }
+                if let Some(format) = map.get("format").and_then(|f| f.as_str()) {
+                    assert!(STANDARD.contains(&format), "{path}: {format}");
+                }
+                for (key, value) in map {
+                    walk(value, &format!("{path}/{key}"), objects);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    walk(item, path, objects);
+                }
+            }
+            _ => {}
+        }
+    }
+    let schema = committed_schema();
+    let mut objects = 0;
+    walk(&schema, "", &mut objects);
+    assert!(objects >= 30, "{objects}");
+    // a field the report does not declare is refused
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let text = std::fs::read_to_string(root().join("fixtures/seed-v0.report.json")).unwrap();
+    let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    report["summary"]["surprise"] = serde_json::json!(1);
+    assert!(!validator.is_valid(&report));
+}
+
+/// Reports of every shape validate, not only the goldens: two hosts' captures with the
+/// controllers' logs and time filters, the logs alone, broker and error filters, a frame.
+#[test]
+fn reports_of_every_shape_validate_against_the_schema() {
+    let validator = jsonschema::validator_for(&committed_schema()).unwrap();
+    let dir = "fixtures/kafka-real";
+    let logs = [
+        "--metadata-log",
+        "fixtures/kafka-real/4.4.0-two-hosts.metadata/101",
+        "--metadata-log",
+        "fixtures/kafka-real/4.4.0-two-hosts.metadata/102",
+    ];
+    let hosts = [
+        format!("{dir}/4.4.0-two-hosts.broker-1.pcap.gz"),
+        format!("{dir}/4.4.0-two-hosts.controllers.pcap.gz"),
+    ];
+    let steady = format!("{dir}/4.4.0-steady.pcap.gz");
+    let runs: Vec<Vec<&str>> = vec![
+        [&hosts[0], &hosts[1]]
+            .iter()
+            .map(|s| s.as_str())
+            .chain(logs)
+            .chain(["--since", "1", "--until", "20"])
+            .collect(),
+        logs.to_vec(),
+        vec![&steady, "--broker", "1", "--errors-only"],
+        vec!["fixtures/controller-loopback.pcap", "--frame", "152"],
+        vec!["fixtures/truncated.pcap", "--no-producer-entries"],
+    ];
+    for args in runs {
+        let out = pidshark()
+            .args(&args)
+            .arg("--quiet")
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&report)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{args:?}: {}", errors.join("; "));
+    }
+}
