@@ -29,6 +29,8 @@ pub enum Severity {
 }
 
 impl Severity {
+    pub const ALL: [Self; 3] = [Self::Info, Self::Warning, Self::Error];
+
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "info" => Some(Self::Info),

@@ -118,6 +118,14 @@ pub enum Grade {
 }
 
 impl Grade {
+    pub const ALL: [Self; 5] = [
+        Self::Wrong,
+        Self::Unsure,
+        Self::Warned,
+        Self::Right,
+        Self::Nothing,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Wrong => "wrong",

@@ -14,6 +14,35 @@ pub fn schema() -> String {
     text
 }
 
+/// A string that is one of `names`: a closed set's schema, from the one place that
+/// declares its names.
+fn one_of(names: impl IntoIterator<Item = &'static str>) -> schemars::Schema {
+    let names: Vec<&str> = names.into_iter().collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
+}
+
+fn severity_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    one_of(crate::diag::Severity::ALL.map(crate::diag::Severity::as_str))
+}
+
+fn kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    one_of(crate::diag::Kind::ALL.map(crate::diag::Kind::as_str))
+}
+
+fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    one_of(Status::ALL.map(Status::as_str))
+}
+
+fn code_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    use crate::analysis::verdict::Code;
+    one_of(Code::ALL.map(Code::as_str))
+}
+
+fn grade_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    use crate::analysis::verdict::Grade;
+    one_of(Grade::ALL.map(Grade::as_str))
+}
+
 /// The `format` values of JSON Schema 2020-12: strict validators (ajv's default mode)
 /// refuse a schema with any other, such as the `uint64` or `double` schemars writes
 /// beside the bounds it also writes.
@@ -421,8 +450,10 @@ pub struct Verdict {
     /// `duplicate_producer_ids`, `producer_ids_went_backwards`, `incomplete_capture`,
     /// `no_producer_ids_granted`, `correct_as_far_as_captured`, `correct_with_warnings`,
     /// `correct` or `no_exchanges`.
+    #[schemars(schema_with = "code_schema")]
     pub code: &'static str,
     /// `wrong`, `unsure`, `warned`, `right` or `nothing`.
+    #[schemars(schema_with = "grade_schema")]
     pub grade: &'static str,
     /// One complete sentence, starting with the code in capitals.
     pub headline: String,
@@ -644,7 +675,7 @@ pub struct ProducerIdEntry {
     pub server: String,
     pub correlation_id: i32,
     pub api_version: i16,
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "status_schema")]
     pub status: Status,
     /// The broker that answered, and how its address is known; null when not known.
     pub broker_id: Option<i32>,
@@ -805,7 +836,9 @@ pub struct PidBlock {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct PidFinding {
+    #[schemars(schema_with = "severity_schema")]
     pub severity: &'static str,
+    #[schemars(schema_with = "kind_schema")]
     pub kind: &'static str,
     pub broker_id: Option<i32>,
     pub connection: Option<u64>,
@@ -857,7 +890,7 @@ pub struct Exchange {
     pub client: String,
     pub server: String,
     pub correlation_id: i32,
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "status_schema")]
     pub status: Status,
     pub request: Request,
     pub response: Option<Response>,
@@ -896,6 +929,7 @@ impl From<crate::packet_ref::Origin> for InCapture {
     }
 }
 
+/// A request as read: where it is, its header, and its decoded fields.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Request {
     pub frame: u64,
@@ -930,6 +964,7 @@ pub struct Request {
     pub raw: Vec<u8>,
 }
 
+/// A response as read: where it is, its header, and its decoded fields.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Response {
     pub frame: u64,
@@ -966,9 +1001,12 @@ pub struct Response {
     pub raw: Vec<u8>,
 }
 
+/// Something pidshark noticed about the input or its own limits, with where it happened.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Diagnostic {
+    #[schemars(schema_with = "severity_schema")]
     pub severity: &'static str,
+    #[schemars(schema_with = "kind_schema")]
     pub kind: &'static str,
     pub connection: Option<u64>,
     pub frame: Option<u64>,

@@ -181,11 +181,44 @@ fn the_schema_is_strict_and_standard() {
     let mut objects = 0;
     walk(&schema, "", &mut objects);
     assert!(objects >= 30, "{objects}");
-    // a field the report does not declare is refused
+    // closed sets are enums, from the names the code declares
+    let defs = &schema["$defs"];
+    let names = |def: &str, field: &str| -> Vec<String> {
+        defs[def]["properties"][field]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{def}.{field} is no enum"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names("Exchange", "status"),
+        ["complete", "unanswered", "response_unknown"]
+    );
+    assert_eq!(
+        names("Diagnostic", "severity"),
+        ["info", "warning", "error"]
+    );
+    assert!(names("Verdict", "code").contains(&"blocks_not_committed".to_owned()));
+    assert_eq!(names("Verdict", "grade").len(), 5);
+    let listed = pidshark().arg("--list-kinds").output().unwrap().stdout;
+    let kinds = names("Diagnostic", "kind");
+    assert_eq!(names("PidFinding", "kind"), kinds);
+    for kind in &kinds {
+        assert!(
+            String::from_utf8_lossy(&listed).contains(kind.as_str()),
+            "{kind}"
+        );
+    }
+    assert!(kinds.len() >= 40, "{}", kinds.len());
+    // a field the report does not declare is refused, and a kind it does not know
     let validator = jsonschema::validator_for(&schema).unwrap();
     let text = std::fs::read_to_string(root().join("fixtures/seed-v0.report.json")).unwrap();
     let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
-    report["summary"]["surprise"] = serde_json::json!(1);
+    let mut stray = report.clone();
+    stray["summary"]["surprise"] = serde_json::json!(1);
+    assert!(!validator.is_valid(&stray));
+    report["exchanges"][0]["status"] = serde_json::json!("done");
     assert!(!validator.is_valid(&report));
 }
 
