@@ -367,7 +367,7 @@ fn kafka_samples() -> Vec<Sample> {
             vec![
                 ("side", text("server")),
                 ("gap_bytes", Fact::Uint(500)),
-                ("inside_head", text("yes")),
+                ("inside_head", Fact::Bool(true)),
             ],
         ),
         (
@@ -380,7 +380,7 @@ fn kafka_samples() -> Vec<Sample> {
             vec![
                 ("side", text("client")),
                 ("gap_bytes", Fact::Uint(7)),
-                ("inside_head", text("no")),
+                ("inside_head", Fact::Bool(false)),
             ],
         ),
         (
