@@ -5,10 +5,13 @@
 //! Only `exchanges` and `producer_id_blocks.findings` are compared, so what legitimately
 //! varies between runs and versions (the tool version, added sections) does not matter;
 //! nor do fields added to them since format version 1 began ([`ADDED_FIELDS`]) when the
-//! golden file lacks them. Exchanges are matched by connection, correlation id and request
-//! frame, findings by kind and frames; each difference is one line naming the exchange or
-//! finding and the field, old → new. Numbers are compared by value (`40729` is
-//! `40729.0`), and a golden of another `format_version` is refused.
+//! golden file lacks them. Exchanges are matched by their ends (client and server) and
+//! correlation id, whatever their frame numbers, findings by kind and frames; each
+//! difference is one line naming the exchange or finding and the field, old → new. Frame
+//! and connection numbers that only moved (a packet dropped or added before them) are
+//! said after the real changes, a line per shift ("frames shifted by -1 from frame 101:
+//! 40 exchanges"). Numbers are compared by value (`40729` is `40729.0`), and a golden of
+//! another `format_version` is refused.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -77,8 +80,9 @@ impl Golden {
             match value.get("type").and_then(Value::as_str) {
                 Some("report") => golden.findings = findings_of(&value),
                 None if is_report => golden.findings = findings_of(&value),
-                // Each block is its exchange's; the findings are the report line's too.
-                Some("block" | "finding") => {}
+                // Each block is its exchange's; the findings are the report line's too;
+                // InitProducerId entries are not compared.
+                Some("block" | "finding" | "producer_id") => {}
                 Some("exchange") | None => {
                     if let Some(line) = value.as_object_mut() {
                         line.shift_remove("type"); // the line's, not the exchange's
@@ -174,17 +178,68 @@ fn check_version(format_version: Option<&Value>) -> Result<(), String> {
     }
 }
 
-/// Where an exchange of either report stands: report order (request frame, connection,
-/// correlation id), absent fields first.
-type Place = (Option<u64>, Option<u64>, Option<i64>);
+/// What an exchange is, whatever the numbering of frames and connections: its client,
+/// its server and its correlation id.
+type Key = (String, String, Option<i64>);
 
-fn place(ex: &Value) -> Place {
-    let whole = |v: &Value| integer(v).and_then(|n| u64::try_from(n).ok());
+fn key(ex: &Value) -> Key {
     (
-        whole(at(ex, "/request/frame")),
-        whole(at(ex, "/connection")),
+        at(ex, "/client").to_string(),
+        at(ex, "/server").to_string(),
         integer(at(ex, "/correlation_id")),
     )
+}
+
+/// The fields that number packets and connections: they move when a packet is dropped or
+/// added before them, so they are compared as shifts, not as changes.
+const NUMBERINGS: [&str; 7] = [
+    "/connection",
+    "/request/frame",
+    "/request/first_frame",
+    "/request/capture_frame",
+    "/response/frame",
+    "/response/first_frame",
+    "/response/capture_frame",
+];
+
+/// `ex` without its numberings, its request frame, and how far each frame numbering lies
+/// from it (a response two frames after its request stays two after when frames shift).
+fn unnumbered(ex: &Value) -> (Value, Option<i64>, Vec<Option<i64>>) {
+    let frame = integer(at(ex, "/request/frame"));
+    let offsets = NUMBERINGS
+        .iter()
+        .skip(2)
+        .map(|p| Some(integer(ex.pointer(p)?)? - frame?))
+        .collect();
+    let mut rest = ex.clone();
+    for pointer in NUMBERINGS {
+        let (parent, field) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+        let parent = if parent.is_empty() {
+            Some(&mut rest)
+        } else {
+            rest.pointer_mut(parent)
+        };
+        if let Some(Value::Object(map)) = parent {
+            map.shift_remove(field);
+        }
+    }
+    (rest, frame, offsets)
+}
+
+/// Runs of exchanges whose request frame moved by one amount, in the golden's frame
+/// order: `(from golden frame, shift, exchanges)`; runs that did not move left out.
+fn shift_runs(mut moved: Vec<(i64, i64)>) -> Vec<(i64, i64, u64)> {
+    moved.sort_unstable();
+    let mut runs: Vec<(i64, i64, u64)> = Vec::new();
+    for (old, new) in moved {
+        let shift = new - old;
+        match runs.last_mut() {
+            Some((_, s, n)) if *s == shift => *n += 1,
+            _ => runs.push((old, shift, 1)),
+        }
+    }
+    runs.retain(|(_, shift, _)| *shift != 0);
+    runs
 }
 
 /// An integer, also when written as a float (`8.0`, as a tool that reads numbers as
@@ -226,8 +281,8 @@ impl Extend<String> for Lines {
 /// file, not with the capture.
 pub struct Check {
     inner: Box<dyn Sink>,
-    /// The golden file's exchanges, in report order.
-    expected: Vec<(Place, Value)>,
+    /// The golden file's exchanges by what they are, each matched once, in order.
+    expected: BTreeMap<Key, VecDeque<Value>>,
     /// Its findings, if it has them.
     expected_findings: Option<Vec<Value>>,
     actual: Ordered<ExchangeOrder>,
@@ -237,12 +292,10 @@ pub struct Check {
 impl Check {
     /// Checks the run against `golden`, handing everything on to `inner`.
     pub fn new(golden: Golden, inner: Box<dyn Sink>) -> Self {
-        let mut expected: Vec<(Place, Value)> = golden
-            .exchanges
-            .into_iter()
-            .map(|ex| (place(&ex), ex))
-            .collect();
-        expected.sort_by_key(|(place, _)| *place);
+        let mut expected: BTreeMap<Key, VecDeque<Value>> = BTreeMap::new();
+        for ex in golden.exchanges {
+            expected.entry(key(&ex)).or_default().push_back(ex);
+        }
         Self {
             inner,
             expected,
@@ -258,39 +311,68 @@ impl Check {
         &self.differences
     }
 
-    /// Walks both lists in report order: each exchange is in both (its fields compared),
-    /// only in the golden file (missing) or only in this run (new).
+    /// Matches this run's exchanges with the golden file's by what they are: each is in
+    /// both (its fields compared, numberings apart), only in the golden file (missing)
+    /// or only in this run (new). The real changes come first, then the shifts.
     fn compare(&mut self, findings: &[PidFinding]) -> io::Result<()> {
         let actual = std::mem::replace(&mut self.actual, Ordered::new(1));
-        let mut expected = std::mem::take(&mut self.expected).into_iter().peekable();
+        let mut expected = std::mem::take(&mut self.expected);
         let mut lines = Lines::default();
+        let mut moved: Vec<(i64, i64)> = Vec::new();
         actual.write_each(|_, text| {
             let new: Value = serde_json::from_slice(text).map_err(io::Error::other)?;
-            let here = place(&new);
-            while let Some((_, old)) = expected.next_if(|(p, _)| *p < here) {
-                lines.push(format!("{} is missing", describe(&old)));
-            }
-            match expected.next_if(|(p, _)| *p == here) {
-                Some((_, old)) => {
-                    let mut fields = Vec::new();
-                    diff_values("", &old, &new, &mut fields);
-                    lines.extend(
-                        fields
-                            .into_iter()
-                            .map(|f| format!("{}: {f}", describe(&old))),
-                    );
+            let Some(old) = expected.get_mut(&key(&new)).and_then(VecDeque::pop_front) else {
+                lines.push(format!("{} is new", describe(&new)));
+                return Ok(());
+            };
+            let (old_rest, old_frame, old_offsets) = unnumbered(&old);
+            let (new_rest, new_frame, new_offsets) = unnumbered(&new);
+            let mut fields = Vec::new();
+            diff_values("", &old_rest, &new_rest, &mut fields);
+            // not a shift: a frame that moved apart from its request (one on one side
+            // only is said with its message)
+            let apart = NUMBERINGS
+                .iter()
+                .skip(2)
+                .zip(old_offsets.iter().zip(&new_offsets));
+            for (pointer, (o, n)) in apart {
+                if let (Some(o), Some(n), true) = (o, n, o != n) {
+                    let (old_at, new_at) = (at(&old, pointer), at(&new, pointer));
+                    fields.push(format!(
+                        "{}: {old_at} → {new_at} ({o:+} → {n:+} from the request)",
+                        &pointer[1..].replace('/', ".")
+                    ));
                 }
-                None => lines.push(format!("{} is new", describe(&new))),
+            }
+            lines.extend(
+                fields
+                    .into_iter()
+                    .map(|f| format!("{}: {f}", describe(&old))),
+            );
+            if let (Some(o), Some(n)) = (old_frame, new_frame) {
+                moved.push((o, n));
             }
             Ok(())
         })?;
-        lines.extend(expected.map(|(_, old)| format!("{} is missing", describe(&old))));
+        for old in expected.into_values().flatten() {
+            lines.push(format!("{} is missing", describe(&old)));
+        }
         if let Some(old) = self.expected_findings.take() {
             let new: Vec<Value> = findings
                 .iter()
                 .filter_map(|f| serde_json::to_value(f).ok())
                 .collect();
             compare_findings(&old, &new, &mut lines);
+        }
+        for (from, shift, n) in shift_runs(moved) {
+            let exchanges = if n == 1 {
+                "1 exchange".to_owned()
+            } else {
+                format!("{n} exchanges")
+            };
+            lines.push(format!(
+                "frames shifted by {shift:+} from frame {from}: {exchanges} (their frame and connection numbers only)"
+            ));
         }
         self.differences = lines.listed;
         if lines.more > 0 {
@@ -363,6 +445,29 @@ impl Sink for Check {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn shifts_are_runs_of_one_amount_in_the_goldens_frame_order() {
+        let moved = vec![(300, 298), (10, 10), (100, 99), (200, 199), (400, 398)];
+        assert_eq!(shift_runs(moved), [(100, -1, 2), (300, -2, 2)]);
+        assert!(shift_runs(vec![(5, 5)]).is_empty());
+    }
+
+    #[test]
+    fn an_exchange_is_known_by_its_ends_and_correlation_id_not_its_numbers() {
+        let old = json!({"connection": 3, "client": "a:1", "server": "b:2", "correlation_id": 7,
+            "request": {"frame": 10, "first_frame": 10}, "response": {"frame": 12, "first_frame": 12}});
+        let new = json!({"connection": 2, "client": "a:1", "server": "b:2", "correlation_id": 7.0,
+            "request": {"frame": 9, "first_frame": 9}, "response": {"frame": 11, "first_frame": 11}});
+        assert_eq!(key(&old), key(&new));
+        let (a, frame_a, offsets_a) = unnumbered(&old);
+        let (b, frame_b, offsets_b) = unnumbered(&new);
+        assert_eq!((frame_a, frame_b), (Some(10), Some(9)));
+        assert_eq!(offsets_a, offsets_b);
+        let mut fields = Vec::new();
+        diff_values("", &a, &b, &mut fields);
+        assert!(fields.is_empty(), "{fields:?}");
+    }
 
     #[test]
     fn lists_field_changes_with_paths() {

@@ -365,3 +365,115 @@ fn expect_refuses_a_golden_of_another_format_version() {
             ));
     }
 }
+
+/// Issue 39: a golden survives renumbering. A real capture with one pure ACK dropped
+/// early (no exchange changes, every later frame moves by one) and, further on, one
+/// exchange's response dropped (a real change): the differences name that exchange
+/// first, then say the shifts in a line each, not a line per renumbered exchange. The
+/// same files given in another order, and ndjson goldens with their producer_id lines,
+/// pass.
+#[test]
+fn expect_names_the_real_change_first_and_renumbering_apart() {
+    use crate::common::{gunzipped, pcap_records, root};
+    let dir = tempfile::tempdir().unwrap();
+    let whole = gunzipped(
+        "fixtures/kafka-real/4.4.0-steady.pcap.gz",
+        dir.path(),
+        "whole.pcap",
+    );
+    let golden = dir.path().join("golden.json");
+    pidshark()
+        .arg(&whole)
+        .args(["--quiet", "-o"])
+        .arg(&golden)
+        .assert()
+        .success();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
+    let exchanges = report["exchanges"].as_array().unwrap();
+    assert!(exchanges.len() >= 10);
+    let changed = &exchanges[exchanges.len() / 2];
+    let response_frame = changed["response"]["frame"].as_u64().unwrap();
+    let (head, records) = pcap_records(&whole);
+    let link = u32::from_le_bytes(head[20..24].try_into().unwrap());
+    let ip_at = match link {
+        1 => 14,
+        113 => 16,
+        276 => 20,
+        other => panic!("link type {other}"),
+    };
+    // a pure ACK: IPv4 and TCP headers and nothing after them
+    let pure_ack = |bytes: &[u8]| {
+        let ip = &bytes[ip_at..];
+        let ip_len = usize::from(ip[0] & 0x0f) * 4;
+        let tcp_len = usize::from(ip[ip_len + 12] >> 4) * 4;
+        ip[0] >> 4 == 4 && ip[9] == 6 && ip.len() == ip_len + tcp_len
+    };
+    let first_request = exchanges[0]["request"]["frame"].as_u64().unwrap();
+    let ack = (1..first_request)
+        .find(|f| pure_ack(&records[*f as usize - 1].1))
+        .expect("a pure ACK before the first exchange");
+    let mut cut = head;
+    for (frame, (record_head, bytes)) in (1u64..).zip(&records) {
+        if frame != ack && frame != response_frame {
+            cut.extend_from_slice(record_head);
+            cut.extend_from_slice(bytes);
+        }
+    }
+    let cut_path = dir.path().join("cut.pcap");
+    std::fs::write(&cut_path, cut).unwrap();
+    let out = pidshark()
+        .arg(&cut_path)
+        .args(["--quiet", "-o", "/dev/null", "--expect"])
+        .arg(&golden)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().skip(1).collect();
+    let corr = changed["correlation_id"].to_string();
+    assert!(
+        lines[0].contains(&format!("correlation id {corr},")),
+        "{stderr}"
+    );
+    let shifts: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("frames shifted"))
+        .collect();
+    assert_eq!(shifts.len(), 2, "{stderr}");
+    assert!(
+        shifts[0].contains(&format!("by -1 from frame {}", first_request)),
+        "{stderr}"
+    );
+    assert!(shifts[1].contains("by -2 from frame"), "{stderr}");
+    assert!(lines.len() < 10, "{stderr}");
+    // an ndjson golden, producer_id lines and all, is read
+    let ndjson = dir.path().join("golden.ndjson");
+    pidshark()
+        .arg(&whole)
+        .args(["--quiet", "--format", "ndjson", "-o"])
+        .arg(&ndjson)
+        .assert()
+        .success();
+    pidshark()
+        .arg(&whole)
+        .args(["--quiet", "-o", "/dev/null", "--expect"])
+        .arg(&ndjson)
+        .assert()
+        .success();
+    // a ring's files in another order give no difference
+    let ring = |i: u32| root().join(format!("fixtures/kafka-real/3.9.1-ring.{i}.pcap.gz"));
+    let ring_golden = dir.path().join("ring.json");
+    pidshark()
+        .args([ring(0), ring(1), ring(2)])
+        .args(["--quiet", "-o"])
+        .arg(&ring_golden)
+        .assert()
+        .success();
+    pidshark()
+        .args([ring(2), ring(0), ring(1)])
+        .args(["--quiet", "-o", "/dev/null", "--expect"])
+        .arg(&ring_golden)
+        .assert()
+        .success();
+}
