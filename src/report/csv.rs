@@ -58,7 +58,7 @@ pub const BLOCK_COLUMNS: [&str; 13] = [
 
 /// Columns of `--format csv-producers`: the fields of `producer_ids.entries[]` in their
 /// order, `block` flattened.
-pub const PRODUCER_COLUMNS: [&str; 33] = [
+pub const PRODUCER_COLUMNS: [&str; 34] = [
     "connection",
     "client",
     "server",
@@ -87,6 +87,7 @@ pub const PRODUCER_COLUMNS: [&str; 33] = [
     "duplicate_of_frame",
     "request_frame",
     "request_timestamp",
+    "request_unix_time",
     "response_frame",
     "response_timestamp",
     "unix_time",
@@ -199,6 +200,7 @@ fn producer_row(e: &ProducerIdEntry) -> Vec<String> {
         text(e.duplicate_of_frame),
         e.request_frame.to_string(),
         e.request_timestamp.clone(),
+        text(Some(e.request_unix_time.seconds())),
         text(e.response_frame),
         text(e.response_timestamp.clone()),
         text(e.unix_time.map(|t| t.seconds())),
