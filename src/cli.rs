@@ -211,13 +211,13 @@ pub struct Args {
     pub errors_only: bool,
 
     /// Only the exchange with a message in frame N; `--format tree` draws that message.
-    #[arg(long, value_name = "N", help_heading = "Filters")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Filters")]
     pub frame: Option<u64>,
 
     /// Responses slower than MS milliseconds are `pid_slow_response`.
     ///
     /// Default: slower than 10 times the capture's median latency and than 100 ms.
-    #[arg(long, value_name = "MS", help_heading = "Analysis")]
+    #[arg(long, value_name = "MS", value_parser = parse_slow_ms, allow_negative_numbers = true, help_heading = "Analysis")]
     pub slow_ms: Option<f64>,
 
     /// Exit 1 after writing the report if COND holds (repeatable, or comma-separated).
@@ -322,6 +322,21 @@ fn parse_port(text: &str) -> Result<u16, String> {
 }
 
 /// Milliseconds (a fraction allowed, up to a minute) as nanoseconds.
+/// A latency in milliseconds: a finite number, zero or more (`-5` and `nan` are
+/// mistakes, not rules; `-5` reaches here, not clap's "did you mean `-- -5`").
+fn parse_slow_ms(text: &str) -> Result<f64, String> {
+    let ms: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of milliseconds"))?;
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(format!(
+            "`{text}`: a latency is a finite number of milliseconds, 0 or more"
+        ));
+    }
+    Ok(ms)
+}
+
 fn parse_clock_skew(text: &str) -> Result<u64, String> {
     let ms: f64 = text
         .trim()

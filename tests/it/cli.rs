@@ -533,3 +533,29 @@ fn stats_print_the_time_and_the_process_own_peak() {
         assert!((1024..64 * 1024).contains(&kib), "{line}");
     }
 }
+
+/// Issue 40: options that would accept nonsense refuse it with the reason (exit 2): a
+/// negative, NaN or infinite `--slow-ms` (`-5` told as a bad value, not as an unknown
+/// flag), and `--frame 0` (frames count from 1).
+#[test]
+fn nonsense_values_are_refused_with_the_reason() {
+    let capture = fixture("seed-v0.pcap");
+    for (args, says) in [
+        (&["--slow-ms=-5"][..], "a latency is a finite number"),
+        (&["--slow-ms", "-5"][..], "a latency is a finite number"),
+        (&["--slow-ms", "nan"][..], "a latency is a finite number"),
+        (&["--slow-ms", "inf"][..], "a latency is a finite number"),
+        (&["--frame", "0"][..], "0 is not in 1.."),
+    ] {
+        let out = pidshark().arg(&capture).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("-- -5"), "{stderr}");
+    }
+    pidshark()
+        .arg(&capture)
+        .args(["--slow-ms", "0.5", "--frame", "1", "--quiet"])
+        .assert()
+        .success();
+}
