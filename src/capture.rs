@@ -47,11 +47,19 @@ pub struct Packet<'a> {
     pub data: &'a [u8],
 }
 
+crate::names::closed_set! {
+    /// A capture file's format.
+    pub enum FileFormat {
+        Pcap = "pcap",
+        Pcapng = "pcapng",
+    }
+}
+
 /// What one capture file held.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureInfo {
     pub path: String,
-    pub format: &'static str,
+    pub format: FileFormat,
     /// Link types in the order first seen.
     pub link_types: Vec<Linktype>,
     pub packets: u64,
@@ -71,7 +79,7 @@ impl CaptureInfo {
     pub fn unread(path: String) -> Self {
         Self {
             path,
-            format: "pcap",
+            format: FileFormat::Pcap,
             link_types: Vec::new(),
             packets: 0,
             bytes: 0,
@@ -633,7 +641,7 @@ impl Records {
         frame: u64,
         diags: &mut Diagnostics,
     ) -> Option<Pending> {
-        self.info.format = "pcapng";
+        self.info.format = FileFormat::Pcapng;
         match block {
             Block::SectionHeader(shb) => {
                 self.format = Format::Pcapng {
@@ -787,19 +795,28 @@ fn parse_stop(e: nom::Err<PcapError<&[u8]>>) -> Stop {
     }
 }
 
-/// LINKTYPE_ name without the prefix, as the report names link types.
+/// The link types pidshark names: their LINKTYPE_ names without the prefix.
+pub const LINK_TYPE_NAMES: [(i32, &str); 8] = [
+    (0, "NULL"),
+    (1, "ETHERNET"),
+    (101, "RAW"),
+    (108, "LOOP"),
+    (113, "LINUX_SLL"),
+    (228, "IPV4"),
+    (229, "IPV6"),
+    (276, "LINUX_SLL2"),
+];
+
+/// LINKTYPE_ name without the prefix, as the report names link types: one of
+/// [`LINK_TYPE_NAMES`], or `LINKTYPE_<number>`.
 pub fn link_type_name(link_type: Linktype) -> String {
-    match link_type.0 {
-        0 => "NULL".into(),
-        1 => "ETHERNET".into(),
-        101 => "RAW".into(),
-        108 => "LOOP".into(),
-        113 => "LINUX_SLL".into(),
-        228 => "IPV4".into(),
-        229 => "IPV6".into(),
-        276 => "LINUX_SLL2".into(),
-        other => format!("LINKTYPE_{other}"),
-    }
+    LINK_TYPE_NAMES
+        .iter()
+        .find(|(number, _)| *number == link_type.0)
+        .map_or_else(
+            || format!("LINKTYPE_{}", link_type.0),
+            |(_, name)| (*name).to_owned(),
+        )
 }
 
 #[cfg(test)]

@@ -156,9 +156,10 @@ pub struct Args {
     #[arg(long, help_heading = "Output")]
     pub stats: bool,
 
-    /// Print the JSON Schema of the report and exit.
-    #[arg(long, exclusive = true, help_heading = "Output")]
-    pub schema: bool,
+    /// Print the JSON Schema of the report, or of an ndjson line, and exit.
+    #[arg(long, exclusive = true, help_heading = "Output", value_name = "OF",
+          num_args = 0..=1, default_missing_value = "report")]
+    pub schema: Option<SchemaOf>,
 
     /// Print every diagnostic kind with its severity and meaning, and exit.
     #[arg(long, exclusive = true, help_heading = "Output")]
@@ -370,6 +371,15 @@ fn parse_size(text: &str) -> Result<usize, String> {
     value
         .checked_mul(1usize << shift)
         .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// What `--schema` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaOf {
+    /// The JSON report (`schema/report-v1.schema.json`).
+    Report,
+    /// A line of `--format ndjson` (`schema/ndjson-v1.schema.json`).
+    Ndjson,
 }
 
 /// Output formats; all come from the same decoded data.

@@ -7,6 +7,7 @@
 //! A stage says what it saw as an [`Observation`], whose variant is the kind and whose
 //! fields give both the sentence and the facts.
 
+pub mod facts;
 mod observation;
 mod parts;
 

@@ -26,6 +26,7 @@
 //! (lib.rs)     run: input and merge into the pipeline, beside the worker; then the report
 //! cli          the command line as clap types it   -> Config and the output's options
 //! ------------------------------------------------------------------------------ leaves
+//! names        closed sets of names, each declared once with its schema
 //! timestamp    capture time, and the form the report writes it in
 //! packet_ref   where a packet sits: frame number, time, file of origin
 //! diag         diagnostics: findings about the input, for the report
@@ -74,6 +75,7 @@ pub mod kafka;
 pub mod latency;
 pub mod merge;
 pub mod metadata_log;
+mod names;
 pub mod packet_ref;
 pub mod pairing;
 pub mod pipeline;

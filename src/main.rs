@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pidshark::cli::{Args, ColorChoice, Format, Options};
+use pidshark::cli::{Args, ColorChoice, Format, Options, SchemaOf};
 use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
@@ -340,8 +340,10 @@ mod allocator {
 fn main() -> ExitCode {
     allocator::tune();
     let args = Args::parse();
-    if args.schema {
-        return print_quietly(&model::schema());
+    match args.schema {
+        Some(SchemaOf::Report) => return print_quietly(&model::schema()),
+        Some(SchemaOf::Ndjson) => return print_quietly(&model::ndjson_schema()),
+        None => {}
     }
     if let Some(shell) = args.completions {
         let mut script = Vec::new();

@@ -17,12 +17,21 @@ use crate::pairing::ClusterEvent;
 /// Addresses remembered: beyond these a cluster is larger than any we meet.
 const MAX_ADDRESSES: usize = 65_536;
 
+crate::names::closed_set! {
+    /// What said an address is a broker's.
+    pub enum AddressSource {
+        BrokerRegistration = "broker_registration",
+        Metadata = "metadata",
+        DescribeCluster = "describe_cluster",
+        MetadataLog = "metadata_log",
+    }
+}
+
 /// How an address is known to be a broker's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim {
     pub broker_id: i32,
-    /// `broker_registration`, `metadata`, `describe_cluster` or `metadata_log`.
-    pub source: &'static str,
+    pub source: AddressSource,
     pub said: Said,
 }
 
@@ -67,7 +76,7 @@ impl Addresses {
                 for l in &reg.listeners {
                     let claim = Claim {
                         broker_id: reg.broker_id,
-                        source: "broker_registration",
+                        source: AddressSource::BrokerRegistration,
                         said,
                     };
                     self.claim(&l.host, i32::from(l.port), claim, Some(&l.name));
@@ -79,8 +88,8 @@ impl Addresses {
                     return;
                 }
                 let source = match *api {
-                    cluster::METADATA => "metadata",
-                    _ => "describe_cluster",
+                    cluster::METADATA => AddressSource::Metadata,
+                    _ => AddressSource::DescribeCluster,
                 };
                 for b in &seen.brokers {
                     let claim = Claim {
@@ -105,7 +114,7 @@ impl Addresses {
             for e in &r.endpoints {
                 let claim = Claim {
                     broker_id: r.broker_id,
-                    source: "metadata_log",
+                    source: AddressSource::MetadataLog,
                     said: Said::Log {
                         offset: r.place.offset,
                     },

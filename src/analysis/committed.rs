@@ -37,14 +37,24 @@ pub enum Delivery {
     Snapshot,
 }
 
+crate::names::closed_set! {
+    /// The report's names of [`Delivery`]s.
+    pub enum DeliveryName {
+        Delivered = "delivered",
+        NotDelivered = "not_delivered",
+        OutsideCapture = "outside_capture",
+        Snapshot = "snapshot",
+    }
+}
+
 impl Delivery {
     /// The report's name for it.
-    pub fn as_str(self) -> &'static str {
+    pub fn name(self) -> DeliveryName {
         match self {
-            Self::Delivered { .. } => "delivered",
-            Self::NotDelivered => "not_delivered",
-            Self::OutsideCapture => "outside_capture",
-            Self::Snapshot => "snapshot",
+            Self::Delivered { .. } => DeliveryName::Delivered,
+            Self::NotDelivered => DeliveryName::NotDelivered,
+            Self::OutsideCapture => DeliveryName::OutsideCapture,
+            Self::Snapshot => DeliveryName::Snapshot,
         }
     }
 }

@@ -38,6 +38,23 @@ const MAX_CONTROLLERS: usize = 4096;
 /// The quorum's log: the only partition the quorum messages are about.
 const METADATA_LOG: &str = "__cluster_metadata";
 
+crate::names::closed_set! {
+    /// What a bound of a leader's time rests on: a message of the capture, or a batch of
+    /// the metadata log.
+    pub enum Evidence {
+        BeginQuorumEpoch = "begin_quorum_epoch",
+        EndQuorumEpoch = "end_quorum_epoch",
+        BeginQuorumEpochResponse = "begin_quorum_epoch_response",
+        EndQuorumEpochResponse = "end_quorum_epoch_response",
+        VoteResponse = "vote_response",
+        AllocateProducerIds = "allocate_producer_ids",
+        /// The log's LeaderChange record.
+        LeaderChange = "leader_change",
+        /// Another batch of the log that the epoch's leader appended.
+        Batch = "batch",
+    }
+}
+
 /// One leader's span of the timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leadership {
@@ -47,7 +64,7 @@ pub struct Leadership {
     pub from: MessageMeta,
     pub to: Option<MessageMeta>,
     /// How it is known: the kind of message `from` is.
-    pub how: &'static str,
+    pub how: Evidence,
     /// The first and last moments the capture proves the leader led: messages it sent as
     /// leader of this epoch. A voter's word names the leader but proves nothing of when.
     pub proven: Option<Proven>,
@@ -56,19 +73,19 @@ pub struct Leadership {
 /// The first and last messages that prove a controller led, and what each is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Proven {
-    pub first: (MessageMeta, &'static str),
-    pub last: (MessageMeta, &'static str),
+    pub first: (MessageMeta, Evidence),
+    pub last: (MessageMeta, Evidence),
 }
 
 impl Proven {
-    fn at(meta: &MessageMeta, how: &'static str) -> Self {
+    fn at(meta: &MessageMeta, how: Evidence) -> Self {
         Self {
             first: (*meta, how),
             last: (*meta, how),
         }
     }
 
-    fn extend(&mut self, meta: &MessageMeta, how: &'static str) {
+    fn extend(&mut self, meta: &MessageMeta, how: Evidence) {
         if meta.timestamp < self.first.0.timestamp {
             self.first = (*meta, how);
         }
@@ -146,11 +163,11 @@ impl Timeline {
         };
         self.learn_addresses(ev, q);
         let how = match (q.api, q.is_request) {
-            (BEGIN_QUORUM_EPOCH, true) => ("begin_quorum_epoch", Strength::Own),
-            (END_QUORUM_EPOCH, true) => ("end_quorum_epoch", Strength::Own),
-            (BEGIN_QUORUM_EPOCH, false) => ("begin_quorum_epoch_response", Strength::Belief),
-            (END_QUORUM_EPOCH, false) => ("end_quorum_epoch_response", Strength::Belief),
-            (VOTE, false) => ("vote_response", Strength::Belief),
+            (BEGIN_QUORUM_EPOCH, true) => (Evidence::BeginQuorumEpoch, Strength::Own),
+            (END_QUORUM_EPOCH, true) => (Evidence::EndQuorumEpoch, Strength::Own),
+            (BEGIN_QUORUM_EPOCH, false) => (Evidence::BeginQuorumEpochResponse, Strength::Belief),
+            (END_QUORUM_EPOCH, false) => (Evidence::EndQuorumEpochResponse, Strength::Belief),
+            (VOTE, false) => (Evidence::VoteResponse, Strength::Belief),
             (VOTE, true) => {
                 for p in q.partitions.iter().filter(|p| p.topic == METADATA_LOG) {
                     if let (Some(epoch), Some(false) | None) = (p.candidate_epoch, p.pre_vote) {
@@ -195,7 +212,7 @@ impl Timeline {
         };
         if top.lead.leader_id == controller {
             if self.latest == Some(top_epoch) {
-                self.prove(top_epoch, meta, "allocate_producer_ids");
+                self.prove(top_epoch, meta, Evidence::AllocateProducerIds);
             }
             return;
         }
@@ -232,7 +249,7 @@ impl Timeline {
     }
 
     /// A message that `epoch`'s leader sent as leader.
-    fn prove(&mut self, epoch: i32, meta: &MessageMeta, how: &'static str) {
+    fn prove(&mut self, epoch: i32, meta: &MessageMeta, how: Evidence) {
         if let Some(span) = self.spans.get_mut(&epoch) {
             match &mut span.lead.proven {
                 Some(proven) => proven.extend(meta, how),
@@ -244,7 +261,7 @@ impl Timeline {
     /// An answer as leader by `server` in no epoch shown: it joins the last run when that
     /// is the same address's and no epoch was shown since.
     fn unplaced_answer(&mut self, server: SocketAddr, meta: &MessageMeta) {
-        let how = "allocate_producer_ids";
+        let how = Evidence::AllocateProducerIds;
         if let Some(run) = self.unplaced.back_mut() {
             if run.server == server && run.after_epoch == self.latest {
                 run.proven.extend(meta, how);
@@ -270,7 +287,7 @@ impl Timeline {
                 epoch,
                 controller,
                 meta,
-                ("allocate_producer_ids", Strength::Answer),
+                (Evidence::AllocateProducerIds, Strength::Answer),
             );
         }
     }
@@ -295,7 +312,7 @@ impl Timeline {
         epoch: i32,
         leader: i32,
         meta: &MessageMeta,
-        (how, strength): (&'static str, Strength),
+        (how, strength): (Evidence, Strength),
     ) {
         if epoch < 0 || self.latest > Some(epoch) {
             return;

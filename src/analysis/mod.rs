@@ -29,12 +29,12 @@ use crate::packet_ref::PacketRef;
 use crate::pairing::{ClusterEvent, Exchange, MessageMeta, Outcome, ProducerIdExchange, Status};
 use crate::timestamp::Timestamp;
 
-pub use addresses::{BrokerAddress, Claim, Said};
+pub use addresses::{AddressSource, BrokerAddress, Claim, Said};
 pub use blocks::MAX_TRACKED_BLOCKS;
 pub use brokers::BrokerStats;
 pub use controllers::Leadership;
 pub use coverage::Coverage;
-pub use placement::{BlockRef, Placement};
+pub use placement::{BlockRef, Placement, PlacementName};
 pub use producers::{Placed, ProducerTotals, MAX_TRACKED_GRANTS};
 
 /// Broker ids the capture knows from elsewhere than their controller connections: the

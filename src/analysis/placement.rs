@@ -127,31 +127,53 @@ pub enum Placement {
     Unknown(UnknownWhy),
 }
 
+crate::names::closed_set! {
+    /// The report's names of [`Placement`]s.
+    pub enum PlacementName {
+        InBlock = "in_block",
+        PreviousBlock = "previous_block",
+        BeforeCapture = "before_capture",
+        KeptByTransactionalId = "kept_by_transactional_id",
+        AnotherBrokersBlock = "another_brokers_block",
+        OlderBlock = "older_block",
+        OutsideBlocks = "outside_blocks",
+        Unknown = "unknown",
+    }
+}
+
+impl PlacementName {
+    /// Whether Kafka's producer-id manager cannot produce a placement of this name.
+    pub fn is_fault(self) -> bool {
+        matches!(
+            self,
+            Self::AnotherBrokersBlock | Self::OlderBlock | Self::OutsideBlocks
+        )
+    }
+}
+
 impl Placement {
     /// The report's name for it.
-    pub fn as_str(&self) -> &'static str {
+    pub fn name(&self) -> PlacementName {
         match self {
-            Self::InBlock(_) => "in_block",
-            Self::PreviousBlock { .. } => "previous_block",
-            Self::BeforeCapture => "before_capture",
-            Self::KeptByTransactionalId(_) => "kept_by_transactional_id",
-            Self::AnotherBrokersBlock { .. } => "another_brokers_block",
-            Self::OlderBlock { .. } => "older_block",
-            Self::OutsideBlocks { .. } => "outside_blocks",
-            Self::Unknown(_) => "unknown",
+            Self::InBlock(_) => PlacementName::InBlock,
+            Self::PreviousBlock { .. } => PlacementName::PreviousBlock,
+            Self::BeforeCapture => PlacementName::BeforeCapture,
+            Self::KeptByTransactionalId(_) => PlacementName::KeptByTransactionalId,
+            Self::AnotherBrokersBlock { .. } => PlacementName::AnotherBrokersBlock,
+            Self::OlderBlock { .. } => PlacementName::OlderBlock,
+            Self::OutsideBlocks { .. } => PlacementName::OutsideBlocks,
+            Self::Unknown(_) => PlacementName::Unknown,
         }
     }
 
-    /// The names of the placements Kafka's producer-id manager cannot produce.
-    pub const FAULTS: [&'static str; 3] =
-        ["another_brokers_block", "older_block", "outside_blocks"];
+    /// The report's name for it, as text.
+    pub fn as_str(&self) -> &'static str {
+        self.name().as_str()
+    }
 
     /// Whether Kafka's producer-id manager cannot have made this grant.
     pub fn is_fault(&self) -> bool {
-        matches!(
-            self,
-            Self::AnotherBrokersBlock { .. } | Self::OlderBlock { .. } | Self::OutsideBlocks { .. }
-        )
+        self.name().is_fault()
     }
 
     /// The block that holds the id, when the capture shows it.

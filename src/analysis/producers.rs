@@ -27,7 +27,7 @@ const MAX_HOLDERS: usize = 4;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Placed {
     /// The broker that answered, when its address is known, and how it is known.
-    pub broker: Option<(i32, &'static str)>,
+    pub broker: Option<(i32, super::AddressSource)>,
     /// Where the granted id lies; `None` when nothing was granted.
     pub placement: Option<Placement>,
     /// Why it lies there, in a sentence; none for `in_block`.
@@ -155,7 +155,7 @@ impl Tracker {
     pub fn add(
         &mut self,
         px: &ProducerIdExchange,
-        broker: Option<(i32, &'static str)>,
+        broker: Option<(i32, super::AddressSource)>,
         findings: &mut Vec<Finding>,
     ) -> Placed {
         self.totals.exchanges += 1;
@@ -387,8 +387,10 @@ mod tests {
         grant_at(connection, txn, id, epoch, (frame - 1, frame))
     }
 
-    const BROKER1: Option<(i32, &str)> = Some((1, "metadata"));
-    const BROKER2: Option<(i32, &str)> = Some((2, "metadata"));
+    const BROKER1: Option<(i32, crate::analysis::AddressSource)> =
+        Some((1, crate::analysis::AddressSource::Metadata));
+    const BROKER2: Option<(i32, crate::analysis::AddressSource)> =
+        Some((2, crate::analysis::AddressSource::Metadata));
 
     fn names(t: &Tracker, placed: &[Placed]) -> Vec<&'static str> {
         let _ = t;

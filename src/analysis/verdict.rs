@@ -19,7 +19,7 @@ use crate::pairing::Status;
 
 mod cost;
 
-pub use cost::Cost;
+pub use cost::{Cost, CostKind};
 
 /// What the verdict says, most serious first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -137,11 +137,43 @@ impl Grade {
     }
 }
 
+crate::names::closed_set! {
+    /// What a verdict's limit is: see [`limits`], in the order it lists them.
+    pub enum LimitKind {
+        CaptureCorrupt = "capture_corrupt",
+        CaptureTruncated = "capture_truncated",
+        Snaplen = "snaplen",
+        OneSided = "one_sided",
+        OneSidedAfterForgetting = "one_sided_after_forgetting",
+        LostBytes = "lost_bytes",
+        MemoryLimit = "memory_limit",
+        ConnectionLimit = "connection_limit",
+        IpFragments = "ip_fragments",
+        Encrypted = "encrypted",
+        Coverage = "coverage",
+        ControllerCoverage = "controller_coverage",
+        IdsNotSeen = "ids_not_seen",
+        Malformed = "malformed",
+        LinkType = "link_type",
+        MessagesUnread = "messages_unread",
+        FramingLost = "framing_lost",
+    }
+}
+
+impl LimitKind {
+    /// Whether the limit is pidshark's own: a larger budget reads what it gave up.
+    pub fn is_own(self) -> bool {
+        matches!(
+            self,
+            Self::MemoryLimit | Self::ConnectionLimit | Self::OneSidedAfterForgetting
+        )
+    }
+}
+
 /// Something the capture cannot show, how often, and what to do about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limit {
-    /// `snaplen`, `capture_truncated`, `one_sided`, ...: see [`limits`].
-    pub kind: &'static str,
+    pub kind: LimitKind,
     pub count: u64,
     /// Bytes are missing from the capture (rather than present but unreadable).
     pub damage: bool,
@@ -203,13 +235,6 @@ pub struct Evidence<'a> {
     pub unmatched_responses: u64,
 }
 
-/// Limits that are pidshark's own: a larger budget reads what they gave up.
-const OWN_KINDS: [&str; 3] = [
-    "memory_limit",
-    "connection_limit",
-    "one_sided_after_forgetting",
-];
-
 /// `4M`, `64K`, `1500`: a byte count as `--max-memory` takes it.
 fn size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
@@ -242,35 +267,49 @@ const LIMIT_KINDS: [Kind; 15] = [
     Kind::TlsEncrypted,
 ];
 
+crate::names::closed_set! {
+    /// The counts a verdict rests on, besides the exchanges' by status.
+    pub enum VerdictFact {
+        Packets = "packets",
+        Requests = "requests",
+        Blocks = "blocks",
+        /// Brokers granted at least one block.
+        BrokersGranted = "brokers_granted",
+        Overlaps = "overlaps",
+        Regressions = "regressions",
+        DuplicateGrants = "duplicate_grants",
+        BrokersKnown = "brokers_known",
+        BrokersSeenAtControllers = "brokers_seen_at_controllers",
+        IdsNotSeen = "ids_not_seen",
+        ControllersKnown = "controllers_known",
+        ControllersSeen = "controllers_seen",
+    }
+}
+
 /// Judges the capture.
 pub fn judge(e: &Evidence<'_>) -> Verdict {
     let limits = limits(e);
     let t = e.totals;
     let count = |kind| e.diagnostics.count(kind);
     let brokers_granted = e.brokers.values().filter(|b| b.ids_granted > 0).count();
-    let mut facts: Facts = vec![
-        ("packets", e.packets.into()),
-        ("requests", t.total.into()),
-        ("blocks", t.blocks.into()),
-        ("brokers_granted", (brokers_granted as u64).into()),
-        ("overlaps", count(Kind::PidBlockOverlap).into()),
-        ("regressions", count(Kind::PidBlockRegression).into()),
-        ("duplicate_grants", count(Kind::PidDuplicateGrant).into()),
-        ("brokers_known", (e.coverage.known.len() as u64).into()),
-        (
-            "brokers_seen_at_controllers",
-            (e.coverage.seen.len() as u64).into(),
-        ),
-        ("ids_not_seen", t.skipped_ids.into()),
-        (
-            "controllers_known",
-            (e.coverage.controllers_known.len() as u64).into(),
-        ),
-        (
-            "controllers_seen",
-            (e.coverage.controllers_seen.len() as u64).into(),
-        ),
-    ];
+    let counts = VerdictFact::ALL.iter().map(|&fact| {
+        let n = match fact {
+            VerdictFact::Packets => e.packets,
+            VerdictFact::Requests => t.total,
+            VerdictFact::Blocks => t.blocks,
+            VerdictFact::BrokersGranted => brokers_granted as u64,
+            VerdictFact::Overlaps => count(Kind::PidBlockOverlap),
+            VerdictFact::Regressions => count(Kind::PidBlockRegression),
+            VerdictFact::DuplicateGrants => count(Kind::PidDuplicateGrant),
+            VerdictFact::BrokersKnown => e.coverage.known.len() as u64,
+            VerdictFact::BrokersSeenAtControllers => e.coverage.seen.len() as u64,
+            VerdictFact::IdsNotSeen => t.skipped_ids,
+            VerdictFact::ControllersKnown => e.coverage.controllers_known.len() as u64,
+            VerdictFact::ControllersSeen => e.coverage.controllers_seen.len() as u64,
+        };
+        (fact.as_str(), n.into())
+    });
+    let mut facts: Facts = counts.collect();
     facts.extend(Status::ALL.map(|status| (status.as_str(), t.statuses.of(status).into())));
     let lost = limits.iter().any(|l| l.damage || l.own);
     let cost = cost::costs(e, lost);
@@ -658,7 +697,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
                 kind,
                 count,
                 damage,
-                own: OWN_KINDS.contains(&kind),
+                own: kind.is_own(),
                 text,
                 advice,
             });
@@ -666,7 +705,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     };
     let n = count(Kind::CaptureCorrupt);
     add(
-        "capture_corrupt",
+        LimitKind::CaptureCorrupt,
         n,
         true,
         format!(
@@ -679,7 +718,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     );
     let n = count(Kind::CaptureTruncated);
     add(
-        "capture_truncated",
+        LimitKind::CaptureTruncated,
         n,
         true,
         format!(
@@ -708,7 +747,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         ),
     };
     add(
-        "snaplen",
+        LimitKind::Snaplen,
         snapped,
         true,
         what,
@@ -719,16 +758,16 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     let forgot = e.budget.forgotten_connections > 0;
     let n = count(Kind::OneSidedConnection);
     match forgot {
-        false => add("one_sided", n, true, format!("{} captured in one direction only, nothing from the server", counted(n, "Kafka connection")),
+        false => add(LimitKind::OneSided, n, true, format!("{} captured in one direction only, nothing from the server", counted(n, "Kafka connection")),
             Some("capture where both directions pass: on the controller's or the broker's host, or a mirror of both directions")),
-        true => add("one_sided_after_forgetting", n, false, format!("{} seen in one direction only after pidshark forgot connections at its limits (each may be one it met again midway)", counted(n, "Kafka connection")),
+        true => add(LimitKind::OneSidedAfterForgetting, n, false, format!("{} seen in one direction only after pidshark forgot connections at its limits (each may be one it met again midway)", counted(n, "Kafka connection")),
             Some("run again with a larger --max-memory")),
     }
-    add("lost_bytes", holes, true, format!("{} where the capture lost TCP bytes", counted(holes, "hole")),
+    add(LimitKind::LostBytes, holes, true, format!("{} where the capture lost TCP bytes", counted(holes, "hole")),
         Some("capture with a larger buffer (tcpdump -B 65536) and a filter on the Kafka ports, so that nothing is dropped"));
     let n = count(Kind::MemoryLimit);
     add(
-        "memory_limit",
+        LimitKind::MemoryLimit,
         n,
         false,
         format!(
@@ -747,7 +786,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     );
     let n = count(Kind::ConnectionLimit);
     add(
-        "connection_limit",
+        LimitKind::ConnectionLimit,
         n,
         false,
         format!(
@@ -759,7 +798,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     );
     let n = count(Kind::IpFragmentsDropped);
     add(
-        "ip_fragments",
+        LimitKind::IpFragments,
         n,
         true,
         format!("{} not reassembled", counted(n, "IP fragment")),
@@ -776,7 +815,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         _ => "pidshark cannot decrypt TLS: the AllocateProducerIds exchanges were read in plaintext; to check the grants to producers too, capture the clients of a plaintext listener",
     };
     add(
-        "encrypted",
+        LimitKind::Encrypted,
         n,
         false,
         format!(
@@ -788,7 +827,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     let unseen: Vec<i32> = e.coverage.not_seen().collect();
     let known = e.coverage.known.len() as u64;
     add(
-        "coverage",
+        LimitKind::Coverage,
         unseen.len() as u64,
         false,
         format!(
@@ -802,7 +841,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     let unseen: Vec<i32> = e.coverage.controllers_not_seen().collect();
     let known = e.coverage.controllers_known.len() as u64;
     add(
-        "controller_coverage",
+        LimitKind::ControllerCoverage,
         unseen.len() as u64,
         false,
         format!(
@@ -815,7 +854,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     );
     let n = e.totals.skipped_ids;
     add(
-        "ids_not_seen",
+        LimitKind::IdsNotSeen,
         n,
         false,
         format!(
@@ -826,7 +865,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     );
     let n = count(Kind::PacketMalformed);
     add(
-        "malformed",
+        LimitKind::Malformed,
         n,
         false,
         format!("{} could not be decoded", counted(n, "packet")),
@@ -834,7 +873,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     );
     let n = count(Kind::UnsupportedLinkType);
     add(
-        "link_type",
+        LimitKind::LinkType,
         n,
         false,
         format!(
@@ -850,7 +889,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     }
     let unread: u64 = unread_kinds.iter().map(|k| count(*k)).sum();
     add(
-        "messages_unread",
+        LimitKind::MessagesUnread,
         unread,
         false,
         format!(
@@ -867,7 +906,7 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         count(Kind::KafkaFramingLost)
     };
     add(
-        "framing_lost",
+        LimitKind::FramingLost,
         n,
         false,
         format!(

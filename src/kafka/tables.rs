@@ -106,6 +106,14 @@ impl ErrorCode {
             None => format!("UNKNOWN({})", self.0),
         }
     }
+
+    /// Every name Kafka's table defines, by code: with `UNKNOWN(<code>)`, every name
+    /// [`name`](Self::name) writes.
+    pub fn names() -> Vec<&'static str> {
+        let mut by_code: Vec<(&i16, &&'static str)> = error_table().iter().collect();
+        by_code.sort();
+        by_code.into_iter().map(|(_, name)| *name).collect()
+    }
 }
 
 #[expect(

@@ -37,7 +37,7 @@ pub fn read(
     let file_idx = merger.add_file(src.path);
     let mut file = LogFile {
         path: src.path.to_string(),
-        kind: src.kind.clone(),
+        kind: src.kind,
         len: src.len,
         read_len: 0,
         batches: 0,

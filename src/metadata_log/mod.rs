@@ -90,10 +90,12 @@ impl MetadataLog {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileKind {
-    Segment,
-    Snapshot,
+crate::names::closed_set! {
+    /// What a file of the log is.
+    pub enum FileKind {
+        Segment = "segment",
+        Snapshot = "snapshot",
+    }
 }
 
 /// One file read, and how far.

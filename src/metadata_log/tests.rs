@@ -668,7 +668,7 @@ fn a_directory_reads_its_latest_snapshot_then_its_segments_by_offset() {
     let kinds: Vec<_> = log
         .files
         .iter()
-        .map(|f| (f.kind.clone(), f.first_offset))
+        .map(|f| (f.kind, f.first_offset))
         .collect();
     assert_eq!(
         kinds,

@@ -15,10 +15,7 @@ fn unix(ms: i64) -> UnixTime {
 fn file(f: &LogFile) -> model::MetadataLogFile {
     model::MetadataLogFile {
         path: f.path.clone(),
-        kind: match f.kind {
-            FileKind::Segment => "segment",
-            FileKind::Snapshot => "snapshot",
-        },
+        kind: f.kind,
         size: f.len,
         read_size: f.read_len,
         batches: f.batches,
@@ -56,7 +53,7 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
             timestamp: time(b.place.time_ms),
             unix_time: UnixTime(timestamp_of_ms(b.place.time_ms)),
             leader_epoch: b.place.leader_epoch,
-            delivery: d.as_str(),
+            delivery: d.name(),
             delivered_frame: match d {
                 Delivery::Delivered { frame } => Some(*frame),
                 _ => None,

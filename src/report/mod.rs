@@ -179,7 +179,7 @@ pub fn producer_id_entry(
         producer_epoch: resp.and_then(|(_, r)| r.producer_epoch),
         ongoing_txn_producer_id: field(|r| r.ongoing_txn_producer_id),
         ongoing_txn_producer_epoch: resp.and_then(|(_, r)| r.ongoing_txn_producer_epoch),
-        placement: placed.placement.map(|p| p.as_str()),
+        placement: placed.placement.map(|p| p.name()),
         placement_reason: placed.reason.clone(),
         block: placed
             .placement
@@ -266,7 +266,11 @@ fn controller_piece(p: &pieces::Piece) -> model::ControllerPiece {
     let (from_frame, from_how) = parts(&p.from);
     let (to_frame, to_how) = parts(&p.to);
     model::ControllerPiece {
-        state: if p.led.is_some() { "led" } else { "unknown" },
+        state: if p.led.is_some() {
+            pieces::PieceState::Led
+        } else {
+            pieces::PieceState::Unknown
+        },
         leader_id: p.led.and_then(|l| l.controller_id),
         leader_address: p.led.and_then(|l| l.address).map(|a| a.to_string()),
         epoch: p.led.and_then(|l| l.epoch),

@@ -6,12 +6,109 @@
 
 /// The JSON Schema of [`Report`], pretty-printed, as `pidshark --schema` prints it.
 pub fn schema() -> String {
-    let schema = schemars::schema_for!(Report);
-    let mut value = serde_json::to_value(&schema).unwrap_or_default();
-    strict(&mut value);
-    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    pretty(&report_schema())
+}
+
+/// The JSON Schema of a line of `--format ndjson`, pretty-printed, as `pidshark --schema
+/// ndjson` prints it: each line is one of five objects, told apart by `type`.
+pub fn ndjson_schema() -> String {
+    pretty(&ndjson_lines(report_schema()))
+}
+
+fn pretty(schema: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(schema).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// The ndjson lines' schema from the report's: an `exchange`, `block`, `finding` or
+/// `producer_id` line is the report's object of that kind with its `type`; the `report`
+/// line is the report without the lists the other lines hold (`exchanges`,
+/// `producer_id_blocks.blocks`, `producer_ids.entries`).
+fn ndjson_lines(report: serde_json::Value) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let Value::Object(mut root) = report else {
+        return Value::Null;
+    };
+    let mut defs = match root.remove("$defs") {
+        Some(Value::Object(defs)) => defs,
+        _ => serde_json::Map::new(),
+    };
+    root.remove("$schema");
+    root.remove("title");
+    let without = |def: Option<&Value>, field: &str| {
+        let mut def = def.cloned().unwrap_or(Value::Null);
+        if let Some(p) = def.get_mut("properties").and_then(Value::as_object_mut) {
+            p.remove(field);
+        }
+        if let Some(r) = def.get_mut("required").and_then(Value::as_array_mut) {
+            r.retain(|f| f != field);
+        }
+        def
+    };
+    let blocks_line = without(defs.get("ProducerIdBlocks"), "blocks");
+    let ids_line = without(defs.get("ProducerIds"), "entries");
+    defs.insert("ProducerIdBlocksLine".to_owned(), blocks_line);
+    defs.insert("ProducerIdsLine".to_owned(), ids_line);
+    let mut report_line = without(Some(&Value::Object(root)), "exchanges");
+    if let Some(p) = report_line.get_mut("properties") {
+        p["producer_id_blocks"] = json!({ "$ref": "#/$defs/ProducerIdBlocksLine" });
+        p["producer_ids"] = json!({ "$ref": "#/$defs/ProducerIdsLine" });
+    }
+    let lines = [
+        ("exchange", defs.get("Exchange").cloned()),
+        ("block", defs.get("PidBlock").cloned()),
+        ("finding", defs.get("PidFinding").cloned()),
+        ("producer_id", defs.get("ProducerIdEntry").cloned()),
+        ("report", Some(report_line)),
+    ];
+    let mut one_of = Vec::new();
+    for (kind, def) in lines {
+        let mut def = def.unwrap_or(Value::Null);
+        if let Some(p) = def.get_mut("properties").and_then(Value::as_object_mut) {
+            p.insert("type".to_owned(), json!({ "const": kind }));
+        }
+        if let Some(r) = def.get_mut("required").and_then(Value::as_array_mut) {
+            r.insert(0, "type".into());
+        }
+        let name = format!("{}Line", kind_title(kind));
+        one_of.push(json!({ "$ref": format!("#/$defs/{name}") }));
+        defs.insert(name, def);
+    }
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "NdjsonLine",
+        "description": "A line of pidshark's --format ndjson: one object per line, its `type` first.",
+        "oneOf": one_of,
+        "$defs": defs,
+    })
+}
+
+/// `producer_id` → `ProducerId`.
+fn kind_title(kind: &str) -> String {
+    kind.split('_')
+        .map(|w| {
+            let mut chars = w.chars();
+            chars.next().map_or_else(String::new, |c| {
+                c.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
+}
+
+/// The report's schema as a value: derived from the types, then made strict.
+fn report_schema() -> serde_json::Value {
+    // the contract of what is written: a field is required unless it may be left out
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<Report>();
+    let mut value = serde_json::to_value(&schema).unwrap_or_default();
+    strict(&mut value);
+    if let Some(defs) = value.get_mut("$defs") {
+        facts_by_kind(defs);
+    }
+    value
 }
 
 /// A string that is one of `names`: a closed set's schema, from the one place that
@@ -31,6 +128,134 @@ fn kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     one_of(Status::ALL.map(Status::as_str))
+}
+
+/// Counts by diagnostic kind.
+fn kind_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    counts_by(crate::diag::Kind::ALL.map(crate::diag::Kind::as_str))
+}
+
+/// Counts by severity.
+fn severity_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    counts_by(crate::diag::Severity::ALL.map(crate::diag::Severity::as_str))
+}
+
+/// Counts by Kafka error name.
+fn error_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let name = error_name();
+    schemars::json_schema!({
+        "type": "object",
+        "propertyNames": name,
+        "additionalProperties": { "type": "integer", "minimum": 0 }
+    })
+}
+
+/// An object counting something by a closed set of names.
+fn counts_by(names: impl IntoIterator<Item = &'static str>) -> schemars::Schema {
+    let names: Vec<&str> = names.into_iter().collect();
+    schemars::json_schema!({
+        "type": "object",
+        "propertyNames": { "enum": names },
+        "additionalProperties": { "type": "integer", "minimum": 0 }
+    })
+}
+
+/// A Kafka error's name: one of the project's table, or `UNKNOWN(<code>)`.
+fn error_name() -> serde_json::Value {
+    serde_json::json!({
+        "anyOf": [
+            { "type": "string", "enum": crate::kafka::tables::ErrorCode::names() },
+            { "type": "string", "pattern": "^UNKNOWN\\(-?[0-9]+\\)$" }
+        ]
+    })
+}
+
+fn error_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = serde_json::Map::new();
+    if let serde_json::Value::Object(map) = error_name() {
+        schema = map;
+    }
+    schemars::Schema::from(schema)
+}
+
+/// The verdict's facts: each count it rests on, always all of them.
+fn verdict_facts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    use crate::analysis::verdict::VerdictFact;
+    let names: Vec<&str> = VerdictFact::ALL
+        .iter()
+        .map(|f| f.as_str())
+        .chain(Status::ALL.map(Status::as_str))
+        .collect();
+    let count = serde_json::json!({ "type": "integer", "minimum": 0 });
+    let properties: serde_json::Map<String, serde_json::Value> = names
+        .iter()
+        .map(|n| ((*n).to_owned(), count.clone()))
+        .collect();
+    schemars::json_schema!({
+        "type": "object",
+        "properties": properties,
+        "required": names,
+        "additionalProperties": false
+    })
+}
+
+/// Link types by name: those pidshark names, or `LINKTYPE_<number>`.
+fn link_types_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = crate::capture::LINK_TYPE_NAMES.map(|(_, name)| name).into();
+    schemars::json_schema!({
+        "type": "array",
+        "items": {
+            "anyOf": [
+                { "type": "string", "enum": names },
+                { "type": "string", "pattern": "^LINKTYPE_-?[0-9]+$" }
+            ]
+        }
+    })
+}
+
+/// The tool's name.
+fn tool_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "const": "pidshark" })
+}
+
+/// Describes the `facts` of a diagnostic and of a finding for each kind (see
+/// [`crate::diag::facts::declared`]): `if` the kind is this one, `then` its facts are
+/// these and no others.
+fn facts_by_kind(defs: &mut serde_json::Value) {
+    use crate::diag::facts::declared;
+    use crate::diag::Kind;
+    for (def, pid_only) in [("Diagnostic", false), ("PidFinding", true)] {
+        let rules: Vec<serde_json::Value> = Kind::ALL
+            .into_iter()
+            .filter(|k| !pid_only || k.as_str().starts_with("pid_"))
+            .map(|kind| {
+                let facts: serde_json::Map<String, serde_json::Value> = declared(kind)
+                    .iter()
+                    .map(|(name, ty)| ((*name).to_owned(), ty.schema()))
+                    .collect();
+                serde_json::json!({
+                    "if": {
+                        "properties": { "kind": { "const": kind.as_str() } },
+                        "required": ["kind"],
+                        "additionalProperties": true
+                    },
+                    "then": {
+                        "properties": {
+                            "facts": {
+                                "type": "object",
+                                "properties": facts,
+                                "additionalProperties": false
+                            }
+                        },
+                        "additionalProperties": true
+                    }
+                })
+            })
+            .collect();
+        if let Some(serde_json::Value::Object(schema)) = defs.get_mut(def) {
+            schema.insert("allOf".to_owned(), rules.into());
+        }
+    }
 }
 
 fn code_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -96,6 +321,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::analysis::committed::DeliveryName;
+use crate::analysis::controllers::pieces::{PieceState, SourceName};
+use crate::analysis::controllers::Evidence;
 use crate::diag::Fact;
 use crate::latency;
 use crate::pairing::Status;
@@ -169,7 +397,7 @@ impl MetadataLog {
     /// At most `max` blocks for a person to read: those not delivered first, then the
     /// others, shown in offset order.
     pub fn blocks_to_list(&self, max: usize) -> Vec<&CommittedBlock> {
-        let undelivered = |b: &&CommittedBlock| b.delivery == "not_delivered";
+        let undelivered = |b: &&CommittedBlock| b.delivery == DeliveryName::NotDelivered;
         let mut listed: Vec<&CommittedBlock> = self
             .blocks
             .iter()
@@ -186,7 +414,7 @@ impl MetadataLog {
 pub struct MetadataLogFile {
     pub path: String,
     /// `segment` or `snapshot`.
-    pub kind: &'static str,
+    pub kind: crate::metadata_log::FileKind,
     pub size: u64,
     /// Bytes read as whole, valid batches.
     pub read_size: u64,
@@ -272,7 +500,7 @@ pub struct CommittedBlock {
     pub leader_epoch: i32,
     /// `delivered`, `not_delivered`, `outside_capture` or `snapshot` (see
     /// docs/report-format.md).
-    pub delivery: &'static str,
+    pub delivery: DeliveryName,
     /// The response that delivered it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivered_frame: Option<u64>,
@@ -309,7 +537,7 @@ pub struct BrokerAddress {
     /// Null when sources disagree (see `conflicting_broker_ids`).
     pub broker_id: Option<i32>,
     /// `broker_registration`, `metadata`, `describe_cluster` or `metadata_log`.
-    pub source: &'static str,
+    pub source: crate::analysis::AddressSource,
     /// The first message that said so; absent when it was the metadata log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frame: Option<u64>,
@@ -343,7 +571,7 @@ pub struct ControllerSpan {
     /// What `from_frame` is: `begin_quorum_epoch`, `end_quorum_epoch`,
     /// `begin_quorum_epoch_response`, `end_quorum_epoch_response`, `vote_response` or
     /// `allocate_producer_ids`.
-    pub how: &'static str,
+    pub how: Evidence,
     /// The first and last messages that prove the leader led in this epoch (its own
     /// BeginQuorumEpoch or EndQuorumEpoch request, its AllocateProducerIds answers);
     /// null when only a voter named it.
@@ -370,23 +598,23 @@ impl ControllerPiece {
         };
         Self {
             state: if leader_id.is_some() {
-                "led"
+                PieceState::Led
             } else {
-                "unknown"
+                PieceState::Unknown
             },
             leader_id,
             leader_address: None,
             epoch: leader_id.map(|_| epoch),
             from_timestamp: at(from).to_rfc3339(),
             from_unix_time: UnixTime(at(from)),
-            from_source: "capture",
+            from_source: SourceName::Capture,
             from_frame: Some(4),
-            from_how: Some("begin_quorum_epoch"),
+            from_how: Some(Evidence::BeginQuorumEpoch),
             to_timestamp: at(to).to_rfc3339(),
             to_unix_time: UnixTime(at(to)),
-            to_source: "capture",
+            to_source: SourceName::Capture,
             to_frame: Some(18),
-            to_how: Some("allocate_producer_ids"),
+            to_how: Some(Evidence::AllocateProducerIds),
         }
     }
 }
@@ -395,7 +623,7 @@ impl ControllerPiece {
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct ControllerPiece {
     /// `led` or `unknown`.
-    pub state: &'static str,
+    pub state: PieceState,
     /// The leader's node id; null when unknown, or when only its address is known.
     pub leader_id: Option<i32>,
     /// The leader's address, for a piece known from its AllocateProducerIds answers.
@@ -407,18 +635,18 @@ pub struct ControllerPiece {
     pub from_unix_time: UnixTime,
     /// What the bound rests on: `capture` (`from_frame`), `metadata_log`, or
     /// `capture_start` (nothing earlier is known).
-    pub from_source: &'static str,
+    pub from_source: SourceName,
     pub from_frame: Option<u64>,
     /// The message or record: `begin_quorum_epoch`, `allocate_producer_ids`,
     /// `leader_change`, `batch`, ...; null for the capture's start or end.
-    pub from_how: Option<&'static str>,
+    pub from_how: Option<Evidence>,
     pub to_timestamp: String,
     #[schemars(with = "f64")]
     pub to_unix_time: UnixTime,
     /// As `from_source`, with `capture_end`.
-    pub to_source: &'static str,
+    pub to_source: SourceName,
     pub to_frame: Option<u64>,
-    pub to_how: Option<&'static str>,
+    pub to_how: Option<Evidence>,
 }
 
 /// The filters of a run (`--broker`, `--connection`, `--since`, `--until`,
@@ -458,6 +686,7 @@ pub struct Verdict {
     /// One complete sentence, starting with the code in capitals.
     pub headline: String,
     /// The counts it rests on.
+    #[schemars(schema_with = "verdict_facts_schema")]
     pub facts: BTreeMap<&'static str, Fact>,
     /// What the capture cannot show, bytes missing from it first.
     pub limits: Vec<VerdictLimit>,
@@ -471,7 +700,7 @@ pub struct Verdict {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct VerdictCost {
     /// `requests_not_read`, `brokers_unknown`, `leaders_unnamed` or `leader_unknown`.
-    pub kind: &'static str,
+    pub kind: crate::analysis::verdict::CostKind,
     pub count: u64,
     /// What it is, with its count, as the headline says it after "the answer lacks".
     pub text: String,
@@ -480,10 +709,8 @@ pub struct VerdictCost {
 /// Something the capture cannot show.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct VerdictLimit {
-    /// `capture_corrupt`, `capture_truncated`, `snaplen`, `one_sided`, `lost_bytes`,
-    /// `memory_limit`, `connection_limit`, `ip_fragments`, `malformed`, `link_type`,
-    /// `messages_unread` or `framing_lost`.
-    pub kind: &'static str,
+    /// What the capture cannot show: one of the names in the schema's `LimitKind`.
+    pub kind: crate::analysis::verdict::LimitKind,
     pub count: u64,
     /// True when bytes are missing from the capture, false when they are there but
     /// could not be read.
@@ -500,6 +727,7 @@ pub struct VerdictLimit {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Tool {
+    #[schemars(schema_with = "tool_name_schema")]
     pub name: &'static str,
     pub version: &'static str,
 }
@@ -507,7 +735,8 @@ pub struct Tool {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Capture {
     pub path: String,
-    pub format: &'static str,
+    pub format: crate::capture::FileFormat,
+    #[schemars(schema_with = "link_types_schema")]
     pub link_types: Vec<String>,
     pub packets: u64,
     pub bytes: u64,
@@ -549,11 +778,14 @@ pub struct Summary {
     pub api_keys: BTreeMap<String, ApiKeyCount>,
     pub exchanges: ExchangeCounts,
     pub unmatched_responses: u64,
+    #[schemars(schema_with = "error_counts_schema")]
     pub error_codes: BTreeMap<String, u64>,
     pub latency_us: Option<Latency>,
+    #[schemars(schema_with = "kind_counts_schema")]
     pub diagnostics: BTreeMap<&'static str, u64>,
     /// The same diagnostics by the severity each was raised at (a kind's message about
     /// an API that carries no producer ids is `info`); what `--fail-on warning` counts.
+    #[schemars(schema_with = "severity_counts_schema")]
     pub diagnostics_by_severity: BTreeMap<&'static str, u64>,
     /// AllocateProducerIds per broker id (as found in requests).
     pub brokers: BTreeMap<i32, Broker>,
@@ -603,7 +835,7 @@ pub struct ProducerIds {
     /// Every InitProducerId exchange, by request frame, then connection, then
     /// correlation id (as `exchanges`); the filters apply to them as to `exchanges`.
     /// Absent with `--no-producer-entries`.
-    #[serde(default)]
+    #[schemars(skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<ProducerIdEntry>,
 }
 
@@ -679,7 +911,7 @@ pub struct ProducerIdEntry {
     pub status: Status,
     /// The broker that answered, and how its address is known; null when not known.
     pub broker_id: Option<i32>,
-    pub broker_source: Option<&'static str>,
+    pub broker_source: Option<crate::analysis::AddressSource>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<Option<String>>,
     /// Null for an idempotent producer.
@@ -694,7 +926,8 @@ pub struct ProducerIdEntry {
     pub requested_producer_epoch: Option<i16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<i16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "error_name_schema")]
     pub error: Option<String>,
     /// The producer id and epoch of the response (-1 with an error).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -710,7 +943,7 @@ pub struct ProducerIdEntry {
     /// uses them: `in_block`, `previous_block`, `before_capture`,
     /// `kept_by_transactional_id`, `another_brokers_block`, `older_block`,
     /// `outside_blocks` or `unknown`; null when no id was granted.
-    pub placement: Option<&'static str>,
+    pub placement: Option<crate::analysis::PlacementName>,
     /// Why it lies there, in a sentence; absent with `in_block` and when nothing was
     /// granted.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -981,7 +1214,8 @@ pub struct Response {
     pub throttle_time_ms: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<i16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "error_name_schema")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub producer_id_start: Option<i64>,

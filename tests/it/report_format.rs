@@ -52,6 +52,9 @@ fn object_paths(schema: &Value) -> BTreeMap<String, BTreeSet<String>> {
             };
             let def = &schema["$defs"][name];
             assert!(def.is_object(), "schema has $defs/{name}");
+            if def.get("enum").is_some() {
+                continue; // a closed set of names: see `every_name_of_a_closed_set_is_documented`
+            }
             paths
                 .entry(name.to_owned())
                 .or_default()
@@ -154,6 +157,34 @@ fn every_diagnostic_kind_is_documented_with_its_severity() {
     );
 }
 
+/// Every name of every closed set the schema declares (`$defs` with an `enum`) is written
+/// in the document, in backticks.
+#[test]
+fn every_name_of_a_closed_set_is_documented() {
+    let schema: Value = serde_json::from_str(&pidshark::report::model::schema()).unwrap();
+    let doc = document();
+    let mut missing = Vec::new();
+    let mut sets = 0;
+    for (set, def) in schema["$defs"].as_object().unwrap() {
+        let Some(names) = def["enum"].as_array() else {
+            continue;
+        };
+        sets += 1;
+        for name in names {
+            let name = name.as_str().unwrap();
+            if !doc.contains(&format!("`{name}`")) {
+                missing.push(format!("{set}: `{name}`"));
+            }
+        }
+    }
+    assert!(sets >= 10, "{sets} closed sets");
+    assert!(
+        missing.is_empty(),
+        "docs/report-format.md lacks:\n{}",
+        missing.join("\n")
+    );
+}
+
 #[test]
 fn every_exit_code_is_documented() {
     let doc = document();
@@ -232,6 +263,24 @@ fn every_diagnostic_fact_is_documented_for_its_kind() {
         }
     }
     assert!(seen > 20, "{seen} facts seen");
+    // and every fact the schema declares for a kind
+    for kind in pidshark::diag::Kind::ALL {
+        let name = kind.as_str();
+        let table = if name.starts_with("pid_") {
+            findings_table
+        } else {
+            facts_table
+        };
+        let Some(row) = row(table, name) else {
+            missing.insert(format!("a row for {name}"));
+            continue;
+        };
+        for (fact, _) in pidshark::diag::facts::declared(kind) {
+            if *fact != "frame" && !row.contains(&format!("`{fact}`")) {
+                missing.insert(format!("{name}: `{fact}` (declared)"));
+            }
+        }
+    }
     assert!(
         missing.is_empty(),
         "docs/report-format.md lacks:\n{}",

@@ -211,6 +211,68 @@ fn the_schema_is_strict_and_standard() {
         );
     }
     assert!(kinds.len() >= 40, "{}", kinds.len());
+    // every other string is free text: an address, a time, a sentence, a path, a name the
+    // capture gives (a client id, a listener); a field of names not listed here, such as a
+    // new `kind` or `source`, must be an enum
+    const FREE_TEXT: [&str; 32] = [
+        "address",
+        "advice",
+        "client",
+        "client_id",
+        "data",
+        "data_crc32",
+        "decode_error",
+        "endpoints",
+        "file",
+        "first_timestamp",
+        "frame_holds",
+        "from_timestamp",
+        "headline",
+        "last_timestamp",
+        "leader_address",
+        "led_from_timestamp",
+        "led_to_timestamp",
+        "listener",
+        "message",
+        "path",
+        "placement_reason",
+        "request_timestamp",
+        "response_timestamp",
+        "server",
+        "since",
+        "text",
+        "timestamp",
+        "to_timestamp",
+        "transactional_id",
+        "until",
+        "version",
+        "link_types",
+    ];
+    fn free_string(p: &serde_json::Value) -> bool {
+        let closed = ["enum", "const", "pattern", "anyOf", "$ref"]
+            .iter()
+            .any(|k| p.get(k).is_some());
+        match &p["type"] {
+            t if t == "string" || *t == serde_json::json!(["string", "null"]) => !closed,
+            t if t == "array" => free_string(&p["items"]),
+            _ => false,
+        }
+    }
+    let mut free = Vec::new();
+    let objects_of = std::iter::once(&schema).chain(defs.as_object().unwrap().values());
+    for object in objects_of {
+        for (field, p) in object["properties"].as_object().into_iter().flatten() {
+            if free_string(p) && !FREE_TEXT.contains(&field.as_str()) {
+                free.push(field.clone());
+            }
+        }
+    }
+    assert!(free.is_empty(), "free strings: {free:?}");
+    // the diagnostics' facts are described for each kind
+    let rules = defs["Diagnostic"]["allOf"]
+        .as_array()
+        .expect("facts by kind");
+    assert_eq!(rules.len(), kinds.len());
     // a field the report does not declare is refused, and a kind it does not know
     let validator = jsonschema::validator_for(&schema).unwrap();
     let text = std::fs::read_to_string(root().join("fixtures/seed-v0.report.json")).unwrap();
@@ -220,6 +282,35 @@ fn the_schema_is_strict_and_standard() {
     assert!(!validator.is_valid(&stray));
     report["exchanges"][0]["status"] = serde_json::json!("done");
     assert!(!validator.is_valid(&report));
+    // nor a fact its kind does not have, nor a fact of the wrong type
+    let text = std::fs::read_to_string(root().join("fixtures/truncated.report.json")).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(validator.is_valid(&report));
+    let kind = report["diagnostics"][0]["kind"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut extra = report.clone();
+    extra["diagnostics"][0]["facts"]["producer_id"] = serde_json::json!(1);
+    assert!(!validator.is_valid(&extra), "{kind}");
+    let mut retyped = report.clone();
+    let (name, _) = pidshark::diag::facts::declared(
+        *pidshark::diag::Kind::ALL
+            .iter()
+            .find(|k| k.as_str() == kind)
+            .unwrap(),
+    )
+    .iter()
+    .find(|(name, _)| report["diagnostics"][0]["facts"].get(name).is_some())
+    .unwrap();
+    retyped["diagnostics"][0]["facts"][name] = serde_json::json!([true]);
+    assert!(!validator.is_valid(&retyped), "{kind}.{name}");
+    let mut unfacted = report;
+    unfacted["verdict"]["facts"]
+        .as_object_mut()
+        .unwrap()
+        .remove("packets");
+    assert!(!validator.is_valid(&unfacted));
 }
 
 /// Reports of every shape validate, not only the goldens: two hosts' captures with the
@@ -265,4 +356,128 @@ fn reports_of_every_shape_validate_against_the_schema() {
             .collect();
         assert!(errors.is_empty(), "{args:?}: {}", errors.join("; "));
     }
+}
+
+fn committed_ndjson_schema() -> serde_json::Value {
+    let text = std::fs::read_to_string(root().join("schema/ndjson-v1.schema.json"))
+        .expect("committed ndjson schema");
+    serde_json::from_str(&text).expect("schema is JSON")
+}
+
+#[test]
+fn committed_ndjson_schema_is_current() {
+    let printed = pidshark()
+        .args(["--schema", "ndjson"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let committed = std::fs::read(root().join("schema/ndjson-v1.schema.json")).unwrap();
+    assert!(
+        printed == committed,
+        "schema/ndjson-v1.schema.json is stale: run `cargo run -- --schema ndjson > schema/ndjson-v1.schema.json`"
+    );
+}
+
+/// Every capture under `fixtures/`, however broken, and every metadata log on its own,
+/// gives a JSON report that meets the report's schema and ndjson lines that each meet
+/// the line schema: whatever the input, the output keeps the contract.
+#[test]
+fn every_fixture_gives_output_that_meets_the_schemas() {
+    let report_schema = jsonschema::validator_for(&committed_schema()).unwrap();
+    let line_schema = jsonschema::validator_for(&committed_ndjson_schema()).unwrap();
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut dirs = vec![root().join("fixtures")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.to_string_lossy().into_owned();
+            if name.ends_with(".metadata") {
+                // the controllers' logs alone
+                let mut args = Vec::new();
+                for node in std::fs::read_dir(&path).unwrap() {
+                    args.push("--metadata-log".to_owned());
+                    args.push(node.unwrap().path().to_string_lossy().into_owned());
+                }
+                args.sort();
+                runs.push(args);
+            } else if path.is_dir() {
+                dirs.push(path);
+            } else if name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".gz")
+            {
+                runs.push(vec![name]);
+            }
+        }
+    }
+    runs.sort();
+    assert!(runs.len() > 100, "{} runs", runs.len());
+    let mut lines = 0;
+    let errors_of = |v: &jsonschema::Validator, value: &serde_json::Value| -> Vec<String> {
+        v.iter_errors(value)
+            .take(3)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect()
+    };
+    for args in &runs {
+        let run = |format: &str| {
+            pidshark()
+                .args(args)
+                .args(["--quiet", "--compact", "--format", format])
+                .output()
+                .unwrap()
+        };
+        let out = run("json");
+        // a file that is no capture has no report (exit 2), and nothing to check
+        if out.status.code() == Some(2) {
+            continue;
+        }
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let errors = errors_of(&report_schema, &report);
+        assert!(errors.is_empty(), "{args:?}: {}", errors.join("; "));
+        let out = run("ndjson");
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let errors = errors_of(&line_schema, &value);
+            assert!(
+                errors.is_empty(),
+                "{args:?}: {line:.200}: {}",
+                errors.join("; ")
+            );
+            lines += 1;
+        }
+    }
+    assert!(lines > 10_000, "{lines} ndjson lines");
+}
+
+/// The line schema tells the lines apart: a report line is no exchange line, and a line
+/// without its `type` is none.
+#[test]
+fn the_ndjson_schema_refuses_a_line_of_the_wrong_type() {
+    let validator = jsonschema::validator_for(&committed_ndjson_schema()).unwrap();
+    let out = pidshark()
+        .args(["fixtures/seed-v0.pcap", "--format", "ndjson", "--quiet"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let exchange = lines.iter().find(|l| l["type"] == "exchange").unwrap();
+    assert!(validator.is_valid(exchange));
+    let mut mistyped = exchange.clone();
+    mistyped["type"] = serde_json::json!("report");
+    assert!(!validator.is_valid(&mistyped));
+    let mut untyped = exchange.clone();
+    untyped.as_object_mut().unwrap().remove("type");
+    assert!(!validator.is_valid(&untyped));
+    let report = lines.last().unwrap();
+    assert_eq!(report["type"], "report");
+    assert!(validator.is_valid(report));
+    let mut with_entries = report.clone();
+    with_entries["producer_ids"]["entries"] = serde_json::json!([]);
+    assert!(!validator.is_valid(&with_entries));
 }

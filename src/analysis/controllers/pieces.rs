@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
-use super::{Leaders, Proven};
+use super::{Evidence, Leaders, Proven};
 use crate::metadata_log::MetadataLog;
 use crate::timestamp::Timestamp;
 
@@ -31,27 +31,45 @@ pub enum Source {
     /// A message of the capture: its frame and what it is (`begin_quorum_epoch`, ...).
     Capture {
         frame: u64,
-        how: &'static str,
+        how: Evidence,
     },
     /// A batch of the metadata log: the LeaderChange record's (`leader_change`) or
     /// another of the epoch's (`batch`).
     MetadataLog {
-        how: &'static str,
+        how: Evidence,
     },
     /// The capture's first or last packet: nothing before or after it is known.
     CaptureStart,
     CaptureEnd,
 }
 
+crate::names::closed_set! {
+    /// The report's names of [`Source`]s.
+    pub enum SourceName {
+        Capture = "capture",
+        MetadataLog = "metadata_log",
+        CaptureStart = "capture_start",
+        CaptureEnd = "capture_end",
+    }
+}
+
 impl Source {
-    /// The name in the report: `capture`, `metadata_log`, `capture_start`, `capture_end`.
-    pub fn name(self) -> &'static str {
+    /// The name in the report.
+    pub fn name(self) -> SourceName {
         match self {
-            Self::Capture { .. } => "capture",
-            Self::MetadataLog { .. } => "metadata_log",
-            Self::CaptureStart => "capture_start",
-            Self::CaptureEnd => "capture_end",
+            Self::Capture { .. } => SourceName::Capture,
+            Self::MetadataLog { .. } => SourceName::MetadataLog,
+            Self::CaptureStart => SourceName::CaptureStart,
+            Self::CaptureEnd => SourceName::CaptureEnd,
         }
+    }
+}
+
+crate::names::closed_set! {
+    /// Whether a piece of the timeline was led as proven, or who led is unknown.
+    pub enum PieceState {
+        Led = "led",
+        Unknown = "unknown",
     }
 }
 
@@ -143,7 +161,7 @@ fn unknown(from: Bound, to: Bound) -> Piece {
     }
 }
 
-fn capture_bound((meta, how): (crate::pairing::MessageMeta, &'static str)) -> Bound {
+fn capture_bound((meta, how): (crate::pairing::MessageMeta, Evidence)) -> Bound {
     Bound {
         at: meta.timestamp,
         source: Source::Capture {
@@ -191,9 +209,13 @@ fn epoch_pieces(leaders: &Leaders, log: Option<&MetadataLog>) -> Vec<Piece> {
                 .is_some_and(|times| times.contains(&batches.first_ms));
             let first = log_bound(
                 batches.first_ms,
-                if opens { "leader_change" } else { "batch" },
+                if opens {
+                    Evidence::LeaderChange
+                } else {
+                    Evidence::Batch
+                },
             );
-            let last = log_bound(batches.last_ms, "batch");
+            let last = log_bound(batches.last_ms, Evidence::Batch);
             entry.1 = Some(match entry.1 {
                 None => (first, last),
                 Some((a, b)) => (
@@ -227,7 +249,7 @@ fn epoch_pieces(leaders: &Leaders, log: Option<&MetadataLog>) -> Vec<Piece> {
         .collect()
 }
 
-fn log_bound(ms: i64, how: &'static str) -> Bound {
+fn log_bound(ms: i64, how: Evidence) -> Bound {
     Bound {
         at: Timestamp {
             secs: ms.div_euclid(1000),

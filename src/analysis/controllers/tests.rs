@@ -133,7 +133,7 @@ fn spans(timeline: &[Leadership]) -> Vec<(i32, i32, u64, Option<u64>, &'static s
                 l.epoch,
                 l.from.frame,
                 l.to.map(|m| m.frame),
-                l.how,
+                l.how.as_str(),
             )
         })
         .collect()

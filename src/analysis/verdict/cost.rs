@@ -6,11 +6,20 @@
 
 use super::{counted, Evidence};
 
+crate::names::closed_set! {
+    /// What the answer lacks.
+    pub enum CostKind {
+        RequestsNotRead = "requests_not_read",
+        BrokersUnknown = "brokers_unknown",
+        LeadersUnnamed = "leaders_unnamed",
+        LeaderUnknown = "leader_unknown",
+    }
+}
+
 /// One thing the answer lacks, with its count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cost {
-    /// `requests_not_read`, `brokers_unknown`, `leaders_unnamed` or `leader_unknown`.
-    pub kind: &'static str,
+    pub kind: CostKind,
     pub count: u64,
     /// A phrase with the count, to follow "the answer lacks".
     pub text: String,
@@ -30,7 +39,7 @@ pub fn costs(e: &Evidence<'_>, lost: bool) -> Vec<Cost> {
     // a response whose request was not read has no API: it may have been any
     let n = e.unmatched_responses;
     add(
-        "requests_not_read",
+        CostKind::RequestsNotRead,
         n,
         format!(
             "the requests of {} (their APIs unknown: any producer grants among them are not counted)",
@@ -39,7 +48,7 @@ pub fn costs(e: &Evidence<'_>, lost: bool) -> Vec<Cost> {
     );
     let p = e.producers;
     add(
-        "brokers_unknown",
+        CostKind::BrokersUnknown,
         p.broker_unknown,
         format!(
             "the broker of {} of {} read (no message read maps its address to a broker id, so a grant from another broker's block is not found)",
@@ -56,7 +65,7 @@ pub fn costs(e: &Evidence<'_>, lost: bool) -> Vec<Cost> {
         .count() as u64;
     if !quorum_unread.is_empty() {
         add(
-            "leaders_unnamed",
+            CostKind::LeadersUnnamed,
             unnamed,
             format!(
                 "the leader's id or epoch in {unnamed} of {} of controller leadership ({} messages not fully read)",
@@ -67,7 +76,7 @@ pub fn costs(e: &Evidence<'_>, lost: bool) -> Vec<Cost> {
     }
     let throughout = led.is_empty() && !e.controllers.is_empty();
     add(
-        "leader_unknown",
+        CostKind::LeaderUnknown,
         u64::from(throughout),
         "who led the controller quorum (no quorum message or AllocateProducerIds answer read shows it)".to_owned(),
     );

@@ -204,7 +204,7 @@ fn a_capture_that_misses_known_brokers_says_which_and_is_correct_only_as_far_as_
     let limit = v
         .limits
         .iter()
-        .find(|l| l.kind == "coverage")
+        .find(|l| l.kind == LimitKind::Coverage)
         .expect("a limit");
     assert_eq!((limit.count, limit.damage), (3, false));
     assert_eq!(
@@ -226,7 +226,7 @@ fn a_capture_that_misses_known_controllers_names_them() {
     let limit = v
         .limits
         .iter()
-        .find(|l| l.kind == "controller_coverage")
+        .find(|l| l.kind == LimitKind::ControllerCoverage)
         .expect("a limit");
     assert_eq!((limit.count, limit.damage), (2, false));
     assert_eq!(
@@ -241,7 +241,11 @@ fn what_was_lost_is_said_as_what_the_answer_lacks_and_only_then() {
     assert!(whole.cost.is_empty(), "{:?}", whole.cost);
     let cut = judged_unmatched(&healthy(), &[(Kind::PacketTruncated, 3)], None, 7);
     assert_eq!(cut.code, Code::IncompleteCapture);
-    let kinds: Vec<(&str, u64)> = cut.cost.iter().map(|c| (c.kind, c.count)).collect();
+    let kinds: Vec<(&str, u64)> = cut
+        .cost
+        .iter()
+        .map(|c| (c.kind.as_str(), c.count))
+        .collect();
     assert_eq!(kinds, [("requests_not_read", 7)]);
     assert!(
         cut.headline.contains(
@@ -251,5 +255,5 @@ fn what_was_lost_is_said_as_what_the_answer_lacks_and_only_then() {
         cut.headline
     );
     // leaders named by address only are a loss only where quorum messages were cut
-    assert!(!cut.cost.iter().any(|c| c.kind == "leaders_unnamed"));
+    assert!(!cut.cost.iter().any(|c| c.kind == CostKind::LeadersUnnamed));
 }

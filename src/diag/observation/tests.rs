@@ -862,6 +862,28 @@ fn producer_samples() -> Vec<Sample> {
             ],
         ),
         (
+            Observation::PidDuplicateGrant {
+                frame: 31,
+                producer_id: 1999,
+                producer_epoch: 0,
+                client: client(40003),
+                transactional_id: Some("tx-2"),
+                other_frame: 20,
+                other_client: client(40001),
+                other_transactional_id: None,
+            },
+            "producer id 1999 epoch 0 was granted to 10.0.3.7:40003 (transactional id \"tx-2\") (frame 31) after 10.0.3.7:40001 got it (frame 20): two producers hold the same id and epoch",
+            vec![
+                ("frame", Fact::Uint(31)),
+                ("producer_id", Fact::Int(1999)),
+                ("producer_epoch", Fact::Int(0)),
+                ("client", text("10.0.3.7:40003")),
+                ("other_frame", Fact::Uint(20)),
+                ("other_client", text("10.0.3.7:40001")),
+                ("transactional_id", text("tx-2")),
+            ],
+        ),
+        (
             Observation::PidOutsideBlocks {
                 frame: 40,
                 broker_id: 2,
@@ -1116,5 +1138,38 @@ fn every_kind_has_an_observation() {
             "no observation of kind {}",
             kind.as_str()
         );
+    }
+}
+
+/// Every fact an observation gives is declared for its kind with its type, and every
+/// declared fact is given by some sample, but those the analysis adds to findings.
+#[test]
+fn every_fact_is_declared_for_its_kind() {
+    use crate::diag::facts::{declared, FactType};
+    const ADDED_BY_ANALYSIS: [&str; 3] = ["fault_frame", "affected_producers", "affected_hosts"];
+    let samples = samples();
+    for (what, _, facts) in &samples {
+        let kind = what.kind();
+        for (name, fact) in facts {
+            assert!(
+                declared(kind).contains(&(*name, FactType::of(fact))),
+                "{}: {name} {:?} is not declared",
+                kind.as_str(),
+                FactType::of(fact)
+            );
+        }
+    }
+    for kind in Kind::ALL {
+        for (name, _) in declared(kind) {
+            let given = samples
+                .iter()
+                .filter(|(what, _, _)| what.kind() == kind)
+                .any(|(_, _, facts)| facts.iter().any(|(n, _)| n == name));
+            assert!(
+                given || ADDED_BY_ANALYSIS.contains(name),
+                "{}: {name} is declared, and no sample gives it",
+                kind.as_str()
+            );
+        }
     }
 }

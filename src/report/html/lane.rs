@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use super::esc;
 use super::svg::pct;
+use crate::analysis::controllers::pieces::{PieceState, SourceName};
+use crate::analysis::controllers::Evidence;
 use crate::report::model::ControllerPiece;
 
 /// Pieces drawn; the report lists every one.
@@ -27,15 +29,17 @@ pub fn times(pieces: &[ControllerPiece]) -> Vec<(f64, f64)> {
 }
 
 /// What a bound rests on, in words.
-fn how(how: Option<&str>, source: &str, frame: Option<u64>) -> String {
+fn how(how: Option<Evidence>, source: SourceName, frame: Option<u64>) -> String {
     let what = match how {
-        Some("begin_quorum_epoch") => "a BeginQuorumEpoch request (the leader's)",
-        Some("end_quorum_epoch") => "an EndQuorumEpoch request (the leader resigning)",
-        Some("allocate_producer_ids") => "an AllocateProducerIds answer",
-        Some("leader_change") => "the metadata log's LeaderChange record",
-        Some("batch") => "a batch the leader appended to the metadata log",
-        Some(other) => other,
-        None if source == "capture_start" => return "the capture's first packet".to_owned(),
+        Some(Evidence::BeginQuorumEpoch) => "a BeginQuorumEpoch request (the leader's)",
+        Some(Evidence::EndQuorumEpoch) => "an EndQuorumEpoch request (the leader resigning)",
+        Some(Evidence::AllocateProducerIds) => "an AllocateProducerIds answer",
+        Some(Evidence::LeaderChange) => "the metadata log's LeaderChange record",
+        Some(Evidence::Batch) => "a batch the leader appended to the metadata log",
+        Some(other) => other.as_str(),
+        None if source == SourceName::CaptureStart => {
+            return "the capture's first packet".to_owned()
+        }
         None => return "the capture's last packet".to_owned(),
     };
     match frame {
@@ -75,7 +79,7 @@ pub fn draw(s: &mut String, pieces: &[ControllerPiece], (t0, t1): (f64, f64), to
                 format!("epoch {e}")
             });
         let (title, label, fill) = match p.state {
-            "led" => (
+            PieceState::Led => (
                 format!("{} proven to lead in {epoch} {bounds}", leader(p)),
                 match p.epoch {
                     Some(e) => format!("leader {} epoch {e}", label_of(p)),
@@ -83,7 +87,7 @@ pub fn draw(s: &mut String, pieces: &[ControllerPiece], (t0, t1): (f64, f64), to
                 },
                 FILLS.get(i % 2).copied().unwrap_or("#eee"),
             ),
-            _ => (
+            PieceState::Unknown => (
                 format!("who led is unknown {bounds}: nothing in the capture or the metadata log shows it"),
                 "unknown".to_owned(),
                 "url(#hatch)",
@@ -121,9 +125,9 @@ mod tests {
             epoch,
             from_timestamp: format!("t{from}"),
             to_timestamp: format!("t{to}"),
-            to_source: "metadata_log",
+            to_source: SourceName::MetadataLog,
             to_frame: None,
-            to_how: Some("batch"),
+            to_how: Some(Evidence::Batch),
             ..ControllerPiece::sample(leader_id, 0, (from, to))
         }
     }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::esc;
+use crate::analysis::committed::DeliveryName;
 use crate::report::model::Report;
 
 /// Rows of the table; past them the page says how many more.
@@ -53,10 +54,10 @@ pub fn html(page: &mut String, report: &Report) {
         let ids = b.ids();
         let delivery = match b.delivered_frame {
             Some(frame) => format!("delivered (frame {frame})"),
-            None => b.delivery.replace('_', " "),
+            None => b.delivery.words(),
         };
         let class = match b.delivery {
-            "not_delivered" => " class=\"bad\"",
+            DeliveryName::NotDelivered => " class=\"bad\"",
             _ => "",
         };
         let _ = writeln!(

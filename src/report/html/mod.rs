@@ -228,7 +228,11 @@ impl Sink for HtmlSink {
         self.chart.findings = report.producer_id_blocks.findings.clone();
         // who led, where anything is known or there are requests to set it beside
         let timeline = &report.controller_timeline;
-        if timeline.iter().any(|p| p.state == "led") || report.summary.exchanges.total > 0 {
+        if timeline
+            .iter()
+            .any(|p| p.state == crate::analysis::controllers::pieces::PieceState::Led)
+            || report.summary.exchanges.total > 0
+        {
             self.chart.controllers = timeline.clone();
         }
         page.push_str(&self.chart.svg(&groups, report.filters.is_some()));

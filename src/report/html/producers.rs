@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::esc;
+use crate::analysis::PlacementName;
 use crate::diag::{Fact, Kind};
 use crate::report::model::{BlockRef, PidFinding, ProducerIdCounts, ProducerIdEntry, Report};
 
@@ -33,7 +34,7 @@ pub struct Grant {
     broker: Option<i32>,
     request_frame: u64,
     response_frame: u64,
-    placement: &'static str,
+    placement: PlacementName,
     block: Option<BlockRef>,
     duplicate_of: Option<u64>,
 }
@@ -62,7 +63,7 @@ impl Grant {
 
     /// Placed where Kafka's producer-id manager cannot have drawn it.
     fn faulty(&self) -> bool {
-        crate::analysis::Placement::FAULTS.contains(&self.placement)
+        self.placement.is_fault()
     }
 }
 
@@ -177,7 +178,7 @@ impl Producers {
             }
         }
         for grant in self.flagged.iter().filter(|g| g.faulty()) {
-            let why = grant.placement.replace('_', " ");
+            let why = grant.placement.words();
             push(
                 Row {
                     grant,
@@ -246,7 +247,7 @@ fn row_html(row: &Row<'_>, linked: bool, listed: &BTreeSet<u64>) -> String {
             b.response_frame, b.start, b.end
         ),
         Some(b) => format!("{}..{} (frame {})", b.start, b.end, b.response_frame),
-        None => g.placement.replace('_', " "),
+        None => g.placement.words(),
     };
     let why = match row.other {
         Some(other) if listed.contains(&other) => {
@@ -327,7 +328,7 @@ mod tests {
             broker: Some(1),
             request_frame: response_frame - 1,
             response_frame,
-            placement: "in_block",
+            placement: PlacementName::InBlock,
             block: None,
             duplicate_of,
         }

@@ -257,7 +257,11 @@ impl Chart {
         );
         let mut key = "<span><i class=\"outline\"></i>overlap or regression</span> <span><i class=\"hatch\"></i>gap</span> <span><b class=\"tri\">▲</b>error or no answer</span>".to_owned();
         if !self.controllers.is_empty() {
-            let led = self.controllers.iter().filter(|p| p.state == "led").count();
+            let led = self
+                .controllers
+                .iter()
+                .filter(|p| p.state == crate::analysis::controllers::pieces::PieceState::Led)
+                .count();
             let unknown = self.controllers.len() - led;
             let spans = |n: usize| match n {
                 1 => "1 span".to_owned(),

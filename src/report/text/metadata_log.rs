@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use super::{counted, heading, RED};
+use crate::analysis::committed::DeliveryName;
 use crate::report::model::{CommittedBlock, MetadataLog, Report};
 
 /// Committed blocks listed; the JSON report lists every one.
@@ -47,7 +48,7 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     for b in &listed {
         let line = block_line(b, log.comparison.is_some());
         match b.delivery {
-            "not_delivered" => writeln!(w, "    {RED}{line}{RED:#}")?,
+            DeliveryName::NotDelivered => writeln!(w, "    {RED}{line}{RED:#}")?,
             _ => writeln!(w, "    {line}")?,
         }
     }
@@ -89,11 +90,11 @@ fn coverage(log: &MetadataLog) -> String {
 fn block_line(b: &CommittedBlock, compared: bool) -> String {
     let ids = b.ids();
     let delivery = match (b.delivery, b.delivered_frame) {
-        ("delivered", Some(frame)) => format!("delivered in frame {frame}"),
-        ("not_delivered", _) => "NOT DELIVERED".to_owned(),
-        ("outside_capture", _) if compared => "not in the capture's time".to_owned(),
-        ("outside_capture", _) => String::new(),
-        (other, _) => other.to_owned(),
+        (DeliveryName::Delivered, Some(frame)) => format!("delivered in frame {frame}"),
+        (DeliveryName::NotDelivered, _) => "NOT DELIVERED".to_owned(),
+        (DeliveryName::OutsideCapture, _) if compared => "not in the capture's time".to_owned(),
+        (DeliveryName::OutsideCapture, _) => String::new(),
+        (other, _) => other.as_str().to_owned(),
     };
     let line = format!(
         "{:>8}  broker {} epoch {}  {ids}  {}  {delivery}",

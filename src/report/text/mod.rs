@@ -204,7 +204,11 @@ impl Parts<'_> {
             heading(&mut w, "Blocks over time")?;
             self.timeline.write(&mut w, &chosen)?;
             timeline::write_controllers(&mut w, pieces)?;
-        } else if pieces.iter().any(|p| p.state == "led") || report.summary.exchanges.total > 0 {
+        } else if pieces
+            .iter()
+            .any(|p| p.state == crate::analysis::controllers::pieces::PieceState::Led)
+            || report.summary.exchanges.total > 0
+        {
             heading(&mut w, "Controllers")?;
             timeline::write_controllers(&mut w, pieces)?;
         }

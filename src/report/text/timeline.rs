@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use crate::analysis::controllers::pieces::{PieceState, SourceName};
 use crate::report::model::ControllerPiece;
 use crate::timestamp::Timestamp;
 
@@ -140,7 +141,7 @@ pub fn write_controllers(w: &mut dyn Write, pieces: &[ControllerPiece]) -> io::R
     let Some(last) = pieces.len().checked_sub(1) else {
         return Ok(());
     };
-    if pieces.iter().all(|p| p.state != "led") {
+    if pieces.iter().all(|p| p.state != PieceState::Led) {
         return writeln!(
             w,
             "  {:<13} who led is unknown throughout: no quorum message, AllocateProducerIds answer or metadata log shows it",
@@ -167,10 +168,10 @@ pub fn write_controllers(w: &mut dyn Write, pieces: &[ControllerPiece]) -> io::R
 /// `102 (epoch 1) led 00:02:20.413–00:02:28.248`, `unknown 00:02:28.248–00:02:30.802`.
 fn piece(p: &ControllerPiece) -> String {
     // the time of day of an RFC 3339 timestamp, to the millisecond
-    let time = |t: &str, source: &str| {
+    let time = |t: &str, source: SourceName| {
         let day = t.get(11..23).unwrap_or(t).to_owned();
         match source {
-            "metadata_log" => format!("{day} (log)"),
+            SourceName::MetadataLog => format!("{day} (log)"),
             _ => day,
         }
     };
@@ -179,7 +180,7 @@ fn piece(p: &ControllerPiece) -> String {
         time(&p.from_timestamp, p.from_source),
         time(&p.to_timestamp, p.to_source)
     );
-    if p.state != "led" {
+    if p.state != PieceState::Led {
         return format!("unknown {span}");
     }
     let who = match (p.leader_id, &p.leader_address) {
@@ -255,7 +256,7 @@ mod tests {
         );
     }
 
-    fn piece_at(leader_id: Option<i32>, n: i32, source: &'static str) -> ControllerPiece {
+    fn piece_at(leader_id: Option<i32>, n: i32, source: SourceName) -> ControllerPiece {
         let stamp = |n: i32| format!("2026-12-02T17:21:{n:02}.352886Z");
         ControllerPiece {
             from_timestamp: stamp(n),
@@ -270,16 +271,16 @@ mod tests {
         let mut out = Vec::new();
         write_controllers(&mut out, &[]).unwrap();
         assert!(out.is_empty());
-        write_controllers(&mut out, &[piece_at(None, 0, "metadata_log")]).unwrap();
+        write_controllers(&mut out, &[piece_at(None, 0, SourceName::MetadataLog)]).unwrap();
         let pieces: Vec<ControllerPiece> = (1..=9)
             .map(|e| match e % 2 {
-                1 => piece_at(Some(100 + e), e, "capture"),
-                _ => piece_at(None, e, "capture"),
+                1 => piece_at(Some(100 + e), e, SourceName::Capture),
+                _ => piece_at(None, e, SourceName::Capture),
             })
             .collect();
         write_controllers(&mut out, &pieces[..3]).unwrap();
         let mut logged = pieces[..1].to_vec();
-        logged[0].from_source = "metadata_log";
+        logged[0].from_source = SourceName::MetadataLog;
         logged[0].leader_id = None;
         logged[0].leader_address = Some("10.0.0.1:9093".into());
         logged[0].epoch = None;

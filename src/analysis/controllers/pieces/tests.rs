@@ -25,8 +25,8 @@ fn meta(frame: u64, ms: i64) -> MessageMeta {
 
 fn proven(first: (u64, i64), last: (u64, i64)) -> Proven {
     Proven {
-        first: (meta(first.0, first.1), "allocate_producer_ids"),
-        last: (meta(last.0, last.1), "allocate_producer_ids"),
+        first: (meta(first.0, first.1), Evidence::AllocateProducerIds),
+        last: (meta(last.0, last.1), Evidence::AllocateProducerIds),
     }
 }
 
@@ -36,7 +36,7 @@ fn span(leader_id: i32, epoch: i32, from: (u64, i64), proof: Option<Proven>) -> 
         epoch,
         from: meta(from.0, from.1),
         to: None,
-        how: "vote_response",
+        how: Evidence::VoteResponse,
         proven: proof,
     }
 }
@@ -168,10 +168,15 @@ fn the_metadata_log_bounds_an_epoch_from_its_leader_change_and_names_its_leader(
     assert_eq!(
         pieces[0].from.source,
         Source::MetadataLog {
-            how: "leader_change"
+            how: Evidence::LeaderChange
         }
     );
-    assert_eq!(pieces[2].to.source, Source::MetadataLog { how: "batch" });
+    assert_eq!(
+        pieces[2].to.source,
+        Source::MetadataLog {
+            how: Evidence::Batch
+        }
+    );
 }
 
 #[test]
