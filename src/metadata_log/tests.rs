@@ -665,11 +665,7 @@ fn a_directory_reads_its_latest_snapshot_then_its_segments_by_offset() {
     write(d, "00000000000000000005.index", b"not a log");
     let log = read(&[d.display().to_string()], limits()).unwrap();
     assert_eq!(log.problems, []);
-    let kinds: Vec<_> = log
-        .files
-        .iter()
-        .map(|f| (f.kind, f.first_offset))
-        .collect();
+    let kinds: Vec<_> = log.files.iter().map(|f| (f.kind, f.first_offset)).collect();
     assert_eq!(
         kinds,
         [

@@ -313,11 +313,12 @@ fn the_schema_is_strict_and_standard() {
     assert!(!validator.is_valid(&unfacted));
 }
 
-/// Reports of every shape validate, not only the goldens: two hosts' captures with the
+/// Reports of every shape validate, not only the goldens, and so does each ndjson line: two hosts' captures with the
 /// controllers' logs and time filters, the logs alone, broker and error filters, a frame.
 #[test]
 fn reports_of_every_shape_validate_against_the_schema() {
     let validator = jsonschema::validator_for(&committed_schema()).unwrap();
+    let lines = jsonschema::validator_for(&committed_ndjson_schema()).unwrap();
     let dir = "fixtures/kafka-real";
     let logs = [
         "--metadata-log",
@@ -355,6 +356,21 @@ fn reports_of_every_shape_validate_against_the_schema() {
             .map(|e| format!("{} at {}", e, e.instance_path()))
             .collect();
         assert!(errors.is_empty(), "{args:?}: {}", errors.join("; "));
+        let out = pidshark()
+            .args(&args)
+            .args(["--quiet", "--format", "ndjson"])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let errors: Vec<String> = lines
+                .iter_errors(&value)
+                .take(3)
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{args:?} ndjson: {}", errors.join("; "));
+        }
     }
 }
 
