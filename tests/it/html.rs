@@ -179,7 +179,7 @@ fn the_verdict_and_filters_come_first() {
     let findings = html.find("id=\"findings\"").unwrap();
     assert!(verdict < chart && chart < brokers && brokers < findings);
     assert!(html.contains("DUPLICATE PRODUCER IDS: ids 5500..=5999"));
-    assert!(html.contains("<code class=\"f\">frame.number in {19 22}</code>"));
+    assert!(html.contains("<code class=\"f\">frame.number in {19, 22}</code>"));
 }
 
 /// What the `<rect>`s of `class` count: each title reads `broker B: N ...`.

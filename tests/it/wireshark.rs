@@ -307,3 +307,125 @@ fn every_time_in_the_report_is_wiresharks_time_of_its_frame() {
         }
     }
 }
+
+/// The frames a `frame.number in {...}` filter names: its members and ranges.
+fn named_frames(filter: &str) -> BTreeSet<u64> {
+    let set = filter
+        .strip_prefix("frame.number in {")
+        .and_then(|s| s.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("not a frame filter: {filter}"));
+    let mut frames = BTreeSet::new();
+    for member in set.split(", ") {
+        match member.split_once("..") {
+            Some((a, b)) => frames.extend(a.parse::<u64>().unwrap()..=b.parse::<u64>().unwrap()),
+            None => {
+                frames.insert(member.parse::<u64>().unwrap_or_else(|_| {
+                    panic!("{filter}: member {member:?} (members are separated by \", \")")
+                }));
+            }
+        }
+    }
+    frames
+}
+
+/// The frames tshark selects with `filter`; it must take the filter.
+fn tshark_selects(capture: &str, filter: &str) -> BTreeSet<u64> {
+    let out = Command::new("tshark")
+        .args([
+            "-r",
+            capture,
+            "-n",
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tshark refuses {filter:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+/// Issue 40: every Wireshark filter the HTML page prints (a finding's, an exchange's) is
+/// taken by tshark and selects exactly the frames it names, on the fixtures with findings
+/// of every kind of fault and those with exchanges worth a look.
+#[test]
+fn every_filter_the_page_prints_selects_the_frames_it_names() {
+    if !have_tshark() {
+        return;
+    }
+    let mut captures: Vec<String> = std::fs::read_dir(root().join("fixtures/analysis"))
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .filter(|p| p.ends_with(".pcap"))
+        .collect();
+    captures.sort();
+    for name in ["controller-loopback.pcap", "seed-v0.pcap", "truncated.pcap"] {
+        captures.push(fixture(name).to_string_lossy().into_owned());
+    }
+    let mut checked = 0;
+    for capture in &captures {
+        let out = crate::common::pidshark()
+            .args([capture.as_str(), "--format", "html", "--quiet"])
+            .output()
+            .unwrap();
+        let page = String::from_utf8(out.stdout).unwrap();
+        let filters: BTreeSet<&str> = page
+            .split("<code class=\"f\">")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("</code>").map(|(f, _)| f))
+            .collect();
+        for filter in filters {
+            assert_eq!(
+                tshark_selects(capture, filter),
+                named_frames(filter),
+                "{capture}: {filter}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked} filters checked");
+}
+
+/// The filters the README, the walkthrough and the report's format document show are
+/// taken by tshark and select the frames they name (on the walkthrough's capture).
+#[test]
+fn every_filter_the_documents_show_selects_the_frames_it_names() {
+    if !have_tshark() {
+        return;
+    }
+    let capture = fixture("analysis/failover-regression.pcap")
+        .to_string_lossy()
+        .into_owned();
+    let mut checked = 0;
+    for doc in ["README.md", "docs/walkthrough.md", "docs/report-format.md"] {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        for (at, _) in text.match_indices("frame.number in {") {
+            let filter = &text[at..];
+            let Some(end) = filter.find('}') else {
+                continue;
+            };
+            let filter = &filter[..=end];
+            if filter.contains('\\') {
+                continue; // a jq program that writes filters, not a filter
+            }
+            assert_eq!(
+                tshark_selects(&capture, filter),
+                named_frames(filter),
+                "{doc}: {filter}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "{checked} filters checked");
+}

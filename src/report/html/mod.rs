@@ -59,7 +59,8 @@ pub fn esc(text: &str) -> String {
 }
 
 /// Wireshark's filter for these frames (past [`MAX_FILTER_FRAMES`], the range from the
-/// first to the last, which Wireshark's sets also take).
+/// first to the last, which Wireshark's sets also take). Set members are separated by
+/// commas: Wireshark 4 refuses the spaces that 3.x took.
 fn filter(frames: &[u64]) -> String {
     if let (true, Some(first), Some(last)) = (
         frames.len() > MAX_FILTER_FRAMES,
@@ -69,7 +70,7 @@ fn filter(frames: &[u64]) -> String {
         return format!("frame.number in {{{first}..{last}}}");
     }
     let list: Vec<String> = frames.iter().map(u64::to_string).collect();
-    format!("frame.number in {{{}}}", list.join(" "))
+    format!("frame.number in {{{}}}", list.join(", "))
 }
 
 /// An exchange worth a look, as a table row's cells.
