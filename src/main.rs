@@ -13,8 +13,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -44,14 +44,20 @@ fn say_line(line: fmt::Arguments<'_>) {
 }
 
 /// Where the output goes: the `-o` file or standard output, [`Gated`] when a gate is set.
-fn open_output(options: &Options) -> (Box<dyn Write + Send>, PathBuf) {
+fn open_output(options: &Options, progress: Option<&Progress>) -> (Box<dyn Write + Send>, PathBuf) {
     let (out, path): (Box<dyn Write + Send>, PathBuf) = match &options.output {
         Some(path) => (Box::new(LazyFile::new(path.clone())), path.clone()),
         // Not locked: the report is written from the output thread.
-        None => (
-            Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
-            "<stdout>".into(),
-        ),
+        None => {
+            let stdout = ClearsProgress {
+                out: io::stdout(),
+                progress: progress.filter(|_| io::stdout().is_terminal()).cloned(),
+            };
+            (
+                Box::new(BufWriter::with_capacity(1 << 16, stdout)),
+                "<stdout>".into(),
+            )
+        }
     };
     let gated = !options.fail_on.is_empty() || options.expect.is_some();
     if gated {
@@ -193,9 +199,9 @@ enum Output {
 }
 
 /// Runs everything; `Ok(true)` when every check passed.
-fn run(options: &Options) -> Result<bool, Error> {
+fn run(options: &Options, progress: Option<&Progress>) -> Result<bool, Error> {
     let expected = read_expected(options)?;
-    let (out, path) = open_output(options);
+    let (out, path) = open_output(options, progress);
     let sink = sink_for(options, out);
     let mut output = match expected {
         Some(golden) => Output::Checked(expect::Check::new(golden, sink)),
@@ -233,12 +239,29 @@ fn run(options: &Options) -> Result<bool, Error> {
     Ok(passed)
 }
 
-/// A progress bar on stderr while the captures are read: only when stderr is a terminal
-/// and `--quiet` was not given. Returns what stops it.
-fn progress(
-    options: &mut Options,
-    quiet: bool,
-) -> Option<(ProgressBar, std::thread::JoinHandle<()>, Arc<AtomicBool>)> {
+/// The progress display on stderr, drawn by a ticker thread until it is cleared.
+#[derive(Clone)]
+struct Progress {
+    bar: ProgressBar,
+    /// Set when cleared; the ticker draws only while holding it unset, so that no tick
+    /// redraws the bar after it was erased.
+    cleared: Arc<Mutex<bool>>,
+}
+
+impl Progress {
+    /// Erases the display and stops the ticker's drawing; once is enough.
+    fn clear(&self) {
+        let mut cleared = self.cleared.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*cleared {
+            *cleared = true;
+            self.bar.finish_and_clear();
+        }
+    }
+}
+
+/// The progress display, when stderr is a terminal and `--quiet` is not given; it counts
+/// the bytes the run reads.
+fn progress(options: &mut Options, quiet: bool) -> Option<(Progress, std::thread::JoinHandle<()>)> {
     if quiet || !io::stderr().is_terminal() {
         return None;
     }
@@ -269,16 +292,43 @@ fn progress(
     );
     // Drawn once now, so that even a run shorter than a tick shows where it started.
     bar.tick();
-    let done = Arc::new(AtomicBool::new(false));
-    let (b, d) = (bar.clone(), Arc::clone(&done));
-    let ticker = std::thread::spawn(move || {
-        while !d.load(Ordering::Relaxed) {
-            b.set_position(count.load(Ordering::Relaxed));
-            b.tick();
-            std::thread::sleep(std::time::Duration::from_millis(100));
+    let progress = Progress {
+        bar,
+        cleared: Arc::new(Mutex::new(false)),
+    };
+    let p = progress.clone();
+    let ticker = std::thread::spawn(move || loop {
+        {
+            let cleared = p.cleared.lock().unwrap_or_else(PoisonError::into_inner);
+            if *cleared {
+                break;
+            }
+            p.bar.set_position(count.load(Ordering::Relaxed));
+            p.bar.tick();
         }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     });
-    Some((bar, ticker, done))
+    Some((progress, ticker))
+}
+
+/// Standard output on the terminal that shows the progress display: the display is
+/// erased before the report's first byte, so that the two never share a line.
+struct ClearsProgress {
+    out: io::Stdout,
+    progress: Option<Progress>,
+}
+
+impl Write for ClearsProgress {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(progress) = self.progress.take() {
+            progress.clear();
+        }
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Prints `text` on standard output; a reader that closed it early is no failure.
@@ -372,12 +422,11 @@ fn main() -> ExitCode {
     let (quiet, stats) = (args.quiet, args.stats);
     let started = std::time::Instant::now();
     let mut options = Options::from(args);
-    let bar = progress(&mut options, quiet);
-    let outcome = run(&options);
-    if let Some((bar, ticker, done)) = bar {
-        done.store(true, Ordering::Relaxed);
+    let shown = progress(&mut options, quiet);
+    let outcome = run(&options, shown.as_ref().map(|(p, _)| p));
+    if let Some((progress, ticker)) = shown {
+        progress.clear();
         let _ = ticker.join();
-        bar.finish_and_clear();
     }
     if stats {
         let peak =

@@ -126,6 +126,53 @@ fn standard_input_shows_a_spinner_with_bytes_and_rate_not_a_bar() {
     );
 }
 
+/// What a terminal shows at the end of `bytes`: each line as left after carriage returns
+/// and line erasures (`\r`, `ESC[2K`), other escapes dropped.
+fn screen(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(
+        &anstream::adapter::strip_bytes(
+            &String::from_utf8_lossy(bytes)
+                .replace("\r\x1b[2K", "\u{E000}")
+                .into_bytes(),
+        )
+        .into_vec(),
+    )
+    .into_owned();
+    text.split('\n')
+        .map(|line| {
+            line.rsplit('\u{E000}')
+                .next()
+                .unwrap_or("")
+                .replace('\r', "")
+        })
+        .collect()
+}
+
+/// Issue 40: the progress bar is erased before the report's first byte reaches the
+/// terminal, in every format written there: no line of the screen holds both.
+#[test]
+fn the_progress_bar_is_erased_before_the_report_reaches_the_terminal() {
+    let bin = assert_cmd::cargo::cargo_bin("pidshark");
+    for format in ["text", "json", "ndjson", "csv"] {
+        let cmd = format!(
+            "{} --format {format} fixtures/kafka-real/4.4.0-steady.pcap.gz",
+            bin.display()
+        );
+        let Some(out) = on_tty(&cmd, &[("NO_COLOR", "1")]) else {
+            return;
+        };
+        assert!(
+            String::from_utf8_lossy(&out).contains("eta"),
+            "{format}: the bar was drawn"
+        );
+        let lines = screen(&out);
+        assert!(lines.len() > 5, "{format}: a report");
+        for line in &lines {
+            assert!(!line.contains("eta "), "{format}: the bar stayed: {line:?}");
+        }
+    }
+}
+
 #[test]
 fn a_closed_output_ends_the_run_quietly() {
     // More text than a pipe holds, so that pidshark writes into a closed pipe.
