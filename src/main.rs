@@ -331,6 +331,34 @@ impl Write for ClearsProgress {
     }
 }
 
+/// Options that each parse but mean nothing together, said in one line with what is
+/// allowed: an option the chosen format would ignore, a format that needs an input not
+/// given, time bounds the wrong way round.
+fn conflict(args: &Args) -> Option<String> {
+    use pidshark::report::filter::TimeBound;
+    if args.no_producer_entries && !matches!(args.format, Format::Json | Format::Ndjson) {
+        return Some(
+            "--no-producer-entries leaves entries out of --format json and ndjson only".into(),
+        );
+    }
+    if args.all && args.format != Format::Text {
+        return Some(
+            "--all lists every exchange in --format text only (the other formats list every one already)".into(),
+        );
+    }
+    if args.format == Format::CsvCommitted && args.metadata_logs.is_empty() {
+        return Some(
+            "--format csv-committed lists the blocks a metadata log commits: give one with --metadata-log DIR".into(),
+        );
+    }
+    let reversed = match (args.since, args.until) {
+        (Some(TimeBound::AfterStart(a)), Some(TimeBound::AfterStart(b))) => a > b,
+        (Some(TimeBound::At(a)), Some(TimeBound::At(b))) => a.as_nanos() > b.as_nanos(),
+        _ => false,
+    };
+    reversed.then(|| "--since is after --until: no exchange can be in between (give the earlier time to --since)".into())
+}
+
 /// Prints `text` on standard output; a reader that closed it early is no failure.
 fn print_quietly(text: &str) -> ExitCode {
     match io::stdout().lock().write_all(text.as_bytes()) {
@@ -411,12 +439,9 @@ fn main() -> ExitCode {
     if args.list_kinds {
         return print_quietly(&kinds_table());
     }
-    if args.no_producer_entries && !matches!(args.format, Format::Json | Format::Ndjson) {
+    if let Some(conflict) = conflict(&args) {
         Args::command()
-            .error(
-                clap::error::ErrorKind::ArgumentConflict,
-                "--no-producer-entries leaves entries out of --format json and ndjson only",
-            )
+            .error(clap::error::ErrorKind::ArgumentConflict, conflict)
             .exit();
     }
     let (quiet, stats) = (args.quiet, args.stats);

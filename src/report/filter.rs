@@ -150,10 +150,14 @@ impl Filter {
         shown: u64,
     ) -> model::Filters {
         let at = |b: Option<TimeBound>| {
-            b.and_then(|b| b.resolve(first)).map(|nanos| Timestamp {
-                secs: i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
-                nanos: u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0),
-                nano: true,
+            b.and_then(|b| b.resolve(first)).map(|nanos| {
+                let sub_second = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
+                Timestamp {
+                    secs: i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
+                    nanos: sub_second,
+                    // nine digits only where the time needs them, as the capture writes
+                    nano: sub_second % 1000 != 0,
+                }
             })
         };
         let time = |b| at(b).map(|t| t.to_rfc3339());

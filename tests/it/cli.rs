@@ -546,6 +546,28 @@ fn nonsense_values_are_refused_with_the_reason() {
         (&["--slow-ms", "nan"][..], "a latency is a finite number"),
         (&["--slow-ms", "inf"][..], "a latency is a finite number"),
         (&["--frame", "0"][..], "0 is not in 1.."),
+        (
+            &["--since", "30", "--until", "10"][..],
+            "--since is after --until",
+        ),
+        (
+            &[
+                "--since",
+                "2026-11-29T13:55:00Z",
+                "--until",
+                "2026-11-29T13:54:00Z",
+            ][..],
+            "--since is after --until",
+        ),
+        (
+            &["--format", "csv-committed"][..],
+            "give one with --metadata-log",
+        ),
+        (
+            &["--all"][..],
+            "--all lists every exchange in --format text only",
+        ),
+        (&["--all", "--format", "html"][..], "--format text only"),
     ] {
         let out = pidshark().arg(&capture).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -556,6 +578,36 @@ fn nonsense_values_are_refused_with_the_reason() {
     pidshark()
         .arg(&capture)
         .args(["--slow-ms", "0.5", "--frame", "1", "--quiet"])
+        .args(["--since", "10", "--until", "10"])
         .assert()
         .success();
+    pidshark()
+        .args([
+            capture.to_str().unwrap(),
+            "--all",
+            "--format",
+            "text",
+            "--quiet",
+        ])
+        .assert()
+        .success();
+}
+
+/// Issue 40: a bound given in seconds after the first packet is echoed with the
+/// capture's own precision, not with nine digits it does not have.
+#[test]
+fn a_bound_in_seconds_is_echoed_with_the_captures_precision() {
+    let out = pidshark()
+        .arg(fixture("seed-v0.pcap"))
+        .args(["--since", "1000", "--until", "1000.5", "--quiet"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = report["captures"][0]["first_timestamp"].as_str().unwrap();
+    let since = report["filters"]["since"].as_str().unwrap();
+    let until = report["filters"]["until"].as_str().unwrap();
+    // the capture's microseconds: six digits, as its own times
+    assert_eq!(since.len(), first.len(), "{since} against {first}");
+    assert_eq!(until.len(), first.len(), "{until} against {first}");
+    assert_eq!(since[20..26], first[20..26]);
 }
