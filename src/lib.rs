@@ -171,7 +171,10 @@ fn process(
     {
         return Err(Error::NotACapture {
             path: path.clone(),
-            reason: "not a metadata log: no .log segment or .checkpoint snapshot file in it".into(),
+            reason: format!(
+                "not a metadata log: no .log segment or .checkpoint snapshot file in it (a controller's log is the {} folder of its data directory)",
+                metadata_log::METADATA_DIR
+            ),
         });
     }
     let mut log_diagnostics = Diagnostics::default();

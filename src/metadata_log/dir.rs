@@ -1,6 +1,6 @@
 //! What a path names: a `__cluster_metadata-0` directory -> its latest `.checkpoint`
-//! snapshot, then its `.log` segments by base offset; a single file -> itself, a snapshot
-//! if its name ends in `.checkpoint`. A directory with neither is a
+//! snapshot, then its `.log` segments by base offset; the data directory above it -> the
+//! same; a single file -> itself, a snapshot if its name ends in `.checkpoint`. A directory with neither is a
 //! [`LogProblem::NoLogFiles`]; a path that cannot be opened or listed is an [`Error`].
 //! Partial (`.checkpoint.part`) and deleted (`.deleted`) files are passed over.
 
@@ -83,9 +83,17 @@ pub fn files(path: &str) -> Result<Result<Vec<ToRead>, LogProblem>, Error> {
         snapshot_end: None,
     }));
     if out.is_empty() {
+        // a controller's data directory: its log is the folder inside
+        let inside = Path::new(path).join(METADATA_DIR);
+        if inside.is_dir() {
+            return files(&inside.to_string_lossy());
+        }
         return Ok(Err(LogProblem::NoLogFiles {
             path: path.to_string(),
         }));
     }
     Ok(Ok(out))
 }
+
+/// The folder of a KRaft node's data directory that holds the metadata log.
+pub const METADATA_DIR: &str = "__cluster_metadata-0";

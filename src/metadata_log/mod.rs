@@ -11,16 +11,19 @@ mod batch;
 mod codec;
 mod dir;
 mod file;
+mod first_batch;
 mod merge;
 mod metadata;
 mod record;
 mod wire;
 
+pub use dir::METADATA_DIR;
+
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
-use std::io::BufReader;
+use std::io::{BufReader, Seek};
 
 use crate::error::Error;
 
@@ -252,8 +255,19 @@ pub fn read(paths: &[String], limits: Limits) -> Result<MetadataLog, Error> {
                 path: name.clone(),
                 source,
             };
-            let f = std::fs::File::open(&to_read.path).map_err(open)?;
+            let mut f = std::fs::File::open(&to_read.path).map_err(open)?;
             let len = f.metadata().map_err(open)?.len();
+            let read_fail = |source| Error::Read {
+                path: name.clone(),
+                source,
+            };
+            if let Err(reason) = first_batch::check(&mut f, len).map_err(read_fail)? {
+                return Err(Error::NotACapture {
+                    path: name.clone(),
+                    reason,
+                });
+            }
+            f.seek(std::io::SeekFrom::Start(0)).map_err(read_fail)?;
             let src = file::Source {
                 path: &name,
                 kind: to_read.kind,

@@ -663,3 +663,73 @@ fn a_logs_registrations_name_the_brokers_addresses() {
         .collect();
     assert_eq!(ours, listeners);
 }
+
+/// Issue 40: `--metadata-log` checks what it is given as a capture is checked: a file
+/// whose first batch is no Kafka record batch (a text file, a capture, a gzip file) exits
+/// 2 with the reason; a controller's data directory is read through its
+/// `__cluster_metadata-0` folder, and a folder with no log in it names that folder.
+#[test]
+fn a_metadata_log_is_checked_by_content_and_found_in_a_data_directory() {
+    for not_a_log in [
+        "README.md",
+        "fixtures/seed-v0.pcap",
+        "fixtures/kafka-real/4.4.0-steady.pcap.gz",
+    ] {
+        let out = pidshark()
+            .args(["--metadata-log", not_a_log, "--quiet"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{not_a_log}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("not a metadata log"),
+            "{not_a_log}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{not_a_log}: no report");
+    }
+    let data = tempfile::tempdir().unwrap();
+    let log = data.path().join("__cluster_metadata-0");
+    std::fs::create_dir(&log).unwrap();
+    let node = root().join("fixtures/kafka-real/4.4.0-steady.metadata/101");
+    for entry in std::fs::read_dir(&node).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), log.join(entry.file_name())).unwrap();
+    }
+    let read = |path: &Path| {
+        let out = pidshark()
+            .args(["--metadata-log", path.to_str().unwrap(), "--quiet"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // the blocks, without the path of the file each was read from
+        let blocks: Vec<Value> = report["metadata_log"]["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                let mut b = b.clone();
+                b.as_object_mut().unwrap().remove("file");
+                b
+            })
+            .collect();
+        blocks
+    };
+    let blocks = read(data.path());
+    assert!(blocks.len() > 10);
+    assert!(
+        blocks == read(&node),
+        "the same blocks through the data directory"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let out = pidshark()
+        .args(["--metadata-log", empty.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("__cluster_metadata-0 folder"));
+}
