@@ -226,8 +226,9 @@ pub struct Args {
     /// COND is a diagnostic kind (see --list-kinds), a severity (`warning`: any warning or
     /// error), `error-response` (a non-NONE error code), `unanswered`, a verdict code
     /// (`incomplete_capture`: the verdict is that one) or `not-correct` (the verdict is
-    /// neither `correct` nor `correct_with_warnings`). Judged on the whole capture,
-    /// whatever the filters.
+    /// neither `correct` nor `correct_with_warnings`, nor for a metadata log alone
+    /// `committed_blocks_consistent` or `committed_blocks_gap`). Judged on the whole
+    /// capture, whatever the filters.
     #[arg(long, value_name = "COND", value_delimiter = ',', value_parser = ConditionParser, hide_possible_values = true, help_heading = "CI gates")]
     pub fail_on: Vec<Condition>,
 

@@ -5,7 +5,8 @@
 //! `info` anything), `error-response` (any
 //! AllocateProducerIds response with a non-NONE error code), `unanswered` (any request
 //! without a response), a verdict code (`incomplete_capture`: the verdict is that one) or
-//! `not-correct` (the verdict is neither `correct` nor `correct_with_warnings`). Counts
+//! `not-correct` (the verdict is neither `correct` nor `correct_with_warnings`, nor for a
+//! metadata log read alone `committed_blocks_consistent` or `committed_blocks_gap`). Counts
 //! include diagnostics beyond the listing limit.
 
 use std::fmt;
@@ -89,7 +90,12 @@ impl Condition {
             Self::Verdict(code) => u64::from(report.verdict.code == code.as_str()),
             Self::NotCorrect => u64::from(!matches!(
                 Code::from_name(report.verdict.code),
-                Some(Code::Correct | Code::CorrectWithWarnings)
+                Some(
+                    Code::Correct
+                        | Code::CorrectWithWarnings
+                        | Code::CommittedBlocksConsistent
+                        | Code::CommittedBlocksGap
+                )
             )),
         }
     }

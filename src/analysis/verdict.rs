@@ -36,10 +36,14 @@ pub enum Code {
     CorrectWithWarnings,
     Correct,
     NoExchanges,
+    /// A metadata log read alone: a block starts past the highest id committed before it.
+    CommittedBlocksGap,
+    /// A metadata log read alone: every block follows the one before it.
+    CommittedBlocksConsistent,
 }
 
 impl Code {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::DuplicateProducerIds,
         Self::ProducerIdsWentBackwards,
         Self::NotCommitted,
@@ -50,6 +54,8 @@ impl Code {
         Self::CorrectWithWarnings,
         Self::Correct,
         Self::NoExchanges,
+        Self::CommittedBlocksGap,
+        Self::CommittedBlocksConsistent,
     ];
 
     /// The name in the report (`verdict.code`) and for `--fail-on`.
@@ -65,6 +71,8 @@ impl Code {
             Self::CorrectWithWarnings => "correct_with_warnings",
             Self::Correct => "correct",
             Self::NoExchanges => "no_exchanges",
+            Self::CommittedBlocksGap => "committed_blocks_gap",
+            Self::CommittedBlocksConsistent => "committed_blocks_consistent",
         }
     }
 
@@ -85,6 +93,8 @@ impl Code {
             Self::CorrectWithWarnings => "CORRECT, WITH WARNINGS",
             Self::Correct => "CORRECT",
             Self::NoExchanges => "NO ALLOCATEPRODUCERIDS EXCHANGES",
+            Self::CommittedBlocksGap => "COMMITTED BLOCKS GAP",
+            Self::CommittedBlocksConsistent => "COMMITTED BLOCKS CONSISTENT",
         }
     }
 
@@ -97,8 +107,8 @@ impl Code {
             | Self::IncompleteReading
             | Self::NoProducerIdsGranted
             | Self::CorrectAsFarAsCaptured => Grade::Unsure,
-            Self::CorrectWithWarnings => Grade::Warned,
-            Self::Correct => Grade::Right,
+            Self::CorrectWithWarnings | Self::CommittedBlocksGap => Grade::Warned,
+            Self::Correct | Self::CommittedBlocksConsistent => Grade::Right,
             Self::NoExchanges => Grade::Nothing,
         }
     }
@@ -288,7 +298,16 @@ crate::names::closed_set! {
 
 /// Judges the capture.
 pub fn judge(e: &Evidence<'_>) -> Verdict {
-    let limits = limits(e);
+    let mut limits = limits(e);
+    if e.captures.is_empty() {
+        // who talks to the controllers is the capture's to show: a log alone has none
+        limits.retain(|l| {
+            !matches!(
+                l.kind,
+                LimitKind::Coverage | LimitKind::ControllerCoverage | LimitKind::IdsNotSeen
+            )
+        });
+    }
     let t = e.totals;
     let count = |kind| e.diagnostics.count(kind);
     let brokers_granted = e.brokers.values().filter(|b| b.ids_granted > 0).count();
@@ -337,6 +356,9 @@ fn decide(
     // ids the log commits twice are duplicates whatever the capture holds
     if let Some(text) = finding(e, Kind::PidCommittedOverlap) {
         return (Code::DuplicateProducerIds, text);
+    }
+    if let (true, Some(log)) = (e.captures.is_empty(), e.log) {
+        return log_alone(e, log, limits);
     }
     if t.total == 0 {
         let mut none = format!("none in {}", counted(e.packets, "packet"));
@@ -428,21 +450,61 @@ fn decide(
     (Code::Correct, granted)
 }
 
+/// The verdict on a metadata log read without a capture: are the blocks it commits
+/// consistent, each starting where the one before ended?
+fn log_alone(
+    e: &Evidence<'_>,
+    log: &super::committed::LogAnalysis,
+    limits: &[Limit],
+) -> (Code, String) {
+    let Some(blocks) = log_blocks(log) else {
+        let none = but(
+            "the metadata log commits no block".to_owned(),
+            limits.iter(),
+        );
+        return (Code::CommittedBlocksConsistent, none);
+    };
+    match finding(e, Kind::PidCommittedGap) {
+        Some(gap) => (
+            Code::CommittedBlocksGap,
+            but(format!("{gap}; {blocks}"), limits.iter()),
+        ),
+        None => {
+            let partly = log.log.files.iter().filter(|f| !f.complete).count() as u64;
+            let read = match partly {
+                0 => String::new(),
+                n => format!(
+                    " as far as read ({} read only in part: see the diagnostics)",
+                    counted(n, "file")
+                ),
+            };
+            let text = format!("{blocks}, each block starting where the one before it ended{read}");
+            (Code::CommittedBlocksConsistent, but(text, limits.iter()))
+        }
+    }
+}
+
 /// What the metadata log alone says: "the metadata log commits 42 blocks to 2 brokers
 /// (offsets 27 to 310)".
 fn log_sentence(log: &super::committed::LogAnalysis) -> String {
+    match log_blocks(log) {
+        Some(blocks) => format!("{blocks}{}", missing_ids(log)),
+        None => "the metadata log commits no block".to_owned(),
+    }
+}
+
+/// "the metadata log commits 42 blocks to 2 brokers (offsets 27 to 310)"; `None` when it
+/// commits none.
+fn log_blocks(log: &super::committed::LogAnalysis) -> Option<String> {
     let blocks = log.log.blocks.iter().filter(|b| !b.from_snapshot);
     let brokers: std::collections::BTreeSet<i32> = blocks.clone().map(|b| b.broker_id).collect();
     let offsets = blocks.clone().map(|b| b.place.offset);
-    match (offsets.clone().min(), offsets.max()) {
-        (Some(first), Some(last)) => format!(
-            "the metadata log commits {} to {} (offsets {first} to {last}){}",
-            counted(blocks.count() as u64, "block"),
-            counted(brokers.len() as u64, "broker"),
-            missing_ids(log)
-        ),
-        _ => "the metadata log commits no block".to_owned(),
-    }
+    let (first, last) = (offsets.clone().min()?, offsets.max()?);
+    Some(format!(
+        "the metadata log commits {} to {} (offsets {first} to {last})",
+        counted(blocks.count() as u64, "block"),
+        counted(brokers.len() as u64, "broker"),
+    ))
 }
 
 /// `; no record of the logs read commits ids 8000..=8999`, the first few ranges.

@@ -114,6 +114,10 @@ pub const COMMITTED_COLUMNS: [&str; 15] = [
     "findings",
 ];
 
+/// Columns of `--format csv-committed` that compare with a capture, left out when the log
+/// is read alone.
+pub const CAPTURE_ONLY_COMMITTED_COLUMNS: [&str; 2] = ["delivery", "delivered_frame"];
+
 fn text<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
@@ -240,8 +244,20 @@ fn committed_row(b: &CommittedBlock, findings: &[&PidFinding]) -> Vec<String> {
 fn write_committed(out: &mut dyn Write, report: &Report) -> io::Result<()> {
     let mut w = io::BufWriter::with_capacity(64 << 10, out);
     let mut buf = Vec::new();
+    // a log read alone has no capture to deliver its blocks: no delivery columns
+    let keep = |column: &str| {
+        !report.captures.is_empty() || !CAPTURE_ONLY_COMMITTED_COLUMNS.contains(&column)
+    };
+    let kept = |row: Vec<String>| -> Vec<String> {
+        COMMITTED_COLUMNS
+            .iter()
+            .zip(row)
+            .filter(|(column, _)| keep(column))
+            .map(|(_, cell)| cell)
+            .collect()
+    };
     let header: Vec<String> = COMMITTED_COLUMNS.iter().map(|h| (*h).to_owned()).collect();
-    record(&mut buf, &header)?;
+    record(&mut buf, &kept(header))?;
     let findings: Vec<&PidFinding> = report
         .producer_id_blocks
         .findings
@@ -249,7 +265,7 @@ fn write_committed(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         .filter(|f| f.facts.contains_key("offset"))
         .collect();
     for b in report.metadata_log.iter().flat_map(|log| &log.blocks) {
-        record(&mut buf, &committed_row(b, &findings))?;
+        record(&mut buf, &kept(committed_row(b, &findings)))?;
         w.write_all(&buf)?;
         buf.clear();
     }

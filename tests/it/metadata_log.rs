@@ -504,7 +504,7 @@ fn a_log_alone_is_reported_in_every_format() {
     let log = &report["metadata_log"];
     assert_eq!(log["blocks"].as_array().unwrap().len(), committed);
     assert!(log["comparison"].is_null());
-    assert_eq!(report["verdict"]["code"], "no_exchanges");
+    assert_eq!(report["verdict"]["code"], "committed_blocks_consistent");
     assert!(report["verdict"]["headline"]
         .as_str()
         .unwrap()
@@ -732,4 +732,86 @@ fn a_metadata_log_is_checked_by_content_and_found_in_a_data_directory() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("__cluster_metadata-0 folder"));
+}
+
+/// Issue 40: a metadata log read alone has its own verdict, on what a log can show: its
+/// blocks consistent (a real controller's log), or a gap where a record is missing (the
+/// copy of that log with one ProducerIdsRecord removed by
+/// `scripts/make-metadata-log-fixtures`); the text has no capture's sections, csv-committed
+/// no delivery columns, and `--fail-on` takes the new codes.
+#[test]
+fn a_log_alone_has_its_own_verdict_and_only_its_own_sections() {
+    let verdict = |log: &str| {
+        let out = pidshark()
+            .args(["--metadata-log", log, "--quiet"])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &report["verdict"];
+        (
+            v["code"].as_str().unwrap().to_owned(),
+            v["grade"].as_str().unwrap().to_owned(),
+            v["limits"].as_array().unwrap().len(),
+        )
+    };
+    let whole = "fixtures/kafka-real/4.4.0-steady.metadata/101";
+    assert_eq!(
+        verdict(whole),
+        ("committed_blocks_consistent".into(), "right".into(), 0)
+    );
+    let removed = "fixtures/metadata-log/removed-one";
+    assert_eq!(
+        verdict(removed),
+        ("committed_blocks_gap".into(), "warned".into(), 0)
+    );
+    let text = pidshark()
+        .args([
+            "--metadata-log",
+            removed,
+            "--format",
+            "text",
+            "--color",
+            "never",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("a metadata log read alone (1 file), no capture"),
+        "{text}"
+    );
+    assert!(text.contains("\nCOMMITTED BLOCKS GAP: "), "{text}");
+    assert!(text.contains("22000..=22999"), "{text}");
+    for heading in [
+        "\nCaptures",
+        "\nKafka APIs",
+        "\nExchanges worth a look",
+        "packets",
+    ] {
+        assert!(!text.contains(heading), "{heading}: {text}");
+    }
+    let csv = pidshark()
+        .args(["--metadata-log", whole, "--format", "csv-committed"])
+        .output()
+        .unwrap();
+    let header = String::from_utf8(csv.stdout).unwrap();
+    let header = header.lines().next().unwrap().to_owned();
+    assert!(header.starts_with("offset,broker_id"), "{header}");
+    assert!(!header.contains("delivery"), "{header}");
+    pidshark()
+        .args([
+            "--metadata-log",
+            removed,
+            "--fail-on",
+            "committed_blocks_gap",
+            "-o",
+        ])
+        .arg(std::env::temp_dir().join("pidshark-log-alone.json"))
+        .assert()
+        .code(1);
+    pidshark()
+        .args(["--metadata-log", whole, "--fail-on", "not-correct", "-o"])
+        .arg(std::env::temp_dir().join("pidshark-log-alone-whole.json"))
+        .assert()
+        .code(0);
 }

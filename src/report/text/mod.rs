@@ -190,11 +190,21 @@ impl Parts<'_> {
                 s.tcp_connections
             ),
         };
-        writeln!(
-            w,
-            "{BOLD}pidshark {}{BOLD:#}: {} packets, {connections}, {} with Kafka",
-            report.tool.version, s.packets, s.kafka_connections
-        )?;
+        // a metadata log read alone: no capture, so none of a capture's sections
+        let log_alone = report.captures.is_empty() && report.metadata_log.is_some();
+        match (log_alone, &report.metadata_log) {
+            (true, Some(log)) => writeln!(
+                w,
+                "{BOLD}pidshark {}{BOLD:#}: a metadata log read alone ({}), no capture",
+                report.tool.version,
+                counted(log.files.len() as u64, "file")
+            )?,
+            _ => writeln!(
+                w,
+                "{BOLD}pidshark {}{BOLD:#}: {} packets, {connections}, {} with Kafka",
+                report.tool.version, s.packets, s.kafka_connections
+            )?,
+        }
         verdict(&mut w, report, self.shown)?;
         findings(&mut w, report)?;
         let chosen = chosen_brokers(report);
@@ -214,8 +224,10 @@ impl Parts<'_> {
         }
         producers::write(&mut w, report)?;
         metadata_log::write(&mut w, report)?;
-        exchanges(&mut w, report, self.lines, self.all, self.shown)?;
-        captures(&mut w, report)?;
+        if !log_alone {
+            exchanges(&mut w, report, self.lines, self.all, self.shown)?;
+            captures(&mut w, report)?;
+        }
         diagnostics(&mut w, report)?;
         w.flush()
     }
