@@ -299,7 +299,7 @@ crate::names::closed_set! {
 /// Judges the capture.
 pub fn judge(e: &Evidence<'_>) -> Verdict {
     let mut limits = limits(e);
-    if e.captures.is_empty() {
+    if e.captures.is_empty() && e.log.is_some() {
         // who talks to the controllers is the capture's to show: a log alone has none
         limits.retain(|l| {
             !matches!(
