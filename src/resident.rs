@@ -28,9 +28,39 @@ fn status_kib(field: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// Set in the child process that measures alone.
+    const CHILD: &str = "PIDSHARK_RESIDENT_CHILD";
+
+    /// The figure is the whole process's: measured in a child process running only
+    /// [`a_live_allocation_measured_alone`], so that no other test allocating or freeing
+    /// beside it (any number of test threads) moves the figure it bounds.
     #[test]
     #[cfg(target_os = "linux")]
     fn a_live_allocation_shows_in_the_resident_figure() {
+        let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args([
+                "resident::tests::a_live_allocation_measured_alone",
+                "--exact",
+                "--include-ignored",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("1 passed"), "{stdout}");
+    }
+
+    #[test]
+    #[ignore = "run alone, in a child process, by a_live_allocation_shows_in_the_resident_figure"]
+    #[cfg(target_os = "linux")]
+    fn a_live_allocation_measured_alone() {
+        assert!(std::env::var_os(CHILD).is_some(), "run by its parent test");
         let before = resident_bytes().expect("Linux says");
         let held = vec![1u8; 64 << 20];
         let during = resident_bytes().expect("Linux says");
