@@ -75,6 +75,8 @@ pub struct ProducerTotals {
     pub statuses: StatusCounts,
     pub granted: u64,
     pub errors: u64,
+    /// Responses by error code, NONE included.
+    pub error_codes: BTreeMap<ErrorCode, u64>,
     /// Granted ids by placement name (see [`Placement::as_str`]).
     pub placements: BTreeMap<&'static str, u64>,
     pub duplicates: u64,
@@ -175,6 +177,7 @@ impl Tracker {
         ) else {
             return placed;
         };
+        *self.totals.error_codes.entry(code).or_default() += 1;
         if code != ErrorCode::NONE || id < 0 {
             self.totals.errors += u64::from(code.is_error());
             return placed;

@@ -296,6 +296,7 @@ fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdC
         response_unknown: t.statuses.response_unknown,
         granted: t.granted,
         errors: t.errors,
+        error_codes: by_name(&t.error_codes),
         in_block: t.placed("in_block"),
         previous_block: t.placed("previous_block"),
         before_capture: t.placed("before_capture"),

@@ -840,7 +840,7 @@ pub struct ProducerIds {
 }
 
 /// Counts over every InitProducerId exchange of the capture (whatever the filters).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct ProducerIdCounts {
     pub exchanges: u64,
     pub complete: u64,
@@ -850,6 +850,9 @@ pub struct ProducerIdCounts {
     pub granted: u64,
     /// Responses with an error.
     pub errors: u64,
+    /// Responses read whole by error name, `NONE` included.
+    #[schemars(schema_with = "error_counts_schema")]
+    pub error_codes: BTreeMap<String, u64>,
     /// Granted ids by `placement` (see `producer_ids.entries[].placement`).
     pub in_block: u64,
     pub previous_block: u64,

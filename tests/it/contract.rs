@@ -157,6 +157,7 @@ struct ProducerIdCounts {
     response_unknown: u64,
     granted: u64,
     errors: u64,
+    error_codes: BTreeMap<String, u64>,
     in_block: u64,
     previous_block: u64,
     before_capture: u64,

@@ -429,3 +429,74 @@ fn every_filter_the_documents_show_selects_the_frames_it_names() {
     }
     assert!(checked >= 5, "{checked} filters checked");
 }
+
+/// Issue 40: InitProducerId responses counted by error name (`producer_ids.summary.
+/// error_codes`) are those tshark reads, response by response, on a real restart capture
+/// whose producers met COORDINATOR_LOAD_IN_PROGRESS; the text names each error.
+#[test]
+fn init_producer_id_errors_by_name_are_wiresharks() {
+    if !have_tshark() {
+        return;
+    }
+    let capture = fixture("kafka-real/4.4.0-broker-restart.pcap.gz")
+        .to_string_lossy()
+        .into_owned();
+    let out = Command::new("tshark")
+        .args(["-r", &capture, "-n"])
+        .args(decode_as(&[19101, 19102]))
+        .args([
+            "-o",
+            "tcp.reassemble_out_of_order:TRUE",
+            "-Y",
+            "kafka.request_frame",
+        ])
+        .args(["-T", "fields", "-e", "kafka.api_key", "-e", "kafka.error"])
+        .args(["-E", "occurrence=a"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut wireshark: std::collections::BTreeMap<String, u64> = Default::default();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let (keys, errors) = line.split_once('\t').unwrap_or((line, ""));
+        let errors: Vec<&str> = errors.split(',').collect();
+        let keys: Vec<&str> = keys.split(',').collect();
+        assert_eq!(keys.len(), errors.len(), "one error per response: {line}");
+        for (key, error) in keys.iter().zip(errors) {
+            if *key == "22" {
+                let code = pidshark::kafka::tables::ErrorCode(error.parse().unwrap());
+                *wireshark.entry(code.name()).or_default() += 1;
+            }
+        }
+    }
+    assert!(wireshark.len() >= 2, "{wireshark:?}");
+    let report = crate::common::pidshark()
+        .args([
+            capture.as_str(),
+            "--quiet",
+            "--compact",
+            "--no-producer-entries",
+        ])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let ours: std::collections::BTreeMap<String, u64> =
+        serde_json::from_value(report["producer_ids"]["summary"]["error_codes"].clone()).unwrap();
+    assert_eq!(ours, wireshark);
+    let text = crate::common::pidshark()
+        .args([
+            capture.as_str(),
+            "--quiet",
+            "--format",
+            "text",
+            "--color",
+            "never",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let errors = wireshark["COORDINATOR_LOAD_IN_PROGRESS"];
+    assert!(
+        text.contains(&format!("errors (COORDINATOR_LOAD_IN_PROGRESS {errors})")),
+        "{text}"
+    );
+}

@@ -65,6 +65,20 @@ fn title(s: &ProducerIdCounts) -> String {
         s.granted,
         counted(s.errors, "error")
     );
+    // each error by name, most frequent first: `(COORDINATOR_LOAD_IN_PROGRESS 388)`
+    let mut errors: Vec<(&String, &u64)> = s
+        .error_codes
+        .iter()
+        .filter(|(name, _)| *name != "NONE")
+        .collect();
+    errors.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    if !errors.is_empty() {
+        let named: Vec<String> = errors
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        title.push_str(&format!(" ({})", named.join(", ")));
+    }
     if s.unanswered > 0 {
         title.push_str(&format!(", {} unanswered", s.unanswered));
     }
