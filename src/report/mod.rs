@@ -8,6 +8,7 @@ mod committed;
 pub mod compact;
 pub mod csv;
 pub mod filter;
+mod flagged;
 mod gist;
 pub mod html;
 pub mod json;

@@ -19,6 +19,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use std::io::{self, Write};
 
 use super::exchange;
+use super::flagged::{FlaggedProducers, Grant};
 use super::gist::Gist;
 use super::model::Report;
 use super::sink::{Needs, Sink};
@@ -96,7 +97,7 @@ pub struct HtmlSink {
     unlisted_slowest: BinaryHeap<Reverse<(i64, Vec<u64>)>>,
     /// The brokers the charts keep apart.
     kept: BTreeSet<i32>,
-    producers: producers::Producers,
+    producers: FlaggedProducers,
     out: Box<dyn Write + Send>,
 }
 
@@ -109,7 +110,7 @@ impl HtmlSink {
             more_rows: 0,
             unlisted_slowest: BinaryHeap::new(),
             kept: BTreeSet::new(),
-            producers: producers::Producers::default(),
+            producers: FlaggedProducers::default(),
             out,
         }
     }
@@ -208,7 +209,7 @@ impl Sink for HtmlSink {
 
     fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
         let entry = super::producer_id_entry(&px, placed);
-        if let Some(grant) = producers::Grant::of(&entry) {
+        if let Some(grant) = Grant::of(&entry) {
             self.producers.add(grant);
         }
         Ok(())
@@ -221,9 +222,9 @@ impl Sink for HtmlSink {
         // written first: the timeline gives an id to the blocks its rows link to
         let mut producers = String::new();
         let chart = &self.chart;
-        let anchored = self
-            .producers
-            .html(&mut producers, report, |frame| chart.draws_block(frame));
+        let anchored = producers::html(&self.producers, &mut producers, report, |frame| {
+            chart.draws_block(frame)
+        });
         self.chart.anchored = anchored;
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();

@@ -15,6 +15,7 @@ use anstyle::{AnsiColor, Style};
 
 use super::gist::Gist;
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
+use super::flagged::{FlaggedProducers, Grant};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, Placed};
@@ -92,6 +93,8 @@ pub struct TextSink {
     shown: u64,
     blocks: u64,
     timeline: Timeline,
+    /// The producers in trouble, with who they are, which the findings alone do not say.
+    flagged: FlaggedProducers,
     out: Box<dyn Write + Send>,
 }
 
@@ -105,6 +108,7 @@ impl TextSink {
             shown: 0,
             blocks: 0,
             timeline: Timeline::default(),
+            flagged: FlaggedProducers::default(),
             out,
         }
     }
@@ -143,8 +147,12 @@ impl Sink for TextSink {
         })
     }
 
-    /// Counted from the report's summary and findings at the end.
-    fn producer(&mut self, _px: pairing::ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
+    /// Counted from the report's summary and findings at the end; those in trouble kept
+    /// to name them.
+    fn producer(&mut self, px: pairing::ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        if let Some(grant) = Grant::of(&super::producer_id_entry(&px, placed)) {
+            self.flagged.add(grant);
+        }
         Ok(())
     }
 
@@ -157,6 +165,7 @@ impl Sink for TextSink {
             shown: self.shown,
             blocks: self.blocks,
             timeline,
+            flagged: &self.flagged,
             all: self.all,
         };
         if self.colour {
@@ -175,6 +184,7 @@ struct Parts<'a> {
     shown: u64,
     blocks: u64,
     timeline: Timeline,
+    flagged: &'a FlaggedProducers,
     all: bool,
 }
 
@@ -222,7 +232,7 @@ impl Parts<'_> {
             heading(&mut w, "Controllers")?;
             timeline::write_controllers(&mut w, pieces)?;
         }
-        producers::write(&mut w, report)?;
+        producers::write(&mut w, report, self.flagged)?;
         metadata_log::write(&mut w, report)?;
         if !log_alone {
             exchanges(&mut w, report, self.lines, self.all, self.shown)?;

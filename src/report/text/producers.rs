@@ -1,18 +1,26 @@
 //! The text report's "Producers" part, shown when the capture has InitProducerId
 //! exchanges: what they granted, in a line or two, then the producers in trouble first
 //! (an id and epoch two producers hold, producers holding ids of an overlap, an id outside
-//! its broker's blocks), a few lines at most.
+//! its broker's blocks), a few lines at most, each producer named by its client address
+//! and port, `client_id` and transactional id (from [`FlaggedProducers`]).
 
 use std::io::{self, Write};
 
 use super::{counted, heading, RED};
 use crate::diag::{Fact, Kind};
+use crate::report::flagged::FlaggedProducers;
 use crate::report::model::{PidFinding, ProducerIdCounts, Report};
 
 /// Producers in trouble listed before the rest are only counted.
 const MAX_LISTED: usize = 5;
+/// Holders of an overlap's ids named under it before the rest are only counted.
+const MAX_HOLDERS: usize = 3;
 
-pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+pub(super) fn write(
+    w: &mut dyn Write,
+    report: &Report,
+    flagged: &FlaggedProducers,
+) -> io::Result<()> {
     let s = &report.producer_ids.summary;
     if s.exchanges == 0 {
         return Ok(());
@@ -33,9 +41,9 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     let overlaps =
         of_kind(Kind::PidBlockOverlap).filter(|f| f.facts.contains_key("affected_producers"));
     let troubled: Vec<String> = of_kind(Kind::PidDuplicateGrant)
-        .map(duplicate_line)
-        .chain(overlaps.clone().map(overlap_line))
-        .chain(of_kind(Kind::PidOutsideBlocks).map(outside_line))
+        .map(|f| duplicate_line(f, flagged))
+        .chain(overlaps.clone().map(|f| overlap_lines(f, flagged)))
+        .chain(of_kind(Kind::PidOutsideBlocks).map(|f| outside_line(f, flagged)))
         .collect();
     for line in troubled.iter().take(MAX_LISTED) {
         writeln!(w, "  {RED}{line}{RED:#}")?;
@@ -117,23 +125,48 @@ fn fact(f: &PidFinding, name: &str) -> String {
     }
 }
 
-/// `127.0.0.1:40178 (frame 57)`, with its transactional id when it has one.
-fn holder(f: &PidFinding, client: &str, transactional_id: &str, frame: &str) -> String {
-    let txn = match f.facts.get(transactional_id) {
-        Some(Fact::Text(id)) => format!(" transactional id {id:?}"),
-        _ => String::new(),
+/// `127.0.0.1:40178 client_id "app" (frame 57)`: the grant of the finding's `frame` fact
+/// as kept, else the finding's own facts (client and transactional id).
+fn holder(
+    f: &PidFinding,
+    flagged: &FlaggedProducers,
+    [client, transactional_id, frame]: [&str; 3],
+) -> String {
+    let kept = match (int(f, "producer_id"), f.facts.get(frame)) {
+        (Some(id), Some(Fact::Uint(at))) => flagged.grant(id, *at),
+        _ => None,
     };
-    format!("{}{txn} (frame {})", fact(f, client), fact(f, frame))
+    let who = match kept {
+        Some(grant) => grant.who(),
+        None => match f.facts.get(transactional_id) {
+            Some(Fact::Text(id)) => format!("{} transactional id {id:?}", fact(f, client)),
+            _ => fact(f, client),
+        },
+    };
+    format!("{who} (frame {})", fact(f, frame))
 }
 
-fn duplicate_line(f: &PidFinding) -> String {
+fn duplicate_line(f: &PidFinding, flagged: &FlaggedProducers) -> String {
     format!(
         "duplicate: producer id {} epoch {} to {}, then to {}",
         fact(f, "producer_id"),
         fact(f, "producer_epoch"),
-        holder(f, "other_client", "other_transactional_id", "other_frame"),
-        holder(f, "client", "transactional_id", "frame"),
+        holder(
+            f,
+            flagged,
+            ["other_client", "other_transactional_id", "other_frame"]
+        ),
+        holder(f, flagged, ["client", "transactional_id", "frame"]),
     )
+}
+
+/// An integer fact, signed.
+fn int(f: &PidFinding, name: &str) -> Option<i64> {
+    match f.facts.get(name)? {
+        Fact::Int(v) => Some(*v),
+        Fact::Uint(v) => i64::try_from(*v).ok(),
+        _ => None,
+    }
 }
 
 /// A count among a finding's facts; 0 when missing.
@@ -143,6 +176,30 @@ fn number(f: &PidFinding, name: &str) -> u64 {
         Some(Fact::Int(n)) => u64::try_from(*n).unwrap_or(0),
         _ => 0,
     }
+}
+
+/// The overlap, then under it the first holders of its ids, each on a line of its own.
+fn overlap_lines(f: &PidFinding, flagged: &FlaggedProducers) -> String {
+    let mut lines = overlap_line(f);
+    let (Some(start), Some(end)) = (int(f, "ids_start"), int(f, "ids_end")) else {
+        return lines;
+    };
+    let holders = flagged.holders(start, end);
+    for g in holders.iter().take(MAX_HOLDERS) {
+        lines += &format!(
+            "\n    {}: producer id {} epoch {} (frame {})",
+            g.who(),
+            g.producer_id,
+            g.epoch,
+            g.response_frame
+        );
+    }
+    let affected = number(f, "affected_producers");
+    let named = holders.len().min(MAX_HOLDERS) as u64;
+    if affected > named {
+        lines += &format!("\n    and {} more", affected - named);
+    }
+    lines
 }
 
 fn overlap_line(f: &PidFinding) -> String {
@@ -162,7 +219,7 @@ fn overlap_line(f: &PidFinding) -> String {
     )
 }
 
-fn outside_line(f: &PidFinding) -> String {
+fn outside_line(f: &PidFinding, flagged: &FlaggedProducers) -> String {
     let broker = f
         .broker_id
         .map_or("a broker".to_owned(), |id| format!("broker {id}"));
@@ -176,8 +233,15 @@ fn outside_line(f: &PidFinding) -> String {
         ),
         _ => String::new(),
     };
+    let to = match (int(f, "producer_id"), f.facts.get("frame")) {
+        (Some(id), Some(Fact::Uint(at))) => flagged
+            .grant(id, *at)
+            .map(|g| format!(" to {}", g.who()))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
     format!(
-        "{placement}: producer id {} from {broker} (frame {}){held}; its {} (the last {}..{})",
+        "{placement}: producer id {} from {broker}{to} (frame {}){held}; its {} (the last {}..{})",
         fact(f, "producer_id"),
         fact(f, "frame"),
         counted(number(f, "blocks"), "block"),
