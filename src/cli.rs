@@ -12,6 +12,15 @@ use crate::gate::Condition;
 use crate::kafka::KafkaConfig;
 use crate::report::filter::{Filter, TimeBound};
 
+/// The two modes: captures (with or without metadata logs beside them), or metadata logs
+/// read alone.
+pub const USAGE: &str = "pidshark [OPTIONS] <CAPTURE>...
+       pidshark [OPTIONS] --metadata-log <PATH>...";
+
+/// What is said when neither mode's input is given.
+pub const NO_INPUT: &str = "no input: give capture files (`-` reads standard input, `-r FILE` \
+works too), or --metadata-log PATH to read a controller's metadata log alone";
+
 /// Examples shown by `--help` (and `-h` points to them).
 const EXAMPLES: &str = "\
 Examples:
@@ -22,16 +31,19 @@ Examples:
   tcpdump -w - port 9093 | pidshark -         from a live capture on standard input
   pidshark --format ndjson capture.pcap | jq -c 'select(.type == \"exchange\" and .status != \"complete\")'
   pidshark capture.pcap -o report.json --expect golden.json --fail-on pid_block_overlap,error
-  pidshark --list-kinds                       every diagnostic kind, its severity and meaning";
+  pidshark --list-kinds                       every diagnostic kind, its severity and meaning
+  pidshark --metadata-log kraft-data/ --format text   a controller's metadata log read alone";
 
 const EXIT_STATUS: &str = "\
 Exit status: 0 when a report was written and no --fail-on condition held and --expect found \
 no difference (also when the reader of the output closed it early, as `head` does); 1 when \
 the report was made but a --fail-on condition held or --expect found differences (named \
 on stderr; with a gate, a reader that closes the output early does not cut the run short, \
-so the gate judges the whole capture); 2 when a capture could not be read (missing, empty, a directory, not a \
-pcap/pcapng file), the --expect file could not be read, or the report could not be written, \
-with one line on stderr naming the file and the reason.
+so the gate judges the whole capture); 2 when the command line is refused (no input, a value \
+outside an option's meaning, options that do not go together), a capture could not be read \
+(missing, empty, a directory, not a pcap/pcapng file), a metadata log is none (its first \
+batch no Kafka record batch), the --expect file could not be read, or the report could not \
+be written, with one line on stderr naming the file or option and the reason.
 
 The report's fields, diagnostic kinds and exit codes are described in docs/report-format.md \
 (in the source repository), and its JSON Schema is printed by --schema.";
@@ -42,6 +54,7 @@ The report's fields, diagnostic kinds and exit codes are described in docs/repor
 #[command(
     name = "pidshark",
     version,
+    override_usage = USAGE,
     after_help = "Each option in full, the examples and the exit status: pidshark --help",
     after_long_help = format!("{EXAMPLES}\n\n{EXIT_STATUS}")
 )]
@@ -49,11 +62,7 @@ pub struct Args {
     /// Capture files (pcap, pcapng, gzip or not); `-` reads standard input.
     ///
     /// Several files are read as one capture, in the time order of their first packets.
-    #[arg(
-        required_unless_present_any = ["schema", "read", "list_kinds", "completions", "man", "metadata_logs"],
-        value_name = "CAPTURE",
-        help_heading = "Input"
-    )]
+    #[arg(value_name = "CAPTURE", help_heading = "Input")]
     pub captures: Vec<String>,
 
     /// A capture file, as tshark's `-r` takes it.
@@ -106,12 +115,7 @@ pub struct Args {
 
     /// Output format.
     ///
-    /// `json` (the report), `ndjson` (one line per exchange as it completes, then a
-    /// summary line), `tree` (each message's fields with their wire types, offsets and
-    /// sizes, then its bytes), `text` (the post-mortem for a terminal), `csv` (a row per
-    /// exchange), `csv-blocks` (a row per block), `csv-producers` (a row per
-    /// InitProducerId exchange) or `csv-committed` (a row per block the metadata log
-    /// commits).
+    /// Each is described in docs/report-format.md, "Formats".
     #[arg(long, value_enum, default_value_t = Format::Json, help_heading = "Output")]
     pub format: Format,
 
@@ -386,9 +390,16 @@ pub enum SchemaOf {
 /// Output formats; all come from the same decoded data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// The report: one JSON object (format version 1).
     Json,
+    /// A line per exchange as it completes and per block it granted, a line per
+    /// producer id granted, per finding, then one with the rest of the report; each
+    /// line's `type` says which.
     Ndjson,
+    /// Each decoded message as a tree of its fields with wire types, offsets and sizes,
+    /// then its bytes.
     Tree,
+    /// The post-mortem for a terminal: the verdict first, a screenful or two.
     Text,
     /// A row per exchange (RFC 4180).
     Csv,

@@ -439,6 +439,14 @@ fn main() -> ExitCode {
     if args.list_kinds {
         return print_quietly(&kinds_table());
     }
+    if args.captures.is_empty() && args.read.is_empty() && args.metadata_logs.is_empty() {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                pidshark::cli::NO_INPUT,
+            )
+            .exit();
+    }
     if let Some(conflict) = conflict(&args) {
         Args::command()
             .error(clap::error::ErrorKind::ArgumentConflict, conflict)

@@ -1,6 +1,7 @@
 //! The report: turns what the pipeline found into the contract's JSON shape.
 //!
-//! Ordering rules, for byte-identical output: captures in command-line order; exchanges by
+//! Ordering rules, for byte-identical output: captures in the time order of their first
+//! packets (whatever the command-line order); exchanges by
 //! request frame, then connection, then correlation id; diagnostics in packet order;
 //! every map is a `BTreeMap`. Time comes only from the capture.
 

@@ -185,11 +185,26 @@ fn help_documents_exit_codes() {
 }
 
 #[test]
-fn no_capture_is_a_usage_error() {
-    pidshark()
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("CAPTURE"));
+fn no_capture_is_a_usage_error_that_names_both_modes() {
+    let run = pidshark().assert().code(2);
+    let stderr = String::from_utf8(run.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("no input:"), "{stderr}");
+    // the error and -h show both modes: captures, or a metadata log alone
+    let short = pidshark().arg("-h").assert().success();
+    let short = String::from_utf8(short.get_output().stdout.clone()).unwrap();
+    for text in [&stderr, &short] {
+        assert!(text.contains("pidshark [OPTIONS] <CAPTURE>..."), "{text}");
+        assert!(
+            text.contains("pidshark [OPTIONS] --metadata-log <PATH>..."),
+            "{text}"
+        );
+    }
+    // and the README's usage is the same
+    let readme = std::fs::read_to_string(crate::common::root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("```\n{}\n```", pidshark::cli::USAGE)),
+        "README's Usage block is not cli::USAGE"
+    );
 }
 
 #[test]

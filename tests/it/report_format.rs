@@ -287,3 +287,154 @@ fn every_diagnostic_fact_is_documented_for_its_kind() {
         missing.into_iter().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// The options a table's first column names: each `--long` in the first cell of a row.
+fn options_in_first_column(table: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split(" | ").next().unwrap_or_default();
+        for word in first.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+            if let Some(long) = word.strip_prefix("--").filter(|l| !l.is_empty()) {
+                named.insert(long.to_owned());
+            }
+        }
+    }
+    named
+}
+
+/// Every `--long` a text mentions.
+fn options_mentioned(text: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    for (at, _) in text.match_indices("--") {
+        let before = text[..at].chars().last();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-') {
+            continue;
+        }
+        let long: String = text[at + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+            .collect();
+        if long.len() > 1 && !long.ends_with('-') {
+            named.insert(long);
+        }
+    }
+    named
+}
+
+/// The README's options table (Usage) lists exactly the options `--help` does; the
+/// README, the report's document and the walkthrough mention no option that does not
+/// exist; and the formats the report's document describes are those `--format` takes,
+/// each of them a row of the README's table too.
+#[test]
+fn readme_help_and_docs_name_the_same_options_and_formats() {
+    use clap::{CommandFactory, ValueEnum};
+    let mut command = pidshark::cli::Args::command();
+    let longs: BTreeSet<String> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(str::to_owned)
+        .collect();
+    let help = command.render_long_help().to_string();
+    for long in &longs {
+        assert!(help.contains(&format!("--{long}")), "--help lacks --{long}");
+    }
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let usage = readme
+        .split("\n## Usage\n")
+        .nth(1)
+        .and_then(|s| s.split("\n### ").next())
+        .expect("README has a Usage section");
+    let in_table = options_in_first_column(usage);
+    assert_eq!(
+        in_table.difference(&longs).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "README's options table names options --help does not have"
+    );
+    assert_eq!(
+        longs.difference(&in_table).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "README's options table lacks options --help has"
+    );
+    let known: BTreeSet<String> = longs
+        .iter()
+        .cloned()
+        .chain(["help", "version"].map(String::from))
+        .collect();
+    for path in ["README.md", "docs/report-format.md", "docs/walkthrough.md"] {
+        let text = std::fs::read_to_string(root().join(path)).unwrap();
+        let unknown: Vec<String> = options_mentioned(&text)
+            .difference(&known)
+            .filter(|o| !FOREIGN_OPTIONS.contains(&o.as_str()))
+            .cloned()
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "{path} mentions options pidshark lacks: {unknown:?}"
+        );
+    }
+    // formats: one list, the one --format takes
+    let formats: BTreeSet<String> = pidshark::cli::Format::value_variants()
+        .iter()
+        .filter_map(|f| f.to_possible_value())
+        .map(|v| v.get_name().to_owned())
+        .collect();
+    let doc = document();
+    let table = doc
+        .split("\n## Formats\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/report-format.md has a Formats section");
+    let documented: BTreeSet<String> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .filter(|f| *f != "--format")
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(documented, formats, "docs/report-format.md's Formats table");
+    for format in &formats {
+        assert!(
+            usage.contains(&format!("`{format}`"))
+                || usage.contains(&format!("`--format {format}`")),
+            "README's Usage lacks the format {format}"
+        );
+    }
+}
+
+/// Options of other programs (cargo, the scripts, jq) the documents show in their commands.
+const FOREIGN_OPTIONS: &[&str] = &[
+    "benches",
+    "brokers",
+    "check",
+    "quick",
+    "shape",
+    "release",
+    "locked",
+    "path",
+    "test-threads",
+    "prefix",
+    "scenario",
+    "per-broker",
+    "out",
+    "change",
+    "base",
+    "keep",
+    "all-targets",
+    "nocapture",
+    "ignored",
+    "include-ignored",
+    "exact",
+    "no-fail-fast",
+    "bin",
+    "lib",
+    "test",
+    "arg",
+    "slurp",
+    "raw-output",
+    "compact-output",
+    "color-output",
+    "argjson",
+    "sort-keys",
+    "only",
+    "features",
+];
