@@ -333,8 +333,16 @@ mod tests {
         for g in [grant(1999, 57, None), outside, grant(1999, 70, Some(57))] {
             p.add(g);
         }
-        let frames: Vec<u64> = p.holders(1999, 2000).iter().map(|g| g.response_frame).collect();
-        assert_eq!(frames, [40, 57, 70], "the faulty grant, held and flagged, once");
+        let frames: Vec<u64> = p
+            .holders(1999, 2000)
+            .iter()
+            .map(|g| g.response_frame)
+            .collect();
+        assert_eq!(
+            frames,
+            [40, 57, 70],
+            "the faulty grant, held and flagged, once"
+        );
         assert_eq!(p.grant(1999, 70).map(|g| g.duplicate_of), Some(Some(57)));
         assert!(p.grant(1999, 40).is_none());
     }

@@ -1,6 +1,9 @@
-//! `--format tree`: each AllocateProducerIds request and response in packet order, drawn
-//! as an annotated dissection: the object tree with wire types, values, `[offset, size]`
-//! and the schema's descriptions, then the bytes as a hex dump.
+//! `--format tree`: each message pidshark decodes whole (AllocateProducerIds and
+//! InitProducerId requests and responses) in packet order, drawn as an annotated
+//! dissection: the object tree with wire types, values, `[offset, size]` and the schema's
+//! descriptions, then the bytes as a hex dump. The cluster's own messages (Fetch, Vote,
+//! BrokerHeartbeat, ...) are read only as far as the facts pidshark takes from them, so
+//! they are not drawn; `--frame N` on one says what it is.
 //!
 //! The tree comes from decoding the captured bytes again with the same decoder that
 //! filled the report, this time with a [`Recorder`] listening.
@@ -8,13 +11,14 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use super::address;
 use super::model::{Exchange, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, Placed};
-use crate::kafka::allocate_producer_ids::{decode_request_with, decode_response_with};
 use crate::kafka::header::RequestPrefix;
 use crate::kafka::layout::{Node, Recorder};
+use crate::kafka::{allocate_producer_ids, init_producer_id};
 use crate::pairing;
 
 const SIZE_LEN: usize = 4;
@@ -38,15 +42,28 @@ fn leaf(
     }
 }
 
+/// The APIs whose messages the tree draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    AllocateProducerIds,
+    InitProducerId,
+}
+
+impl Api {
+    fn name(self) -> &'static str {
+        match self {
+            Self::AllocateProducerIds => "AllocateProducerIds",
+            Self::InitProducerId => "InitProducerId",
+        }
+    }
+}
+
 /// The tree of one frame: root, `Frame` with its size, then what the decoder reads.
-fn layout(is_request: bool, raw: &[u8], version: i16) -> (Node, Option<String>) {
+fn layout(api: Api, is_request: bool, raw: &[u8], version: i16) -> (Node, Option<String>) {
     let total = raw.len() + SIZE_LEN;
-    let name = if is_request {
-        "AllocateProducerIdsRequest"
-    } else {
-        "AllocateProducerIdsResponse"
-    };
-    let root = leaf(name, &format!("message v{version}"), None, 0, total, "");
+    let side = if is_request { "Request" } else { "Response" };
+    let name = format!("{}{side}", api.name());
+    let root = leaf(&name, &format!("message v{version}"), None, 0, total, "");
     let mut rec = Recorder::new(root, SIZE_LEN);
     let mut frame = leaf("Frame", "", None, 0, SIZE_LEN, "length-delimited framing");
     frame.children.push(leaf(
@@ -58,15 +75,22 @@ fn layout(is_request: bool, raw: &[u8], version: i16) -> (Node, Option<String>) 
         "number of bytes that follow, patched after encoding",
     ));
     rec.push(frame);
-    if is_request {
-        match RequestPrefix::parse(raw) {
+    match (api, is_request) {
+        (_, true) => match RequestPrefix::parse(raw) {
+            Ok(prefix) if api == Api::AllocateProducerIds => {
+                allocate_producer_ids::decode_request_with(raw, &prefix, &mut rec);
+            }
             Ok(prefix) => {
-                decode_request_with(raw, &prefix, &mut rec);
+                init_producer_id::decode_request_with(raw, &prefix, &mut rec);
             }
             Err(err) => rec.error = Some(err.to_string()),
+        },
+        (Api::AllocateProducerIds, false) => {
+            allocate_producer_ids::decode_response_with(raw, version, &mut rec);
         }
-    } else {
-        decode_response_with(raw, version, &mut rec);
+        (Api::InitProducerId, false) => {
+            init_producer_id::decode_response_with(raw, version, &mut rec);
+        }
     }
     let error = rec.error.take();
     (rec.finish(), error)
@@ -165,72 +189,168 @@ fn frame_bytes(raw: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// One message, introduced by where it sits and what it answers.
-fn message(ex: &Exchange, is_request: bool) -> String {
-    let mut text = String::new();
-    message_into(ex, is_request, &mut text);
-    text
+/// One message to draw, with where it sits and what it answers.
+struct Drawn<'a> {
+    api: Api,
+    is_request: bool,
+    version: i16,
+    connection: u64,
+    /// Sender and receiver.
+    ends: (String, String),
+    frame: u64,
+    first_frame: u64,
+    timestamp: String,
+    correlation_id: i32,
+    /// `response in frame 40`, `request in frame 34`, `no response in the capture`.
+    other: String,
+    raw: &'a [u8],
+    problem: Option<String>,
 }
 
-fn message_into(ex: &Exchange, is_request: bool, out: &mut String) {
-    let (frame, first_frame, timestamp, raw, other, problem) = if is_request {
-        let r = &ex.request;
-        let other = match &ex.response {
-            Some(resp) => format!("response in frame {}", resp.frame),
-            None => "no response in the capture".to_owned(),
+impl<'a> Drawn<'a> {
+    /// A message of an AllocateProducerIds exchange; `None` for a response not there.
+    fn allocate(ex: &'a Exchange, is_request: bool) -> Option<Self> {
+        let (client, server) = (ex.client.clone(), ex.server.clone());
+        let (ends, frames, timestamp, raw, other, problem) = if is_request {
+            let r = &ex.request;
+            let other = match &ex.response {
+                Some(resp) => format!("response in frame {}", resp.frame),
+                None => "no response in the capture".to_owned(),
+            };
+            let frames = (r.frame, r.first_frame);
+            (
+                (client, server),
+                frames,
+                &r.timestamp,
+                &r.raw,
+                other,
+                &r.decode_error,
+            )
+        } else {
+            let r = ex.response.as_ref()?;
+            let other = format!("request in frame {}", ex.request.frame);
+            let frames = (r.frame, r.first_frame);
+            (
+                (server, client),
+                frames,
+                &r.timestamp,
+                &r.raw,
+                other,
+                &r.decode_error,
+            )
         };
-        (
-            r.frame,
-            r.first_frame,
-            &r.timestamp,
-            &r.raw,
+        Some(Self {
+            api: Api::AllocateProducerIds,
+            is_request,
+            version: ex.request.api_version,
+            connection: ex.connection,
+            ends,
+            frame: frames.0,
+            first_frame: frames.1,
+            timestamp: timestamp.clone(),
+            correlation_id: ex.correlation_id,
             other,
-            &r.decode_error,
-        )
-    } else {
-        let Some(r) = &ex.response else { return };
-        (
-            r.frame,
-            r.first_frame,
-            &r.timestamp,
-            &r.raw,
-            format!("request in frame {}", ex.request.frame),
-            &r.decode_error,
-        )
-    };
-    let what = if is_request { "request" } else { "response" };
-    let frames = if first_frame == frame {
-        format!("frame {frame}")
-    } else {
-        format!("frames {first_frame}-{frame}")
-    };
-    let _ = writeln!(
-        out,
-        "== AllocateProducerIds {what} · connection {} · {} -> {} · {frames} · {timestamp} · correlation id {} · {other}",
-        ex.connection,
-        if is_request { &ex.client } else { &ex.server },
-        if is_request { &ex.server } else { &ex.client },
-        ex.correlation_id,
-    );
-    if raw.is_empty() {
+            raw,
+            problem: problem.clone(),
+        })
+    }
+
+    /// A message of an InitProducerId exchange; `None` for a response not there.
+    fn init_producer_id(px: &'a pairing::ProducerIdExchange, is_request: bool) -> Option<Self> {
+        let (client, server) = (address(px.endpoints.client), address(px.endpoints.server));
+        let response = px.outcome.response();
+        let (ends, meta, raw, other, problem) = if is_request {
+            let other = match response {
+                Some((meta, _)) => format!("response in frame {}", meta.frame),
+                None => "no response in the capture".to_owned(),
+            };
+            let problem = px.request.problem.as_ref();
+            let raw = &px.request.raw;
+            ((client, server), &px.request_meta, raw, other, problem)
+        } else {
+            let (meta, r) = response?;
+            let other = format!("request in frame {}", px.request_meta.frame);
+            ((server, client), meta, &r.raw, other, r.problem.as_ref())
+        };
+        Some(Self {
+            api: Api::InitProducerId,
+            is_request,
+            version: px.api_version,
+            connection: px.endpoints.connection,
+            ends,
+            frame: meta.frame,
+            first_frame: meta.first_frame,
+            timestamp: meta.timestamp.to_rfc3339(),
+            correlation_id: px.correlation_id,
+            other,
+            raw,
+            problem: problem.map(ToString::to_string),
+        })
+    }
+
+    fn order(&self) -> MessageOrder {
+        MessageOrder {
+            frame: self.frame,
+            is_response: !self.is_request,
+            connection: self.connection,
+            correlation_id: self.correlation_id,
+        }
+    }
+
+    /// Whether `--frame` (when given) asks for this message.
+    fn asked(&self, only_frame: Option<u64>) -> bool {
+        only_frame.is_none_or(|f| (self.first_frame..=self.frame).contains(&f))
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        let what = if self.is_request {
+            "request"
+        } else {
+            "response"
+        };
+        let (frame, first_frame) = (self.frame, self.first_frame);
+        let frames = if first_frame == frame {
+            format!("frame {frame}")
+        } else {
+            format!("frames {first_frame}-{frame}")
+        };
         let _ = writeln!(
             out,
-            "(the message was not kept: {})",
-            problem.as_deref().unwrap_or("no bytes")
+            "== {} {what} · connection {} · {} -> {} · {frames} · {} · correlation id {} · {}",
+            self.api.name(),
+            self.connection,
+            self.ends.0,
+            self.ends.1,
+            self.timestamp,
+            self.correlation_id,
+            self.other,
         );
+        if self.raw.is_empty() {
+            let _ = writeln!(
+                out,
+                "(the message was not kept: {})",
+                self.problem.as_deref().unwrap_or("no bytes")
+            );
+            out.push('\n');
+            return;
+        }
+        let (tree, error) = layout(self.api, self.is_request, self.raw, self.version);
+        render_tree(&tree, out);
+        if let Some(error) = error {
+            let _ = writeln!(out, "!! decoding stopped: {error}");
+        } else if let Some(problem) = &self.problem {
+            let _ = writeln!(out, "!! {problem}");
+        }
         out.push('\n');
-        return;
+        hex_dump(&frame_bytes(self.raw), out);
+        out.push('\n');
     }
-    let (tree, error) = layout(is_request, raw, ex.request.api_version);
-    render_tree(&tree, out);
-    if let Some(error) = error {
-        let _ = writeln!(out, "!! decoding stopped: {error}");
-    } else if let Some(problem) = problem {
-        let _ = writeln!(out, "!! {problem}");
-    }
-    out.push('\n');
-    hex_dump(&frame_bytes(raw), out);
-    out.push('\n');
 }
 
 /// Where a message stands in the tree view: packet order; a request before a response
@@ -285,6 +405,16 @@ impl TreeSink {
         self.only_frame = frame;
         self
     }
+
+    fn draw(&mut self, drawn: &Drawn<'_>) -> io::Result<()> {
+        if !drawn.asked(self.only_frame) {
+            return Ok(());
+        }
+        self.messages.push(drawn.order(), |out| {
+            out.extend(drawn.text().as_bytes());
+            Ok(())
+        })
+    }
 }
 
 impl Sink for TreeSink {
@@ -296,35 +426,20 @@ impl Sink for TreeSink {
 
     fn exchange(&mut self, ex: pairing::Exchange, _block: Option<&Block>) -> io::Result<()> {
         let ex = super::exchange(&ex);
-        let order = |frame, is_response| MessageOrder {
-            frame,
-            is_response,
-            connection: ex.connection,
-            correlation_id: ex.correlation_id,
-        };
-        let drawn =
-            |first: u64, last: u64| self.only_frame.is_none_or(|f| (first..=last).contains(&f));
-        if drawn(ex.request.first_frame, ex.request.frame) {
-            self.messages.push(order(ex.request.frame, false), |out| {
-                out.extend(message(&ex, true).as_bytes());
-                Ok(())
-            })?;
-        }
-        if let Some(resp) = ex
-            .response
-            .as_ref()
-            .filter(|r| drawn(r.first_frame, r.frame))
-        {
-            self.messages.push(order(resp.frame, true), |out| {
-                out.extend(message(&ex, false).as_bytes());
-                Ok(())
-            })?;
+        for is_request in [true, false] {
+            if let Some(drawn) = Drawn::allocate(&ex, is_request) {
+                self.draw(&drawn)?;
+            }
         }
         Ok(())
     }
 
-    /// The tree shows AllocateProducerIds messages only.
-    fn producer(&mut self, _px: pairing::ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: pairing::ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
+        for is_request in [true, false] {
+            if let Some(drawn) = Drawn::init_producer_id(&px, is_request) {
+                self.draw(&drawn)?;
+            }
+        }
         Ok(())
     }
 
@@ -341,7 +456,9 @@ impl Sink for TreeSink {
                 .filter(|_| self.only_frame.is_some());
             match frame_holds {
                 Some(sentence) => writeln!(w, "{sentence}")?,
-                None => w.write_all(b"no AllocateProducerIds messages in the capture\n")?,
+                None => w.write_all(
+                    b"no AllocateProducerIds or InitProducerId messages in the capture\n",
+                )?,
             }
         }
         messages.write_each(|_, text| w.write_all(text))?;

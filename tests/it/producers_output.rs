@@ -302,8 +302,19 @@ fn the_text_report_names_the_duplicate_id_and_both_clients_in_a_few_lines() {
             s["producer_epoch"],
             s["response_frame"]
         );
-        assert!(part[at + 1..].contains(&want.as_str()), "{want}:\n{}", part.join("\n"));
-        assert!(duplicate.contains(&format!("{} client_id {:?}", cell(&s["client"]), cell(&s["client_id"]))), "{duplicate}");
+        assert!(
+            part[at + 1..].contains(&want.as_str()),
+            "{want}:\n{}",
+            part.join("\n")
+        );
+        assert!(
+            duplicate.contains(&format!(
+                "{} client_id {:?}",
+                cell(&s["client"]),
+                cell(&s["client_id"])
+            )),
+            "{duplicate}"
+        );
     }
 }
 

@@ -500,3 +500,148 @@ fn init_producer_id_errors_by_name_are_wiresharks() {
         "{text}"
     );
 }
+
+/// Wireshark's name for each field the tree draws of an InitProducerId message, where
+/// Wireshark 4.0 decodes it.
+const TREE_FIELDS_IN_WIRESHARK: &[(&str, &str)] = &[
+    ("size", "kafka.len"),
+    ("request_api_key", "kafka.api_key"),
+    ("request_api_version", "kafka.api_version"),
+    ("correlation_id", "kafka.correlation_id"),
+    ("client_id", "kafka.client_id"),
+    ("TransactionalId", "kafka.transactional_id"),
+    ("TransactionTimeoutMs", "kafka.transaction_timeout"),
+    ("ProducerId", "kafka.producer_id"),
+    ("ProducerEpoch", "kafka.producer_epoch"),
+    ("ThrottleTimeMs", "kafka.throttle_time"),
+    ("ErrorCode", "kafka.error"),
+];
+
+/// Per frame, Wireshark's Kafka fields: name → (offset from the frame's size prefix,
+/// size, shown value), from `tshark -T pdml`.
+fn wireshark_kafka_fields(
+    capture: &str,
+    ports: &[u16],
+) -> std::collections::BTreeMap<u64, std::collections::BTreeMap<String, (i64, i64, String)>> {
+    let out = Command::new("tshark")
+        .args(["-r", capture, "-n"])
+        .args(decode_as(ports))
+        .args(["-Y", "kafka.api_key == 22", "-T", "pdml"])
+        .output()
+        .expect("tshark runs");
+    let pdml = String::from_utf8_lossy(&out.stdout);
+    let attr = |line: &str, name: &str| -> Option<String> {
+        let start = line.find(&format!(" {name}=\""))? + name.len() + 3;
+        let len = line[start..].find('"')?;
+        Some(line[start..start + len].to_owned())
+    };
+    let mut frames = std::collections::BTreeMap::new();
+    for packet in pdml.split("<packet>").skip(1) {
+        let mut fields = std::collections::BTreeMap::new();
+        let mut frame = 0;
+        for line in packet.lines().map(str::trim) {
+            let Some(name) = attr(line, "name") else {
+                continue;
+            };
+            let num = |a: &str| attr(line, a).and_then(|v| v.parse::<i64>().ok());
+            if name == "frame.number" {
+                frame = attr(line, "show").and_then(|v| v.parse().ok()).unwrap_or(0);
+            }
+            let (Some(pos), Some(size)) = (num("pos"), num("size")) else {
+                continue;
+            };
+            // a response's api key and version are Wireshark's inference (size 0)
+            if name.starts_with("kafka.") && size > 0 {
+                let show = attr(line, "show").unwrap_or_default();
+                fields.entry(name).or_insert((pos, size, show));
+            }
+        }
+        if let Some(&(base, _, _)) = fields.get("kafka.len") {
+            for v in fields.values_mut() {
+                v.0 -= base;
+            }
+            frames.insert(frame, fields);
+        }
+    }
+    frames
+}
+
+/// `--format tree` draws each InitProducerId request and response of a capture with
+/// the offsets, sizes and values Wireshark gives the same fields: versions 0, 4 and 6,
+/// a transactional id and none, an error answer.
+#[test]
+fn the_tree_of_init_producer_id_messages_has_wiresharks_offsets_sizes_and_values() {
+    if !have_tshark() {
+        return;
+    }
+    let capture = "fixtures/producers/txn-bump.pcap";
+    let path = root().join(capture);
+    let wireshark = wireshark_kafka_fields(path.to_str().unwrap(), &[19093, 19201]);
+    // the v0 exchange's short connection is Kafka only when told, as Wireshark is told
+    let ports = ["--port", "19093", "--port", "19201"];
+    let run = crate::common::pidshark()
+        .args([capture, "--format", "tree", "-q"])
+        .args(ports)
+        .assert()
+        .success();
+    let tree = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+    let mut compared = 0;
+    let mut frames_drawn = BTreeSet::new();
+    for message in tree.split("== ").skip(1) {
+        let head = message.lines().next().unwrap();
+        if !head.starts_with("InitProducerId ") {
+            continue;
+        }
+        let frame: u64 = head
+            .split(" · ")
+            .find_map(|p| p.strip_prefix("frame "))
+            .and_then(|f| f.parse().ok())
+            .unwrap_or_else(|| panic!("a frame in {head}"));
+        frames_drawn.insert(frame);
+        let theirs = wireshark
+            .get(&frame)
+            .unwrap_or_else(|| panic!("Wireshark has no InitProducerId in frame {frame}"));
+        for line in message.lines().skip(1).take_while(|l| !l.is_empty()) {
+            let name = line
+                .trim_start_matches(['+', '-', '|', ' '])
+                .split(' ')
+                .next()
+                .unwrap();
+            let Some((_, field)) = TREE_FIELDS_IN_WIRESHARK.iter().find(|(n, _)| *n == name) else {
+                continue;
+            };
+            let Some((pos, size, show)) = theirs.get(*field) else {
+                continue;
+            };
+            let span = line
+                .split('[')
+                .nth(1)
+                .and_then(|s| s.split(']').next())
+                .unwrap();
+            let (off, len) = span.split_once(", ").unwrap();
+            let off = i64::from_str_radix(off.trim_start_matches("0x"), 16).unwrap();
+            let len: i64 = len.trim_end_matches('B').parse().unwrap();
+            assert_eq!((off, len), (*pos, *size), "frame {frame} {name}: {line}");
+            let value = line.split("= ").nth(1).unwrap_or_default();
+            let value = value.split("  ").next().unwrap();
+            let ours = match value.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap(),
+                None => value.split(' ').next().unwrap(),
+            };
+            // Wireshark shows a null string as `[ Null ]`
+            let theirs = if show == "[ Null ]" {
+                "null"
+            } else {
+                show.as_str()
+            };
+            assert_eq!(ours, theirs, "frame {frame} {name}: {line}");
+            compared += 1;
+        }
+    }
+    assert_eq!(
+        frames_drawn,
+        wireshark.keys().copied().collect(),
+        "every InitProducerId message Wireshark sees is drawn"
+    );
+    assert!(compared > 60, "{compared} fields compared");
+}

@@ -13,9 +13,9 @@ use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 
+use super::flagged::{FlaggedProducers, Grant};
 use super::gist::Gist;
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
-use super::flagged::{FlaggedProducers, Grant};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, Placed};
