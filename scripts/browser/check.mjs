@@ -59,6 +59,61 @@ function census() {
     return broken;
   }
 
+  // Labels of each chart that overlap another label of it, or are cut: by their
+  // clip-path (a band narrower than its label), or by the page's edges. Each as
+  // "chart: text".
+  function labelTrouble() {
+    const overlapping = [];
+    const clipped = [];
+    const page = document.documentElement;
+    for (const svg of document.querySelectorAll("svg")) {
+      const labels = [...svg.querySelectorAll("text")]
+        .map((t) => ({ el: t, text: t.textContent, box: t.getBoundingClientRect() }))
+        .filter((l) => l.box.width > 0 && l.text.trim() !== "");
+      for (const l of labels) {
+        let out = l.box.left < -0.5 || l.box.right > page.clientWidth + 0.5;
+        // a clip-path's own shape has no box; the band it clips to is drawn beside it
+        const shape = l.el.hasAttribute("clip-path") && l.el.parentElement.querySelector(":scope > rect");
+        if (shape) {
+          const c = shape.getBoundingClientRect();
+          out ||= l.box.left < c.left - 0.5 || l.box.right > c.right + 0.5;
+        }
+        if (out) clipped.push(`${svg.id}: ${l.text}`);
+      }
+      for (let i = 0; i < labels.length; i++) {
+        for (let j = i + 1; j < labels.length; j++) {
+          const [a, b] = [labels[i].box, labels[j].box];
+          const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+          const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+          if (w > 0.5 && h > 0.5) overlapping.push(`${svg.id}: ${labels[i].text} / ${labels[j].text}`);
+        }
+      }
+    }
+    return { overlapping, clipped };
+  }
+
+  // Tables wider than the space they are given: read only by scrolling sideways.
+  function wideTables() {
+    return [...document.querySelectorAll("table")]
+      .filter((t) => t.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5
+        || (t.parentElement && t.parentElement.scrollWidth > t.parentElement.clientWidth + 0.5))
+      .map((t) => t.id || "(table)");
+  }
+
+  // The smallest side of a drawn fault (overlap, regression), in screen pixels, and the
+  // markers beside them.
+  function faults() {
+    const rects = [...document.querySelectorAll("svg#timeline rect.overlap, svg#timeline rect.regression")];
+    const widths = rects.map((r) => {
+      const box = r.getBoundingClientRect();
+      return Math.min(box.width, box.height);
+    });
+    return {
+      narrowest_fault_px: widths.length ? Math.min(...widths) : null,
+      fault_markers: document.querySelectorAll("svg#timeline .fault-marker").length,
+    };
+  }
+
   const count = (selector) => document.querySelectorAll(selector).length;
   const drawn = [...document.querySelectorAll("svg")].map((svg) => {
     const box = svg.getBoundingClientRect();
@@ -89,6 +144,9 @@ function census() {
     // timestamps and filters broken over lines inside a word (copy and paste breaks)
     broken_tokens: brokenTokens(),
     bytes: document.documentElement.outerHTML.length,
+    labels: labelTrouble(),
+    wide_tables: wideTables(),
+    ...faults(),
   };
 }
 

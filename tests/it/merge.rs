@@ -341,8 +341,67 @@ fn the_page_spans_the_files_in_time_and_names_the_merge() {
     );
     // mergecap given the files in captures[] order: the earlier-starting first
     assert!(page.contains(&format!(
-        "those of <code>mergecap -w merged.pcapng {broker} {controller}</code>"
+        "<summary>the mergecap command</summary><code class=\"f\">mergecap -w merged.pcapng {broker} {controller}</code>"
     )));
+    // two files are named in the title
+    assert!(
+        page.contains(&format!(
+            "AllocateProducerIds in {controller}, {broker}</h1>"
+        )) || page.contains(&format!(
+            "AllocateProducerIds in {broker}, {controller}</h1>"
+        ))
+    );
+}
+
+/// Issue 40: a long list of files (a ring) is not spelled out in the page's title: the
+/// number of files and the time they span, the paths folded away below.
+#[test]
+fn the_page_of_many_files_names_their_number_and_span_and_folds_the_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<String> = (0..5u16)
+        .map(|i| {
+            let path = dir.path().join(format!("ring-{i}.pcap"));
+            let at = START + u64::from(i) * 1_500_000_000;
+            write(&path, &connection(40000 + i, i32::from(i) + 1, &[1, 2], at));
+            path_str(&path)
+        })
+        .collect();
+    let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let json = report(&args);
+    let clock =
+        |field: &str, i: usize| json["captures"][i][field].as_str().unwrap()[11..19].to_owned();
+    let page = dir.path().join("ring.html");
+    pidshark()
+        .args(&args)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(page).unwrap();
+    let h1 = page
+        .split("<h1>")
+        .nth(1)
+        .unwrap()
+        .split("</h1>")
+        .next()
+        .unwrap();
+    assert_eq!(
+        h1,
+        format!(
+            "pidshark {}: AllocateProducerIds in 5 files, {} to {} (UTC)",
+            env!("CARGO_PKG_VERSION"),
+            clock("first_timestamp", 0),
+            clock("last_timestamp", 4)
+        )
+    );
+    let files = page.split("<details id=\"files\">").nth(1).unwrap();
+    let files = files.split("</details>").next().unwrap();
+    for path in &paths {
+        assert!(
+            files.contains(&format!("<li><code>{path}</code></li>")),
+            "{path}"
+        );
+    }
 }
 
 #[test]

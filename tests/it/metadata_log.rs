@@ -790,6 +790,27 @@ fn a_log_alone_has_its_own_verdict_and_only_its_own_sections() {
     ] {
         assert!(!text.contains(heading), "{heading}: {text}");
     }
+    // the page too: the log's verdict, the log and the findings, no capture's parts
+    let page = pidshark()
+        .args(["--metadata-log", removed, "--format", "html"])
+        .output()
+        .unwrap();
+    let page = String::from_utf8(page.stdout).unwrap();
+    assert!(
+        page.contains(": a metadata log read alone (1 file)</h1>"),
+        "{page}"
+    );
+    assert!(page.contains("<h2>Metadata log</h2>"));
+    assert!(page.contains("<h2>Findings ("));
+    for part in [
+        "id=\"facts\"",
+        "<h2>Producer-ID blocks over time</h2>",
+        "<h2>Latency</h2>",
+        "<h2>Brokers</h2>",
+        "<h2>Exchanges worth a look</h2>",
+    ] {
+        assert!(!page.contains(part), "{part}");
+    }
     let csv = pidshark()
         .args(["--metadata-log", whole, "--format", "csv-committed"])
         .output()

@@ -78,33 +78,60 @@ pub fn draw(s: &mut String, pieces: &[ControllerPiece], (t0, t1): (f64, f64), to
             .map_or("an epoch the capture does not show".to_owned(), |e| {
                 format!("epoch {e}")
             });
-        let (title, label, fill) = match p.state {
+        let (title, labels, fill) = match p.state {
             PieceState::Led => (
                 format!("{} proven to lead in {epoch} {bounds}", leader(p)),
                 match p.epoch {
-                    Some(e) => format!("leader {} epoch {e}", label_of(p)),
-                    None => format!("leader {}", label_of(p)),
+                    Some(e) => vec![
+                        format!("leader {} epoch {e}", label_of(p)),
+                        format!("{} e{e}", label_of(p)),
+                        label_of(p),
+                    ],
+                    None => vec![format!("leader {}", label_of(p)), label_of(p)],
                 },
                 FILLS.get(i % 2).copied().unwrap_or("#eee"),
             ),
             PieceState::Unknown => (
                 format!("who led is unknown {bounds}: nothing in the capture or the metadata log shows it"),
-                "unknown".to_owned(),
+                vec!["unknown".to_owned(), "?".to_owned()],
                 "url(#hatch)",
             ),
         };
         let (a, b) = (x(from), x(to).max(x(from)));
+        // the longest label the band holds at the narrowest plot; none when none fits
+        // (the title says it all)
+        let text = labels
+            .iter()
+            .find(|l| fits(l, b - a))
+            .map(|label| {
+                format!(
+                    "<text x=\"{}\" dx=\"4\" y=\"{:.1}\" clip-path=\"url(#lane-{i})\">{}</text>",
+                    pct(a),
+                    top + 14.0,
+                    esc(label)
+                )
+            })
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "<g class=\"controller {}\"><title>{}</title><clipPath id=\"lane-{i}\"><rect x=\"{x}\" y=\"{top:.1}\" width=\"{width}\" height=\"{BAND}\"/></clipPath><rect x=\"{x}\" y=\"{top:.1}\" width=\"{width}\" height=\"{BAND}\" fill=\"{fill}\" stroke=\"#5b7a99\"/><text x=\"{x}\" dx=\"4\" y=\"{:.1}\" clip-path=\"url(#lane-{i})\">{}</text></g>",
+            "<g class=\"controller {}\"><title>{}</title><clipPath id=\"lane-{i}\"><rect x=\"{x}\" y=\"{top:.1}\" width=\"{width}\" height=\"{BAND}\"/></clipPath><rect x=\"{x}\" y=\"{top:.1}\" width=\"{width}\" height=\"{BAND}\" fill=\"{fill}\" stroke=\"#5b7a99\"/>{text}</g>",
             p.state,
             esc(&title),
-            top + 14.0,
-            esc(&label),
             x = pct(a),
             width = pct(b - a),
         );
     }
+}
+
+/// The narrowest the plot is drawn (a 700 px window, less the page's margins), and the
+/// widest a character of the lane's 11 px labels is, in pixels.
+const NARROWEST_PLOT_PX: f64 = 560.0;
+const CHAR_PX: f64 = 6.0;
+
+/// Whether `label` fits a band `fraction` of the plot wide, at the narrowest plot.
+fn fits(label: &str, fraction: f64) -> bool {
+    let needed = label.chars().count() as f64 * CHAR_PX + 8.0;
+    fraction * NARROWEST_PLOT_PX >= needed
 }
 
 /// A led piece's short name: its id, or its address.
@@ -150,8 +177,32 @@ mod tests {
         assert!(s.contains("controller 3001 proven to lead in epoch 4 from t100 (a BeginQuorumEpoch request (the leader&#39;s) in frame 4) to t108 (a batch the leader appended to the metadata log)"), "{s}");
         assert!(s.contains(">leader 3002 epoch 5</text>"));
         assert!(s.contains("fill=\"url(#hatch)\""));
-        assert!(s.contains(">unknown</text>"));
+        // two seconds of forty: too narrow for `unknown`
+        assert!(s.contains(">?</text>"), "{s}");
         // the first band from 25% (100 s of 90..130) for 20%
         assert!(s.contains("<rect x=\"25.00%\" y=\"8.0\" width=\"20.00%\""));
+    }
+
+    #[test]
+    fn a_band_too_narrow_for_its_label_gets_a_shorter_one_or_none() {
+        // 40 s across: 10 s is 140 px at the narrowest, 1 s 14 px, 0.1 s 1.4 px
+        let pieces = [
+            piece(Some(3001), Some(4), 100, 110),
+            piece(Some(3002), Some(5), 110, 111),
+            piece(Some(3003), Some(6), 111, 111),
+        ];
+        let mut s = String::new();
+        draw(&mut s, &pieces, (90.0, 130.0), 8.0);
+        assert!(s.contains(">leader 3001 epoch 4</text>"), "{s}");
+        assert!(
+            !s.contains("3002 e5<") && !s.contains(">leader 3002"),
+            "{s}"
+        );
+        assert_eq!(
+            s.matches("<text").count(),
+            2,
+            "the lane's name and one label: {s}"
+        );
+        assert!(fits("3002 e5", 0.25) && !fits("leader 3002 epoch 5", 0.1));
     }
 }

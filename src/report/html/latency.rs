@@ -23,6 +23,8 @@ const BINS: usize = 41;
 
 const HEIGHT: f64 = 262.0;
 const TOP: f64 = 8.0;
+/// Rows of the percentile labels, apart by more than a label's height.
+const LABEL_STEP: f64 = 15.0;
 /// The x axis.
 const BOTTOM: f64 = 200.0;
 
@@ -190,7 +192,7 @@ impl Latencies {
         time_axis(s, (t0, t1), (TOP, BOTTOM), "the request");
         let _ = writeln!(
             s,
-            "<text transform=\"translate(-76 {:.1}) rotate(-90)\" text-anchor=\"middle\">latency (µs, log)</text>",
+            "<text transform=\"translate(-68 {:.1}) rotate(-90)\" text-anchor=\"middle\">latency (µs, log)</text>",
             (TOP + BOTTOM) / 2.0
         );
         for decade in 0..=top as u32 {
@@ -303,14 +305,14 @@ impl Latencies {
             let colour = groups.colour(groups.of(Some(broker)));
             self.small(
                 s,
-                (&format!("latency-broker-{broker}"), &title),
+                (
+                    &format!("latency-broker-{broker}"),
+                    &title,
+                    &format!("broker {broker}"),
+                ),
                 bins,
                 &lines,
                 colour,
-            );
-            let _ = writeln!(
-                s,
-                "<text x=\"0\" y=\"14\" font-weight=\"bold\">broker {broker}</text></svg></figure>"
             );
         }
         if groups.others > 0 && rest.0.iter().any(|n| *n > 0) {
@@ -318,24 +320,21 @@ impl Latencies {
             let title = format!("The {name}: distribution of their latencies together");
             self.small(
                 s,
-                ("latency-brokers-other", &title),
+                ("latency-brokers-other", &title, &name),
                 &rest,
                 &[],
                 groups.colour(Group::Other),
-            );
-            let _ = writeln!(
-                s,
-                "<text x=\"0\" y=\"14\" font-weight=\"bold\">{}</text></svg></figure>",
-                esc(&name)
             );
         }
         s.push_str("</div>\n");
     }
 
+    /// A small multiple named `name` above it (not in the plot, where the axis labels
+    /// and percentiles are).
     fn small(
         &self,
         s: &mut String,
-        (id, title): (&str, &str),
+        (id, title, name): (&str, &str, &str),
         bins: &Bins,
         lines: &[(&str, f64)],
         colour: &'static str,
@@ -347,8 +346,13 @@ impl Latencies {
             colour,
             small: true,
         };
-        s.push_str("<figure class=\"chart small\">\n");
+        let _ = writeln!(
+            s,
+            "<figure class=\"chart small\">\n<figcaption class=\"who\">{}</figcaption>",
+            esc(name)
+        );
         plot.draw(s, title, bins, lines);
+        s.push_str("</svg></figure>\n");
     }
 }
 
@@ -386,7 +390,7 @@ impl Histogram {
         if !self.small {
             let _ = writeln!(
                 s,
-                "<text transform=\"translate(-76 {:.1}) rotate(-90)\" text-anchor=\"middle\">exchanges</text>",
+                "<text transform=\"translate(-68 {:.1}) rotate(-90)\" text-anchor=\"middle\">exchanges</text>",
                 (TOP + y0) / 2.0
             );
         }
@@ -434,7 +438,7 @@ impl Histogram {
             let _ = writeln!(
                 s,
                 "<line class=\"percentile\" x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{y0:.1}\" stroke=\"{ERROR}\" stroke-dasharray=\"{dash}\"><title>{name}: {us} µs</title></line><text x=\"{x}\" dx=\"{nudge}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{name} {us} µs</text>",
-                TOP + 10.0 + 12.0 * k as f64,
+                TOP + 10.0 + LABEL_STEP * k as f64,
                 x = pct(px),
             );
         }

@@ -226,6 +226,13 @@ impl Sink for HtmlSink {
             chart.draws_block(frame)
         });
         self.chart.anchored = anchored;
+        if log_alone(report) {
+            metadata_log::html(&mut page, report);
+            findings(&mut page, report);
+            page.push_str("</main>\n</body>\n</html>\n");
+            self.out.write_all(page.as_bytes())?;
+            return self.out.flush();
+        }
         page.push_str("<h2>Producer-ID blocks over time</h2>\n");
         self.chart.findings = report.producer_id_blocks.findings.clone();
         // who led, where anything is known or there are requests to set it beside
@@ -322,7 +329,7 @@ h1{font-size:1.3em;overflow-wrap:anywhere}h2{font-size:1.1em;margin-top:2em}\
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .4em;text-align:left}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.95em}\
 .t{white-space:nowrap}code.f{white-space:normal;overflow-wrap:normal;word-break:keep-all}\
-figure.chart{margin:1em 10px 1.5em 90px}figure.small{margin-left:44px}\
+figure.chart{margin:1em 28px 1.5em 90px}figure.small{margin-left:44px}\
 svg.plot{display:block;overflow:visible}svg text{font:11px system-ui,sans-serif}\
 .key span{margin-right:1em;white-space:nowrap}\
 .key i,i.sw{display:inline-block;width:10px;height:10px;margin-right:4px}\
@@ -331,7 +338,7 @@ rect.block:target{stroke:#000;stroke-width:2}tr.producer:target{background:#fff3
 .key i.outline{border:2px dashed #c0392b;width:6px;height:6px}\
 .key i.hatch{background:repeating-linear-gradient(45deg,#888 0 2px,#fff 2px 5px)}\
 .tri{color:#c0392b;margin-right:4px;font-size:.8em}\
-.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));column-gap:1em}\
+.who{font-weight:bold;font-size:.9em}.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));column-gap:1em}\
 .wide{overflow-x:auto}\
 @media (max-width:800px){body{margin:.6em;font-size:13px}table{font-size:12px}th{font-size:.85em}td,th{padding:.15em .25em}figure.chart{margin-left:76px}}\
 @media print{body{margin:0}figure{break-inside:avoid}}";
@@ -339,17 +346,20 @@ rect.block:target{stroke:#000;stroke-width:2}tr.producer:target{background:#fff3
 fn head(page: &mut String, report: &Report) {
     let class = report.verdict.grade;
     let text = &report.verdict.headline;
-    let s = &report.summary;
     page.push_str(&format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>pidshark: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n\
-         <h1>pidshark {}: AllocateProducerIds in {}</h1>\n<p class=\"verdict {class}\" id=\"verdict\">{}</p>\n",
+         <h1>pidshark {}: {}</h1>\n<p class=\"verdict {class}\" id=\"verdict\">{}</p>\n",
         esc(text),
         esc(report.tool.version),
-        esc(&report.captures.iter().map(|c| c.path.clone()).collect::<Vec<_>>().join(", ")),
+        esc(&subject(report)),
         esc(text)
     ));
     limits_and_filters(page, report);
+    if log_alone(report) {
+        return;
+    }
+    let s = &report.summary;
     let (first, last) = crate::report::time_span(&report.captures);
     page.push_str(&format!(
         "<p id=\"facts\">{} packets from {} to {}; {} TCP connections, {} with Kafka; {} AllocateProducerIds exchanges ({} complete, {} unanswered, {} response unknown); {} brokers; {} blocks.</p>\n",
@@ -366,18 +376,66 @@ fn head(page: &mut String, report: &Report) {
         // the whole capture's, as every other number here
         report.verdict.facts.get("blocks").and_then(Fact::as_f64).unwrap_or(0.0)
     ));
+    if report.captures.len() > MAX_FILES_NAMED {
+        let items: String = report
+            .captures
+            .iter()
+            .map(|c| format!("<li><code>{}</code></li>", esc(&c.path)))
+            .collect();
+        page.push_str(&format!(
+            "<details id=\"files\"><summary>the {} files</summary><ul>{items}</ul></details>\n",
+            report.captures.len()
+        ));
+    }
     if let Some(command) = crate::report::mergecap_command(&report.captures) {
         page.push_str(&format!(
-            "<p id=\"merged\">The {} files are one capture merged by time: frame numbers and Wireshark filters are those of <code>{}</code>{}.</p>\n",
+            "<p id=\"merged\">The {} files are one capture merged by time: frame numbers and Wireshark filters are those of the file <code>mergecap</code> writes from them{}.</p>\n<details id=\"mergecap\"><summary>the mergecap command</summary><code class=\"f\">{}</code></details>\n",
             report.captures.len(),
-            esc(&command),
             if s.duplicate_packets > 0 {
                 format!("; {} packets were in two files (one packet seen on two hosts) and were read once", s.duplicate_packets)
             } else {
                 String::new()
-            }
+            },
+            esc(&command),
         ));
     }
+}
+
+/// Input files named in the page's title; past them, their number and time span.
+const MAX_FILES_NAMED: usize = 3;
+
+/// A metadata log read without a capture: none of a capture's parts.
+fn log_alone(report: &Report) -> bool {
+    report.captures.is_empty() && report.metadata_log.is_some()
+}
+
+/// What the page is about: `AllocateProducerIds in a.pcap, b.pcap`, past a few files
+/// `13 files, 04:23:28 to 04:24:01` (UTC), or a metadata log read alone.
+fn subject(report: &Report) -> String {
+    if let (true, Some(log)) = (log_alone(report), &report.metadata_log) {
+        let n = log.files.len();
+        return format!(
+            "a metadata log read alone ({n} file{})",
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    let captures = &report.captures;
+    if captures.len() <= MAX_FILES_NAMED {
+        let paths: Vec<&str> = captures.iter().map(|c| c.path.as_str()).collect();
+        return format!("AllocateProducerIds in {}", paths.join(", "));
+    }
+    let (first, last) = crate::report::time_span(captures);
+    // `2026-12-03T04:23:28.123456Z`: the time of day to the second
+    let clock = |t: Option<String>| {
+        t.and_then(|t| t.get(11..19).map(str::to_owned))
+            .unwrap_or_else(|| "-".to_owned())
+    };
+    format!(
+        "AllocateProducerIds in {} files, {} to {} (UTC)",
+        captures.len(),
+        clock(first),
+        clock(last)
+    )
 }
 
 /// Under the verdict: what the capture cannot show, each with what to do (one limit is

@@ -148,6 +148,8 @@ pub fn pct(fraction: f64) -> String {
 pub const ERROR: &str = "#c0392b";
 const HEIGHT: f64 = 392.0;
 const TOP: f64 = 8.0;
+/// The least height of an overlap, regression or gap drawn, in pixels.
+const MIN_FAULT_PX: f64 = 6.0;
 /// The time axis.
 const BOTTOM: f64 = 330.0;
 
@@ -440,7 +442,7 @@ impl Chart {
         }
         let _ = writeln!(
             s,
-            "<text transform=\"translate(-76 {:.1}) rotate(-90)\" text-anchor=\"middle\">producer id</text>",
+            "<text transform=\"translate(-68 {:.1}) rotate(-90)\" text-anchor=\"middle\">producer id</text>",
             (scale.top + scale.bottom) / 2.0
         );
     }
@@ -458,6 +460,9 @@ impl Chart {
     /// Overlaps and regressions outlined over the ids concerned, at the block that showed
     /// them; gaps hatched.
     fn findings_marks(&self, s: &mut String, scale: &Scale) {
+        // one marker where several faults are drawn at one place (an overlap is often a
+        // regression too)
+        let mut marked = BTreeSet::new();
         for f in self.outlined().take(MAX_OUTLINES) {
             let fact = |name: &str| f.facts.get(name).and_then(crate::diag::Fact::as_f64);
             let at = f.unix_time.seconds();
@@ -469,7 +474,11 @@ impl Chart {
             let (Some(from), Some(to)) = (from, to) else {
                 continue;
             };
+            // at least a few pixels tall, centred on its ids, however long the axis: a
+            // one-id overlap on an axis of 12,000 ids is the fault the page exists to show
             let (y0, y1) = (scale.y(from), scale.y(to + 1.0));
+            let height = (y0 - y1).max(MIN_FAULT_PX);
+            let (mid, top) = ((y0 + y1) / 2.0, (y0 + y1 - height) / 2.0);
             let style = if class == "gap" {
                 "fill=\"url(#hatch)\" stroke=\"#888\"".to_owned()
             } else {
@@ -479,13 +488,21 @@ impl Chart {
             };
             let _ = writeln!(
                 s,
-                "<rect class=\"{class}\" x=\"{}\" y=\"{:.1}\" width=\"13\" height=\"{:.1}\" transform=\"translate(-6.5 0)\" {style}><title>{}: {}</title></rect>",
+                "<rect class=\"{class}\" x=\"{}\" y=\"{top:.1}\" width=\"13\" height=\"{height:.1}\" transform=\"translate(-6.5 0)\" {style}><title>{}: {}</title></rect>",
                 scale.x(at),
-                y1,
-                (y0 - y1).max(2.0),
                 f.kind,
                 esc(&f.message)
             );
+            if class != "gap" && marked.insert((scale.x(at), (mid / 12.0).round() as i64)) {
+                // a marker beside it, for the eye to find it at any zoom
+                let _ = writeln!(
+                    s,
+                    "<text class=\"fault-marker\" x=\"{}\" dx=\"8\" y=\"{:.1}\" fill=\"{ERROR}\"><title>{}</title>◀</text>",
+                    scale.x(at),
+                    mid + 4.0,
+                    f.kind
+                );
+            }
         }
     }
 }
