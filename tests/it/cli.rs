@@ -201,8 +201,9 @@ fn no_capture_is_a_usage_error_that_names_both_modes() {
     }
     // and the README's usage is the same
     let readme = std::fs::read_to_string(crate::common::root().join("README.md")).unwrap();
+    let usage: Vec<&str> = pidshark::cli::USAGE.lines().map(str::trim).collect();
     assert!(
-        readme.contains(&format!("```\n{}\n```", pidshark::cli::USAGE)),
+        readme.contains(&format!("```\n{}\n```", usage.join("\n"))),
         "README's Usage block is not cli::USAGE"
     );
 }
