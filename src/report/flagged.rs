@@ -220,7 +220,8 @@ fn overlap_with_holders(f: &PidFinding) -> bool {
     f.kind == Kind::PidBlockOverlap.as_str() && f.facts.contains_key("affected_producers")
 }
 
-fn int(f: &PidFinding, name: &str) -> Option<i64> {
+/// An integer fact of a finding, signed.
+pub fn int(f: &PidFinding, name: &str) -> Option<i64> {
     match f.facts.get(name)? {
         Fact::Int(v) => Some(*v),
         Fact::Uint(v) => i64::try_from(*v).ok(),

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use super::{counted, heading, RED};
 use crate::diag::{Fact, Kind};
-use crate::report::flagged::FlaggedProducers;
+use crate::report::flagged::{int, FlaggedProducers};
 use crate::report::model::{PidFinding, ProducerIdCounts, Report};
 
 /// Producers in trouble listed before the rest are only counted.
@@ -158,15 +158,6 @@ fn duplicate_line(f: &PidFinding, flagged: &FlaggedProducers) -> String {
         ),
         holder(f, flagged, ["client", "transactional_id", "frame"]),
     )
-}
-
-/// An integer fact, signed.
-fn int(f: &PidFinding, name: &str) -> Option<i64> {
-    match f.facts.get(name)? {
-        Fact::Int(v) => Some(*v),
-        Fact::Uint(v) => i64::try_from(*v).ok(),
-        _ => None,
-    }
 }
 
 /// A count among a finding's facts; 0 when missing.
