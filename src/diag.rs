@@ -12,6 +12,7 @@ mod observation;
 mod parts;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 
 use crate::packet_ref::{Origin, PacketRef};
 use crate::timestamp::Timestamp;
@@ -47,6 +48,32 @@ impl Severity {
             Self::Warning => "warning",
             Self::Error => "error",
         }
+    }
+}
+
+/// Written as their names: the model holds them typed, the report as the contract's
+/// strings.
+impl serde::Serialize for Severity {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl serde::Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

@@ -218,7 +218,7 @@ fn committed_row(b: &CommittedBlock, findings: &[&PidFinding]) -> Vec<String> {
     let kinds: Vec<&str> = findings
         .iter()
         .filter(|f| f.facts.get("offset").and_then(|v| v.as_f64()) == Some(b.offset as f64))
-        .map(|f| f.kind)
+        .map(|f| f.kind.as_str())
         .collect();
     vec![
         b.offset.to_string(),

@@ -217,7 +217,7 @@ impl FlaggedProducers {
 
 /// An overlap whose finding names the producers holding its ids.
 fn overlap_with_holders(f: &PidFinding) -> bool {
-    f.kind == Kind::PidBlockOverlap.as_str() && f.facts.contains_key("affected_producers")
+    f.kind == Kind::PidBlockOverlap && f.facts.contains_key("affected_producers")
 }
 
 /// An integer fact of a finding, signed.
@@ -232,6 +232,7 @@ pub fn int(f: &PidFinding, name: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diag::Severity;
     use crate::report::model::UnixTime;
     use crate::timestamp::Timestamp;
 
@@ -253,8 +254,8 @@ mod tests {
 
     fn overlap(start: i64, end: i64, affected: u64) -> PidFinding {
         PidFinding {
-            severity: "error",
-            kind: "pid_block_overlap",
+            severity: Severity::Error,
+            kind: Kind::PidBlockOverlap,
             broker_id: Some(1),
             connection: None,
             frames: vec![19, 59],

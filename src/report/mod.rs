@@ -466,8 +466,8 @@ pub fn build(mut findings: Findings) -> model::Report {
             .findings
             .iter()
             .map(|f| model::PidFinding {
-                severity: f.kind.severity().as_str(),
-                kind: f.kind.as_str(),
+                severity: f.kind.severity(),
+                kind: f.kind,
                 broker_id: f.broker_id,
                 connection: f.connection,
                 frames: f.frames.clone(),
@@ -501,8 +501,8 @@ pub fn build(mut findings: Findings) -> model::Report {
         .into_sorted()
         .into_iter()
         .map(|d| model::Diagnostic {
-            severity: d.severity.as_str(),
-            kind: d.kind.as_str(),
+            severity: d.severity,
+            kind: d.kind,
             connection: d.connection,
             frame: d.frame,
             in_capture: d.origin.map(Into::into),

@@ -119,11 +119,11 @@ fn one_of(names: impl IntoIterator<Item = &'static str>) -> schemars::Schema {
 }
 
 fn severity_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    one_of(crate::diag::Severity::ALL.map(crate::diag::Severity::as_str))
+    one_of(Severity::ALL.map(Severity::as_str))
 }
 
 fn kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    one_of(crate::diag::Kind::ALL.map(crate::diag::Kind::as_str))
+    one_of(Kind::ALL.map(Kind::as_str))
 }
 
 fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -132,12 +132,12 @@ fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// Counts by diagnostic kind.
 fn kind_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    counts_by(crate::diag::Kind::ALL.map(crate::diag::Kind::as_str))
+    counts_by(Kind::ALL.map(Kind::as_str))
 }
 
 /// Counts by severity.
 fn severity_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    counts_by(crate::diag::Severity::ALL.map(crate::diag::Severity::as_str))
+    counts_by(Severity::ALL.map(Severity::as_str))
 }
 
 /// Counts by Kafka error name.
@@ -324,7 +324,7 @@ use serde::Serialize;
 use crate::analysis::committed::DeliveryName;
 use crate::analysis::controllers::pieces::{PieceState, SourceName};
 use crate::analysis::controllers::Evidence;
-use crate::diag::Fact;
+use crate::diag::{Fact, Kind, Severity};
 use crate::latency;
 use crate::pairing::Status;
 use crate::timestamp::Timestamp;
@@ -1073,9 +1073,9 @@ pub struct PidBlock {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct PidFinding {
     #[schemars(schema_with = "severity_schema")]
-    pub severity: &'static str,
+    pub severity: Severity,
     #[schemars(schema_with = "kind_schema")]
-    pub kind: &'static str,
+    pub kind: Kind,
     pub broker_id: Option<i32>,
     pub connection: Option<u64>,
     /// Frames involved, in packet order.
@@ -1242,9 +1242,9 @@ pub struct Response {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Diagnostic {
     #[schemars(schema_with = "severity_schema")]
-    pub severity: &'static str,
+    pub severity: Severity,
     #[schemars(schema_with = "kind_schema")]
-    pub kind: &'static str,
+    pub kind: Kind,
     pub connection: Option<u64>,
     pub frame: Option<u64>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]

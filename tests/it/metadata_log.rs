@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use pidshark::diag::Kind;
 use pidshark::metadata_log::{self, Limits, LogProblem, MetadataLog};
 use pidshark::report::model::Report;
 use serde_json::Value;
@@ -236,7 +237,7 @@ fn finding_kinds(report: &Report) -> Vec<&'static str> {
         .producer_id_blocks
         .findings
         .iter()
-        .map(|f| f.kind)
+        .map(|f| f.kind.as_str())
         .filter(|k| k.contains("committed") || k.contains("deliver") || k.contains("mismatch"))
         .collect()
 }
@@ -289,7 +290,7 @@ fn on_every_real_capture_the_wire_and_the_log_agree() {
         // the other) made a new leader, whose LeaderChange replaces the old one's last
         // NoOp; nowhere else
         for d in &report.diagnostics {
-            if d.kind == "metadata_log_divergent" {
+            if d.kind == Kind::MetadataLogDivergent {
                 let election = d.message.contains(": LeaderChange in ");
                 assert!(
                     name.ends_with("controller-kill") || election,
@@ -298,7 +299,11 @@ fn on_every_real_capture_the_wire_and_the_log_agree() {
                 );
                 assert!(d.message.contains("is kept (the higher leader epoch)"));
             } else {
-                assert!(!d.kind.starts_with("metadata_log"), "{name}: {}", d.message);
+                assert!(
+                    !d.kind.as_str().starts_with("metadata_log"),
+                    "{name}: {}",
+                    d.message
+                );
             }
         }
     }
@@ -330,7 +335,7 @@ fn a_log_without_one_producer_ids_record_gives_exactly_one_not_committed() {
         .producer_id_blocks
         .findings
         .iter()
-        .filter(|f| f.kind == "pid_block_not_committed")
+        .filter(|f| f.kind == Kind::PidBlockNotCommitted)
         .collect();
     assert_eq!(not_committed.len(), 1, "{:?}", finding_kinds(&report));
     let f = not_committed[0];

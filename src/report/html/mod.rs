@@ -24,7 +24,7 @@ use super::gist::Gist;
 use super::model::Report;
 use super::sink::{Needs, Sink};
 use crate::analysis::{Block, Placed};
-use crate::diag::Fact;
+use crate::diag::{Fact, Kind};
 use crate::pairing::{self, ProducerIdExchange};
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
@@ -283,7 +283,7 @@ impl HtmlSink {
             .producer_id_blocks
             .findings
             .iter()
-            .filter(|f| f.kind == "pid_slow_response");
+            .filter(|f| f.kind == Kind::PidSlowResponse);
         for f in slow {
             let fact = |name| f.facts.get(name).and_then(Fact::as_f64);
             let (Some(connection), Some(correlation_id)) = (f.connection, fact("correlation_id"))

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use super::bins::{Cell, Held, OneByOne, Placed};
 use super::groups::Groups;
 use super::{esc, lane};
+use crate::diag::Kind;
 use crate::report::model::{ControllerPiece, PidFinding};
 use crate::timestamp::Timestamp;
 
@@ -452,7 +453,7 @@ impl Chart {
         self.findings.iter().filter(|f| {
             matches!(
                 f.kind,
-                "pid_block_overlap" | "pid_block_regression" | "pid_block_gap"
+                Kind::PidBlockOverlap | Kind::PidBlockRegression | Kind::PidBlockGap
             )
         })
     }
@@ -467,8 +468,8 @@ impl Chart {
             let fact = |name: &str| f.facts.get(name).and_then(crate::diag::Fact::as_f64);
             let at = f.unix_time.seconds();
             let (from, to, class) = match f.kind {
-                "pid_block_overlap" => (fact("ids_start"), fact("ids_end"), "overlap"),
-                "pid_block_regression" => (fact("start"), fact("other_end"), "regression"),
+                Kind::PidBlockOverlap => (fact("ids_start"), fact("ids_end"), "overlap"),
+                Kind::PidBlockRegression => (fact("start"), fact("other_end"), "regression"),
                 _ => (fact("ids_start"), fact("ids_end"), "gap"),
             };
             let (Some(from), Some(to)) = (from, to) else {

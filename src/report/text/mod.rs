@@ -30,11 +30,11 @@ const RED: Style = AnsiColor::Red.on_default().bold();
 const YELLOW: Style = AnsiColor::Yellow.on_default();
 const GREEN: Style = AnsiColor::Green.on_default();
 
-fn severity_style(severity: &str) -> Style {
+fn severity_style(severity: Severity) -> Style {
     match severity {
-        "error" => RED,
-        "warning" => YELLOW,
-        _ => DIM,
+        Severity::Error => RED,
+        Severity::Warning => YELLOW,
+        Severity::Info => DIM,
     }
 }
 
@@ -291,20 +291,27 @@ fn heading(w: &mut dyn Write, text: &str) -> io::Result<()> {
 }
 
 /// Errors first, then warnings, then the rest.
-fn rank(severity: &str) -> std::cmp::Reverse<Option<Severity>> {
-    std::cmp::Reverse(Severity::from_name(severity))
+fn rank(severity: Severity) -> std::cmp::Reverse<Severity> {
+    std::cmp::Reverse(severity)
 }
 
 /// The findings, errors first, each once: their true counts (the report lists at most
 /// 1,000 of a kind; the summary counts them all), then the first few.
 fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     let findings = &report.producer_id_blocks.findings;
-    let kinds: std::collections::BTreeSet<&str> = findings.iter().map(|f| f.kind).collect();
+    let kinds: std::collections::BTreeSet<Kind> = findings.iter().map(|f| f.kind).collect();
     let total_of = |sev: Severity| -> u64 {
         kinds
             .iter()
-            .filter(|k| Kind::from_name(k).is_some_and(|k| k.severity() == sev))
-            .map(|k| report.summary.diagnostics.get(*k).copied().unwrap_or(0))
+            .filter(|k| k.severity() == sev)
+            .map(|k| {
+                report
+                    .summary
+                    .diagnostics
+                    .get(k.as_str())
+                    .copied()
+                    .unwrap_or(0)
+            })
             .sum()
     };
     let (errors, warnings, info) = (
@@ -614,21 +621,22 @@ fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
 /// The diagnostics that are not findings, a line per kind (errors first): its count and
 /// its first message.
 fn diagnostics(w: &mut dyn Write, report: &Report) -> io::Result<()> {
-    let findings: std::collections::BTreeSet<&str> = report
+    let findings: std::collections::BTreeSet<Kind> = report
         .producer_id_blocks
         .findings
         .iter()
         .map(|f| f.kind)
         .collect();
-    let mut by_kind: BTreeMap<(std::cmp::Reverse<Option<Severity>>, &str), Vec<&Diagnostic>> =
+    // each severity's kinds by name
+    let mut by_kind: BTreeMap<(std::cmp::Reverse<Severity>, &str), Vec<&Diagnostic>> =
         BTreeMap::new();
     for d in report
         .diagnostics
         .iter()
-        .filter(|d| !findings.contains(d.kind))
+        .filter(|d| !findings.contains(&d.kind))
     {
         by_kind
-            .entry((rank(d.severity), d.kind))
+            .entry((rank(d.severity), d.kind.as_str()))
             .or_default()
             .push(d);
     }

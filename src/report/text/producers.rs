@@ -37,7 +37,7 @@ pub(super) fn write(
         )?;
     }
     let findings = &report.producer_id_blocks.findings;
-    let of_kind = |kind: Kind| findings.iter().filter(move |f| f.kind == kind.as_str());
+    let of_kind = |kind: Kind| findings.iter().filter(move |f| f.kind == kind);
     let overlaps =
         of_kind(Kind::PidBlockOverlap).filter(|f| f.facts.contains_key("affected_producers"));
     let troubled: Vec<String> = of_kind(Kind::PidDuplicateGrant)
