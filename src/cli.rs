@@ -378,6 +378,30 @@ fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{text:?} is too large"))
 }
 
+/// What a run does: print one of the things a user installs or reads beside the report
+/// (clap lets at most one of those options through: each is `exclusive`), or the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Schema(SchemaOf),
+    Completions(clap_complete::Shell),
+    Man,
+    ListKinds,
+    Report,
+}
+
+impl Args {
+    /// The mode the options choose.
+    pub fn mode(&self) -> Mode {
+        match (self.schema, self.completions) {
+            (Some(of), _) => Mode::Schema(of),
+            (None, Some(shell)) => Mode::Completions(shell),
+            _ if self.man => Mode::Man,
+            _ if self.list_kinds => Mode::ListKinds,
+            _ => Mode::Report,
+        }
+    }
+}
+
 /// What `--schema` describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SchemaOf {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pidshark::cli::{Args, ColorChoice, Format, Options, SchemaOf};
+use pidshark::cli::{Args, ColorChoice, Format, Mode, Options, SchemaOf};
 use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
@@ -418,26 +418,24 @@ mod allocator {
 fn main() -> ExitCode {
     allocator::tune();
     let args = Args::parse();
-    match args.schema {
-        Some(SchemaOf::Report) => return print_quietly(&model::schema()),
-        Some(SchemaOf::Ndjson) => return print_quietly(&model::ndjson_schema()),
-        None => {}
-    }
-    if let Some(shell) = args.completions {
-        let mut script = Vec::new();
-        clap_complete::generate(shell, &mut Args::command(), "pidshark", &mut script);
-        return print_quietly(&String::from_utf8_lossy(&script));
-    }
-    if args.man {
-        let mut page = Vec::new();
-        if let Err(e) = clap_mangen::Man::new(Args::command()).render(&mut page) {
-            say!("pidshark: cannot make the manual page: {e}");
-            return ExitCode::from(2);
+    match args.mode() {
+        Mode::Schema(SchemaOf::Report) => return print_quietly(&model::schema()),
+        Mode::Schema(SchemaOf::Ndjson) => return print_quietly(&model::ndjson_schema()),
+        Mode::Completions(shell) => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Args::command(), "pidshark", &mut script);
+            return print_quietly(&String::from_utf8_lossy(&script));
         }
-        return print_quietly(&String::from_utf8_lossy(&page));
-    }
-    if args.list_kinds {
-        return print_quietly(&kinds_table());
+        Mode::Man => {
+            let mut page = Vec::new();
+            if let Err(e) = clap_mangen::Man::new(Args::command()).render(&mut page) {
+                say!("pidshark: cannot make the manual page: {e}");
+                return ExitCode::from(2);
+            }
+            return print_quietly(&String::from_utf8_lossy(&page));
+        }
+        Mode::ListKinds => return print_quietly(&kinds_table()),
+        Mode::Report => {}
     }
     if args.captures.is_empty() && args.read.is_empty() && args.metadata_logs.is_empty() {
         Args::command()

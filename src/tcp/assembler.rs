@@ -54,18 +54,10 @@ pub const RECENT_LEN: usize = 4096;
 /// leaves thousands of holes open reaches it.
 pub const MAX_HELD_RUNS: usize = 4096;
 /// What one held run costs beyond its two allocations' capacity, counted against the
-/// cap (x86-64, glibc malloc). Its entry in the `BTreeMap<u64, Run>`: a leaf node is
-/// 896 bytes for 11 entries of an 8-byte key and a 72-byte [`Run`], an internal node
-/// 992 for 12 children, and nodes may be left at 5 entries (as splits and removals
-/// leave them): 181 bytes a run, and 33 for its share of internal nodes. Each of the
-/// run's two allocations adds its malloc header and rounding: 31 bytes for a one-byte
-/// ring (a 32-byte chunk), 8 for one 40-byte mark (a 48-byte chunk). So 253, and 264
-/// charged (the figures below were measured with 32-byte marks).
-/// Measured under a counting allocator (`malloc_usable_size` plus the 8-byte header):
-/// 4,000 lone one-byte runs cost 233 bytes each inserted in or against stream order,
-/// 200 scattered, and are charged 297 (this, 1 and 32); 64,000 one-byte segments
-/// that touch cost 47.6 bytes each as one run (a byte and a mark, and the rings'
-/// spare room), and are charged 47.5.
+/// cap (x86-64, glibc malloc): its share of the `BTreeMap<u64, Run>`'s nodes (an 8-byte
+/// key and a 72-byte [`Run`] an entry, nodes as little as half full: about 214 bytes),
+/// and the malloc headers and rounding of its ring and its marks (about 39 bytes).
+/// `tests/memory_tcp_costs.rs` holds the charge to what a counting allocator measures.
 const RUN_OVERHEAD: usize = 264;
 /// What a map of held runs costs before its runs' shares ([`RUN_OVERHEAD`]): its first
 /// leaf node, allocated whole (11 entries) for one run (measured: a connection holding one

@@ -71,13 +71,37 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The library code of a file: up to its test module, without comments.
+/// The library code of a file, the whole of it, without comments and without each item
+/// under `#[cfg(test)]` (a `mod real;` line, or a `mod tests { ... }` to its closing brace).
 fn library_code(text: &str) -> String {
-    text.lines()
-        .take_while(|l| l.trim() != "#[cfg(test)]")
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut code = Vec::new();
+    let mut lines = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            code.push(line);
+            continue;
+        }
+        // skip the item the attribute gates: to its `;`, or to its braces' balance
+        let mut depth = 0i32;
+        for item in lines.by_ref() {
+            depth += item.matches('{').count() as i32 - item.matches('}').count() as i32;
+            if depth <= 0 && (item.trim_end().ends_with(';') || item.trim_end().ends_with('}')) {
+                break;
+            }
+        }
+    }
+    code.join("\n")
+}
+
+/// The whole file is read: code after a test-only item is checked too.
+#[test]
+fn library_code_skips_only_the_items_under_cfg_test() {
+    let text = "use crate::a;\n#[cfg(test)]\nmod real;\nuse crate::b;\n#[cfg(test)]\nmod tests {\n    use crate::c;\n    fn f() {\n    }\n}\nuse crate::d;\n";
+    let code = library_code(text);
+    assert_eq!(
+        named_modules(&code),
+        ["a", "b", "d"].map(String::from).into_iter().collect()
+    );
 }
 
 /// The modules a piece of code names: `crate::name` and the names in `use crate::{...}`.
