@@ -475,7 +475,8 @@ impl From<Args> for Options {
             kafka: KafkaConfig {
                 ports,
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),
-                keep_raw: args.format == Format::Tree,
+                // the tree's sink asks for the messages' bytes (Needs::raw_messages)
+                keep_raw: false,
                 max_pending: args.max_pending,
                 list_every_message: args.frame.is_some(),
             },

@@ -148,6 +148,13 @@ fn process(
         &mut filtered
     };
     let needs = sink.needs();
+    // what the sink asks of the decoder, asked for here, not by the command line
+    let mut kafka = config.kafka.clone();
+    kafka.keep_raw |= needs.raw_messages;
+    let config = &Config {
+        kafka,
+        ..config.clone()
+    };
     let mut analyzer = Analyzer::new(
         config.slow,
         needs.blocks_in_report,

@@ -342,6 +342,7 @@ impl Sink for CsvSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
+            raw_messages: false,
         }
     }
 

@@ -73,6 +73,7 @@ impl Sink for JsonSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
+            raw_messages: false,
         }
     }
 
@@ -179,6 +180,7 @@ impl Sink for NdjsonSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
+            raw_messages: false,
         }
     }
 

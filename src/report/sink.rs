@@ -17,6 +17,9 @@ pub struct Needs {
     /// The report handed to [`Sink::finish`] lists every block (a sink that takes each
     /// block as it comes does not need the analysis to keep them too).
     pub blocks_in_report: bool,
+    /// Each decoded message keeps its bytes as captured (`--format tree` draws them), which
+    /// no other format pays for.
+    pub raw_messages: bool,
 }
 
 /// One output of a run.
@@ -47,6 +50,7 @@ impl Sink for Collect {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: true,
+            raw_messages: false,
         }
     }
 
@@ -85,6 +89,7 @@ where
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
+            raw_messages: false,
         }
     }
 

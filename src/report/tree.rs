@@ -421,6 +421,7 @@ impl Sink for TreeSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
+            raw_messages: true,
         }
     }
 

@@ -131,6 +131,7 @@ impl Sink for HtmlSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
+            raw_messages: false,
         }
     }
 

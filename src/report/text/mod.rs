@@ -128,6 +128,7 @@ impl Sink for TextSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
+            raw_messages: false,
         }
     }
 
