@@ -22,6 +22,7 @@ impl Sink for Tee {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: self.0.iter().any(|s| s.needs().blocks_in_report),
+            raw_messages: self.0.iter().any(|s| s.needs().raw_messages),
         }
     }
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {

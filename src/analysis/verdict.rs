@@ -743,19 +743,20 @@ fn by_api(by_api: &BTreeMap<i16, u64>, total: u64) -> String {
         .join(", ")
 }
 
-/// What the capture cannot show, bytes missing first, each with its count.
-pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
-    let count = |kind| e.diagnostics.count(kind);
-    let cut: u64 = e.captures.iter().map(|c| c.packets_cut).sum();
-    let cut_len = e.captures.iter().map(|c| c.cut_len).max().unwrap_or(0);
-    let messages_cut = count(Kind::KafkaMessageTruncated);
-    let snapped = cut.max(count(Kind::PacketTruncated));
-    // each packet the snaplen cut leaves a hole in its stream too
-    let holes = count(Kind::TcpGap).saturating_sub(count(Kind::PacketTruncated));
-    let mut limits = Vec::new();
-    let mut add = |kind, count: u64, damage, text: String, advice| {
+/// The limits found, in the order they are added; a count of 0 adds none.
+struct Found(Vec<Limit>);
+
+impl Found {
+    fn add(
+        &mut self,
+        kind: LimitKind,
+        count: u64,
+        damage: bool,
+        text: String,
+        advice: Option<&'static str>,
+    ) {
         if count > 0 {
-            limits.push(Limit {
+            self.0.push(Limit {
                 kind,
                 count,
                 damage,
@@ -764,6 +765,41 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
                 advice,
             });
         }
+    }
+}
+
+/// What the capture cannot show, bytes missing first, each with its count.
+pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
+    let mut found = Found(Vec::new());
+    let snapped = damage_limits(e, &mut found);
+    pidshark_limits(e, &mut found);
+    unseen_limits(e, &mut found);
+    unread_limits(e, snapped, &mut found);
+    found.0
+}
+
+/// Packets the snaplen cut: the capture's own limit, counted by several kinds.
+fn snapped(e: &Evidence<'_>) -> u64 {
+    let cut: u64 = e.captures.iter().map(|c| c.packets_cut).sum();
+    cut.max(e.diagnostics.count(Kind::PacketTruncated))
+}
+
+/// Holes in the streams beyond the snaplen's (each packet it cut leaves one too).
+fn holes(e: &Evidence<'_>) -> u64 {
+    let count = |kind| e.diagnostics.count(kind);
+    count(Kind::TcpGap).saturating_sub(count(Kind::PacketTruncated))
+}
+
+/// The capture's damage: corrupt or cut files, the snaplen, one side missing, lost bytes.
+/// Returns the packets the snaplen cut.
+fn damage_limits(e: &Evidence<'_>, found: &mut Found) -> u64 {
+    let count = |kind| e.diagnostics.count(kind);
+    let cut_len = e.captures.iter().map(|c| c.cut_len).max().unwrap_or(0);
+    let messages_cut = count(Kind::KafkaMessageTruncated);
+    let snapped = snapped(e);
+    let holes = holes(e);
+    let mut add = |kind, count: u64, damage, text: String, advice| {
+        found.add(kind, count, damage, text, advice);
     };
     let n = count(Kind::CaptureCorrupt);
     add(
@@ -827,6 +863,15 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
     }
     add(LimitKind::LostBytes, holes, true, format!("{} where the capture lost TCP bytes", counted(holes, "hole")),
         Some("capture with a larger buffer (tcpdump -B 65536) and a filter on the Kafka ports, so that nothing is dropped"));
+    snapped
+}
+
+/// What pidshark itself gave up at its limits: held bytes, connections.
+fn pidshark_limits(e: &Evidence<'_>, found: &mut Found) {
+    let count = |kind| e.diagnostics.count(kind);
+    let mut add = |kind, count: u64, damage, text: String, advice| {
+        found.add(kind, count, damage, text, advice);
+    };
     let n = count(Kind::MemoryLimit);
     add(
         LimitKind::MemoryLimit,
@@ -858,6 +903,15 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         ),
         Some("run again with a larger --max-connections"),
     );
+}
+
+/// What the capture does not show: fragments, encrypted connections, brokers and
+/// controllers not seen, ids between the blocks.
+fn unseen_limits(e: &Evidence<'_>, found: &mut Found) {
+    let count = |kind| e.diagnostics.count(kind);
+    let mut add = |kind, count: u64, damage, text: String, advice| {
+        found.add(kind, count, damage, text, advice);
+    };
     let n = count(Kind::IpFragmentsDropped);
     add(
         LimitKind::IpFragments,
@@ -925,6 +979,16 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         ),
         Some("capture where every broker's AllocateProducerIds passes (the controllers' hosts): the blocks holding them may overlap"),
     );
+}
+
+/// What was captured but not read: malformed packets, unknown link types, messages not
+/// decoded, framing lost (`snapped`: packets the snaplen cut, whose messages it names).
+fn unread_limits(e: &Evidence<'_>, snapped: u64, found: &mut Found) {
+    let count = |kind| e.diagnostics.count(kind);
+    let mut add = |kind, count: u64, damage, text: String, advice| {
+        found.add(kind, count, damage, text, advice);
+    };
+    let holes = holes(e);
     let n = count(Kind::PacketMalformed);
     add(
         LimitKind::Malformed,
@@ -977,7 +1041,6 @@ pub fn limits(e: &Evidence<'_>) -> Vec<Limit> {
         ),
         None,
     );
-    limits
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 
 use crate::analysis::controllers::pieces;
-use crate::analysis::{verdict, Analysis, Block, Said};
+use crate::analysis::{verdict, Analysis, Block, BrokerStats, Finding, Said};
 use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
 use crate::kafka::reader::TaggedField;
@@ -376,66 +376,7 @@ fn by_name(counts: &BTreeMap<ErrorCode, u64>) -> BTreeMap<String, u64> {
 pub fn build(mut findings: Findings) -> model::Report {
     findings.pairing.sort_exchanges();
     let exchanges: Vec<model::Exchange> = findings.pairing.exchanges.iter().map(exchange).collect();
-
-    let mut api_keys = BTreeMap::new();
-    let (mut kafka_requests, mut kafka_responses) = (0, findings.pairing.unmatched_responses);
-    for (key, counts) in &findings.pairing.api_counts {
-        kafka_requests += counts.requests;
-        kafka_responses += counts.responses;
-        api_keys.insert(
-            key.name(),
-            model::ApiKeyCount {
-                api_key: key.0,
-                requests: counts.requests,
-                responses: counts.responses,
-            },
-        );
-    }
-    let totals = &findings.analysis.totals;
-    let summary = model::Summary {
-        packets: findings.captures.iter().map(|c| c.packets).sum(),
-        duplicate_packets: findings.captures.iter().map(|c| c.duplicate_packets).sum(),
-        tcp_connections: findings.tcp_connections,
-        forgotten_connections: findings.forgotten_connections,
-        kafka_connections: findings.kafka_connections,
-        not_kafka_connections: findings.not_kafka_connections,
-        encrypted_connections: findings.encrypted_connections,
-        kafka_requests,
-        kafka_responses,
-        api_keys,
-        exchanges: model::ExchangeCounts {
-            total: totals.total,
-            complete: totals.statuses.complete,
-            unanswered: totals.statuses.unanswered,
-            response_unknown: totals.statuses.response_unknown,
-        },
-        unmatched_responses: findings.pairing.unmatched_responses,
-        error_codes: by_name(&totals.error_codes),
-        latency_us: totals.latencies.summary().map(Into::into),
-        diagnostics: findings.diagnostics.counts(),
-        diagnostics_by_severity: findings.diagnostics.by_severity(),
-        brokers: findings
-            .analysis
-            .brokers
-            .iter()
-            .map(|(id, b)| {
-                let broker = model::Broker {
-                    requests: b.requests,
-                    complete: b.statuses.complete,
-                    unanswered: b.statuses.unanswered,
-                    response_unknown: b.statuses.response_unknown,
-                    errors: by_name(&b.errors),
-                    ids_granted: b.ids_granted,
-                    epochs_seen: b.epochs_seen.clone(),
-                    latency_us: b
-                        .latency_p50_us
-                        .zip(b.latency_p99_us)
-                        .map(|(p50, p99)| model::BrokerLatency { p50, p99 }),
-                };
-                (*id, broker)
-            })
-            .collect(),
-    };
+    let summary = summary(&findings);
     let analysis = &findings.analysis;
     let timeline = pieces::pieces(
         &analysis.controllers,
@@ -462,56 +403,9 @@ pub fn build(mut findings: Findings) -> model::Report {
         usual_len: analysis.usual_len,
         slow_threshold_us: analysis.slow_threshold_us,
         blocks: analysis.blocks.iter().map(pid_block).collect(),
-        findings: analysis
-            .findings
-            .iter()
-            .map(|f| model::PidFinding {
-                severity: f.kind.severity(),
-                kind: f.kind,
-                broker_id: f.broker_id,
-                connection: f.connection,
-                frames: f.frames.clone(),
-                timestamp: f.at.to_rfc3339(),
-                unix_time: UnixTime(f.at),
-                facts: f.facts.iter().cloned().collect(),
-                message: f.message.clone(),
-            })
-            .collect(),
+        findings: analysis.findings.iter().map(pid_finding).collect(),
     };
-    let captures = findings
-        .captures
-        .iter()
-        .map(|c| model::Capture {
-            path: c.path.clone(),
-            format: c.format,
-            link_types: c.link_types.iter().map(|lt| link_type_name(*lt)).collect(),
-            packets: c.packets,
-            bytes: c.bytes,
-            first_timestamp: c.first_timestamp.map(|t| t.to_rfc3339()),
-            last_timestamp: c.last_timestamp.map(|t| t.to_rfc3339()),
-            first_unix_time: c.first_timestamp.map(UnixTime),
-            last_unix_time: c.last_timestamp.map(UnixTime),
-            packets_cut: c.packets_cut,
-            cut_len: (c.packets_cut > 0).then_some(c.cut_len),
-            duplicate_packets: c.duplicate_packets,
-        })
-        .collect();
-    let diagnostics = findings
-        .diagnostics
-        .into_sorted()
-        .into_iter()
-        .map(|d| model::Diagnostic {
-            severity: d.severity,
-            kind: d.kind,
-            connection: d.connection,
-            frame: d.frame,
-            in_capture: d.origin.map(Into::into),
-            timestamp: d.timestamp.map(|t| t.to_rfc3339()),
-            unix_time: d.timestamp.map(UnixTime),
-            facts: d.facts.into_iter().collect(),
-            message: d.message,
-        })
-        .collect();
+    let captures = findings.captures.iter().map(capture).collect();
     model::Report {
         format_version: model::FORMAT_VERSION,
         tool: model::Tool {
@@ -525,34 +419,143 @@ pub fn build(mut findings: Findings) -> model::Report {
         exchanges,
         producer_id_blocks,
         producer_ids: model::ProducerIds {
-            summary: producer_id_counts(&findings.analysis.producers),
+            summary: producer_id_counts(&analysis.producers),
             entries: Vec::new(),
         },
-        brokers_by_address: findings
-            .analysis
+        brokers_by_address: analysis
             .broker_addresses
             .iter()
             .filter_map(broker_address)
             .collect(),
-        controllers: findings
-            .analysis
+        controllers: analysis
             .controllers
             .spans
             .iter()
             .map(controller_span)
             .collect(),
         controller_timeline: timeline.iter().map(controller_piece).collect(),
-        metadata_log: findings
-            .analysis
-            .metadata_log
-            .as_ref()
-            .map(committed::section),
-        diagnostics,
+        metadata_log: analysis.metadata_log.as_ref().map(committed::section),
+        diagnostics: findings
+            .diagnostics
+            .into_sorted()
+            .into_iter()
+            .map(diagnostic)
+            .collect(),
     }
 }
 
-/// The capture's first and last packet times over every file (files are listed in the
-/// order given, not in time order).
+/// The report's `summary`: what was read, every Kafka API by name, the exchanges' counts,
+/// errors and latencies, and a table per broker.
+fn summary(findings: &Findings) -> model::Summary {
+    let mut api_keys = BTreeMap::new();
+    let (mut kafka_requests, mut kafka_responses) = (0, findings.pairing.unmatched_responses);
+    for (key, counts) in &findings.pairing.api_counts {
+        kafka_requests += counts.requests;
+        kafka_responses += counts.responses;
+        api_keys.insert(
+            key.name(),
+            model::ApiKeyCount {
+                api_key: key.0,
+                requests: counts.requests,
+                responses: counts.responses,
+            },
+        );
+    }
+    let totals = &findings.analysis.totals;
+    model::Summary {
+        packets: findings.captures.iter().map(|c| c.packets).sum(),
+        duplicate_packets: findings.captures.iter().map(|c| c.duplicate_packets).sum(),
+        tcp_connections: findings.tcp_connections,
+        forgotten_connections: findings.forgotten_connections,
+        kafka_connections: findings.kafka_connections,
+        not_kafka_connections: findings.not_kafka_connections,
+        encrypted_connections: findings.encrypted_connections,
+        kafka_requests,
+        kafka_responses,
+        api_keys,
+        exchanges: model::ExchangeCounts {
+            total: totals.total,
+            complete: totals.statuses.complete,
+            unanswered: totals.statuses.unanswered,
+            response_unknown: totals.statuses.response_unknown,
+        },
+        unmatched_responses: findings.pairing.unmatched_responses,
+        error_codes: by_name(&totals.error_codes),
+        latency_us: totals.latencies.summary().map(Into::into),
+        diagnostics: findings.diagnostics.counts(),
+        diagnostics_by_severity: findings.diagnostics.by_severity(),
+        brokers: findings
+            .analysis
+            .brokers
+            .iter()
+            .map(|(id, b)| (*id, broker(b)))
+            .collect(),
+    }
+}
+
+/// A broker's row of `summary.brokers`.
+fn broker(b: &BrokerStats) -> model::Broker {
+    model::Broker {
+        requests: b.requests,
+        complete: b.statuses.complete,
+        unanswered: b.statuses.unanswered,
+        response_unknown: b.statuses.response_unknown,
+        errors: by_name(&b.errors),
+        ids_granted: b.ids_granted,
+        epochs_seen: b.epochs_seen.clone(),
+        latency_us: b
+            .latency_p50_us
+            .zip(b.latency_p99_us)
+            .map(|(p50, p99)| model::BrokerLatency { p50, p99 }),
+    }
+}
+
+fn pid_finding(f: &Finding) -> model::PidFinding {
+    model::PidFinding {
+        severity: f.kind.severity(),
+        kind: f.kind,
+        broker_id: f.broker_id,
+        connection: f.connection,
+        frames: f.frames.clone(),
+        timestamp: f.at.to_rfc3339(),
+        unix_time: UnixTime(f.at),
+        facts: f.facts.iter().cloned().collect(),
+        message: f.message.clone(),
+    }
+}
+
+fn capture(c: &CaptureInfo) -> model::Capture {
+    model::Capture {
+        path: c.path.clone(),
+        format: c.format,
+        link_types: c.link_types.iter().map(|lt| link_type_name(*lt)).collect(),
+        packets: c.packets,
+        bytes: c.bytes,
+        first_timestamp: c.first_timestamp.map(|t| t.to_rfc3339()),
+        last_timestamp: c.last_timestamp.map(|t| t.to_rfc3339()),
+        first_unix_time: c.first_timestamp.map(UnixTime),
+        last_unix_time: c.last_timestamp.map(UnixTime),
+        packets_cut: c.packets_cut,
+        cut_len: (c.packets_cut > 0).then_some(c.cut_len),
+        duplicate_packets: c.duplicate_packets,
+    }
+}
+
+fn diagnostic(d: crate::diag::Diagnostic) -> model::Diagnostic {
+    model::Diagnostic {
+        severity: d.severity,
+        kind: d.kind,
+        connection: d.connection,
+        frame: d.frame,
+        in_capture: d.origin.map(Into::into),
+        timestamp: d.timestamp.map(|t| t.to_rfc3339()),
+        unix_time: d.timestamp.map(UnixTime),
+        facts: d.facts.into_iter().collect(),
+        message: d.message,
+    }
+}
+
+/// The capture's first and last packet times over every file.
 pub fn time_span(captures: &[model::Capture]) -> (Option<String>, Option<String>) {
     // RFC 3339 in UTC compares as text once the fraction has its 9 digits
     let key = |t: &String| {
