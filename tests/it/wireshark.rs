@@ -501,8 +501,8 @@ fn init_producer_id_errors_by_name_are_wiresharks() {
     );
 }
 
-/// Wireshark's name for each field the tree draws of an InitProducerId message, where
-/// Wireshark 4.0 decodes it.
+/// Wireshark's name for each field the tree draws of an InitProducerId or
+/// AllocateProducerIds message, where Wireshark 4.0 decodes it.
 const TREE_FIELDS_IN_WIRESHARK: &[(&str, &str)] = &[
     ("size", "kafka.len"),
     ("request_api_key", "kafka.api_key"),
@@ -526,7 +526,12 @@ fn wireshark_kafka_fields(
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
         .args(decode_as(ports))
-        .args(["-Y", "kafka.api_key == 22", "-T", "pdml"])
+        .args([
+            "-Y",
+            "kafka.api_key == 22 || kafka.api_key == 67",
+            "-T",
+            "pdml",
+        ])
         .output()
         .expect("tshark runs");
     let pdml = String::from_utf8_lossy(&out.stdout);
@@ -566,11 +571,12 @@ fn wireshark_kafka_fields(
     frames
 }
 
-/// `--format tree` draws each InitProducerId request and response of a capture with
-/// the offsets, sizes and values Wireshark gives the same fields: versions 0, 4 and 6,
-/// a transactional id and none, an error answer.
+/// `--format tree` draws each message it draws (InitProducerId and AllocateProducerIds,
+/// requests and responses) with the offsets, sizes and values Wireshark gives the same
+/// fields: InitProducerId versions 0, 4 and 6, a transactional id and none, an error
+/// answer; of AllocateProducerIds, which Wireshark 4.0 does not know, the headers.
 #[test]
-fn the_tree_of_init_producer_id_messages_has_wiresharks_offsets_sizes_and_values() {
+fn the_tree_of_each_message_has_wiresharks_offsets_sizes_and_values() {
     if !have_tshark() {
         return;
     }
@@ -589,7 +595,7 @@ fn the_tree_of_init_producer_id_messages_has_wiresharks_offsets_sizes_and_values
     let mut frames_drawn = BTreeSet::new();
     for message in tree.split("== ").skip(1) {
         let head = message.lines().next().unwrap();
-        if !head.starts_with("InitProducerId ") {
+        if !head.starts_with("InitProducerId ") && !head.starts_with("AllocateProducerIds ") {
             continue;
         }
         let frame: u64 = head
@@ -600,7 +606,7 @@ fn the_tree_of_init_producer_id_messages_has_wiresharks_offsets_sizes_and_values
         frames_drawn.insert(frame);
         let theirs = wireshark
             .get(&frame)
-            .unwrap_or_else(|| panic!("Wireshark has no InitProducerId in frame {frame}"));
+            .unwrap_or_else(|| panic!("Wireshark has no such message in frame {frame}"));
         for line in message.lines().skip(1).take_while(|l| !l.is_empty()) {
             let name = line
                 .trim_start_matches(['+', '-', '|', ' '])
@@ -641,7 +647,7 @@ fn the_tree_of_init_producer_id_messages_has_wiresharks_offsets_sizes_and_values
     assert_eq!(
         frames_drawn,
         wireshark.keys().copied().collect(),
-        "every InitProducerId message Wireshark sees is drawn"
+        "every InitProducerId and AllocateProducerIds message Wireshark sees is drawn"
     );
     assert!(compared > 60, "{compared} fields compared");
 }
