@@ -19,7 +19,7 @@ use std::io;
 use serde_json::Value;
 
 use crate::analysis::{Block, Placed};
-use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
+use crate::pairing::{ClusterEvent, Exchange, ExchangeOrder, ProducerIdExchange};
 use crate::report::model::{PidFinding, Report, FORMAT_VERSION};
 use crate::report::sink::{Needs, Sink};
 use crate::report::spill::{Ordered, DEFAULT_RUN_BYTES};
@@ -434,6 +434,11 @@ impl Sink for Check {
     /// Not compared (only exchanges and findings are), but handed on to the output.
     fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
         self.inner.producer(px, placed)
+    }
+
+    /// Not compared either; handed on.
+    fn cluster(&mut self, ev: &ClusterEvent) -> io::Result<()> {
+        self.inner.cluster(ev)
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

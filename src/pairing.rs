@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::kafka::allocate_producer_ids::{Request, Response};
-use crate::kafka::apis::{ClusterFact, DecodedRequest, DecodedResponse};
+use crate::kafka::apis::{ClusterFact, DecodedRequest, DecodedResponse, Kept};
 use crate::kafka::init_producer_id as init;
 use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
@@ -46,6 +46,8 @@ pub struct ClusterEvent {
     pub meta: MessageMeta,
     pub is_request: bool,
     pub fact: Box<ClusterFact>,
+    /// Its bytes, when a sink asked for them.
+    pub kept: Option<Box<Kept>>,
 }
 
 /// How an exchange ended. The response stays in the box the Kafka stage decoded it
@@ -221,12 +223,14 @@ impl Pairing {
             } => {
                 self.api_counts.entry(api_key).or_default().requests += 1;
                 match decoded {
-                    Some(DecodedRequest::Cluster(fact)) => self.cluster(ends, meta, true, fact),
+                    Some(DecodedRequest::Cluster(fact, kept)) => {
+                        self.cluster(ends, meta, true, (fact, kept));
+                    }
                     Some(request) => {
                         if let DecodedRequest::Allocate(asked) = &request {
                             let broker_id = asked.broker_id;
                             let fact = Box::new(ClusterFact::BlockAsked { broker_id });
-                            self.cluster(ends, meta, true, fact);
+                            self.cluster(ends, meta, true, (fact, None));
                         }
                         let key = (ends.connection, correlation_id);
                         self.waiting.insert(key, (meta, api_version, request));
@@ -248,7 +252,9 @@ impl Pairing {
                 self.api_counts.entry(api_key).or_default().responses += 1;
                 let key = (ends.connection, correlation_id);
                 match decoded {
-                    Some(DecodedResponse::Cluster(fact)) => self.cluster(ends, meta, false, fact),
+                    Some(DecodedResponse::Cluster(fact, kept)) => {
+                        self.cluster(ends, meta, false, (fact, kept));
+                    }
                     Some(response) => {
                         if let Some(request) = self.waiting.remove(&key) {
                             self.answered(ends, correlation_id, request, meta, response);
@@ -275,7 +281,7 @@ impl Pairing {
         ends: Endpoints,
         meta: MessageMeta,
         is_request: bool,
-        fact: Box<ClusterFact>,
+        (fact, kept): (Box<ClusterFact>, Option<Box<Kept>>),
     ) {
         if fact.problem().is_none() {
             self.cluster_events.push(ClusterEvent {
@@ -283,6 +289,7 @@ impl Pairing {
                 meta,
                 is_request,
                 fact,
+                kept,
             });
         }
     }
@@ -357,7 +364,7 @@ impl Pairing {
                 });
             }
             // Never held: handed on as it came.
-            DecodedRequest::Cluster(_) => {}
+            DecodedRequest::Cluster(_, _) => {}
         }
     }
 }

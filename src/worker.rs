@@ -189,7 +189,7 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
             let written = match item {
                 Item::Cluster(ev) => {
                     analyzer.add_cluster(&ev);
-                    None
+                    sink_error.is_none().then(|| sink.cluster(&ev))
                 }
                 Item::Allocate(ex) => {
                     let block = analyzer.add(&ex);

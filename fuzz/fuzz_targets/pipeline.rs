@@ -6,7 +6,7 @@ use std::io;
 
 use libfuzzer_sys::fuzz_target;
 use pidshark::analysis::{Block, Placed};
-use pidshark::pairing::{Exchange, ProducerIdExchange};
+use pidshark::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
 use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
@@ -34,6 +34,12 @@ impl Sink for Tee {
     fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
         for sink in &mut self.0 {
             sink.producer(px.clone(), placed)?;
+        }
+        Ok(())
+    }
+    fn cluster(&mut self, ev: &ClusterEvent) -> io::Result<()> {
+        for sink in &mut self.0 {
+            sink.cluster(ev)?;
         }
         Ok(())
     }

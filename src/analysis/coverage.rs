@@ -301,6 +301,7 @@ mod tests {
                 origin: None,
             },
             is_request,
+            kept: None,
             fact: Box::new(fact),
         }
     }

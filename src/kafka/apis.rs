@@ -53,7 +53,7 @@ pub fn decodes_response(api: ApiKey) -> bool {
 pub enum DecodedRequest {
     Allocate(Box<allocate::Request>),
     InitProducerId(Box<init::Request>),
-    Cluster(Box<ClusterFact>),
+    Cluster(Box<ClusterFact>, Option<Box<Kept>>),
 }
 
 /// A decoded response, decoded as the answer to its request's API and version.
@@ -61,7 +61,38 @@ pub enum DecodedRequest {
 pub enum DecodedResponse {
     Allocate(Box<allocate::Response>),
     InitProducerId(Box<init::Response>),
-    Cluster(Box<ClusterFact>),
+    Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+}
+
+/// A cluster message's bytes as captured (without the size prefix), kept when a sink asks
+/// for them (`--format tree`), with the API and version they were decoded as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub api: ApiKey,
+    pub version: i16,
+    pub is_request: bool,
+    pub bytes: Vec<u8>,
+}
+
+impl Kept {
+    fn of(
+        bytes: Captured<'_>,
+        (api, version): (ApiKey, i16),
+        is_request: bool,
+    ) -> Option<Box<Self>> {
+        let message = bytes.message.filter(|_| bytes.keep_raw)?;
+        Some(Box::new(Self {
+            api,
+            version,
+            is_request,
+            bytes: message.to_vec(),
+        }))
+    }
+
+    /// Decodes the message again, as it was first (for the tree, recording its reads).
+    pub fn decode_again(&self) -> Result<ClusterFact, DecodeError> {
+        ClusterFact::decode_again(self.is_request, (self.api, self.version), &self.bytes)
+    }
 }
 
 /// What a cluster message says, or why it could not be read.
@@ -101,7 +132,25 @@ impl ClusterFact {
                 version: head.api_version,
             });
         }
-        let decoded = match head.api_key {
+        Self::of_result(Self::request_of(head.api_key, message), bytes)
+    }
+
+    /// A cluster message's fact, decoded again from its bytes (without the size prefix)
+    /// as the Kafka stage decoded it.
+    pub fn decode_again(
+        is_request: bool,
+        (api, version): (ApiKey, i16),
+        message: &[u8],
+    ) -> Result<Self, DecodeError> {
+        match is_request {
+            true => Self::request_of(api, message),
+            false => Self::response_of((api, version), message),
+        }
+    }
+
+    /// The fact of a request of `api` (one this module decodes).
+    fn request_of(api: ApiKey, message: &[u8]) -> Result<Self, DecodeError> {
+        match api {
             cluster::BROKER_REGISTRATION => {
                 cluster::broker_registration_request(message).map(Self::Listeners)
             }
@@ -110,8 +159,7 @@ impl ClusterFact {
             }
             cluster::FETCH => cluster::fetch_request(message).map(Self::Fetch),
             _ => cluster::quorum_request(message).map(Self::Quorum),
-        };
-        Self::of_result(decoded, bytes)
+        }
     }
 
     fn of_response((api, version): (ApiKey, i16), bytes: Captured<'_>, not_read: Problem) -> Self {
@@ -121,15 +169,19 @@ impl ClusterFact {
         if !cluster::decodes(api, version) {
             return Self::Undecoded(Problem::UnsupportedVersion { api, version });
         }
-        let decoded = match api {
+        Self::of_result(Self::response_of((api, version), message), bytes)
+    }
+
+    /// The fact of a response to a request of `api` at `version`.
+    fn response_of((api, version): (ApiKey, i16), message: &[u8]) -> Result<Self, DecodeError> {
+        match api {
             cluster::METADATA => {
                 cluster::metadata_response(message, version).map(|seen| Self::Brokers { api, seen })
             }
             cluster::DESCRIBE_CLUSTER => cluster::describe_cluster_response(message, version)
                 .map(|seen| Self::Brokers { api, seen }),
             _ => cluster::quorum_response(message, api, version).map(Self::Quorum),
-        };
-        Self::of_result(decoded, bytes)
+        }
     }
 
     /// A fact (read from the bytes before a gap, when they hold it), or the problem of
@@ -176,9 +228,10 @@ impl DecodedRequest {
             ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(read(bytes, not_read, |m| {
                 init::decode_partial_request(m, len, missing, head)
             })),
-            api if decodes_request(api, len) => {
-                Self::Cluster(Box::new(ClusterFact::of_request(head, bytes, not_read)))
-            }
+            api if decodes_request(api, len) => Self::Cluster(
+                Box::new(ClusterFact::of_request(head, bytes, not_read)),
+                Kept::of(bytes, (api, head.api_version), true),
+            ),
             _ => return None,
         })
     }
@@ -187,7 +240,7 @@ impl DecodedRequest {
         match self {
             Self::Allocate(r) => r.problem.as_ref(),
             Self::InitProducerId(r) => r.problem.as_ref(),
-            Self::Cluster(fact) => fact.problem(),
+            Self::Cluster(fact, _) => fact.problem(),
         }
     }
 
@@ -218,7 +271,7 @@ impl DecodedRequest {
                     + r.raw.capacity()
             }
             // Not held while it waits: pairing hands it on at once.
-            Self::Cluster(_) => 0,
+            Self::Cluster(_, _) => 0,
         }
     }
 }
@@ -239,11 +292,10 @@ impl DecodedResponse {
             ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(read(bytes, not_read, |m| {
                 init::decode_partial_response(m, len, missing, version)
             })),
-            api if decodes_response(api) => Self::Cluster(Box::new(ClusterFact::of_response(
-                (api, version),
-                bytes,
-                not_read,
-            ))),
+            api if decodes_response(api) => Self::Cluster(
+                Box::new(ClusterFact::of_response((api, version), bytes, not_read)),
+                Kept::of(bytes, (api, version), false),
+            ),
             _ => return None,
         })
     }
@@ -252,7 +304,7 @@ impl DecodedResponse {
         match self {
             Self::Allocate(r) => r.problem.as_ref(),
             Self::InitProducerId(r) => r.problem.as_ref(),
-            Self::Cluster(fact) => fact.problem(),
+            Self::Cluster(fact, _) => fact.problem(),
         }
     }
 }

@@ -34,6 +34,7 @@ pub mod reader;
 mod sides;
 pub mod tables;
 pub mod tls;
+pub mod trace;
 mod trial;
 pub mod waiting;
 

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use super::trace;
+
 /// Why a Kafka message did not decode. `Display` is one sentence with the numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
@@ -123,6 +125,12 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
         Self { bytes, pos: 0 }
+    }
+
+    /// The address of the next byte, which places a read of a part of a message (a
+    /// tagged field's data) in the message ([`super::trace`]).
+    pub fn address(&self) -> usize {
+        (self.bytes.as_ptr() as usize).saturating_add(self.pos)
     }
 
     pub fn position(&self) -> usize {
@@ -250,7 +258,8 @@ impl<'a> Reader<'a> {
         mut each: impl FnMut(&TaggedField, (usize, usize)),
     ) -> Result<Vec<TaggedField>, DecodeError> {
         let count_at = self.pos;
-        let count = self.uvarint("tagged field count")?;
+        let uvarint = ("tagged field count", "uvarint");
+        let count = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
         // Each field takes at least two bytes, so a count above that is a lie we can
         // refuse before reserving anything.
         if usize::try_from(count).map_or(true, |n| n > self.remaining() / 2) {
@@ -264,7 +273,8 @@ impl<'a> Reader<'a> {
         let mut last_tag: Option<u32> = None;
         for _ in 0..count {
             let tag_at = self.pos;
-            let tag = self.uvarint("tagged field tag")?;
+            let uvarint = ("tagged field tag", "uvarint");
+            let tag = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
             if last_tag.is_some_and(|last| tag <= last) {
                 return Err(self.invalid(
                     "tagged field tag",
@@ -273,7 +283,8 @@ impl<'a> Reader<'a> {
                 ));
             }
             last_tag = Some(tag);
-            let size = self.uvarint("tagged field size")?;
+            let uvarint = ("tagged field size", "uvarint");
+            let size = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
             let size = usize::try_from(size).unwrap_or(usize::MAX);
             let data = self.take("tagged field data", size)?;
             let field = TaggedField::new(tag, data);
@@ -400,7 +411,8 @@ impl<'a> Reader<'a> {
         mut each: impl FnMut(u32, &'a [u8], usize) -> Result<(), DecodeError>,
     ) -> Result<(), DecodeError> {
         let count_at = self.pos;
-        let count = self.uvarint("tagged field count")?;
+        let uvarint = ("tagged field count", "uvarint");
+        let count = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
         let count = usize::try_from(count).unwrap_or(usize::MAX);
         // Each field takes at least two bytes (tag and size).
         if count > self.remaining() / 2 {
@@ -414,7 +426,8 @@ impl<'a> Reader<'a> {
         let mut last_tag: Option<u32> = None;
         for _ in 0..count {
             let tag_at = self.pos;
-            let tag = self.uvarint("tagged field tag")?;
+            let uvarint = ("tagged field tag", "uvarint");
+            let tag = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
             if last_tag.is_some_and(|last| tag <= last) {
                 return Err(self.invalid(
                     "tagged field tag",
@@ -423,7 +436,8 @@ impl<'a> Reader<'a> {
                 ));
             }
             last_tag = Some(tag);
-            let size = self.uvarint("tagged field size")?;
+            let uvarint = ("tagged field size", "uvarint");
+            let size = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
             let data_at = self.pos;
             let data = self.take(
                 "tagged field data",

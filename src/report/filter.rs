@@ -15,7 +15,7 @@ use super::model::{self, Report};
 use super::sink::{Needs, Sink};
 use crate::analysis::{Block, Placed, Placement};
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::{Exchange, Outcome, ProducerIdExchange};
+use crate::pairing::{ClusterEvent, Exchange, Outcome, ProducerIdExchange};
 use crate::timestamp::Timestamp;
 
 /// A bound of `--since` or `--until`.
@@ -139,6 +139,21 @@ impl Filter {
             && bound(self.until).is_none_or(|until| at <= until)
             && (!self.errors_only || failed)
             && self.frame.is_none_or(in_frames)
+    }
+
+    /// Whether the output shows a cluster message: it has no broker of its own to match
+    /// and answers nothing, so `--broker` and `--errors-only` pass none.
+    pub fn passes_cluster(&self, ev: &ClusterEvent, first: Option<Timestamp>) -> bool {
+        let at = ev.meta.timestamp.as_nanos();
+        let bound = |b: Option<TimeBound>| b.and_then(|b| b.resolve(first));
+        self.broker.is_none()
+            && !self.errors_only
+            && self.connection.is_none_or(|c| ev.endpoints.connection == c)
+            && bound(self.since).is_none_or(|since| at >= since)
+            && bound(self.until).is_none_or(|until| at <= until)
+            && self
+                .frame
+                .is_none_or(|f| (ev.meta.first_frame..=ev.meta.frame).contains(&f))
     }
 
     /// The filters as the report names them, the time bounds as times; `shown`:
@@ -271,6 +286,16 @@ impl Sink for Filtered<'_> {
             return Ok(());
         }
         self.inner.producer(px, placed)
+    }
+
+    fn cluster(&mut self, ev: &ClusterEvent) -> io::Result<()> {
+        match self
+            .filter
+            .passes_cluster(ev, self.first_packet.get().copied())
+        {
+            true => self.inner.cluster(ev),
+            false => Ok(()),
+        }
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

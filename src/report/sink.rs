@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use super::model::Report;
 use super::{exchange, producer_id_entry};
 use crate::analysis::{Block, Placed};
-use crate::pairing::{Exchange, ProducerIdExchange};
+use crate::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
 
 /// What the run prepares for a sink.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +32,11 @@ pub trait Sink: Send {
     /// a sink that wraps another hands it on. (No default: a wrapper that forgot it would
     /// drop every producer in silence.)
     fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()>;
+    /// A cluster message whose facts were read (a Vote, a BrokerHeartbeat...), as it
+    /// comes; only the tree draws them, from their bytes ([`Needs::raw_messages`]).
+    fn cluster(&mut self, _ev: &ClusterEvent) -> io::Result<()> {
+        Ok(())
+    }
     /// The rest of the report, once the captures are read: its `exchanges` are empty, its
     /// blocks listed only when [`Needs::blocks_in_report`]. A sink that keeps the
     /// exchanges puts them in.

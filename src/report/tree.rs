@@ -1,9 +1,9 @@
 //! `--format tree`: each message pidshark decodes whole (AllocateProducerIds and
 //! InitProducerId requests and responses) in packet order, drawn as an annotated
 //! dissection: the object tree with wire types, values, `[offset, size]` and the schema's
-//! descriptions, then the bytes as a hex dump. The cluster's own messages (Fetch, Vote,
-//! BrokerHeartbeat, ...) are read only as far as the facts pidshark takes from them, so
-//! they are not drawn; `--frame N` on one says what it is.
+//! descriptions, then the bytes as a hex dump. With `--frame N`, a cluster message (Fetch,
+//! Vote, BrokerHeartbeat, ...) too: the fields its decoder reads, as [`trace`] records
+//! them, and what it passes over, unread.
 //!
 //! The tree comes from decoding the captured bytes again with the same decoder that
 //! filled the report, this time with a [`Recorder`] listening.
@@ -16,10 +16,13 @@ use super::model::{Exchange, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, Placed};
-use crate::kafka::header::RequestPrefix;
+use crate::kafka::apis::ClusterFact;
+use crate::kafka::header::{self, RequestPrefix};
 use crate::kafka::layout::{Node, Recorder};
+use crate::kafka::tables::ApiKey;
+use crate::kafka::trace;
 use crate::kafka::{allocate_producer_ids, init_producer_id};
-use crate::pairing;
+use crate::pairing::{self, ClusterEvent};
 
 const SIZE_LEN: usize = 4;
 
@@ -42,19 +45,105 @@ fn leaf(
     }
 }
 
-/// The APIs whose messages the tree draws.
+/// The APIs whose messages the tree draws: those decoded whole, and the cluster's, read
+/// as far as their facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Api {
     AllocateProducerIds,
     InitProducerId,
+    Cluster(ApiKey),
 }
 
 impl Api {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Self::AllocateProducerIds => "AllocateProducerIds",
-            Self::InitProducerId => "InitProducerId",
+            Self::AllocateProducerIds => "AllocateProducerIds".to_owned(),
+            Self::InitProducerId => "InitProducerId".to_owned(),
+            Self::Cluster(key) => key.name(),
         }
+    }
+}
+
+/// A recorded value as the tree shows it: an optional one as itself or `null`, a string
+/// passed over as such.
+fn shown(value: &str) -> String {
+    match value {
+        "()" => "(passed over)".to_owned(),
+        "None" => "null".to_owned(),
+        v if v.starts_with('[') => hex_of_list(v).unwrap_or_else(|| v.to_owned()),
+        v => v
+            .strip_prefix("Some(")
+            .and_then(|inner| inner.strip_suffix(')'))
+            .unwrap_or(v)
+            .to_owned(),
+    }
+}
+
+/// `[241, 163, 0]` (a UUID's bytes, as recorded) as `0xf1a300`.
+fn hex_of_list(list: &str) -> Option<String> {
+    let inner = list.strip_prefix('[')?.strip_suffix(']')?;
+    let bytes: Option<Vec<u8>> = inner.split(", ").map(|b| b.parse().ok()).collect();
+    Some(format!(
+        "0x{}",
+        bytes?
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    ))
+}
+
+/// Bytes a cluster decoder passes over between two fields it reads (a tagged field it
+/// does not know), at `offset` of the message.
+fn passed_over(offset: usize, len: usize) -> Node {
+    leaf(
+        "(passed over)",
+        "",
+        None,
+        offset + SIZE_LEN,
+        len,
+        "bytes the decoder skips: a tagged field it does not read",
+    )
+}
+
+/// A cluster message's tree: what its decoder reads, field by field as [`trace`] records
+/// it, then what it passes over, unread.
+fn cluster_layout(is_request: bool, (api, version): (ApiKey, i16), raw: &[u8], rec: &mut Recorder) {
+    let again = || ClusterFact::decode_again(is_request, (api, version), raw);
+    let (decoded, mut reads) = trace::recording(again);
+    let base = raw.as_ptr() as usize;
+    // in wire order (a tagged field's data is read after its tag and size), the bytes
+    // between two reads drawn as passed over
+    reads.sort_by_key(|r| r.at);
+    let mut end = 0;
+    for read in &reads {
+        let offset = read.at.saturating_sub(base);
+        if offset < end {
+            continue; // inside a read already drawn
+        }
+        if offset > end {
+            rec.push(passed_over(end, offset - end));
+        }
+        end = offset + read.len;
+        rec.push(leaf(
+            read.field,
+            read.wire,
+            Some(shown(&read.value)),
+            offset + SIZE_LEN,
+            read.len,
+            "",
+        ));
+    }
+    if let Err(err) = decoded {
+        rec.error = Some(err.shifted(SIZE_LEN).to_string());
+    } else if end < raw.len() {
+        rec.push(leaf(
+            "(not read)",
+            "",
+            None,
+            end + SIZE_LEN,
+            raw.len() - end,
+            "pidshark reads this message only as far as the facts it takes from it",
+        ));
     }
 }
 
@@ -76,6 +165,7 @@ fn layout(api: Api, is_request: bool, raw: &[u8], version: i16) -> (Node, Option
     ));
     rec.push(frame);
     match (api, is_request) {
+        (Api::Cluster(key), _) => cluster_layout(is_request, (key, version), raw, &mut rec),
         (_, true) => match RequestPrefix::parse(raw) {
             Ok(prefix) if api == Api::AllocateProducerIds => {
                 allocate_producer_ids::decode_request_with(raw, &prefix, &mut rec);
@@ -288,6 +378,33 @@ impl<'a> Drawn<'a> {
         })
     }
 
+    /// A cluster message whose bytes were kept; `None` without them.
+    fn cluster(ev: &'a ClusterEvent) -> Option<Self> {
+        let kept = ev.kept.as_deref()?;
+        let (client, server) = (address(ev.endpoints.client), address(ev.endpoints.server));
+        let correlation_id = match kept.is_request {
+            true => RequestPrefix::parse(&kept.bytes).map(|p| p.correlation_id),
+            false => header::response_correlation_id(&kept.bytes),
+        };
+        Some(Self {
+            api: Api::Cluster(kept.api),
+            is_request: kept.is_request,
+            version: kept.version,
+            connection: ev.endpoints.connection,
+            ends: match kept.is_request {
+                true => (client, server),
+                false => (server, client),
+            },
+            frame: ev.meta.frame,
+            first_frame: ev.meta.first_frame,
+            timestamp: ev.meta.timestamp.to_rfc3339(),
+            correlation_id: correlation_id.ok()?,
+            other: "read as far as its facts".to_owned(),
+            raw: &kept.bytes,
+            problem: None,
+        })
+    }
+
     fn order(&self) -> MessageOrder {
         MessageOrder {
             frame: self.frame,
@@ -442,6 +559,15 @@ impl Sink for TreeSink {
             }
         }
         Ok(())
+    }
+
+    /// A cluster message is drawn when `--frame` asks for it: the tree of a capture is
+    /// its producer-id messages.
+    fn cluster(&mut self, ev: &ClusterEvent) -> io::Result<()> {
+        match Drawn::cluster(ev).filter(|_| self.only_frame.is_some()) {
+            Some(drawn) => self.draw(&drawn),
+            None => Ok(()),
+        }
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

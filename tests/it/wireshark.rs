@@ -522,16 +522,12 @@ const TREE_FIELDS_IN_WIRESHARK: &[(&str, &str)] = &[
 fn wireshark_kafka_fields(
     capture: &str,
     ports: &[u16],
+    filter: &str,
 ) -> std::collections::BTreeMap<u64, std::collections::BTreeMap<String, (i64, i64, String)>> {
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
         .args(decode_as(ports))
-        .args([
-            "-Y",
-            "kafka.api_key == 22 || kafka.api_key == 67",
-            "-T",
-            "pdml",
-        ])
+        .args(["-Y", filter, "-T", "pdml"])
         .output()
         .expect("tshark runs");
     let pdml = String::from_utf8_lossy(&out.stdout);
@@ -582,7 +578,8 @@ fn the_tree_of_each_message_has_wiresharks_offsets_sizes_and_values() {
     }
     let capture = "fixtures/producers/txn-bump.pcap";
     let path = root().join(capture);
-    let wireshark = wireshark_kafka_fields(path.to_str().unwrap(), &[19093, 19201]);
+    let filter = "kafka.api_key == 22 || kafka.api_key == 67";
+    let wireshark = wireshark_kafka_fields(path.to_str().unwrap(), &[19093, 19201], filter);
     // the v0 exchange's short connection is Kafka only when told, as Wireshark is told
     let ports = ["--port", "19093", "--port", "19201"];
     let run = crate::common::pidshark()
@@ -650,4 +647,107 @@ fn the_tree_of_each_message_has_wiresharks_offsets_sizes_and_values() {
         "every InitProducerId and AllocateProducerIds message Wireshark sees is drawn"
     );
     assert!(compared > 60, "{compared} fields compared");
+}
+
+/// The tree's lines of one message: (name, offset, size, value).
+fn tree_fields(message: &str) -> Vec<(String, i64, i64, String)> {
+    message
+        .lines()
+        .skip(2) // the heading and the root
+        .take_while(|l| !l.is_empty())
+        .filter_map(|line| {
+            let name = line.trim_start_matches(['+', '-', '|', ' ']);
+            let name = name.split("  ").next()?.to_owned();
+            let span = line.rsplit('[').next()?.split(']').next()?;
+            let (off, len) = span.split_once(", ")?;
+            let off = i64::from_str_radix(off.trim_start_matches("0x"), 16).ok()?;
+            let len: i64 = len.trim_end_matches('B').parse().ok()?;
+            let value = line.split("= ").nth(1).unwrap_or_default();
+            let value = value.split("  ").next().unwrap_or_default().to_owned();
+            Some((name, off, len, value))
+        })
+        .collect()
+}
+
+/// `--format tree --frame N` on the cluster's own messages (Vote, BeginQuorumEpoch,
+/// BrokerHeartbeat, a small Fetch, requests and responses) of a real Kafka 4.4.0 capture:
+/// their fields follow one another from the header to the last byte (or to a "not read"
+/// part the decoder passes over), and the header's fields have Wireshark's offsets, sizes
+/// and values.
+#[test]
+fn the_tree_of_a_cluster_message_covers_its_bytes_with_wiresharks_header() {
+    if !have_tshark() {
+        return;
+    }
+    let capture = "fixtures/kafka-real/4.4.0-controller-kill.pcap.gz";
+    let path = root().join(capture);
+    let filter =
+        "kafka.api_key == 52 || kafka.api_key == 53 || kafka.api_key == 63 || kafka.api_key == 1";
+    let wireshark = wireshark_kafka_fields(path.to_str().unwrap(), &[19091, 19092, 19093], filter);
+    // the first few of each API and side Wireshark shows
+    let mut chosen: Vec<u64> = Vec::new();
+    let mut seen = std::collections::BTreeMap::new();
+    for (frame, fields) in &wireshark {
+        let key = fields.get("kafka.api_key").map(|f| f.2.clone());
+        let request = fields.contains_key("kafka.client_id");
+        let n = seen.entry((key, request)).or_insert(0);
+        if *n < 2 {
+            *n += 1;
+            chosen.push(*frame);
+        }
+    }
+    let mut drawn = 0;
+    for frame in chosen {
+        let run = crate::common::pidshark()
+            .args([
+                capture,
+                "--format",
+                "tree",
+                "-q",
+                "--frame",
+                &frame.to_string(),
+            ])
+            .assert()
+            .success();
+        let tree = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+        let Some(message) = tree.split("== ").nth(1) else {
+            continue; // not a message pidshark reads (a large Fetch, say)
+        };
+        drawn += 1;
+        let fields = tree_fields(message);
+        let theirs = &wireshark[&frame];
+        // from the size prefix, each field where the one before it ended
+        let mut end = 0;
+        for (name, off, len, _) in &fields {
+            if name == "Frame" {
+                continue;
+            }
+            assert_eq!(*off, end, "frame {frame} {name}:\n{message}");
+            end = off + len;
+        }
+        let total = theirs["kafka.len"].2.parse::<i64>().unwrap() + 4;
+        assert_eq!(end, total, "frame {frame}: every byte drawn\n{message}");
+        for (ours, field) in [
+            ("size", "kafka.len"),
+            ("request_api_key", "kafka.api_key"),
+            ("request_api_version", "kafka.api_version"),
+            ("correlation_id", "kafka.correlation_id"),
+            ("client_id", "kafka.client_id"),
+        ] {
+            let (Some(mine), Some((pos, size, show))) =
+                (fields.iter().find(|f| f.0 == ours), theirs.get(field))
+            else {
+                continue;
+            };
+            assert_eq!((mine.1, mine.2), (*pos, *size), "frame {frame} {ours}");
+            if ours != "client_id" {
+                assert_eq!(
+                    mine.3.split(' ').next().unwrap(),
+                    show,
+                    "frame {frame} {ours}"
+                );
+            }
+        }
+    }
+    assert!(drawn >= 6, "{drawn} cluster messages drawn");
 }

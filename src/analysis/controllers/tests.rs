@@ -58,6 +58,7 @@ fn event(frame: u64, server: &str, q: QuorumMessage) -> ClusterEvent {
         },
         meta: meta(frame),
         is_request: q.is_request,
+        kept: None,
         fact: Box::new(ClusterFact::Quorum(q)),
     }
 }

@@ -51,15 +51,15 @@ pub struct BrokerEndpoint {
 pub fn metadata_response(message: &[u8], version: i16) -> Result<BrokersSeen, DecodeError> {
     let mut w = Wire::response(message, METADATA, version)?;
     if version >= 3 {
-        w.r.i32("ThrottleTimeMs")?;
+        w.i32("ThrottleTimeMs")?;
     }
     let count = w.array_len("Brokers")?;
     let mut brokers = Vec::new(); // grows with what is read, not with the count
     for _ in 0..count {
         brokers.push(BrokerEndpoint {
-            node_id: w.r.i32("Brokers.NodeId")?,
+            node_id: w.i32("Brokers.NodeId")?,
             host: w.string("Brokers.Host")?,
-            port: w.r.i32("Brokers.Port")?,
+            port: w.i32("Brokers.Port")?,
             rack: match version {
                 0 => None,
                 _ => w.nullable_string("Brokers.Rack")?,
@@ -74,7 +74,7 @@ pub fn metadata_response(message: &[u8], version: i16) -> Result<BrokersSeen, De
     };
     let controller_id = match version {
         0 => None,
-        _ => Some(w.r.i32("ControllerId")?),
+        _ => Some(w.i32("ControllerId")?),
     };
     Ok(BrokersSeen {
         brokers,
@@ -89,31 +89,31 @@ pub fn metadata_response(message: &[u8], version: i16) -> Result<BrokersSeen, De
 /// response header); every byte must be read.
 pub fn describe_cluster_response(message: &[u8], version: i16) -> Result<BrokersSeen, DecodeError> {
     let mut w = Wire::response(message, DESCRIBE_CLUSTER, version)?;
-    w.r.i32("ThrottleTimeMs")?;
-    let error_code = ErrorCode(w.r.i16("ErrorCode")?);
+    w.i32("ThrottleTimeMs")?;
+    let error_code = ErrorCode(w.i16("ErrorCode")?);
     w.skip_string("ErrorMessage")?;
     let endpoint_type = match version {
         0 => None,
-        _ => Some(w.r.i8("EndpointType")?),
+        _ => Some(w.i8("EndpointType")?),
     };
     let cluster_id = w.string("ClusterId")?;
-    let controller_id = w.r.i32("ControllerId")?;
+    let controller_id = w.i32("ControllerId")?;
     let count = w.array_len("Brokers")?;
     let mut brokers = Vec::new(); // grows with what is read, not with the count
     for _ in 0..count {
         brokers.push(BrokerEndpoint {
-            node_id: w.r.i32("Brokers.BrokerId")?,
+            node_id: w.i32("Brokers.BrokerId")?,
             host: w.string("Brokers.Host")?,
-            port: w.r.i32("Brokers.Port")?,
+            port: w.i32("Brokers.Port")?,
             rack: w.nullable_string("Brokers.Rack")?,
             is_fenced: match version {
                 0 | 1 => None,
-                _ => Some(w.r.bool("Brokers.IsFenced")?),
+                _ => Some(w.bool("Brokers.IsFenced")?),
             },
         });
         w.tags()?;
     }
-    w.r.i32("ClusterAuthorizedOperations")?;
+    w.i32("ClusterAuthorizedOperations")?;
     w.tags()?;
     w.r.finish()?;
     Ok(BrokersSeen {

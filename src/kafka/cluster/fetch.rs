@@ -34,26 +34,26 @@ pub fn fetch_request(message: &[u8]) -> Result<ReplicaFetch, DecodeError> {
     let (mut w, _) = Wire::request(message, &[FETCH])?;
     let version = w.version;
     let mut replica_id = if version <= 14 {
-        w.r.i32("ReplicaId")?
+        w.i32("ReplicaId")?
     } else {
         -1
     };
-    w.r.i32("MaxWaitMs")?;
-    w.r.i32("MinBytes")?;
+    w.i32("MaxWaitMs")?;
+    w.i32("MinBytes")?;
     if version >= 3 {
-        w.r.i32("MaxBytes")?;
+        w.i32("MaxBytes")?;
     }
     if version >= 4 {
-        w.r.i8("IsolationLevel")?;
+        w.i8("IsolationLevel")?;
     }
     if version >= 7 {
-        w.r.i32("SessionId")?;
-        w.r.i32("SessionEpoch")?;
+        w.i32("SessionId")?;
+        w.i32("SessionEpoch")?;
     }
     let mut partitions = Vec::new();
     for _ in 0..w.array_len("Topics")? {
         let metadata = if version >= 13 {
-            w.r.uuid("Topics.TopicId")? == METADATA_TOPIC_ID
+            w.uuid("Topics.TopicId")? == METADATA_TOPIC_ID
         } else {
             w.string("Topics.Topic")? == METADATA_TOPIC
         };
@@ -75,8 +75,8 @@ pub fn fetch_request(message: &[u8]) -> Result<ReplicaFetch, DecodeError> {
         if tag != 1 {
             return Ok(false);
         }
-        replica_id = inner.r.i32("ReplicaState.ReplicaId")?;
-        inner.r.i64("ReplicaState.ReplicaEpoch")?;
+        replica_id = inner.i32("ReplicaState.ReplicaId")?;
+        inner.i64("ReplicaState.ReplicaEpoch")?;
         inner.tags()?;
         Ok(true)
     })?;
@@ -90,18 +90,18 @@ pub fn fetch_request(message: &[u8]) -> Result<ReplicaFetch, DecodeError> {
 /// One `Topics.Partitions` entry; its index.
 fn partition(w: &mut Wire<'_>) -> Result<i32, DecodeError> {
     let version = w.version;
-    let index = w.r.i32("Partitions.Partition")?;
+    let index = w.i32("Partitions.Partition")?;
     if version >= 9 {
-        w.r.i32("Partitions.CurrentLeaderEpoch")?;
+        w.i32("Partitions.CurrentLeaderEpoch")?;
     }
-    w.r.i64("Partitions.FetchOffset")?;
+    w.i64("Partitions.FetchOffset")?;
     if version >= 12 {
-        w.r.i32("Partitions.LastFetchedEpoch")?;
+        w.i32("Partitions.LastFetchedEpoch")?;
     }
     if version >= 5 {
-        w.r.i64("Partitions.LogStartOffset")?;
+        w.i64("Partitions.LogStartOffset")?;
     }
-    w.r.i32("Partitions.PartitionMaxBytes")?;
+    w.i32("Partitions.PartitionMaxBytes")?;
     w.tags()?; // ReplicaDirectoryId (v17+), HighWatermark (v18+)
     Ok(index)
 }
@@ -110,12 +110,12 @@ fn partition(w: &mut Wire<'_>) -> Result<i32, DecodeError> {
 fn forgotten_topics(w: &mut Wire<'_>) -> Result<(), DecodeError> {
     for _ in 0..w.array_len("ForgottenTopicsData")? {
         if w.version >= 13 {
-            w.r.uuid("ForgottenTopicsData.TopicId")?;
+            w.uuid("ForgottenTopicsData.TopicId")?;
         } else {
             w.skip_string("ForgottenTopicsData.Topic")?;
         }
         for _ in 0..w.array_len("ForgottenTopicsData.Partitions")? {
-            w.r.i32("ForgottenTopicsData.Partitions")?;
+            w.i32("ForgottenTopicsData.Partitions")?;
         }
         w.tags()?;
     }

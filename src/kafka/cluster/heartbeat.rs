@@ -19,11 +19,11 @@ pub struct Heartbeat {
 /// A BrokerHeartbeat request (`message` starts at the request header); every byte read.
 pub fn broker_heartbeat_request(message: &[u8]) -> Result<Heartbeat, DecodeError> {
     let (mut w, _) = Wire::request(message, &[BROKER_HEARTBEAT])?;
-    let broker_id = w.r.i32("BrokerId")?;
-    let broker_epoch = w.r.i64("BrokerEpoch")?;
-    w.r.i64("CurrentMetadataOffset")?;
-    w.r.bool("WantFence")?;
-    w.r.bool("WantShutDown")?;
+    let broker_id = w.i32("BrokerId")?;
+    let broker_epoch = w.i64("BrokerEpoch")?;
+    w.i64("CurrentMetadataOffset")?;
+    w.bool("WantFence")?;
+    w.bool("WantShutDown")?;
     w.tags()?;
     w.r.finish()?;
     Ok(Heartbeat {

@@ -38,6 +38,7 @@ pub use registration::{
 
 use super::reader::{DecodeError, Reader};
 use super::tables::ApiKey;
+use super::trace;
 
 pub const FETCH: ApiKey = ApiKey(1);
 pub const METADATA: ApiKey = ApiKey(3);
@@ -80,7 +81,9 @@ impl<'a> Wire<'a> {
     /// when flexible, else v1). Says which API it was.
     fn request(message: &'a [u8], apis: &[ApiKey]) -> Result<(Self, ApiKey), DecodeError> {
         let mut r = Reader::new(message);
-        let key = r.i16("request_api_key")?;
+        let key = trace::read(&mut r, ("request_api_key", "int16"), |r| {
+            r.i16("request_api_key")
+        })?;
         let api = ApiKey(key);
         if !apis.contains(&api) {
             return Err(DecodeError::Invalid {
@@ -89,10 +92,15 @@ impl<'a> Wire<'a> {
                 reason: format!("{key} ({}) is not decoded here", api.name()),
             });
         }
-        let version = r.i16("request_api_version")?;
+        let version = trace::read(&mut r, ("request_api_version", "int16"), |r| {
+            r.i16("request_api_version")
+        })?;
         let mut wire = Self::at(r, api, version, ("request_api_version", 2))?;
-        wire.r.i32("correlation_id")?;
-        wire.r.skip_string("client_id")?; // int16 in both header versions
+        wire.i32("correlation_id")?;
+        // int16 in both header versions
+        wire.traced(("client_id", "string (not read)"), |r| {
+            r.skip_string("client_id")
+        })?;
         wire.tags()?;
         Ok((wire, api))
     }
@@ -101,7 +109,7 @@ impl<'a> Wire<'a> {
     fn response(message: &'a [u8], api: ApiKey, version: i16) -> Result<Self, DecodeError> {
         let from_request = ("api_version (of the request)", 0);
         let mut wire = Self::at(Reader::new(message), api, version, from_request)?;
-        wire.r.i32("correlation_id")?;
+        wire.i32("correlation_id")?;
         wire.tags()?;
         Ok(wire)
     }
@@ -127,27 +135,68 @@ impl<'a> Wire<'a> {
         }
     }
 
+    /// One read of the cursor, recorded for the tree when it asks ([`trace`]).
+    fn traced<T: std::fmt::Debug>(
+        &mut self,
+        field_and_wire: (&'static str, &'static str),
+        read: impl FnOnce(&mut Reader<'a>) -> Result<T, DecodeError>,
+    ) -> Result<T, DecodeError> {
+        trace::read(&mut self.r, field_and_wire, read)
+    }
+
+    fn i8(&mut self, field: &'static str) -> Result<i8, DecodeError> {
+        self.traced((field, "int8"), |r| r.i8(field))
+    }
+
+    fn i16(&mut self, field: &'static str) -> Result<i16, DecodeError> {
+        self.traced((field, "int16"), |r| r.i16(field))
+    }
+
+    fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
+        self.traced((field, "uint16"), |r| r.u16(field))
+    }
+
+    fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
+        self.traced((field, "int32"), |r| r.i32(field))
+    }
+
+    fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
+        self.traced((field, "int64"), |r| r.i64(field))
+    }
+
+    fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+        self.traced((field, "bool"), |r| r.bool(field))
+    }
+
+    fn uuid(&mut self, field: &'static str) -> Result<[u8; 16], DecodeError> {
+        self.traced((field, "uuid"), |r| r.uuid(field))
+    }
+
     fn string(&mut self, field: &'static str) -> Result<String, DecodeError> {
         if self.flexible {
-            self.r.compact_string(field)
+            self.traced((field, "compact_string"), |r| r.compact_string(field))
         } else {
-            self.r.string(field)
+            self.traced((field, "string"), |r| r.string(field))
         }
     }
 
     fn nullable_string(&mut self, field: &'static str) -> Result<Option<String>, DecodeError> {
         if self.flexible {
-            self.r.compact_nullable_string(field)
+            self.traced((field, "compact_nullable_string"), |r| {
+                r.compact_nullable_string(field)
+            })
         } else {
-            self.r.nullable_string(field)
+            self.traced((field, "nullable_string"), |r| r.nullable_string(field))
         }
     }
 
     fn skip_string(&mut self, field: &'static str) -> Result<(), DecodeError> {
         if self.flexible {
-            self.r.skip_compact_string(field)
+            self.traced((field, "compact_string (not read)"), |r| {
+                r.skip_compact_string(field)
+            })
         } else {
-            self.r.skip_string(field)
+            self.traced((field, "string (not read)"), |r| r.skip_string(field))
         }
     }
 
@@ -155,9 +204,11 @@ impl<'a> Wire<'a> {
     fn array_len(&mut self, field: &'static str) -> Result<usize, DecodeError> {
         let at = self.r.position();
         let len = if self.flexible {
-            self.r.compact_array_len(field)?
+            self.traced((field, "compact array length"), |r| {
+                r.compact_array_len(field)
+            })?
         } else {
-            self.r.array_len(field)?
+            self.traced((field, "array length"), |r| r.array_len(field))?
         };
         len.ok_or(DecodeError::Invalid {
             field,

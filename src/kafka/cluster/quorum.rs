@@ -102,7 +102,7 @@ pub fn quorum_request(message: &[u8]) -> Result<QuorumMessage, DecodeError> {
     let cluster_id = w.nullable_string("ClusterId")?;
     let voter_id = match (api, version) {
         (END_QUORUM_EPOCH, _) | (_, 0) => None,
-        _ => Some(w.r.i32("VoterId")?),
+        _ => Some(w.i32("VoterId")?),
     };
     let partitions = topics(&mut w, |w, p| request_partition(w, api, p))?;
     let mut endpoints = Vec::new();
@@ -112,7 +112,7 @@ pub fn quorum_request(message: &[u8]) -> Result<QuorumMessage, DecodeError> {
                 node_id: None,
                 name: Some(w.string("LeaderEndpoints.Name")?),
                 host: w.string("LeaderEndpoints.Host")?,
-                port: w.r.u16("LeaderEndpoints.Port")?,
+                port: w.u16("LeaderEndpoints.Port")?,
             });
             w.tags()?;
         }
@@ -139,33 +139,33 @@ fn request_partition(
 ) -> Result<(), DecodeError> {
     let version = w.version;
     if api == VOTE {
-        p.candidate_epoch = Some(w.r.i32("Partitions.CandidateEpoch")?);
-        p.candidate_id = Some(w.r.i32("Partitions.CandidateId")?);
+        p.candidate_epoch = Some(w.i32("Partitions.CandidateEpoch")?);
+        p.candidate_id = Some(w.i32("Partitions.CandidateId")?);
         if version >= 1 {
-            w.r.uuid("Partitions.CandidateDirectoryId")?;
-            w.r.uuid("Partitions.VoterDirectoryId")?;
+            w.uuid("Partitions.CandidateDirectoryId")?;
+            w.uuid("Partitions.VoterDirectoryId")?;
         }
-        w.r.i32("Partitions.LastOffsetEpoch")?;
-        w.r.i64("Partitions.LastOffset")?;
+        w.i32("Partitions.LastOffsetEpoch")?;
+        w.i64("Partitions.LastOffset")?;
         if version >= 2 {
-            p.pre_vote = Some(w.r.bool("Partitions.PreVote")?);
+            p.pre_vote = Some(w.bool("Partitions.PreVote")?);
         }
         return Ok(());
     }
     if api == BEGIN_QUORUM_EPOCH && version >= 1 {
-        w.r.uuid("Partitions.VoterDirectoryId")?;
+        w.uuid("Partitions.VoterDirectoryId")?;
     }
-    p.leader_id = Some(w.r.i32("Partitions.LeaderId")?);
-    p.leader_epoch = Some(w.r.i32("Partitions.LeaderEpoch")?);
+    p.leader_id = Some(w.i32("Partitions.LeaderId")?);
+    p.leader_epoch = Some(w.i32("Partitions.LeaderEpoch")?);
     if api == END_QUORUM_EPOCH {
         if version == 0 {
             for _ in 0..w.array_len("Partitions.PreferredSuccessors")? {
-                w.r.i32("Partitions.PreferredSuccessors")?;
+                w.i32("Partitions.PreferredSuccessors")?;
             }
         } else {
             for _ in 0..w.array_len("Partitions.PreferredCandidates")? {
-                w.r.i32("PreferredCandidates.CandidateId")?;
-                w.r.uuid("PreferredCandidates.CandidateDirectoryId")?;
+                w.i32("PreferredCandidates.CandidateId")?;
+                w.uuid("PreferredCandidates.CandidateDirectoryId")?;
                 w.tags()?;
             }
         }
@@ -188,13 +188,13 @@ pub fn quorum_response(
         });
     }
     let mut w = Wire::response(message, api, version)?;
-    let error_code = ErrorCode(w.r.i16("ErrorCode")?);
+    let error_code = ErrorCode(w.i16("ErrorCode")?);
     let partitions = topics(&mut w, |w, p| {
-        p.error_code = Some(ErrorCode(w.r.i16("Partitions.ErrorCode")?));
-        p.leader_id = Some(w.r.i32("Partitions.LeaderId")?);
-        p.leader_epoch = Some(w.r.i32("Partitions.LeaderEpoch")?);
+        p.error_code = Some(ErrorCode(w.i16("Partitions.ErrorCode")?));
+        p.leader_id = Some(w.i32("Partitions.LeaderId")?);
+        p.leader_epoch = Some(w.i32("Partitions.LeaderEpoch")?);
         if api == VOTE {
-            p.vote_granted = Some(w.r.bool("Partitions.VoteGranted")?);
+            p.vote_granted = Some(w.bool("Partitions.VoteGranted")?);
         }
         Ok(())
     })?;
@@ -224,10 +224,10 @@ fn node_endpoints(w: &mut Wire<'_>) -> Result<Vec<NodeEndpoint>, DecodeError> {
     let mut endpoints = Vec::new();
     for _ in 0..w.array_len("NodeEndpoints")? {
         endpoints.push(NodeEndpoint {
-            node_id: Some(w.r.i32("NodeEndpoints.NodeId")?),
+            node_id: Some(w.i32("NodeEndpoints.NodeId")?),
             name: None,
             host: w.string("NodeEndpoints.Host")?,
-            port: w.r.u16("NodeEndpoints.Port")?,
+            port: w.u16("NodeEndpoints.Port")?,
         });
         w.tags()?;
     }
@@ -243,7 +243,7 @@ fn topics(
     for _ in 0..w.array_len("Topics")? {
         let topic = w.string("Topics.TopicName")?;
         for _ in 0..w.array_len("Topics.Partitions")? {
-            let mut p = QuorumPartition::new(&topic, w.r.i32("Partitions.PartitionIndex")?);
+            let mut p = QuorumPartition::new(&topic, w.i32("Partitions.PartitionIndex")?);
             rest(w, &mut p)?;
             w.tags()?;
             partitions.push(p);
@@ -278,6 +278,38 @@ mod tests {
             m = m.bool(true);
         }
         m.tags().tags().tags().bytes
+    }
+
+    /// The reads a decoder makes can be recorded for the tree: each field once, in wire
+    /// order, one after the other, every byte of the message covered.
+    #[test]
+    fn a_vote_request_s_reads_are_recorded_field_by_field() {
+        use crate::kafka::trace;
+        let bytes = vote_request(2);
+        let (decoded, reads) = trace::recording(|| quorum_request(&bytes));
+        assert!(decoded.is_ok());
+        let base = bytes.as_ptr() as usize;
+        let spans: Vec<(&str, usize, usize)> = reads
+            .iter()
+            .map(|r| (r.field, r.at - base, r.len))
+            .collect();
+        assert_eq!(spans[0], ("request_api_key", 0, 2), "{spans:?}");
+        assert_eq!(spans[1], ("request_api_version", 2, 2), "{spans:?}");
+        let mut end = 0;
+        for (field, at, len) in &spans {
+            assert_eq!(*at, end, "{field} follows the field before it: {spans:?}");
+            end = at + len;
+        }
+        assert_eq!(end, bytes.len(), "every byte read: {spans:?}");
+        assert!(
+            reads
+                .iter()
+                .any(|r| r.value == "Some(3001)" || r.value == "3001"),
+            "{reads:?}"
+        );
+        // off, nothing is recorded
+        let (_, none) = trace::recording(|| ());
+        assert!(none.is_empty());
     }
 
     #[test]

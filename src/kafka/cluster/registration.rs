@@ -40,17 +40,17 @@ pub struct RegistrationReply {
 /// request header); the fields after the listeners are not read.
 pub fn broker_registration_request(message: &[u8]) -> Result<BrokerListeners, DecodeError> {
     let (mut w, _) = Wire::request(message, &[BROKER_REGISTRATION])?;
-    let broker_id = w.r.i32("BrokerId")?;
+    let broker_id = w.i32("BrokerId")?;
     w.skip_string("ClusterId")?;
-    w.r.uuid("IncarnationId")?;
+    w.uuid("IncarnationId")?;
     let count = w.array_len("Listeners")?;
     let mut listeners = Vec::new(); // grows with what is read, not with the count
     for _ in 0..count {
         listeners.push(Listener {
             name: w.string("Listeners.Name")?,
             host: w.string("Listeners.Host")?,
-            port: w.r.u16("Listeners.Port")?,
-            security_protocol: w.r.i16("Listeners.SecurityProtocol")?,
+            port: w.u16("Listeners.Port")?,
+            security_protocol: w.i16("Listeners.SecurityProtocol")?,
         });
         w.tags()?;
     }
@@ -67,9 +67,9 @@ pub fn broker_registration_response(
     version: i16,
 ) -> Result<RegistrationReply, DecodeError> {
     let mut w = Wire::response(message, BROKER_REGISTRATION, version)?;
-    w.r.i32("ThrottleTimeMs")?;
-    let error_code = ErrorCode(w.r.i16("ErrorCode")?);
-    let broker_epoch = w.r.i64("BrokerEpoch")?;
+    w.i32("ThrottleTimeMs")?;
+    let error_code = ErrorCode(w.i16("ErrorCode")?);
+    let broker_epoch = w.i64("BrokerEpoch")?;
     w.tags()?;
     w.r.finish()?;
     Ok(RegistrationReply {
