@@ -8,6 +8,7 @@
 //! fields give both the sentence and the facts.
 
 pub mod facts;
+mod kinds;
 mod observation;
 mod parts;
 
@@ -17,6 +18,7 @@ use std::fmt;
 use crate::packet_ref::{Origin, PacketRef};
 use crate::timestamp::Timestamp;
 
+pub use kinds::Kind;
 pub use observation::Observation;
 pub use parts::{
     BadGrant, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap,
@@ -77,226 +79,15 @@ impl serde::Serialize for Kind {
     }
 }
 
-/// Kinds of diagnostic, with the contract's names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    CaptureTruncated,
-    /// Corrupt bytes after valid data (bad block, impossible record).
-    CaptureCorrupt,
-    PacketTruncated,
-    UnsupportedLinkType,
-    /// A packet the link/IP/TCP decoder could not read.
-    PacketMalformed,
-    MidstreamStart,
-    TcpGap,
-    TcpOverlapConflict,
-    /// An RST outside the receive window, not taken as the connection's end.
-    TcpRstOutOfWindow,
-    KafkaFrameTooLarge,
-    /// Framing found again after bytes were passed over.
-    KafkaResync,
-    /// Kafka framing was lost (bad length prefix or a gap inside a frame); a resync follows.
-    KafkaFramingLost,
-    /// A Kafka frame was still incomplete when its stream ended.
-    KafkaFrameIncomplete,
-    KafkaDecodeError,
-    /// An AllocateProducerIds message not all of whose bytes are in the capture.
-    KafkaMessageTruncated,
-    KafkaUnsupportedVersion,
-    DuplicateCorrelationId,
-    /// Too many requests waiting for responses on one connection; the oldest were dropped.
-    PendingLimit,
-    /// More diagnostics of one kind than are listed; the count says how many.
-    DiagnosticsLimited,
-    /// More connections at once than tracked; the least recently active were dropped.
-    ConnectionLimit,
-    /// Over the memory budget: what a connection held was given up.
-    MemoryLimit,
-    /// A TCP connection whose bytes were not read as Kafka, with the reason.
-    NotKafka,
-    /// A TCP connection whose bytes are TLS: encrypted, given up.
-    TlsEncrypted,
-    /// IP fragments of a TCP datagram that could not be reassembled, with the reason.
-    IpFragmentsDropped,
-    /// Two capture files whose time ranges overlap: their packets were merged by time.
-    CaptureFilesOverlap,
-    /// Too many packets within the clock skew to look for copies among all of them.
-    DuplicateWindowFull,
-    /// A Kafka connection whose server direction was never captured, not even an ACK.
-    OneSidedConnection,
-    // Findings of the producer-ID analysis (src/analysis).
-    PidBlockOverlap,
-    PidBlockRegression,
-    PidBlockGap,
-    PidBlockIrregular,
-    PidErrorStreak,
-    PidRetry,
-    PidBrokerEpochChange,
-    PidSlowResponse,
-    PidDuplicateGrant,
-    PidOutsideBlocks,
-    PidStaleController,
-    // The metadata log (src/metadata_log) and its comparison with the wire.
-    /// A metadata log file ends inside a record batch; the batches before it were read.
-    MetadataLogTruncated,
-    /// A metadata log batch that is not what Kafka writes (magic, CRC, record framing).
-    MetadataLogCorrupt,
-    /// A metadata log batch over a bound of the reader.
-    MetadataLogLimit,
-    /// Two metadata logs hold different records at one offset.
-    MetadataLogDivergent,
-    PidBlockNotCommitted,
-    PidBlockNotDelivered,
-    PidBlockMismatch,
-    PidCommittedOverlap,
-    PidCommittedGap,
-}
-
 impl Kind {
-    /// Every kind, for listing and for parsing names.
-    pub const ALL: [Self; 47] = [
-        Self::CaptureTruncated,
-        Self::CaptureCorrupt,
-        Self::PacketTruncated,
-        Self::UnsupportedLinkType,
-        Self::PacketMalformed,
-        Self::MidstreamStart,
-        Self::TcpGap,
-        Self::TcpOverlapConflict,
-        Self::TcpRstOutOfWindow,
-        Self::KafkaFrameTooLarge,
-        Self::KafkaResync,
-        Self::KafkaFramingLost,
-        Self::KafkaFrameIncomplete,
-        Self::KafkaDecodeError,
-        Self::KafkaMessageTruncated,
-        Self::KafkaUnsupportedVersion,
-        Self::DuplicateCorrelationId,
-        Self::PendingLimit,
-        Self::DiagnosticsLimited,
-        Self::ConnectionLimit,
-        Self::MemoryLimit,
-        Self::NotKafka,
-        Self::TlsEncrypted,
-        Self::IpFragmentsDropped,
-        Self::CaptureFilesOverlap,
-        Self::DuplicateWindowFull,
-        Self::OneSidedConnection,
-        Self::PidBlockOverlap,
-        Self::PidBlockRegression,
-        Self::PidBlockGap,
-        Self::PidBlockIrregular,
-        Self::PidErrorStreak,
-        Self::PidRetry,
-        Self::PidBrokerEpochChange,
-        Self::PidSlowResponse,
-        Self::PidDuplicateGrant,
-        Self::PidOutsideBlocks,
-        Self::PidStaleController,
-        Self::MetadataLogTruncated,
-        Self::MetadataLogCorrupt,
-        Self::MetadataLogLimit,
-        Self::MetadataLogDivergent,
-        Self::PidBlockNotCommitted,
-        Self::PidBlockNotDelivered,
-        Self::PidBlockMismatch,
-        Self::PidCommittedOverlap,
-        Self::PidCommittedGap,
-    ];
-
     /// The kind with this contract name.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == name)
     }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::CaptureTruncated => "capture_truncated",
-            Self::CaptureCorrupt => "capture_corrupt",
-            Self::PacketTruncated => "packet_truncated",
-            Self::UnsupportedLinkType => "unsupported_link_type",
-            Self::PacketMalformed => "packet_malformed",
-            Self::MidstreamStart => "midstream_start",
-            Self::TcpGap => "tcp_gap",
-            Self::TcpOverlapConflict => "tcp_overlap_conflict",
-            Self::TcpRstOutOfWindow => "tcp_rst_out_of_window",
-            Self::KafkaFrameTooLarge => "kafka_frame_too_large",
-            Self::KafkaResync => "kafka_resync",
-            Self::KafkaFramingLost => "kafka_framing_lost",
-            Self::KafkaFrameIncomplete => "kafka_frame_incomplete",
-            Self::KafkaDecodeError => "kafka_decode_error",
-            Self::KafkaMessageTruncated => "kafka_message_truncated",
-            Self::KafkaUnsupportedVersion => "kafka_unsupported_version",
-            Self::DuplicateCorrelationId => "duplicate_correlation_id",
-            Self::PendingLimit => "pending_limit",
-            Self::DiagnosticsLimited => "diagnostics_limited",
-            Self::ConnectionLimit => "connection_limit",
-            Self::MemoryLimit => "memory_limit",
-            Self::NotKafka => "not_kafka",
-            Self::TlsEncrypted => "tls_encrypted",
-            Self::IpFragmentsDropped => "ip_fragments_dropped",
-            Self::CaptureFilesOverlap => "capture_files_overlap",
-            Self::DuplicateWindowFull => "duplicate_window_full",
-            Self::OneSidedConnection => "one_sided_connection",
-            Self::PidBlockOverlap => "pid_block_overlap",
-            Self::PidBlockRegression => "pid_block_regression",
-            Self::PidBlockGap => "pid_block_gap",
-            Self::PidBlockIrregular => "pid_block_irregular",
-            Self::PidErrorStreak => "pid_error_streak",
-            Self::PidRetry => "pid_retry",
-            Self::PidBrokerEpochChange => "pid_broker_epoch_change",
-            Self::PidSlowResponse => "pid_slow_response",
-            Self::PidDuplicateGrant => "pid_duplicate_grant",
-            Self::PidOutsideBlocks => "pid_outside_blocks",
-            Self::PidStaleController => "pid_stale_controller",
-            Self::MetadataLogTruncated => "metadata_log_truncated",
-            Self::MetadataLogCorrupt => "metadata_log_corrupt",
-            Self::MetadataLogLimit => "metadata_log_limit",
-            Self::MetadataLogDivergent => "metadata_log_divergent",
-            Self::PidBlockNotCommitted => "pid_block_not_committed",
-            Self::PidBlockNotDelivered => "pid_block_not_delivered",
-            Self::PidBlockMismatch => "pid_block_mismatch",
-            Self::PidCommittedOverlap => "pid_committed_overlap",
-            Self::PidCommittedGap => "pid_committed_gap",
-        }
-    }
-
-    /// What the kind means, from the table of kinds in `docs/report-format.md` (built in;
-    /// a test holds every kind in it), its Markdown backticks dropped.
-    pub fn meaning(self) -> Option<String> {
-        const DOCUMENT: &str = include_str!("../docs/report-format.md");
-        let row_start = format!("| `{}` |", self.as_str());
-        let (_, table) = DOCUMENT.split_once("### Diagnostic kinds")?;
-        let row = table.lines().find(|l| l.starts_with(&row_start))?;
-        let meaning = row.trim_end_matches('|').splitn(4, '|').nth(3)?;
-        Some(meaning.trim().replace('`', ""))
-    }
-
-    pub fn severity(self) -> Severity {
-        match self {
-            Self::MidstreamStart
-            | Self::UnsupportedLinkType
-            | Self::DiagnosticsLimited
-            | Self::NotKafka
-            | Self::CaptureFilesOverlap
-            | Self::DuplicateWindowFull
-            | Self::PidBlockGap
-            | Self::MetadataLogDivergent
-            | Self::PidRetry
-            | Self::PidBrokerEpochChange => Severity::Info,
-            Self::CaptureCorrupt
-            | Self::KafkaDecodeError
-            | Self::PidBlockOverlap
-            | Self::PidBlockRegression
-            | Self::PidDuplicateGrant
-            | Self::PidOutsideBlocks
-            | Self::PidStaleController
-            | Self::MetadataLogCorrupt
-            | Self::PidBlockNotCommitted
-            | Self::PidBlockMismatch
-            | Self::PidCommittedOverlap => Severity::Error,
-            _ => Severity::Warning,
-        }
+    /// What the kind means, as plain text (its Markdown backticks dropped).
+    pub fn meaning(self) -> String {
+        self.meaning_markdown().replace('`', "")
     }
 }
 

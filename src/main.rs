@@ -380,7 +380,7 @@ fn kinds_table() -> String {
         .unwrap_or(0);
     let mut table = format!("{:width$}  {:8} meaning\n", "kind", "severity");
     for kind in Kind::ALL {
-        let meaning = kind.meaning().unwrap_or_default();
+        let meaning = kind.meaning();
         let severity = kind.severity().as_str();
         table.push_str(&format!(
             "{:width$}  {severity:8} {meaning}\n",

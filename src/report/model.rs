@@ -222,14 +222,14 @@ fn tool_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// [`crate::diag::facts::declared`]): `if` the kind is this one, `then` its facts are
 /// these and no others.
 fn facts_by_kind(defs: &mut serde_json::Value) {
-    use crate::diag::facts::declared;
     use crate::diag::Kind;
     for (def, pid_only) in [("Diagnostic", false), ("PidFinding", true)] {
         let rules: Vec<serde_json::Value> = Kind::ALL
             .into_iter()
             .filter(|k| !pid_only || k.as_str().starts_with("pid_"))
             .map(|kind| {
-                let facts: serde_json::Map<String, serde_json::Value> = declared(kind)
+                let facts: serde_json::Map<String, serde_json::Value> = kind
+                    .declared_facts()
                     .iter()
                     .map(|(name, ty)| ((*name).to_owned(), ty.schema()))
                     .collect();

@@ -294,15 +294,12 @@ fn the_schema_is_strict_and_standard() {
     extra["diagnostics"][0]["facts"]["producer_id"] = serde_json::json!(1);
     assert!(!validator.is_valid(&extra), "{kind}");
     let mut retyped = report.clone();
-    let (name, _) = pidshark::diag::facts::declared(
-        *pidshark::diag::Kind::ALL
-            .iter()
-            .find(|k| k.as_str() == kind)
-            .unwrap(),
-    )
-    .iter()
-    .find(|(name, _)| report["diagnostics"][0]["facts"].get(name).is_some())
-    .unwrap();
+    let (name, _) = pidshark::diag::Kind::from_name(&kind)
+        .unwrap()
+        .declared_facts()
+        .iter()
+        .find(|(name, _)| report["diagnostics"][0]["facts"].get(name).is_some())
+        .unwrap();
     retyped["diagnostics"][0]["facts"][name] = serde_json::json!([true]);
     assert!(!validator.is_valid(&retyped), "{kind}.{name}");
     let mut unfacted = report;

@@ -1145,14 +1145,14 @@ fn every_kind_has_an_observation() {
 /// declared fact is given by some sample, but those the analysis adds to findings.
 #[test]
 fn every_fact_is_declared_for_its_kind() {
-    use crate::diag::facts::{declared, FactType};
+    use crate::diag::facts::FactType;
     const ADDED_BY_ANALYSIS: [&str; 3] = ["fault_frame", "affected_producers", "affected_hosts"];
     let samples = samples();
     for (what, _, facts) in &samples {
         let kind = what.kind();
         for (name, fact) in facts {
             assert!(
-                declared(kind).contains(&(*name, FactType::of(fact))),
+                kind.declared_facts().contains(&(*name, FactType::of(fact))),
                 "{}: {name} {:?} is not declared",
                 kind.as_str(),
                 FactType::of(fact)
@@ -1160,7 +1160,7 @@ fn every_fact_is_declared_for_its_kind() {
         }
     }
     for kind in Kind::ALL {
-        for (name, _) in declared(kind) {
+        for (name, _) in kind.declared_facts() {
             let given = samples
                 .iter()
                 .filter(|(what, _, _)| what.kind() == kind)

@@ -1,0 +1,533 @@
+//! Every kind of diagnostic, declared once: its contract name, severity, meaning and the
+//! facts it may carry. [`Kind`], its names, `--list-kinds`, the report schema's enum and
+//! facts, and `docs/report-format.md`'s two tables of kinds all come from this table (a
+//! test fails when the document is out of step: `PIDSHARK_BLESS=1 cargo test` rewrites
+//! its tables).
+//!
+//! To add a kind: a row here, a variant of [`super::Observation`] that the compiler then
+//! asks a sentence and facts of, and a sample in `observation/tests.rs`.
+
+use super::facts::FactType::{self, Boolean, Integer, Number, Text, Texts};
+use super::Severity::{self, Error, Info, Warning};
+
+/// Declares [`Kind`] from rows of `Variant "name" Severity { meaning, facts, facts_doc }`.
+/// `meaning` and `facts_doc` are Markdown, as the document shows them; `facts_doc` is
+/// absent for the producer-id findings, whose facts the document gives with the findings.
+macro_rules! kinds {
+    ($(
+        $variant:ident $name:literal $severity:ident {
+            meaning: $meaning:literal,
+            facts: [$($fact:literal: $fact_type:ident),* $(,)?],
+            $(facts_doc: $facts_doc:literal,)?
+        }
+    )*) => {
+        /// Kinds of diagnostic, with the contract's names.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Kind {
+            $(#[doc = $meaning] $variant,)*
+        }
+
+        impl Kind {
+            /// Every kind, in the report's order, for listing and for parsing names.
+            pub const ALL: [Self; [$($name),*].len()] = [$(Self::$variant),*];
+
+            /// The contract's name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)*
+                }
+            }
+
+            pub fn severity(self) -> Severity {
+                match self {
+                    $(Self::$variant => $severity,)*
+                }
+            }
+
+            /// What the kind means, in Markdown.
+            pub fn meaning_markdown(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $meaning,)*
+                }
+            }
+
+            /// The facts a diagnostic of this kind may carry, by name and JSON type
+            /// (besides `frame`, which every finding of the producer-id analysis has).
+            pub fn declared_facts(self) -> &'static [(&'static str, FactType)] {
+                match self {
+                    $(Self::$variant => &[$(($fact, $fact_type)),*],)*
+                }
+            }
+
+            /// Its facts as the document describes them, in Markdown; `None` for the
+            /// findings, described with `producer_id_blocks.findings[]`.
+            pub fn facts_markdown(self) -> Option<&'static str> {
+                match self {
+                    $(Self::$variant => kinds!(@maybe $($facts_doc)?),)*
+                }
+            }
+        }
+    };
+    (@maybe) => { None };
+    (@maybe $doc:literal) => { Some($doc) };
+}
+
+kinds! {
+    CaptureTruncated "capture_truncated" Warning {
+        meaning: "the file ends inside a record or block, or a gzip-compressed file ends \
+            inside its compressed stream; everything before is reported",
+        facts: ["packets": Integer, "path": Text, "record_offset": Integer],
+        facts_doc: "`path`, `record_offset` (where the cut record starts, in the \
+            decompressed bytes of a gzip file), `packets` (read before it)",
+    }
+    CaptureCorrupt "capture_corrupt" Error {
+        meaning: "bytes that cannot be a record or block (or gzip data that does not \
+            inflate, fails its checksum or expands too far); reading stops or skips \
+            the record",
+        facts: ["path": Text, "record_offset": Integer],
+        facts_doc: "`path`, `record_offset`",
+    }
+    PacketTruncated "packet_truncated" Warning {
+        meaning: "a packet was captured shorter than it was on the wire (snaplen): stream \
+            bytes are missing",
+        facts: ["bytes_missing": Integer],
+        facts_doc: "`bytes_missing`",
+    }
+    UnsupportedLinkType "unsupported_link_type" Info {
+        meaning: "a link-layer type pidshark does not decode; reported once per type",
+        facts: ["link_type": Text, "link_type_number": Integer],
+        facts_doc: "`link_type` (its name), `link_type_number`",
+    }
+    PacketMalformed "packet_malformed" Warning {
+        meaning: "a packet whose link, IP or TCP header cannot be read",
+        facts: ["fragments": Integer, "reason": Text],
+        facts_doc: "`reason`; `fragments` for a datagram reassembled from fragments",
+    }
+    MidstreamStart "midstream_start" Info {
+        meaning: "a connection whose handshake is not in the capture; it is read from its \
+            first segment",
+        facts: ["from": Text, "to": Text],
+        facts_doc: "`from`, `to`",
+    }
+    TcpGap "tcp_gap" Warning {
+        meaning: "bytes of a stream are missing from the capture",
+        facts: ["bytes": Integer, "from": Text, "to": Text],
+        facts_doc: "`bytes`, `from`, `to`",
+    }
+    TcpOverlapConflict "tcp_overlap_conflict" Warning {
+        meaning: "a retransmission carried other bytes than the first copy of the same \
+            sequence numbers; the first copy is kept",
+        facts: ["bytes": Integer, "from": Text, "offset": Integer],
+        facts_doc: "`offset` (in the stream), `bytes`, `from`",
+    }
+    TcpRstOutOfWindow "tcp_rst_out_of_window" Warning {
+        meaning: "an RST whose sequence number lies outside its receiver's window (RFC \
+            5961): not taken as the connection's end, which goes on",
+        facts: ["from": Text, "seq": Integer],
+        facts_doc: "`from`, `seq`",
+    }
+    KafkaFrameTooLarge "kafka_frame_too_large" Warning {
+        meaning: "a Kafka size prefix above `--max-frame` (100 MiB)",
+        facts: ["limit": Integer, "side": Text, "size": Integer],
+        facts_doc: "`side` (`client` or `server`), `size`, `limit`",
+    }
+    KafkaResync "kafka_resync" Warning {
+        meaning: "Kafka framing was found again after bytes were passed over; says how \
+            many",
+        facts: ["side": Text, "skipped_bytes": Integer],
+        facts_doc: "`side`, `skipped_bytes`",
+    }
+    KafkaFramingLost "kafka_framing_lost" Warning {
+        meaning: "Kafka framing was lost (a size prefix that cannot be Kafka, or a gap \
+            inside a frame being decoded); a search for the next frame follows",
+        facts: ["gap_bytes": Integer, "inside_head": Boolean, "side": Text, "size": Integer],
+        facts_doc: "`side` with `size` (a size prefix too small), or with `gap_bytes` and \
+            `inside_head` (a boolean: whether the gap is inside a message's head)",
+    }
+    KafkaFrameIncomplete "kafka_frame_incomplete" Warning {
+        meaning: "a Kafka frame was still incomplete when its stream ended; `info` when \
+            its API is known and carries no producer ids (not AllocateProducerIds \
+            or InitProducerId): listed, never grading",
+        facts: ["api_key": Integer, "bytes": Integer, "correlation_id": Integer, "side": Text],
+        facts_doc: "`side`, `bytes` (read of the unfinished message), `api_key` (its API, \
+            when its head was read: a response's is the request's it answers, \
+            absent when that request was not captured), `correlation_id` (when \
+            its head was read)",
+    }
+    KafkaDecodeError "kafka_decode_error" Error {
+        meaning: "a message pidshark decodes (AllocateProducerIds, InitProducerId, or a \
+            cluster message: BrokerRegistration, BrokerHeartbeat, Metadata, \
+            DescribeCluster, Vote, BeginQuorumEpoch, EndQuorumEpoch) that does not \
+            decode; its `decode_error` says where",
+        facts: ["api_key": Integer, "correlation_id": Integer, "message": Text, "problem": Text],
+        facts_doc: "`api_key` (the request's, or for a response the request's it answers; \
+            -1 for a response to a request not captured), `message` (`request` or \
+            `response`), `correlation_id`, `problem`",
+    }
+    KafkaMessageTruncated "kafka_message_truncated" Warning {
+        meaning: "a message pidshark decodes (as `kafka_decode_error`) not all of whose \
+            bytes are in the capture (snaplen, a lost segment); its fields up to \
+            the missing bytes are reported, the others are absent, and it has \
+            `bytes_not_captured`",
+        facts: ["api_key": Integer, "correlation_id": Integer, "message": Text, "problem": Text],
+        facts_doc: "`api_key`, `message`, `correlation_id`, `problem`",
+    }
+    KafkaUnsupportedVersion "kafka_unsupported_version" Warning {
+        meaning: "a version of a message pidshark decodes that it does not decode past \
+            the header",
+        facts: ["api_key": Integer, "correlation_id": Integer, "message": Text, "problem": Text],
+        facts_doc: "`api_key`, `message`, `correlation_id`, `problem`",
+    }
+    DuplicateCorrelationId "duplicate_correlation_id" Warning {
+        meaning: "a request reuses a correlation id still waiting for its response",
+        facts: [
+            "api_key": Integer,
+            "correlation_id": Integer,
+            "earlier_api_key": Integer,
+            "earlier_frame": Integer,
+        ],
+        facts_doc: "`correlation_id`, `api_key`, `earlier_api_key`, `earlier_frame`",
+    }
+    PendingLimit "pending_limit" Warning {
+        meaning: "more requests waiting for a response on one connection than \
+            `--max-pending`; the oldest were given up (AllocateProducerIds ones \
+            reported `response_unknown`: their answers may still come)",
+        facts: ["max_pending": Integer],
+        facts_doc: "`max_pending`",
+    }
+    DiagnosticsLimited "diagnostics_limited" Info {
+        meaning: "more diagnostics of one kind than are listed; says how many were left \
+            out",
+        facts: ["count": Integer, "kind": Text, "listed": Integer],
+        facts_doc: "`kind`, `count` (found), `listed`",
+    }
+    ConnectionLimit "connection_limit" Warning {
+        meaning: "more connections open at once than `--max-connections`; the least \
+            recently active was forgotten",
+        facts: ["max_connections": Integer],
+        facts_doc: "`max_connections`",
+    }
+    MemoryLimit "memory_limit" Warning {
+        meaning: "the input's held bytes went over `--max-memory`: what the connections \
+            holding most held was given up (out-of-order bytes declared lost, a \
+            message being read dropped, the search for framing passed over, the \
+            oldest waiting requests given up, the last bytes delivered forgotten so \
+            that retransmissions of them are not compared), each named; when the \
+            connections' own entries fill the budget, the least recently active are \
+            no longer followed",
+        facts: [
+            "bytes_freed": Integer,
+            "given_up": Text,
+            "max_memory": Integer,
+            "out_of_order_bytes": Integer,
+        ],
+        facts_doc: "`out_of_order_bytes` (held bytes delivered after their holes were \
+            declared lost), `given_up` (what a connection gave up, as a phrase), \
+            `bytes_freed` (the last bytes delivered, forgotten), or `max_memory` \
+            (a connection no longer followed)",
+    }
+    NotKafka "not_kafka" Info {
+        meaning: "a TCP connection whose bytes are not read as Kafka: the server spoke \
+            first, the client's first message is no Kafka request, no request head \
+            was found mid-stream, it ended undecided, its first frames read as \
+            Kafka but a later one refuted it before it was proven, or it ended (or \
+            the capture did) while its frames were still on trial, their reading \
+            not proven (see README, \"Finding Kafka\"); a connection given up on \
+            trial has none of its frames counted; names the `--port` that would \
+            read it anyway only where its bytes did look like Kafka frames (first \
+            frames read as Kafka, or a server's first bytes that start like a Kafka \
+            response), with what would have to be true",
+        facts: ["reason": Text, "server_port": Integer],
+        facts_doc: "`reason` (`server_spoke_first`, `first_message`, `no_request_head`, \
+            `undecided`, `trial_head`, `trial_answer_size`, `trial_answer`, \
+            `trial_unproven`), `server_port` (for `--port`)",
+    }
+    TlsEncrypted "tls_encrypted" Warning {
+        meaning: "a TCP connection whose bytes are TLS: a ClientHello, a ServerHello, or \
+            application data records (picked up mid-stream); encrypted, so it \
+            cannot be read, whatever its port and even with `--port`; one per \
+            connection, counted in `summary.encrypted_connections`",
+        facts: ["client": Text, "port": Integer, "seen": Text, "server": Text, "server_name": Text],
+        facts_doc: "`port` (the server's), `client`, `server`, `seen` (`client_hello`, \
+            `server_hello`, `application_data`), `server_name` (the ClientHello's \
+            SNI host name, when it has one within the bytes read)",
+    }
+    IpFragmentsDropped "ip_fragments_dropped" Warning {
+        meaning: "IPv4 or IPv6 fragments of a TCP datagram that were not reassembled \
+            (incomplete at the end of the capture or after 30 s, more than 64 \
+            fragments, more than 4 MiB held, overlapping fragments that disagree); \
+            says why; the TCP segment is lost",
+        facts: [
+            "bytes": Integer,
+            "datagram_id": Integer,
+            "first_frame": Integer,
+            "fragments": Integer,
+            "from": Text,
+            "reason": Text,
+            "to": Text,
+        ],
+        facts_doc: "`reason`; `fragments`, `bytes`, `first_frame`, `datagram_id`, `from`, \
+            `to` for a datagram given up",
+    }
+    CaptureFilesOverlap "capture_files_overlap" Info {
+        meaning: "two capture files overlap in time: their packets were merged by \
+            timestamp, as mergecap merges them (files that follow one another, as a \
+            rotated capture's, do not overlap); names both files",
+        facts: ["other_path": Text, "path": Text],
+        facts_doc: "`path`, `other_path`",
+    }
+    DuplicateWindowFull "duplicate_window_full" Info {
+        meaning: "more than 65,536 packets fall within `--clock-skew` of each other: \
+            copies of one packet in two files are recognised only among the last \
+            65,536, and others are read as TCP retransmissions (their bytes still \
+            read once, but not counted in `duplicate_packets`)",
+        facts: ["remembered": Integer],
+        facts_doc: "`remembered`",
+    }
+    OneSidedConnection "one_sided_connection" Warning {
+        meaning: "a Kafka connection of which only the client's direction was captured, \
+            not one packet from the server (not even an ACK): its waiting requests \
+            are `response_unknown`; the capture point saw one direction",
+        facts: ["client": Text, "requests_waiting": Integer, "server": Text],
+        facts_doc: "`client`, `server`, `requests_waiting` (of any API, when the \
+            connection ended)",
+    }
+    PidBlockOverlap "pid_block_overlap" Error {
+        meaning: "two blocks share producer ids: duplicate producer ids were handed out",
+        facts: [
+            "affected_hosts": Texts,
+            "affected_producers": Integer,
+            "fault_frame": Integer,
+            "frame": Integer,
+            "ids_end": Integer,
+            "ids_start": Integer,
+            "other_broker_id": Integer,
+            "other_first_frame": Integer,
+            "other_frame": Integer,
+            "other_last_frame": Integer,
+        ],
+    }
+    PidBlockRegression "pid_block_regression" Error {
+        meaning: "a block starts below the end of an earlier one that was granted before \
+            this one was asked for, as after a controller failover that lost state",
+        facts: [
+            "fault_frame": Integer,
+            "frame": Integer,
+            "other_broker_id": Integer,
+            "other_end": Integer,
+            "other_frame": Integer,
+            "start": Integer,
+        ],
+    }
+    PidBlockGap "pid_block_gap" Info {
+        meaning: "producer ids that no block in the capture holds, between two blocks \
+            (not filled by the next 64 blocks); says how many, and how many answers \
+            not read whole may have granted them",
+        facts: [
+            "answers_not_read": Integer,
+            "count": Integer,
+            "frame": Integer,
+            "ids_end": Integer,
+            "ids_start": Integer,
+            "other_broker_id": Integer,
+            "other_frame": Integer,
+        ],
+    }
+    PidBlockIrregular "pid_block_irregular" Warning {
+        meaning: "a block whose length differs from the usual one, or a `NONE` response \
+            without a usable block",
+        facts: [
+            "correlation_id": Integer,
+            "frame": Integer,
+            "len": Integer,
+            "producer_id_len": Integer,
+            "producer_id_start": Integer,
+            "usual_len": Integer,
+        ],
+    }
+    PidErrorStreak "pid_error_streak" Warning {
+        meaning: "two or more consecutive error responses with the same error to one \
+            broker, across connections; one finding per run",
+        facts: [
+            "connections": Integer,
+            "count": Integer,
+            "error": Text,
+            "first_frame": Integer,
+            "frame": Integer,
+            "last_frame": Integer,
+        ],
+    }
+    PidRetry "pid_retry" Info {
+        meaning: "a broker asked again after an error response or an unanswered request",
+        facts: ["earlier_frame": Integer, "error": Text, "frame": Integer],
+    }
+    PidBrokerEpochChange "pid_broker_epoch_change" Info {
+        meaning: "a broker's requests carry a new broker epoch (it restarted or \
+            re-registered)",
+        facts: [
+            "earlier_frame": Integer,
+            "frame": Integer,
+            "new_epoch": Integer,
+            "old_epoch": Integer,
+        ],
+    }
+    PidSlowResponse "pid_slow_response" Warning {
+        meaning: "a response slower than `producer_id_blocks.slow_threshold_us`",
+        facts: [
+            "correlation_id": Integer,
+            "frame": Integer,
+            "latency_us": Number,
+            "threshold_us": Number,
+        ],
+    }
+    PidDuplicateGrant "pid_duplicate_grant" Error {
+        meaning: "an InitProducerId response granted a producer id and epoch that another \
+            producer (another connection, or another transactional id) was granted \
+            earlier: two producers hold the same id",
+        facts: [
+            "client": Text,
+            "fault_frame": Integer,
+            "frame": Integer,
+            "other_client": Text,
+            "other_frame": Integer,
+            "other_transactional_id": Text,
+            "producer_epoch": Integer,
+            "producer_id": Integer,
+            "transactional_id": Text,
+        ],
+    }
+    PidOutsideBlocks "pid_outside_blocks" Error {
+        meaning: "a broker granted a producer id its producer-id manager cannot have \
+            drawn: from another broker's block (`another_brokers_block`), from an \
+            older block after it granted from a newer one (`older_block`), or \
+            outside every block it was granted in the capture, above the first \
+            (`outside_blocks`)",
+        facts: [
+            "block_broker_id": Integer,
+            "block_end": Integer,
+            "block_start": Integer,
+            "blocks": Integer,
+            "frame": Integer,
+            "last_end": Integer,
+            "last_start": Integer,
+            "placement": Text,
+            "producer_id": Integer,
+        ],
+    }
+    PidStaleController "pid_stale_controller" Error {
+        meaning: "a controller granted a block (an AllocateProducerIds response with \
+            `NONE`) after the capture showed another controller leading a later \
+            epoch than any it was seen leading (see `controllers[]`): a stale \
+            controller handed out producer ids the leader may hand out too",
+        facts: [
+            "controller": Text,
+            "controller_id": Integer,
+            "controller_led_epoch": Integer,
+            "frame": Integer,
+            "leader_seen": Integer,
+            "leader_seen_epoch": Integer,
+            "leader_seen_frame": Integer,
+            "len": Integer,
+            "start": Integer,
+        ],
+    }
+    MetadataLogTruncated "metadata_log_truncated" Warning {
+        meaning: "a metadata log file (`--metadata-log`) ends inside a record batch; the \
+            batches before it were read",
+        facts: ["at": Integer, "len": Integer, "needed": Integer, "path": Text],
+        facts_doc: "`path`, `at` (the batch's byte position), `needed` (its length), \
+            `len` (bytes of it in the file)",
+    }
+    MetadataLogCorrupt "metadata_log_corrupt" Error {
+        meaning: "a metadata log batch that is not what Kafka writes (magic, CRC-32C, \
+            compression, record framing); that file is read no further",
+        facts: ["at": Integer, "path": Text, "reason": Text],
+        facts_doc: "`path`, `at`, `reason`",
+    }
+    MetadataLogLimit "metadata_log_limit" Warning {
+        meaning: "a metadata log batch over a bound of the reader (16 MiB read, 64 MiB \
+            inflated); that file is read no further",
+        facts: ["at": Integer, "path": Text, "reason": Text],
+        facts_doc: "`path`, `at`, `reason`",
+    }
+    MetadataLogDivergent "metadata_log_divergent" Info {
+        meaning: "two metadata logs hold different records at one offset; the one of the \
+            higher leader epoch is kept, as Raft keeps it: what a leader appended \
+            but never committed before it lost its place (killed, say) is replaced \
+            by its successor's records",
+        facts: ["dropped": Text, "kept": Text, "offset": Integer],
+        facts_doc: "`offset`, `kept`, `dropped` (each record's type and leader epoch)",
+    }
+    PidBlockNotCommitted "pid_block_not_committed" Error {
+        meaning: "a block delivered on the wire (a `NONE` response) that no \
+            ProducerIdsRecord of the metadata log commits, though the log covers \
+            its time: a controller answered from state it had not committed",
+        facts: [
+            "broker_epoch": Integer,
+            "broker_id": Integer,
+            "frame": Integer,
+            "len": Integer,
+            "log_first_offset": Integer,
+            "log_last_offset": Integer,
+            "start": Integer,
+        ],
+    }
+    PidBlockNotDelivered "pid_block_not_delivered" Warning {
+        meaning: "a block the metadata log commits while the capture shows its broker \
+            asking, whose delivery the capture does not hold; names the broker's \
+            last request that got no block, and how it ended",
+        facts: [
+            "broker_epoch": Integer,
+            "broker_id": Integer,
+            "next_producer_id": Integer,
+            "offset": Integer,
+            "request_frame": Integer,
+            "request_status": Text,
+            "start": Integer,
+            "time_ms": Integer,
+        ],
+    }
+    PidBlockMismatch "pid_block_mismatch" Error {
+        meaning: "a block delivered on the wire whose record commits it to another broker \
+            or broker epoch, or more than `--log-clock-skew` after it was delivered",
+        facts: [
+            "broker_epoch": Integer,
+            "broker_id": Integer,
+            "committed_late_ms": Integer,
+            "frame": Integer,
+            "len": Integer,
+            "log_broker_epoch": Integer,
+            "log_broker_id": Integer,
+            "offset": Integer,
+            "start": Integer,
+        ],
+    }
+    PidCommittedOverlap "pid_committed_overlap" Error {
+        meaning: "a ProducerIdsRecord whose block (`NextProducerId - 1000` up to it) \
+            starts below the highest id committed before it: the log commits ids \
+            twice",
+        facts: [
+            "broker_id": Integer,
+            "next_producer_id": Integer,
+            "offset": Integer,
+            "previous_next_producer_id": Integer,
+            "previous_offset": Integer,
+            "start": Integer,
+        ],
+    }
+    PidCommittedGap "pid_committed_gap" Warning {
+        meaning: "a ProducerIdsRecord whose block starts past the highest id committed \
+            before it: the ids between have no record in the logs read (a record \
+            missing, or ids skipped)",
+        facts: [
+            "broker_id": Integer,
+            "missing_end": Integer,
+            "missing_start": Integer,
+            "next_producer_id": Integer,
+            "offset": Integer,
+            "previous_next_producer_id": Integer,
+            "previous_offset": Integer,
+            "usual_len": Integer,
+        ],
+    }
+}
