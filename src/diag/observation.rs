@@ -12,11 +12,12 @@
 use std::fmt;
 use std::net::SocketAddr;
 
+use super::facts::facts;
 use super::parts::{
     Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap, RetryAfter,
     Side, Undecoded,
 };
-use super::{Fact, Facts, Kind, Severity};
+use super::{Facts, Kind, Severity};
 
 /// Something odd seen in the input, or a finding of the analysis, with its values.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -456,7 +457,8 @@ impl Observation<'_> {
         }
     }
 
-    /// What the sentence states, as named fields of the report, in a fixed order.
+    /// What the sentence states, as named fields of the report, in a fixed order: each
+    /// named as the field it comes from, unless said otherwise.
     pub fn facts(&self) -> Facts {
         match self {
             Self::CaptureTruncated {
@@ -464,68 +466,31 @@ impl Observation<'_> {
                 record_offset,
                 packets,
                 cut: _,
-            } => vec![
-                ("path", (*path).into()),
-                ("record_offset", (*record_offset).into()),
-                ("packets", (*packets).into()),
-            ],
+            } => facts![path, record_offset, packets],
             Self::CaptureCorrupt {
                 path,
                 record_offset,
                 damage: _,
-            } => vec![
-                ("path", (*path).into()),
-                ("record_offset", (*record_offset).into()),
-            ],
-            Self::PacketTruncated { bytes_missing } => {
-                vec![("bytes_missing", (*bytes_missing).into())]
-            }
+            } => facts![path, record_offset],
+            Self::PacketTruncated { bytes_missing } => facts![bytes_missing],
             Self::UnsupportedLinkType {
                 link_type,
                 link_type_number,
-            } => vec![
-                ("link_type", (*link_type).into()),
-                ("link_type_number", (*link_type_number).into()),
-            ],
-            Self::PacketMalformed { fragments, reason } => fragments
-                .map(|n| ("fragments", n.into()))
-                .into_iter()
-                .chain([("reason", (*reason).into())])
-                .collect(),
-            Self::MidstreamStart { from, to, .. } => vec![
-                ("from", from.to_string().into()),
-                ("to", to.to_string().into()),
-            ],
-            Self::TcpGap { bytes, from, to } => vec![
-                ("bytes", (*bytes).into()),
-                ("from", from.to_string().into()),
-                ("to", to.to_string().into()),
-            ],
+            } => facts![link_type, link_type_number],
+            Self::PacketMalformed { fragments, reason } => facts![fragments?, reason],
+            Self::MidstreamStart { from, to, .. } => facts![from, to],
+            Self::TcpGap { bytes, from, to } => facts![bytes, from, to],
             Self::TcpOverlapConflict {
                 offset,
                 bytes,
                 from,
-            } => vec![
-                ("offset", (*offset).into()),
-                ("bytes", (*bytes).into()),
-                ("from", from.to_string().into()),
-            ],
-            Self::TcpRstOutOfWindow { from, seq } => vec![
-                ("from", from.to_string().into()),
-                ("seq", u64::from(*seq).into()),
-            ],
-            Self::KafkaFrameTooLarge { side, size, limit } => vec![
-                ("side", side.name().into()),
-                ("size", (*size).into()),
-                ("limit", u64::from(*limit).into()),
-            ],
+            } => facts![offset, bytes, from],
+            Self::TcpRstOutOfWindow { from, seq } => facts![from, seq],
+            Self::KafkaFrameTooLarge { side, size, limit } => facts![side, size, limit],
             Self::KafkaResync {
                 side,
                 skipped_bytes,
-            } => vec![
-                ("side", side.name().into()),
-                ("skipped_bytes", (*skipped_bytes).into()),
-            ],
+            } => facts![side, skipped_bytes],
             Self::KafkaFramingLost(lost) => lost.facts(),
             Self::KafkaFrameIncomplete {
                 side,
@@ -534,89 +499,53 @@ impl Observation<'_> {
                 correlation_id,
                 ..
             } => {
-                let mut facts = vec![("side", side.name().into()), ("bytes", (*bytes).into())];
-                if let Some(api) = api {
-                    facts.push(("api_key", i64::from(api.code).into()));
-                }
-                if let Some(id) = correlation_id {
-                    facts.push(("correlation_id", (*id).into()));
-                }
-                facts
+                let api_key = api.map(|api| api.code);
+                facts![side, bytes, api_key?, correlation_id?]
             }
             Self::KafkaDecodeError(u)
             | Self::KafkaMessageTruncated(u)
-            | Self::KafkaUnsupportedVersion(u) => vec![
-                ("api_key", i64::from(u.api.code).into()),
-                ("message", u.side.message().into()),
-                ("correlation_id", u.correlation_id.into()),
-                ("problem", u.problem.into()),
+            | Self::KafkaUnsupportedVersion(u) => facts![
+                "api_key" => u.api,
+                "message" => u.side.message(),
+                "correlation_id" => u.correlation_id,
+                "problem" => u.problem,
             ],
             Self::DuplicateCorrelationId {
                 correlation_id,
                 api_key,
                 earlier_api_key,
                 earlier_frame,
-            } => vec![
-                ("correlation_id", (*correlation_id).into()),
-                ("api_key", i64::from(api_key.code).into()),
-                ("earlier_api_key", i64::from(earlier_api_key.code).into()),
-                ("earlier_frame", (*earlier_frame).into()),
-            ],
-            Self::PendingLimit { max_pending } => vec![("max_pending", (*max_pending).into())],
+            } => facts![correlation_id, api_key, earlier_api_key, earlier_frame],
+            Self::PendingLimit { max_pending } => facts![max_pending],
             Self::DiagnosticsLimited {
                 kind,
                 count,
                 listed,
-            } => vec![
-                ("kind", kind.as_str().into()),
-                ("count", (*count).into()),
-                ("listed", (*listed).into()),
-            ],
+            } => facts![kind, count, listed],
             Self::ConnectionLimit {
                 max_connections, ..
-            } => vec![("max_connections", (*max_connections).into())],
+            } => facts![max_connections],
             Self::MemoryLimit { given_up, .. } => vec![given_up.fact()],
             Self::NotKafka {
                 reason,
                 server_port,
                 ..
-            } => vec![
-                ("reason", (*reason).into()),
-                ("server_port", u64::from(*server_port).into()),
-            ],
+            } => facts![reason, server_port],
             Self::TlsEncrypted {
                 client,
                 server,
                 seen,
                 server_name,
                 ..
-            } => {
-                let mut facts = vec![
-                    ("port", Fact::from(u64::from(server.port()))),
-                    ("client", client.to_string().into()),
-                    ("server", server.to_string().into()),
-                    ("seen", (*seen).into()),
-                ];
-                facts.extend(server_name.map(|n| ("server_name", n.into())));
-                facts
-            }
+            } => facts!["port" => server.port(), client, server, seen, server_name?],
             Self::IpFragmentsDropped(dropped) => dropped.facts(),
-            Self::CaptureFilesOverlap { path, other_path } => vec![
-                ("path", (*path).into()),
-                ("other_path", (*other_path).into()),
-            ],
-            Self::DuplicateWindowFull { remembered } => {
-                vec![("remembered", (*remembered).into())]
-            }
+            Self::CaptureFilesOverlap { path, other_path } => facts![path, other_path],
+            Self::DuplicateWindowFull { remembered } => facts![remembered],
             Self::OneSidedConnection {
                 client,
                 server,
                 requests_waiting,
-            } => vec![
-                ("client", client.to_string().into()),
-                ("server", server.to_string().into()),
-                ("requests_waiting", (*requests_waiting).into()),
-            ],
+            } => facts![client, server, requests_waiting],
             Self::PidBlockOverlap(overlap) => overlap.facts(),
             Self::PidBlockRegression {
                 frame,
@@ -625,13 +554,7 @@ impl Observation<'_> {
                 other_broker_id,
                 other_frame,
                 ..
-            } => vec![
-                ("frame", (*frame).into()),
-                ("start", (*start).into()),
-                ("other_end", (*other_end).into()),
-                ("other_broker_id", (*other_broker_id).into()),
-                ("other_frame", (*other_frame).into()),
-            ],
+            } => facts![frame, start, other_end, other_broker_id, other_frame],
             Self::PidBlockGap {
                 frame,
                 ids_start,
@@ -641,18 +564,16 @@ impl Observation<'_> {
                 answers_not_read,
                 ..
             } => {
-                let mut facts = vec![
-                    ("frame", (*frame).into()),
-                    ("ids_start", (*ids_start).into()),
-                    ("ids_end", (*ids_end).into()),
-                    ("count", (ids_end - ids_start + 1).into()),
-                    ("other_broker_id", (*other_broker_id).into()),
-                    ("other_frame", (*other_frame).into()),
-                ];
-                if *answers_not_read > 0 {
-                    facts.push(("answers_not_read", (*answers_not_read).into()));
-                }
-                facts
+                let answers_not_read = Some(answers_not_read).filter(|n| **n > 0);
+                facts![
+                    frame,
+                    ids_start,
+                    ids_end,
+                    "count" => ids_end - ids_start + 1,
+                    other_broker_id,
+                    other_frame,
+                    answers_not_read?,
+                ]
             }
             Self::PidBlockIrregular(irregular) => irregular.facts(),
             Self::PidErrorStreak {
@@ -662,13 +583,13 @@ impl Observation<'_> {
                 last_frame,
                 connections,
                 ..
-            } => vec![
-                ("frame", (*last_frame).into()),
-                ("error", (*error).into()),
-                ("count", (*count).into()),
-                ("first_frame", (*first_frame).into()),
-                ("last_frame", (*last_frame).into()),
-                ("connections", (*connections).into()),
+            } => facts![
+                "frame" => last_frame,
+                error,
+                count,
+                first_frame,
+                last_frame,
+                connections,
             ],
             Self::PidRetry {
                 frame,
@@ -676,14 +597,11 @@ impl Observation<'_> {
                 after,
                 ..
             } => {
-                let mut facts = vec![
-                    ("frame", Fact::from(*frame)),
-                    ("earlier_frame", (*earlier_frame).into()),
-                ];
-                if let RetryAfter::Error(error) = after {
-                    facts.push(("error", (*error).into()));
-                }
-                facts
+                let error = match after {
+                    RetryAfter::Error(error) => Some(error),
+                    _ => None,
+                };
+                facts![frame, earlier_frame, error?]
             }
             Self::PidBrokerEpochChange {
                 frame,
@@ -691,22 +609,17 @@ impl Observation<'_> {
                 new_epoch,
                 earlier_frame,
                 ..
-            } => vec![
-                ("frame", (*frame).into()),
-                ("old_epoch", (*old_epoch).into()),
-                ("new_epoch", (*new_epoch).into()),
-                ("earlier_frame", (*earlier_frame).into()),
-            ],
+            } => facts![frame, old_epoch, new_epoch, earlier_frame],
             Self::PidSlowResponse {
                 frame,
                 correlation_id,
                 latency_ns,
                 threshold_us,
-            } => vec![
-                ("frame", (*frame).into()),
-                ("correlation_id", (*correlation_id).into()),
-                ("latency_us", (*latency_ns as f64 / 1000.0).into()),
-                ("threshold_us", (*threshold_us).into()),
+            } => facts![
+                frame,
+                correlation_id,
+                "latency_us" => *latency_ns as f64 / 1000.0,
+                threshold_us,
             ],
             Self::PidDuplicateGrant {
                 frame,
@@ -717,23 +630,16 @@ impl Observation<'_> {
                 other_frame,
                 other_client,
                 other_transactional_id,
-            } => {
-                let mut facts = vec![
-                    ("frame", (*frame).into()),
-                    ("producer_id", (*producer_id).into()),
-                    ("producer_epoch", i64::from(*producer_epoch).into()),
-                    ("client", client.to_string().into()),
-                    ("other_frame", (*other_frame).into()),
-                    ("other_client", other_client.to_string().into()),
-                ];
-                if let Some(id) = transactional_id {
-                    facts.push(("transactional_id", (*id).into()));
-                }
-                if let Some(id) = other_transactional_id {
-                    facts.push(("other_transactional_id", (*id).into()));
-                }
-                facts
-            }
+            } => facts![
+                frame,
+                producer_id,
+                producer_epoch,
+                client,
+                other_frame,
+                other_client,
+                transactional_id?,
+                other_transactional_id?,
+            ],
             Self::PidOutsideBlocks {
                 frame,
                 producer_id,
@@ -744,18 +650,9 @@ impl Observation<'_> {
                 block,
                 ..
             } => {
-                let mut facts = vec![
-                    ("frame", (*frame).into()),
-                    ("producer_id", (*producer_id).into()),
-                    ("placement", (*placement).into()),
-                    ("blocks", (*blocks).into()),
-                    ("last_start", (*last_start).into()),
-                    ("last_end", (*last_end).into()),
-                ];
-                if let Some((start, end, broker)) = block {
-                    facts.push(("block_start", (*start).into()));
-                    facts.push(("block_end", (*end).into()));
-                    facts.push(("block_broker_id", i64::from(*broker).into()));
+                let mut facts = facts![frame, producer_id, placement, blocks, last_start, last_end];
+                if let Some((block_start, block_end, block_broker_id)) = block {
+                    facts.extend(facts![block_start, block_end, block_broker_id]);
                 }
                 facts
             }
@@ -769,50 +666,30 @@ impl Observation<'_> {
                 leader_seen_frame,
                 start,
                 len,
-            } => {
-                let mut facts = vec![
-                    ("frame", (*frame).into()),
-                    ("controller", controller.to_string().into()),
-                    ("controller_id", (*controller_id).into()),
-                ];
-                if let Some(epoch) = controller_led_epoch {
-                    facts.push(("controller_led_epoch", (*epoch).into()));
-                }
-                facts.extend([
-                    ("leader_seen", (*leader_seen).into()),
-                    ("leader_seen_epoch", (*leader_seen_epoch).into()),
-                    ("leader_seen_frame", (*leader_seen_frame).into()),
-                    ("start", (*start).into()),
-                    ("len", (*len).into()),
-                ]);
-                facts
-            }
+            } => facts![
+                frame,
+                controller,
+                controller_id,
+                controller_led_epoch?,
+                leader_seen,
+                leader_seen_epoch,
+                leader_seen_frame,
+                start,
+                len,
+            ],
             Self::MetadataLogTruncated {
                 path,
                 at,
                 needed,
                 len,
-            } => vec![
-                ("path", (*path).into()),
-                ("at", (*at).into()),
-                ("needed", (*needed).into()),
-                ("len", (*len).into()),
-            ],
+            } => facts![path, at, needed, len],
             Self::MetadataLogCorrupt { path, at, reason }
-            | Self::MetadataLogLimit { path, at, reason } => vec![
-                ("path", (*path).into()),
-                ("at", (*at).into()),
-                ("reason", (*reason).into()),
-            ],
+            | Self::MetadataLogLimit { path, at, reason } => facts![path, at, reason],
             Self::MetadataLogDivergent {
                 offset,
                 kept,
                 dropped,
-            } => vec![
-                ("offset", (*offset).into()),
-                ("kept", (*kept).into()),
-                ("dropped", (*dropped).into()),
-            ],
+            } => facts![offset, kept, dropped],
             Self::PidBlockNotCommitted {
                 frame,
                 broker_id,
@@ -821,14 +698,14 @@ impl Observation<'_> {
                 len,
                 log_first_offset,
                 log_last_offset,
-            } => vec![
-                ("frame", (*frame).into()),
-                ("broker_id", (*broker_id).into()),
-                ("broker_epoch", (*broker_epoch).into()),
-                ("start", (*start).into()),
-                ("len", (*len).into()),
-                ("log_first_offset", (*log_first_offset).into()),
-                ("log_last_offset", (*log_last_offset).into()),
+            } => facts![
+                frame,
+                broker_id,
+                broker_epoch,
+                start,
+                len,
+                log_first_offset,
+                log_last_offset,
             ],
             Self::PidBlockNotDelivered {
                 offset,
@@ -839,21 +716,18 @@ impl Observation<'_> {
                 next_producer_id,
                 request,
             } => {
-                let mut facts = vec![
-                    ("offset", (*offset).into()),
-                    ("time_ms", (*time_ms).into()),
-                    ("broker_id", (*broker_id).into()),
-                    ("broker_epoch", (*broker_epoch).into()),
-                ];
-                if let Some(start) = start {
-                    facts.push(("start", (*start).into()));
-                }
-                facts.push(("next_producer_id", (*next_producer_id).into()));
-                if let Some((frame, status)) = request {
-                    facts.push(("request_frame", (*frame).into()));
-                    facts.push(("request_status", (*status).into()));
-                }
-                facts
+                let request_frame = request.map(|(frame, _)| frame);
+                let request_status = request.map(|(_, status)| status);
+                facts![
+                    offset,
+                    time_ms,
+                    broker_id,
+                    broker_epoch,
+                    start?,
+                    next_producer_id,
+                    request_frame?,
+                    request_status?,
+                ]
             }
             Self::PidBlockMismatch {
                 frame,
@@ -865,22 +739,17 @@ impl Observation<'_> {
                 log_broker_id,
                 log_broker_epoch,
                 committed_late_ms,
-            } => {
-                let mut facts = vec![
-                    ("frame", (*frame).into()),
-                    ("start", (*start).into()),
-                    ("len", (*len).into()),
-                    ("broker_id", (*broker_id).into()),
-                    ("broker_epoch", (*broker_epoch).into()),
-                    ("offset", (*offset).into()),
-                    ("log_broker_id", (*log_broker_id).into()),
-                    ("log_broker_epoch", (*log_broker_epoch).into()),
-                ];
-                if let Some(late) = committed_late_ms {
-                    facts.push(("committed_late_ms", (*late).into()));
-                }
-                facts
-            }
+            } => facts![
+                frame,
+                start,
+                len,
+                broker_id,
+                broker_epoch,
+                offset,
+                log_broker_id,
+                log_broker_epoch,
+                committed_late_ms?,
+            ],
             Self::PidCommittedOverlap {
                 offset,
                 broker_id,
@@ -888,16 +757,13 @@ impl Observation<'_> {
                 next_producer_id,
                 previous_offset,
                 previous_next_producer_id,
-            } => vec![
-                ("offset", (*offset).into()),
-                ("broker_id", (*broker_id).into()),
-                ("start", (*start).into()),
-                ("next_producer_id", (*next_producer_id).into()),
-                ("previous_offset", (*previous_offset).into()),
-                (
-                    "previous_next_producer_id",
-                    (*previous_next_producer_id).into(),
-                ),
+            } => facts![
+                offset,
+                broker_id,
+                start,
+                next_producer_id,
+                previous_offset,
+                previous_next_producer_id,
             ],
             Self::PidCommittedGap {
                 offset,
@@ -908,18 +774,15 @@ impl Observation<'_> {
                 usual_len,
                 missing_start,
                 missing_end,
-            } => vec![
-                ("offset", (*offset).into()),
-                ("broker_id", (*broker_id).into()),
-                ("next_producer_id", (*next_producer_id).into()),
-                ("previous_offset", (*previous_offset).into()),
-                (
-                    "previous_next_producer_id",
-                    (*previous_next_producer_id).into(),
-                ),
-                ("usual_len", (*usual_len).into()),
-                ("missing_start", (*missing_start).into()),
-                ("missing_end", (*missing_end).into()),
+            } => facts![
+                offset,
+                broker_id,
+                next_producer_id,
+                previous_offset,
+                previous_next_producer_id,
+                usual_len,
+                missing_start,
+                missing_end,
             ],
         }
     }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
+use super::facts::{facts, IntoFact};
 use super::{Fact, Facts};
 
 /// Which end of a Kafka connection sent the bytes: the client sends requests, the
@@ -191,18 +192,12 @@ pub enum RetryAfter<'a> {
 impl FramingLost {
     pub(super) fn facts(self) -> Facts {
         match self {
-            Self::SizeTooSmall { side, size } => {
-                vec![("side", side.name().into()), ("size", size.into())]
-            }
+            Self::SizeTooSmall { side, size } => facts![side, size],
             Self::Gap {
                 side,
                 gap_bytes,
                 inside_head,
-            } => vec![
-                ("side", side.name().into()),
-                ("gap_bytes", gap_bytes.into()),
-                ("inside_head", inside_head.into()),
-            ],
+            } => facts![side, gap_bytes, inside_head],
         }
     }
 }
@@ -236,10 +231,10 @@ impl fmt::Display for FramingLost {
 impl GivenUp<'_> {
     pub(super) fn fact(&self) -> (&'static str, Fact) {
         match self {
-            Self::OutOfOrder { bytes } => ("out_of_order_bytes", (*bytes).into()),
-            Self::Recent { bytes } => ("bytes_freed", (*bytes).into()),
-            Self::Connection { max_memory } => ("max_memory", (*max_memory).into()),
-            Self::Held { what } => ("given_up", (*what).into()),
+            Self::OutOfOrder { bytes } => ("out_of_order_bytes", bytes.fact()),
+            Self::Recent { bytes } => ("bytes_freed", bytes.fact()),
+            Self::Connection { max_memory } => ("max_memory", max_memory.fact()),
+            Self::Held { what } => ("given_up", what.fact()),
         }
     }
 
@@ -276,16 +271,8 @@ impl FragmentsDropped<'_> {
                 from,
                 to,
                 reason,
-            } => vec![
-                ("fragments", (*fragments).into()),
-                ("bytes", (*bytes).into()),
-                ("first_frame", (*first_frame).into()),
-                ("datagram_id", u64::from(*datagram_id).into()),
-                ("from", from.to_string().into()),
-                ("to", to.to_string().into()),
-                ("reason", (*reason).into()),
-            ],
-            Self::NotReassembled { reason } => vec![("reason", (*reason).into())],
+            } => facts![fragments, bytes, first_frame, datagram_id, from, to, reason],
+            Self::NotReassembled { reason } => facts![reason],
         }
     }
 }
@@ -349,13 +336,7 @@ impl Overlap {
                 other_broker_id,
                 other_frame,
                 ..
-            } => vec![
-                ("frame", frame.into()),
-                ("ids_start", ids_start.into()),
-                ("ids_end", ids_end.into()),
-                ("other_broker_id", other_broker_id.into()),
-                ("other_frame", other_frame.into()),
-            ],
+            } => facts![frame, ids_start, ids_end, other_broker_id, other_frame],
             Self::Folded {
                 frame,
                 ids_start,
@@ -363,12 +344,12 @@ impl Overlap {
                 other_first_frame,
                 other_last_frame,
                 ..
-            } => vec![
-                ("frame", frame.into()),
-                ("ids_start", ids_start.into()),
-                ("ids_end", ids_end.into()),
-                ("other_first_frame", other_first_frame.into()),
-                ("other_last_frame", other_last_frame.into()),
+            } => facts![
+                frame,
+                ids_start,
+                ids_end,
+                other_first_frame,
+                other_last_frame
             ],
         }
     }
@@ -420,22 +401,13 @@ impl Irregular {
                 producer_id_start,
                 producer_id_len,
                 ..
-            } => vec![
-                ("frame", frame.into()),
-                ("correlation_id", correlation_id.into()),
-                ("producer_id_start", producer_id_start.into()),
-                ("producer_id_len", producer_id_len.into()),
-            ],
+            } => facts![frame, correlation_id, producer_id_start, producer_id_len],
             Self::Length {
                 frame,
                 len,
                 usual_len,
                 ..
-            } => vec![
-                ("frame", frame.into()),
-                ("len", len.into()),
-                ("usual_len", usual_len.into()),
-            ],
+            } => facts![frame, len, usual_len],
         }
     }
 }

@@ -3,7 +3,7 @@
 //! raise some kinds only.
 
 use super::*;
-use crate::diag::BadGrant;
+use crate::diag::{BadGrant, Fact};
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
