@@ -28,7 +28,8 @@ use crate::tcp::Dir;
 /// Kafka state of one TCP connection.
 #[derive(Debug, Default)]
 pub struct KafkaConn {
-    pub(super) state: State,
+    /// Changed only by the methods below (`move_to_*`, `put_on_trial`, `prove`).
+    state: State,
 }
 
 /// API key and correlation id of a connection's last request, to check candidate request
@@ -229,7 +230,90 @@ impl Streams {
     }
 }
 
+/// What a connection not given up holds: its streams, and, when its client is known,
+/// that client and where its frames go (the trial's outbox while on trial; `None`: the
+/// report's).
+pub(super) struct Holding<'a> {
+    pub streams: &'a mut Streams,
+    pub client: Option<(Dir, Option<&'a mut Outbox>)>,
+}
+
 impl KafkaConn {
+    pub(super) fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Its state, for a connection that ends.
+    pub(super) fn into_state(self) -> State {
+        self.state
+    }
+
+    /// Read as Kafka from its first byte: `--port` named the side of its server.
+    pub(super) fn move_to_kafka(&mut self, client: Dir, midstream: bool) {
+        self.state = State::Kafka {
+            client,
+            last_request: None,
+            apis: ApisRead::default(),
+            streams: Streams::with_client(client, midstream),
+        };
+    }
+
+    /// Its first request head, from `client`, will tell whether it is Kafka; `resync`:
+    /// that head is to be searched for (mid-stream, or the client's first bytes lost).
+    pub(super) fn move_to_probing(&mut self, client: Dir, resync: bool, trial: Box<Trial>) {
+        self.state = State::Probing {
+            client,
+            last_request: None,
+            apis: ApisRead::default(),
+            trial,
+            streams: Streams::with_client(client, resync),
+        };
+    }
+
+    /// Mid-stream with nothing to tell the client: both directions search.
+    pub(super) fn move_to_searching(&mut self, trial: Box<Trial>) {
+        self.state = State::Searching {
+            last_request: None,
+            apis: ApisRead::default(),
+            trial,
+            streams: Streams::both_as_client(),
+        };
+    }
+
+    /// Given up as not Kafka: what it held goes with the state.
+    pub(super) fn move_to_not_kafka(&mut self) {
+        self.state = State::NotKafka;
+    }
+
+    /// Given up as TLS: what it seemed to hold goes with the state.
+    pub(super) fn move_to_encrypted(&mut self) {
+        self.state = State::Encrypted;
+    }
+
+    /// What it holds, for the memory budget to shed; `None` once given up.
+    pub(super) fn holding(&mut self) -> Option<Holding<'_>> {
+        let (streams, client) = match &mut self.state {
+            State::Searching { streams, .. } => (streams, None),
+            State::Probing {
+                client,
+                trial,
+                streams,
+                ..
+            }
+            | State::OnTrial {
+                client,
+                trial,
+                streams,
+                ..
+            } => (streams, Some((*client, Some(&mut trial.out)))),
+            State::Kafka {
+                client, streams, ..
+            } => (streams, Some((*client, None))),
+            State::Unknown | State::NotKafka | State::Encrypted => return None,
+        };
+        Some(Holding { streams, client })
+    }
+
     pub fn reading(&self) -> Reading {
         match self.state {
             State::Kafka { .. } => Reading::Kafka,

@@ -41,7 +41,7 @@ pub mod waiting;
 use std::num::NonZeroU64;
 use std::ops::ControlFlow;
 
-use conn::{ApisRead, State, Streams};
+use conn::{Holding, State, Streams};
 use given_up::NotKafka;
 use header::RESPONSE_PREFIX_LEN;
 use message::{Endpoints, Outbox};
@@ -178,48 +178,28 @@ impl Dissector {
                 (delivery, dir, info.midstream, forced)
             {
                 // The client's first bytes are lost: look for its next request head.
-                conn.state = self.probing(Dir::FromInitiator, true);
+                conn.move_to_probing(Dir::FromInitiator, true, self.trial());
             }
             // Otherwise nothing to go on yet; a connection counts as Kafka from its first byte.
             return ControlFlow::Break(true);
         };
-        conn.state = if let Some(client) = forced {
+        if let Some(client) = forced {
             self.kafka_connections += 1;
             self.decided(info.index, Reading::Kafka);
-            State::Kafka {
-                client,
-                last_request: None,
-                apis: ApisRead::default(),
-                streams: Streams::with_client(client, info.midstream),
-            }
+            conn.move_to_kafka(client, info.midstream);
         } else if !info.midstream {
             if dir != Dir::FromInitiator {
                 let response_head = self.response_head(bytes);
                 let why = NotKafka::ServerSpokeFirst { response_head };
                 return ControlFlow::Break(self.give_up(conn, info, at, why, diags));
             }
-            self.probing(dir, false)
+            conn.move_to_probing(dir, false, self.trial());
         } else if let Some(client) = Self::guessed_client(info) {
-            self.probing(client, true)
+            conn.move_to_probing(client, true, self.trial());
         } else {
-            State::Searching {
-                last_request: None,
-                apis: ApisRead::default(),
-                trial: self.trial(),
-                streams: Streams::both_as_client(),
-            }
-        };
-        ControlFlow::Continue(())
-    }
-
-    fn probing(&self, client: Dir, resync: bool) -> State {
-        State::Probing {
-            client,
-            last_request: None,
-            apis: ApisRead::default(),
-            trial: self.trial(),
-            streams: Streams::with_client(client, resync),
+            conn.move_to_searching(self.trial());
         }
+        ControlFlow::Continue(())
     }
 
     fn trial(&self) -> Box<Trial> {
@@ -244,8 +224,7 @@ impl Dissector {
         let Some(seen) = tls::recognise(bytes) else {
             return false;
         };
-        // What it seemed to hold was not Kafka: it goes with the state.
-        conn.state = State::Encrypted;
+        conn.move_to_encrypted();
         self.encrypted(info, dir, *at, &seen, diags);
         true
     }
@@ -261,7 +240,7 @@ impl Dissector {
         diags: &mut Diagnostics,
     ) -> bool {
         let (Some(probe), State::Searching { .. } | State::Probing { .. }) =
-            (found.probe, &conn.state)
+            (found.probe, conn.state())
         else {
             return true;
         };
@@ -291,7 +270,7 @@ impl Dissector {
         found: &Found,
         diags: &mut Diagnostics,
     ) -> bool {
-        let State::OnTrial { trial, .. } = &conn.state else {
+        let State::OnTrial { trial, .. } = conn.state() else {
             return true;
         };
         let signs = Signs {
@@ -327,7 +306,7 @@ impl Dissector {
         why: NotKafka,
         diags: &mut Diagnostics,
     ) -> bool {
-        conn.state = State::NotKafka;
+        conn.move_to_not_kafka();
         self.not_kafka(info, at, why, diags);
         false
     }
@@ -422,7 +401,7 @@ impl StreamHandler for Dissector {
         if self.found_tls(conn, info, dir, &delivery, diags) {
             return false;
         }
-        if let State::Unknown = conn.state {
+        if let State::Unknown = conn.state() {
             if let ControlFlow::Break(followed) = self.begin(conn, info, dir, &delivery, diags) {
                 return followed;
             }
@@ -437,11 +416,11 @@ impl StreamHandler for Dissector {
 
     fn close(&mut self, conn: KafkaConn, info: &ConnInfo, at: PacketRef, diags: &mut Diagnostics) {
         // what is said of its wire concerns producer ids only if it carried them
-        let about_producer_ids = match &conn.state {
+        let about_producer_ids = match conn.state() {
             State::Kafka { apis, .. } => !apis.carried_no_producer_ids(),
             _ => true,
         };
-        match conn.state {
+        match conn.into_state() {
             State::Searching { .. } | State::Probing { .. } => {
                 self.not_kafka(info, at, NotKafka::Undecided, diags);
             }
@@ -474,25 +453,10 @@ impl StreamHandler for Dissector {
         let before = conn.held_bytes();
         // With the client known, the older half of the waiting requests is given up to
         // where its frames go.
-        let (streams, given_up_to) = match &mut conn.state {
-            State::Searching { streams, .. } => (streams, None),
-            State::Probing {
-                client,
-                trial,
-                streams,
-                ..
-            }
-            | State::OnTrial {
-                client,
-                trial,
-                streams,
-                ..
-            } => (streams, Some((*client, &mut trial.out))),
-            State::Kafka {
-                client, streams, ..
-            } => (streams, Some((*client, &mut self.out))),
-            State::Unknown | State::NotKafka | State::Encrypted => return 0,
+        let Some(Holding { streams, client }) = conn.holding() else {
+            return 0;
         };
+        let given_up_to = client.map(|(client, trial)| (client, trial.unwrap_or(&mut self.out)));
         let client = given_up_to.as_ref().map(|(client, _)| *client);
         let mut what = shed_framers(streams, client, at);
         if let Some((client, out)) = given_up_to {

@@ -9,7 +9,7 @@ use super::conn::{ApisRead, LastRequest, Parts, Stage, Streams};
 use super::framing::{FrameHandler, Framer, GapEffect};
 use super::header::{response_correlation_id, RequestPrefix, RESPONSE_PREFIX_LEN};
 use super::message::{Endpoints, Outbox, Tally};
-use super::sides::{RequestSide, ResponseSide, Side};
+use super::sides::{Probe, RequestSide, ResponseSide, Side};
 use super::tables::ApiKey;
 use super::trial::Trial;
 use super::waiting::Waiting;
@@ -32,15 +32,6 @@ pub struct Found {
     pub server_bad_size: bool,
     /// The outbox's tally before the delivery.
     pub before: Tally,
-}
-
-/// What the client side's handler found in a delivery.
-#[derive(Debug, Clone, Copy)]
-pub struct Probe {
-    /// Probing found a plausible request.
-    pub recognised: bool,
-    /// A head that cannot be Kafka was met while probing or on trial.
-    pub given_up: bool,
 }
 
 pub fn endpoints(info: &ConnInfo, client: Dir) -> Endpoints {
@@ -75,11 +66,8 @@ impl Sink<'_> {
             diags: self.diags,
             last_request,
             apis,
-            probing: stage.probing(),
-            recognised: false,
-            given_up: false,
-            role_unsure: stage == Stage::Searching,
-            strict: stage.on_trial(),
+            stage,
+            probe: Probe::default(),
         }
     }
 
@@ -140,10 +128,7 @@ pub fn read(
         }
         let mut handler = sink.requests(last_request, apis, stage);
         let gap = feed(framer, delivery, &mut handler);
-        let probe = Probe {
-            recognised: handler.recognised,
-            given_up: handler.given_up,
-        };
+        let probe = handler.probe;
         if framer.is_lost() {
             apis.client_lost();
         }

@@ -5,6 +5,7 @@
 //! [`Message`](super::message::Message).
 
 use super::apis::{decodes_request, decodes_response, Captured, DecodedRequest, DecodedResponse};
+use super::conn::Stage;
 use super::decoded::Problem;
 use super::framing::{Decision, Frame, FrameHandler, SIZE_LEN};
 use super::header::{self, RequestPrefix, MIN_REQUEST_LEN, RESPONSE_PREFIX_LEN};
@@ -149,22 +150,36 @@ pub struct RequestSide<'a> {
     pub last_request: &'a mut Option<(ApiKey, i32)>,
     /// The APIs of the connection's requests read.
     pub apis: &'a mut super::conn::ApisRead,
-    /// Still deciding whether this is Kafka: heads must be plausible, and a bad one
-    /// ends the search instead of starting a resync.
-    pub probing: bool,
-    /// Set when probing found a plausible request.
+    /// How far the connection is from being read as Kafka, which says how its heads are
+    /// judged: while it is on trial every head must be plausible; while probing, the
+    /// first plausible one recognises it.
+    pub stage: Stage,
+    /// What the heads of this delivery showed.
+    pub probe: Probe,
+}
+
+/// What the request heads of one delivery showed while the connection was not yet
+/// Kafka. Both may hold: a head recognised it, and a later one could not be Kafka.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Probe {
+    /// Probing found a plausible request.
     pub recognised: bool,
-    /// Set when probing met a head that cannot be Kafka.
+    /// A head that cannot be Kafka was met while probing or on trial.
     pub given_up: bool,
-    /// Either side may turn out to be the client (mid-stream, ports tell nothing): a
-    /// candidate needs a following head to be believed.
-    pub role_unsure: bool,
-    /// The connection is on trial: every head must be plausible (a bad one sets
-    /// `given_up`), not only the first.
-    pub strict: bool,
 }
 
 impl RequestSide<'_> {
+    /// Still deciding whether this is Kafka: the first plausible head recognises it.
+    fn probing(&self) -> bool {
+        self.stage.probing() && !self.probe.recognised
+    }
+
+    /// Either side may turn out to be the client (mid-stream, ports tell nothing): a
+    /// candidate needs a following head to be believed.
+    fn role_unsure(&self) -> bool {
+        self.stage == Stage::Searching
+    }
+
     /// A plausible request head: a size Kafka accepts, an API key Kafka defines with a
     /// version some release may send, a client_id length that fits (header v1+), and a
     /// correlation id that follows the last one seen, if any.
@@ -197,14 +212,14 @@ impl RequestSide<'_> {
 
 impl FrameHandler for RequestSide<'_> {
     fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
-        if self.probing || self.strict {
-            if self.given_up || !self.plausible_request(len, prefix) {
-                self.given_up = true;
+        // probing is a part of the trial
+        if self.stage.on_trial() {
+            if self.probe.given_up || !self.plausible_request(len, prefix) {
+                self.probe.given_up = true;
                 return Decision::Reject;
             }
-            if self.probing {
-                self.recognised = true;
-                self.probing = false;
+            if self.probing() {
+                self.probe.recognised = true;
             }
         }
         if let Some(what) = bad_size(
@@ -272,7 +287,7 @@ impl FrameHandler for RequestSide<'_> {
     }
 
     fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
-        !self.given_up && self.plausible_request(len, prefix)
+        !self.probe.given_up && self.plausible_request(len, prefix)
     }
 
     /// The next request must be plausible and count up from the candidate: a response
@@ -305,13 +320,13 @@ impl FrameHandler for RequestSide<'_> {
     }
 
     fn confirms_at_data_end(&self) -> bool {
-        !self.role_unsure
+        !self.role_unsure()
     }
 
     /// Until it is known which direction is the client, a direction tried as one may
     /// turn out to carry responses, to be read again from its held bytes.
     fn rereads_held_bytes(&self) -> bool {
-        self.role_unsure
+        self.role_unsure()
     }
 }
 
