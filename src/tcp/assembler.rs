@@ -280,12 +280,9 @@ impl ConflictSpan {
 /// `held_cost` is the sum of `Run::cost` over `held`.
 #[derive(Debug)]
 pub struct Assembler {
-    space: Option<SeqSpace>,
+    life: Life,
     /// Offset of the next byte to deliver.
     next: u64,
-    /// Offset of the FIN, once seen.
-    fin_at: Option<u64>,
-    finished: bool,
     /// Runs of held bytes by their start.
     held: BTreeMap<u64, Run>,
     held_cost: usize,
@@ -293,6 +290,37 @@ pub struct Assembler {
     /// The last bytes delivered (at most [`RECENT_LEN`]), ending at `next`; a gap
     /// clears them.
     recent: Recent,
+}
+
+/// Where a direction's stream is in its life.
+#[derive(Debug, Clone, Copy)]
+enum Life {
+    /// No segment has fixed where the stream starts.
+    Unstarted,
+    /// Its bytes are read; `fin_at`: the offset of the FIN, once seen.
+    Open {
+        space: SeqSpace,
+        fin_at: Option<u64>,
+    },
+    /// Every byte up to the FIN delivered, then the FIN: nothing more is read.
+    Finished { space: SeqSpace, fin_at: u64 },
+}
+
+impl Life {
+    fn space(self) -> Option<SeqSpace> {
+        match self {
+            Self::Unstarted => None,
+            Self::Open { space, .. } | Self::Finished { space, .. } => Some(space),
+        }
+    }
+
+    fn fin_at(self) -> Option<u64> {
+        match self {
+            Self::Unstarted => None,
+            Self::Open { fin_at, .. } => fin_at,
+            Self::Finished { fin_at, .. } => Some(fin_at),
+        }
+    }
 }
 
 /// A segment as the assembler sees it.
@@ -309,10 +337,8 @@ pub struct Segment<'a> {
 impl Assembler {
     pub fn new(max_held_len: usize) -> Self {
         Self {
-            space: None,
+            life: Life::Unstarted,
             next: 0,
-            fin_at: None,
-            finished: false,
             held: BTreeMap::new(),
             held_cost: 0,
             max_held_len,
@@ -322,11 +348,11 @@ impl Assembler {
 
     /// Sequence number of the next byte to deliver, once the stream has started.
     pub fn next_seq(&self) -> Option<u32> {
-        self.space.map(|space| space.seq(self.next))
+        self.life.space().map(|space| space.seq(self.next))
     }
 
     pub fn is_finished(&self) -> bool {
-        self.finished
+        matches!(self.life, Life::Finished { .. })
     }
 
     /// What the bytes held out of order cost, as counted against the cap: their
@@ -355,7 +381,7 @@ impl Assembler {
 
     /// Takes one segment; deliveries go to `out` in stream order.
     pub fn segment(&mut self, seg: Segment<'_>, out: &mut impl FnMut(Delivery<'_>)) {
-        if self.finished {
+        if self.is_finished() {
             return;
         }
         let claimed = seg.payload.len() as u64 + u64::from(seg.missing_len);
@@ -365,24 +391,37 @@ impl Assembler {
         } else {
             seg.seq
         };
-        if self.space.is_none() {
+        if let Life::Unstarted = self.life {
             // Without a SYN, only a segment that carries data or a FIN fixes where the
             // stream starts: a bare ACK or a keep-alive (seq one below the next byte)
             // would put the origin one byte early.
             if !seg.syn && claimed == 0 && !seg.fin {
                 return;
             }
-            self.space = Some(SeqSpace::new(data_seq));
+            let space = SeqSpace::new(data_seq);
+            self.life = Life::Open {
+                space,
+                fin_at: None,
+            };
         }
-        let Some(space) = self.space else {
+        let Some(space) = self.life.space() else {
             return;
         };
         let Some(start) = space.offset(data_seq, self.next) else {
             return; // before the stream began: an old retransmission
         };
         let end = start.saturating_add(claimed);
-        if seg.fin && self.fin_at.is_none() {
-            self.fin_at = Some(end);
+        if let Life::Open {
+            fin_at: None,
+            space,
+        } = self.life
+        {
+            if seg.fin {
+                self.life = Life::Open {
+                    space,
+                    fin_at: Some(end),
+                };
+            }
         }
         if start < self.next {
             self.check_overlap(start, seg.payload, seg.at, out);
@@ -683,9 +722,15 @@ impl Assembler {
     }
 
     fn check_fin(&mut self, at: PacketRef, out: &mut impl FnMut(Delivery<'_>)) {
-        if !self.finished && self.fin_at.is_some_and(|fin| self.next >= fin) && self.held.is_empty()
-        {
-            self.finished = true;
+        let Life::Open {
+            space,
+            fin_at: Some(fin_at),
+        } = self.life
+        else {
+            return;
+        };
+        if self.next >= fin_at && self.held.is_empty() {
+            self.life = Life::Finished { space, fin_at };
             out(Delivery::Fin(at));
         }
     }
@@ -704,7 +749,7 @@ impl Assembler {
         at: PacketRef,
         out: &mut impl FnMut(Delivery<'_>),
     ) {
-        let Some(space) = self.space else {
+        let Some(space) = self.life.space() else {
             return;
         };
         let Some(mut acked_to) = space.offset(ack, self.next) else {
@@ -726,10 +771,10 @@ impl Assembler {
             }
             self.skip_hole(None, out);
         }
-        if let Some(fin) = self.fin_at {
+        if let Some(fin) = self.life.fin_at() {
             acked_to = acked_to.min(fin); // the FIN's own sequence number is no data
         }
-        if self.held.is_empty() && !self.finished && acked_to > self.next {
+        if self.held.is_empty() && !self.is_finished() && acked_to > self.next {
             out(Delivery::Gap {
                 len: acked_to - self.next,
                 at,
@@ -771,8 +816,8 @@ impl Assembler {
         while !self.held.is_empty() {
             self.skip_hole(None, out);
         }
-        if let Some(fin) = self.fin_at {
-            if fin > self.next && !self.finished {
+        if let Some(fin) = self.life.fin_at() {
+            if fin > self.next && !self.is_finished() {
                 out(Delivery::Gap {
                     len: fin - self.next,
                     at,
