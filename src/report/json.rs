@@ -21,6 +21,7 @@ use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{compact, exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
 use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
+use erased::Json as _;
 
 /// Depth of the elements of `exchanges` and of `producer_id_blocks.blocks` in the
 /// pretty report, and their indentation.
@@ -295,15 +296,6 @@ fn write_report(
         summary: &'a Summary,
     }
     #[derive(Serialize)]
-    struct BlocksHead {
-        usual_len: Option<i32>,
-        slow_threshold_us: Option<f64>,
-    }
-    #[derive(Serialize)]
-    struct BlocksTail<'a> {
-        findings: &'a [PidFinding],
-    }
-    #[derive(Serialize)]
     struct Tail<'a> {
         diagnostics: &'a [Diagnostic],
     }
@@ -314,10 +306,6 @@ fn write_report(
         controller_timeline: &'a [ControllerPiece],
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata_log: &'a Option<MetadataLog>,
-    }
-    #[derive(Serialize)]
-    struct ProducersHead<'a> {
-        summary: &'a ProducerIdCounts,
     }
     // Every field named, none skipped with `..`: a field added to the report fails
     // to compile here until it is written too.
@@ -337,16 +325,6 @@ fn write_report(
         metadata_log,
         diagnostics,
     } = report;
-    let ProducerIds {
-        summary: producer_summary,
-        entries: _,
-    } = producer_ids;
-    let ProducerIdBlocks {
-        usual_len,
-        slow_threshold_us,
-        blocks: _,
-        findings,
-    } = producer_id_blocks;
     // Each part is an object written without its braces: `{"a":1,"b":2}` gives
     // `"a":1,"b":2`, pretty at depth 1 or 2.
     let fields = |value: &dyn erased::Json, depth: usize| -> io::Result<Vec<u8>> {
@@ -384,33 +362,8 @@ fn write_report(
             out.write_all(&fields(&Tail { diagnostics }, 1)?)?;
         }
     }
-    out.write_all(&key(pretty, 1, "producer_id_blocks"))?;
-    out.write_all(b"{")?;
-    out.write_all(&fields(
-        &BlocksHead {
-            usual_len: *usual_len,
-            slow_threshold_us: *slow_threshold_us,
-        },
-        2,
-    )?)?;
-    if let Some(blocks) = blocks {
-        out.write_all(&key(pretty, 2, "blocks"))?;
-        write_list(blocks, pretty, BLOCK_INDENT, out)?;
-    }
-    out.write_all(b",")?;
-    out.write_all(&fields(&BlocksTail { findings }, 2)?)?;
-    out.write_all(if pretty { b"\n  }" } else { b"}" })?;
-    out.write_all(&key(pretty, 1, "producer_ids"))?;
-    out.write_all(b"{")?;
-    let head = ProducersHead {
-        summary: producer_summary,
-    };
-    out.write_all(&fields(&head, 2)?)?;
-    if let Some(producers) = producers {
-        out.write_all(&key(pretty, 2, "entries"))?;
-        write_list(producers, pretty, ENTRY_INDENT, out)?;
-    }
-    out.write_all(if pretty { b"\n  }" } else { b"}" })?;
+    write_blocks_part(producer_id_blocks, blocks, pretty, out)?;
+    write_producers_part(producer_ids, producers, pretty, out)?;
     out.write_all(b",")?;
     let cluster = Cluster {
         brokers_by_address,
@@ -424,6 +377,69 @@ fn write_report(
         out.write_all(&fields(&Tail { diagnostics }, 1)?)?;
     }
     out.write_all(if pretty { b"\n}" } else { b"}" })
+}
+
+/// `,"producer_id_blocks":{...}`, with `blocks` in place of its own (none without them).
+fn write_blocks_part(
+    part: &ProducerIdBlocks,
+    blocks: Option<Ordered<BlockOrder>>,
+    pretty: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct BlocksHead {
+        usual_len: Option<i32>,
+        slow_threshold_us: Option<f64>,
+    }
+    #[derive(Serialize)]
+    struct BlocksTail<'a> {
+        findings: &'a [PidFinding],
+    }
+    let ProducerIdBlocks {
+        usual_len,
+        slow_threshold_us,
+        blocks: _,
+        findings,
+    } = part;
+    out.write_all(&key(pretty, 1, "producer_id_blocks"))?;
+    out.write_all(b"{")?;
+    let head = BlocksHead {
+        usual_len: *usual_len,
+        slow_threshold_us: *slow_threshold_us,
+    };
+    out.write_all(&head.inner_fields(pretty, 2)?)?;
+    if let Some(blocks) = blocks {
+        out.write_all(&key(pretty, 2, "blocks"))?;
+        write_list(blocks, pretty, BLOCK_INDENT, out)?;
+    }
+    out.write_all(b",")?;
+    out.write_all(&BlocksTail { findings }.inner_fields(pretty, 2)?)?;
+    out.write_all(if pretty { b"\n  }" } else { b"}" })
+}
+
+/// `,"producer_ids":{...}`, with `entries` in place of its own (none without them).
+fn write_producers_part(
+    part: &ProducerIds,
+    entries: Option<Ordered<ExchangeOrder>>,
+    pretty: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct ProducersHead<'a> {
+        summary: &'a ProducerIdCounts,
+    }
+    let ProducerIds {
+        summary,
+        entries: _,
+    } = part;
+    out.write_all(&key(pretty, 1, "producer_ids"))?;
+    out.write_all(b"{")?;
+    out.write_all(&ProducersHead { summary }.inner_fields(pretty, 2)?)?;
+    if let Some(entries) = entries {
+        out.write_all(&key(pretty, 2, "entries"))?;
+        write_list(entries, pretty, ENTRY_INDENT, out)?;
+    }
+    out.write_all(if pretty { b"\n  }" } else { b"}" })
 }
 
 /// `,"name":` as it follows an earlier field at `depth`.
