@@ -316,25 +316,6 @@ fn tcp_samples() -> Vec<Sample> {
 }
 
 fn kafka_samples() -> Vec<Sample> {
-    let undecoded = |side, problem: &'static str| Undecoded {
-        api: NamedCode {
-            code: 67,
-            name: "AllocateProducerIds",
-        },
-        side,
-        correlation_id: 12,
-        problem,
-    };
-    let undecoded_facts = |message, problem| {
-        vec![
-            ("api_key", Fact::Int(67)),
-            ("message", text(message)),
-            ("correlation_id", Fact::Int(12)),
-            ("problem", text(problem)),
-        ]
-    };
-    let cut = "the message's 40 bytes are not all in the capture: only the first 20 are decoded; every field was read before them";
-    let version = "AllocateProducerIds version 9 is not supported (only version 0 is); the body was not decoded";
     vec![
         (
             Observation::KafkaFrameTooLarge {
@@ -421,6 +402,30 @@ fn kafka_samples() -> Vec<Sample> {
                 ("correlation_id", Fact::Int(110)),
             ],
         ),
+    ]
+}
+
+fn kafka_message_samples() -> Vec<Sample> {
+    let undecoded = |side, problem: &'static str| Undecoded {
+        api: NamedCode {
+            code: 67,
+            name: "AllocateProducerIds",
+        },
+        side,
+        correlation_id: 12,
+        problem,
+    };
+    let undecoded_facts = |message, problem| {
+        vec![
+            ("api_key", Fact::Int(67)),
+            ("message", text(message)),
+            ("correlation_id", Fact::Int(12)),
+            ("problem", text(problem)),
+        ]
+    };
+    let cut = "the message's 40 bytes are not all in the capture: only the first 20 are decoded; every field was read before them";
+    let version = "AllocateProducerIds version 9 is not supported (only version 0 is); the body was not decoded";
+    vec![
         (
             Observation::KafkaFrameIncomplete {
                 side: Side::Client,
@@ -555,24 +560,6 @@ fn connection_samples() -> Vec<Sample> {
 }
 
 fn block_samples() -> Vec<Sample> {
-    let response = |producer_id_start, producer_id_len, why| {
-        Observation::PidBlockIrregular(Irregular::Response {
-            frame: 11,
-            correlation_id: 4,
-            broker_id: 2,
-            producer_id_start,
-            producer_id_len,
-            why,
-        })
-    };
-    let response_facts = |start: i64, len: i32| {
-        vec![
-            ("frame", Fact::Uint(11)),
-            ("correlation_id", Fact::Int(4)),
-            ("producer_id_start", Fact::Int(start)),
-            ("producer_id_len", Fact::Int(len.into())),
-        ]
-    };
     vec![
         (
             Observation::PidBlockOverlap(Overlap::Block {
@@ -667,6 +654,29 @@ fn block_samples() -> Vec<Sample> {
                 ("other_frame", Fact::Uint(19)),
             ],
         ),
+    ]
+}
+
+fn block_finding_samples() -> Vec<Sample> {
+    let response = |producer_id_start, producer_id_len, why| {
+        Observation::PidBlockIrregular(Irregular::Response {
+            frame: 11,
+            correlation_id: 4,
+            broker_id: 2,
+            producer_id_start,
+            producer_id_len,
+            why,
+        })
+    };
+    let response_facts = |start: i64, len: i32| {
+        vec![
+            ("frame", Fact::Uint(11)),
+            ("correlation_id", Fact::Int(4)),
+            ("producer_id_start", Fact::Int(start)),
+            ("producer_id_len", Fact::Int(len.into())),
+        ]
+    };
+    vec![
         (
             Observation::PidBlockRegression {
                 frame: 59,
@@ -993,6 +1003,11 @@ fn metadata_log_samples() -> Vec<Sample> {
                 ("dropped", text("NoOpRecord of epoch 2")),
             ],
         ),
+    ]
+}
+
+fn committed_samples() -> Vec<Sample> {
+    vec![
         (
             Observation::PidBlockNotCommitted {
                 frame: 31,
@@ -1109,13 +1124,16 @@ fn metadata_log_samples() -> Vec<Sample> {
 fn samples() -> Vec<Sample> {
     [
         metadata_log_samples(),
+        committed_samples(),
         producer_samples(),
         capture_samples(),
         packet_samples(),
         tcp_samples(),
         kafka_samples(),
+        kafka_message_samples(),
         connection_samples(),
         block_samples(),
+        block_finding_samples(),
         broker_samples(),
     ]
     .concat()
