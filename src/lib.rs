@@ -47,6 +47,8 @@
 // (tests may); arithmetic on input values is checked or saturating where it could
 // overflow (see README "Hostile input").
 #![forbid(unsafe_code)]
+// issue 41: no function in src/ over 120 lines (clippy.toml sets the bound)
+#![warn(clippy::too_many_lines)]
 #![cfg_attr(
     not(test),
     deny(
