@@ -22,6 +22,7 @@ use pcap_parser::pcapng::{
 };
 use pcap_parser::{Linktype, PcapError};
 
+use crate::diag::obs;
 use crate::diag::{Cut, Damage, Diagnostics, Observation};
 use crate::error::Error;
 use crate::input::readahead::{Blocks, ReadBlocks};
@@ -563,12 +564,12 @@ impl<B: Blocks> CaptureReader<B> {
                 return records.corrupt(damage, frame, diags);
             }
         };
-        let what = Observation::CaptureTruncated {
+        let what = Observation::CaptureTruncated(obs::CaptureTruncated {
             path: records.path(),
             record_offset: records.offset,
             packets,
             cut,
-        };
+        });
         diags.add(None, Some(frame), what);
     }
 }
@@ -579,11 +580,11 @@ impl Records {
     }
 
     fn corrupt(&self, damage: Damage<'_>, frame: u64, diags: &mut Diagnostics) {
-        let what = Observation::CaptureCorrupt {
+        let what = Observation::CaptureCorrupt(obs::CaptureCorrupt {
             path: self.path(),
             record_offset: self.offset,
             damage,
-        };
+        });
         diags.add(None, Some(frame), what);
     }
 

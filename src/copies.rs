@@ -16,6 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use crate::decode::TcpSegmentView;
+use crate::diag::obs;
 use crate::diag::{Diagnostics, Observation};
 use crate::packet_ref::PacketRef;
 
@@ -171,9 +172,9 @@ impl Copies {
         diags.add(
             None,
             at,
-            Observation::DuplicateWindowFull {
+            Observation::DuplicateWindowFull(obs::DuplicateWindowFull {
                 remembered: MAX_REMEMBERED as u64,
-            },
+            }),
         );
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod facts;
 mod kinds;
+pub mod obs;
 mod observation;
 mod parts;
 
@@ -490,11 +491,11 @@ impl Diagnostics {
                 count > MAX_LISTED_PER_KIND
             };
             if limited {
-                let what = Observation::DiagnosticsLimited {
+                let what = Observation::DiagnosticsLimited(obs::DiagnosticsLimited {
                     kind,
                     count,
                     listed,
-                };
+                });
                 self.items.push(Diagnostic {
                     origin: None,
                     severity: Kind::DiagnosticsLimited.severity(),
@@ -589,10 +590,12 @@ mod tests {
 
     #[test]
     fn wire_warnings_of_a_connection_without_producer_ids_are_lowered_when_it_is_read() {
-        let conflict = || Observation::TcpOverlapConflict {
-            offset: 0,
-            bytes: 1,
-            from: "10.0.0.1:40000".parse().unwrap(),
+        let conflict = || {
+            Observation::TcpOverlapConflict(obs::TcpOverlapConflict {
+                offset: 0,
+                bytes: 1,
+                from: "10.0.0.1:40000".parse().unwrap(),
+            })
         };
         let mut diags = Diagnostics::default();
         for (connection, frame) in [(1, 10), (1, 11), (2, 12), (3, 13)] {
@@ -664,10 +667,12 @@ mod tests {
 
     #[test]
     fn an_observation_is_listed_with_its_kind_sentence_and_facts_then_only_counted() {
-        let gap = |bytes| Observation::TcpGap {
-            bytes,
-            from: "10.0.0.1:40000".parse().unwrap(),
-            to: "10.0.0.2:9092".parse().unwrap(),
+        let gap = |bytes| {
+            Observation::TcpGap(obs::TcpGap {
+                bytes,
+                from: "10.0.0.1:40000".parse().unwrap(),
+                to: "10.0.0.2:9092".parse().unwrap(),
+            })
         };
         let mut diags = Diagnostics::default();
         for frame in 1..=MAX_LISTED_PER_KIND + 2 {
@@ -706,7 +711,7 @@ mod tests {
             vec![("bytes", 5u64.into())],
         );
         // Past the limit it is only counted: the item count below shows it unlisted.
-        let past_limit = Observation::PacketTruncated { bytes_missing: 1 };
+        let past_limit = Observation::PacketTruncated(obs::PacketTruncated { bytes_missing: 1 });
         diags.add(None, Some(9), past_limit);
         let counts = diags.counts();
         assert_eq!(counts["packet_truncated"], MAX_LISTED_PER_KIND + 6);
@@ -726,23 +731,25 @@ mod tests {
 
     #[test]
     fn a_cut_message_of_an_api_without_producer_ids_is_info_and_does_not_grade() {
-        let cut = |code, name| Observation::KafkaFrameIncomplete {
-            side: Side::Server,
-            bytes: 73,
-            api: Some(NamedCode { code, name }),
-            correlation_id: Some(7),
-            carries_producer_ids: code == 67,
+        let cut = |code, name| {
+            Observation::KafkaFrameIncomplete(obs::KafkaFrameIncomplete {
+                side: Side::Server,
+                bytes: 73,
+                api: Some(NamedCode { code, name }),
+                correlation_id: Some(7),
+                carries_producer_ids: code == 67,
+            })
         };
         let mut diags = Diagnostics::default();
         diags.add(Some(1), Some(10), cut(1, "Fetch"));
         diags.add(Some(2), Some(11), cut(67, "AllocateProducerIds"));
-        let unknown = Observation::KafkaFrameIncomplete {
+        let unknown = Observation::KafkaFrameIncomplete(obs::KafkaFrameIncomplete {
             side: Side::Server,
             bytes: 9,
             api: None,
             correlation_id: None,
             carries_producer_ids: false,
-        };
+        });
         diags.add(Some(3), Some(12), unknown);
         let mut inner = Diagnostics::default();
         inner.add(Some(4), Some(13), cut(3, "Metadata"));

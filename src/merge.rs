@@ -16,6 +16,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 
 use crate::capture::{self, CaptureInfo, CaptureReader, Packet};
+use crate::diag::obs;
 use crate::diag::{Diagnostics, Observation};
 use crate::error::Error;
 use crate::input::{self, Blocks};
@@ -238,10 +239,10 @@ pub fn note_overlaps(captures: &[CaptureInfo], diags: &mut Diagnostics) {
                 diags.add(
                     None,
                     None,
-                    Observation::CaptureFilesOverlap {
+                    Observation::CaptureFilesOverlap(obs::CaptureFilesOverlap {
                         path,
                         other_path: other,
-                    },
+                    }),
                 );
             }
         }

@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::copies::Copies;
 use crate::decode::{self, Decoded, IpFragmentView, TcpSegmentView};
 use crate::defrag::Defragmenter;
+use crate::diag::obs;
 use crate::diag::{Diagnostics, FragmentsDropped, Observation};
 use crate::frame_watch::FrameWatch;
 use crate::kafka::{Dissector, KafkaConn, Reading};
@@ -97,10 +98,10 @@ impl<'a> Pipeline<'a> {
             Decoded::Other => {}
             Decoded::UnsupportedLinkType => self.unsupported_link_type(packet, diags),
             Decoded::Malformed(reason) => {
-                let what = Observation::PacketMalformed {
+                let what = Observation::PacketMalformed(obs::PacketMalformed {
                     fragments: None,
                     reason: &reason,
-                };
+                });
                 diags.add(None, packet.at, what);
             }
         }
@@ -145,10 +146,10 @@ impl<'a> Pipeline<'a> {
                 self.drain();
             }
             Decoded::Malformed(reason) => {
-                let what = Observation::PacketMalformed {
+                let what = Observation::PacketMalformed(obs::PacketMalformed {
                     fragments: Some(datagram.fragments as u64),
                     reason: &reason,
-                };
+                });
                 diags.add(None, at, what);
             }
             _ => {}
@@ -160,10 +161,10 @@ impl<'a> Pipeline<'a> {
         if !self.unsupported.insert(packet.link_type.0) {
             return;
         }
-        let what = Observation::UnsupportedLinkType {
+        let what = Observation::UnsupportedLinkType(obs::UnsupportedLinkType {
             link_type: &capture::link_type_name(packet.link_type),
             link_type_number: packet.link_type.0,
-        };
+        });
         diags.add(None, packet.at, what);
     }
 

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Block, Finding};
+use crate::diag::obs;
 use crate::diag::{BadGrant, Irregular, Observation, Overlap};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Exchange;
@@ -265,14 +266,14 @@ impl Tracker {
         self.fill_gaps(b);
         if let Some(f) = &self.furthest {
             if b.start <= f.end && b.request_frame > f.response_frame {
-                let what = Observation::PidBlockRegression {
+                let what = Observation::PidBlockRegression(obs::PidBlockRegression {
                     frame: b.response_frame,
                     broker_id: b.broker_id,
                     start: b.start,
                     other_end: f.end,
                     other_broker_id: f.broker_id,
                     other_frame: f.response_frame,
-                };
+                });
                 findings.push(finding(b, vec![f.response_frame, b.response_frame], what));
             } else if b.start > f.end.saturating_add(1) {
                 let gap = OpenGap {
@@ -328,7 +329,7 @@ impl Tracker {
                 continue;
             };
             let (f, b) = (&gap.before, &gap.after);
-            let what = Observation::PidBlockGap {
+            let what = Observation::PidBlockGap(obs::PidBlockGap {
                 frame: b.response_frame,
                 broker_id: b.broker_id,
                 ids_start: from,
@@ -336,7 +337,7 @@ impl Tracker {
                 other_broker_id: f.broker_id,
                 other_frame: f.response_frame,
                 answers_not_read: self.answers_not_read,
-            };
+            });
             findings.push(finding(b, vec![f.response_frame, b.response_frame], what));
         }
     }

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Finding, StatusCounts};
+use crate::diag::obs;
 use crate::diag::{Observation, RetryAfter};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
@@ -137,14 +138,14 @@ impl Streak {
             return None;
         }
         let error = self.code.name();
-        let what = Observation::PidErrorStreak {
+        let what = Observation::PidErrorStreak(obs::PidErrorStreak {
             broker_id: broker,
             error: &error,
             count: self.len,
             first_frame: self.frames.first().copied().unwrap_or_default(),
             last_frame: self.last.0,
             connections: self.connections.len() as u64,
-        };
+        });
         Some(finding(
             (broker, self.last_connection),
             self.frames,
@@ -216,12 +217,12 @@ fn retry(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Finding>)
         (Status::Unanswered, _) => RetryAfter::NoResponse,
         (Status::Complete | Status::ResponseUnknown, _) => return,
     };
-    let what = Observation::PidRetry {
+    let what = Observation::PidRetry(obs::PidRetry {
         frame: ex.request_meta.frame,
         broker_id: id,
         earlier_frame: before.request_frame,
         after,
-    };
+    });
     findings.push(finding(
         (id, ex.endpoints.connection),
         vec![before.last_frame, ex.request_meta.frame],
@@ -238,13 +239,13 @@ fn epoch_change(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Fi
     if old == new {
         return;
     }
-    let what = Observation::PidBrokerEpochChange {
+    let what = Observation::PidBrokerEpochChange(obs::PidBrokerEpochChange {
         frame: ex.request_meta.frame,
         broker_id: id,
         old_epoch: old,
         new_epoch: new,
         earlier_frame: before.request_frame,
-    };
+    });
     findings.push(finding(
         (id, ex.endpoints.connection),
         vec![before.request_frame, ex.request_meta.frame],

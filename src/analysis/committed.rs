@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Block, Finding};
+use crate::diag::obs;
 use crate::diag::{Diagnostics, Observation};
 use crate::metadata_log::{CommittedBlock, LogProblem, MetadataLog, PRODUCER_ID_BLOCK_SIZE};
 use crate::pairing::{Exchange, Outcome};
@@ -251,7 +252,7 @@ impl Compare {
                     .filter(|file| file.kind == crate::metadata_log::FileKind::Segment)
                     .filter_map(f)
             };
-            let what = Observation::PidBlockNotCommitted {
+            let what = Observation::PidBlockNotCommitted(obs::PidBlockNotCommitted {
                 frame: block.response_frame,
                 broker_id: block.broker_id,
                 broker_epoch: block.broker_epoch,
@@ -259,7 +260,7 @@ impl Compare {
                 len: block.len,
                 log_first_offset: offsets(|f| f.first_offset).min().unwrap_or(0),
                 log_last_offset: offsets(|f| f.last_offset).max().unwrap_or(0),
-            };
+            });
             found.push(finding_at_block(what, block));
             return;
         };
@@ -273,7 +274,7 @@ impl Compare {
             return;
         }
         self.counts.mismatched += 1;
-        let what = Observation::PidBlockMismatch {
+        let what = Observation::PidBlockMismatch(obs::PidBlockMismatch {
             frame: block.response_frame,
             start: block.start,
             len: block.len,
@@ -283,7 +284,7 @@ impl Compare {
             log_broker_id: record.broker_id,
             log_broker_epoch: record.broker_epoch,
             committed_late_ms,
-        };
+        });
         found.push(finding_at_block(what, block));
     }
 
@@ -347,7 +348,7 @@ impl Compare {
                     && f.broker_epoch.is_none_or(|e| e == b.broker_epoch)
             })
         });
-        let what = Observation::PidBlockNotDelivered {
+        let what = Observation::PidBlockNotDelivered(obs::PidBlockNotDelivered {
             offset: b.place.offset,
             time_ms: b.place.time_ms,
             broker_id: b.broker_id,
@@ -355,7 +356,7 @@ impl Compare {
             start: b.start,
             next_producer_id: b.next_producer_id,
             request: request.map(|f| (f.frame, f.status.as_str())),
-        };
+        });
         finding_at_record(what, b)
     }
 }
@@ -409,20 +410,20 @@ fn sequence_findings(
         }
         let start = b.next_producer_id.saturating_sub(PRODUCER_ID_BLOCK_SIZE);
         let what = if start < prev.next_producer_id {
-            Observation::PidCommittedOverlap {
+            Observation::PidCommittedOverlap(obs::PidCommittedOverlap {
                 offset: b.place.offset,
                 broker_id: b.broker_id,
                 start,
                 next_producer_id: b.next_producer_id,
                 previous_offset: prev.place.offset,
                 previous_next_producer_id: prev.next_producer_id,
-            }
+            })
         } else if start > prev.next_producer_id {
             let ids = (prev.next_producer_id, start - 1);
             if let Some(slot) = missing.get_mut(i) {
                 *slot = Some(ids);
             }
-            Observation::PidCommittedGap {
+            Observation::PidCommittedGap(obs::PidCommittedGap {
                 offset: b.place.offset,
                 broker_id: b.broker_id,
                 next_producer_id: b.next_producer_id,
@@ -431,7 +432,7 @@ fn sequence_findings(
                 usual_len: PRODUCER_ID_BLOCK_SIZE,
                 missing_start: ids.0,
                 missing_end: ids.1,
-            }
+            })
         } else {
             continue;
         };
@@ -451,31 +452,35 @@ pub fn log_problems(log: &MetadataLog, diags: &mut Diagnostics) {
                 at,
                 needed,
                 len,
-            } => Observation::MetadataLogTruncated {
+            } => Observation::MetadataLogTruncated(obs::MetadataLogTruncated {
                 path,
                 at: *at,
                 needed: *needed,
                 len: *len,
-            },
-            LogProblem::Corrupt { path, at, reason } => Observation::MetadataLogCorrupt {
-                path,
-                at: *at,
-                reason,
-            },
-            LogProblem::Limit { path, at, reason } => Observation::MetadataLogLimit {
-                path,
-                at: *at,
-                reason,
-            },
+            }),
+            LogProblem::Corrupt { path, at, reason } => {
+                Observation::MetadataLogCorrupt(obs::MetadataLogCorrupt {
+                    path,
+                    at: *at,
+                    reason,
+                })
+            }
+            LogProblem::Limit { path, at, reason } => {
+                Observation::MetadataLogLimit(obs::MetadataLogLimit {
+                    path,
+                    at: *at,
+                    reason,
+                })
+            }
             LogProblem::Divergent {
                 offset,
                 kept,
                 dropped,
-            } => Observation::MetadataLogDivergent {
+            } => Observation::MetadataLogDivergent(obs::MetadataLogDivergent {
                 offset: *offset,
                 kept,
                 dropped,
-            },
+            }),
         };
         diags.add(None, crate::diag::At::Nowhere, what);
     }

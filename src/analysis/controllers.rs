@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
 use super::{finding_of, Finding};
+use crate::diag::obs;
 use crate::diag::Observation;
 use crate::kafka::apis::ClusterFact;
 use crate::kafka::cluster::{
@@ -228,7 +229,7 @@ impl Timeline {
         if start < 0 || len <= 0 {
             return;
         }
-        let what = Observation::PidStaleController {
+        let what = Observation::PidStaleController(obs::PidStaleController {
             frame: meta.frame,
             controller: server,
             controller_id: controller,
@@ -238,7 +239,7 @@ impl Timeline {
             leader_seen_frame: top.lead.from.frame,
             start,
             len,
-        };
+        });
         let frames = vec![ex.request_meta.frame, top.lead.from.frame, meta.frame];
         let at = (
             ex.request.broker_id,

@@ -22,6 +22,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
+use crate::diag::obs;
 use crate::diag::{At, Diagnostics, Facts, Kind, Observation, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
@@ -522,12 +523,12 @@ impl Analyzer {
             .collect();
         slow.sort_by_key(|c| c.response_frame);
         for c in slow {
-            let what = Observation::PidSlowResponse {
+            let what = Observation::PidSlowResponse(obs::PidSlowResponse {
                 frame: c.response_frame,
                 correlation_id: c.correlation_id,
                 latency_ns: c.latency_ns,
                 threshold_us: threshold,
-            };
+            });
             found.push(Finding {
                 kind: what.kind(),
                 broker_id: c.broker_id,

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 
 use super::placement::{BlockRef, Blocks, Grant, Placement};
 use super::{Block, Finding, StatusCounts, MAX_TRACKED_BLOCKS};
+use crate::diag::obs;
 use crate::diag::Observation;
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::{Outcome, ProducerIdExchange};
@@ -223,7 +224,7 @@ impl Tracker {
         response: &crate::pairing::MessageMeta,
     ) -> Finding {
         let (blocks, last) = self.blocks.seen(broker_id);
-        let what = Observation::PidOutsideBlocks {
+        let what = Observation::PidOutsideBlocks(obs::PidOutsideBlocks {
             frame: response.frame,
             broker_id,
             producer_id,
@@ -233,7 +234,7 @@ impl Tracker {
             last_start: last.map_or(-1, |b| b.start),
             last_end: last.map_or(-1, |b| b.end),
             block: placement.block().map(|b| (b.start, b.end, b.broker_id)),
-        };
+        });
         let mut frames = vec![response.frame];
         frames.extend(placement.block().map(|b| b.response_frame));
         if let Placement::OlderBlock { newer_grant, .. } = placement {
@@ -264,7 +265,7 @@ impl Tracker {
         }
         let earlier = earlier?;
         self.totals.duplicates += 1;
-        let what = Observation::PidDuplicateGrant {
+        let what = Observation::PidDuplicateGrant(obs::PidDuplicateGrant {
             frame: holder.response_frame,
             producer_id: id,
             producer_epoch: epoch,
@@ -273,7 +274,7 @@ impl Tracker {
             other_frame: earlier.response_frame,
             other_client: earlier.client,
             other_transactional_id: earlier.transactional_id.as_deref(),
-        };
+        });
         let frames = vec![earlier.response_frame, holder.response_frame];
         let where_ = (None, Some(holder.connection), at);
         findings.push(super::finding_of(what, where_, frames));

@@ -88,6 +88,30 @@ pub struct Undecoded<'a> {
     pub problem: &'a str,
 }
 
+impl Undecoded<'_> {
+    pub(super) fn facts(&self) -> Facts {
+        facts![
+            "api_key" => self.api,
+            "message" => self.side.message(),
+            "correlation_id" => self.correlation_id,
+            "problem" => self.problem,
+        ]
+    }
+}
+
+impl fmt::Display for Undecoded<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} with correlation id {}: {}",
+            self.api.name,
+            self.side.message(),
+            self.correlation_id,
+            self.problem
+        )
+    }
+}
+
 /// A code from the wire and its name (a Kafka API key): the number is the fact, the
 /// name the sentence's word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 
 use super::tls;
 use super::trial::{PROVING_ANSWERS, PROVING_REQUESTS};
+use crate::diag::obs;
 use crate::diag::{Diagnostics, Observation};
 use crate::packet_ref::PacketRef;
 use crate::tcp::{ConnInfo, Dir};
@@ -89,14 +90,14 @@ pub fn report_not_kafka(
     server_port: u16,
     diags: &mut Diagnostics,
 ) {
-    let what = Observation::NotKafka {
+    let what = Observation::NotKafka(obs::NotKafka {
         initiator: info.initiator,
         responder: info.responder,
         reason: why.name(),
         explanation: &why.reason(),
         port_would_help_if: why.port_would_help_if(),
         server_port,
-    };
+    });
     diags.add(Some(info.index), at, what);
 }
 
@@ -114,12 +115,12 @@ pub fn report_encrypted(
         tls::Seen::ClientHello { server_name } => server_name.as_deref(),
         _ => None,
     };
-    let what = Observation::TlsEncrypted {
+    let what = Observation::TlsEncrypted(obs::TlsEncrypted {
         client,
         server,
         seen: seen.name(),
         seen_described: seen.describe(),
         server_name,
-    };
+    });
     diags.add(Some(info.index), at, what);
 }

@@ -48,6 +48,7 @@ use message::{Endpoints, Outbox};
 use read::{endpoints, Found};
 use trial::{Signs, Trial};
 
+use crate::diag::obs;
 use crate::diag::{Diagnostics, GivenUp, Observation};
 use crate::packet_ref::PacketRef;
 use crate::tcp::assembler::Delivery;
@@ -467,12 +468,12 @@ impl StreamHandler for Dissector {
         if what.is_empty() {
             return 0;
         }
-        let what = Observation::MemoryLimit {
+        let what = Observation::MemoryLimit(obs::MemoryLimit {
             connection: info.index,
             given_up: GivenUp::Held {
                 what: &what.join(" and "),
             },
-        };
+        });
         diags.add(Some(info.index), at, what);
         before.saturating_sub(conn.held_bytes())
     }
@@ -528,10 +529,10 @@ fn one_sided(ends: Endpoints, waiting: usize, at: PacketRef, diags: &mut Diagnos
         client,
         server,
     } = ends;
-    let what = Observation::OneSidedConnection {
+    let what = Observation::OneSidedConnection(obs::OneSidedConnection {
         client,
         server,
         requests_waiting: waiting as u64,
-    };
+    });
     diags.add(Some(connection), at, what);
 }

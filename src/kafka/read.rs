@@ -14,6 +14,7 @@ use super::tables::ApiKey;
 use super::trial::Trial;
 use super::waiting::Waiting;
 use super::KafkaConfig;
+use crate::diag::obs;
 use crate::diag::{Diagnostics, FramingLost, NamedCode, Observation};
 use crate::packet_ref::PacketRef;
 use crate::tcp::assembler::Delivery;
@@ -273,7 +274,7 @@ pub fn report_unfinished(
                 }
             };
             let name = api.map(ApiKey::name);
-            let what = Observation::KafkaFrameIncomplete {
+            let what = Observation::KafkaFrameIncomplete(obs::KafkaFrameIncomplete {
                 side,
                 bytes: u64::from(len),
                 api: api
@@ -281,7 +282,7 @@ pub fn report_unfinished(
                     .map(|(api, name)| NamedCode { code: api.0, name }),
                 correlation_id,
                 carries_producer_ids: api.is_some_and(ApiKey::carries_producer_ids),
-            };
+            });
             diags.add(Some(ends.connection), first, what);
         }
     }

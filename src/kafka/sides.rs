@@ -13,6 +13,7 @@ use super::message::{Endpoints, MessageMeta, Outbox};
 use super::tables::ApiKey;
 use super::waiting::{RequestFrame, Waiting};
 use super::KafkaConfig;
+use crate::diag::obs;
 pub use crate::diag::Side;
 use crate::diag::{Diagnostics, FramingLost, NamedCode, Observation, Undecoded};
 use crate::packet_ref::PacketRef;
@@ -63,11 +64,11 @@ fn size_ok(len: i32, min: usize, max: u32) -> bool {
 /// Why a size prefix cannot start a Kafka message.
 fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<Observation<'static>> {
     if u32::try_from(len).is_ok_and(|l| l > max) {
-        return Some(Observation::KafkaFrameTooLarge {
+        return Some(Observation::KafkaFrameTooLarge(obs::KafkaFrameTooLarge {
             side,
             size: len,
             limit: max,
-        });
+        }));
     }
     if usize::try_from(len).map_or(true, |l| l < min) {
         let lost = FramingLost::SizeTooSmall { side, size: len };
@@ -131,10 +132,10 @@ fn report_resync(
     diags.add(
         Some(ends.connection),
         at,
-        Observation::KafkaResync {
+        Observation::KafkaResync(obs::KafkaResync {
             side,
             skipped_bytes: skipped,
-        },
+        }),
     );
 }
 

@@ -11,6 +11,7 @@ use super::apis::{pairs, DecodedRequest, DecodedResponse};
 use super::message::{Endpoints, Message, MessageMeta, Outbox};
 use super::tables::ApiKey;
 use super::MALLOC_OVERHEAD;
+use crate::diag::obs;
 use crate::diag::{Diagnostics, NamedCode, Observation};
 use crate::heap::ChargedTableHasher;
 
@@ -271,7 +272,7 @@ impl Waiting {
             diags.add(
                 Some(ends.connection),
                 meta.at(),
-                Observation::DuplicateCorrelationId {
+                Observation::DuplicateCorrelationId(obs::DuplicateCorrelationId {
                     correlation_id,
                     api_key: NamedCode {
                         code: req.api_key.0,
@@ -282,7 +283,7 @@ impl Waiting {
                         name: &names.1,
                     },
                     earlier_frame: old.frame,
-                },
+                }),
             );
             // Which of the two a later answer is for cannot be told.
             give_up(out, ends, correlation_id, &old, true);
@@ -301,9 +302,9 @@ impl Waiting {
                 diags.add(
                     Some(ends.connection),
                     meta.at(),
-                    Observation::PendingLimit {
+                    Observation::PendingLimit(obs::PendingLimit {
                         max_pending: max_pending as u64,
-                    },
+                    }),
                 );
             }
             self.give_up_oldest(ends, max_pending, out, None);

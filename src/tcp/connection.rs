@@ -6,6 +6,7 @@ use super::assembler::{Assembler, Delivery, Segment};
 use super::window::Windows;
 use super::{ConnInfo, Dir, StreamHandler};
 use crate::decode::TcpSegmentView;
+use crate::diag::obs;
 use crate::diag::{Diagnostics, GivenUp, Observation};
 use crate::heap::heap_cost;
 use crate::packet_ref::PacketRef;
@@ -78,11 +79,11 @@ impl<C: Default> Connection<C> {
         };
         let midstream = !seg.syn;
         if midstream {
-            let what = Observation::MidstreamStart {
+            let what = Observation::MidstreamStart(obs::MidstreamStart {
                 connection: index,
                 from: seg.src,
                 to: seg.dst,
-            };
+            });
             diags.add(Some(index), at, what);
         }
         Self {
@@ -196,10 +197,10 @@ impl<C> Connection<C> {
             return true;
         }
         let info = &self.info;
-        let what = Observation::TcpRstOutOfWindow {
+        let what = Observation::TcpRstOutOfWindow(obs::TcpRstOutOfWindow {
             from: info.source(dir),
             seq: seg.seq,
-        };
+        });
         diags.add(Some(info.index), at, what);
         false
     }
@@ -247,10 +248,10 @@ impl<C> Connection<C> {
         let held: usize = live.streams.iter().map(Assembler::held_len).sum();
         let handler_held = handler.held_bytes(&live.state);
         if held > 0 {
-            let what = Observation::MemoryLimit {
+            let what = Observation::MemoryLimit(obs::MemoryLimit {
                 connection: info.index,
                 given_up: GivenUp::OutOfOrder { bytes: held as u64 },
-            };
+            });
             diags.add(Some(info.index), at, what);
         }
         let mut followed = true;
@@ -267,12 +268,12 @@ impl<C> Connection<C> {
         }
         let forgotten: usize = live.streams.iter_mut().map(Assembler::release_recent).sum();
         if forgotten > 0 {
-            let what = Observation::MemoryLimit {
+            let what = Observation::MemoryLimit(obs::MemoryLimit {
                 connection: info.index,
                 given_up: GivenUp::Recent {
                     bytes: forgotten as u64,
                 },
-            };
+            });
             diags.add(Some(info.index), at, what);
         }
         if !followed {
@@ -298,9 +299,9 @@ impl<C> Live<C> {
         let Self { streams, state } = self;
         let mut followed = true;
         if seg.missing_len > 0 {
-            let what = Observation::PacketTruncated {
+            let what = Observation::PacketTruncated(obs::PacketTruncated {
                 bytes_missing: u64::from(seg.missing_len),
-            };
+            });
             diags.add(Some(info.index), at, what);
         }
         // What this packet acknowledges may show that the other direction lost bytes.
@@ -372,11 +373,11 @@ fn forward<H: StreamHandler>(
     match delivery {
         Delivery::Gap { len, at } => gap_diagnostic(info, dir, len, at, diags),
         Delivery::Conflict { offset, len, at } => {
-            let what = Observation::TcpOverlapConflict {
+            let what = Observation::TcpOverlapConflict(obs::TcpOverlapConflict {
                 offset,
                 bytes: len,
                 from: info.source(dir),
-            };
+            });
             diags.add(Some(info.index), at, what);
             return;
         }
@@ -386,10 +387,10 @@ fn forward<H: StreamHandler>(
 }
 
 fn gap_diagnostic(info: &ConnInfo, dir: Dir, len: u64, at: PacketRef, diags: &mut Diagnostics) {
-    let what = Observation::TcpGap {
+    let what = Observation::TcpGap(obs::TcpGap {
         bytes: len,
         from: info.source(dir),
         to: info.destination(dir),
-    };
+    });
     diags.add(Some(info.index), at, what);
 }

@@ -6,6 +6,7 @@
 
 use super::pair::PairKey;
 use super::{StreamHandler, Tracker};
+use crate::diag::obs;
 use crate::diag::{Diagnostics, GivenUp, Kind, Observation};
 use crate::packet_ref::PacketRef;
 
@@ -83,20 +84,20 @@ impl<C: Default> Tracker<C> {
         self.forgotten += 1;
         let index = conn.info.index;
         if let Forget::ForMemory(_) = why {
-            let what = Observation::MemoryLimit {
+            let what = Observation::MemoryLimit(obs::MemoryLimit {
                 connection: index,
                 given_up: GivenUp::Connection {
                     max_memory: self.budget.max_memory() as u64,
                 },
-            };
+            });
             diags.add(Some(index), at, what);
         } else {
             if self.evicted == 0 {
-                let what = Observation::ConnectionLimit {
+                let what = Observation::ConnectionLimit(obs::ConnectionLimit {
                     open: self.open.len() as u64,
                     max_connections: self.max_connections as u64,
                     first: index,
-                };
+                });
                 diags.add(Some(index), at, what);
             } else {
                 diags.count_more(Kind::ConnectionLimit, 1);

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::analysis::test_support::exchange;
+use crate::diag::obs;
 use crate::kafka::cluster::QuorumPartition;
 use crate::kafka::tables::ApiKey;
 use crate::pairing::Endpoints;
@@ -170,7 +171,7 @@ fn a_grant_from_the_leader_of_an_older_epoch_is_stale() {
     let f = &found[0];
     assert_eq!(f.kind, crate::diag::Kind::PidStaleController);
     assert_eq!(f.frames, vec![18, 20, 21]);
-    let what = Observation::PidStaleController {
+    let what = Observation::PidStaleController(obs::PidStaleController {
         frame: 21,
         controller: LEADER_A.parse().unwrap(),
         controller_id: 1,
@@ -180,7 +181,7 @@ fn a_grant_from_the_leader_of_an_older_epoch_is_stale() {
         leader_seen_frame: 18,
         start: 2000,
         len: 1000,
-    };
+    });
     assert_eq!(f.facts, what.facts());
 }
 

@@ -2,8 +2,10 @@
 //! cause: a change to a sentence or a fact shows here, and not only in the goldens, which
 //! raise some kinds only.
 
+use std::net::SocketAddr;
+
 use super::*;
-use crate::diag::{BadGrant, Fact};
+use crate::diag::{BadGrant, Cut, Damage, Fact, GivenUp, NamedCode, RetryAfter, Side};
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
@@ -25,17 +27,21 @@ fn text(s: &str) -> Fact {
 type Sample = (Observation<'static>, &'static str, Facts);
 
 fn capture_samples() -> Vec<Sample> {
-    let corrupt = |damage| Observation::CaptureCorrupt {
-        path: "a.pcap",
-        record_offset: 24,
-        damage,
+    let corrupt = |damage| {
+        Observation::CaptureCorrupt(obs::CaptureCorrupt {
+            path: "a.pcap",
+            record_offset: 24,
+            damage,
+        })
     };
     let corrupt_facts = || vec![("path", text("a.pcap")), ("record_offset", Fact::Uint(24))];
-    let truncated = |cut| Observation::CaptureTruncated {
-        path: "a.pcap",
-        record_offset: 80,
-        packets: 3,
-        cut,
+    let truncated = |cut| {
+        Observation::CaptureTruncated(obs::CaptureTruncated {
+            path: "a.pcap",
+            record_offset: 80,
+            packets: 3,
+            cut,
+        })
     };
     let truncated_facts = || {
         vec![
@@ -101,24 +107,24 @@ fn capture_samples() -> Vec<Sample> {
             corrupt_facts(),
         ),
         (
-            Observation::CaptureFilesOverlap {
+            Observation::CaptureFilesOverlap(obs::CaptureFilesOverlap {
                 path: "a.pcap",
                 other_path: "b.pcap",
-            },
+            }),
             "a.pcap and b.pcap overlap in time: their packets were merged by timestamp, as mergecap merges them",
             vec![("path", text("a.pcap")), ("other_path", text("b.pcap"))],
         ),
         (
-            Observation::DuplicateWindowFull { remembered: 65536 },
+            Observation::DuplicateWindowFull(obs::DuplicateWindowFull { remembered: 65536 }),
             "more than 65536 packets fall within the clock skew allowed: copies of one packet in two files are recognised only among the last 65536; others are read as retransmissions, their bytes still read once",
             vec![("remembered", Fact::Uint(65536))],
         ),
         (
-            Observation::DiagnosticsLimited {
+            Observation::DiagnosticsLimited(obs::DiagnosticsLimited {
                 kind: Kind::TcpGap,
                 count: 1006,
                 listed: 1000,
-            },
+            }),
             "1006 tcp_gap diagnostics were found; only the first 1000 are listed",
             vec![
                 ("kind", text("tcp_gap")),
@@ -132,15 +138,15 @@ fn capture_samples() -> Vec<Sample> {
 fn packet_samples() -> Vec<Sample> {
     vec![
         (
-            Observation::PacketTruncated { bytes_missing: 40 },
+            Observation::PacketTruncated(obs::PacketTruncated { bytes_missing: 40 }),
             "packet was captured 40 bytes short of its length on the wire (snaplen); those stream bytes are missing",
             vec![("bytes_missing", Fact::Uint(40))],
         ),
         (
-            Observation::UnsupportedLinkType {
+            Observation::UnsupportedLinkType(obs::UnsupportedLinkType {
                 link_type: "IEEE802_11",
                 link_type_number: 105,
-            },
+            }),
             "link type IEEE802_11 is not supported; its packets are skipped",
             vec![
                 ("link_type", text("IEEE802_11")),
@@ -148,18 +154,18 @@ fn packet_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PacketMalformed {
+            Observation::PacketMalformed(obs::PacketMalformed {
                 fragments: None,
                 reason: "TCP header: too short",
-            },
+            }),
             "packet could not be decoded: TCP header: too short",
             vec![("reason", text("TCP header: too short"))],
         ),
         (
-            Observation::PacketMalformed {
+            Observation::PacketMalformed(obs::PacketMalformed {
                 fragments: Some(3),
                 reason: "IP header: bad",
-            },
+            }),
             "the IP datagram reassembled from 3 fragments could not be decoded: IP header: bad",
             vec![
                 ("fragments", Fact::Uint(3)),
@@ -222,17 +228,19 @@ fn packet_samples() -> Vec<Sample> {
 }
 
 fn tcp_samples() -> Vec<Sample> {
-    let given_up = |given_up| Observation::MemoryLimit {
-        connection: 6,
-        given_up,
+    let given_up = |given_up| {
+        Observation::MemoryLimit(obs::MemoryLimit {
+            connection: 6,
+            given_up,
+        })
     };
     vec![
         (
-            Observation::MidstreamStart {
+            Observation::MidstreamStart(obs::MidstreamStart {
                 connection: 2,
                 from: client(),
                 to: addr("[fd00::2]:9092"),
-            },
+            }),
             "connection 2 (10.0.0.1:40000 - [fd00::2]:9092) was already open when the capture started; its streams are read from the first captured byte",
             vec![
                 ("from", text("10.0.0.1:40000")),
@@ -240,11 +248,11 @@ fn tcp_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::TcpGap {
+            Observation::TcpGap(obs::TcpGap {
                 bytes: 1448,
                 from: client(),
                 to: server(),
-            },
+            }),
             "1448 bytes from 10.0.0.1:40000 to 10.0.0.2:9092 are missing from the capture",
             vec![
                 ("bytes", Fact::Uint(1448)),
@@ -253,11 +261,11 @@ fn tcp_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::TcpOverlapConflict {
+            Observation::TcpOverlapConflict(obs::TcpOverlapConflict {
                 offset: 100,
                 bytes: 12,
                 from: server(),
-            },
+            }),
             "a retransmission from 10.0.0.2:9092 differs from the first copy within the 12 bytes at stream offset 100; the first copy was kept",
             vec![
                 ("offset", Fact::Uint(100)),
@@ -266,10 +274,10 @@ fn tcp_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::TcpRstOutOfWindow {
+            Observation::TcpRstOutOfWindow(obs::TcpRstOutOfWindow {
                 from: client(),
                 seq: 4_000_000_000,
-            },
+            }),
             "an RST from 10.0.0.1:40000 with sequence number 4000000000 lies outside the receive window; the connection goes on (RFC 5961)",
             vec![
                 ("from", text("10.0.0.1:40000")),
@@ -277,11 +285,11 @@ fn tcp_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::ConnectionLimit {
+            Observation::ConnectionLimit(obs::ConnectionLimit {
                 open: 50_000,
                 max_connections: 50_000,
                 first: 17,
-            },
+            }),
             "more than 50000 connections at once (--max-connections 50000, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection 17 first)",
             vec![("max_connections", Fact::Uint(50_000))],
         ),
@@ -318,11 +326,11 @@ fn tcp_samples() -> Vec<Sample> {
 fn kafka_samples() -> Vec<Sample> {
     vec![
         (
-            Observation::KafkaFrameTooLarge {
+            Observation::KafkaFrameTooLarge(obs::KafkaFrameTooLarge {
                 side: Side::Server,
                 size: 200_000_000,
                 limit: 104_857_600,
-            },
+            }),
             "a Kafka size prefix from the server says 200000000 bytes, above the 104857600 byte limit; looking for the next frame",
             vec![
                 ("side", text("server")),
@@ -365,26 +373,26 @@ fn kafka_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::KafkaResync {
+            Observation::KafkaResync(obs::KafkaResync {
                 side: Side::Client,
                 skipped_bytes: 321,
-            },
+            }),
             "Kafka framing of the client's stream was found after passing over 321 bytes",
             vec![("side", text("client")), ("skipped_bytes", Fact::Uint(321))],
         ),
         (
-            Observation::KafkaFrameIncomplete {
+            Observation::KafkaFrameIncomplete(obs::KafkaFrameIncomplete {
                 side: Side::Server,
                 bytes: 9,
                 api: None,
                 correlation_id: None,
                 carries_producer_ids: false,
-            },
+            }),
             "the server's stream ended inside a Kafka response after 9 of its bytes; the message is not reported",
             vec![("side", text("server")), ("bytes", Fact::Uint(9))],
         ),
         (
-            Observation::KafkaFrameIncomplete {
+            Observation::KafkaFrameIncomplete(obs::KafkaFrameIncomplete {
                 side: Side::Server,
                 bytes: 73,
                 api: Some(NamedCode {
@@ -393,7 +401,7 @@ fn kafka_samples() -> Vec<Sample> {
                 }),
                 correlation_id: Some(110),
                 carries_producer_ids: false,
-            },
+            }),
             "the server's stream ended inside a Kafka Fetch response after 73 of its bytes; the message is not reported",
             vec![
                 ("side", text("server")),
@@ -427,13 +435,13 @@ fn kafka_message_samples() -> Vec<Sample> {
     let version = "AllocateProducerIds version 9 is not supported (only version 0 is); the body was not decoded";
     vec![
         (
-            Observation::KafkaFrameIncomplete {
+            Observation::KafkaFrameIncomplete(obs::KafkaFrameIncomplete {
                 side: Side::Client,
                 bytes: 2,
                 api: None,
                 correlation_id: None,
                 carries_producer_ids: false,
-            },
+            }),
             "the client's stream ended inside a Kafka request after 2 of its bytes; the message is not reported",
             vec![("side", text("client")), ("bytes", Fact::Uint(2))],
         ),
@@ -453,7 +461,7 @@ fn kafka_message_samples() -> Vec<Sample> {
             undecoded_facts("request", version),
         ),
         (
-            Observation::DuplicateCorrelationId {
+            Observation::DuplicateCorrelationId(obs::DuplicateCorrelationId {
                 correlation_id: 5,
                 api_key: NamedCode {
                     code: 67,
@@ -464,7 +472,7 @@ fn kafka_message_samples() -> Vec<Sample> {
                     name: "ApiVersions",
                 },
                 earlier_frame: 3,
-            },
+            }),
             "AllocateProducerIds request reuses correlation id 5 while an earlier ApiVersions request with that id is still waiting; the earlier one is reported as response_unknown (which of the two a later answer is for cannot be told)",
             vec![
                 ("correlation_id", Fact::Int(5)),
@@ -474,16 +482,16 @@ fn kafka_message_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PendingLimit { max_pending: 10 },
+            Observation::PendingLimit(obs::PendingLimit { max_pending: 10 }),
             "more than 10 requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)",
             vec![("max_pending", Fact::Uint(10))],
         ),
         (
-            Observation::OneSidedConnection {
+            Observation::OneSidedConnection(obs::OneSidedConnection {
                 client: client(),
                 server: server(),
                 requests_waiting: 2,
-            },
+            }),
             "only the client's direction of connection 10.0.0.1:40000 <-> 10.0.0.2:9092 was captured (not one packet from the server, not even an ACK): its 2 waiting request(s) may have been answered",
             vec![
                 ("client", text("10.0.0.1:40000")),
@@ -497,26 +505,26 @@ fn kafka_message_samples() -> Vec<Sample> {
 fn connection_samples() -> Vec<Sample> {
     vec![
         (
-            Observation::NotKafka {
+            Observation::NotKafka(obs::NotKafka {
                 initiator: client(),
                 responder: server(),
                 reason: "undecided",
                 explanation: "it ended before its bytes showed a Kafka request head",
                 port_would_help_if: None,
                 server_port: 9092,
-            },
+            }),
             "connection 10.0.0.1:40000 <-> 10.0.0.2:9092 is not read as Kafka: it ended before its bytes showed a Kafka request head",
             vec![("reason", text("undecided")), ("server_port", Fact::Uint(9092))],
         ),
         (
-            Observation::NotKafka {
+            Observation::NotKafka(obs::NotKafka {
                 initiator: client(),
                 responder: server(),
                 reason: "trial_unproven",
                 explanation: "its frames read as Kafka",
                 port_would_help_if: Some("if it is a short Kafka session"),
                 server_port: 9092,
-            },
+            }),
             "connection 10.0.0.1:40000 <-> 10.0.0.2:9092 is not read as Kafka: its frames read as Kafka; if it is a short Kafka session, run again with --port 9092",
             vec![
                 ("reason", text("trial_unproven")),
@@ -524,13 +532,13 @@ fn connection_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::TlsEncrypted {
+            Observation::TlsEncrypted(obs::TlsEncrypted {
                 client: client(),
                 server: addr("10.0.0.2:9093"),
                 seen: "client_hello",
                 seen_described: "ClientHello seen",
                 server_name: Some("kafka-1.example"),
-            },
+            }),
             "connection 10.0.0.1:40000 -> 10.0.0.2:9093 is TLS on port 9093 (ClientHello seen, server name kafka-1.example): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted",
             vec![
                 ("port", Fact::Uint(9093)),
@@ -541,13 +549,13 @@ fn connection_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::TlsEncrypted {
+            Observation::TlsEncrypted(obs::TlsEncrypted {
                 client: client(),
                 server: addr("10.0.0.2:9093"),
                 seen: "application_data",
                 seen_described: "application data records seen",
                 server_name: None,
-            },
+            }),
             "connection 10.0.0.1:40000 -> 10.0.0.2:9093 is TLS on port 9093 (application data records seen): encrypted, cannot be read; pidshark reads Kafka only where it is not encrypted",
             vec![
                 ("port", Fact::Uint(9093)),
@@ -598,14 +606,14 @@ fn block_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidBlockRegression {
+            Observation::PidBlockRegression(obs::PidBlockRegression {
                 frame: 41,
                 broker_id: 3,
                 start: 500,
                 other_end: 1999,
                 other_broker_id: 1,
                 other_frame: 21,
-            },
+            }),
             "the block starting at 500 for broker 3 (frame 41) starts below the end 1999 of an earlier block for broker 1 (frame 21)",
             vec![
                 ("frame", Fact::Uint(41)),
@@ -616,7 +624,7 @@ fn block_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidBlockGap {
+            Observation::PidBlockGap(obs::PidBlockGap {
                 frame: 51,
                 broker_id: 2,
                 ids_start: 2000,
@@ -624,7 +632,7 @@ fn block_samples() -> Vec<Sample> {
                 other_broker_id: 1,
                 other_frame: 21,
                 answers_not_read: 0,
-            },
+            }),
             "1000 ids (2000..=2999) were skipped between the block for broker 1 (frame 21) and the next, for broker 2 (frame 51)",
             vec![
                 ("frame", Fact::Uint(51)),
@@ -678,14 +686,14 @@ fn block_finding_samples() -> Vec<Sample> {
     };
     vec![
         (
-            Observation::PidBlockRegression {
+            Observation::PidBlockRegression(obs::PidBlockRegression {
                 frame: 59,
                 broker_id: 1,
                 start: 1999,
                 other_end: 1999,
                 other_broker_id: 1,
                 other_frame: 19,
-            },
+            }),
             "the block starting at 1999 for broker 1 (frame 59) starts at the last id of an earlier block for broker 1 (frame 19)",
             vec![
                 ("frame", Fact::Uint(59)),
@@ -696,7 +704,7 @@ fn block_finding_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidBlockGap {
+            Observation::PidBlockGap(obs::PidBlockGap {
                 frame: 71,
                 broker_id: 2,
                 ids_start: 3999,
@@ -704,7 +712,7 @@ fn block_finding_samples() -> Vec<Sample> {
                 other_broker_id: 1,
                 other_frame: 59,
                 answers_not_read: 3,
-            },
+            }),
             "id 3999 was skipped between the block for broker 1 (frame 59) and the next, for broker 2 (frame 71), unless one of the 3 answers not read whole (lost, given up at a limit, or cut) granted them",
             vec![
                 ("frame", Fact::Uint(71)),
@@ -751,14 +759,14 @@ fn block_finding_samples() -> Vec<Sample> {
 fn broker_samples() -> Vec<Sample> {
     vec![
         (
-            Observation::PidErrorStreak {
+            Observation::PidErrorStreak(obs::PidErrorStreak {
                 broker_id: 1,
                 error: "NOT_CONTROLLER",
                 count: 3,
                 first_frame: 10,
                 last_frame: 30,
                 connections: 1,
-            },
+            }),
             "broker 1 got 3 NOT_CONTROLLER responses in a row (frames 10 to 30, over 1 connection)",
             vec![
                 ("frame", Fact::Uint(30)),
@@ -770,14 +778,14 @@ fn broker_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidErrorStreak {
+            Observation::PidErrorStreak(obs::PidErrorStreak {
                 broker_id: 1,
                 error: "UNKNOWN(-7)",
                 count: 2,
                 first_frame: 10,
                 last_frame: 20,
                 connections: 2,
-            },
+            }),
             "broker 1 got 2 UNKNOWN(-7) responses in a row (frames 10 to 20, over 2 connections)",
             vec![
                 ("frame", Fact::Uint(20)),
@@ -789,12 +797,12 @@ fn broker_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidRetry {
+            Observation::PidRetry(obs::PidRetry {
                 frame: 20,
                 broker_id: 1,
                 earlier_frame: 10,
                 after: RetryAfter::Error("NOT_CONTROLLER"),
-            },
+            }),
             "broker 1 asked again (frame 20) after a NOT_CONTROLLER response to its request in frame 10",
             vec![
                 ("frame", Fact::Uint(20)),
@@ -803,23 +811,23 @@ fn broker_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidRetry {
+            Observation::PidRetry(obs::PidRetry {
                 frame: 20,
                 broker_id: 1,
                 earlier_frame: 10,
                 after: RetryAfter::NoResponse,
-            },
+            }),
             "broker 1 asked again (frame 20) after no response to its request in frame 10",
             vec![("frame", Fact::Uint(20)), ("earlier_frame", Fact::Uint(10))],
         ),
         (
-            Observation::PidBrokerEpochChange {
+            Observation::PidBrokerEpochChange(obs::PidBrokerEpochChange {
                 frame: 20,
                 broker_id: 1,
                 old_epoch: 5,
                 new_epoch: 6,
                 earlier_frame: 10,
-            },
+            }),
             "broker 1 changed its epoch from 5 to 6 (frame 20)",
             vec![
                 ("frame", Fact::Uint(20)),
@@ -829,12 +837,12 @@ fn broker_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidSlowResponse {
+            Observation::PidSlowResponse(obs::PidSlowResponse {
                 frame: 21,
                 correlation_id: 9,
                 latency_ns: 1_234_567_891,
                 threshold_us: 100_000.0,
-            },
+            }),
             "the response to correlation id 9 took 1234.6 ms, above the 100.0 ms threshold",
             vec![
                 ("frame", Fact::Uint(21)),
@@ -850,7 +858,7 @@ fn producer_samples() -> Vec<Sample> {
     let client = |port| SocketAddr::from(([10, 0, 3, 7], port));
     vec![
         (
-            Observation::PidDuplicateGrant {
+            Observation::PidDuplicateGrant(obs::PidDuplicateGrant {
                 frame: 30,
                 producer_id: 1999,
                 producer_epoch: 0,
@@ -859,7 +867,7 @@ fn producer_samples() -> Vec<Sample> {
                 other_frame: 20,
                 other_client: client(40001),
                 other_transactional_id: Some("tx-1"),
-            },
+            }),
             "producer id 1999 epoch 0 was granted to 10.0.3.7:40002 (frame 30) after 10.0.3.7:40001 (transactional id \"tx-1\") got it (frame 20): two producers hold the same id and epoch",
             vec![
                 ("frame", Fact::Uint(30)),
@@ -872,7 +880,7 @@ fn producer_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidDuplicateGrant {
+            Observation::PidDuplicateGrant(obs::PidDuplicateGrant {
                 frame: 31,
                 producer_id: 1999,
                 producer_epoch: 0,
@@ -881,7 +889,7 @@ fn producer_samples() -> Vec<Sample> {
                 other_frame: 20,
                 other_client: client(40001),
                 other_transactional_id: None,
-            },
+            }),
             "producer id 1999 epoch 0 was granted to 10.0.3.7:40003 (transactional id \"tx-2\") (frame 31) after 10.0.3.7:40001 got it (frame 20): two producers hold the same id and epoch",
             vec![
                 ("frame", Fact::Uint(31)),
@@ -894,7 +902,7 @@ fn producer_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidOutsideBlocks {
+            Observation::PidOutsideBlocks(obs::PidOutsideBlocks {
                 frame: 40,
                 broker_id: 2,
                 producer_id: 7000,
@@ -904,7 +912,7 @@ fn producer_samples() -> Vec<Sample> {
                 last_start: 0,
                 last_end: 999,
                 block: Some((7000, 7999, 1)),
-            },
+            }),
             "broker 2 granted producer id 7000 (frame 40) in 7000..=7999, the block broker 1 was granted (frame 20), and in none of broker 2's: Kafka brokers grant only from their own blocks",
             vec![
                 ("frame", Fact::Uint(40)),
@@ -919,7 +927,7 @@ fn producer_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidStaleController {
+            Observation::PidStaleController(obs::PidStaleController {
                 frame: 23,
                 controller: addr("127.0.0.1:19093"),
                 controller_id: 3001,
@@ -929,7 +937,7 @@ fn producer_samples() -> Vec<Sample> {
                 leader_seen_frame: 18,
                 start: 2000,
                 len: 1000,
-            },
+            }),
             "controller 3001 (127.0.0.1:19093) granted 1000 producer ids from 2000 (frame 23) after controller 3002 was seen leading epoch 5 (frame 18); the last epoch it was seen leading is 4: a stale controller handed out a block",
             vec![
                 ("frame", Fact::Uint(23)),
@@ -950,12 +958,12 @@ fn metadata_log_samples() -> Vec<Sample> {
     let seg = "data/__cluster_metadata-0/00000000000000000000.log";
     vec![
         (
-            Observation::MetadataLogTruncated {
+            Observation::MetadataLogTruncated(obs::MetadataLogTruncated {
                 path: seg,
                 at: 4096,
                 needed: 120,
                 len: 60,
-            },
+            }),
             "data/__cluster_metadata-0/00000000000000000000.log: the metadata log ends inside a record batch at byte 4096 (60 of its 120 bytes are there); the batches before it were read",
             vec![
                 ("path", text(seg)),
@@ -965,11 +973,11 @@ fn metadata_log_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::MetadataLogCorrupt {
+            Observation::MetadataLogCorrupt(obs::MetadataLogCorrupt {
                 path: seg,
                 at: 61,
                 reason: "CRC-32C 0x1 where the batch holds 0x2",
-            },
+            }),
             "data/__cluster_metadata-0/00000000000000000000.log: the record batch at byte 61 is corrupt (CRC-32C 0x1 where the batch holds 0x2); the file is read no further",
             vec![
                 ("path", text(seg)),
@@ -978,11 +986,11 @@ fn metadata_log_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::MetadataLogLimit {
+            Observation::MetadataLogLimit(obs::MetadataLogLimit {
                 path: seg,
                 at: 0,
                 reason: "batch of 20971520 bytes, over 16777216",
-            },
+            }),
             "data/__cluster_metadata-0/00000000000000000000.log: the record batch at byte 0 is over a limit (batch of 20971520 bytes, over 16777216); the file is read no further",
             vec![
                 ("path", text(seg)),
@@ -991,11 +999,11 @@ fn metadata_log_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::MetadataLogDivergent {
+            Observation::MetadataLogDivergent(obs::MetadataLogDivergent {
                 offset: 42,
                 kept: "ProducerIdsRecord of epoch 3",
                 dropped: "NoOpRecord of epoch 2",
-            },
+            }),
             "the metadata logs hold different records at offset 42: ProducerIdsRecord of epoch 3 is kept (the higher leader epoch), NoOpRecord of epoch 2 is not",
             vec![
                 ("offset", Fact::Int(42)),
@@ -1009,7 +1017,7 @@ fn metadata_log_samples() -> Vec<Sample> {
 fn committed_samples() -> Vec<Sample> {
     vec![
         (
-            Observation::PidBlockNotCommitted {
+            Observation::PidBlockNotCommitted(obs::PidBlockNotCommitted {
                 frame: 31,
                 broker_id: 2,
                 broker_epoch: 13,
@@ -1017,7 +1025,7 @@ fn committed_samples() -> Vec<Sample> {
                 len: 1000,
                 log_first_offset: 0,
                 log_last_offset: 310,
-            },
+            }),
             "broker 2 (epoch 13) was delivered 1000 producer ids from 5000 (frame 31), but no ProducerIdsRecord of the metadata log (offsets 0 to 310, which cover that time) commits them: a controller answered from state it had not committed",
             vec![
                 ("frame", Fact::Uint(31)),
@@ -1030,7 +1038,7 @@ fn committed_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidBlockNotDelivered {
+            Observation::PidBlockNotDelivered(obs::PidBlockNotDelivered {
                 offset: 77,
                 time_ms: 1_796_231_640_000,
                 broker_id: 1,
@@ -1038,7 +1046,7 @@ fn committed_samples() -> Vec<Sample> {
                 start: Some(6000),
                 next_producer_id: 7000,
                 request: Some((40, "unanswered")),
-            },
+            }),
             "the metadata log commits producer ids 6000 to 6999 to broker 1 (epoch 21) at offset 77 (unix ms 1796231640000), but no response in the capture delivers them; the broker's last request before it (frame 40) ended unanswered",
             vec![
                 ("offset", Fact::Int(77)),
@@ -1052,7 +1060,7 @@ fn committed_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidBlockMismatch {
+            Observation::PidBlockMismatch(obs::PidBlockMismatch {
                 frame: 50,
                 start: 2000,
                 len: 1000,
@@ -1062,7 +1070,7 @@ fn committed_samples() -> Vec<Sample> {
                 log_broker_id: 2,
                 log_broker_epoch: 13,
                 committed_late_ms: Some(2500),
-            },
+            }),
             "1000 producer ids from 2000 were delivered to broker 1 (epoch 21) at frame 50, but the record at offset 30 commits them to broker 2 (epoch 13) 2500 ms after they were delivered (beyond the clock skew allowed)",
             vec![
                 ("frame", Fact::Uint(50)),
@@ -1077,14 +1085,14 @@ fn committed_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidCommittedOverlap {
+            Observation::PidCommittedOverlap(obs::PidCommittedOverlap {
                 offset: 90,
                 broker_id: 2,
                 start: 3000,
                 next_producer_id: 4000,
                 previous_offset: 88,
                 previous_next_producer_id: 5000,
-            },
+            }),
             "the ProducerIdsRecord at offset 90 commits producer ids 3000..=3999 to broker 2, below the 5000 the record at offset 88 reached: ids committed twice",
             vec![
                 ("offset", Fact::Int(90)),
@@ -1096,7 +1104,7 @@ fn committed_samples() -> Vec<Sample> {
             ],
         ),
         (
-            Observation::PidCommittedGap {
+            Observation::PidCommittedGap(obs::PidCommittedGap {
                 offset: 91,
                 broker_id: 1,
                 next_producer_id: 8000,
@@ -1105,7 +1113,7 @@ fn committed_samples() -> Vec<Sample> {
                 usual_len: 1000,
                 missing_start: 6000,
                 missing_end: 6999,
-            },
+            }),
             "no ProducerIdsRecord of the logs read commits producer ids 6000..=6999: the record at offset 91 (broker 1) moves the next producer id from 6000 (offset 88) to 8000, not by Kafka's block of 1000 (records missing from the logs read, or ids skipped)",
             vec![
                 ("offset", Fact::Int(91)),
