@@ -87,15 +87,13 @@ impl Condition {
                     .sum()
             }
             Self::Unanswered => report.summary.exchanges.unanswered,
-            Self::Verdict(code) => u64::from(report.verdict.code == code.as_str()),
+            Self::Verdict(code) => u64::from(report.verdict.code == code),
             Self::NotCorrect => u64::from(!matches!(
-                Code::from_name(report.verdict.code),
-                Some(
-                    Code::Correct
-                        | Code::CorrectWithWarnings
-                        | Code::CommittedBlocksConsistent
-                        | Code::CommittedBlocksGap
-                )
+                report.verdict.code,
+                Code::Correct
+                    | Code::CorrectWithWarnings
+                    | Code::CommittedBlocksConsistent
+                    | Code::CommittedBlocksGap
             )),
         }
     }

@@ -114,6 +114,20 @@ impl Code {
     }
 }
 
+/// Written as its name (`verdict.code`).
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Written as its name (`verdict.grade`).
+impl serde::Serialize for Grade {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// How bad the verdict is: for colour, and for `--fail-on`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grade {

@@ -316,8 +316,8 @@ fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdC
 /// The verdict in the report's form.
 pub fn verdict(v: &verdict::Verdict) -> model::Verdict {
     model::Verdict {
-        code: v.code.as_str(),
-        grade: v.code.grade().as_str(),
+        code: v.code,
+        grade: v.code.grade(),
         headline: v.headline.clone(),
         facts: v.facts.iter().cloned().collect(),
         limits: v

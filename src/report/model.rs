@@ -679,10 +679,10 @@ pub struct Verdict {
     /// `no_producer_ids_granted`, `correct_as_far_as_captured`, `correct_with_warnings`,
     /// `correct` or `no_exchanges`.
     #[schemars(schema_with = "code_schema")]
-    pub code: &'static str,
+    pub code: crate::analysis::verdict::Code,
     /// `wrong`, `unsure`, `warned`, `right` or `nothing`.
     #[schemars(schema_with = "grade_schema")]
-    pub grade: &'static str,
+    pub grade: crate::analysis::verdict::Grade,
     /// One complete sentence, starting with the code in capitals.
     pub headline: String,
     /// The counts it rests on.

@@ -350,7 +350,7 @@ fn a_log_without_one_producer_ids_record_gives_exactly_one_not_committed() {
         fact("broker_epoch"),
         removed["broker_epoch"].as_i64().unwrap()
     );
-    assert_eq!(report.verdict.code, "blocks_not_committed");
+    assert_eq!(report.verdict.code.as_str(), "blocks_not_committed");
 }
 
 #[test]

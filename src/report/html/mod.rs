@@ -345,7 +345,7 @@ rect.block:target{stroke:#000;stroke-width:2}tr.producer:target{background:#fff3
 @media print{body{margin:0}figure{break-inside:avoid}}";
 
 fn head(page: &mut String, report: &Report) {
-    let class = report.verdict.grade;
+    let class = report.verdict.grade.as_str();
     let text = &report.verdict.headline;
     page.push_str(&format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

@@ -18,6 +18,7 @@ use super::gist::Gist;
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
+use crate::analysis::verdict::Grade;
 use crate::analysis::{Block, Placed};
 use crate::diag::{Fact, Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
@@ -249,10 +250,10 @@ impl Parts<'_> {
 fn verdict(w: &mut dyn Write, report: &Report, shown: u64) -> io::Result<()> {
     let v = &report.verdict;
     let style = match v.grade {
-        "wrong" => RED,
-        "unsure" | "warned" => YELLOW,
-        "right" => GREEN.bold(),
-        _ => BOLD,
+        Grade::Wrong => RED,
+        Grade::Unsure | Grade::Warned => YELLOW,
+        Grade::Right => GREEN.bold(),
+        Grade::Nothing => BOLD,
     };
     writeln!(w, "\n{style}{}{style:#}", v.headline)?;
     // one limit is all in the headline; more are listed, each with what to do
