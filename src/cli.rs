@@ -490,7 +490,6 @@ impl From<Args> for Options {
             log_clock_skew_ms: i64::from(args.log_clock_skew),
             slow: args.slow_ms.map_or(SlowRule::Default, SlowRule::Millis),
             max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
-            bytes_read: None,
         };
         Self {
             config,

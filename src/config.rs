@@ -3,9 +3,6 @@
 //! How the report is written (format, destination, gates) is the binary's business
 //! (`cli::Options`).
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-
 use crate::analysis::SlowRule;
 use crate::kafka::KafkaConfig;
 use crate::report::filter::Filter;
@@ -42,8 +39,6 @@ pub struct Config {
     /// Blocks of producer ids compared one by one before older ones are folded into
     /// ranges (bounds the analysis's memory).
     pub max_recent_blocks: usize,
-    /// Counts capture bytes read, for a progress display.
-    pub bytes_read: Option<Arc<AtomicU64>>,
 }
 
 impl Config {
@@ -62,7 +57,6 @@ impl Config {
             log_clock_skew_ms: DEFAULT_LOG_CLOCK_SKEW_MS,
             slow: SlowRule::Default,
             max_recent_blocks: crate::analysis::MAX_TRACKED_BLOCKS,
-            bytes_read: None,
         }
     }
 }

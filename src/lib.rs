@@ -88,7 +88,7 @@ pub mod timestamp;
 pub mod worker;
 
 use std::io::Read;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub use config::{Config, DEFAULT_MAX_HELD_LEN};
@@ -105,7 +105,27 @@ use report::sink::Sink;
 /// analysed and the rest of the report once the captures are read; returns that report
 /// (with its exchanges when the sink puts them in, as [`report::sink::Collect`] does).
 pub fn run(config: &Config, sink: &mut dyn Sink) -> Result<report::model::Report, Error> {
-    process(config, sink, None)
+    process(config, sink, Source::Files { bytes_read: None })
+}
+
+/// [`run`], counting into `bytes_read` the capture bytes read, for a progress display.
+pub fn run_counting(
+    config: &Config,
+    sink: &mut dyn Sink,
+    bytes_read: &Arc<AtomicU64>,
+) -> Result<report::model::Report, Error> {
+    let bytes_read = Some(bytes_read);
+    process(config, sink, Source::Files { bytes_read })
+}
+
+/// Where the captures come from.
+enum Source<'a> {
+    /// `config.inputs`, counting the bytes read when asked.
+    Files {
+        bytes_read: Option<&'a Arc<AtomicU64>>,
+    },
+    /// Readers given by the caller, by name.
+    Readers(Vec<(String, Box<dyn Blocks>)>),
 }
 
 /// [`run`] over captures given as readers (name, bytes) instead of `config.inputs`: for
@@ -123,7 +143,7 @@ pub fn run_readers(
             Ok((name, blocks))
         })
         .collect::<Result<Vec<_>, Error>>()?;
-    process(config, sink, Some(readers))
+    process(config, sink, Source::Readers(readers))
 }
 
 /// The whole report, every exchange in it: [`run`] with a [`report::sink::Collect`].
@@ -137,7 +157,7 @@ pub fn report(config: &Config) -> Result<report::model::Report, Error> {
 fn process(
     config: &Config,
     sink: &mut dyn Sink,
-    readers: Option<Vec<(String, Box<dyn Blocks>)>>,
+    source: Source<'_>,
 ) -> Result<report::model::Report, Error> {
     // Every format shows the exchanges the filters pass (the analysis sees them all).
     let first_packet = OnceLock::new();
@@ -197,7 +217,7 @@ fn process(
             .name("pidshark-output".into())
             .spawn_scoped(scope, || worker::consume(rx, analyzer, &mut *sink))
             .map_err(|source| Error::Thread { source })?;
-        let read = read_all(config, readers, &mut batcher, &first_packet);
+        let read = read_all(config, source, &mut batcher, &first_packet);
         batcher.finish();
         match analysis.join() {
             Ok(outcome) => Ok((outcome, read)),
@@ -256,12 +276,16 @@ fn process(
 /// `batcher` as they complete.
 fn read_all(
     config: &Config,
-    mut readers: Option<Vec<(String, Box<dyn Blocks>)>>,
+    source: Source<'_>,
     batcher: &mut worker::Batcher,
     first_packet: &OnceLock<timestamp::Timestamp>,
 ) -> Result<Finished, Error> {
     let mut diags = Diagnostics::default();
     let stop = batcher.stop_flag();
+    let (mut readers, bytes_read) = match source {
+        Source::Files { bytes_read } => (None, bytes_read.cloned()),
+        Source::Readers(readers) => (Some(readers), None),
+    };
     let inputs = match &readers {
         Some(given) => given.iter().map(|(name, _)| (name.clone(), None)).collect(),
         None => merge::first_times(&config.inputs),
@@ -273,7 +297,7 @@ fn read_all(
             .map(|(_, r)| std::mem::replace(r, Box::new(ReadBlocks::new(std::io::empty()))));
         match given {
             Some(r) => Ok(r),
-            None => input::open(path, config.bytes_read.as_ref(), Arc::clone(&stop)),
+            None => input::open(path, bytes_read.as_ref(), Arc::clone(&stop)),
         }
     };
     let mut merge = merge::Merge::new(inputs, config.max_record, Box::new(open), &mut diags)?;

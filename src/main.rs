@@ -213,7 +213,11 @@ fn run(options: &Options, progress: Option<&Progress>) -> Result<bool, Error> {
         Output::Plain(sink) => sink.as_mut(),
         Output::Checked(check) => check,
     };
-    let report = pidshark::run(&options.config, sink).map_err(|e| match e {
+    let report = match progress {
+        Some(progress) => pidshark::run_counting(&options.config, sink, &progress.count),
+        None => pidshark::run(&options.config, sink),
+    };
+    let report = report.map_err(|e| match e {
         Error::Output { source } => Error::Write { path, source },
         other => other,
     })?;
@@ -245,6 +249,8 @@ fn run(options: &Options, progress: Option<&Progress>) -> Result<bool, Error> {
 #[derive(Clone)]
 struct Progress {
     bar: ProgressBar,
+    /// The capture bytes the run has read.
+    count: Arc<AtomicU64>,
     /// Set when cleared; the ticker draws only while holding it unset, so that no tick
     /// redraws the bar after it was erased.
     cleared: Arc<Mutex<bool>>,
@@ -263,7 +269,7 @@ impl Progress {
 
 /// The progress display, when stderr is a terminal and `--quiet` is not given; it counts
 /// the bytes the run reads.
-fn progress(options: &mut Options, quiet: bool) -> Option<(Progress, std::thread::JoinHandle<()>)> {
+fn progress(options: &Options, quiet: bool) -> Option<(Progress, std::thread::JoinHandle<()>)> {
     if quiet || !io::stderr().is_terminal() {
         return None;
     }
@@ -280,7 +286,6 @@ fn progress(options: &mut Options, quiet: bool) -> Option<(Progress, std::thread
         })
         .collect();
     let count = Arc::new(AtomicU64::new(0));
-    options.config.bytes_read = Some(Arc::clone(&count));
     let bar = ProgressBar::with_draw_target(
         sizes.as_ref().map(|s| s.iter().sum()),
         ProgressDrawTarget::stderr(),
@@ -296,6 +301,7 @@ fn progress(options: &mut Options, quiet: bool) -> Option<(Progress, std::thread
     bar.tick();
     let progress = Progress {
         bar,
+        count,
         cleared: Arc::new(Mutex::new(false)),
     };
     let p = progress.clone();
@@ -305,7 +311,7 @@ fn progress(options: &mut Options, quiet: bool) -> Option<(Progress, std::thread
             if *cleared {
                 break;
             }
-            p.bar.set_position(count.load(Ordering::Relaxed));
+            p.bar.set_position(p.count.load(Ordering::Relaxed));
             p.bar.tick();
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -454,8 +460,8 @@ fn main() -> ExitCode {
     }
     let (quiet, stats) = (args.quiet, args.stats);
     let started = std::time::Instant::now();
-    let mut options = Options::from(args);
-    let shown = progress(&mut options, quiet);
+    let options = Options::from(args);
+    let shown = progress(&options, quiet);
     let outcome = run(&options, shown.as_ref().map(|(p, _)| p));
     if let Some((progress, ticker)) = shown {
         progress.clear();
