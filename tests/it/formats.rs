@@ -633,3 +633,44 @@ fn text_of_many_brokers_keeps_to_two_screens_with_true_counts() {
         .collect();
     assert_eq!(others, vec![378, 378, 0, 0, 189_000], "{text}");
 }
+
+/// Issue 40, point 2: `--expect` reads back every output documented as a golden. A
+/// capture whose ndjson holds every line type (exchange, block, producer_id, finding,
+/// report) is written in each golden format, and each is read back clean.
+#[test]
+fn expect_reads_back_each_golden_format_with_every_ndjson_line_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = "fixtures/producers/kafka-20031.pcap";
+    for format in ["json", "ndjson"] {
+        let golden = dir.path().join(format!("golden.{format}"));
+        pidshark()
+            .args([capture, "--quiet", "--format", format, "-o"])
+            .arg(&golden)
+            .assert()
+            .success();
+        if format == "ndjson" {
+            let text = std::fs::read_to_string(&golden).unwrap();
+            let types: std::collections::BTreeSet<String> = text
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+                .collect();
+            for want in ["exchange", "block", "producer_id", "finding", "report"] {
+                assert!(types.contains(&format!("\"{want}\"")), "{want}: {types:?}");
+            }
+        }
+        pidshark()
+            .args([
+                capture,
+                "--quiet",
+                "-o",
+                "/dev/null",
+                "--format",
+                format,
+                "--expect",
+            ])
+            .arg(&golden)
+            .assert()
+            .code(0)
+            .stderr("");
+    }
+}
