@@ -183,12 +183,12 @@ fn stages(c: &mut Criterion) {
             black_box(out.len())
         })
     });
-    group.bench_function("exchanges as JSON: report::compact", |b| {
+    group.bench_function("exchanges as JSON: report::json::writer", |b| {
         let mut out = Vec::new();
         b.iter(|| {
             out.clear();
             for ex in &exchanges {
-                pidshark::report::compact::exchange(&mut out, ex);
+                pidshark::report::json::writer::compact(&mut out, ex).unwrap();
             }
             black_box(out.len())
         })

@@ -23,7 +23,7 @@ use crate::pairing::{ClusterEvent, Exchange, ExchangeOrder, ProducerIdExchange};
 use crate::report::model::{PidFinding, Report, FORMAT_VERSION};
 use crate::report::sink::{Needs, Sink};
 use crate::report::spill::{Ordered, DEFAULT_RUN_BYTES};
-use crate::report::{self, compact};
+use crate::report::{self, json::writer};
 
 /// Differences listed before the rest are only counted.
 const MAX_LISTED: usize = 50;
@@ -425,8 +425,7 @@ impl Sink for Check {
 
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
         self.actual.push(ex.order(), |out| {
-            compact::exchange(out, &report::exchange(&ex));
-            Ok(())
+            writer::compact(out, &report::exchange(&ex))
         })?;
         self.inner.exchange(ex, block)
     }

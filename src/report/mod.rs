@@ -6,7 +6,6 @@
 //! every map is a `BTreeMap`. Time comes only from the capture.
 
 mod committed;
-pub mod compact;
 pub mod csv;
 pub mod filter;
 mod flagged;
@@ -95,7 +94,8 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
     let req = &ex.request;
     let request = model::Request {
         frame: ex.request_meta.frame,
-        in_capture: ex.request_meta.origin.map(Into::into),
+        capture_index: ex.request_meta.origin.map(|o| o.capture()),
+        capture_frame: ex.request_meta.origin.map(|o| o.frame()),
         first_frame: ex.request_meta.first_frame,
         timestamp: ex.request_meta.timestamp.to_rfc3339(),
         unix_time: UnixTime(ex.request_meta.timestamp),
@@ -129,7 +129,8 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
 fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model::Response {
     model::Response {
         frame: meta.frame,
-        in_capture: meta.origin.map(Into::into),
+        capture_index: meta.origin.map(|o| o.capture()),
+        capture_frame: meta.origin.map(|o| o.frame()),
         first_frame: meta.first_frame,
         timestamp: meta.timestamp.to_rfc3339(),
         unix_time: UnixTime(meta.timestamp),

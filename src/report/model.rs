@@ -1169,8 +1169,14 @@ impl From<crate::packet_ref::Origin> for InCapture {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Request {
     pub frame: u64,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub in_capture: Option<InCapture>,
+    /// Index of the file in `captures[]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
+    pub capture_index: Option<u32>,
+    /// Its packet number inside that file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub capture_frame: Option<u64>,
     pub first_frame: u64,
     pub timestamp: String,
     #[schemars(with = "f64")]
@@ -1204,8 +1210,14 @@ pub struct Request {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct Response {
     pub frame: u64,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub in_capture: Option<InCapture>,
+    /// Index of the file in `captures[]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
+    pub capture_index: Option<u32>,
+    /// Its packet number inside that file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub capture_frame: Option<u64>,
     pub first_frame: u64,
     pub timestamp: String,
     #[schemars(with = "f64")]

@@ -1,0 +1,389 @@
+//! The JSON formats as sinks. `--format json` serializes each exchange and block as it
+//! comes (on the output thread, beside the reading) into [`Ordered`] lists, which hold
+//! only text, and off the heap past a bound; the report is written around them at the
+//! end. `--format ndjson` writes a line per exchange as it completes (and one for the
+//! block it granted), then a line per finding and a line with the rest of the report.
+//!
+//! The bytes written are exactly those of `serde_json` on the whole report, compact or
+//! pretty (`tests/it/serialized.rs` holds the two side by side for every fixture).
+
+use std::cell::Cell;
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+
+use super::model::{ProducerIdBlocks, ProducerIds, Report};
+use super::sink::{Needs, Sink};
+use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
+use super::{exchange, pid_block, producer_id_entry};
+use crate::analysis::{Block, BlockOrder, Placed};
+use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
+use writer::Raw;
+
+pub mod writer;
+
+/// Depth of the elements of `exchanges`, `producer_id_blocks.blocks` and
+/// `producer_ids.entries` in the report.
+const EXCHANGE_DEPTH: usize = 2;
+const BLOCK_DEPTH: usize = 3;
+const ENTRY_DEPTH: usize = 3;
+
+/// `--format json`: the report, its exchanges and blocks serialized as they come.
+pub struct JsonSink {
+    pretty: bool,
+    exchanges: Ordered<ExchangeOrder>,
+    blocks: Ordered<BlockOrder>,
+    producers: Ordered<ExchangeOrder>,
+    /// Whether `producer_ids.entries` is written (`--no-producer-entries`).
+    producer_entries: bool,
+    out: Box<dyn Write + Send>,
+}
+
+impl JsonSink {
+    /// `pretty`: laid out as `serde_json::to_writer_pretty` lays the report out.
+    pub fn new(pretty: bool, out: Box<dyn Write + Send>) -> Self {
+        Self::with_run_bytes(pretty, out, DEFAULT_RUN_BYTES)
+    }
+
+    /// Holding at most `run_bytes` of each list in memory (see [`Ordered`]).
+    pub fn with_run_bytes(pretty: bool, out: Box<dyn Write + Send>, run_bytes: usize) -> Self {
+        Self {
+            pretty,
+            exchanges: Ordered::new(run_bytes),
+            blocks: Ordered::new(run_bytes),
+            producers: Ordered::new(run_bytes),
+            producer_entries: true,
+            out,
+        }
+    }
+
+    /// Writes `producer_ids.entries`, or leaves it out (`--no-producer-entries`).
+    pub fn producer_entries(self, producer_entries: bool) -> Self {
+        Self {
+            producer_entries,
+            ..self
+        }
+    }
+
+    /// Serializes `value` as the list item it is, at `depth` when pretty.
+    fn item(&self, depth: usize) -> impl Fn(&mut Vec<u8>, &dyn erased::Value) -> io::Result<()> {
+        let pretty = self.pretty;
+        move |out, value| value.write(out, pretty.then_some(depth))
+    }
+}
+
+impl Sink for JsonSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            raw_messages: false,
+        }
+    }
+
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        let write = self.item(EXCHANGE_DEPTH);
+        self.exchanges
+            .push(ex.order(), |out| write(out, &exchange(&ex)))?;
+        if let Some(block) = block {
+            let write = self.item(BLOCK_DEPTH);
+            self.blocks
+                .push(block.order(), |out| write(out, &pid_block(block)))?;
+        }
+        Ok(())
+    }
+
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        if !self.producer_entries {
+            return Ok(());
+        }
+        let write = self.item(ENTRY_DEPTH);
+        self.producers.push(px.order(), |out| {
+            write(out, &producer_id_entry(&px, placed))
+        })
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        let exchanges = std::mem::replace(&mut self.exchanges, Ordered::new(1));
+        let blocks = std::mem::replace(&mut self.blocks, Ordered::new(1));
+        let producers = std::mem::replace(&mut self.producers, Ordered::new(1));
+        let lists = Lists {
+            exchanges: Spilled::new(exchanges),
+            blocks: Spilled::new(blocks),
+            producers: self.producer_entries.then(|| Spilled::new(producers)),
+        };
+        let written = Written {
+            report,
+            lists: Some(lists),
+        };
+        writer::write(&mut self.out, &written, self.pretty)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+}
+
+mod erased {
+    //! A serializable value behind `dyn`, so that one closure writes any list's items.
+
+    use std::io;
+
+    use serde::Serialize;
+
+    pub trait Value {
+        /// Appends the value as compact JSON, or pretty at `Some(depth)`.
+        fn write(&self, out: &mut Vec<u8>, pretty_depth: Option<usize>) -> io::Result<()>;
+    }
+
+    impl<T: Serialize> Value for T {
+        fn write(&self, out: &mut Vec<u8>, pretty_depth: Option<usize>) -> io::Result<()> {
+            match pretty_depth {
+                Some(depth) => super::writer::pretty_at(out, self, depth),
+                None => super::writer::compact(out, self),
+            }
+        }
+    }
+}
+
+/// `--format ndjson`: a line per exchange as it completes, followed by a line for the
+/// block it granted if it granted one, flushed within a tenth of a second; then a line per
+/// finding, and a line with everything else the report holds (no `exchanges`, no
+/// `producer_id_blocks.blocks`). Memory does not grow with the number of exchanges.
+pub struct NdjsonSink {
+    out: Box<dyn Write + Send>,
+    line: Vec<u8>,
+    last_flush: Instant,
+    /// Whether a line is written per InitProducerId exchange (`--no-producer-entries`).
+    producer_entries: bool,
+}
+
+/// Longest a written line waits in the buffer.
+const NDJSON_FLUSH: Duration = Duration::from_millis(100);
+
+impl NdjsonSink {
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        Self {
+            out,
+            line: Vec::new(),
+            last_flush: Instant::now(),
+            producer_entries: true,
+        }
+    }
+
+    /// Writes a `producer_id` line per InitProducerId exchange, or none.
+    pub fn producer_entries(self, producer_entries: bool) -> Self {
+        Self {
+            producer_entries,
+            ..self
+        }
+    }
+
+    /// Appends a line: `item`'s object with `"type"` first.
+    fn push_line(&mut self, kind: &'static str, item: &impl Serialize) -> io::Result<()> {
+        writer::compact_typed(&mut self.line, kind, item)?;
+        self.line.push(b'\n');
+        Ok(())
+    }
+
+    /// Writes the lines pushed, flushing them if the last flush is old enough.
+    fn write_lines(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.line)?;
+        self.line.clear();
+        if self.last_flush.elapsed() >= NDJSON_FLUSH {
+            self.last_flush = Instant::now();
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for NdjsonSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            raw_messages: false,
+        }
+    }
+
+    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        self.push_line("exchange", &exchange(&ex))?;
+        if let Some(block) = block {
+            self.push_line("block", &pid_block(block))?;
+        }
+        self.write_lines()
+    }
+
+    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        if !self.producer_entries {
+            return Ok(());
+        }
+        self.push_line("producer_id", &producer_id_entry(&px, placed))?;
+        self.write_lines()
+    }
+
+    fn finish(&mut self, report: &mut Report) -> io::Result<()> {
+        for finding in &report.producer_id_blocks.findings {
+            self.push_line("finding", finding)?;
+        }
+        let written = Written {
+            report,
+            lists: None,
+        };
+        self.push_line("report", &written)?;
+        self.out.write_all(&self.line)?;
+        self.line.clear();
+        self.out.flush()
+    }
+}
+
+/// The ordered arrays of the JSON report, each serialized once, from where it is held.
+struct Lists {
+    exchanges: Spilled<ExchangeOrder>,
+    blocks: Spilled<BlockOrder>,
+    /// `None` with `--no-producer-entries`: no `entries` key.
+    producers: Option<Spilled<ExchangeOrder>>,
+}
+
+/// A list of items held as JSON text, written as an array of [`Raw`] items in key
+/// order. Its items were written for the depth it sits at; it can be written once.
+struct Spilled<K>(Cell<Option<Ordered<K>>>);
+
+impl<K> Spilled<K> {
+    fn new(list: Ordered<K>) -> Self {
+        Self(Cell::new(Some(list)))
+    }
+}
+
+impl<K: OrderKey> Serialize for Spilled<K> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Some(list) = self.0.take() else {
+            return Err(S::Error::custom("a spilled list is written once"));
+        };
+        let len = usize::try_from(list.len()).ok();
+        let mut seq = serializer.serialize_seq(len)?;
+        let mut failed = None;
+        let read = list.write_each(|_, item| {
+            seq.serialize_element(&Raw(item)).map_err(|e| {
+                failed = Some(e);
+                io::Error::other("writing stopped")
+            })
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        read.map_err(S::Error::custom)?;
+        seq.end()
+    }
+}
+
+/// The report as JSON, with `lists` in place of its own exchanges and blocks (which are
+/// ignored); without them, with neither key (the last line of ndjson).
+struct Written<'a> {
+    report: &'a Report,
+    lists: Option<Lists>,
+}
+
+impl Serialize for Written<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Every field named, none skipped with `..`: a field added to the report fails
+        // to compile here until it is written too.
+        let Report {
+            format_version,
+            tool,
+            filters,
+            verdict,
+            captures,
+            summary,
+            exchanges: _,
+            producer_id_blocks,
+            producer_ids,
+            brokers_by_address,
+            controllers,
+            controller_timeline,
+            metadata_log,
+            diagnostics,
+        } = self.report;
+        let lists = self.lists.as_ref();
+        let mut m = serializer.serialize_struct("Report", 14)?;
+        m.serialize_field("format_version", format_version)?;
+        m.serialize_field("tool", tool)?;
+        if let Some(filters) = filters {
+            m.serialize_field("filters", filters)?;
+        }
+        m.serialize_field("verdict", verdict)?;
+        m.serialize_field("captures", captures)?;
+        m.serialize_field("summary", summary)?;
+        match lists {
+            Some(lists) => m.serialize_field("exchanges", &lists.exchanges)?,
+            // ndjson's last line keeps the diagnostics before the blocks' part: readers
+            // that compare it byte for byte (`--expect`, goldens) rely on its key order.
+            None => m.serialize_field("diagnostics", diagnostics)?,
+        }
+        let blocks = BlocksPart {
+            part: producer_id_blocks,
+            blocks: lists.map(|l| &l.blocks),
+        };
+        m.serialize_field("producer_id_blocks", &blocks)?;
+        let producers = ProducersPart {
+            part: producer_ids,
+            entries: lists.and_then(|l| l.producers.as_ref()),
+        };
+        m.serialize_field("producer_ids", &producers)?;
+        m.serialize_field("brokers_by_address", brokers_by_address)?;
+        m.serialize_field("controllers", controllers)?;
+        m.serialize_field("controller_timeline", controller_timeline)?;
+        if let Some(log) = metadata_log {
+            m.serialize_field("metadata_log", log)?;
+        }
+        if lists.is_some() {
+            m.serialize_field("diagnostics", diagnostics)?;
+        }
+        m.end()
+    }
+}
+
+/// `producer_id_blocks`, with `blocks` in place of its own (none without them).
+struct BlocksPart<'a> {
+    part: &'a ProducerIdBlocks,
+    blocks: Option<&'a Spilled<BlockOrder>>,
+}
+
+impl Serialize for BlocksPart<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ProducerIdBlocks {
+            usual_len,
+            slow_threshold_us,
+            blocks: _,
+            findings,
+        } = self.part;
+        let mut m = serializer.serialize_struct("ProducerIdBlocks", 4)?;
+        m.serialize_field("usual_len", usual_len)?;
+        m.serialize_field("slow_threshold_us", slow_threshold_us)?;
+        if let Some(blocks) = self.blocks {
+            m.serialize_field("blocks", blocks)?;
+        }
+        m.serialize_field("findings", findings)?;
+        m.end()
+    }
+}
+
+/// `producer_ids`, with `entries` in place of its own (none without them).
+struct ProducersPart<'a> {
+    part: &'a ProducerIds,
+    entries: Option<&'a Spilled<ExchangeOrder>>,
+}
+
+impl Serialize for ProducersPart<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ProducerIds {
+            summary,
+            entries: _,
+        } = self.part;
+        let mut m = serializer.serialize_struct("ProducerIds", 2)?;
+        m.serialize_field("summary", summary)?;
+        if let Some(entries) = self.entries {
+            m.serialize_field("entries", entries)?;
+        }
+        m.end()
+    }
+}
