@@ -479,7 +479,8 @@ impl From<Args> for Options {
                 // the tree's sink asks for the messages' bytes (Needs::raw_messages)
                 keep_raw: false,
                 max_pending: args.max_pending,
-                list_every_message: args.frame.is_some(),
+                // the pipeline asks for every message when it watches a frame
+                list_every_message: false,
             },
             max_held_len: args.max_buffer,
             max_connections: args.max_connections,

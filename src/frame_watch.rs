@@ -1,7 +1,8 @@
-//! What one frame held (`--frame N`), noted as the pipeline passes it: the packet loop
-//! notes what the packet decoded to and its connection, the Kafka messages drained after
-//! each packet are noted when a byte of theirs is in the frame, and the Kafka stage notes
-//! how the frame's connection was read. The sentence (`filters.frame_holds`) says what
+//! What one frame held (`--frame N`), noted from what the pipeline hands on: what the
+//! packet decoded to and which connection it is in, the Kafka messages drained after each
+//! packet when a byte of theirs is in the frame, and how the Kafka stage came to read
+//! the frame's connection (the readings it decides, drained with the messages). The
+//! stages hold nothing for it. The sentence (`filters.frame_holds`) says what
 //! frame N is when it is no AllocateProducerIds message, so a filter that draws nothing
 //! says why.
 
@@ -48,6 +49,8 @@ pub struct FrameWatch {
     frame: u64,
     packet: Option<Packet>,
     connection: Option<u64>,
+    /// How the frame's connection is read, as far as is known.
+    reading: Reading,
     /// The frame is a copy of this one, from another capture file, read instead.
     copy_of: Option<u64>,
     held: Vec<Held>,
@@ -62,6 +65,7 @@ impl FrameWatch {
             packet: None,
             copy_of: None,
             connection: None,
+            reading: Reading::Undecided,
             held: Vec::new(),
             more: 0,
         }
@@ -86,9 +90,21 @@ impl FrameWatch {
         });
     }
 
-    /// The number of the connection the frame's segment belongs to.
-    pub fn connection(&mut self, index: u64) {
+    /// The connection the frame's segment belongs to, and how the Kafka stage reads it
+    /// now (asked before the segment and after it: a connection it ends or starts). A
+    /// connection no longer followed shows as undecided: what was decided for it stands.
+    pub fn connection(&mut self, index: u64, now: Reading) {
+        if !(self.connection == Some(index) && now == Reading::Undecided) {
+            self.reading = now;
+        }
         self.connection = Some(index);
+    }
+
+    /// How the Kafka stage decided to read connection `index`.
+    pub fn reading(&mut self, index: u64, reading: Reading) {
+        if self.connection == Some(index) {
+            self.reading = reading;
+        }
     }
 
     /// The frame is a copy of frame `original`, from another file: not read again.
@@ -140,9 +156,8 @@ impl FrameWatch {
         }
     }
 
-    /// The sentence: what the frame held, given the frames read and how the Kafka stage
-    /// read the frame's connection (`watched`: connection and reading).
-    pub fn sentence(&self, frames: u64, watched: Option<(u64, Reading)>) -> String {
+    /// The sentence: what the frame held, given the frames read.
+    pub fn sentence(&self, frames: u64) -> String {
         let n = self.frame;
         if !self.held.is_empty() {
             return self.messages_sentence();
@@ -167,13 +182,11 @@ impl FrameWatch {
                     "frame {n} is TCP {src} -> {dst} with {bytes} and no Kafka message in it"
                 );
                 if let Some(index) = self.connection {
-                    let reading = match watched.filter(|(c, _)| *c == index) {
-                        Some((_, Reading::Kafka)) => ", read as Kafka",
-                        Some((_, Reading::NotKafka)) => {
-                            ", not read as Kafka: see its not_kafka diagnostic"
-                        }
-                        Some((_, Reading::Encrypted)) => ", TLS: encrypted, not read",
-                        _ => "",
+                    let reading = match self.reading {
+                        Reading::Kafka => ", read as Kafka",
+                        Reading::NotKafka => ", not read as Kafka: see its not_kafka diagnostic",
+                        Reading::Encrypted => ", TLS: encrypted, not read",
+                        Reading::Undecided => "",
                     };
                     let _ = write!(out, " (connection {index}{reading})");
                 }
@@ -318,7 +331,7 @@ mod tests {
             unknown: false,
         });
         assert_eq!(
-            watch.sentence(100, None),
+            watch.sentence(100),
             "frame 7 holds 4 Kafka messages on connection 4: a Metadata response (api key 3, v12, correlation id 1), \
              a response (correlation id 9) to a request not in the capture, \
              the start of an AllocateProducerIds response (api key 67, v0, correlation id 3, frames 7-9) and 1 more"
@@ -328,7 +341,7 @@ mod tests {
     #[test]
     fn a_frame_never_read_is_past_the_last() {
         assert_eq!(
-            FrameWatch::new(0).sentence(12, None),
+            FrameWatch::new(0).sentence(12),
             "the capture has 12 frames; there is no frame 0"
         );
     }

@@ -18,7 +18,7 @@ use crate::defrag::Defragmenter;
 use crate::diag::obs;
 use crate::diag::{Diagnostics, FragmentsDropped, Observation};
 use crate::frame_watch::FrameWatch;
-use crate::kafka::{Dissector, KafkaConn, Reading};
+use crate::kafka::{Dissector, KafkaConfig, KafkaConn, Reading};
 use crate::packet_ref::PacketRef;
 use crate::pairing::Pairing;
 use crate::resident;
@@ -70,7 +70,12 @@ impl<'a> Pipeline<'a> {
             copies: Copies::new(config.clock_skew_ns),
             defragmenter: Defragmenter::default(),
             tracker,
-            dissector: Dissector::new(config.kafka.clone()),
+            // the watch reads every message of its frame, and how its connection is read
+            dissector: Dissector::new(KafkaConfig {
+                list_every_message: config.kafka.list_every_message
+                    || config.filter.frame.is_some(),
+                ..config.kafka.clone()
+            }),
             pairing: Pairing::default(),
             batcher,
             watch: config.filter.frame.map(FrameWatch::new),
@@ -203,9 +208,7 @@ impl<'a> Pipeline<'a> {
             return;
         };
         if let Some((index, state)) = self.tracker.connection_of(segment) {
-            watch.connection(index);
-            self.dissector
-                .watch(index, state.map_or(Reading::Undecided, KafkaConn::reading));
+            watch.connection(index, state.map_or(Reading::Undecided, KafkaConn::reading));
         }
     }
 
@@ -239,7 +242,7 @@ impl<'a> Pipeline<'a> {
         tracker.finish(last, &mut dissector, &mut diags, |dissector| {
             to_pairing(dissector, &mut pairing, batcher, watch.as_mut());
         });
-        let frame_holds = watch.map(|w| w.sentence(frames, dissector.watched()));
+        let frame_holds = watch.map(|w| w.sentence(frames));
         Finished {
             diagnostics: diags,
             captures,
@@ -263,6 +266,11 @@ fn to_pairing(
     batcher: &mut Batcher,
     mut watch: Option<&mut FrameWatch>,
 ) {
+    for (index, reading) in dissector.out.readings.drain(..) {
+        if let Some(watch) = watch.as_deref_mut() {
+            watch.reading(index, reading);
+        }
+    }
     for message in dissector.out.messages.drain(..) {
         if let Some(watch) = watch.as_deref_mut() {
             watch.message(&message);

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 
 use super::apis::{decodes_request, decodes_response, DecodedRequest, DecodedResponse};
+use super::conn::Reading;
 use super::tables::ApiKey;
 use crate::packet_ref::Origin;
 use crate::timestamp::Timestamp;
@@ -103,6 +104,9 @@ pub struct Outbox {
     pub counted: Counted,
     /// List every message (for `--frame`, which tells which message spans a frame).
     pub list_every_message: bool,
+    /// When listing every message: how each connection came to be read, as decided
+    /// (`--frame` says how its connection was read).
+    pub readings: Vec<(u64, Reading)>,
 }
 
 /// What an API's entry in [`Counted`] takes: its key and counts, and its share of the
@@ -133,6 +137,13 @@ impl Outbox {
         Self {
             list_every_message,
             ..Self::default()
+        }
+    }
+
+    /// Notes how connection `index` is read from now on, when listing every message.
+    pub fn decided(&mut self, index: u64, reading: Reading) {
+        if self.list_every_message {
+            self.readings.push((index, reading));
         }
     }
 
@@ -195,6 +206,7 @@ impl Outbox {
     /// Adds what another outbox (a connection's, held until it proved Kafka) found.
     pub fn absorb(&mut self, other: Self) {
         self.messages.extend(other.messages);
+        self.readings.extend(other.readings);
         self.counted.absorb(other.counted);
         let (ours, theirs) = (&mut self.tally, other.tally);
         ours.requests += theirs.requests;

@@ -76,7 +76,7 @@ pub struct KafkaConfig {
     pub keep_raw: bool,
     /// Requests waiting for a response per connection.
     pub max_pending: usize,
-    /// List every message, not only AllocateProducerIds's (for `--frame`).
+    /// List every message, not only those decoded (the pipeline sets it for `--frame`).
     pub list_every_message: bool,
 }
 
@@ -103,8 +103,6 @@ pub struct Dissector {
     pub not_kafka_connections: u64,
     /// Connections whose bytes are TLS, given up as encrypted.
     pub encrypted_connections: u64,
-    /// One connection whose reading is noted as it is decided (for `--frame`), and it.
-    watched: Option<(u64, Reading)>,
 }
 
 impl Dissector {
@@ -113,28 +111,6 @@ impl Dissector {
             out: Outbox::new(config.list_every_message),
             config,
             ..Self::default()
-        }
-    }
-
-    /// Notes how connection `index`, now at `now`, ends up being read. A connection no
-    /// longer followed shows as undecided: what was decided for it stands.
-    pub fn watch(&mut self, index: u64, now: Reading) {
-        let known = self.watched.is_some_and(|(watched, _)| watched == index);
-        if !(known && now == Reading::Undecided) {
-            self.watched = Some((index, now));
-        }
-    }
-
-    /// How the watched connection was read, as far as is known.
-    pub fn watched(&self) -> Option<(u64, Reading)> {
-        self.watched
-    }
-
-    fn decided(&mut self, index: u64, reading: Reading) {
-        if let Some((watched, now)) = &mut self.watched {
-            if *watched == index {
-                *now = reading;
-            }
         }
     }
 
@@ -186,7 +162,7 @@ impl Dissector {
         };
         if let Some(client) = forced {
             self.kafka_connections += 1;
-            self.decided(info.index, Reading::Kafka);
+            self.out.decided(info.index, Reading::Kafka);
             conn.move_to_kafka(client, info.midstream);
         } else if !info.midstream {
             if dir != Dir::FromInitiator {
@@ -295,7 +271,7 @@ impl Dissector {
         self.out.absorb(trial.out);
         diags.absorb(trial.diags);
         self.kafka_connections += 1;
-        self.decided(info.index, Reading::Kafka);
+        self.out.decided(info.index, Reading::Kafka);
     }
 
     /// Gives up on a connection as not Kafka. Returns false: it is no longer followed.
@@ -322,7 +298,7 @@ impl Dissector {
         diags: &mut Diagnostics,
     ) {
         self.not_kafka_connections += 1;
-        self.decided(info.index, Reading::NotKafka);
+        self.out.decided(info.index, Reading::NotKafka);
         let server_port = Self::guessed_client(info).map_or(info.responder.port(), |client| {
             info.destination(client).port()
         });
@@ -339,7 +315,7 @@ impl Dissector {
         diags: &mut Diagnostics,
     ) {
         self.encrypted_connections += 1;
-        self.decided(info.index, Reading::Encrypted);
+        self.out.decided(info.index, Reading::Encrypted);
         let client = match seen {
             tls::Seen::ClientHello { .. } => dir,
             tls::Seen::ServerHello => dir.reverse(),

@@ -11,6 +11,7 @@ use crate::common::{have_program, pidshark, report, request, Conn, PcapWriter};
 
 const CONTROLLER_KILL: &str = "fixtures/kafka-real/3.9.1-controller-kill.pcap.gz";
 const TLS: &str = "fixtures/noise-real/tls-openssl-9093.pcap";
+const POSTGRESQL: &str = "fixtures/noise-real/postgresql.pcap.gz";
 
 /// `filters.frame_holds` of `--frame N` on `capture`, and the tree's first line.
 fn frame_holds(capture: &str, frame: u64) -> (String, String) {
@@ -140,6 +141,14 @@ fn frame_without_kafka_says_what_tcp_it_is() {
         (CONTROLLER_KILL, 5, ")"),
         // a ClientHello
         (TLS, 4, ", TLS: encrypted, not read)"),
+        // an ACK on a connection read as Kafka long before
+        (CONTROLLER_KILL, 60, ", read as Kafka)"),
+        // a PostgreSQL query: the connection is given up at this frame
+        (
+            POSTGRESQL,
+            4,
+            ", not read as Kafka: see its not_kafka diagnostic)",
+        ),
     ] {
         let (holds, tree) = frame_holds(capture, frame);
         assert_eq!(tree, holds);
