@@ -455,11 +455,12 @@ impl Analyzer {
         let mut found = Vec::new();
         let usual_len = std::mem::take(&mut self.blocks).finish(&mut found);
         self.brokers.finish(&mut found);
-        let slow_threshold_us = self.slow_findings(&mut found);
+        let (slow_threshold_us, slow_unlisted) = self.slow_findings(&mut found);
         let metadata_log = self.committed.take().map(|c| c.finish(&mut found));
         for f in found {
             self.note(f);
         }
+        *self.finding_counts.entry(Kind::PidSlowResponse).or_default() += slow_unlisted;
         self.name_affected_producers();
         self.link_faults();
         self.findings.sort_by(|a, b| {
@@ -509,12 +510,15 @@ impl Analyzer {
         }
     }
 
-    fn slow_findings(&mut self, found: &mut Vec<Finding>) -> Option<f64> {
+    /// The slow responses among the slowest kept, as findings; the threshold, and how
+    /// many slow responses there are besides those (counted over every latency).
+    fn slow_findings(&mut self, found: &mut Vec<Finding>) -> (Option<f64>, u64) {
         let threshold = match self.slow {
             SlowRule::Millis(ms) => ms * 1000.0,
-            SlowRule::Default => {
-                (self.totals.latencies.median()? * SLOW_MEDIAN_FACTOR).max(SLOW_FLOOR_US)
-            }
+            SlowRule::Default => match self.totals.latencies.median() {
+                Some(median) => (median * SLOW_MEDIAN_FACTOR).max(SLOW_FLOOR_US),
+                None => return (None, 0),
+            },
         };
         let mut slow: Vec<SlowCandidate> = std::mem::take(&mut self.slow_candidates)
             .into_iter()
@@ -522,6 +526,13 @@ impl Analyzer {
             .filter(|c| c.latency_ns as f64 / 1000.0 > threshold)
             .collect();
         slow.sort_by_key(|c| c.response_frame);
+        let listed = slow.len() as u64;
+        // only the slowest are kept: the others above the threshold are counted
+        let unlisted = self
+            .totals
+            .latencies
+            .count_above(threshold)
+            .map_or(0, |all| all.saturating_sub(listed));
         for c in slow {
             let what = Observation::PidSlowResponse(obs::PidSlowResponse {
                 frame: c.response_frame,
@@ -539,7 +550,7 @@ impl Analyzer {
                 message: what.to_string(),
             });
         }
-        Some(threshold)
+        (Some(threshold), unlisted)
     }
 }
 
@@ -686,5 +697,21 @@ mod tests {
         assert_eq!(a.slow_threshold_us, Some(100_000.0));
         let a = analyse(&ex, SlowRule::Millis(1.0), &mut Diagnostics::default());
         assert_eq!(a.findings.len(), 6);
+    }
+
+    #[test]
+    fn every_slow_response_is_counted_past_those_listed() {
+        // 1,500 responses, each slower than the threshold: the 1,000 slowest listed,
+        // every one counted
+        let ex: Vec<Exchange> = (1..=1500)
+            .map(|n| exchange(n, 1, 5, Some((0, n as i64 * 1000, 1000, 2))))
+            .collect();
+        let mut diags = Diagnostics::default();
+        let a = analyse(&ex, SlowRule::Millis(0.5), &mut diags);
+        assert_eq!(kinds(&a).len(), 1000);
+        assert_eq!(diags.count(Kind::PidSlowResponse), 1500);
+        // the slowest are those listed
+        let first_listed = a.findings.first().and_then(|f| f.frames.first().copied());
+        assert_eq!(first_listed, Some(5010));
     }
 }

@@ -137,6 +137,15 @@ impl Latencies {
         }
     }
 
+    /// How many samples are above `us`, when that is known exactly: not from a
+    /// histogram, nor from spilled samples that did not read back.
+    pub fn count_above(&self, us: f64) -> Option<u64> {
+        match self {
+            Self::Exact(samples) => samples.count_above(us),
+            Self::Approx(_) => None,
+        }
+    }
+
     /// The median, for thresholds.
     pub fn median(&self) -> Option<f64> {
         self.summary().map(|l| l.p50)

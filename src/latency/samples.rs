@@ -154,6 +154,15 @@ impl Samples {
         Ok(None)
     }
 
+    /// How many samples are above `us`, spilled ones read back; `None` when they do not
+    /// read back.
+    pub fn count_above(&self, us: f64) -> Option<u64> {
+        let above = key(us);
+        let mut count = 0u64;
+        self.for_each_key(|k| count += u64::from(k > above)).ok()?;
+        Some(count)
+    }
+
     /// Count, min, mean, nearest-rank p50/p90/p99 and max.
     pub fn summary(&self) -> Option<Summary> {
         if self.spilled.is_none() {
