@@ -14,6 +14,7 @@ mod brokers;
 pub mod committed;
 pub mod controllers;
 mod coverage;
+pub mod look;
 mod placement;
 mod producers;
 pub mod verdict;
@@ -460,7 +461,10 @@ impl Analyzer {
         for f in found {
             self.note(f);
         }
-        *self.finding_counts.entry(Kind::PidSlowResponse).or_default() += slow_unlisted;
+        *self
+            .finding_counts
+            .entry(Kind::PidSlowResponse)
+            .or_default() += slow_unlisted;
         self.name_affected_producers();
         self.link_faults();
         self.findings.sort_by(|a, b| {

@@ -9,7 +9,6 @@ mod committed;
 pub mod csv;
 pub mod filter;
 mod flagged;
-mod gist;
 pub mod html;
 pub mod json;
 pub mod model;

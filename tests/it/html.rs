@@ -380,3 +380,88 @@ fn page_structure_ignores_whitespace() {
     assert_eq!(structure(&spaced), structure(&html));
     assert!(structure(&html).contains("rect.overlap pid_block_overlap: ids 5500..=5999"));
 }
+
+/// A capture of `failed` exchanges answered at once with an error, then `healthy` ones
+/// granting contiguous blocks, `slow` of them (the last) answered a second late.
+fn worth_capture(path: &std::path::Path, failed: i32, healthy: i32, slow: i32) {
+    use crate::common::{apid_request_body, apid_response_body, request, response};
+    use crate::common::{Conn, PcapWriter};
+    let mut w = PcapWriter::create(path);
+    let mut conn = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    let mut t: u64 = 1_700_000_000_000_000_000;
+    w.set_time(t);
+    conn.handshake(&mut w);
+    for corr in 0..failed + healthy {
+        t += 2_000_000_000;
+        w.set_time(t);
+        let req = request(67, 0, corr, true, &apid_request_body(1, 7));
+        conn.send(&mut w, true, &req, 1400);
+        let ok = corr >= failed;
+        let late = corr >= failed + healthy - slow;
+        w.set_time(t + if late { 1_000_000_000 } else { 1_000_000 });
+        let body = match ok {
+            // NOT_CONTROLLER
+            false => apid_response_body(41, -1, 0),
+            true => apid_response_body(0, i64::from(corr - failed) * 1000, 1000),
+        };
+        conn.send(&mut w, false, &response(corr, true, &body), 1400);
+    }
+    conn.close(&mut w);
+    w.finish();
+}
+
+/// Text and HTML list the exchanges worth a look by the analysis's one rule, and count
+/// the same: 55 errors and 5 slow ones are 60, of which HTML lists 50 and text 20.
+#[test]
+fn text_and_html_count_the_same_exchanges_worth_a_look() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("worth.pcap");
+    worth_capture(&pcap, 55, 30, 5);
+    let pcap = pcap.to_str().unwrap();
+    let run = |format: &str| {
+        let out = pidshark()
+            .args([pcap, "--format", format, "--slow-ms", "500"])
+            .assert()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let html = run("html");
+    assert!(
+        html.contains("<p id=\"exchanges-listed\">50 of 60 exchanges worth a look"),
+        "{html}"
+    );
+    // the errors come first in packet order and fill the rows: no slow one is listed
+    assert_eq!(html.matches("<tr class=\"exchange\">").count(), 50);
+    assert!(!html.contains("slow (above"));
+    let text = run("text");
+    assert!(text.contains("(first 20 of 60 worth a look;"), "{text}");
+}
+
+/// Slow exchanges past those HTML keeps as candidates are counted as a floor: with 1,100
+/// slow ones it keeps 1,000 and says "at least"; text, which keeps every line, counts
+/// them all.
+#[test]
+fn html_counts_slow_exchanges_past_its_candidates_as_a_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("slow.pcap");
+    worth_capture(&pcap, 0, 1100, 1100);
+    let pcap = pcap.to_str().unwrap();
+    let out = |format: &str| {
+        let out = pidshark()
+            .args([pcap, "--format", format, "--slow-ms", "500"])
+            .assert()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let html = out("html");
+    assert!(
+        html.contains("<p id=\"exchanges-listed\">50 of at least 1000 exchanges worth a look"),
+        "{html}"
+    );
+    assert_eq!(html.matches("slow (above 500000 µs)").count(), 50);
+    assert!(out("text").contains("(first 20 of 1100 worth a look;"));
+}

@@ -20,11 +20,11 @@ use std::io::{self, Write};
 
 use super::exchange;
 use super::flagged::{FlaggedProducers, Grant};
-use super::gist::Gist;
 use super::model::Report;
 use super::sink::{Needs, Sink};
+use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::{Block, Placed};
-use crate::diag::{Fact, Kind};
+use crate::diag::Fact;
 use crate::pairing::{self, ProducerIdExchange};
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
@@ -33,7 +33,8 @@ use svg::{Chart, Drawn, Mark};
 const MAX_ROWS: usize = 50;
 /// Findings listed; the page says of how many.
 const MAX_FINDINGS: usize = 500;
-/// The analysis's slow candidates (the slowest exchanges, among which it finds the slow).
+/// Exchanges kept that may turn out slow (the slowest of those not in trouble): slow
+/// ones past them are counted as "at least".
 const MAX_SLOW_CANDIDATES: usize = 1000;
 /// Brokers listed, most trouble first when there are more.
 const MAX_BROKER_ROWS: usize = 200;
@@ -85,16 +86,50 @@ struct Row {
     frames: Vec<u64>,
 }
 
+/// An exchange in no trouble kept in case it is slow: by its latency in nanoseconds,
+/// then its request's frame.
+struct Candidate {
+    ns: i64,
+    row: Row,
+}
+
+impl Candidate {
+    fn key(&self) -> (i64, Option<u64>) {
+        (self.ns, self.row.frames.first().copied())
+    }
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Candidate {}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
 /// `--format html`.
 pub struct HtmlSink {
     chart: Chart,
     latencies: latency::Latencies,
     rows: Vec<Row>,
     more_rows: u64,
-    /// The slowest of the exchanges worth a look not listed, by their frames: a slow
-    /// finding about one of them is counted already. As many as the analysis keeps slow
-    /// candidates, twice over for ties.
-    unlisted_slowest: BinaryHeap<Reverse<(i64, Vec<u64>)>>,
+    /// The slowest exchanges in no trouble, with their latency in nanoseconds: at the end,
+    /// those above the slow threshold are worth a look too.
+    slow_candidates: BinaryHeap<Reverse<Candidate>>,
+    /// Slow exchanges may have been left out of the count: candidates were dropped.
+    more_at_least: bool,
     /// The brokers the charts keep apart.
     kept: BTreeSet<i32>,
     producers: FlaggedProducers,
@@ -108,23 +143,13 @@ impl HtmlSink {
             latencies: latency::Latencies::default(),
             rows: Vec::new(),
             more_rows: 0,
-            unlisted_slowest: BinaryHeap::new(),
+            slow_candidates: BinaryHeap::new(),
+            more_at_least: false,
             kept: BTreeSet::new(),
             producers: FlaggedProducers::default(),
             out,
         }
     }
-}
-
-/// What an exchange came to, when it is worth a look, and whether it failed (an error
-/// response or no answer: a mark on the time axis) or only granted no block.
-fn trouble(gist: &Gist) -> Option<(String, bool)> {
-    let failed = match gist {
-        Gist::Granted { .. } => return None,
-        Gist::NoBlock => false,
-        Gist::Error(_) | Gist::Undecoded | Gist::Unanswered | Gist::ResponseUnknown => true,
-    };
-    Some((gist.words(), failed))
 }
 
 impl Sink for HtmlSink {
@@ -161,17 +186,37 @@ impl Sink for HtmlSink {
                 frame: ex.request.frame,
             });
         }
-        let Some((outcome, failed)) = trouble(&gist) else {
+        let frames: Vec<u64> = std::iter::once(ex.request.frame)
+            .chain(ex.response.as_ref().map(|r| r.frame))
+            .collect();
+        let time = ex
+            .response
+            .as_ref()
+            .map_or(&ex.request.timestamp, |r| &r.timestamp);
+        let row = |outcome| Row {
+            time: time.clone(),
+            broker: ex.request.broker_id.map_or("?".into(), |b| b.to_string()),
+            connection: ex.connection,
+            correlation_id: ex.correlation_id,
+            outcome,
+            latency_us: ex.latency_us,
+            frames: frames.clone(),
+        };
+        let Some(why) = gist.trouble() else {
+            // worth a look only if slow, which is known at the end
+            if let Some(us) = ex.latency_us {
+                self.slow_candidate((us * 1000.0) as i64, row(String::new()));
+            }
             return Ok(());
         };
-        let broker = ex.request.broker_id;
-        if failed {
+        let outcome = gist.words();
+        if why == Why::Failed {
             let time = ex
                 .response
                 .as_ref()
                 .map_or(ex.request.unix_time, |r| r.unix_time);
             self.chart.add_mark(Mark {
-                broker,
+                broker: ex.request.broker_id,
                 series,
                 at: time.seconds(),
                 time: time.0,
@@ -179,31 +224,10 @@ impl Sink for HtmlSink {
                 frame: ex.response.as_ref().map_or(ex.request.frame, |r| r.frame),
             });
         }
-        let mut frames = vec![ex.request.frame];
-        frames.extend(ex.response.as_ref().map(|r| r.frame));
         if self.rows.len() < MAX_ROWS {
-            let time = ex
-                .response
-                .as_ref()
-                .map_or(&ex.request.timestamp, |r| &r.timestamp);
-            self.rows.push(Row {
-                time: time.clone(),
-                broker: broker.map_or("?".into(), |b| b.to_string()),
-                connection: ex.connection,
-                correlation_id: ex.correlation_id,
-                outcome,
-                latency_us: ex.latency_us,
-                frames,
-            });
+            self.rows.push(row(outcome));
         } else {
             self.more_rows += 1;
-            if let Some(us) = ex.latency_us {
-                let ns = (us * 1000.0) as i64;
-                self.unlisted_slowest.push(Reverse((ns, frames)));
-                if self.unlisted_slowest.len() > 2 * MAX_SLOW_CANDIDATES {
-                    self.unlisted_slowest.pop();
-                }
-            }
         }
         Ok(())
     }
@@ -259,8 +283,8 @@ impl Sink for HtmlSink {
         page.push_str(&producers);
         metadata_log::html(&mut page, report);
         findings(&mut page, report);
-        self.add_slow_rows(report);
-        worth_a_look(&mut page, &self.rows, self.more_rows);
+        self.add_slow_rows(report.producer_id_blocks.slow_threshold_us);
+        worth_a_look(&mut page, &self.rows, self.more_rows, self.more_at_least);
         page.push_str("</main>\n</body>\n</html>\n");
         self.out.write_all(page.as_bytes())?;
         self.out.flush()
@@ -277,46 +301,42 @@ impl HtmlSink {
         self.kept.contains(&b).then_some(b)
     }
 
-    /// The slow exchanges join those worth a look: what is slow is known only at the end,
-    /// from the analysis's `pid_slow_response` findings.
-    fn add_slow_rows(&mut self, report: &Report) {
-        let slow = report
-            .producer_id_blocks
-            .findings
-            .iter()
-            .filter(|f| f.kind == Kind::PidSlowResponse);
-        for f in slow {
-            let fact = |name| f.facts.get(name).and_then(Fact::as_f64);
-            let (Some(connection), Some(correlation_id)) = (f.connection, fact("correlation_id"))
-            else {
-                continue;
-            };
-            let correlation_id = correlation_id as i32;
-            let listed = self.rows.iter().any(|r| {
-                (r.connection, r.correlation_id) == (connection, correlation_id)
-                    && r.frames == f.frames
-            });
-            let counted = self
-                .unlisted_slowest
-                .iter()
-                .any(|Reverse((_, frames))| *frames == f.frames);
-            if listed || counted {
-                continue; // an error that was slow too
-            }
+    /// Keeps an exchange in no trouble among the slowest, `ns` its latency.
+    fn slow_candidate(&mut self, ns: i64, row: Row) {
+        self.slow_candidates.push(Reverse(Candidate { ns, row }));
+        if self.slow_candidates.len() > MAX_SLOW_CANDIDATES {
+            self.slow_candidates.pop();
+            self.more_at_least = true;
+        }
+    }
+
+    /// The slow exchanges join those worth a look, by the analysis's rule
+    /// ([`look::worth_a_look`]): what is slow is known only at the end. Those past the
+    /// rows are counted; when candidates were dropped and the fastest kept is slow too,
+    /// more may be, and the count is a floor.
+    fn add_slow_rows(&mut self, threshold: Option<f64>) {
+        let candidates = std::mem::take(&mut self.slow_candidates).into_sorted_vec();
+        let is_slow = |row: &Row| look::worth_a_look(None, row.latency_us, threshold).is_some();
+        self.more_at_least &= candidates
+            .last()
+            .is_some_and(|Reverse(fastest)| is_slow(&fastest.row));
+        let mut slow: Vec<Row> = candidates
+            .into_iter()
+            .map(|Reverse(candidate)| candidate.row)
+            .filter(is_slow)
+            .collect();
+        slow.sort_by_key(|r| r.frames.first().copied());
+        let shown = |t: f64| t.to_string();
+        for mut row in slow {
             if self.rows.len() >= MAX_ROWS {
                 self.more_rows += 1;
                 continue;
             }
-            let threshold = fact("threshold_us").map_or("-".to_owned(), |t| t.to_string());
-            self.rows.push(Row {
-                time: f.timestamp.clone(),
-                broker: f.broker_id.map_or("?".into(), |b| b.to_string()),
-                connection,
-                correlation_id,
-                outcome: format!("slow (above {threshold} µs)"),
-                latency_us: fact("latency_us"),
-                frames: f.frames.clone(),
-            });
+            row.outcome = format!(
+                "slow (above {} µs)",
+                threshold.map_or("-".to_owned(), shown)
+            );
+            self.rows.push(row);
         }
         self.rows.sort_by_key(|r| r.frames.first().copied());
     }
@@ -572,7 +592,8 @@ fn findings(page: &mut String, report: &Report) {
     page.push_str("</table></div>\n");
 }
 
-fn worth_a_look(page: &mut String, rows: &[Row], more: u64) {
+/// The exchanges worth a look: `rows`, and `more` not listed (at least, `at_least`).
+fn worth_a_look(page: &mut String, rows: &[Row], more: u64, at_least: bool) {
     page.push_str("<h2>Exchanges worth a look</h2>\n");
     if rows.is_empty() {
         page.push_str(
@@ -582,8 +603,9 @@ fn worth_a_look(page: &mut String, rows: &[Row], more: u64) {
     }
     if more > 0 {
         page.push_str(&format!(
-            "<p id=\"exchanges-listed\">{} of {} exchanges worth a look (errors, no answer, NONE without a block, slow): the first in packet order, then slow ones; the JSON report lists every exchange.</p>\n",
+            "<p id=\"exchanges-listed\">{} of {}{} exchanges worth a look (errors, no answer, NONE without a block, slow): the first in packet order, then slow ones; the JSON report lists every exchange.</p>\n",
             rows.len(),
+            if at_least { "at least " } else { "" },
             rows.len() as u64 + more
         ));
     }

@@ -14,10 +14,10 @@ use std::io::{self, Write};
 use anstyle::{AnsiColor, Style};
 
 use super::flagged::{FlaggedProducers, Grant};
-use super::gist::Gist;
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
+use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::verdict::Grade;
 use crate::analysis::{Block, Placed};
 use crate::diag::{Fact, Kind, Severity, MAX_LISTED_PER_KIND};
@@ -121,9 +121,28 @@ impl TextSink {
     }
 }
 
-/// A listed line: whether it is worth a look whatever its latency, the latency (NaN
-/// without one), then the line.
+/// A listed line: why it is worth a look whatever its latency ([`trouble_byte`]), the
+/// latency (NaN without one), then the line.
 const LINE_HEAD: usize = 9;
+
+/// The trouble of a listed line as its first byte, and back.
+fn trouble_byte(trouble: Option<Why>) -> u8 {
+    match trouble {
+        None => 0,
+        Some(Why::Failed) => 1,
+        Some(Why::NoBlock) => 2,
+        Some(Why::Slow) => 3,
+    }
+}
+
+fn trouble_of_byte(byte: u8) -> Option<Why> {
+    match byte {
+        1 => Some(Why::Failed),
+        2 => Some(Why::NoBlock),
+        3 => Some(Why::Slow),
+        _ => None,
+    }
+}
 
 impl Sink for TextSink {
     fn needs(&self) -> Needs {
@@ -143,7 +162,7 @@ impl Sink for TextSink {
             let gist = Gist::of(&ex.outcome);
             let ex = super::exchange(&ex);
             let (line, style) = exchange_line(&ex, &gist);
-            out.push(u8::from(style != GREEN));
+            out.push(trouble_byte(gist.trouble()));
             out.extend(ex.latency_us.unwrap_or(f64::NAN).to_le_bytes());
             writeln!(out, "{style}{line}{style:#}")
         })
@@ -488,12 +507,13 @@ fn exchanges(
     let s = &report.summary;
     let slow = report.producer_id_blocks.slow_threshold_us;
     let worth = |item: &[u8]| {
-        let flagged = item.first().is_some_and(|b| *b != 0);
+        let trouble = item.first().copied().and_then(trouble_of_byte);
         let latency = item
             .get(1..LINE_HEAD)
             .and_then(|b| b.try_into().ok())
-            .map(f64::from_le_bytes);
-        flagged || matches!((latency, slow), (Some(l), Some(t)) if l > t)
+            .map(f64::from_le_bytes)
+            .filter(|l| !l.is_nan());
+        look::worth_a_look(trouble, latency, slow).is_some()
     };
     let total = match report.filters {
         Some(_) => format!("the {shown} shown of {}", s.exchanges.total),
