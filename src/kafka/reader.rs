@@ -202,6 +202,44 @@ impl<'a> Reader<'a> {
         Err(self.invalid(field, start, "varint is longer than 5 bytes".into()))
     }
 
+    /// Kafka's zigzag varint (`ByteUtils.readVarint`): an unsigned varint of 32 bits at
+    /// most, zigzag-decoded. Record batches use it (lengths, deltas, header counts).
+    pub fn varint(&mut self, field: &'static str) -> Result<i32, DecodeError> {
+        let v = self.uvarint(field)?;
+        Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+    }
+
+    /// Kafka's zigzag varlong (`ByteUtils.readVarlong`): at most 10 bytes, 64 bits.
+    pub fn varlong(&mut self, field: &'static str) -> Result<i64, DecodeError> {
+        let start = self.pos;
+        let mut value: u64 = 0;
+        for idx in 0..10u32 {
+            let [byte] = self.array::<1>(field)?;
+            let bits = u64::from(byte & 0x7f);
+            if idx == 9 && bits > 0x01 {
+                return Err(self.invalid(field, start, "varlong overflows 64 bits".into()));
+            }
+            value |= bits << (7 * idx);
+            if byte & 0x80 == 0 {
+                return Ok(((value >> 1) as i64) ^ -((value & 1) as i64));
+            }
+        }
+        Err(self.invalid(field, start, "varlong is longer than 10 bytes".into()))
+    }
+
+    /// A zigzag-varint length, then that many bytes, unread; -1 is null (a record's key,
+    /// value and headers).
+    pub fn varint_bytes(&mut self, field: &'static str) -> Result<Option<&'a [u8]>, DecodeError> {
+        let start = self.pos;
+        let len = self.varint(field)?;
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = usize::try_from(len)
+            .map_err(|_| self.invalid(field, start, format!("negative length {len}")))?;
+        self.take(field, len).map(Some)
+    }
+
     /// Non-compact nullable string: int16 length (-1 = null), then UTF-8 bytes.
     pub fn nullable_string(&mut self, field: &'static str) -> Result<Option<String>, DecodeError> {
         let start = self.pos;
@@ -716,5 +754,52 @@ mod tests {
             r.finish(),
             Err(DecodeError::Trailing { offset: 0, left: 2 })
         );
+    }
+
+    #[test]
+    fn zigzag_varints_read_as_kafka_writes_them() {
+        // 0 -> 00, -1 -> 01, 1 -> 02, 300 -> d8 04, i32::MIN -> ff ff ff ff 0f
+        let bytes = [0x00, 0x01, 0x02, 0xd8, 0x04, 0xff, 0xff, 0xff, 0xff, 0x0f];
+        let mut r = Reader::new(&bytes);
+        let got: Vec<i32> = (0..5).map(|_| r.varint("v").unwrap()).collect();
+        assert_eq!(got, [0, -1, 1, 300, i32::MIN]);
+        assert_eq!(r.remaining(), 0);
+        // i64::MIN -> ff x9 01; i64::MAX -> fe ff x8 01
+        let mut long = vec![0xff; 9];
+        long.push(0x01);
+        long.push(0xfe);
+        long.extend([0xff; 8]);
+        long.push(0x01);
+        let mut r = Reader::new(&long);
+        assert_eq!(r.varlong("l").unwrap(), i64::MIN);
+        assert_eq!(r.varlong("l").unwrap(), i64::MAX);
+    }
+
+    #[test]
+    fn a_varint_running_past_the_end_or_its_width_is_refused() {
+        assert!(Reader::new(&[0x80, 0x80]).varint("v").is_err());
+        assert!(Reader::new(&[0xff; 6]).varint("v").is_err());
+        assert!(Reader::new(&[0xff; 11]).varlong("l").is_err());
+        // a tenth byte with more than the 64th bit
+        let mut over = vec![0xff; 9];
+        over.push(0x02);
+        assert!(Reader::new(&over).varlong("l").is_err());
+    }
+
+    #[test]
+    fn varint_bytes_are_null_empty_or_refused_past_what_is_left() {
+        let mut r = Reader::new(&[0x01, 0x00, 0x04, b'a', b'b', 0x08, b'c']);
+        assert_eq!(r.varint_bytes("k").unwrap(), None);
+        assert_eq!(r.varint_bytes("k").unwrap(), Some(&b""[..]));
+        assert_eq!(r.varint_bytes("k").unwrap(), Some(&b"ab"[..]));
+        // 4 bytes claimed, 1 left; and a negative length other than -1
+        assert!(matches!(
+            r.varint_bytes("k"),
+            Err(DecodeError::Short { .. })
+        ));
+        assert!(matches!(
+            Reader::new(&[0x03]).varint_bytes("k"),
+            Err(DecodeError::Invalid { .. })
+        ));
     }
 }

@@ -8,8 +8,9 @@
 
 use std::io::{self, Read};
 
-use super::wire::Cursor;
 use super::Limits;
+use super::Reason;
+use crate::kafka::reader::Reader;
 
 /// baseOffset + batchLength: what precedes the length's count.
 pub const LOG_OVERHEAD: u64 = 12;
@@ -124,7 +125,7 @@ pub fn next(r: &mut dyn Read, left: u64, limits: &Limits) -> io::Result<Next> {
             len: n as u64,
         });
     }
-    let mut c = Cursor::new(&prefix);
+    let mut c = Reader::new(&prefix);
     let base_offset = c.i64("baseOffset").unwrap_or_default();
     let length = c.i32("batchLength").unwrap_or_default();
     let length = match u64::try_from(length) {
@@ -159,28 +160,25 @@ pub fn next(r: &mut dyn Read, left: u64, limits: &Limits) -> io::Result<Next> {
     }
     parse(base_offset, body, size)
         .map(Next::Batch)
-        .or_else(|reason| Ok(Next::Corrupt(reason)))
+        .or_else(|reason| Ok(Next::Corrupt(reason.to_string())))
 }
 
 /// The header after batchLength, checked: magic, CRC-32C over attributes to the end.
-fn parse(base_offset: i64, mut body: Vec<u8>, size: u64) -> Result<Batch, String> {
-    let mut c = Cursor::new(&body);
+fn parse(base_offset: i64, mut body: Vec<u8>, size: u64) -> Result<Batch, Reason> {
+    let mut c = Reader::new(&body);
     let leader_epoch = c.i32("partitionLeaderEpoch")?;
     let magic = c.i8("magic")?;
     if magic != 2 {
-        return Err(format!("magic {magic}, not 2"));
+        return Err(format!("magic {magic}, not 2").into());
     }
-    let crc = u32::from_be_bytes(
-        c.take(4, "crc")?
-            .try_into()
-            .map_err(|_| "crc".to_string())?,
-    );
+    let crc = c.i32("crc")?.cast_unsigned();
     let covered = body.get(9..).unwrap_or_default();
     let computed = crc32c::crc32c(covered);
     if computed != crc {
         return Err(format!(
             "CRC-32C mismatch: header says {crc:#010x}, bytes give {computed:#010x}"
-        ));
+        )
+        .into());
     }
     let attributes = c.i16("attributes")?;
     let last_offset_delta = c.i32("lastOffsetDelta")?;
@@ -191,7 +189,7 @@ fn parse(base_offset: i64, mut body: Vec<u8>, size: u64) -> Result<Batch, String
     let _base_sequence = c.i32("baseSequence")?;
     let records_count = c.i32("recordsCount")?;
     if records_count < 0 {
-        return Err(format!("record count {records_count}"));
+        return Err(format!("record count {records_count}").into());
     }
     let header = Header {
         base_offset,

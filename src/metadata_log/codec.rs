@@ -7,7 +7,7 @@
 
 use std::io::Read;
 
-use super::wire::Cursor;
+use crate::kafka::reader::Reader;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum CodecError {
@@ -50,23 +50,25 @@ pub const XERIAL_MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
 /// xerial-snappy's stream: its header, then blocks of a 4-byte big-endian length and raw
 /// snappy. Without the header `SnappyInputStream` reads the whole as one raw block; so do we.
 fn snappy_xerial(bytes: &[u8], max: usize) -> Result<Vec<u8>, CodecError> {
-    let corrupt = |e: String| CodecError::Corrupt(format!("snappy: {e}"));
+    let corrupt = |e: &dyn std::fmt::Display| CodecError::Corrupt(format!("snappy: {e}"));
     let Some(mut rest) = bytes.strip_prefix(XERIAL_MAGIC.as_slice()) else {
         return raw_snappy(bytes, max, 0).map_err(|e| match e {
-            CodecError::Corrupt(r) => corrupt(r),
+            CodecError::Corrupt(r) => corrupt(&r),
             l => l,
         });
     };
-    let mut c = Cursor::new(rest);
-    let _version = c.i32("xerial version").map_err(corrupt)?;
-    let _compatible = c.i32("xerial compatible version").map_err(corrupt)?;
+    let mut c = Reader::new(rest);
+    let _version = c.i32("xerial version").map_err(|e| corrupt(&e))?;
+    let _compatible = c
+        .i32("xerial compatible version")
+        .map_err(|e| corrupt(&e))?;
     rest = rest.get(8..).unwrap_or_default();
     let mut out = Vec::new();
-    let mut c = Cursor::new(rest);
+    let mut c = Reader::new(rest);
     while c.remaining() > 0 {
-        let len = c.i32("xerial block length").map_err(corrupt)?;
-        let len = usize::try_from(len).map_err(|_| corrupt(format!("block length {len}")))?;
-        let block = c.take(len, "xerial block").map_err(corrupt)?;
+        let len = c.i32("xerial block length").map_err(|e| corrupt(&e))?;
+        let len = usize::try_from(len).map_err(|_| corrupt(&format!("block length {len}")))?;
+        let block = c.slice("xerial block", len).map_err(|e| corrupt(&e))?;
         let inflated = raw_snappy(block, max, out.len())?;
         out.extend_from_slice(&inflated);
     }

@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use super::batch::{self, Batch, Next};
 use super::codec::{self, CodecError};
 use super::merge::{Item, Key, Merger, What};
-use super::{metadata, record, FileKind, Limits, LogFile, LogProblem, RecordPlace};
+use super::{metadata, record, FileKind, Limits, LogFile, LogProblem, Reason, RecordPlace};
 
 /// How one file is to be read.
 pub struct Source<'a> {
@@ -127,7 +127,7 @@ fn items(
             CodecError::Limit(r) => BatchError::Limit(r),
         },
     )?;
-    let corrupt = |offset: i64, r: String| BatchError::Corrupt(format!("offset {offset}: {r}"));
+    let corrupt = |offset: i64, r: Reason| BatchError::Corrupt(format!("offset {offset}: {r}"));
     let records = record::parse(&bytes, h.records_count).map_err(|r| corrupt(h.base_offset, r))?;
     let mut out = Vec::with_capacity(records.len());
     for rec in records {

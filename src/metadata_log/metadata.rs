@@ -6,8 +6,9 @@
 //! UnregisterBrokerRecord, LeaderChange), its fields. Refuses another frame version and a body too short for its
 //! fields; other types, and versions newer than the schemas read, are counted undecoded.
 
-use super::wire::{Cursor, Reason};
 use super::Endpoint;
+use super::Reason;
+use crate::kafka::reader::Reader;
 
 /// Metadata record names by apiKey, as metadata/src/main/resources/common/metadata/*.json
 /// name them (6, 13 and 16 were used by pre-release schemas and are gone).
@@ -86,10 +87,10 @@ pub enum Decoded {
 
 /// A metadata record's value: its apiKey and what it says.
 pub fn metadata(value: &[u8]) -> Result<(u32, Decoded), Reason> {
-    let mut c = Cursor::new(value);
+    let mut c = Reader::new(value);
     let frame = c.uvarint("frame version")?;
     if frame != 1 {
-        return Err(format!("metadata record frame version {frame}, not 1"));
+        return Err(format!("metadata record frame version {frame}, not 1").into());
     }
     let api_key = c.uvarint("record type")?;
     let version = c.uvarint("record version")?;
@@ -112,22 +113,26 @@ pub fn metadata(value: &[u8]) -> Result<(u32, Decoded), Reason> {
 /// RegisterBrokerRecord versions 0-4 (all flexible) up to its endpoints. Version 4, which
 /// Kafka 4.4 writes, starts as 3 does (its fields are added after the endpoints): its
 /// endpoints read here are those Kafka's DumpLogSegments prints (`tests/it/metadata_log.rs`).
-fn register_broker(c: &mut Cursor<'_>, version: u32) -> Result<Decoded, Reason> {
+fn register_broker(c: &mut Reader<'_>, version: u32) -> Result<Decoded, Reason> {
     let broker_id = c.i32("BrokerId")?;
     if version >= 2 {
         c.i8("IsMigratingZkBroker")?;
     }
     c.uuid("IncarnationId")?;
     let broker_epoch = c.i64("BrokerEpoch")?;
-    let count = c.compact_len("EndPoints")?.unwrap_or(0);
+    let count = c.compact_array_len("EndPoints")?.unwrap_or(0);
     // an endpoint takes at least 6 bytes: no capacity past what is left
     let mut endpoints = Vec::with_capacity(count.min(c.remaining() / 6));
     for _ in 0..count {
-        let name = c.compact_string("EndPoints.Name")?.unwrap_or_default();
-        let host = c.compact_string("EndPoints.Host")?.unwrap_or_default();
+        let name = c
+            .compact_nullable_string("EndPoints.Name")?
+            .unwrap_or_default();
+        let host = c
+            .compact_nullable_string("EndPoints.Host")?
+            .unwrap_or_default();
         let port = c.u16("EndPoints.Port")?;
         let security_protocol = c.i16("EndPoints.SecurityProtocol")?;
-        c.skip_tagged_fields("EndPoints tagged fields")?;
+        c.tagged_slices(|_, _, _| Ok(()))?;
         endpoints.push(Endpoint {
             name,
             host,
@@ -149,15 +154,15 @@ pub type LeaderAndVoters = (i32, Vec<i32>);
 const MAX_VOTERS: usize = 64;
 
 /// A LeaderChangeMessage's `Voters`, from their array on.
-fn voters(v: &mut Cursor<'_>, message_version: i16) -> Result<Vec<i32>, Reason> {
-    let n = v.compact_len("LeaderChange Voters")?.unwrap_or(0);
+fn voters(v: &mut Reader<'_>, message_version: i16) -> Result<Vec<i32>, Reason> {
+    let n = v.compact_array_len("LeaderChange Voters")?.unwrap_or(0);
     let mut ids = Vec::new();
     for _ in 0..n {
         let id = v.i32("LeaderChange VoterId")?;
         if message_version >= 1 {
             v.uuid("LeaderChange VoterDirectoryId")?;
         }
-        v.skip_tagged_fields("LeaderChange Voter")?;
+        v.tagged_slices(|_, _, _| Ok(()))?;
         if ids.len() < MAX_VOTERS {
             ids.push(id);
         }
@@ -171,16 +176,16 @@ pub fn control(
     key: Option<&[u8]>,
     value: Option<&[u8]>,
 ) -> Result<(i16, Option<LeaderAndVoters>), Reason> {
-    let mut c = Cursor::new(key.unwrap_or_default());
+    let mut c = Reader::new(key.unwrap_or_default());
     let version = c.i16("control record key version")?;
     if version < 0 {
-        return Err(format!("control record key version {version}"));
+        return Err(format!("control record key version {version}").into());
     }
     let ty = c.i16("control record type")?;
     let leader = if ty == LEADER_CHANGE {
         // LeaderChangeMessage (flexible): Version i16, LeaderId i32, Voters [VoterId i32,
         // VoterDirectoryId uuid (v1+), tags], ...
-        let mut v = Cursor::new(value.unwrap_or_default());
+        let mut v = Reader::new(value.unwrap_or_default());
         let message_version = v.i16("LeaderChange Version")?;
         let leader = v.i32("LeaderChange LeaderId")?;
         Some((leader, voters(&mut v, message_version).unwrap_or_default()))

@@ -15,7 +15,35 @@ mod first_batch;
 mod merge;
 mod metadata;
 mod record;
-mod wire;
+
+/// Why a piece of a log did not read: one sentence with the numbers, for a
+/// [`LogProblem::Corrupt`]. The bytes are read by the Kafka stage's own reader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason(String);
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for Reason {
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(text: &str) -> Self {
+        Self(text.to_owned())
+    }
+}
+
+impl From<crate::kafka::reader::DecodeError> for Reason {
+    fn from(e: crate::kafka::reader::DecodeError) -> Self {
+        Self(e.to_string())
+    }
+}
 
 pub use dir::METADATA_DIR;
 

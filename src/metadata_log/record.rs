@@ -3,7 +3,8 @@
 //! length does not match its fields, a count that does not match the batch's, and bytes
 //! left after the last record.
 
-use super::wire::{Cursor, Reason};
+use super::Reason;
+use crate::kafka::reader::Reader;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record<'a> {
@@ -14,26 +15,23 @@ pub struct Record<'a> {
 
 /// Every record of a batch whose header says `count`.
 pub fn parse(bytes: &[u8], count: i32) -> Result<Vec<Record<'_>>, Reason> {
-    let mut c = Cursor::new(bytes);
+    let mut c = Reader::new(bytes);
     // no capacity from `count`: a record takes at least 7 bytes, so `bytes` bounds it
     let mut out = Vec::with_capacity((count.max(0) as usize).min(bytes.len() / 7));
     for i in 0..count {
         let len = c.varint("record length")?;
         let len = usize::try_from(len).map_err(|_| format!("record {i}: length {len}"))?;
-        let body = c.take(len, "record")?;
+        let body = c.slice("record", len)?;
         out.push(one(body).map_err(|e| format!("record {i}: {e}"))?);
     }
     if c.remaining() > 0 {
-        return Err(format!(
-            "{} bytes after the batch's {count} records",
-            c.remaining()
-        ));
+        return Err(format!("{} bytes after the batch's {count} records", c.remaining()).into());
     }
     Ok(out)
 }
 
 fn one(body: &[u8]) -> Result<Record<'_>, Reason> {
-    let mut c = Cursor::new(body);
+    let mut c = Reader::new(body);
     let _attributes = c.i8("attributes")?;
     let _timestamp_delta = c.varlong("timestampDelta")?;
     let offset_delta = c.varint("offsetDelta")?;
@@ -41,7 +39,7 @@ fn one(body: &[u8]) -> Result<Record<'_>, Reason> {
     let value = c.varint_bytes("value")?;
     let headers = c.varint("header count")?;
     if headers < 0 {
-        return Err(format!("header count {headers}"));
+        return Err(format!("header count {headers}").into());
     }
     for _ in 0..headers {
         match c.varint_bytes("header key")? {
@@ -51,10 +49,7 @@ fn one(body: &[u8]) -> Result<Record<'_>, Reason> {
         c.varint_bytes("header value")?;
     }
     if c.remaining() > 0 {
-        return Err(format!(
-            "{} bytes past its fields, inside its length",
-            c.remaining()
-        ));
+        return Err(format!("{} bytes past its fields, inside its length", c.remaining()).into());
     }
     Ok(Record {
         offset_delta,
