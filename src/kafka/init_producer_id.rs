@@ -286,10 +286,12 @@ fn plain<T: ToString>(
     traced(r, v, doc, |r| read(r, doc.0), ToString::to_string)
 }
 
-/// Versions 2 and up are flexible; Kafka never makes a later version rigid again, so a
-/// version above ours still has the flexible headers.
+/// Versions 2 and up are flexible (Kafka's table, `tables.rs`); Kafka never makes a later
+/// version rigid again, so a version above ours still has the flexible headers.
 fn is_flexible(version: i16) -> bool {
-    version >= 2
+    ApiKey::INIT_PRODUCER_ID
+        .flexible_from()
+        .is_some_and(|from| version >= from)
 }
 
 fn is_supported(version: i16) -> bool {

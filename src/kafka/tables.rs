@@ -67,12 +67,19 @@ impl ApiKey {
                 .is_some_and(|from| version >= from)
     }
 
-    /// Kafka's name, or `Unknown(<key>)`.
+    /// The first flexible version of its requests (and responses), from Kafka's table;
+    /// `Some(i16::MAX)` for an API with none, `None` for one the table does not list.
+    pub fn flexible_from(self) -> Option<i16> {
+        self.info()
+            .map(|info| info.request_flexible_from.unwrap_or(i16::MAX))
+    }
+
     /// AllocateProducerIds and InitProducerId: the messages producer ids travel in.
     pub fn carries_producer_ids(self) -> bool {
         self == Self::ALLOCATE_PRODUCER_IDS || self == Self::INIT_PRODUCER_ID
     }
 
+    /// Kafka's name, or `Unknown(<key>)`.
     pub fn name(self) -> String {
         match self.info() {
             Some(info) => info.name.clone(),
