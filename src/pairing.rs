@@ -16,27 +16,47 @@ use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
 use crate::kafka::tables::ApiKey;
 
-/// One AllocateProducerIds request and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exchange {
-    pub endpoints: Endpoints,
-    pub correlation_id: i32,
-    pub api_version: i16,
-    pub request_meta: MessageMeta,
-    pub request: Request,
-    pub outcome: Outcome,
+/// What pairing holds of one API: the request and response its decoder gives. An
+/// exchange of any API is an [`ApiExchange`] of it.
+pub trait Api {
+    type Request: std::fmt::Debug + Clone + PartialEq + Eq;
+    type Response: std::fmt::Debug + Clone + PartialEq + Eq;
 }
 
-/// One InitProducerId request and how it ended.
+/// AllocateProducerIds (API key 67): a broker asks the controller for a block of ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocateProducerIds;
+
+impl Api for AllocateProducerIds {
+    type Request = Request;
+    type Response = Response;
+}
+
+/// InitProducerId (API key 22): a producer asks a broker for an id and epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitProducerId;
+
+impl Api for InitProducerId {
+    type Request = init::Request;
+    type Response = init::Response;
+}
+
+/// One request of API `A` and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProducerIdExchange {
+pub struct ApiExchange<A: Api> {
     pub endpoints: Endpoints,
     pub correlation_id: i32,
     pub api_version: i16,
     pub request_meta: MessageMeta,
-    pub request: init::Request,
-    pub outcome: Outcome<init::Response>,
+    pub request: A::Request,
+    pub outcome: Outcome<A::Response>,
 }
+
+/// One AllocateProducerIds request and how it ended.
+pub type Exchange = ApiExchange<AllocateProducerIds>;
+
+/// One InitProducerId request and how it ended.
+pub type ProducerIdExchange = ApiExchange<InitProducerId>;
 
 /// What a cluster message said (where brokers listen, who leads), handed on as it comes:
 /// its facts need no answer to mean something.
@@ -120,7 +140,24 @@ pub struct ExchangeOrder {
     pub correlation_id: i32,
 }
 
-impl Exchange {
+impl<A: Api> ApiExchange<A> {
+    /// The exchange of `request`, sent with `head` (its ends, correlation id, version and
+    /// where it was), ended by `outcome`.
+    fn of(
+        (endpoints, correlation_id, api_version, request_meta): (Endpoints, i32, i16, MessageMeta),
+        request: A::Request,
+        outcome: Outcome<A::Response>,
+    ) -> Self {
+        Self {
+            endpoints,
+            correlation_id,
+            api_version,
+            request_meta,
+            request,
+            outcome,
+        }
+    }
+
     pub fn order(&self) -> ExchangeOrder {
         ExchangeOrder {
             request_frame: self.request_meta.frame,
@@ -134,21 +171,6 @@ impl Exchange {
         self.outcome
             .response()
             .map_or(&self.request_meta, |(meta, _)| meta)
-    }
-
-    /// Microseconds from the request to its response, when there is one.
-    pub fn latency_us(&self) -> Option<f64> {
-        latency_us(&self.request_meta, &self.outcome)
-    }
-}
-
-impl ProducerIdExchange {
-    pub fn order(&self) -> ExchangeOrder {
-        ExchangeOrder {
-            request_frame: self.request_meta.frame,
-            connection: self.endpoints.connection,
-            correlation_id: self.correlation_id,
-        }
     }
 
     /// Microseconds from the request to its response, when there is one.
@@ -303,32 +325,24 @@ impl Pairing {
         meta: MessageMeta,
         response: DecodedResponse,
     ) {
+        let head = (ends, correlation_id, api_version, request_meta);
         match (request, response) {
             (DecodedRequest::Allocate(request), DecodedResponse::Allocate(response)) => {
-                self.exchanges.push(Exchange {
-                    endpoints: ends,
-                    correlation_id,
-                    api_version,
-                    request_meta,
-                    request: *request,
-                    outcome: Outcome::Complete { meta, response },
-                });
+                let outcome = Outcome::Complete { meta, response };
+                self.exchanges
+                    .push(ApiExchange::of(head, *request, outcome));
             }
             (
                 DecodedRequest::InitProducerId(request),
                 DecodedResponse::InitProducerId(response),
             ) => {
-                self.producer_exchanges.push(ProducerIdExchange {
-                    endpoints: ends,
-                    correlation_id,
-                    api_version,
-                    request_meta,
-                    request: *request,
-                    outcome: Outcome::Complete { meta, response },
-                });
+                let outcome = Outcome::Complete { meta, response };
+                self.producer_exchanges
+                    .push(ApiExchange::of(head, *request, outcome));
             }
             // The Kafka stage decodes a response as its request's API: never apart.
             (request, _) => {
+                let (ends, correlation_id, api_version, request_meta) = head;
                 let request = (request_meta, api_version, request);
                 self.without_response(ends, correlation_id, request, true);
             }
@@ -344,24 +358,17 @@ impl Pairing {
         (request_meta, api_version, request): WaitingRequest,
         unknown: bool,
     ) {
+        let head = (ends, correlation_id, api_version, request_meta);
         match request {
-            DecodedRequest::Allocate(request) => self.exchanges.push(Exchange {
-                endpoints: ends,
-                correlation_id,
-                api_version,
-                request_meta,
-                request: *request,
-                outcome: Outcome::without_response(unknown),
-            }),
+            DecodedRequest::Allocate(request) => {
+                let outcome = Outcome::without_response(unknown);
+                self.exchanges
+                    .push(ApiExchange::of(head, *request, outcome));
+            }
             DecodedRequest::InitProducerId(request) => {
-                self.producer_exchanges.push(ProducerIdExchange {
-                    endpoints: ends,
-                    correlation_id,
-                    api_version,
-                    request_meta,
-                    request: *request,
-                    outcome: Outcome::without_response(unknown),
-                });
+                let outcome = Outcome::without_response(unknown);
+                self.producer_exchanges
+                    .push(ApiExchange::of(head, *request, outcome));
             }
             // Never held: handed on as it came.
             DecodedRequest::Cluster(_, _) => {}
