@@ -20,7 +20,7 @@ use crate::packet_ref::{Origin, PacketRef};
 use crate::timestamp::Timestamp;
 
 pub use kinds::Kind;
-pub use observation::Observation;
+pub use observation::{IdSpan, Observation};
 pub use parts::{
     BadGrant, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap,
     RetryAfter, Side, Undecoded,

@@ -98,6 +98,8 @@ fn finding(block: &Block, frames: Vec<u64>, what: Observation<'_>) -> Finding {
         at: (block.timestamp),
         facts: what.facts(),
         message: what.to_string(),
+        ids: what.ids(),
+        fault: None,
     }
 }
 
@@ -182,6 +184,8 @@ impl Tracker {
                     at: (at),
                     facts: what.facts(),
                     message: what.to_string(),
+                    ids: what.ids(),
+                    fault: None,
                 });
                 return None;
             }

@@ -103,6 +103,8 @@ fn finding(
         at,
         facts: what.facts(),
         message: what.to_string(),
+        ids: what.ids(),
+        fault: None,
     }
 }
 

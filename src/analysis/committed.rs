@@ -371,6 +371,8 @@ fn finding_at_record(what: Observation<'_>, b: &CommittedBlock) -> Finding {
         at: timestamp_of_ms(b.place.time_ms),
         facts: what.facts(),
         message: what.to_string(),
+        ids: what.ids(),
+        fault: None,
     }
 }
 
@@ -383,6 +385,8 @@ fn finding_at_block(what: Observation<'_>, block: &Block) -> Finding {
         at: block.timestamp,
         facts: what.facts(),
         message: what.to_string(),
+        ids: what.ids(),
+        fault: None,
     }
 }
 

@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::diag::obs;
-use crate::diag::{At, Diagnostics, Facts, Kind, Observation, MAX_LISTED_PER_KIND};
+use crate::diag::{At, Diagnostics, Facts, IdSpan, Kind, Observation, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
 use crate::packet_ref::PacketRef;
@@ -115,6 +115,11 @@ pub struct Finding {
     /// What the message says, as numbers and names.
     pub facts: Facts,
     pub message: String,
+    /// The ids it is about, for a block's overlap, regression or gap.
+    pub ids: Option<IdSpan>,
+    /// The response frame of the fault it restates with other findings (its
+    /// `fault_frame` fact), set once every finding is known.
+    pub fault: Option<u64>,
 }
 
 /// Slowest responses kept as candidates for `pid_slow_response` (the threshold is known
@@ -382,36 +387,27 @@ impl Analyzer {
     /// one block (the later block's response frame is the fault), and a duplicate grant
     /// of an id an overlap gave twice. Each gets a `fault_frame` fact.
     fn link_faults(&mut self) {
-        let int = |f: &Finding, name: &str| {
-            f.facts.iter().find_map(|(n, v)| match v {
-                crate::diag::Fact::Int(i) if *n == name => Some(*i),
-                crate::diag::Fact::Uint(u) if *n == name => i64::try_from(*u).ok(),
-                _ => None,
-            })
-        };
         // the ids each overlap gave twice, and its block's frame
-        let overlaps: Vec<(i64, i64, u64)> = self
+        let overlaps: Vec<(IdSpan, u64)> = self
             .findings
             .iter()
             .filter(|f| f.kind == Kind::PidBlockOverlap)
-            .filter_map(|f| {
-                let frame = *f.frames.last()?;
-                Some((int(f, "ids_start")?, int(f, "ids_end")?, frame))
-            })
+            .filter_map(|f| Some((f.ids?, *f.frames.last()?)))
             .collect();
         for f in &mut self.findings {
             let fault = match f.kind {
                 Kind::PidBlockOverlap | Kind::PidBlockRegression => f.frames.last().copied(),
-                Kind::PidDuplicateGrant => int(f, "producer_id").and_then(|id| {
+                Kind::PidDuplicateGrant => producer_id_of(f).and_then(|id| {
                     overlaps
                         .iter()
-                        .find(|(start, end, _)| (*start..=*end).contains(&id))
-                        .map(|(_, _, frame)| *frame)
+                        .find(|(ids, _)| (ids.start..=ids.end).contains(&id))
+                        .map(|(_, frame)| *frame)
                 }),
                 _ => None,
             };
             if let Some(frame) = fault {
                 f.facts.push(("fault_frame", frame.into()));
+                f.fault = Some(frame);
             }
         }
     }
@@ -552,10 +548,20 @@ impl Analyzer {
                 at: (c.at),
                 facts: what.facts(),
                 message: what.to_string(),
+                ids: what.ids(),
+                fault: None,
             });
         }
         (Some(threshold), unlisted)
     }
+}
+
+/// The producer id a duplicate grant's finding names.
+fn producer_id_of(f: &Finding) -> Option<i64> {
+    f.facts.iter().find_map(|(name, value)| match value {
+        crate::diag::Fact::Int(id) if *name == "producer_id" => Some(*id),
+        _ => None,
+    })
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -583,6 +589,8 @@ fn finding_of(
         at,
         facts: what.facts(),
         message: what.to_string(),
+        ids: what.ids(),
+        fault: None,
     }
 }
 

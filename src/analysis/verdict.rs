@@ -575,18 +575,12 @@ fn finding(e: &Evidence<'_>, kind: Kind) -> Option<String> {
 /// The other listed findings linked to `finding`'s fault: `a pid_block_regression (frame
 /// 59)`.
 fn same_fault(findings: &[Finding], finding: &Finding) -> Vec<String> {
-    let fault = |f: &Finding| {
-        f.facts
-            .iter()
-            .find(|(name, _)| *name == "fault_frame")
-            .map(|(_, v)| v.clone())
-    };
-    let Some(of) = fault(finding) else {
+    let Some(of) = finding.fault else {
         return Vec::new();
     };
     findings
         .iter()
-        .filter(|f| f.kind != finding.kind && fault(f).as_ref() == Some(&of))
+        .filter(|f| f.kind != finding.kind && f.fault == Some(of))
         .map(|f| {
             let frame = f
                 .frames

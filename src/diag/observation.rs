@@ -115,7 +115,34 @@ pub const UNDECODED_KINDS: [Kind; 3] = [
 /// Fetch's API key: its requests are read only for who fetches the quorum's log.
 const FETCH_API_KEY: i16 = 1;
 
+/// The producer ids a finding is about, first to last: what the timeline outlines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdSpan {
+    pub start: i64,
+    pub end: i64,
+}
+
 impl Observation<'_> {
+    /// The ids a block finding is about: those two blocks share (an overlap), those
+    /// from a regressing block's start up to the end of the block it fell below, those
+    /// no block holds (a gap).
+    pub fn ids(&self) -> Option<IdSpan> {
+        let (start, end) = match self {
+            Self::PidBlockOverlap(
+                Overlap::Block {
+                    ids_start, ids_end, ..
+                }
+                | Overlap::Folded {
+                    ids_start, ids_end, ..
+                },
+            ) => (*ids_start, *ids_end),
+            Self::PidBlockRegression(r) => (r.start, r.other_end),
+            Self::PidBlockGap(g) => (g.ids_start, g.ids_end),
+            _ => return None,
+        };
+        Some(IdSpan { start, end })
+    }
+
     /// How serious this one is: its kind's severity, except that a message of an API
     /// that carries no producer-id information (an inter-broker Fetch response cut by a
     /// restarting broker's RST, a Fetch request not read) is only info: it is listed,

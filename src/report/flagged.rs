@@ -175,7 +175,7 @@ impl FlaggedProducers {
             );
         }
         for f in findings.iter().filter(|f| overlap_with_holders(f)) {
-            let (Some(start), Some(end)) = (int(f, "ids_start"), int(f, "ids_end")) else {
+            let Some(ids) = f.ids else {
                 continue;
             };
             let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
@@ -183,7 +183,7 @@ impl FlaggedProducers {
                 "holds an id of an overlap (blocks of frames {})",
                 frames.join(" and ")
             );
-            let holders = self.holders(start, end);
+            let holders = self.holders(ids.start, ids.end);
             let affected = int(f, "affected_producers").unwrap_or(0);
             not_kept += u64::try_from(affected)
                 .unwrap_or(0)
@@ -232,7 +232,7 @@ pub fn int(f: &PidFinding, name: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::Severity;
+    use crate::diag::{IdSpan, Severity};
     use crate::report::model::UnixTime;
     use crate::timestamp::Timestamp;
 
@@ -268,6 +268,8 @@ mod tests {
             ]
             .into(),
             message: String::new(),
+            ids: Some(IdSpan { start, end }),
+            fault: None,
         }
     }
 

@@ -521,6 +521,8 @@ fn pid_finding(f: &Finding) -> model::PidFinding {
         unix_time: UnixTime(f.at),
         facts: f.facts.iter().cloned().collect(),
         message: f.message.clone(),
+        ids: f.ids,
+        fault: f.fault,
     }
 }
 

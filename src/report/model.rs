@@ -324,7 +324,7 @@ use serde::Serialize;
 use crate::analysis::committed::DeliveryName;
 use crate::analysis::controllers::pieces::{PieceState, SourceName};
 use crate::analysis::controllers::Evidence;
-use crate::diag::{Fact, Kind, Severity};
+use crate::diag::{Fact, IdSpan, Kind, Severity};
 use crate::latency;
 use crate::pairing::Status;
 use crate::timestamp::Timestamp;
@@ -1088,6 +1088,15 @@ pub struct PidFinding {
     /// docs/report-format.md).
     pub facts: BTreeMap<&'static str, Fact>,
     pub message: String,
+    /// The ids it is about (an overlap, regression or gap), typed for the formats that
+    /// draw them; in the JSON, its facts say so.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub ids: Option<IdSpan>,
+    /// The fault it restates with other findings (`facts.fault_frame`), typed likewise.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub fault: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]

@@ -465,16 +465,16 @@ impl Chart {
         // regression too)
         let mut marked = BTreeSet::new();
         for f in self.outlined().take(MAX_OUTLINES) {
-            let fact = |name: &str| f.facts.get(name).and_then(crate::diag::Fact::as_f64);
             let at = f.unix_time.seconds();
-            let (from, to, class) = match f.kind {
-                Kind::PidBlockOverlap => (fact("ids_start"), fact("ids_end"), "overlap"),
-                Kind::PidBlockRegression => (fact("start"), fact("other_end"), "regression"),
-                _ => (fact("ids_start"), fact("ids_end"), "gap"),
+            let class = match f.kind {
+                Kind::PidBlockOverlap => "overlap",
+                Kind::PidBlockRegression => "regression",
+                _ => "gap",
             };
-            let (Some(from), Some(to)) = (from, to) else {
+            let Some(ids) = f.ids else {
                 continue;
             };
+            let (from, to) = (ids.start as f64, ids.end as f64);
             // at least a few pixels tall, centred on its ids, however long the axis: a
             // one-id overlap on an axis of 12,000 ids is the fault the page exists to show
             let (y0, y1) = (scale.y(from), scale.y(to + 1.0));

@@ -20,7 +20,7 @@ use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::verdict::Grade;
 use crate::analysis::{Block, Placed};
-use crate::diag::{Fact, Kind, Severity, MAX_LISTED_PER_KIND};
+use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
 use crate::pairing::{self, ExchangeOrder};
 use timeline::Timeline;
@@ -345,19 +345,8 @@ fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
         return Ok(());
     }
     // findings linked to one fault (`fault_frame`) are that fault seen from each side
-    let faults: std::collections::BTreeSet<String> = findings
-        .iter()
-        .filter_map(|f| {
-            f.facts
-                .get("fault_frame")
-                .and_then(Fact::as_f64)
-                .map(|n| n.to_string())
-        })
-        .collect();
-    let linked = findings
-        .iter()
-        .filter(|f| f.facts.contains_key("fault_frame"))
-        .count();
+    let faults: std::collections::BTreeSet<u64> = findings.iter().filter_map(|f| f.fault).collect();
+    let linked = findings.iter().filter(|f| f.fault.is_some()).count();
     let of_faults = match (linked, faults.len()) {
         (0, _) => String::new(),
         (n, faults) if n > faults => {

@@ -172,10 +172,10 @@ fn number(f: &PidFinding, name: &str) -> u64 {
 /// The overlap, then under it the first holders of its ids, each on a line of its own.
 fn overlap_lines(f: &PidFinding, flagged: &FlaggedProducers) -> String {
     let mut lines = overlap_line(f);
-    let (Some(start), Some(end)) = (int(f, "ids_start"), int(f, "ids_end")) else {
+    let Some(ids) = f.ids else {
         return lines;
     };
-    let holders = flagged.holders(start, end);
+    let holders = flagged.holders(ids.start, ids.end);
     for g in holders.iter().take(MAX_HOLDERS) {
         lines += &format!(
             "\n    {}: producer id {} epoch {} (frame {})",
