@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use super::placement::{BlockRef, Blocks, Grant, Placement};
+use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
 use super::{Block, Finding, StatusCounts, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
 use crate::diag::Observation;
@@ -78,8 +78,8 @@ pub struct ProducerTotals {
     pub errors: u64,
     /// Responses by error code, NONE included.
     pub error_codes: BTreeMap<ErrorCode, u64>,
-    /// Granted ids by placement name (see [`Placement::as_str`]).
-    pub placements: BTreeMap<&'static str, u64>,
+    /// Granted ids by placement.
+    pub placements: BTreeMap<PlacementName, u64>,
     pub duplicates: u64,
     /// Exchanges whose broker no message read names (its address mapped to no id).
     pub broker_unknown: u64,
@@ -89,9 +89,9 @@ pub struct ProducerTotals {
 }
 
 impl ProducerTotals {
-    /// Granted ids placed as `name` (as [`Placement::as_str`] names it).
-    pub fn placed(&self, name: &str) -> u64 {
-        self.placements.get(name).copied().unwrap_or(0)
+    /// Granted ids placed as `name`.
+    pub fn placed(&self, name: PlacementName) -> u64 {
+        self.placements.get(&name).copied().unwrap_or(0)
     }
 }
 
@@ -197,11 +197,7 @@ impl Tracker {
         if let (Some(broker_id), true) = (broker_id, placement.is_fault()) {
             findings.push(self.fault(&placement, reason.as_deref(), broker_id, id, meta));
         }
-        *self
-            .totals
-            .placements
-            .entry(placement.as_str())
-            .or_default() += 1;
+        *self.totals.placements.entry(placement.name()).or_default() += 1;
         placed.placement = Some(placement);
         placed.reason = reason;
         let holder = Holder {
@@ -442,8 +438,8 @@ mod tests {
         assert_eq!(placed[2].reason, None);
         assert_eq!(
             (
-                t.totals.placed("in_block"),
-                t.totals.placed("previous_block")
+                t.totals.placed(PlacementName::InBlock),
+                t.totals.placed(PlacementName::PreviousBlock)
             ),
             (2, 3)
         );
@@ -510,7 +506,7 @@ mod tests {
             "{}",
             found[0].message
         );
-        assert_eq!(t.totals.placed("outside_blocks"), 1);
+        assert_eq!(t.totals.placed(PlacementName::OutsideBlocks), 1);
     }
 
     /// What the capture did not hold is never the ground of a fault: a bumped epoch whose

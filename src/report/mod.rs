@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 
 use crate::analysis::controllers::pieces;
-use crate::analysis::{verdict, Analysis, Block, BrokerStats, Finding, Said};
+use crate::analysis::{verdict, Analysis, Block, BrokerStats, Finding, PlacementName, Said};
 use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
 use crate::kafka::reader::TaggedField;
@@ -299,14 +299,14 @@ fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdC
         granted: t.granted,
         errors: t.errors,
         error_codes: by_name(&t.error_codes),
-        in_block: t.placed("in_block"),
-        previous_block: t.placed("previous_block"),
-        before_capture: t.placed("before_capture"),
-        kept_by_transactional_id: t.placed("kept_by_transactional_id"),
-        another_brokers_block: t.placed("another_brokers_block"),
-        older_block: t.placed("older_block"),
-        outside_blocks: t.placed("outside_blocks"),
-        unknown: t.placed("unknown"),
+        in_block: t.placed(PlacementName::InBlock),
+        previous_block: t.placed(PlacementName::PreviousBlock),
+        before_capture: t.placed(PlacementName::BeforeCapture),
+        kept_by_transactional_id: t.placed(PlacementName::KeptByTransactionalId),
+        another_brokers_block: t.placed(PlacementName::AnotherBrokersBlock),
+        older_block: t.placed(PlacementName::OlderBlock),
+        outside_blocks: t.placed(PlacementName::OutsideBlocks),
+        unknown: t.placed(PlacementName::Unknown),
         duplicates: t.duplicates,
         grants_forgotten: t.grants_forgotten,
         broker_unknown: t.broker_unknown,
