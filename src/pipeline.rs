@@ -266,9 +266,12 @@ fn to_pairing(
     batcher: &mut Batcher,
     mut watch: Option<&mut FrameWatch>,
 ) {
-    for (index, reading) in dissector.out.readings.drain(..) {
-        if let Some(watch) = watch.as_deref_mut() {
-            watch.reading(index, reading);
+    // empty unless a frame is watched: no drain per packet otherwise
+    if !dissector.out.readings.is_empty() {
+        for (index, reading) in dissector.out.readings.drain(..) {
+            if let Some(watch) = watch.as_deref_mut() {
+                watch.reading(index, reading);
+            }
         }
     }
     for message in dissector.out.messages.drain(..) {
