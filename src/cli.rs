@@ -9,7 +9,7 @@ use clap::Parser;
 use crate::analysis::SlowRule;
 use crate::config::Config;
 use crate::gate::Condition;
-use crate::kafka::KafkaConfig;
+use crate::kafka::{KafkaConfig, KeepRaw};
 use crate::report::filter::{Filter, TimeBound};
 
 /// The two modes: captures (with or without metadata logs beside them), or metadata logs
@@ -477,7 +477,7 @@ impl From<Args> for Options {
                 ports,
                 max_frame_len: u32::try_from(args.max_frame).unwrap_or(u32::MAX),
                 // the tree's sink asks for the messages' bytes (Needs::raw_messages)
-                keep_raw: false,
+                keep_raw: KeepRaw::Nothing,
                 max_pending: args.max_pending,
                 // the pipeline asks for every message when it watches a frame
                 list_every_message: false,

@@ -172,7 +172,7 @@ fn process(
     let needs = sink.needs();
     // what the sink asks of the decoder, asked for here, not by the command line
     let mut kafka = config.kafka.clone();
-    kafka.keep_raw |= needs.raw_messages;
+    kafka.keep_raw = kafka.keep_raw.max(needs.raw_messages);
     let config = &Config {
         kafka,
         ..config.clone()

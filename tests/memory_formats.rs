@@ -78,7 +78,10 @@ fn peak_of(
     make: impl FnOnce(Box<dyn Write + Send>) -> Box<dyn Sink>,
 ) -> (usize, u64, String) {
     let mut config = pidshark::Config::for_inputs(vec![path.to_str().unwrap().to_owned()]);
-    config.kafka.keep_raw = keep_raw;
+    config.kafka.keep_raw = match keep_raw {
+        true => pidshark::kafka::KeepRaw::ProducerIds,
+        false => pidshark::kafka::KeepRaw::Nothing,
+    };
     config.max_recent_blocks = 256;
     let out = Counted::default();
     let mut sink = make(Box::new(out.clone()));

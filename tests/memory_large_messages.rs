@@ -62,7 +62,7 @@ fn large_exchanges_in_flight_are_capped_by_bytes() {
     }
     let before = ALLOCATOR.max_allocated();
     let mut config = pidshark::Config::for_inputs(vec![path.to_str().unwrap().to_owned()]);
-    config.kafka.keep_raw = true;
+    config.kafka.keep_raw = pidshark::kafka::KeepRaw::ProducerIds;
     let mut lines = 0u64;
     let mut sink = |ex: &pidshark::report::model::Exchange| -> std::io::Result<()> {
         let tags = ex

@@ -22,7 +22,12 @@ impl Sink for Tee {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: self.0.iter().any(|s| s.needs().blocks_in_report),
-            raw_messages: self.0.iter().any(|s| s.needs().raw_messages),
+            raw_messages: self
+                .0
+                .iter()
+                .map(|s| s.needs().raw_messages)
+                .max()
+                .unwrap_or_default(),
         }
     }
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
@@ -57,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
     config.max_held_len = 64 * 1024;
     config.max_connections = 64;
     // the tree view decodes the kept bytes again; it must cope with whatever was kept
-    config.kafka.keep_raw = true;
+    config.kafka.keep_raw = pidshark::kafka::KeepRaw::Every;
     // Through the read-ahead thread, as files and standard input are read.
     let reader: Box<dyn std::io::Read + Send> = Box::new(pidshark::input::ReadAhead::new(
         std::io::Cursor::new(data.to_vec()),

@@ -6,7 +6,9 @@ use super::decoded::{Problem, Undecoded, LENGTH_PREFIX_LEN};
 use super::header::RequestPrefix;
 use super::reader::{DecodeError, TaggedField};
 use super::tables::ApiKey;
-use super::{allocate_producer_ids as allocate, init_producer_id as init, MALLOC_OVERHEAD};
+use super::{
+    allocate_producer_ids as allocate, init_producer_id as init, KeepRaw, MALLOC_OVERHEAD,
+};
 
 /// Whether requests of `api` are paired with their responses into exchanges: their
 /// decoded requests wait in pairing.
@@ -80,7 +82,7 @@ impl Kept {
         (api, version): (ApiKey, i16),
         is_request: bool,
     ) -> Option<Box<Self>> {
-        let message = bytes.message.filter(|_| bytes.keep_raw)?;
+        let message = bytes.message.filter(|_| bytes.keep_raw == KeepRaw::Every)?;
         Some(Box::new(Self {
             api,
             version,
@@ -214,7 +216,7 @@ pub struct Captured<'a> {
     pub message: Option<&'a [u8]>,
     pub len: u32,
     pub missing: u32,
-    pub keep_raw: bool,
+    pub keep_raw: KeepRaw,
 }
 
 impl DecodedRequest {
@@ -321,7 +323,9 @@ fn read<T: Undecoded>(
         None => T::default(),
     };
     match bytes.message {
-        Some(message) if bytes.keep_raw => *decoded.raw_mut() = message.to_vec(),
+        Some(message) if bytes.keep_raw >= KeepRaw::ProducerIds => {
+            *decoded.raw_mut() = message.to_vec();
+        }
         Some(_) => {}
         None => *decoded.problem_mut() = Some(not_read),
     }

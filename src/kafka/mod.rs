@@ -67,13 +67,23 @@ pub const MALLOC_OVERHEAD: usize = 16;
 const EPHEMERAL_PORTS_START: u16 = 32768;
 
 /// How Kafka is recognised.
+/// Which decoded messages keep their bytes as captured, for a sink that draws them: none,
+/// those that carry producer ids, or every one (the cluster's too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum KeepRaw {
+    #[default]
+    Nothing,
+    ProducerIds,
+    Every,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KafkaConfig {
     /// Server ports that are Kafka without looking at the bytes.
     pub ports: Vec<u16>,
     pub max_frame_len: u32,
-    /// Keep the bytes of AllocateProducerIds messages (for `--format tree`).
-    pub keep_raw: bool,
+    /// Which decoded messages keep their bytes (for `--format tree`).
+    pub keep_raw: KeepRaw,
     /// Requests waiting for a response per connection.
     pub max_pending: usize,
     /// List every message, not only those decoded (the pipeline sets it for `--frame`).
@@ -85,7 +95,7 @@ impl Default for KafkaConfig {
         Self {
             ports: Vec::new(),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
-            keep_raw: false,
+            keep_raw: KeepRaw::Nothing,
             max_pending: waiting::MAX_PENDING_PER_CONNECTION,
             list_every_message: false,
         }

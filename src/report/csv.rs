@@ -12,6 +12,7 @@ use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
+use crate::kafka::KeepRaw;
 use crate::pairing::{self, ExchangeOrder, ProducerIdExchange};
 
 /// Columns of `--format csv`.
@@ -342,7 +343,7 @@ impl Sink for CsvSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            raw_messages: false,
+            raw_messages: KeepRaw::Nothing,
         }
     }
 

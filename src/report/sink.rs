@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use super::model::Report;
 use super::{exchange, producer_id_entry};
 use crate::analysis::{Block, Placed};
+use crate::kafka::KeepRaw;
 use crate::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
 
 /// What the run prepares for a sink.
@@ -17,9 +18,9 @@ pub struct Needs {
     /// The report handed to [`Sink::finish`] lists every block (a sink that takes each
     /// block as it comes does not need the analysis to keep them too).
     pub blocks_in_report: bool,
-    /// Each decoded message keeps its bytes as captured (`--format tree` draws them), which
-    /// no other format pays for.
-    pub raw_messages: bool,
+    /// Which decoded messages keep their bytes as captured (`--format tree` draws them),
+    /// which no other format pays for.
+    pub raw_messages: KeepRaw,
 }
 
 /// One output of a run.
@@ -55,7 +56,7 @@ impl Sink for Collect {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: true,
-            raw_messages: false,
+            raw_messages: KeepRaw::Nothing,
         }
     }
 
@@ -94,7 +95,7 @@ where
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            raw_messages: false,
+            raw_messages: KeepRaw::Nothing,
         }
     }
 

@@ -21,7 +21,7 @@ use crate::kafka::header::{self, RequestPrefix};
 use crate::kafka::layout::{Node, Recorder};
 use crate::kafka::tables::ApiKey;
 use crate::kafka::trace;
-use crate::kafka::{allocate_producer_ids, init_producer_id};
+use crate::kafka::{allocate_producer_ids, init_producer_id, KeepRaw};
 use crate::pairing::{self, ClusterEvent};
 
 const SIZE_LEN: usize = 4;
@@ -538,7 +538,11 @@ impl Sink for TreeSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            raw_messages: true,
+            // the cluster's messages are drawn only for `--frame`
+            raw_messages: match self.only_frame {
+                Some(_) => KeepRaw::Every,
+                None => KeepRaw::ProducerIds,
+            },
         }
     }
 

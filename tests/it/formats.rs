@@ -674,3 +674,53 @@ fn expect_reads_back_each_golden_format_with_every_ndjson_line_type() {
             .stderr("");
     }
 }
+
+/// The tree asks the decoder for the cluster's messages' bytes only when it draws them
+/// (`--frame`): without it, none of them is copied; with it, every one is kept.
+#[test]
+fn the_tree_keeps_cluster_messages_bytes_only_for_frame() {
+    use pidshark::analysis::{Block, Placed};
+    use pidshark::kafka::apis::ClusterFact;
+    use pidshark::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
+    use pidshark::report::model::Report;
+    use pidshark::report::sink::{Needs, Sink};
+    use pidshark::report::tree::TreeSink;
+
+    /// The tree, counting the cluster events it is handed and those with bytes.
+    struct Counting(TreeSink, u64, u64);
+    impl Sink for Counting {
+        fn needs(&self) -> Needs {
+            self.0.needs()
+        }
+        fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> std::io::Result<()> {
+            self.0.exchange(ex, block)
+        }
+        fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> std::io::Result<()> {
+            self.0.producer(px, placed)
+        }
+        fn cluster(&mut self, ev: &ClusterEvent) -> std::io::Result<()> {
+            // an AllocateProducerIds request's early word is no message of its own
+            if !matches!(*ev.fact, ClusterFact::BlockAsked { .. }) {
+                self.1 += 1;
+                self.2 += u64::from(ev.kept.is_some());
+            }
+            self.0.cluster(ev)
+        }
+        fn finish(&mut self, report: &mut Report) -> std::io::Result<()> {
+            self.0.finish(report)
+        }
+    }
+    let capture = root().join("fixtures/kafka-real/3.9.1-controller-kill.pcap.gz");
+    let config = pidshark::Config::for_inputs(vec![capture.to_str().unwrap().to_owned()]);
+    for frame in [None, Some(39)] {
+        let tree = TreeSink::new(Box::new(std::io::sink())).only_frame(frame);
+        let mut counting = Counting(tree, 0, 0);
+        pidshark::run(&config, &mut counting).unwrap();
+        let (events, kept) = (counting.1, counting.2);
+        assert!(events > 100, "{events} cluster messages");
+        match frame {
+            None => assert_eq!(kept, 0),
+            Some(_) => assert_eq!(kept, events),
+        }
+    }
+}

@@ -25,6 +25,7 @@ use super::sink::{Needs, Sink};
 use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
+use crate::kafka::KeepRaw;
 use crate::pairing::{self, ProducerIdExchange};
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
@@ -156,7 +157,7 @@ impl Sink for HtmlSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            raw_messages: false,
+            raw_messages: KeepRaw::Nothing,
         }
     }
 

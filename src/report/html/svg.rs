@@ -480,7 +480,8 @@ impl Chart {
             let (y0, y1) = (scale.y(from), scale.y(to + 1.0));
             let height = (y0 - y1).max(MIN_FAULT_PX);
             let (mid, top) = ((y0 + y1) / 2.0, (y0 + y1 - height) / 2.0);
-            let style = if class == "gap" {
+            let gap = f.kind == Kind::PidBlockGap;
+            let style = if gap {
                 "fill=\"url(#hatch)\" stroke=\"#888\"".to_owned()
             } else {
                 format!(
@@ -494,7 +495,7 @@ impl Chart {
                 f.kind,
                 esc(&f.message)
             );
-            if class != "gap" && marked.insert((scale.x(at), (mid / 12.0).round() as i64)) {
+            if !gap && marked.insert((scale.x(at), (mid / 12.0).round() as i64)) {
                 // a marker beside it, for the eye to find it at any zoom
                 let _ = writeln!(
                     s,

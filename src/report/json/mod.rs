@@ -19,6 +19,7 @@ use super::sink::{Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
+use crate::kafka::KeepRaw;
 use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
 use writer::Raw;
 
@@ -78,7 +79,7 @@ impl Sink for JsonSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            raw_messages: false,
+            raw_messages: KeepRaw::Nothing,
         }
     }
 
@@ -201,7 +202,7 @@ impl Sink for NdjsonSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            raw_messages: false,
+            raw_messages: KeepRaw::Nothing,
         }
     }
 

@@ -22,6 +22,7 @@ use crate::analysis::verdict::Grade;
 use crate::analysis::{Block, Placed};
 use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
+use crate::kafka::KeepRaw;
 use crate::pairing::{self, ExchangeOrder};
 use timeline::Timeline;
 
@@ -148,7 +149,7 @@ impl Sink for TextSink {
     fn needs(&self) -> Needs {
         Needs {
             blocks_in_report: false,
-            raw_messages: false,
+            raw_messages: KeepRaw::Nothing,
         }
     }
 
