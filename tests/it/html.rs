@@ -410,6 +410,18 @@ fn worth_capture(path: &std::path::Path, failed: i32, healthy: i32, slow: i32) {
     w.finish();
 }
 
+/// What `--format <format> --slow-ms 500` writes for `pcap`.
+fn slow_ms_500(pcap: &std::path::Path, format: &str) -> String {
+    let out = pidshark()
+        .arg(pcap)
+        .args(["--format", format, "--slow-ms", "500"])
+        .assert()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
 /// Text and HTML list the exchanges worth a look by the analysis's one rule, and count
 /// the same: 55 errors and 5 slow ones are 60, of which HTML lists 50 and text 20.
 #[test]
@@ -417,16 +429,7 @@ fn text_and_html_count_the_same_exchanges_worth_a_look() {
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("worth.pcap");
     worth_capture(&pcap, 55, 30, 5);
-    let pcap = pcap.to_str().unwrap();
-    let run = |format: &str| {
-        let out = pidshark()
-            .args([pcap, "--format", format, "--slow-ms", "500"])
-            .assert()
-            .get_output()
-            .stdout
-            .clone();
-        String::from_utf8(out).unwrap()
-    };
+    let run = |format| slow_ms_500(&pcap, format);
     let html = run("html");
     assert!(
         html.contains("<p id=\"exchanges-listed\">50 of 60 exchanges worth a look"),
@@ -447,16 +450,7 @@ fn html_counts_slow_exchanges_past_its_candidates_as_a_floor() {
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("slow.pcap");
     worth_capture(&pcap, 0, 1100, 1100);
-    let pcap = pcap.to_str().unwrap();
-    let out = |format: &str| {
-        let out = pidshark()
-            .args([pcap, "--format", format, "--slow-ms", "500"])
-            .assert()
-            .get_output()
-            .stdout
-            .clone();
-        String::from_utf8(out).unwrap()
-    };
+    let out = |format| slow_ms_500(&pcap, format);
     let html = out("html");
     assert!(
         html.contains("<p id=\"exchanges-listed\">50 of at least 1000 exchanges worth a look"),
