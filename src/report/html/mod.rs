@@ -206,7 +206,8 @@ impl Sink for HtmlSink {
         let Some(why) = gist.trouble() else {
             // worth a look only if slow, which is known at the end
             if let Some(us) = ex.latency_us {
-                self.slow_candidate((us * 1000.0) as i64, row(String::new()));
+                let ns = (us * 1000.0) as i64;
+                self.slow_candidate(ns, ex.request.frame, || row(String::new()));
             }
             return Ok(());
         };
@@ -302,8 +303,17 @@ impl HtmlSink {
         self.kept.contains(&b).then_some(b)
     }
 
-    /// Keeps an exchange in no trouble among the slowest, `ns` its latency.
-    fn slow_candidate(&mut self, ns: i64, row: Row) {
+    /// Keeps an exchange in no trouble among the slowest, `ns` its latency and `frame`
+    /// its request's.
+    fn slow_candidate(&mut self, ns: i64, frame: u64, row: impl FnOnce() -> Row) {
+        // no row built for one faster than every one kept: it would go at once
+        let full = self.slow_candidates.len() >= MAX_SLOW_CANDIDATES;
+        let fastest = self.slow_candidates.peek().map(|Reverse(c)| c.key());
+        if full && fastest.is_some_and(|k| k >= (ns, Some(frame))) {
+            self.more_at_least = true;
+            return;
+        }
+        let row = row();
         self.slow_candidates.push(Reverse(Candidate { ns, row }));
         if self.slow_candidates.len() > MAX_SLOW_CANDIDATES {
             self.slow_candidates.pop();

@@ -67,12 +67,6 @@ impl JsonSink {
             ..self
         }
     }
-
-    /// Serializes `value` as the list item it is, at `depth` when pretty.
-    fn item(&self, depth: usize) -> impl Fn(&mut Vec<u8>, &dyn erased::Value) -> io::Result<()> {
-        let pretty = self.pretty;
-        move |out, value| value.write(out, pretty.then_some(depth))
-    }
 }
 
 impl Sink for JsonSink {
@@ -84,13 +78,14 @@ impl Sink for JsonSink {
     }
 
     fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        let write = self.item(EXCHANGE_DEPTH);
-        self.exchanges
-            .push(ex.order(), |out| write(out, &exchange(&ex)))?;
+        let pretty = self.pretty;
+        self.exchanges.push(ex.order(), |out| {
+            writer::item(out, &exchange(&ex), pretty, EXCHANGE_DEPTH)
+        })?;
         if let Some(block) = block {
-            let write = self.item(BLOCK_DEPTH);
-            self.blocks
-                .push(block.order(), |out| write(out, &pid_block(block)))?;
+            self.blocks.push(block.order(), |out| {
+                writer::item(out, &pid_block(block), pretty, BLOCK_DEPTH)
+            })?;
         }
         Ok(())
     }
@@ -99,9 +94,9 @@ impl Sink for JsonSink {
         if !self.producer_entries {
             return Ok(());
         }
-        let write = self.item(ENTRY_DEPTH);
+        let pretty = self.pretty;
         self.producers.push(px.order(), |out| {
-            write(out, &producer_id_entry(&px, placed))
+            writer::item(out, &producer_id_entry(&px, placed), pretty, ENTRY_DEPTH)
         })
     }
 
@@ -121,28 +116,6 @@ impl Sink for JsonSink {
         writer::write(&mut self.out, &written, self.pretty)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
-    }
-}
-
-mod erased {
-    //! A serializable value behind `dyn`, so that one closure writes any list's items.
-
-    use std::io;
-
-    use serde::Serialize;
-
-    pub trait Value {
-        /// Appends the value as compact JSON, or pretty at `Some(depth)`.
-        fn write(&self, out: &mut Vec<u8>, pretty_depth: Option<usize>) -> io::Result<()>;
-    }
-
-    impl<T: Serialize> Value for T {
-        fn write(&self, out: &mut Vec<u8>, pretty_depth: Option<usize>) -> io::Result<()> {
-            match pretty_depth {
-                Some(depth) => super::writer::pretty_at(out, self, depth),
-                None => super::writer::compact(out, self),
-            }
-        }
     }
 }
 

@@ -28,6 +28,18 @@ pub fn pretty_at(out: &mut Vec<u8>, value: &impl Serialize, depth: usize) -> io:
     Ok(())
 }
 
+/// Serializes `value` as a list item for a place `depth` deep: pretty (see
+/// [`pretty_at`]) or compact, appended to `out`.
+pub fn item(
+    out: &mut Vec<u8>,
+    value: &impl Serialize,
+    pretty: bool,
+    depth: usize,
+) -> io::Result<()> {
+    value.serialize(&mut Writer::new(out, pretty, depth))?;
+    Ok(())
+}
+
 /// Serializes the object `value` as compact JSON with `"type":"<kind>"` as its first
 /// field (an ndjson line's object), appended to `out`.
 pub fn compact_typed(
@@ -440,38 +452,27 @@ impl<W: Write> ser::SerializeSeq for Compound<'_, W> {
     }
 }
 
-impl<W: Write> ser::SerializeTuple for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result {
-        Compound::end(self, b']')
-    }
+/// The other array-like compounds write as a sequence does.
+macro_rules! like_a_seq {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl<W: Write> ser::$trait for Compound<'_, W> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
+                ser::SerializeSeq::serialize_element(self, value)
+            }
+            fn end(self) -> Result {
+                Compound::end(self, b']')
+            }
+        }
+    )*};
 }
 
-impl<W: Write> ser::SerializeTupleStruct for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result {
-        Compound::end(self, b']')
-    }
-}
-
-impl<W: Write> ser::SerializeTupleVariant for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result {
-        Compound::end(self, b']')
-    }
-}
+like_a_seq!(
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl<W: Write> ser::SerializeMap for Compound<'_, W> {
     type Ok = ();
