@@ -68,10 +68,10 @@ fn allocate_held_estimate(ex: &Exchange) -> u64 {
     let (response_size, response_fields) = ex.outcome.response().map_or((0, 0), |(meta, r)| {
         (
             meta.size,
-            tagged(&r.header_tagged_fields) + tagged(&r.tagged_fields),
+            tagged(&r.header.tagged_fields) + tagged(&r.tagged_fields),
         )
     });
-    let fields = tagged(&ex.request.header_tagged_fields)
+    let fields = tagged(&ex.request.header.tagged_fields)
         + tagged(&ex.request.tagged_fields)
         + response_fields;
     ex.request_meta

@@ -3,12 +3,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pidshark::kafka::allocate_producer_ids::{decode_request_with, decode_response_with};
+use pidshark::kafka::{allocate_producer_ids, init_producer_id};
 use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
 use pidshark::kafka::header::RequestPrefix;
-use pidshark::kafka::init_producer_id;
 use pidshark::kafka::layout::{Node, Recorder};
-use pidshark::kafka::tables::ApiKey;
+use pidshark::kafka::schema::Message;
 use pidshark::packet_ref::PacketRef;
 
 struct Any(u8);
@@ -43,32 +42,29 @@ fn root() -> Node {
     }
 }
 
+/// Every version of `M` we decode and the first we do not, and a negative one, whatever
+/// the header says.
+fn every_version<M: Message>(message: &[u8]) {
+    for version in -1..=M::NEWEST + 1 {
+        let mut rec = Recorder::new(root(), 4);
+        M::decode_with(message, version, &mut rec);
+        let _ = rec.finish();
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
     if let Ok(prefix) = RequestPrefix::parse(rest) {
         let mut rec = Recorder::new(root(), 4);
-        decode_request_with(rest, &prefix, &mut rec);
+        allocate_producer_ids::Request::decode_with(rest, prefix.api_version, &mut rec);
         let _ = rec.finish();
     }
-    let mut rec = Recorder::new(root(), 4);
-    decode_response_with(rest, i16::from(selector & 1), &mut rec);
-    let _ = rec.finish();
-    // every InitProducerId version we decode and the first we do not, whatever the header says
-    for version in 0..=init_producer_id::MAX_VERSION + 1 {
-        let prefix = RequestPrefix {
-            api_key: ApiKey::INIT_PRODUCER_ID,
-            api_version: version,
-            correlation_id: 0,
-        };
-        let mut rec = Recorder::new(root(), 4);
-        init_producer_id::decode_request_with(rest, &prefix, &mut rec);
-        let _ = rec.finish();
-        let mut rec = Recorder::new(root(), 4);
-        init_producer_id::decode_response_with(rest, version, &mut rec);
-        let _ = rec.finish();
-    }
+    every_version::<allocate_producer_ids::Request>(rest);
+    every_version::<allocate_producer_ids::Response>(rest);
+    every_version::<init_producer_id::Request>(rest);
+    every_version::<init_producer_id::Response>(rest);
     // the framer over the bytes cut into pieces of varying size, with gaps
     let mut framer = if selector & 4 == 0 {
         Framer::new(10)

@@ -608,6 +608,7 @@ pub(crate) mod test_support {
     //! Builds exchanges for the analysis tests without a capture.
 
     use crate::kafka::allocate_producer_ids::{Request, Response};
+    use crate::kafka::schema::{RequestHeader, ResponseHeader};
     use crate::kafka::tables::ErrorCode;
     use crate::pairing::{Endpoints, Exchange, MessageMeta, Outcome};
     use crate::timestamp::Timestamp;
@@ -641,8 +642,10 @@ pub(crate) mod test_support {
             api_version: 0,
             request_meta: meta(n * 10, n * 1000),
             request: Request {
-                client_id: Some(None),
-                header_tagged_fields: Some(vec![]),
+                header: RequestHeader {
+                    client_id: Some(None),
+                    tagged_fields: Some(vec![]),
+                },
                 broker_id: Some(broker),
                 broker_epoch: Some(epoch),
                 tagged_fields: Some(vec![]),
@@ -654,7 +657,9 @@ pub(crate) mod test_support {
                 Some((error, start, len, latency_ms)) => Outcome::Complete {
                     meta: meta(n * 10 + 1, n * 1000 + latency_ms),
                     response: Box::new(Response {
-                        header_tagged_fields: Some(vec![]),
+                        header: ResponseHeader {
+                            tagged_fields: Some(vec![]),
+                        },
                         throttle_time_ms: Some(0),
                         error_code: Some(ErrorCode(error)),
                         producer_id_start: Some(start),

@@ -2,22 +2,13 @@
 //! only place that says which API key goes to which decoder.
 
 use super::cluster::{self, BrokerListeners, BrokersSeen, QuorumMessage};
-use super::decoded::{Problem, Undecoded, LENGTH_PREFIX_LEN};
+use super::decoded::{Problem, LENGTH_PREFIX_LEN};
 use super::header::RequestPrefix;
-use super::reader::{DecodeError, TaggedField};
+use super::layout::Visitor;
+use super::reader::DecodeError;
+use super::schema::Message;
 use super::tables::ApiKey;
-use super::{
-    allocate_producer_ids as allocate, init_producer_id as init, KeepRaw, MALLOC_OVERHEAD,
-};
-
-/// Whether requests of `api` are paired with their responses into exchanges: their
-/// decoded requests wait in pairing.
-pub fn pairs(api: ApiKey) -> bool {
-    matches!(
-        api,
-        ApiKey::ALLOCATE_PRODUCER_IDS | ApiKey::INIT_PRODUCER_ID
-    )
-}
+use super::{allocate_producer_ids, init_producer_id, KeepRaw};
 
 /// Whether a request of `api`, `len` bytes long, is decoded, not only counted: the paired
 /// APIs, the cluster's messages that say where brokers listen and who leads, and Fetch
@@ -50,20 +41,96 @@ pub fn decodes_response(api: ApiKey) -> bool {
         )
 }
 
-/// A decoded request of an API that [`decodes_request`] names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DecodedRequest {
-    Allocate(Box<allocate::Request>),
-    InitProducerId(Box<init::Request>),
-    Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+/// The APIs whose requests are paired with their responses into exchanges (their
+/// decoded requests wait in pairing), each a variant of [`DecodedRequest`] and
+/// [`DecodedResponse`] holding its module's `Request` and `Response`, declared with
+/// [`message!`](super::schema::message).
+macro_rules! paired_apis {
+    ($($variant:ident => $module:ident,)*) => {
+        /// Whether requests of `api` are paired with their responses into exchanges.
+        pub fn pairs(api: ApiKey) -> bool {
+            false $(|| api == <$module::Request as Message>::API)*
+        }
+
+        /// A decoded request of an API that [`decodes_request`] names.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum DecodedRequest {
+            $($variant(Box<$module::Request>),)*
+            Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+        }
+
+        /// A decoded response, decoded as the answer to its request's API and version.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum DecodedResponse {
+            $($variant(Box<$module::Response>),)*
+            Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+        }
+
+        impl DecodedRequest {
+            /// A request of a paired API; `None` for any other.
+            fn paired(api: ApiKey, version: i16, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
+                $(if api == <$module::Request as Message>::API {
+                    return Some(Self::$variant(read(bytes, not_read, version)));
+                })*
+                None
+            }
+
+            pub fn problem(&self) -> Option<&Problem> {
+                match self {
+                    $(Self::$variant(r) => r.problem.as_ref(),)*
+                    Self::Cluster(fact, _) => fact.problem(),
+                }
+            }
+
+            /// Heap it holds beyond its own size: its box (with malloc's overhead),
+            /// strings, tagged fields and raw bytes at their allocated sizes.
+            pub fn heap_bytes(&self) -> usize {
+                match self {
+                    $(Self::$variant(r) => r.boxed_heap_bytes(),)*
+                    // Not held while it waits: pairing hands it on at once.
+                    Self::Cluster(_, _) => 0,
+                }
+            }
+        }
+
+        impl DecodedResponse {
+            /// The answer to a request of a paired API; `None` for any other.
+            fn paired(api: ApiKey, version: i16, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
+                $(if api == <$module::Response as Message>::API {
+                    return Some(Self::$variant(read(bytes, not_read, version)));
+                })*
+                None
+            }
+
+            pub fn problem(&self) -> Option<&Problem> {
+                match self {
+                    $(Self::$variant(r) => r.problem.as_ref(),)*
+                    Self::Cluster(fact, _) => fact.problem(),
+                }
+            }
+        }
+
+        /// Decodes a message of a paired API again, telling `v` its structure (the tree
+        /// view); nothing for an API that is not paired.
+        pub fn decode_paired_with(
+            (api, version): (ApiKey, i16),
+            is_request: bool,
+            message: &[u8],
+            v: &mut dyn Visitor,
+        ) {
+            $(if api == <$module::Request as Message>::API {
+                match is_request {
+                    true => drop($module::Request::decode_with(message, version, v)),
+                    false => drop($module::Response::decode_with(message, version, v)),
+                }
+            })*
+        }
+    };
 }
 
-/// A decoded response, decoded as the answer to its request's API and version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DecodedResponse {
-    Allocate(Box<allocate::Response>),
-    InitProducerId(Box<init::Response>),
-    Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+paired_apis! {
+    Allocate => allocate_producer_ids,
+    InitProducerId => init_producer_id,
 }
 
 /// A cluster message's bytes as captured (without the size prefix), kept when a sink asks
@@ -132,6 +199,7 @@ impl ClusterFact {
             return Self::Undecoded(Problem::UnsupportedVersion {
                 api: head.api_key,
                 version: head.api_version,
+                newest: cluster::newest_decoded(head.api_key),
             });
         }
         Self::of_result(Self::request_of(head.api_key, message), bytes)
@@ -169,7 +237,12 @@ impl ClusterFact {
             return Self::Undecoded(not_read);
         };
         if !cluster::decodes(api, version) {
-            return Self::Undecoded(Problem::UnsupportedVersion { api, version });
+            let newest = cluster::newest_decoded(api);
+            return Self::Undecoded(Problem::UnsupportedVersion {
+                api,
+                version,
+                newest,
+            });
         }
         Self::of_result(Self::response_of((api, version), message), bytes)
     }
@@ -222,59 +295,16 @@ pub struct Captured<'a> {
 impl DecodedRequest {
     /// Decodes a request [`decodes_request`] names; `None` for any other.
     pub fn decode(head: &RequestPrefix, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
-        let (len, missing) = (bytes.len, bytes.missing);
-        Some(match head.api_key {
-            ApiKey::ALLOCATE_PRODUCER_IDS => Self::Allocate(read(bytes, not_read, |m| {
-                allocate::decode_partial_request(m, len, missing, head)
-            })),
-            ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(read(bytes, not_read, |m| {
-                init::decode_partial_request(m, len, missing, head)
-            })),
-            api if decodes_request(api, len) => Self::Cluster(
+        let (api, version) = (head.api_key, head.api_version);
+        if pairs(api) {
+            return Self::paired(api, version, bytes, not_read);
+        }
+        decodes_request(api, bytes.len).then(|| {
+            Self::Cluster(
                 Box::new(ClusterFact::of_request(head, bytes, not_read)),
-                Kept::of(bytes, (api, head.api_version), true),
-            ),
-            _ => return None,
+                Kept::of(bytes, (api, version), true),
+            )
         })
-    }
-
-    pub fn problem(&self) -> Option<&Problem> {
-        match self {
-            Self::Allocate(r) => r.problem.as_ref(),
-            Self::InitProducerId(r) => r.problem.as_ref(),
-            Self::Cluster(fact, _) => fact.problem(),
-        }
-    }
-
-    /// Heap it holds beyond its own size: its box (with malloc's overhead), strings,
-    /// tagged fields and raw bytes at their allocated sizes.
-    pub fn heap_bytes(&self) -> usize {
-        let string = |s: &Option<Option<String>>| {
-            s.as_ref()
-                .and_then(Option::as_ref)
-                .map_or(0, String::capacity)
-        };
-        match self {
-            Self::Allocate(r) => {
-                size_of::<allocate::Request>()
-                    + MALLOC_OVERHEAD
-                    + string(&r.client_id)
-                    + tagged_bytes(&r.header_tagged_fields)
-                    + tagged_bytes(&r.tagged_fields)
-                    + r.raw.capacity()
-            }
-            Self::InitProducerId(r) => {
-                size_of::<init::Request>()
-                    + MALLOC_OVERHEAD
-                    + string(&r.client_id)
-                    + string(&r.transactional_id)
-                    + tagged_bytes(&r.header_tagged_fields)
-                    + tagged_bytes(&r.tagged_fields)
-                    + r.raw.capacity()
-            }
-            // Not held while it waits: pairing hands it on at once.
-            Self::Cluster(_, _) => 0,
-        }
     }
 }
 
@@ -286,40 +316,23 @@ impl DecodedResponse {
         bytes: Captured<'_>,
         not_read: Problem,
     ) -> Option<Self> {
-        let (len, missing) = (bytes.len, bytes.missing);
-        Some(match api {
-            ApiKey::ALLOCATE_PRODUCER_IDS => Self::Allocate(read(bytes, not_read, |m| {
-                allocate::decode_partial_response(m, len, missing, version)
-            })),
-            ApiKey::INIT_PRODUCER_ID => Self::InitProducerId(read(bytes, not_read, |m| {
-                init::decode_partial_response(m, len, missing, version)
-            })),
-            api if decodes_response(api) => Self::Cluster(
+        if pairs(api) {
+            return Self::paired(api, version, bytes, not_read);
+        }
+        decodes_response(api).then(|| {
+            Self::Cluster(
                 Box::new(ClusterFact::of_response((api, version), bytes, not_read)),
                 Kept::of(bytes, (api, version), false),
-            ),
-            _ => return None,
+            )
         })
-    }
-
-    pub fn problem(&self) -> Option<&Problem> {
-        match self {
-            Self::Allocate(r) => r.problem.as_ref(),
-            Self::InitProducerId(r) => r.problem.as_ref(),
-            Self::Cluster(fact, _) => fact.problem(),
-        }
     }
 }
 
-/// A message decoded with `decode` from the bytes captured (kept too when the tree view
+/// A message of `version` decoded from the bytes captured (kept too when the tree view
 /// wants them), or with the problem `not_read` when its bytes were not kept.
-fn read<T: Undecoded>(
-    bytes: Captured<'_>,
-    not_read: Problem,
-    decode: impl FnOnce(&[u8]) -> T,
-) -> Box<T> {
+fn read<T: Message>(bytes: Captured<'_>, not_read: Problem, version: i16) -> Box<T> {
     let mut decoded = match bytes.message {
-        Some(message) => decode(message),
+        Some(message) => T::decode_partial(message, bytes.len, bytes.missing, version),
         None => T::default(),
     };
     match bytes.message {
@@ -332,9 +345,55 @@ fn read<T: Undecoded>(
     Box::new(decoded)
 }
 
-/// Heap a tagged-field section holds.
-fn tagged_bytes(fields: &Option<Vec<TaggedField>>) -> usize {
-    fields.as_ref().map_or(0, |f| {
-        f.capacity() * size_of::<TaggedField>() + f.iter().map(|t| t.data.capacity()).sum::<usize>()
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole(message: &[u8]) -> Captured<'_> {
+        Captured {
+            message: Some(message),
+            len: u32::try_from(message.len()).unwrap(),
+            missing: 0,
+            keep_raw: KeepRaw::Nothing,
+        }
+    }
+
+    fn not_read() -> Problem {
+        Problem::Shed { len: 0 }
+    }
+
+    /// The sentence names the versions we decode of that API, a cluster message's too
+    /// (it once said "none is" of every API but the two paired ones).
+    #[test]
+    fn a_version_we_do_not_decode_is_told_with_those_we_do() {
+        let header = [0, 0, 0, 7];
+        let metadata = DecodedResponse::decode((cluster::METADATA, 14), whole(&header), not_read());
+        let problem = metadata
+            .as_ref()
+            .and_then(DecodedResponse::problem)
+            .unwrap();
+        assert_eq!(
+            problem.to_string(),
+            "Metadata version 14 is not supported (versions 0 to 13 are); the body was not decoded"
+        );
+        let allocate = [0, 0, 0, 7, 0];
+        let answer = (ApiKey::ALLOCATE_PRODUCER_IDS, 1);
+        let allocate = DecodedResponse::decode(answer, whole(&allocate), not_read());
+        let problem = allocate
+            .as_ref()
+            .and_then(DecodedResponse::problem)
+            .unwrap();
+        assert_eq!(
+            problem.to_string(),
+            "AllocateProducerIds version 1 is not supported (only version 0 is); the body was not decoded"
+        );
+        let init = [0, 0, 0, 7, 0];
+        let answer = (ApiKey::INIT_PRODUCER_ID, 7);
+        let init = DecodedResponse::decode(answer, whole(&init), not_read());
+        let problem = init.as_ref().and_then(DecodedResponse::problem).unwrap();
+        assert_eq!(
+            problem.to_string(),
+            "InitProducerId version 7 is not supported (versions 0 to 6 are); the body was not decoded"
+        );
+    }
 }

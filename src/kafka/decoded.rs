@@ -14,10 +14,12 @@ pub const LENGTH_PREFIX_LEN: usize = 4;
 /// Why a message was not fully decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
-    /// A version we have no schema for; the body is left alone.
+    /// A version we have no schema for; the body is left alone. We decode versions 0
+    /// to `newest` (`None`: no version of this API).
     UnsupportedVersion {
         api: ApiKey,
         version: i16,
+        newest: Option<i16>,
     },
     Decode(DecodeError),
     /// Larger than we buffer to decode: counted, not read.
@@ -62,39 +64,47 @@ impl Problem {
         }
     }
 
-    /// The problem of a decode that ended with `result`, of a version that is or is not
-    /// one we have the schema of.
+    /// The problem of a decode that ended with `result`, of `version` of an API whose
+    /// versions 0 to `newest` we have the schema of.
     pub fn of_result(
         result: Result<(), DecodeError>,
         api: ApiKey,
         version: i16,
-        supported: bool,
+        newest: i16,
     ) -> Option<Self> {
         match result {
             Err(err) => Some(Self::Decode(err.shifted(LENGTH_PREFIX_LEN))),
-            Ok(()) if !supported => Some(Self::UnsupportedVersion { api, version }),
+            Ok(()) if !(0..=newest).contains(&version) => Some(Self::UnsupportedVersion {
+                api,
+                version,
+                newest: Some(newest),
+            }),
             Ok(()) => None,
         }
     }
 }
 
-/// The versions of an API we decode, as the end of a sentence.
-fn supported_versions(api: ApiKey) -> &'static str {
-    match api {
-        ApiKey::ALLOCATE_PRODUCER_IDS => "only version 0 is",
-        ApiKey::INIT_PRODUCER_ID => "versions 0 to 6 are",
-        _ => "none is",
+/// The versions we decode, 0 to `newest`, as the end of a sentence.
+fn supported_versions(newest: Option<i16>) -> String {
+    match newest {
+        Some(0) => "only version 0 is".to_owned(),
+        Some(newest) => format!("versions 0 to {newest} are"),
+        None => "none is".to_owned(),
     }
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::UnsupportedVersion { api, version } => write!(
+            Self::UnsupportedVersion {
+                api,
+                version,
+                newest,
+            } => write!(
                 f,
                 "{} version {version} is not supported ({}); the body was not decoded",
                 api.name(),
-                supported_versions(*api)
+                supported_versions(*newest)
             ),
             Self::Decode(err) => err.fmt(f),
             Self::TooLarge { len, limit } => write!(

@@ -15,311 +15,76 @@
 //! against Kafka's Java classes). In 4.1 the request's version 6 is still marked unstable.
 
 pub use super::decoded::Problem;
-use super::decoded::{partial, undecoded_fields};
-use super::decoded::{
-    request_header, response_header, show_string, tagged_section, traced, FieldDoc,
-};
-use super::header::RequestPrefix;
-use super::layout::{Ignore, Visitor};
-use super::reader::{DecodeError, Reader, TaggedField};
+use super::schema::{message, RequestHeader, ResponseHeader};
 use super::tables::{ApiKey, ErrorCode};
 
-/// Highest version we have the schema of.
-pub const MAX_VERSION: i16 = 6;
-
-/// InitProducerIdRequest. `None` means "not read" (or not in this version).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Request {
-    /// Header `client_id`: `Some(None)` is a null string on the wire.
-    pub client_id: Option<Option<String>>,
-    /// Header v2's tagged fields (versions 2+).
-    pub header_tagged_fields: Option<Vec<TaggedField>>,
-    /// `TransactionalId` (nullable string, v0+): `Some(None)` is null, an idempotent
-    /// producer.
-    pub transactional_id: Option<Option<String>>,
-    /// `TransactionTimeoutMs` (int32, v0+).
-    pub transaction_timeout_ms: Option<i32>,
-    /// `ProducerId` (int64, v3+): the producer id the client already has, or -1.
-    pub producer_id: Option<i64>,
-    /// `ProducerEpoch` (int16, v3+): its epoch, or -1.
-    pub producer_epoch: Option<i16>,
-    /// `Enable2Pc` (bool, v6+).
-    pub enable_2pc: Option<bool>,
-    /// `KeepPreparedTxn` (bool, v6+).
-    pub keep_prepared_txn: Option<bool>,
-    /// The body's tagged fields (versions 2+).
-    pub tagged_fields: Option<Vec<TaggedField>>,
-    pub problem: Option<Problem>,
-    /// Bytes of the message that are not in the capture; `None` when it is whole.
-    pub bytes_not_captured: Option<u32>,
-    /// The message as captured (without its size prefix), kept for the tree view only;
-    /// the decoder leaves it empty.
-    pub raw: Vec<u8>,
-}
-
-/// InitProducerIdResponse. `None` means "not read" (or not in this version).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Response {
-    /// Response header v1's tagged fields (versions 2+).
-    pub header_tagged_fields: Option<Vec<TaggedField>>,
-    /// `ThrottleTimeMs` (int32, v0+).
-    pub throttle_time_ms: Option<i32>,
-    /// `ErrorCode` (int16, v0+).
-    pub error_code: Option<ErrorCode>,
-    /// `ProducerId` (int64, v0+): the granted producer id, or -1 on error.
-    pub producer_id: Option<i64>,
-    /// `ProducerEpoch` (int16, v0+).
-    pub producer_epoch: Option<i16>,
-    /// `OngoingTxnProducerId` (int64, v6+).
-    pub ongoing_txn_producer_id: Option<i64>,
-    /// `OngoingTxnProducerEpoch` (int16, v6+).
-    pub ongoing_txn_producer_epoch: Option<i16>,
-    /// The body's tagged fields (versions 2+).
-    pub tagged_fields: Option<Vec<TaggedField>>,
-    pub problem: Option<Problem>,
-    /// Bytes of the message that are not in the capture; `None` when it is whole.
-    pub bytes_not_captured: Option<u32>,
-    /// The message as captured (without its size prefix), kept for the tree view only.
-    pub raw: Vec<u8>,
-}
-
-undecoded_fields!(Request, Response);
-
-/// Decodes a request message (the frame without its length prefix) whose prefix says key 22.
-pub fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
-    decode_request_with(message, prefix, &mut Ignore)
-}
-
-/// Decodes a request of `len` bytes of which `missing` are not in the capture and
-/// `message` holds those before the first gap.
-pub fn decode_partial_request(
-    message: &[u8],
-    len: u32,
-    missing: u32,
-    prefix: &RequestPrefix,
-) -> Request {
-    partial(decode_request(message, prefix), message.len(), len, missing)
-}
-
-/// [`decode_request`], telling `v` the structure it reads.
-pub fn decode_request_with(message: &[u8], prefix: &RequestPrefix, v: &mut dyn Visitor) -> Request {
-    let version = prefix.api_version;
-    let mut out = Request::default();
-    let mut r = Reader::new(message);
-    let result = (|| -> Result<(), DecodeError> {
-        let head = (&mut out.client_id, &mut out.header_tagged_fields);
-        request_header(&mut r, v, is_flexible(version), head)?;
-        if !is_supported(version) {
-            return Ok(());
-        }
-        v.open(
-            "InitProducerIdRequest",
-            "struct",
-            body_about(version),
-            r.position(),
-        );
-        read_request_body(&mut r, v, version, &mut out)?;
-        v.close(r.position());
-        r.finish()
-    })();
-    if let Err(err) = &result {
-        v.failed(err);
-    }
-    out.problem = problem(result, version);
-    out
-}
-
-const TRANSACTIONAL_ID_ABOUT: &str =
-    "The transactional id, or null if the producer is not transactional.";
-const TRANSACTION_TIMEOUT_MS: FieldDoc = ("TransactionTimeoutMs", "int32", "The time in ms to wait before aborting idle transactions sent by this producer. This is only relevant if a TransactionalId has been defined.");
-const REQUEST_PRODUCER_ID: FieldDoc = ("ProducerId", "int64", "The producer id. This is used to disambiguate requests if a transactional id is reused following its expiration.");
-const REQUEST_PRODUCER_EPOCH: FieldDoc = ("ProducerEpoch", "int16", "The producer's current epoch. This will be checked against the producer epoch on the broker, and the request will return an error if they do not match.");
-const ENABLE_2PC: FieldDoc = (
-    "Enable2Pc",
-    "bool",
-    "True if the client wants to enable two-phase commit (2PC) protocol for transactions.",
-);
-const KEEP_PREPARED_TXN: FieldDoc = (
-    "KeepPreparedTxn",
-    "bool",
-    "True if the client wants to keep the currently ongoing transaction instead of aborting it.",
-);
-
-/// The request body of a supported `version`, into `out` field by field.
-fn read_request_body(
-    r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
-    version: i16,
-    out: &mut Request,
-) -> Result<(), DecodeError> {
-    let flexible = is_flexible(version);
-    let wire = if flexible {
-        "compact_nullable_string"
-    } else {
-        "nullable_string"
-    };
-    let doc = ("TransactionalId", wire, TRANSACTIONAL_ID_ABOUT);
-    let read_id = |r: &mut Reader<'_>| {
-        if flexible {
-            r.compact_nullable_string(doc.0)
-        } else {
-            r.nullable_string(doc.0)
-        }
-    };
-    out.transactional_id = Some(traced(r, v, doc, read_id, |s| show_string(s, flexible))?);
-    out.transaction_timeout_ms = Some(plain(r, v, TRANSACTION_TIMEOUT_MS, |r, f| r.i32(f))?);
-    if version >= 3 {
-        out.producer_id = Some(plain(r, v, REQUEST_PRODUCER_ID, |r, f| r.i64(f))?);
-        out.producer_epoch = Some(plain(r, v, REQUEST_PRODUCER_EPOCH, |r, f| r.i16(f))?);
-    }
-    if version >= 6 {
-        out.enable_2pc = Some(plain(r, v, ENABLE_2PC, |r, f| r.bool(f))?);
-        out.keep_prepared_txn = Some(plain(r, v, KEEP_PREPARED_TXN, |r, f| r.bool(f))?);
-    }
-    if flexible {
-        let about = "number of tagged fields in this struct";
-        out.tagged_fields = Some(tagged_section(r, v, about)?);
-    }
-    Ok(())
-}
-
-/// Decodes a response message (the frame without its length prefix) to a key-22
-/// request of `api_version`.
-pub fn decode_response(message: &[u8], api_version: i16) -> Response {
-    decode_response_with(message, api_version, &mut Ignore)
-}
-
-/// [`decode_partial_request`] for a response.
-pub fn decode_partial_response(
-    message: &[u8],
-    len: u32,
-    missing: u32,
-    api_version: i16,
-) -> Response {
-    partial(
-        decode_response(message, api_version),
-        message.len(),
-        len,
-        missing,
-    )
-}
-
-/// [`decode_response`], telling `v` the structure it reads.
-pub fn decode_response_with(message: &[u8], api_version: i16, v: &mut dyn Visitor) -> Response {
-    let mut out = Response::default();
-    let mut r = Reader::new(message);
-    let result = (|| -> Result<(), DecodeError> {
-        let flexible = is_flexible(api_version);
-        response_header(&mut r, v, flexible, &mut out.header_tagged_fields)?;
-        if !is_supported(api_version) {
-            return Ok(());
-        }
-        v.open(
-            "InitProducerIdResponse",
-            "struct",
-            body_about(api_version),
-            r.position(),
-        );
-        read_response_body(&mut r, v, api_version, &mut out)?;
-        v.close(r.position());
-        r.finish()
-    })();
-    if let Err(err) = &result {
-        v.failed(err);
-    }
-    out.problem = problem(result, api_version);
-    out
-}
-
-const THROTTLE_TIME_MS: FieldDoc = ("ThrottleTimeMs", "int32", "The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.");
-const ERROR_CODE: FieldDoc = (
-    "ErrorCode",
-    "int16",
-    "The error code, or 0 if there was no error.",
-);
-const RESPONSE_PRODUCER_ID: FieldDoc = ("ProducerId", "int64", "The current producer id.");
-const RESPONSE_PRODUCER_EPOCH: FieldDoc = (
-    "ProducerEpoch",
-    "int16",
-    "The current epoch associated with the producer id.",
-);
-const ONGOING_TXN_PRODUCER_ID: FieldDoc = ("OngoingTxnProducerId", "int64", "The producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing.");
-// The double space is Kafka's own.
-const ONGOING_TXN_PRODUCER_EPOCH: FieldDoc = ("OngoingTxnProducerEpoch", "int16", "The epoch associated with the  producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing.");
-
-/// The response body of a supported `version`, into `out` field by field.
-fn read_response_body(
-    r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
-    version: i16,
-    out: &mut Response,
-) -> Result<(), DecodeError> {
-    out.throttle_time_ms = Some(plain(r, v, THROTTLE_TIME_MS, |r, f| r.i32(f))?);
-    out.error_code = Some(traced(
-        r,
-        v,
-        ERROR_CODE,
-        |r| r.i16(ERROR_CODE.0).map(ErrorCode),
-        |c| format!("{} ({})", c.0, c.name()),
-    )?);
-    out.producer_id = Some(plain(r, v, RESPONSE_PRODUCER_ID, |r, f| r.i64(f))?);
-    out.producer_epoch = Some(plain(r, v, RESPONSE_PRODUCER_EPOCH, |r, f| r.i16(f))?);
-    if version >= 6 {
-        let (id, epoch) = (ONGOING_TXN_PRODUCER_ID, ONGOING_TXN_PRODUCER_EPOCH);
-        out.ongoing_txn_producer_id = Some(plain(r, v, id, |r, f| r.i64(f))?);
-        out.ongoing_txn_producer_epoch = Some(plain(r, v, epoch, |r, f| r.i16(f))?);
-    }
-    if is_flexible(version) {
-        let about = "number of tagged fields in this struct";
-        out.tagged_fields = Some(tagged_section(r, v, about)?);
-    }
-    Ok(())
-}
-
-/// A fixed-size field, read by `read` under its name and shown as it prints.
-fn plain<T: ToString>(
-    r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
-    doc: FieldDoc,
-    read: impl FnOnce(&mut Reader<'_>, &'static str) -> Result<T, DecodeError>,
-) -> Result<T, DecodeError> {
-    traced(r, v, doc, |r| read(r, doc.0), ToString::to_string)
-}
-
-/// Versions 2 and up are flexible (Kafka's table, `tables.rs`); Kafka never makes a later
-/// version rigid again, so a version above ours still has the flexible headers.
-fn is_flexible(version: i16) -> bool {
-    ApiKey::INIT_PRODUCER_ID
-        .flexible_from()
-        .is_some_and(|from| version >= from)
-}
-
-fn is_supported(version: i16) -> bool {
-    (0..=MAX_VERSION).contains(&version)
-}
-
-/// The tree's note on the body node.
-fn body_about(version: i16) -> &'static str {
-    match version {
-        0 => "message body, version 0",
-        1 => "message body, version 1",
-        2 => "message body, version 2",
-        3 => "message body, version 3",
-        4 => "message body, version 4",
-        5 => "message body, version 5",
-        6 => "message body, version 6",
-        _ => "message body",
+message! {
+    /// InitProducerIdRequest. `None` means "not read" (or not in this version).
+    pub struct Request: RequestHeader {
+        api: ApiKey::INIT_PRODUCER_ID, name: "InitProducerIdRequest", newest: 6,
+        /// `TransactionalId` (nullable string, v0+): `Some(None)` is null, an idempotent
+        /// producer.
+        transactional_id: Option<String> = ("TransactionalId", 0.., "The transactional id, or null if the producer is not transactional."),
+        /// `TransactionTimeoutMs` (int32, v0+).
+        transaction_timeout_ms: i32 = ("TransactionTimeoutMs", 0.., "The time in ms to wait before aborting idle transactions sent by this producer. This is only relevant if a TransactionalId has been defined."),
+        /// `ProducerId` (int64, v3+): the producer id the client already has, or -1.
+        producer_id: i64 = ("ProducerId", 3.., "The producer id. This is used to disambiguate requests if a transactional id is reused following its expiration."),
+        /// `ProducerEpoch` (int16, v3+): its epoch, or -1.
+        producer_epoch: i16 = ("ProducerEpoch", 3.., "The producer's current epoch. This will be checked against the producer epoch on the broker, and the request will return an error if they do not match."),
+        /// `Enable2Pc` (bool, v6+).
+        enable_2pc: bool = ("Enable2Pc", 6.., "True if the client wants to enable two-phase commit (2PC) protocol for transactions."),
+        /// `KeepPreparedTxn` (bool, v6+).
+        keep_prepared_txn: bool = ("KeepPreparedTxn", 6.., "True if the client wants to keep the currently ongoing transaction instead of aborting it."),
     }
 }
 
-fn problem(result: Result<(), DecodeError>, version: i16) -> Option<Problem> {
-    let api = ApiKey::INIT_PRODUCER_ID;
-    Problem::of_result(result, api, version, is_supported(version))
+message! {
+    /// InitProducerIdResponse. `None` means "not read" (or not in this version).
+    pub struct Response: ResponseHeader {
+        api: ApiKey::INIT_PRODUCER_ID, name: "InitProducerIdResponse", newest: 6,
+        /// `ThrottleTimeMs` (int32, v0+).
+        throttle_time_ms: i32 = ("ThrottleTimeMs", 0.., "The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota."),
+        /// `ErrorCode` (int16, v0+).
+        error_code: ErrorCode = ("ErrorCode", 0.., "The error code, or 0 if there was no error."),
+        /// `ProducerId` (int64, v0+): the granted producer id, or -1 on error.
+        producer_id: i64 = ("ProducerId", 0.., "The current producer id."),
+        /// `ProducerEpoch` (int16, v0+).
+        producer_epoch: i16 = ("ProducerEpoch", 0.., "The current epoch associated with the producer id."),
+        /// `OngoingTxnProducerId` (int64, v6+).
+        ongoing_txn_producer_id: i64 = ("OngoingTxnProducerId", 6.., "The producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing."),
+        /// `OngoingTxnProducerEpoch` (int16, v6+). The double space in its documentation
+        /// is Kafka's own.
+        ongoing_txn_producer_epoch: i16 = ("OngoingTxnProducerEpoch", 6.., "The epoch associated with the  producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing."),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kafka::header::RequestPrefix;
+    use crate::kafka::layout::Visitor;
+    use crate::kafka::reader::TaggedField;
+    use crate::kafka::schema::Message;
+
+    fn decode_request(message: &[u8], prefix: &RequestPrefix) -> Request {
+        Request::decode(message, prefix.api_version)
+    }
+
+    fn decode_request_with(message: &[u8], prefix: &RequestPrefix, v: &mut dyn Visitor) -> Request {
+        Request::decode_with(message, prefix.api_version, v)
+    }
+
+    fn decode_response(message: &[u8], version: i16) -> Response {
+        Response::decode(message, version)
+    }
+
+    fn decode_response_with(message: &[u8], version: i16, v: &mut dyn Visitor) -> Response {
+        Response::decode_with(message, version, v)
+    }
+
+    fn decode_partial_response(message: &[u8], len: u32, missing: u32, version: i16) -> Response {
+        Response::decode_partial(message, len, missing, version)
+    }
     use crate::kafka::layout::{Node, Recorder};
     use crate::kafka::reader::DecodeError;
 
@@ -430,8 +195,10 @@ mod tests {
         assert_eq!(
             request(&RIG_LOAD_REQUEST),
             Request {
-                client_id: client(),
-                header_tagged_fields: Some(vec![]),
+                header: RequestHeader {
+                    client_id: client(),
+                    tagged_fields: Some(vec![]),
+                },
                 transactional_id: Some(None),
                 transaction_timeout_ms: Some(60_000),
                 producer_id: Some(-1),
@@ -452,7 +219,10 @@ mod tests {
             assert_eq!(
                 request(&message.0),
                 Request {
-                    client_id: client(),
+                    header: RequestHeader {
+                        client_id: client(),
+                        tagged_fields: None,
+                    },
                     transactional_id: Some(None),
                     transaction_timeout_ms: Some(60_000),
                     ..Request::default()
@@ -491,8 +261,10 @@ mod tests {
         assert_eq!(
             request(&message.0),
             Request {
-                client_id: client(),
-                header_tagged_fields: Some(vec![]),
+                header: RequestHeader {
+                    client_id: client(),
+                    tagged_fields: Some(vec![]),
+                },
                 transactional_id: txn(Some("tx-1")),
                 transaction_timeout_ms: Some(60_000),
                 tagged_fields: Some(vec![]),
@@ -506,7 +278,9 @@ mod tests {
         assert_eq!(
             decode_response(&message.0, 2),
             Response {
-                header_tagged_fields: Some(vec![]),
+                header: ResponseHeader {
+                    tagged_fields: Some(vec![]),
+                },
                 throttle_time_ms: Some(0),
                 error_code: Some(ErrorCode::NONE),
                 producer_id: Some(1000),
@@ -562,8 +336,10 @@ mod tests {
         assert_eq!(
             transactional,
             Request {
-                client_id: client(),
-                header_tagged_fields: Some(vec![]),
+                header: RequestHeader {
+                    client_id: client(),
+                    tagged_fields: Some(vec![]),
+                },
                 transactional_id: txn(Some("tx-1")),
                 transaction_timeout_ms: Some(60_000),
                 producer_id: Some(5000),
@@ -626,8 +402,10 @@ mod tests {
         assert_eq!(
             request(&message.0),
             Request {
-                client_id: client(),
-                header_tagged_fields: Some(vec![]),
+                header: RequestHeader {
+                    client_id: client(),
+                    tagged_fields: Some(vec![]),
+                },
                 transactional_id: txn(Some("tx-1")),
                 transaction_timeout_ms: Some(60_000),
                 producer_id: Some(-1),
@@ -647,7 +425,9 @@ mod tests {
         assert_eq!(
             decode_response(&message.0, 6),
             Response {
-                header_tagged_fields: Some(vec![]),
+                header: ResponseHeader {
+                    tagged_fields: Some(vec![]),
+                },
                 throttle_time_ms: Some(0),
                 error_code: Some(ErrorCode::NONE),
                 producer_id: Some(1000),
@@ -666,27 +446,31 @@ mod tests {
             Some(Problem::UnsupportedVersion {
                 api: ApiKey::INIT_PRODUCER_ID,
                 version,
+                newest: Some(6),
             })
         };
         // A version 7 would be flexible: header v2 and v1, whatever its body holds.
         let message = Wire::default().request_header(7, 8, true).bytes(&[1, 2, 3]);
         let req = request(&message.0);
-        assert_eq!(req.client_id, client());
-        assert_eq!(req.header_tagged_fields, Some(vec![]));
+        assert_eq!(req.header.client_id, client());
+        assert_eq!(req.header.tagged_fields, Some(vec![]));
         assert_eq!(req.transactional_id, None);
         assert_eq!(req.problem, unsupported(7));
         let message = Wire::default().response_header(8, true).bytes(&[1, 2, 3]);
         let resp = decode_response(&message.0, 7);
-        assert_eq!(resp.header_tagged_fields, Some(vec![]));
+        assert_eq!(resp.header.tagged_fields, Some(vec![]));
         assert_eq!(resp.throttle_time_ms, None);
         assert_eq!(resp.problem, unsupported(7));
         // A negative version: the rigid headers.
         let message = Wire::default().request_header(-1, 8, false).byte(0);
         let req = request(&message.0);
-        assert_eq!((req.client_id, req.header_tagged_fields), (client(), None));
+        assert_eq!(
+            (req.header.client_id, req.header.tagged_fields),
+            (client(), None)
+        );
         assert_eq!(req.problem, unsupported(-1));
         let resp = decode_response(&Wire::default().response_header(8, false).0, -1);
-        assert_eq!(resp.header_tagged_fields, None);
+        assert_eq!(resp.header.tagged_fields, None);
         assert_eq!(resp.problem, unsupported(-1));
     }
 
@@ -774,8 +558,8 @@ mod tests {
             TaggedField::new(0, &[0xaa]),
             TaggedField::new(5, &[0xbb, 0xcc]),
         ];
-        assert_eq!(req.client_id, Some(None));
-        assert_eq!(req.header_tagged_fields, Some(expected_header.clone()));
+        assert_eq!(req.header.client_id, Some(None));
+        assert_eq!(req.header.tagged_fields, Some(expected_header.clone()));
         assert_eq!(req.tagged_fields, Some(vec![TaggedField::new(7, &[0xee])]));
         assert_eq!(req.problem, None);
         let message = Wire::default()
@@ -784,7 +568,7 @@ mod tests {
             .response_common(0, 1000, 0)
             .bytes(&[0x01, 0x07, 0x01, 0xee]);
         let resp = decode_response(&message.0, 4);
-        assert_eq!(resp.header_tagged_fields, Some(expected_header));
+        assert_eq!(resp.header.tagged_fields, Some(expected_header));
         assert_eq!(resp.tagged_fields, Some(vec![TaggedField::new(7, &[0xee])]));
         assert_eq!(resp.producer_id, Some(1000));
         assert_eq!(resp.problem, None);

@@ -31,6 +31,7 @@ pub mod layout;
 pub mod message;
 mod read;
 pub mod reader;
+pub mod schema;
 mod sides;
 pub mod tables;
 pub mod tls;

@@ -16,12 +16,12 @@ use super::model::{Exchange, Report};
 use super::sink::{Needs, Sink};
 use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, Placed};
-use crate::kafka::apis::ClusterFact;
+use crate::kafka::apis::{self, ClusterFact};
 use crate::kafka::header::{self, RequestPrefix};
 use crate::kafka::layout::{Node, Recorder};
 use crate::kafka::tables::ApiKey;
 use crate::kafka::trace;
-use crate::kafka::{allocate_producer_ids, init_producer_id, KeepRaw};
+use crate::kafka::KeepRaw;
 use crate::pairing::{self, ClusterEvent};
 
 const SIZE_LEN: usize = 4;
@@ -42,25 +42,6 @@ fn leaf(
         size,
         about: about.to_owned(),
         children: Vec::new(),
-    }
-}
-
-/// The APIs whose messages the tree draws: those decoded whole, and the cluster's, read
-/// as far as their facts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Api {
-    AllocateProducerIds,
-    InitProducerId,
-    Cluster(ApiKey),
-}
-
-impl Api {
-    fn name(self) -> String {
-        match self {
-            Self::AllocateProducerIds => "AllocateProducerIds".to_owned(),
-            Self::InitProducerId => "InitProducerId".to_owned(),
-            Self::Cluster(key) => key.name(),
-        }
     }
 }
 
@@ -148,7 +129,7 @@ fn cluster_layout(is_request: bool, (api, version): (ApiKey, i16), raw: &[u8], r
 }
 
 /// The tree of one frame: root, `Frame` with its size, then what the decoder reads.
-fn layout(api: Api, is_request: bool, raw: &[u8], version: i16) -> (Node, Option<String>) {
+fn layout(api: ApiKey, is_request: bool, raw: &[u8], version: i16) -> (Node, Option<String>) {
     let total = raw.len() + SIZE_LEN;
     let side = if is_request { "Request" } else { "Response" };
     let name = format!("{}{side}", api.name());
@@ -164,22 +145,14 @@ fn layout(api: Api, is_request: bool, raw: &[u8], version: i16) -> (Node, Option
         "number of bytes that follow, patched after encoding",
     ));
     rec.push(frame);
-    match (api, is_request) {
-        (Api::Cluster(key), _) => cluster_layout(is_request, (key, version), raw, &mut rec),
-        (_, true) => match RequestPrefix::parse(raw) {
-            Ok(prefix) if api == Api::AllocateProducerIds => {
-                allocate_producer_ids::decode_request_with(raw, &prefix, &mut rec);
-            }
-            Ok(prefix) => {
-                init_producer_id::decode_request_with(raw, &prefix, &mut rec);
-            }
+    if !apis::pairs(api) {
+        cluster_layout(is_request, (api, version), raw, &mut rec);
+    } else if !is_request {
+        apis::decode_paired_with((api, version), false, raw, &mut rec);
+    } else {
+        match RequestPrefix::parse(raw) {
+            Ok(prefix) => apis::decode_paired_with((api, prefix.api_version), true, raw, &mut rec),
             Err(err) => rec.error = Some(err.to_string()),
-        },
-        (Api::AllocateProducerIds, false) => {
-            allocate_producer_ids::decode_response_with(raw, version, &mut rec);
-        }
-        (Api::InitProducerId, false) => {
-            init_producer_id::decode_response_with(raw, version, &mut rec);
         }
     }
     let error = rec.error.take();
@@ -281,7 +254,7 @@ fn frame_bytes(raw: &[u8]) -> Vec<u8> {
 
 /// One message to draw, with where it sits and what it answers.
 struct Drawn<'a> {
-    api: Api,
+    api: ApiKey,
     is_request: bool,
     version: i16,
     connection: u64,
@@ -330,7 +303,7 @@ impl<'a> Drawn<'a> {
             )
         };
         Some(Self {
-            api: Api::AllocateProducerIds,
+            api: ApiKey::ALLOCATE_PRODUCER_IDS,
             is_request,
             version: ex.request.api_version,
             connection: ex.connection,
@@ -363,7 +336,7 @@ impl<'a> Drawn<'a> {
             ((server, client), meta, &r.raw, other, r.problem.as_ref())
         };
         Some(Self {
-            api: Api::InitProducerId,
+            api: ApiKey::INIT_PRODUCER_ID,
             is_request,
             version: px.api_version,
             connection: px.endpoints.connection,
@@ -387,7 +360,7 @@ impl<'a> Drawn<'a> {
             false => header::response_correlation_id(&kept.bytes),
         };
         Some(Self {
-            api: Api::Cluster(kept.api),
+            api: kept.api,
             is_request: kept.is_request,
             version: kept.version,
             connection: ev.endpoints.connection,

@@ -51,7 +51,7 @@ pub const BROKER_HEARTBEAT: ApiKey = ApiKey(63);
 
 /// The newest version of each API whose schema the decoders here follow (which versions
 /// are flexible is Kafka's table's, `tables.rs`).
-fn newest_decoded(api: ApiKey) -> Option<i16> {
+pub fn newest_decoded(api: ApiKey) -> Option<i16> {
     match api {
         FETCH => Some(18),
         METADATA => Some(13),
