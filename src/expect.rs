@@ -18,10 +18,9 @@ use std::io;
 
 use serde_json::Value;
 
-use crate::analysis::{Block, Placed};
-use crate::pairing::{ClusterEvent, Exchange, ExchangeOrder, ProducerIdExchange};
+use crate::pairing::{ClusterEvent, ExchangeOrder};
 use crate::report::model::{PidFinding, Report, FORMAT_VERSION};
-use crate::report::sink::{Needs, Sink};
+use crate::report::sink::{Analysed, Needs, Sink};
 use crate::report::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::report::{self, json::writer};
 
@@ -423,16 +422,15 @@ impl Sink for Check {
         self.inner.needs()
     }
 
-    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        self.actual.push(ex.order(), |out| {
-            writer::compact(out, &report::exchange(&ex))
-        })?;
-        self.inner.exchange(ex, block)
-    }
-
-    /// Not compared (only exchanges and findings are), but handed on to the output.
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
-        self.inner.producer(px, placed)
+    /// AllocateProducerIds exchanges are compared; the others are not, but handed on to
+    /// the output.
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        if let Analysed::Allocate(ex, _) = &analysed {
+            self.actual.push(ex.order(), |out| {
+                writer::compact(out, &report::exchange(ex))
+            })?;
+        }
+        self.inner.exchange(analysed)
     }
 
     /// Not compared either; handed on.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
 use crate::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
-use crate::report::sink::Sink;
+use crate::report::sink::{Analysed, Sink};
 
 /// What the analysis thread hands back at the end.
 pub struct Finished {
@@ -195,11 +195,12 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
                     let block = analyzer.add(&ex);
                     sink_error
                         .is_none()
-                        .then(|| sink.exchange(ex, block.as_ref()))
+                        .then(|| sink.exchange(Analysed::Allocate(ex, block.as_ref())))
                 }
                 Item::Producer(px) => {
                     let placed = analyzer.add_producer(&px);
-                    sink_error.is_none().then(|| sink.producer(px, &placed))
+                    let analysed = Analysed::InitProducerId(px, &placed);
+                    sink_error.is_none().then(|| sink.exchange(analysed))
                 }
             };
             if let Some(Err(e)) = written {

@@ -5,13 +5,12 @@
 use std::io;
 
 use libfuzzer_sys::fuzz_target;
-use pidshark::analysis::{Block, Placed};
-use pidshark::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
+use pidshark::pairing::ClusterEvent;
 use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
 use pidshark::report::model::Report;
-use pidshark::report::sink::{Collect, Needs, Sink};
+use pidshark::report::sink::{Analysed, Collect, Needs, Sink};
 use pidshark::report::text::TextSink;
 use pidshark::report::tree::TreeSink;
 
@@ -30,15 +29,9 @@ impl Sink for Tee {
                 .unwrap_or_default(),
         }
     }
-    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         for sink in &mut self.0 {
-            sink.exchange(ex.clone(), block)?;
-        }
-        Ok(())
-    }
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
-        for sink in &mut self.0 {
-            sink.producer(px.clone(), placed)?;
+            sink.exchange(analysed.clone())?;
         }
         Ok(())
     }

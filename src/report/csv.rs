@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 
 use super::model::{CommittedBlock, Exchange, PidBlock, PidFinding, ProducerIdEntry, Report};
-use super::sink::{Needs, Sink};
+use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
@@ -339,15 +339,8 @@ fn write_rows<K: OrderKey>(
     w.flush()
 }
 
-impl Sink for CsvSink {
-    fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
-    }
-
-    fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+impl CsvSink {
+    fn allocate(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
         match &mut self.rows {
             Rows::Exchanges(rows) => {
                 rows.push(ex.order(), |out| record(out, &exchange_row(&exchange(&ex))))
@@ -360,12 +353,28 @@ impl Sink for CsvSink {
         }
     }
 
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
         match &mut self.rows {
             Rows::Producers(rows) => rows.push(px.order(), |out| {
                 record(out, &producer_row(&producer_id_entry(&px, placed)))
             }),
             Rows::Exchanges(_) | Rows::Blocks(_) | Rows::Committed => Ok(()),
+        }
+    }
+}
+
+impl Sink for CsvSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            raw_messages: KeepRaw::Nothing,
+        }
+    }
+
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, block) => self.allocate(ex, block),
+            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
         }
     }
 

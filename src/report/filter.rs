@@ -12,8 +12,8 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use super::model::{self, Report};
-use super::sink::{Needs, Sink};
-use crate::analysis::{Block, Placed, Placement};
+use super::sink::{Analysed, Needs, Sink};
+use crate::analysis::{Placed, Placement};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::{ClusterEvent, Exchange, Outcome, ProducerIdExchange};
 use crate::timestamp::Timestamp;
@@ -263,29 +263,29 @@ impl Sink for Filtered<'_> {
         self.inner.needs()
     }
 
-    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        if !self.filter.passes(&ex, self.first_packet.get().copied()) {
-            return Ok(());
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        let first_packet = self.first_packet.get().copied();
+        match &analysed {
+            Analysed::Allocate(ex, _) => {
+                if !self.filter.passes(ex, first_packet) {
+                    return Ok(());
+                }
+                self.shown += 1;
+                if let Some(passed) = &mut self.passed {
+                    passed.insert((
+                        ex.endpoints.connection,
+                        ex.correlation_id,
+                        ex.request_meta.frame,
+                    ));
+                }
+            }
+            Analysed::InitProducerId(px, placed) => {
+                if !self.filter.passes_producer(px, placed, first_packet) {
+                    return Ok(());
+                }
+            }
         }
-        self.shown += 1;
-        if let Some(passed) = &mut self.passed {
-            passed.insert((
-                ex.endpoints.connection,
-                ex.correlation_id,
-                ex.request_meta.frame,
-            ));
-        }
-        self.inner.exchange(ex, block)
-    }
-
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
-        if !self
-            .filter
-            .passes_producer(&px, placed, self.first_packet.get().copied())
-        {
-            return Ok(());
-        }
-        self.inner.producer(px, placed)
+        self.inner.exchange(analysed)
     }
 
     fn cluster(&mut self, ev: &ClusterEvent) -> io::Result<()> {

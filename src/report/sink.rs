@@ -23,16 +23,23 @@ pub struct Needs {
     pub raw_messages: KeepRaw,
 }
 
+/// An exchange of any paired API, with what the analysis made of it. A new API is a new
+/// variant: every format's `match` then says where it must be drawn, and a sink that
+/// wraps another hands on all of them with one call.
+#[derive(Debug, Clone)]
+pub enum Analysed<'a> {
+    /// An AllocateProducerIds exchange and the block it granted, if it granted one.
+    Allocate(Exchange, Option<&'a Block>),
+    /// An InitProducerId exchange and what the analysis knows of the id it granted.
+    /// Formats that do not list producers count them from the report's summary.
+    InitProducerId(ProducerIdExchange, &'a Placed),
+}
+
 /// One output of a run.
 pub trait Sink: Send {
     fn needs(&self) -> Needs;
-    /// An exchange, analysed, and the block it granted if it granted one.
-    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()>;
-    /// An InitProducerId exchange, analysed: what the analysis knows of the id it
-    /// granted. Formats that do not list producers count them from the report's summary;
-    /// a sink that wraps another hands it on. (No default: a wrapper that forgot it would
-    /// drop every producer in silence.)
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()>;
+    /// An exchange, analysed, in the order exchanges complete.
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()>;
     /// A cluster message whose facts were read (a Vote, a BrokerHeartbeat...), as it
     /// comes; only the tree draws them, from their bytes ([`Needs::raw_messages`]).
     fn cluster(&mut self, _ev: &ClusterEvent) -> io::Result<()> {
@@ -60,13 +67,11 @@ impl Sink for Collect {
         }
     }
 
-    fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
-        self.kept.push(ex);
-        Ok(())
-    }
-
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
-        self.producers.push((px, placed.clone()));
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, _) => self.kept.push(ex),
+            Analysed::InitProducerId(px, placed) => self.producers.push((px, placed.clone())),
+        }
         Ok(())
     }
 
@@ -99,13 +104,12 @@ where
         }
     }
 
-    fn exchange(&mut self, ex: Exchange, _block: Option<&Block>) -> io::Result<()> {
-        (self.0)(&exchange(&ex))
-    }
-
-    /// The library's callback takes exchanges only.
-    fn producer(&mut self, _px: ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
-        Ok(())
+    /// The library's callback takes AllocateProducerIds exchanges only.
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, _) => (self.0)(&exchange(&ex)),
+            Analysed::InitProducerId(_, _) => Ok(()),
+        }
     }
 
     fn finish(&mut self, _report: &mut Report) -> io::Result<()> {
@@ -136,12 +140,8 @@ impl Sink for Rendered {
         self.collect.needs()
     }
 
-    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        self.collect.exchange(ex, block)
-    }
-
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
-        self.collect.producer(px, placed)
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        self.collect.exchange(analysed)
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

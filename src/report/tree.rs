@@ -13,7 +13,7 @@ use std::io::{self, Write};
 
 use super::address;
 use super::model::{Exchange, Report};
-use super::sink::{Needs, Sink};
+use super::sink::{Analysed, Needs, Sink};
 use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, Placed};
 use crate::kafka::apis::{self, ClusterFact};
@@ -505,6 +505,29 @@ impl TreeSink {
             Ok(())
         })
     }
+
+    fn allocate(&mut self, ex: pairing::Exchange, _block: Option<&Block>) -> io::Result<()> {
+        let ex = super::exchange(&ex);
+        for is_request in [true, false] {
+            if let Some(drawn) = Drawn::allocate(&ex, is_request) {
+                self.draw(&drawn)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn init_producer_id(
+        &mut self,
+        px: pairing::ProducerIdExchange,
+        _placed: &Placed,
+    ) -> io::Result<()> {
+        for is_request in [true, false] {
+            if let Some(drawn) = Drawn::init_producer_id(&px, is_request) {
+                self.draw(&drawn)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Sink for TreeSink {
@@ -519,23 +542,11 @@ impl Sink for TreeSink {
         }
     }
 
-    fn exchange(&mut self, ex: pairing::Exchange, _block: Option<&Block>) -> io::Result<()> {
-        let ex = super::exchange(&ex);
-        for is_request in [true, false] {
-            if let Some(drawn) = Drawn::allocate(&ex, is_request) {
-                self.draw(&drawn)?;
-            }
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, block) => self.allocate(ex, block),
+            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
         }
-        Ok(())
-    }
-
-    fn producer(&mut self, px: pairing::ProducerIdExchange, _placed: &Placed) -> io::Result<()> {
-        for is_request in [true, false] {
-            if let Some(drawn) = Drawn::init_producer_id(&px, is_request) {
-                self.draw(&drawn)?;
-            }
-        }
-        Ok(())
     }
 
     /// A cluster message is drawn when `--frame` asks for it: the tree of a capture is

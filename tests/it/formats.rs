@@ -679,11 +679,10 @@ fn expect_reads_back_each_golden_format_with_every_ndjson_line_type() {
 /// (`--frame`): without it, none of them is copied; with it, every one is kept.
 #[test]
 fn the_tree_keeps_cluster_messages_bytes_only_for_frame() {
-    use pidshark::analysis::{Block, Placed};
     use pidshark::kafka::apis::ClusterFact;
-    use pidshark::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
+    use pidshark::pairing::ClusterEvent;
     use pidshark::report::model::Report;
-    use pidshark::report::sink::{Needs, Sink};
+    use pidshark::report::sink::{Analysed, Needs, Sink};
     use pidshark::report::tree::TreeSink;
 
     /// The tree, counting the cluster events it is handed and those with bytes.
@@ -692,11 +691,8 @@ fn the_tree_keeps_cluster_messages_bytes_only_for_frame() {
         fn needs(&self) -> Needs {
             self.0.needs()
         }
-        fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> std::io::Result<()> {
-            self.0.exchange(ex, block)
-        }
-        fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> std::io::Result<()> {
-            self.0.producer(px, placed)
+        fn exchange(&mut self, analysed: Analysed<'_>) -> std::io::Result<()> {
+            self.0.exchange(analysed)
         }
         fn cluster(&mut self, ev: &ClusterEvent) -> std::io::Result<()> {
             // an AllocateProducerIds request's early word is no message of its own

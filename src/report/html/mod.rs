@@ -21,7 +21,7 @@ use std::io::{self, Write};
 use super::exchange;
 use super::flagged::{FlaggedProducers, Grant};
 use super::model::Report;
-use super::sink::{Needs, Sink};
+use super::sink::{Analysed, Needs, Sink};
 use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
@@ -151,17 +151,8 @@ impl HtmlSink {
             out,
         }
     }
-}
 
-impl Sink for HtmlSink {
-    fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
-    }
-
-    fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+    fn allocate(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
         let gist = Gist::of(&ex.outcome);
         let ex = exchange(&ex);
         let series = self.keep(ex.request.broker_id);
@@ -234,12 +225,28 @@ impl Sink for HtmlSink {
         Ok(())
     }
 
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
         let entry = super::producer_id_entry(&px, placed);
         if let Some(grant) = Grant::of(&entry) {
             self.producers.add(grant);
         }
         Ok(())
+    }
+}
+
+impl Sink for HtmlSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            raw_messages: KeepRaw::Nothing,
+        }
+    }
+
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, block) => self.allocate(ex, block),
+            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+        }
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

@@ -15,7 +15,7 @@ use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 use super::model::{ProducerIdBlocks, ProducerIds, Report};
-use super::sink::{Needs, Sink};
+use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
@@ -67,17 +67,8 @@ impl JsonSink {
             ..self
         }
     }
-}
 
-impl Sink for JsonSink {
-    fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
-    }
-
-    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+    fn allocate(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
         let pretty = self.pretty;
         self.exchanges.push(ex.order(), |out| {
             writer::item(out, &exchange(&ex), pretty, EXCHANGE_DEPTH)
@@ -90,7 +81,7 @@ impl Sink for JsonSink {
         Ok(())
     }
 
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
         if !self.producer_entries {
             return Ok(());
         }
@@ -98,6 +89,22 @@ impl Sink for JsonSink {
         self.producers.push(px.order(), |out| {
             writer::item(out, &producer_id_entry(&px, placed), pretty, ENTRY_DEPTH)
         })
+    }
+}
+
+impl Sink for JsonSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            raw_messages: KeepRaw::Nothing,
+        }
+    }
+
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, block) => self.allocate(ex, block),
+            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+        }
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
@@ -169,6 +176,22 @@ impl NdjsonSink {
         }
         Ok(())
     }
+
+    fn allocate(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+        self.push_line("exchange", &exchange(&ex))?;
+        if let Some(block) = block {
+            self.push_line("block", &pid_block(block))?;
+        }
+        self.write_lines()
+    }
+
+    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+        if !self.producer_entries {
+            return Ok(());
+        }
+        self.push_line("producer_id", &producer_id_entry(&px, placed))?;
+        self.write_lines()
+    }
 }
 
 impl Sink for NdjsonSink {
@@ -179,20 +202,11 @@ impl Sink for NdjsonSink {
         }
     }
 
-    fn exchange(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        self.push_line("exchange", &exchange(&ex))?;
-        if let Some(block) = block {
-            self.push_line("block", &pid_block(block))?;
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, block) => self.allocate(ex, block),
+            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
         }
-        self.write_lines()
-    }
-
-    fn producer(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
-        if !self.producer_entries {
-            return Ok(());
-        }
-        self.push_line("producer_id", &producer_id_entry(&px, placed))?;
-        self.write_lines()
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {

@@ -15,7 +15,7 @@ use anstyle::{AnsiColor, Style};
 
 use super::flagged::{FlaggedProducers, Grant};
 use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
-use super::sink::{Needs, Sink};
+use super::sink::{Analysed, Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::verdict::Grade;
@@ -145,15 +145,8 @@ fn trouble_of_byte(byte: u8) -> Option<Why> {
     }
 }
 
-impl Sink for TextSink {
-    fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
-    }
-
-    fn exchange(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+impl TextSink {
+    fn allocate(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
         self.shown += 1;
         if let Some(block) = block {
             self.blocks += 1;
@@ -171,11 +164,31 @@ impl Sink for TextSink {
 
     /// Counted from the report's summary and findings at the end; those in trouble kept
     /// to name them.
-    fn producer(&mut self, px: pairing::ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn init_producer_id(
+        &mut self,
+        px: pairing::ProducerIdExchange,
+        placed: &Placed,
+    ) -> io::Result<()> {
         if let Some(grant) = Grant::of(&super::producer_id_entry(&px, placed)) {
             self.flagged.add(grant);
         }
         Ok(())
+    }
+}
+
+impl Sink for TextSink {
+    fn needs(&self) -> Needs {
+        Needs {
+            blocks_in_report: false,
+            raw_messages: KeepRaw::Nothing,
+        }
+    }
+
+    fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+        match analysed {
+            Analysed::Allocate(ex, block) => self.allocate(ex, block),
+            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+        }
     }
 
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
