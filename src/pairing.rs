@@ -1,45 +1,22 @@
-//! Pairing: the Kafka stage's messages in, [`Exchange`]s and per-API counts out.
+//! Pairing: the Kafka stage's messages in, [`PairedExchange`]s and per-API counts out.
 //!
 //! The Kafka stage matches each response to the waiting request with its correlation id
 //! (it must, to know which API's response to decode) and says which API it answered, or
 //! that it answered none. Pairing counts them, holds each decoded request until its
 //! response comes or the Kafka stage gives it up, and then makes it an exchange with its
-//! [`Outcome`], decided here where the evidence is: an [`Exchange`] for
-//! AllocateProducerIds, a [`ProducerIdExchange`] for InitProducerId.
+//! [`Outcome`], decided here where the evidence is: an [`ApiExchange`] of its API (an
+//! [`Exchange`] for AllocateProducerIds, a [`ProducerIdExchange`] for InitProducerId).
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::kafka::allocate_producer_ids::{Request, Response};
-use crate::kafka::apis::{ClusterFact, DecodedRequest, DecodedResponse, Kept};
-use crate::kafka::init_producer_id as init;
+pub use crate::kafka::allocate_producer_ids::AllocateProducerIds;
+use crate::kafka::allocate_producer_ids::Response;
+pub use crate::kafka::apis::Api;
+use crate::kafka::apis::{for_each_paired_api, ClusterFact, DecodedRequest, DecodedResponse, Kept};
+pub use crate::kafka::init_producer_id::InitProducerId;
 use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
 use crate::kafka::tables::ApiKey;
-
-/// What pairing holds of one API: the request and response its decoder gives. An
-/// exchange of any API is an [`ApiExchange`] of it.
-pub trait Api {
-    type Request: std::fmt::Debug + Clone + PartialEq + Eq;
-    type Response: std::fmt::Debug + Clone + PartialEq + Eq;
-}
-
-/// AllocateProducerIds (API key 67): a broker asks the controller for a block of ids.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AllocateProducerIds;
-
-impl Api for AllocateProducerIds {
-    type Request = Request;
-    type Response = Response;
-}
-
-/// InitProducerId (API key 22): a producer asks a broker for an id and epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InitProducerId;
-
-impl Api for InitProducerId {
-    type Request = init::Request;
-    type Response = init::Response;
-}
 
 /// One request of API `A` and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +34,68 @@ pub type Exchange = ApiExchange<AllocateProducerIds>;
 
 /// One InitProducerId request and how it ended.
 pub type ProducerIdExchange = ApiExchange<InitProducerId>;
+
+/// The request, version and place of an exchange: what [`ApiExchange::of`] needs besides
+/// the request and its outcome.
+type Head = (Endpoints, i32, i16, MessageMeta);
+
+/// An exchange of any paired API, with a variant per API of
+/// [`for_each_paired_api`](crate::kafka::apis): what pairing hands on.
+macro_rules! paired_exchange {
+    ($($variant:ident => $api:path,)*) => {
+        /// An exchange of any paired API.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum PairedExchange {
+            $($variant(ApiExchange<$api>),)*
+        }
+
+        impl PairedExchange {
+            /// Where it stands: exchanges of one API before those of the next, then
+            /// in [`ApiExchange::order`].
+            pub fn order(&self) -> (u8, ExchangeOrder) {
+                let mut rank = 0;
+                $(
+                    if let Self::$variant(ex) = self {
+                        return (rank, ex.order());
+                    }
+                    rank += 1;
+                )*
+                unreachable!("every variant returned, rank {rank}")
+            }
+
+            /// The exchange of a request and its response, or the request back when the
+            /// response is of another API.
+            fn answered(
+                head: Head,
+                request: DecodedRequest,
+                meta: MessageMeta,
+                response: DecodedResponse,
+            ) -> Result<Self, DecodedRequest> {
+                match (request, response) {
+                    $((DecodedRequest::$variant(request), DecodedResponse::$variant(response)) => {
+                        let outcome = Outcome::Complete { meta, response };
+                        Ok(Self::$variant(ApiExchange::of(head, *request, outcome)))
+                    })*
+                    (request, _) => Err(request),
+                }
+            }
+
+            /// The exchange of a request without a response: of unknown outcome when the
+            /// capture may have lost it. `None` for a cluster message (never held).
+            fn without_response(head: Head, request: DecodedRequest, unknown: bool) -> Option<Self> {
+                match request {
+                    $(DecodedRequest::$variant(request) => {
+                        let outcome = Outcome::without_response(unknown);
+                        Some(Self::$variant(ApiExchange::of(head, *request, outcome)))
+                    })*
+                    DecodedRequest::Cluster(_, _) => None,
+                }
+            }
+        }
+    };
+}
+
+for_each_paired_api!(paired_exchange);
 
 /// What a cluster message said (where brokers listen, who leads), handed on as it comes:
 /// its facts need no answer to mean something.
@@ -144,7 +183,7 @@ impl<A: Api> ApiExchange<A> {
     /// The exchange of `request`, sent with `head` (its ends, correlation id, version and
     /// where it was), ended by `outcome`.
     fn of(
-        (endpoints, correlation_id, api_version, request_meta): (Endpoints, i32, i16, MessageMeta),
+        (endpoints, correlation_id, api_version, request_meta): Head,
         request: A::Request,
         outcome: Outcome<A::Response>,
     ) -> Self {
@@ -201,8 +240,8 @@ pub struct Pairing {
     /// Decoded requests waiting, by connection and correlation id; the Kafka stage's
     /// table of waiting requests charges their memory and says when each stops waiting.
     waiting: HashMap<(u64, i32), WaitingRequest, foldhash::fast::RandomState>,
-    pub exchanges: Vec<Exchange>,
-    pub producer_exchanges: Vec<ProducerIdExchange>,
+    /// Exchanges made since they were last taken.
+    pub exchanges: Vec<PairedExchange>,
     pub cluster_events: Vec<ClusterEvent>,
     pub api_counts: BTreeMap<ApiKey, ApiCounts>,
     pub unmatched_responses: u64,
@@ -212,9 +251,7 @@ impl Pairing {
     /// Puts exchanges in report order: by request frame, then connection, then
     /// correlation id.
     pub fn sort_exchanges(&mut self) {
-        self.exchanges.sort_by_key(Exchange::order);
-        self.producer_exchanges
-            .sort_by_key(ProducerIdExchange::order);
+        self.exchanges.sort_by_key(PairedExchange::order);
     }
 
     /// Takes what the Kafka stage counted rather than listed, leaving its counts at zero
@@ -326,23 +363,10 @@ impl Pairing {
         response: DecodedResponse,
     ) {
         let head = (ends, correlation_id, api_version, request_meta);
-        match (request, response) {
-            (DecodedRequest::Allocate(request), DecodedResponse::Allocate(response)) => {
-                let outcome = Outcome::Complete { meta, response };
-                self.exchanges
-                    .push(ApiExchange::of(head, *request, outcome));
-            }
-            (
-                DecodedRequest::InitProducerId(request),
-                DecodedResponse::InitProducerId(response),
-            ) => {
-                let outcome = Outcome::Complete { meta, response };
-                self.producer_exchanges
-                    .push(ApiExchange::of(head, *request, outcome));
-            }
+        match PairedExchange::answered(head, request, meta, response) {
+            Ok(exchange) => self.exchanges.push(exchange),
             // The Kafka stage decodes a response as its request's API: never apart.
-            (request, _) => {
-                let (ends, correlation_id, api_version, request_meta) = head;
+            Err(request) => {
                 let request = (request_meta, api_version, request);
                 self.without_response(ends, correlation_id, request, true);
             }
@@ -359,19 +383,8 @@ impl Pairing {
         unknown: bool,
     ) {
         let head = (ends, correlation_id, api_version, request_meta);
-        match request {
-            DecodedRequest::Allocate(request) => {
-                let outcome = Outcome::without_response(unknown);
-                self.exchanges
-                    .push(ApiExchange::of(head, *request, outcome));
-            }
-            DecodedRequest::InitProducerId(request) => {
-                let outcome = Outcome::without_response(unknown);
-                self.producer_exchanges
-                    .push(ApiExchange::of(head, *request, outcome));
-            }
-            // Never held: handed on as it came.
-            DecodedRequest::Cluster(_, _) => {}
+        if let Some(exchange) = PairedExchange::without_response(head, request, unknown) {
+            self.exchanges.push(exchange);
         }
     }
 }
@@ -441,8 +454,9 @@ mod tests {
         ] {
             pairing.message(m);
         }
-        assert_eq!(pairing.exchanges.len(), 1);
-        let ex = &pairing.exchanges[0];
+        let [PairedExchange::Allocate(ex)] = &pairing.exchanges[..] else {
+            panic!("one AllocateProducerIds exchange: {:?}", pairing.exchanges);
+        };
         assert_eq!((ex.endpoints.connection, ex.correlation_id), (2, 5));
         assert_eq!((ex.request_meta.frame, ex.api_version), (11, 1));
         assert_eq!(ex.outcome.response().map(|(m, _)| m.frame), Some(13));
@@ -479,7 +493,10 @@ mod tests {
         let outcomes: Vec<_> = pairing
             .exchanges
             .iter()
-            .map(|ex| (ex.correlation_id, ex.outcome.status()))
+            .map(|paired| match paired {
+                PairedExchange::Allocate(ex) => (ex.correlation_id, ex.outcome.status()),
+                other => panic!("not AllocateProducerIds: {other:?}"),
+            })
             .collect();
         assert_eq!(
             outcomes,

@@ -281,10 +281,7 @@ fn to_pairing(
         pairing.message(message);
     }
     pairing.counted(&mut dissector.out.counted);
-    if pairing.exchanges.is_empty()
-        && pairing.producer_exchanges.is_empty()
-        && pairing.cluster_events.is_empty()
-    {
+    if pairing.exchanges.is_empty() && pairing.cluster_events.is_empty() {
         batcher.tick();
         return;
     }
@@ -295,17 +292,13 @@ fn to_pairing(
         batcher.push(Item::Cluster(ev));
     }
     for ex in pairing.exchanges.drain(..) {
-        batcher.push(Item::Allocate(ex));
-    }
-    for px in pairing.producer_exchanges.drain(..) {
-        batcher.push(Item::Producer(px));
+        batcher.push(Item::Exchange(ex));
     }
     batcher.tick();
     // A shed gives up thousands of requests at once: their room, charged nowhere, is
     // given back rather than kept for a burst that may not come again.
     shrink_after_burst(&mut dissector.out.messages);
     shrink_after_burst(&mut pairing.exchanges);
-    shrink_after_burst(&mut pairing.producer_exchanges);
     shrink_after_burst(&mut pairing.cluster_events);
 }
 

@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
-use crate::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
+use crate::pairing::{ClusterEvent, Exchange, PairedExchange};
 use crate::report::sink::{Analysed, Sink};
 
 /// What the analysis thread hands back at the end.
@@ -22,10 +22,13 @@ pub struct Finished {
 
 /// What goes to the analysis thread.
 #[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "most items are exchanges; batches of them are reused, not allocated per item"
+)]
 pub enum Item {
     Cluster(ClusterEvent),
-    Allocate(Exchange),
-    Producer(ProducerIdExchange),
+    Exchange(PairedExchange),
 }
 
 /// Exchanges sent at once: a channel operation per few hundred exchanges, not per one.
@@ -47,9 +50,9 @@ fn held_estimate(item: &Item) -> u64 {
     match item {
         // A few listeners or quorum entries; Metadata's broker list can be long.
         Item::Cluster(ev) => ev.meta.size.saturating_mul(2).saturating_add(256),
-        Item::Allocate(ex) => allocate_held_estimate(ex),
+        Item::Exchange(PairedExchange::Allocate(ex)) => allocate_held_estimate(ex),
         // Small and fixed but for two strings and the tagged fields, as above.
-        Item::Producer(px) => {
+        Item::Exchange(PairedExchange::InitProducerId(px)) => {
             let response = px.outcome.response().map_or(0, |(meta, _)| meta.size);
             px.request_meta
                 .size
@@ -191,13 +194,13 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
                     analyzer.add_cluster(&ev);
                     sink_error.is_none().then(|| sink.cluster(&ev))
                 }
-                Item::Allocate(ex) => {
+                Item::Exchange(PairedExchange::Allocate(ex)) => {
                     let block = analyzer.add(&ex);
                     sink_error
                         .is_none()
                         .then(|| sink.exchange(Analysed::Allocate(ex, block.as_ref())))
                 }
-                Item::Producer(px) => {
+                Item::Exchange(PairedExchange::InitProducerId(px)) => {
                     let placed = analyzer.add_producer(&px);
                     let analysed = Analysed::InitProducerId(px, &placed);
                     sink_error.is_none().then(|| sink.exchange(analysed))

@@ -5,6 +5,7 @@
 //! Decoding is partial by design: every field read before a failure is kept, the failure
 //! is reported, nothing is guessed. Versions other than 0 are not decoded past the header.
 
+use super::apis::Api;
 pub use super::decoded::Problem;
 use super::schema::{message, RequestHeader, ResponseHeader};
 use super::tables::{ApiKey, ErrorCode};
@@ -33,6 +34,15 @@ message! {
         /// `ProducerIdLen` (int32, v0+): how many ids the block holds.
         producer_id_len: i32 = ("ProducerIdLen", 0.., "The number of producer IDs in this range."),
     }
+}
+
+/// AllocateProducerIds (API key 67): a broker asks the controller for a block of ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocateProducerIds;
+
+impl Api for AllocateProducerIds {
+    type Request = Request;
+    type Response = Response;
 }
 
 #[cfg(test)]

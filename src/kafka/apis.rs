@@ -8,7 +8,7 @@ use super::layout::Visitor;
 use super::reader::DecodeError;
 use super::schema::Message;
 use super::tables::ApiKey;
-use super::{allocate_producer_ids, init_producer_id, KeepRaw};
+use super::KeepRaw;
 
 /// Whether a request of `api`, `len` bytes long, is decoded, not only counted: the paired
 /// APIs, the cluster's messages that say where brokers listen and who leads, and Fetch
@@ -41,35 +41,53 @@ pub fn decodes_response(api: ApiKey) -> bool {
         )
 }
 
-/// The APIs whose requests are paired with their responses into exchanges (their
-/// decoded requests wait in pairing), each a variant of [`DecodedRequest`] and
-/// [`DecodedResponse`] holding its module's `Request` and `Response`, declared with
-/// [`message!`](super::schema::message).
+/// An API whose requests are paired with their responses into exchanges: its request
+/// and response, each declared with [`message!`](super::schema::message).
+pub trait Api {
+    type Request: Message + std::fmt::Debug + Clone + PartialEq + Eq;
+    type Response: Message + std::fmt::Debug + Clone + PartialEq + Eq;
+}
+
+/// Calls `$then!` with the paired APIs, `Variant => marker`: the one list of them. Each
+/// marker is an [`Api`] in its own file; everything that names each paired API (its
+/// decoding here, its exchanges in pairing) is an expansion of this list.
+macro_rules! for_each_paired_api {
+    ($then:ident) => {
+        $then! {
+            Allocate => $crate::kafka::allocate_producer_ids::AllocateProducerIds,
+            InitProducerId => $crate::kafka::init_producer_id::InitProducerId,
+        }
+    };
+}
+pub(crate) use for_each_paired_api;
+
+/// Which requests are paired and the decoded messages of each: [`DecodedRequest`] and
+/// [`DecodedResponse`] have a variant per paired API.
 macro_rules! paired_apis {
-    ($($variant:ident => $module:ident,)*) => {
+    ($($variant:ident => $api:path,)*) => {
         /// Whether requests of `api` are paired with their responses into exchanges.
         pub fn pairs(api: ApiKey) -> bool {
-            false $(|| api == <$module::Request as Message>::API)*
+            false $(|| api == <<$api as Api>::Request as Message>::API)*
         }
 
         /// A decoded request of an API that [`decodes_request`] names.
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub enum DecodedRequest {
-            $($variant(Box<$module::Request>),)*
+            $($variant(Box<<$api as Api>::Request>),)*
             Cluster(Box<ClusterFact>, Option<Box<Kept>>),
         }
 
         /// A decoded response, decoded as the answer to its request's API and version.
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub enum DecodedResponse {
-            $($variant(Box<$module::Response>),)*
+            $($variant(Box<<$api as Api>::Response>),)*
             Cluster(Box<ClusterFact>, Option<Box<Kept>>),
         }
 
         impl DecodedRequest {
             /// A request of a paired API; `None` for any other.
             fn paired(api: ApiKey, version: i16, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
-                $(if api == <$module::Request as Message>::API {
+                $(if api == <<$api as Api>::Request as Message>::API {
                     return Some(Self::$variant(read(bytes, not_read, version)));
                 })*
                 None
@@ -96,7 +114,7 @@ macro_rules! paired_apis {
         impl DecodedResponse {
             /// The answer to a request of a paired API; `None` for any other.
             fn paired(api: ApiKey, version: i16, bytes: Captured<'_>, not_read: Problem) -> Option<Self> {
-                $(if api == <$module::Response as Message>::API {
+                $(if api == <<$api as Api>::Response as Message>::API {
                     return Some(Self::$variant(read(bytes, not_read, version)));
                 })*
                 None
@@ -118,20 +136,17 @@ macro_rules! paired_apis {
             message: &[u8],
             v: &mut dyn Visitor,
         ) {
-            $(if api == <$module::Request as Message>::API {
+            $(if api == <<$api as Api>::Request as Message>::API {
                 match is_request {
-                    true => drop($module::Request::decode_with(message, version, v)),
-                    false => drop($module::Response::decode_with(message, version, v)),
+                    true => drop(<<$api as Api>::Request as Message>::decode_with(message, version, v)),
+                    false => drop(<<$api as Api>::Response as Message>::decode_with(message, version, v)),
                 }
             })*
         }
     };
 }
 
-paired_apis! {
-    Allocate => allocate_producer_ids,
-    InitProducerId => init_producer_id,
-}
+for_each_paired_api!(paired_apis);
 
 /// A cluster message's bytes as captured (without the size prefix), kept when a sink asks
 /// for them (`--format tree`), with the API and version they were decoded as.

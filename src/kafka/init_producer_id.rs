@@ -14,6 +14,7 @@
 //! ivanyu/kafka_wire_protocol (`rust/src/schema/init_producer_id_request/v6.rs`, tested
 //! against Kafka's Java classes). In 4.1 the request's version 6 is still marked unstable.
 
+use super::apis::Api;
 pub use super::decoded::Problem;
 use super::schema::{message, RequestHeader, ResponseHeader};
 use super::tables::{ApiKey, ErrorCode};
@@ -56,6 +57,15 @@ message! {
         /// is Kafka's own.
         ongoing_txn_producer_epoch: i16 = ("OngoingTxnProducerEpoch", 6.., "The epoch associated with the  producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing."),
     }
+}
+
+/// InitProducerId (API key 22): a producer asks a broker for an id and epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitProducerId;
+
+impl Api for InitProducerId {
+    type Request = Request;
+    type Response = Response;
 }
 
 #[cfg(test)]

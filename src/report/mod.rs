@@ -375,7 +375,12 @@ fn by_name(counts: &BTreeMap<ErrorCode, u64>) -> BTreeMap<String, u64> {
 /// Builds the report.
 pub fn build(mut findings: Findings) -> model::Report {
     findings.pairing.sort_exchanges();
-    let exchanges: Vec<model::Exchange> = findings.pairing.exchanges.iter().map(exchange).collect();
+    let exchanges: Vec<model::Exchange> = (findings.pairing.exchanges.iter())
+        .filter_map(|paired| match paired {
+            pairing::PairedExchange::Allocate(ex) => Some(exchange(ex)),
+            pairing::PairedExchange::InitProducerId(_) => None,
+        })
+        .collect();
     let summary = summary(&findings);
     let analysis = &findings.analysis;
     let timeline = pieces::pieces(
