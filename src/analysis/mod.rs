@@ -37,7 +37,7 @@ pub use brokers::BrokerStats;
 pub use controllers::Leadership;
 pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement, PlacementName};
-pub use producers::{Placed, ProducerTotals, MAX_TRACKED_GRANTS};
+pub use producers::{Placed, ProducerIdCounts, MAX_TRACKED_GRANTS};
 
 /// Broker ids the capture knows from elsewhere than their controller connections: the
 /// addresses' claims (conflicting ones too).
@@ -200,7 +200,7 @@ pub struct Analysis {
     pub slow_threshold_us: Option<f64>,
     pub totals: Totals,
     /// Counts over the InitProducerId exchanges.
-    pub producers: ProducerTotals,
+    pub producers: ProducerIdCounts,
     /// Addresses known to be brokers', and how.
     pub broker_addresses: Vec<BrokerAddress>,
     /// Who led the controller quorum when, as far as the capture shows.

@@ -11,12 +11,16 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
-use super::{Block, Finding, StatusCounts, MAX_TRACKED_BLOCKS};
+use super::{Block, Finding, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
 use crate::diag::Observation;
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::{Outcome, ProducerIdExchange};
+use crate::kafka::tables::{error_counts, error_counts_schema};
+use crate::pairing::{Outcome, ProducerIdExchange, Status};
 use crate::timestamp::Timestamp;
 
 /// Granted ids whose holders are remembered, to find an id granted twice.
@@ -69,29 +73,103 @@ pub struct Affected {
     pub holders_of_id: u64,
 }
 
-/// Counts over every InitProducerId exchange, for the summary.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProducerTotals {
+/// Counts over every InitProducerId exchange of the capture (whatever the filters).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct ProducerIdCounts {
     pub exchanges: u64,
-    pub statuses: StatusCounts,
+    pub complete: u64,
+    pub unanswered: u64,
+    pub response_unknown: u64,
+    /// Responses with error NONE and a producer id.
     pub granted: u64,
+    /// Responses with an error.
     pub errors: u64,
-    /// Responses by error code, NONE included.
+    /// Responses read whole by error name, `NONE` included.
+    #[serde(serialize_with = "error_counts")]
+    #[schemars(schema_with = "error_counts_schema")]
     pub error_codes: BTreeMap<ErrorCode, u64>,
-    /// Granted ids by placement.
-    pub placements: BTreeMap<PlacementName, u64>,
+    /// Granted ids by `placement` (see `producer_ids.entries[].placement`).
+    pub in_block: u64,
+    pub previous_block: u64,
+    pub before_capture: u64,
+    pub kept_by_transactional_id: u64,
+    pub another_brokers_block: u64,
+    pub older_block: u64,
+    pub outside_blocks: u64,
+    pub unknown: u64,
+    /// Grants of an id and epoch another producer was granted before
+    /// (`pid_duplicate_grant`).
     pub duplicates: u64,
-    /// Exchanges whose broker no message read names (its address mapped to no id).
-    pub broker_unknown: u64,
-    /// Granted ids forgotten to stay within [`MAX_TRACKED_GRANTS`]: duplicates among them
-    /// and later grants are not found.
+    /// Granted ids forgotten to bound memory: duplicates among them are not found.
     pub grants_forgotten: u64,
+    /// Exchanges whose broker is not known: no message read maps its address to a broker
+    /// id, so their grants are placed in any broker's block and none is judged a fault.
+    pub broker_unknown: u64,
 }
 
-impl ProducerTotals {
+impl ProducerIdCounts {
     /// Granted ids placed as `name`.
     pub fn placed(&self, name: PlacementName) -> u64 {
-        self.placements.get(&name).copied().unwrap_or(0)
+        match name {
+            PlacementName::InBlock => self.in_block,
+            PlacementName::PreviousBlock => self.previous_block,
+            PlacementName::BeforeCapture => self.before_capture,
+            PlacementName::KeptByTransactionalId => self.kept_by_transactional_id,
+            PlacementName::AnotherBrokersBlock => self.another_brokers_block,
+            PlacementName::OlderBlock => self.older_block,
+            PlacementName::OutsideBlocks => self.outside_blocks,
+            PlacementName::Unknown => self.unknown,
+        }
+    }
+
+    fn placed_mut(&mut self, name: PlacementName) -> &mut u64 {
+        match name {
+            PlacementName::InBlock => &mut self.in_block,
+            PlacementName::PreviousBlock => &mut self.previous_block,
+            PlacementName::BeforeCapture => &mut self.before_capture,
+            PlacementName::KeptByTransactionalId => &mut self.kept_by_transactional_id,
+            PlacementName::AnotherBrokersBlock => &mut self.another_brokers_block,
+            PlacementName::OlderBlock => &mut self.older_block,
+            PlacementName::OutsideBlocks => &mut self.outside_blocks,
+            PlacementName::Unknown => &mut self.unknown,
+        }
+    }
+
+    fn add_status(&mut self, status: Status) {
+        let count = match status {
+            Status::Complete => &mut self.complete,
+            Status::Unanswered => &mut self.unanswered,
+            Status::ResponseUnknown => &mut self.response_unknown,
+        };
+        *count += 1;
+    }
+
+    /// The placements other than `in_block` that hold ids, each with its count and what
+    /// it means in a few words, for the text and HTML reports.
+    pub fn other_placements(&self) -> Vec<(u64, &'static str)> {
+        [
+            (
+                self.previous_block,
+                "from the block their broker held before its newest (Kafka's prefetch)",
+            ),
+            (
+                self.before_capture,
+                "from blocks granted before the capture",
+            ),
+            (self.kept_by_transactional_id, "kept by a transactional id"),
+            (self.another_brokers_block, "in another broker's block"),
+            (self.older_block, "from an older block after a newer one"),
+            (self.outside_blocks, "outside their broker's blocks"),
+            (self.unknown, "not placed (broker or blocks not known)"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .collect()
+    }
+
+    /// Grants Kafka's producer-id manager cannot have made (`pid_outside_blocks`).
+    pub fn faulty_placements(&self) -> u64 {
+        self.another_brokers_block + self.older_block + self.outside_blocks
     }
 }
 
@@ -100,7 +178,7 @@ impl ProducerTotals {
 pub struct Tracker {
     blocks: Blocks,
     grants: BTreeMap<(i64, i16), Vec<Holder>>,
-    pub totals: ProducerTotals,
+    pub totals: ProducerIdCounts,
 }
 
 impl Default for Tracker {
@@ -116,7 +194,7 @@ impl Tracker {
         Self {
             blocks: Blocks::new(max_blocks, clock_skew_ns),
             grants: BTreeMap::new(),
-            totals: ProducerTotals::default(),
+            totals: ProducerIdCounts::default(),
         }
     }
 
@@ -163,7 +241,7 @@ impl Tracker {
     ) -> Placed {
         self.totals.exchanges += 1;
         self.totals.broker_unknown += u64::from(broker.is_none());
-        self.totals.statuses.add(px.outcome.status());
+        self.totals.add_status(px.outcome.status());
         let mut placed = Placed {
             broker,
             ..Placed::default()
@@ -197,7 +275,7 @@ impl Tracker {
         if let (Some(broker_id), true) = (broker_id, placement.is_fault()) {
             findings.push(self.fault(&placement, reason.as_deref(), broker_id, id, meta));
         }
-        *self.totals.placements.entry(placement.name()).or_default() += 1;
+        *self.totals.placed_mut(placement.name()) += 1;
         placed.placement = Some(placement);
         placed.reason = reason;
         let holder = Holder {

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::controllers::pieces::Piece;
-use super::{BrokerStats, Finding, ProducerTotals, Totals};
+use super::{BrokerStats, Finding, ProducerIdCounts, Totals};
 use crate::capture::CaptureInfo;
 use crate::diag::{Diagnostics, Facts, Kind, Severity};
 use crate::kafka::tables::ErrorCode;
@@ -252,7 +252,7 @@ pub struct Evidence<'a> {
     pub coverage: &'a super::Coverage,
     pub budget: Budget,
     /// Counts over the InitProducerId exchanges.
-    pub producers: &'a ProducerTotals,
+    pub producers: &'a ProducerIdCounts,
     /// The controller timeline: who is proven to have led when, unknown between.
     pub controllers: &'a [Piece],
     /// Responses whose request was not read.

@@ -4,7 +4,7 @@
 //! (`src/kafka/data/`), parsed once on first use. A test keeps the copies equal to the
 //! shared originals. Values Kafka does not define render as `Unknown(n)` / `UNKNOWN(n)`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::OnceLock;
@@ -121,6 +121,38 @@ impl ErrorCode {
         by_code.sort();
         by_code.into_iter().map(|(_, name)| *name).collect()
     }
+}
+
+/// A Kafka error's name: one of the project's table, or `UNKNOWN(<code>)`.
+pub fn error_name() -> serde_json::Value {
+    serde_json::json!({
+        "anyOf": [
+            { "type": "string", "enum": ErrorCode::names() },
+            { "type": "string", "pattern": "^UNKNOWN\\(-?[0-9]+\\)$" }
+        ]
+    })
+}
+
+/// Counts by Kafka error name: the schema of [`error_counts`].
+pub fn error_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let name = error_name();
+    schemars::json_schema!({
+        "type": "object",
+        "propertyNames": name,
+        "additionalProperties": { "type": "integer", "minimum": 0 }
+    })
+}
+
+/// Counts by error code, written by error name (in the names' order).
+pub fn error_counts<S: serde::Serializer>(
+    counts: &BTreeMap<ErrorCode, u64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut named = BTreeMap::new();
+    for (code, n) in counts {
+        *named.entry(code.name()).or_insert(0_u64) += n;
+    }
+    serde::Serialize::serialize(&named, s)
 }
 
 #[expect(

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 
 use crate::analysis::controllers::pieces;
-use crate::analysis::{verdict, Analysis, Block, BrokerStats, Finding, PlacementName, Said};
+use crate::analysis::{verdict, Analysis, Block, BrokerStats, Finding, Said};
 use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
 use crate::kafka::reader::TaggedField;
@@ -289,30 +289,6 @@ fn controller_piece(p: &pieces::Piece) -> model::ControllerPiece {
     }
 }
 
-/// The counts of `producer_ids.summary`.
-fn producer_id_counts(t: &crate::analysis::ProducerTotals) -> model::ProducerIdCounts {
-    model::ProducerIdCounts {
-        exchanges: t.exchanges,
-        complete: t.statuses.complete,
-        unanswered: t.statuses.unanswered,
-        response_unknown: t.statuses.response_unknown,
-        granted: t.granted,
-        errors: t.errors,
-        error_codes: by_name(&t.error_codes),
-        in_block: t.placed(PlacementName::InBlock),
-        previous_block: t.placed(PlacementName::PreviousBlock),
-        before_capture: t.placed(PlacementName::BeforeCapture),
-        kept_by_transactional_id: t.placed(PlacementName::KeptByTransactionalId),
-        another_brokers_block: t.placed(PlacementName::AnotherBrokersBlock),
-        older_block: t.placed(PlacementName::OlderBlock),
-        outside_blocks: t.placed(PlacementName::OutsideBlocks),
-        unknown: t.placed(PlacementName::Unknown),
-        duplicates: t.duplicates,
-        grants_forgotten: t.grants_forgotten,
-        broker_unknown: t.broker_unknown,
-    }
-}
-
 /// The verdict in the report's form.
 pub fn verdict(v: &verdict::Verdict) -> model::Verdict {
     model::Verdict {
@@ -424,7 +400,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         exchanges,
         producer_id_blocks,
         producer_ids: model::ProducerIds {
-            summary: producer_id_counts(&analysis.producers),
+            summary: analysis.producers.clone(),
             entries: Vec::new(),
         },
         brokers_by_address: analysis

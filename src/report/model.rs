@@ -140,16 +140,6 @@ fn severity_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema
     counts_by(Severity::ALL.map(Severity::as_str))
 }
 
-/// Counts by Kafka error name.
-fn error_counts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let name = error_name();
-    schemars::json_schema!({
-        "type": "object",
-        "propertyNames": name,
-        "additionalProperties": { "type": "integer", "minimum": 0 }
-    })
-}
-
 /// An object counting something by a closed set of names.
 fn counts_by(names: impl IntoIterator<Item = &'static str>) -> schemars::Schema {
     let names: Vec<&str> = names.into_iter().collect();
@@ -157,16 +147,6 @@ fn counts_by(names: impl IntoIterator<Item = &'static str>) -> schemars::Schema 
         "type": "object",
         "propertyNames": { "enum": names },
         "additionalProperties": { "type": "integer", "minimum": 0 }
-    })
-}
-
-/// A Kafka error's name: one of the project's table, or `UNKNOWN(<code>)`.
-fn error_name() -> serde_json::Value {
-    serde_json::json!({
-        "anyOf": [
-            { "type": "string", "enum": crate::kafka::tables::ErrorCode::names() },
-            { "type": "string", "pattern": "^UNKNOWN\\(-?[0-9]+\\)$" }
-        ]
     })
 }
 
@@ -324,7 +304,9 @@ use serde::Serialize;
 use crate::analysis::committed::DeliveryName;
 use crate::analysis::controllers::pieces::{PieceState, SourceName};
 use crate::analysis::controllers::Evidence;
+pub use crate::analysis::ProducerIdCounts;
 use crate::diag::{Fact, IdSpan, Kind, Severity};
+use crate::kafka::tables::{error_counts_schema, error_name};
 use crate::latency;
 use crate::pairing::Status;
 use crate::timestamp::Timestamp;
@@ -837,69 +819,6 @@ pub struct ProducerIds {
     /// Absent with `--no-producer-entries`.
     #[schemars(skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<ProducerIdEntry>,
-}
-
-/// Counts over every InitProducerId exchange of the capture (whatever the filters).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
-pub struct ProducerIdCounts {
-    pub exchanges: u64,
-    pub complete: u64,
-    pub unanswered: u64,
-    pub response_unknown: u64,
-    /// Responses with error NONE and a producer id.
-    pub granted: u64,
-    /// Responses with an error.
-    pub errors: u64,
-    /// Responses read whole by error name, `NONE` included.
-    #[schemars(schema_with = "error_counts_schema")]
-    pub error_codes: BTreeMap<String, u64>,
-    /// Granted ids by `placement` (see `producer_ids.entries[].placement`).
-    pub in_block: u64,
-    pub previous_block: u64,
-    pub before_capture: u64,
-    pub kept_by_transactional_id: u64,
-    pub another_brokers_block: u64,
-    pub older_block: u64,
-    pub outside_blocks: u64,
-    pub unknown: u64,
-    /// Grants of an id and epoch another producer was granted before
-    /// (`pid_duplicate_grant`).
-    pub duplicates: u64,
-    /// Granted ids forgotten to bound memory: duplicates among them are not found.
-    pub grants_forgotten: u64,
-    /// Exchanges whose broker is not known: no message read maps its address to a broker
-    /// id, so their grants are placed in any broker's block and none is judged a fault.
-    pub broker_unknown: u64,
-}
-
-impl ProducerIdCounts {
-    /// The placements other than `in_block` that hold ids, each with its count and what
-    /// it means in a few words, for the text and HTML reports.
-    pub fn other_placements(&self) -> Vec<(u64, &'static str)> {
-        [
-            (
-                self.previous_block,
-                "from the block their broker held before its newest (Kafka's prefetch)",
-            ),
-            (
-                self.before_capture,
-                "from blocks granted before the capture",
-            ),
-            (self.kept_by_transactional_id, "kept by a transactional id"),
-            (self.another_brokers_block, "in another broker's block"),
-            (self.older_block, "from an older block after a newer one"),
-            (self.outside_blocks, "outside their broker's blocks"),
-            (self.unknown, "not placed (broker or blocks not known)"),
-        ]
-        .into_iter()
-        .filter(|(n, _)| *n > 0)
-        .collect()
-    }
-
-    /// Grants Kafka's producer-id manager cannot have made (`pid_outside_blocks`).
-    pub fn faulty_placements(&self) -> u64 {
-        self.another_brokers_block + self.older_block + self.outside_blocks
-    }
 }
 
 /// One InitProducerId exchange. Fields not read from the capture are absent.

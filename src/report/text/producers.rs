@@ -74,12 +74,11 @@ fn title(s: &ProducerIdCounts) -> String {
         counted(s.errors, "error")
     );
     // each error by name, most frequent first: `(COORDINATOR_LOAD_IN_PROGRESS 388)`
-    let mut errors: Vec<(&String, &u64)> = s
-        .error_codes
-        .iter()
-        .filter(|(name, _)| *name != "NONE")
+    let mut errors: Vec<(String, u64)> = (s.error_codes.iter())
+        .filter(|(code, _)| code.is_error())
+        .map(|(code, n)| (code.name(), *n))
         .collect();
-    errors.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    errors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     if !errors.is_empty() {
         let named: Vec<String> = errors
             .iter()
