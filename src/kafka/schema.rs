@@ -396,3 +396,6 @@ macro_rules! message {
     };
 }
 pub(crate) use message;
+
+#[cfg(test)]
+mod tests;
