@@ -50,9 +50,9 @@ macro_rules! paired_exchange {
         }
 
         impl PairedExchange {
-            /// Where it stands: exchanges of one API before those of the next, then
-            /// in [`ApiExchange::order`].
-            pub fn order(&self) -> (u8, ExchangeOrder) {
+            /// Where it stands among the exchanges one packet completes: those of one
+            /// API before those of the next, then in [`ApiExchange::order`].
+            pub fn sort_key(&self) -> (u8, ExchangeOrder) {
                 let mut rank = 0;
                 $(
                     if let Self::$variant(ex) = self {
@@ -251,7 +251,7 @@ impl Pairing {
     /// Puts exchanges in report order: by request frame, then connection, then
     /// correlation id.
     pub fn sort_exchanges(&mut self) {
-        self.exchanges.sort_by_key(PairedExchange::order);
+        self.exchanges.sort_by_key(PairedExchange::sort_key);
     }
 
     /// Takes what the Kafka stage counted rather than listed, leaving its counts at zero

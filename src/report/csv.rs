@@ -12,7 +12,6 @@ use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
-use crate::kafka::KeepRaw;
 use crate::pairing::{self, ExchangeOrder, ProducerIdExchange};
 
 /// Columns of `--format csv`.
@@ -365,10 +364,7 @@ impl CsvSink {
 
 impl Sink for CsvSink {
     fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
+        Needs::STREAMED
     }
 
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {

@@ -35,6 +35,15 @@ pub enum Analysed<'a> {
     InitProducerId(ProducerIdExchange, &'a Placed),
 }
 
+impl Needs {
+    /// What a format that takes each exchange as it comes needs: neither the blocks in
+    /// the report nor any message's bytes.
+    pub const STREAMED: Self = Self {
+        blocks_in_report: false,
+        raw_messages: KeepRaw::Nothing,
+    };
+}
+
 /// One output of a run.
 pub trait Sink: Send {
     fn needs(&self) -> Needs;
@@ -98,10 +107,7 @@ where
     F: FnMut(&super::model::Exchange) -> io::Result<()> + Send,
 {
     fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
+        Needs::STREAMED
     }
 
     /// The library's callback takes AllocateProducerIds exchanges only.

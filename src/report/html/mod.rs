@@ -25,7 +25,6 @@ use super::sink::{Analysed, Needs, Sink};
 use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
-use crate::kafka::KeepRaw;
 use crate::pairing::{self, ProducerIdExchange};
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
@@ -236,10 +235,7 @@ impl HtmlSink {
 
 impl Sink for HtmlSink {
     fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
+        Needs::STREAMED
     }
 
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {

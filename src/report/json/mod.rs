@@ -19,7 +19,6 @@ use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
-use crate::kafka::KeepRaw;
 use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
 use writer::Raw;
 
@@ -94,10 +93,7 @@ impl JsonSink {
 
 impl Sink for JsonSink {
     fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
+        Needs::STREAMED
     }
 
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
@@ -196,10 +192,7 @@ impl NdjsonSink {
 
 impl Sink for NdjsonSink {
     fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
+        Needs::STREAMED
     }
 
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {

@@ -22,7 +22,6 @@ use crate::analysis::verdict::Grade;
 use crate::analysis::{Block, Placed};
 use crate::diag::{Kind, Severity, MAX_LISTED_PER_KIND};
 use crate::kafka::tables::ApiKey;
-use crate::kafka::KeepRaw;
 use crate::pairing::{self, ExchangeOrder};
 use timeline::Timeline;
 
@@ -178,10 +177,7 @@ impl TextSink {
 
 impl Sink for TextSink {
     fn needs(&self) -> Needs {
-        Needs {
-            blocks_in_report: false,
-            raw_messages: KeepRaw::Nothing,
-        }
+        Needs::STREAMED
     }
 
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
