@@ -35,7 +35,8 @@ impl ApiKey {
     pub const API_VERSIONS: Self = Self(18);
 
     pub fn info(self) -> Option<&'static ApiInfo> {
-        api_table().get(&self.0)
+        let key = usize::try_from(self.0).ok()?;
+        api_by_key().get(key).copied().flatten()
     }
 
     /// True when `version` is a request version Kafka defines for this key.
@@ -162,6 +163,26 @@ pub fn error_counts<S: serde::Serializer>(
 fn api_table() -> &'static HashMap<i16, ApiInfo> {
     static TABLE: OnceLock<HashMap<i16, ApiInfo>> = OnceLock::new();
     TABLE.get_or_init(|| parse_api_keys(API_KEYS_TSV).expect("checked-in api_keys.tsv parses"))
+}
+
+/// The API table indexed by key: looked up for every request head and decoded message,
+/// where hashing the key (SipHash) cost more than the rest of the lookup.
+fn api_by_key() -> &'static [Option<&'static ApiInfo>] {
+    static BY_KEY: OnceLock<Vec<Option<&'static ApiInfo>>> = OnceLock::new();
+    BY_KEY.get_or_init(|| {
+        let table = api_table();
+        let keys = table.keys().filter_map(|key| usize::try_from(*key).ok());
+        let mut by_key = vec![None; keys.max().map_or(0, |max| max + 1)];
+        for (key, info) in table {
+            let slot = usize::try_from(*key)
+                .ok()
+                .and_then(|key| by_key.get_mut(key));
+            if let Some(slot) = slot {
+                *slot = Some(info);
+            }
+        }
+        by_key
+    })
 }
 
 #[expect(
@@ -332,6 +353,13 @@ mod tests {
         for row in errors {
             let code: i16 = row[0].parse().unwrap();
             assert_eq!(ErrorCode(code).name(), row[1], "error {code}");
+        }
+    }
+
+    #[test]
+    fn the_index_by_key_finds_what_the_table_holds_and_nothing_else() {
+        for key in (-3..=300).chain([i16::MIN, i16::MAX]) {
+            assert_eq!(ApiKey(key).info(), api_table().get(&key), "key {key}");
         }
     }
 }
