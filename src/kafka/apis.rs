@@ -377,6 +377,20 @@ mod tests {
         Problem::Shed { len: 0 }
     }
 
+    /// A response is decoded as its request's API: the two messages of each paired API
+    /// must be declared with one key.
+    #[test]
+    fn each_paired_apis_request_and_response_have_one_key() {
+        macro_rules! one_key {
+            ($($variant:ident => $api:path,)*) => {$(
+                let request = <<$api as Api>::Request as Message>::API;
+                assert_eq!(request, <<$api as Api>::Response as Message>::API, stringify!($variant));
+                assert!(pairs(request), stringify!($variant));
+            )*};
+        }
+        for_each_paired_api!(one_key);
+    }
+
     /// The sentence names the versions we decode of that API, a cluster message's too
     /// (it once said "none is" of every API but the two paired ones).
     #[test]
