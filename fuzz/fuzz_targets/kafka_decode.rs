@@ -30,23 +30,12 @@ impl FrameHandler for Any {
     fn resynced(&mut self, _skipped: u64, _at: PacketRef) {}
 }
 
-fn root() -> Node {
-    Node {
-        name: String::new(),
-        kind: String::new(),
-        value: None,
-        offset: 0,
-        size: 0,
-        about: String::new(),
-        children: Vec::new(),
-    }
-}
 
 /// Every version of `M` we decode and the first we do not, and a negative one, whatever
 /// the header says.
 fn every_version<M: Message>(message: &[u8]) {
     for version in -1..=M::NEWEST + 1 {
-        let mut rec = Recorder::new(root(), 4);
+        let mut rec = Recorder::new(Node::default(), 4);
         M::decode_with(message, version, &mut rec);
         let _ = rec.finish();
     }
@@ -57,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(prefix) = RequestPrefix::parse(rest) {
-        let mut rec = Recorder::new(root(), 4);
+        let mut rec = Recorder::new(Node::default(), 4);
         allocate_producer_ids::Request::decode_with(rest, prefix.api_version, &mut rec);
         let _ = rec.finish();
     }

@@ -607,18 +607,6 @@ mod tests {
         ));
     }
 
-    fn root() -> Node {
-        Node {
-            name: String::new(),
-            kind: String::new(),
-            value: None,
-            offset: 0,
-            size: 0,
-            about: String::new(),
-            children: Vec::new(),
-        }
-    }
-
     /// (name, wire type, value, offset in the frame, size) of each node under `node`.
     fn rows(node: &Node) -> Vec<(String, String, Option<String>, usize, usize)> {
         let row = |n: &Node| {
@@ -635,7 +623,7 @@ mod tests {
 
     #[test]
     fn tells_the_tree_every_field_with_its_wire_type() {
-        let mut rec = Recorder::new(root(), LENGTH_PREFIX);
+        let mut rec = Recorder::new(Node::default(), LENGTH_PREFIX);
         let prefix = RequestPrefix::parse(&RIG_LOAD_REQUEST).unwrap();
         decode_request_with(&RIG_LOAD_REQUEST, &prefix, &mut rec);
         assert_eq!(rec.error, None);
@@ -669,7 +657,7 @@ mod tests {
                 row("tagged_fields", "uvarint", s("0"), 43, 1),
             ]
         );
-        let mut rec = Recorder::new(root(), LENGTH_PREFIX);
+        let mut rec = Recorder::new(Node::default(), LENGTH_PREFIX);
         let message = Wire::default()
             .response_header(0, false)
             .response_common(0, 7, 0);

@@ -41,7 +41,7 @@ pub struct Ignore;
 impl Visitor for Ignore {}
 
 /// One node of the tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Node {
     pub name: String,
     /// Wire type of a field (`int32`, `uvarint`, ...) or kind of a group (`v2`, `struct`).
@@ -91,15 +91,7 @@ impl Recorder {
                 .unwrap_or(self.base);
             self.close_at(end);
         }
-        self.stack.pop().unwrap_or_else(|| Node {
-            name: String::new(),
-            kind: String::new(),
-            value: None,
-            offset: 0,
-            size: 0,
-            about: String::new(),
-            children: Vec::new(),
-        })
+        self.stack.pop().unwrap_or_default()
     }
 
     fn close_at(&mut self, end_in_frame: usize) {

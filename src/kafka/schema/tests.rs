@@ -49,18 +49,6 @@ fn response_v5() -> Vec<u8> {
     m
 }
 
-fn root() -> Node {
-    Node {
-        name: String::new(),
-        kind: String::new(),
-        value: None,
-        offset: 0,
-        size: 0,
-        about: String::new(),
-        children: Vec::new(),
-    }
-}
-
 /// `name kind value offset size` of every node, depth first.
 fn rows(node: &Node, out: &mut Vec<String>) {
     for child in &node.children {
@@ -145,7 +133,7 @@ fn a_declared_message_cut_keeps_the_fields_before_the_cut() {
 
 #[test]
 fn a_declared_message_is_drawn_field_by_field() {
-    let mut rec = Recorder::new(root(), 4);
+    let mut rec = Recorder::new(Node::default(), 4);
     EndTxnRequest::decode_with(&request_v3(), 3, &mut rec);
     let mut drawn = Vec::new();
     rows(&rec.finish(), &mut drawn);
