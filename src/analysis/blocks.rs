@@ -87,20 +87,12 @@ struct OpenGap {
 
 /// A finding about `block`, shown where it was granted.
 fn finding(block: &Block, frames: Vec<u64>, what: Observation<'_>) -> Finding {
-    let mut frames = frames;
-    frames.sort_unstable();
-    frames.dedup();
-    Finding {
-        kind: what.kind(),
-        broker_id: Some(block.broker_id),
-        connection: Some(block.connection),
-        frames,
-        at: (block.timestamp),
-        facts: what.facts(),
-        message: what.to_string(),
-        ids: what.ids(),
-        fault: None,
-    }
+    let at = (
+        Some(block.broker_id),
+        Some(block.connection),
+        block.timestamp,
+    );
+    Finding::new(what, at, frames)
 }
 
 /// Blocks of one length: how many, when first seen, and the first few.
@@ -176,17 +168,8 @@ impl Tracker {
                 let last = ex.last_meta();
                 let (frame, at) = (last.frame, last.timestamp);
                 let what = Observation::PidBlockIrregular(irregular);
-                findings.push(Finding {
-                    kind: what.kind(),
-                    broker_id: ex.request.broker_id,
-                    connection: Some(ex.endpoints.connection),
-                    frames: vec![ex.request_meta.frame, frame],
-                    at: (at),
-                    facts: what.facts(),
-                    message: what.to_string(),
-                    ids: what.ids(),
-                    fault: None,
-                });
+                let at = (ex.request.broker_id, Some(ex.endpoints.connection), at);
+                findings.push(Finding::new(what, at, vec![ex.request_meta.frame, frame]));
                 return None;
             }
             Granted::Nothing => return None,

@@ -89,23 +89,11 @@ fn error_of(ex: &Exchange) -> Option<ErrorCode> {
 /// A finding about a broker, shown at time `at` (of the frame it names).
 fn finding(
     (broker, connection): (i32, u64),
-    mut frames: Vec<u64>,
+    frames: Vec<u64>,
     at: Timestamp,
     what: Observation<'_>,
 ) -> Finding {
-    frames.sort_unstable();
-    frames.dedup();
-    Finding {
-        kind: what.kind(),
-        broker_id: Some(broker),
-        connection: Some(connection),
-        frames,
-        at,
-        facts: what.facts(),
-        message: what.to_string(),
-        ids: what.ids(),
-        fault: None,
-    }
+    Finding::new(what, (Some(broker), Some(connection), at), frames)
 }
 
 impl Streak {

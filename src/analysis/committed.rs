@@ -363,31 +363,17 @@ impl Compare {
 
 /// A finding about a record: at its batch's time, in no packet.
 fn finding_at_record(what: Observation<'_>, b: &CommittedBlock) -> Finding {
-    Finding {
-        kind: what.kind(),
-        broker_id: Some(b.broker_id),
-        connection: None,
-        frames: Vec::new(),
-        at: timestamp_of_ms(b.place.time_ms),
-        facts: what.facts(),
-        message: what.to_string(),
-        ids: what.ids(),
-        fault: None,
-    }
+    let at = (Some(b.broker_id), None, timestamp_of_ms(b.place.time_ms));
+    Finding::new(what, at, Vec::new())
 }
 
 fn finding_at_block(what: Observation<'_>, block: &Block) -> Finding {
-    Finding {
-        kind: what.kind(),
-        broker_id: Some(block.broker_id),
-        connection: Some(block.connection),
-        frames: vec![block.request_frame, block.response_frame],
-        at: block.timestamp,
-        facts: what.facts(),
-        message: what.to_string(),
-        ids: what.ids(),
-        fault: None,
-    }
+    let at = (
+        Some(block.broker_id),
+        Some(block.connection),
+        block.timestamp,
+    );
+    Finding::new(what, at, vec![block.request_frame, block.response_frame])
 }
 
 /// Overlaps and gaps among the committed records, in offset order, each against the

@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
-use super::{finding_of, Finding};
+use super::Finding;
 use crate::diag::obs;
 use crate::diag::Observation;
 use crate::kafka::apis::ClusterFact;
@@ -246,7 +246,7 @@ impl Timeline {
             Some(ex.endpoints.connection),
             meta.timestamp,
         );
-        findings.push(finding_of(what, at, frames));
+        findings.push(Finding::new(what, at, frames));
     }
 
     /// A message that `epoch`'s leader sent as leader.

@@ -37,7 +37,7 @@ pub use brokers::BrokerStats;
 pub use controllers::Leadership;
 pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement, PlacementName};
-pub use producers::{Placed, ProducerIdCounts, MAX_TRACKED_GRANTS};
+pub use producers::{Affected, Placed, ProducerIdCounts, MAX_TRACKED_GRANTS};
 
 /// Broker ids the capture knows from elsewhere than their controller connections: the
 /// addresses' claims (conflicting ones too).
@@ -120,6 +120,64 @@ pub struct Finding {
     /// The response frame of the fault it restates with other findings (its
     /// `fault_frame` fact), set once every finding is known.
     pub fault: Option<u64>,
+    /// What the formats draw of it beside its sentence, typed.
+    pub detail: Option<Detail>,
+}
+
+/// What the formats draw of a finding beside its sentence: the values its `facts` give
+/// the JSON by name, typed, so that no format reads a fact back by its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    /// A producer id and epoch granted to a second producer.
+    DuplicateGrant(obs::PidDuplicateGrant),
+    /// A producer id Kafka's producer-id manager cannot have drawn.
+    OutsideBlocks(obs::PidOutsideBlocks),
+    /// The producers holding ids of an overlap, when the capture shows them.
+    Holders(Affected),
+    /// A committed block's record in the metadata log, at this offset.
+    Record { offset: i64 },
+}
+
+impl Detail {
+    /// The detail of a finding that says `what`.
+    fn of(what: Observation<'_>) -> Option<Self> {
+        Some(match what {
+            Observation::PidDuplicateGrant(grant) => Self::DuplicateGrant(grant),
+            Observation::PidOutsideBlocks(grant) => Self::OutsideBlocks(grant),
+            Observation::PidBlockNotDelivered(obs::PidBlockNotDelivered { offset, .. })
+            | Observation::PidBlockMismatch(obs::PidBlockMismatch { offset, .. })
+            | Observation::PidCommittedOverlap(obs::PidCommittedOverlap { offset, .. })
+            | Observation::PidCommittedGap(obs::PidCommittedGap { offset, .. }) => {
+                Self::Record { offset }
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl Finding {
+    /// A finding that says `what`, about a broker or a connection, shown at `at`; the
+    /// frames involved are put in packet order.
+    pub fn new(
+        what: Observation<'_>,
+        (broker_id, connection, at): (Option<i32>, Option<u64>, Timestamp),
+        mut frames: Vec<u64>,
+    ) -> Self {
+        frames.sort_unstable();
+        frames.dedup();
+        Self {
+            kind: what.kind(),
+            broker_id,
+            connection,
+            frames,
+            at,
+            facts: what.facts(),
+            message: what.to_string(),
+            ids: what.ids(),
+            fault: None,
+            detail: Detail::of(what),
+        }
+    }
 }
 
 /// Slowest responses kept as candidates for `pid_slow_response` (the threshold is known
@@ -287,17 +345,10 @@ impl Analyzer {
     }
 
     fn note(&mut self, finding: Finding) {
-        if finding.kind == Kind::PidBlockGap {
-            let fact = |name| {
-                finding
-                    .facts
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .and_then(|(_, f)| f.as_f64())
-            };
-            if let (Some(start), Some(end)) = (fact("ids_start"), fact("ids_end")) {
-                self.totals.skipped_ids += (end - start + 1.0).max(0.0) as u64;
-            }
+        if let (Kind::PidBlockGap, Some(ids)) = (finding.kind, finding.ids) {
+            let skipped = i128::from(ids.end) - i128::from(ids.start) + 1;
+            let skipped = u64::try_from(skipped.max(0)).unwrap_or(u64::MAX);
+            self.totals.skipped_ids = self.totals.skipped_ids.saturating_add(skipped);
         }
         let count = self.finding_counts.entry(finding.kind).or_default();
         *count += 1;
@@ -415,19 +466,10 @@ impl Analyzer {
     /// Names, in each listed overlap's finding, the producers holding its ids.
     fn name_affected_producers(&mut self) {
         for f in &mut self.findings {
-            if f.kind != Kind::PidBlockOverlap {
-                continue;
-            }
-            let fact = |name| {
-                f.facts.iter().find_map(|(n, v)| match v {
-                    crate::diag::Fact::Int(i) if *n == name => Some(*i),
-                    _ => None,
-                })
-            };
-            let (Some(start), Some(end)) = (fact("ids_start"), fact("ids_end")) else {
+            let (Kind::PidBlockOverlap, Some(ids)) = (f.kind, f.ids) else {
                 continue;
             };
-            let Some(affected) = self.producers.affected(start, end) else {
+            let Some(affected) = self.producers.affected(ids.start, ids.end) else {
                 continue;
             };
             f.facts
@@ -442,6 +484,7 @@ impl Analyzer {
                 if affected.holders_of_id == 1 { "s" } else { "" },
                 affected.producer_id
             ));
+            f.detail = Some(Detail::Holders(affected));
         }
     }
 
@@ -540,17 +583,12 @@ impl Analyzer {
                 latency_ns: c.latency_ns,
                 threshold_us: threshold,
             });
-            found.push(Finding {
-                kind: what.kind(),
-                broker_id: c.broker_id,
-                connection: Some(c.connection),
-                frames: vec![c.request_frame, c.response_frame],
-                at: (c.at),
-                facts: what.facts(),
-                message: what.to_string(),
-                ids: what.ids(),
-                fault: None,
-            });
+            let at = (c.broker_id, Some(c.connection), c.at);
+            found.push(Finding::new(
+                what,
+                at,
+                vec![c.request_frame, c.response_frame],
+            ));
         }
         (Some(threshold), unlisted)
     }
@@ -558,10 +596,10 @@ impl Analyzer {
 
 /// The producer id a duplicate grant's finding names.
 fn producer_id_of(f: &Finding) -> Option<i64> {
-    f.facts.iter().find_map(|(name, value)| match value {
-        crate::diag::Fact::Int(id) if *name == "producer_id" => Some(*id),
+    match &f.detail {
+        Some(Detail::DuplicateGrant(grant)) => Some(grant.producer_id),
         _ => None,
-    })
+    }
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -570,27 +608,6 @@ fn and_list(items: &[String]) -> String {
         [] => String::new(),
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-/// A finding from `what`, shown at time `at` of the last of `frames`.
-fn finding_of(
-    what: Observation<'_>,
-    (broker_id, connection, at): (Option<i32>, Option<u64>, Timestamp),
-    mut frames: Vec<u64>,
-) -> Finding {
-    frames.sort_unstable();
-    frames.dedup();
-    Finding {
-        kind: what.kind(),
-        broker_id,
-        connection,
-        frames,
-        at,
-        facts: what.facts(),
-        message: what.to_string(),
-        ids: what.ids(),
-        fault: None,
     }
 }
 

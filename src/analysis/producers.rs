@@ -303,7 +303,7 @@ impl Tracker {
             broker_id,
             producer_id,
             placement: placement.as_str(),
-            reason: reason.unwrap_or_default(),
+            reason: reason.unwrap_or_default().to_owned(),
             blocks,
             last_start: last.map_or(-1, |b| b.start),
             last_end: last.map_or(-1, |b| b.end),
@@ -315,7 +315,7 @@ impl Tracker {
             frames.push(newer_grant.frame);
         }
         let at = (Some(broker_id), None, response.timestamp);
-        super::finding_of(what, at, frames)
+        Finding::new(what, at, frames)
     }
 
     /// Remembers who holds `id` at `epoch`; the frame of an earlier grant of it to
@@ -344,14 +344,14 @@ impl Tracker {
             producer_id: id,
             producer_epoch: epoch,
             client: holder.client,
-            transactional_id: holder.transactional_id.as_deref(),
+            transactional_id: holder.transactional_id.clone(),
             other_frame: earlier.response_frame,
             other_client: earlier.client,
-            other_transactional_id: earlier.transactional_id.as_deref(),
+            other_transactional_id: earlier.transactional_id.clone(),
         });
         let frames = vec![earlier.response_frame, holder.response_frame];
         let where_ = (None, Some(holder.connection), at);
-        findings.push(super::finding_of(what, where_, frames));
+        findings.push(Finding::new(what, where_, frames));
         Some(earlier.response_frame)
     }
 
@@ -391,6 +391,7 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Detail;
     use crate::kafka::init_producer_id as init;
     use crate::pairing::{Endpoints, MessageMeta};
 
@@ -644,5 +645,29 @@ mod tests {
         let affected = t.affected(11, 11).unwrap();
         assert_eq!((affected.producers, affected.holders_of_id), (2, 2));
         assert_eq!(affected.hosts, ["10.0.3.3", "10.0.3.4"]);
+    }
+
+    /// The formats read a duplicate's and a fault's values from the finding's typed
+    /// detail, the same values as its facts.
+    #[test]
+    fn a_grant_finding_keeps_its_values_typed() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.add(&grant(1, Some("tx-1"), 11, 0, 30), None, &mut found);
+        t.add(&grant(2, None, 11, 0, 40), None, &mut found);
+        let Some(Detail::DuplicateGrant(dup)) = &found[0].detail else {
+            panic!("{:?}", found[0].detail);
+        };
+        assert_eq!((dup.producer_id, dup.frame, dup.other_frame), (11, 40, 30));
+        assert_eq!(dup.other_transactional_id.as_deref(), Some("tx-1"));
+        assert_eq!(dup.transactional_id, None);
+        t.block(&block(2, 0, 50));
+        t.block(&block(1, 1000, 51));
+        t.add(&grant(3, None, 1500, 0, 60), BROKER2, &mut found);
+        let Some(Detail::OutsideBlocks(outside)) = &found[1].detail else {
+            panic!("{:?}", found[1].detail);
+        };
+        assert_eq!(outside.block, Some((1000, 1999, 1)));
+        assert_eq!(outside.placement, "another_brokers_block");
     }
 }

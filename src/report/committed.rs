@@ -1,7 +1,7 @@
 //! The report's `metadata_log` section, from the log as the analysis compared it.
 
 use super::model::{self, UnixTime};
-use crate::analysis::committed::{timestamp_of_ms, Delivery, LogAnalysis};
+use crate::analysis::committed::{timestamp_of_ms, LogAnalysis};
 use crate::metadata_log::{FileKind, LogFile};
 
 fn time(ms: i64) -> String {
@@ -53,11 +53,7 @@ pub fn section(a: &LogAnalysis) -> model::MetadataLog {
             timestamp: time(b.place.time_ms),
             unix_time: UnixTime(timestamp_of_ms(b.place.time_ms)),
             leader_epoch: b.place.leader_epoch,
-            delivery: d.name(),
-            delivered_frame: match d {
-                Delivery::Delivered { frame } => Some(*frame),
-                _ => None,
-            },
+            delivery: *d,
             file: path_of(b.place.file_idx),
         })
         .collect();

@@ -11,7 +11,8 @@ use super::model::{CommittedBlock, Exchange, PidBlock, PidFinding, ProducerIdEnt
 use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
-use crate::analysis::{Block, BlockOrder, Placed};
+use crate::analysis::committed::Delivery;
+use crate::analysis::{Block, BlockOrder, Detail, Placed};
 use crate::pairing::{self, ExchangeOrder, ProducerIdExchange};
 
 /// Columns of `--format csv`.
@@ -217,7 +218,7 @@ fn producer_row(e: &ProducerIdEntry) -> Vec<String> {
 fn committed_row(b: &CommittedBlock, findings: &[&PidFinding]) -> Vec<String> {
     let kinds: Vec<&str> = findings
         .iter()
-        .filter(|f| f.facts.get("offset").and_then(|v| v.as_f64()) == Some(b.offset as f64))
+        .filter(|f| record_offset(f) == Some(b.offset))
         .map(|f| f.kind.as_str())
         .collect();
     vec![
@@ -232,11 +233,22 @@ fn committed_row(b: &CommittedBlock, findings: &[&PidFinding]) -> Vec<String> {
         b.timestamp.clone(),
         b.unix_time.seconds().to_string(),
         b.leader_epoch.to_string(),
-        b.delivery.as_str().to_owned(),
-        text(b.delivered_frame),
+        b.delivery.name().as_str().to_owned(),
+        text(match b.delivery {
+            Delivery::Delivered { frame } => Some(frame),
+            _ => None,
+        }),
         b.file.clone(),
         kinds.join(" "),
     ]
+}
+
+/// The offset of the committed block's record a finding is about.
+fn record_offset(f: &PidFinding) -> Option<i64> {
+    match f.detail {
+        Some(Detail::Record { offset }) => Some(offset),
+        _ => None,
+    }
 }
 
 /// `--format csv-committed`: the rows, from the finished report (the log is read whole
@@ -262,7 +274,7 @@ fn write_committed(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         .producer_id_blocks
         .findings
         .iter()
-        .filter(|f| f.facts.contains_key("offset"))
+        .filter(|f| record_offset(f).is_some())
         .collect();
     for b in report.metadata_log.iter().flat_map(|log| &log.blocks) {
         record(&mut buf, &kept(committed_row(b, &findings)))?;

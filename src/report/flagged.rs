@@ -10,8 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::analysis::PlacementName;
-use crate::diag::{Fact, Kind};
+use crate::analysis::{Affected, Detail, PlacementName};
+use crate::diag::Kind;
 use crate::report::model::{BlockRef, PidFinding, ProducerIdEntry};
 
 /// Grants worth a look kept as they come.
@@ -184,10 +184,8 @@ impl FlaggedProducers {
                 frames.join(" and ")
             );
             let holders = self.holders(ids.start, ids.end);
-            let affected = int(f, "affected_producers").unwrap_or(0);
-            not_kept += u64::try_from(affected)
-                .unwrap_or(0)
-                .saturating_sub(holders.len() as u64);
+            let affected = affected(f).map_or(0, |a| a.producers);
+            not_kept += affected.saturating_sub(holders.len() as u64);
             for grant in holders {
                 let why = why.clone();
                 push(
@@ -217,14 +215,13 @@ impl FlaggedProducers {
 
 /// An overlap whose finding names the producers holding its ids.
 fn overlap_with_holders(f: &PidFinding) -> bool {
-    f.kind == Kind::PidBlockOverlap && f.facts.contains_key("affected_producers")
+    f.kind == Kind::PidBlockOverlap && affected(f).is_some()
 }
 
-/// An integer fact of a finding, signed.
-pub fn int(f: &PidFinding, name: &str) -> Option<i64> {
-    match f.facts.get(name)? {
-        Fact::Int(v) => Some(*v),
-        Fact::Uint(v) => i64::try_from(*v).ok(),
+/// The producers holding ids of an overlap, as its finding names them.
+pub fn affected(f: &PidFinding) -> Option<&Affected> {
+    match &f.detail {
+        Some(Detail::Holders(affected)) => Some(affected),
         _ => None,
     }
 }
@@ -261,15 +258,16 @@ mod tests {
             frames: vec![19, 59],
             timestamp: String::new(),
             unix_time: UnixTime(Timestamp::default()),
-            facts: [
-                ("ids_start", Fact::Int(start)),
-                ("ids_end", Fact::Int(end)),
-                ("affected_producers", Fact::Uint(affected)),
-            ]
-            .into(),
+            facts: BTreeMap::new(),
             message: String::new(),
             ids: Some(IdSpan { start, end }),
             fault: None,
+            detail: Some(Detail::Holders(Affected {
+                producers: affected,
+                hosts: vec!["10.0.0.1".to_owned()],
+                producer_id: start,
+                holders_of_id: 1,
+            })),
         }
     }
 

@@ -504,6 +504,7 @@ fn pid_finding(f: &Finding) -> model::PidFinding {
         message: f.message.clone(),
         ids: f.ids,
         fault: f.fault,
+        detail: f.detail.clone(),
     }
 }
 

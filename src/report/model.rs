@@ -301,7 +301,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::analysis::committed::DeliveryName;
+use crate::analysis::committed::{Delivery, DeliveryName};
 use crate::analysis::controllers::pieces::{PieceState, SourceName};
 use crate::analysis::controllers::Evidence;
 pub use crate::analysis::ProducerIdCounts;
@@ -379,7 +379,7 @@ impl MetadataLog {
     /// At most `max` blocks for a person to read: those not delivered first, then the
     /// others, shown in offset order.
     pub fn blocks_to_list(&self, max: usize) -> Vec<&CommittedBlock> {
-        let undelivered = |b: &&CommittedBlock| b.delivery == DeliveryName::NotDelivered;
+        let undelivered = |b: &&CommittedBlock| b.delivery == Delivery::NotDelivered;
         let mut listed: Vec<&CommittedBlock> = self
             .blocks
             .iter()
@@ -480,14 +480,51 @@ pub struct CommittedBlock {
     pub unix_time: UnixTime,
     /// The batch's partition leader epoch: the controller epoch that appended it.
     pub leader_epoch: i32,
-    /// `delivered`, `not_delivered`, `outside_capture` or `snapshot` (see
-    /// docs/report-format.md).
-    pub delivery: DeliveryName,
-    /// The response that delivered it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delivered_frame: Option<u64>,
+    /// How it stands against the capture: `delivery`, and `delivered_frame` when a
+    /// response delivered it.
+    #[serde(flatten)]
+    pub delivery: Delivery,
     /// The file it was read from (`files[].path`).
     pub file: String,
+}
+
+/// A [`Delivery`] as the report writes it: its name, and the frame of a delivery.
+#[derive(Serialize, JsonSchema)]
+struct DeliveryFields {
+    /// `delivered`, `not_delivered`, `outside_capture` or `snapshot` (see
+    /// docs/report-format.md).
+    delivery: DeliveryName,
+    /// The response that delivered it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivered_frame: Option<u64>,
+}
+
+impl DeliveryFields {
+    fn of(d: Delivery) -> Self {
+        Self {
+            delivery: d.name(),
+            delivered_frame: match d {
+                Delivery::Delivered { frame } => Some(frame),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl Serialize for Delivery {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        DeliveryFields::of(*self).serialize(s)
+    }
+}
+
+impl JsonSchema for Delivery {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        DeliveryFields::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        DeliveryFields::json_schema(generator)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
@@ -939,6 +976,21 @@ mod tests {
         let off = (ns - 1_764_422_316.0) - 0.827_541_123;
         assert!(off.abs() < 2.5e-7, "{ns}");
     }
+
+    /// A committed block's delivery is one typed value, written as the contract's two
+    /// fields: `delivered_frame` only when a response delivered it.
+    #[test]
+    fn a_delivery_is_written_as_its_name_and_frame() {
+        let json = |d: Delivery| serde_json::to_string(&d).unwrap();
+        assert_eq!(
+            json(Delivery::Delivered { frame: 57 }),
+            r#"{"delivery":"delivered","delivered_frame":57}"#
+        );
+        assert_eq!(
+            json(Delivery::NotDelivered),
+            r#"{"delivery":"not_delivered"}"#
+        );
+    }
 }
 
 impl Serialize for Status {
@@ -1016,6 +1068,10 @@ pub struct PidFinding {
     #[serde(skip)]
     #[schemars(skip)]
     pub fault: Option<u64>,
+    /// What the formats draw of it beside its sentence, typed likewise.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub detail: Option<crate::analysis::Detail>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, JsonSchema)]

@@ -600,7 +600,7 @@ fn write_committed(w: &mut dyn Write, log: &super::model::MetadataLog) -> io::Re
         };
         // without a capture, nothing was delivered or not
         let delivery = match log.comparison {
-            Some(_) => format!(" · {}", b.delivery.words()),
+            Some(_) => format!(" · {}", b.delivery.name().words()),
             None => String::new(),
         };
         writeln!(

@@ -320,21 +320,21 @@ impl fmt::Display for PidSlowResponse {
 
 /// An InitProducerId response granted a producer id and epoch already granted to
 /// another producer (another connection, or another transactional id).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PidDuplicateGrant<'a> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidDuplicateGrant {
     /// The later grant's response frame, client and transactional id.
     pub frame: u64,
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub client: SocketAddr,
-    pub transactional_id: Option<&'a str>,
+    pub transactional_id: Option<String>,
     /// The earlier grant's.
     pub other_frame: u64,
     pub other_client: SocketAddr,
-    pub other_transactional_id: Option<&'a str>,
+    pub other_transactional_id: Option<String>,
 }
 
-impl PidDuplicateGrant<'_> {
+impl PidDuplicateGrant {
     /// What the sentence states, as named fields of the report.
     pub fn facts(&self) -> Facts {
         let Self {
@@ -347,6 +347,10 @@ impl PidDuplicateGrant<'_> {
             other_client,
             other_transactional_id,
         } = self;
+        let (transactional_id, other_transactional_id) = (
+            transactional_id.as_deref(),
+            other_transactional_id.as_deref(),
+        );
         facts![
             frame,
             producer_id,
@@ -360,7 +364,7 @@ impl PidDuplicateGrant<'_> {
     }
 }
 
-impl fmt::Display for PidDuplicateGrant<'_> {
+impl fmt::Display for PidDuplicateGrant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             frame,
@@ -372,7 +376,7 @@ impl fmt::Display for PidDuplicateGrant<'_> {
             other_client,
             other_transactional_id,
         } = self;
-        let who = |client: &SocketAddr, id: &Option<&str>| match id {
+        let who = |client: &SocketAddr, id: &Option<String>| match id {
             Some(id) => format!("{client} (transactional id {id:?})"),
             None => client.to_string(),
         };
@@ -389,15 +393,15 @@ impl fmt::Display for PidDuplicateGrant<'_> {
 /// cannot have drawn (see `analysis::placement`): from another broker's block, from
 /// an older block after a newer one, or outside every block its broker was granted
 /// in the capture, above the first.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PidOutsideBlocks<'a> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidOutsideBlocks {
     pub frame: u64,
     pub broker_id: i32,
     pub producer_id: i64,
     /// `another_brokers_block`, `older_block` or `outside_blocks`.
     pub placement: &'static str,
     /// Why, in a sentence (the entry's `placement_reason`).
-    pub reason: &'a str,
+    pub reason: String,
     /// The broker's blocks seen so far, and the last of them: `start..=end`.
     pub blocks: u64,
     pub last_start: i64,
@@ -406,7 +410,7 @@ pub struct PidOutsideBlocks<'a> {
     pub block: Option<(i64, i64, i32)>,
 }
 
-impl PidOutsideBlocks<'_> {
+impl PidOutsideBlocks {
     /// What the sentence states, as named fields of the report.
     pub fn facts(&self) -> Facts {
         let Self {
@@ -427,7 +431,7 @@ impl PidOutsideBlocks<'_> {
     }
 }
 
-impl fmt::Display for PidOutsideBlocks<'_> {
+impl fmt::Display for PidOutsideBlocks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             frame,

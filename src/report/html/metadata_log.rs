@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::esc;
-use crate::analysis::committed::DeliveryName;
+use crate::analysis::committed::Delivery;
 use crate::report::model::Report;
 
 /// Rows of the table; past them the page says how many more.
@@ -52,12 +52,12 @@ pub fn html(page: &mut String, report: &Report) {
     page.push_str("<div class=\"wide\"><table id=\"committed-blocks\">\n<tr><th>offset</th><th>broker</th><th>broker epoch</th><th>ids</th><th>time</th><th>leader epoch</th><th>delivery</th></tr>\n");
     for b in &rows {
         let ids = b.ids();
-        let delivery = match b.delivered_frame {
-            Some(frame) => format!("delivered (frame {frame})"),
-            None => b.delivery.words(),
+        let delivery = match b.delivery {
+            Delivery::Delivered { frame } => format!("delivered (frame {frame})"),
+            other => other.name().words(),
         };
         let class = match b.delivery {
-            DeliveryName::NotDelivered => " class=\"bad\"",
+            Delivery::NotDelivered => " class=\"bad\"",
             _ => "",
         };
         let _ = writeln!(

@@ -23,6 +23,7 @@ use super::flagged::{FlaggedProducers, Grant};
 use super::model::Report;
 use super::sink::{Analysed, Needs, Sink};
 use crate::analysis::look::{self, Gist, Why};
+use crate::analysis::verdict::VerdictFact;
 use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
 use crate::pairing::{self, ProducerIdExchange};
@@ -409,7 +410,7 @@ fn head(page: &mut String, report: &Report) {
         s.exchanges.response_unknown,
         s.brokers.len(),
         // the whole capture's, as every other number here
-        report.verdict.facts.get("blocks").and_then(Fact::as_f64).unwrap_or(0.0)
+        report.verdict.facts.get(VerdictFact::Blocks.as_str()).and_then(Fact::as_f64).unwrap_or(0.0)
     ));
     if report.captures.len() > MAX_FILES_NAMED {
         let items: String = report

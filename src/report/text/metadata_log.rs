@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use super::{counted, heading, RED};
-use crate::analysis::committed::DeliveryName;
+use crate::analysis::committed::{Delivery, DeliveryName};
 use crate::report::model::{CommittedBlock, MetadataLog, Report};
 
 /// Committed blocks listed; the JSON report lists every one.
@@ -48,7 +48,7 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     for b in &listed {
         let line = block_line(b, log.comparison.is_some());
         match b.delivery {
-            DeliveryName::NotDelivered => writeln!(w, "    {RED}{line}{RED:#}")?,
+            Delivery::NotDelivered => writeln!(w, "    {RED}{line}{RED:#}")?,
             _ => writeln!(w, "    {line}")?,
         }
     }
@@ -89,12 +89,12 @@ fn coverage(log: &MetadataLog) -> String {
 
 fn block_line(b: &CommittedBlock, compared: bool) -> String {
     let ids = b.ids();
-    let delivery = match (b.delivery, b.delivered_frame) {
-        (DeliveryName::Delivered, Some(frame)) => format!("delivered in frame {frame}"),
-        (DeliveryName::NotDelivered, _) => "NOT DELIVERED".to_owned(),
-        (DeliveryName::OutsideCapture, _) if compared => "not in the capture's time".to_owned(),
-        (DeliveryName::OutsideCapture, _) => String::new(),
-        (other, _) => other.as_str().to_owned(),
+    let delivery = match b.delivery {
+        Delivery::Delivered { frame } => format!("delivered in frame {frame}"),
+        Delivery::NotDelivered => "NOT DELIVERED".to_owned(),
+        Delivery::OutsideCapture if compared => "not in the capture's time".to_owned(),
+        Delivery::OutsideCapture => String::new(),
+        Delivery::Snapshot => DeliveryName::Snapshot.as_str().to_owned(),
     };
     let line = format!(
         "{:>8}  broker {} epoch {}  {ids}  {}  {delivery}",

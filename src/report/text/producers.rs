@@ -7,8 +7,9 @@
 use std::io::{self, Write};
 
 use super::{counted, heading, RED};
-use crate::diag::{Fact, Kind};
-use crate::report::flagged::{int, FlaggedProducers};
+use crate::analysis::{Affected, Detail};
+use crate::diag::{obs, Kind};
+use crate::report::flagged::{affected, FlaggedProducers};
 use crate::report::model::{PidFinding, ProducerIdCounts, Report};
 
 /// Producers in trouble listed before the rest are only counted.
@@ -37,13 +38,20 @@ pub(super) fn write(
         )?;
     }
     let findings = &report.producer_id_blocks.findings;
-    let of_kind = |kind: Kind| findings.iter().filter(move |f| f.kind == kind);
-    let overlaps =
-        of_kind(Kind::PidBlockOverlap).filter(|f| f.facts.contains_key("affected_producers"));
-    let troubled: Vec<String> = of_kind(Kind::PidDuplicateGrant)
-        .map(|f| duplicate_line(f, flagged))
-        .chain(overlaps.clone().map(|f| overlap_lines(f, flagged)))
-        .chain(of_kind(Kind::PidOutsideBlocks).map(|f| outside_line(f, flagged)))
+    let overlaps = findings
+        .iter()
+        .filter_map(|f| affected(f).map(|affected| (f, affected)));
+    let duplicates = findings.iter().filter_map(|f| match &f.detail {
+        Some(Detail::DuplicateGrant(grant)) => Some(duplicate_line(grant, flagged)),
+        _ => None,
+    });
+    let outside = findings.iter().filter_map(|f| match &f.detail {
+        Some(Detail::OutsideBlocks(grant)) => Some(outside_line(grant, flagged)),
+        _ => None,
+    });
+    let troubled: Vec<String> = duplicates
+        .chain(overlaps.clone().map(|(f, a)| overlap_lines(f, a, flagged)))
+        .chain(outside)
         .collect();
     for line in troubled.iter().take(MAX_LISTED) {
         writeln!(w, "  {RED}{line}{RED:#}")?;
@@ -110,67 +118,40 @@ fn placements(s: &ProducerIdCounts) -> String {
     format!("ids granted: {}; {duplicates}", parts.join(", "))
 }
 
-/// A fact of a finding as written in JSON (text without quotes, a list's names joined by
-/// commas); `?` when missing.
-fn fact(f: &PidFinding, name: &str) -> String {
-    match f.facts.get(name) {
-        Some(Fact::Int(v)) => v.to_string(),
-        Some(Fact::Uint(v)) => v.to_string(),
-        Some(Fact::Float(v)) => v.to_string(),
-        Some(Fact::Text(v)) => v.clone(),
-        Some(Fact::Bool(v)) => v.to_string(),
-        Some(Fact::List(names)) => names.join(", "),
-        None => "?".to_owned(),
-    }
-}
-
-/// `127.0.0.1:40178 client_id "app" (frame 57)`: the grant of the finding's `frame` fact
-/// as kept, else the finding's own facts (client and transactional id).
+/// `127.0.0.1:40178 client_id "app" (frame 57)`: the grant of `producer_id` answered in
+/// `frame` as kept, else the finding's own client and transactional id.
 fn holder(
-    f: &PidFinding,
+    producer_id: i64,
     flagged: &FlaggedProducers,
-    [client, transactional_id, frame]: [&str; 3],
+    (client, transactional_id, frame): (std::net::SocketAddr, Option<&str>, u64),
 ) -> String {
-    let kept = match (int(f, "producer_id"), f.facts.get(frame)) {
-        (Some(id), Some(Fact::Uint(at))) => flagged.grant(id, *at),
-        _ => None,
+    let who = match (flagged.grant(producer_id, frame), transactional_id) {
+        (Some(grant), _) => grant.who(),
+        (None, Some(id)) => format!("{client} transactional id {id:?}"),
+        (None, None) => client.to_string(),
     };
-    let who = match kept {
-        Some(grant) => grant.who(),
-        None => match f.facts.get(transactional_id) {
-            Some(Fact::Text(id)) => format!("{} transactional id {id:?}", fact(f, client)),
-            _ => fact(f, client),
-        },
-    };
-    format!("{who} (frame {})", fact(f, frame))
+    format!("{who} (frame {frame})")
 }
 
-fn duplicate_line(f: &PidFinding, flagged: &FlaggedProducers) -> String {
+fn duplicate_line(g: &obs::PidDuplicateGrant, flagged: &FlaggedProducers) -> String {
+    let earlier = (
+        g.other_client,
+        g.other_transactional_id.as_deref(),
+        g.other_frame,
+    );
+    let later = (g.client, g.transactional_id.as_deref(), g.frame);
     format!(
         "duplicate: producer id {} epoch {} to {}, then to {}",
-        fact(f, "producer_id"),
-        fact(f, "producer_epoch"),
-        holder(
-            f,
-            flagged,
-            ["other_client", "other_transactional_id", "other_frame"]
-        ),
-        holder(f, flagged, ["client", "transactional_id", "frame"]),
+        g.producer_id,
+        g.producer_epoch,
+        holder(g.producer_id, flagged, earlier),
+        holder(g.producer_id, flagged, later),
     )
 }
 
-/// A count among a finding's facts; 0 when missing.
-fn number(f: &PidFinding, name: &str) -> u64 {
-    match f.facts.get(name) {
-        Some(Fact::Uint(n)) => *n,
-        Some(Fact::Int(n)) => u64::try_from(*n).unwrap_or(0),
-        _ => 0,
-    }
-}
-
 /// The overlap, then under it the first holders of its ids, each on a line of its own.
-fn overlap_lines(f: &PidFinding, flagged: &FlaggedProducers) -> String {
-    let mut lines = overlap_line(f);
+fn overlap_lines(f: &PidFinding, affected: &Affected, flagged: &FlaggedProducers) -> String {
+    let mut lines = overlap_line(f, affected);
     let Some(ids) = f.ids else {
         return lines;
     };
@@ -184,58 +165,47 @@ fn overlap_lines(f: &PidFinding, flagged: &FlaggedProducers) -> String {
             g.response_frame
         );
     }
-    let affected = number(f, "affected_producers");
     let named = holders.len().min(MAX_HOLDERS) as u64;
-    if affected > named {
-        lines += &format!("\n    and {} more", affected - named);
+    if affected.producers > named {
+        lines += &format!("\n    and {} more", affected.producers - named);
     }
     lines
 }
 
-fn overlap_line(f: &PidFinding) -> String {
-    let (start, end) = (fact(f, "ids_start"), fact(f, "ids_end"));
-    let ids = match start == end {
-        true => format!("id {start}"),
-        false => format!("ids {start}..{end}"),
+fn overlap_line(f: &PidFinding, affected: &Affected) -> String {
+    let ids = match f.ids {
+        Some(ids) if ids.start == ids.end => format!("id {}", ids.start),
+        Some(ids) => format!("ids {}..{}", ids.start, ids.end),
+        None => "ids ?".to_owned(),
     };
-    let producers = number(f, "affected_producers");
+    let producers = affected.producers;
     let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
     format!(
         "overlap: {} on {} hold{} {ids}, given twice (frames {})",
         counted(producers, "producer"),
-        fact(f, "affected_hosts"),
+        affected.hosts.join(", "),
         if producers == 1 { "s" } else { "" },
         frames.join(", ")
     )
 }
 
-fn outside_line(f: &PidFinding, flagged: &FlaggedProducers) -> String {
-    let broker = f
-        .broker_id
-        .map_or("a broker".to_owned(), |id| format!("broker {id}"));
-    let placement = fact(f, "placement").replace('_', " ");
-    let held = match (f.facts.get("block_start"), f.facts.get("block_broker_id")) {
-        (Some(_), Some(_)) => format!(
-            ", in {}..{} of broker {}",
-            fact(f, "block_start"),
-            fact(f, "block_end"),
-            fact(f, "block_broker_id")
-        ),
-        _ => String::new(),
+fn outside_line(g: &obs::PidOutsideBlocks, flagged: &FlaggedProducers) -> String {
+    let placement = g.placement.replace('_', " ");
+    let held = match g.block {
+        Some((start, end, broker)) => format!(", in {start}..{end} of broker {broker}"),
+        None => String::new(),
     };
-    let to = match (int(f, "producer_id"), f.facts.get("frame")) {
-        (Some(id), Some(Fact::Uint(at))) => flagged
-            .grant(id, *at)
-            .map(|g| format!(" to {}", g.who()))
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
+    let to = flagged
+        .grant(g.producer_id, g.frame)
+        .map(|grant| format!(" to {}", grant.who()))
+        .unwrap_or_default();
     format!(
-        "{placement}: producer id {} from {broker}{to} (frame {}){held}; its {} (the last {}..{})",
-        fact(f, "producer_id"),
-        fact(f, "frame"),
-        counted(number(f, "blocks"), "block"),
-        fact(f, "last_start"),
-        fact(f, "last_end"),
+        "{placement}: producer id {} from broker {}{to} (frame {}){held}; its {} (the last {}..{})",
+        g.producer_id,
+        g.broker_id,
+        g.frame,
+        counted(g.blocks, "block"),
+        g.last_start,
+        g.last_end,
     )
 }
