@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 
 pub use crate::kafka::allocate_producer_ids::AllocateProducerIds;
 use crate::kafka::allocate_producer_ids::Response;
-pub use crate::kafka::apis::Api;
 use crate::kafka::apis::{for_each_paired_api, ClusterFact, DecodedRequest, DecodedResponse, Kept};
+pub use crate::kafka::apis::{Api, GrantedBy, GrantsProducerIds};
+pub use crate::kafka::end_txn::EndTxn;
 pub use crate::kafka::init_producer_id::InitProducerId;
 use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
@@ -34,6 +35,33 @@ pub type Exchange = ApiExchange<AllocateProducerIds>;
 
 /// One InitProducerId request and how it ended.
 pub type ProducerIdExchange = ApiExchange<InitProducerId>;
+
+/// One EndTxn request and how it ended.
+pub type EndTxnExchange = ApiExchange<EndTxn>;
+
+/// An exchange of an API that grants producer ids and epochs ([`GrantsProducerIds`]):
+/// what the producer-id analysis and the report's `producer_ids` take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Granting {
+    InitProducerId(ProducerIdExchange),
+    EndTxn(EndTxnExchange),
+}
+
+impl Granting {
+    pub fn order(&self) -> ExchangeOrder {
+        match self {
+            Self::InitProducerId(ex) => ex.order(),
+            Self::EndTxn(ex) => ex.order(),
+        }
+    }
+
+    pub fn granted_by(&self) -> GrantedBy {
+        match self {
+            Self::InitProducerId(_) => GrantedBy::InitProducerId,
+            Self::EndTxn(_) => GrantedBy::EndTxn,
+        }
+    }
+}
 
 /// The request, version and place of an exchange: what [`ApiExchange::of`] needs besides
 /// the request and its outcome.

@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
-use crate::pairing::{ClusterEvent, Exchange, PairedExchange};
+use crate::pairing::{Api, ApiExchange, ClusterEvent, Exchange, Granting, PairedExchange};
 use crate::report::sink::{Analysed, Sink};
 
 /// What the analysis thread hands back at the end.
@@ -52,15 +52,18 @@ fn held_estimate(item: &Item) -> u64 {
         Item::Cluster(ev) => ev.meta.size.saturating_mul(2).saturating_add(256),
         Item::Exchange(PairedExchange::Allocate(ex)) => allocate_held_estimate(ex),
         // Small and fixed but for two strings and the tagged fields, as above.
-        Item::Exchange(PairedExchange::InitProducerId(px)) => {
-            let response = px.outcome.response().map_or(0, |(meta, _)| meta.size);
-            px.request_meta
-                .size
-                .saturating_add(response)
-                .saturating_mul(2)
-                .saturating_add(256)
-        }
+        Item::Exchange(PairedExchange::InitProducerId(ex)) => small_held_estimate(ex),
+        Item::Exchange(PairedExchange::EndTxn(ex)) => small_held_estimate(ex),
     }
+}
+
+fn small_held_estimate<A: Api>(ex: &ApiExchange<A>) -> u64 {
+    let response = ex.outcome.response().map_or(0, |(meta, _)| meta.size);
+    ex.request_meta
+        .size
+        .saturating_add(response)
+        .saturating_mul(2)
+        .saturating_add(256)
 }
 
 fn allocate_held_estimate(ex: &Exchange) -> u64 {
@@ -200,9 +203,14 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
                         .is_none()
                         .then(|| sink.exchange(Analysed::Allocate(ex, block.as_ref())))
                 }
-                Item::Exchange(PairedExchange::InitProducerId(px)) => {
-                    let placed = analyzer.add_producer(&px);
-                    let analysed = Analysed::InitProducerId(px, &placed);
+                Item::Exchange(PairedExchange::InitProducerId(ex)) => {
+                    let placed = analyzer.add_producer(&ex);
+                    let analysed = Analysed::Producer(Granting::InitProducerId(ex), &placed);
+                    sink_error.is_none().then(|| sink.exchange(analysed))
+                }
+                Item::Exchange(PairedExchange::EndTxn(ex)) => {
+                    let placed = analyzer.add_producer(&ex);
+                    let analysed = Analysed::Producer(Granting::EndTxn(ex), &placed);
                     sink_error.is_none().then(|| sink.exchange(analysed))
                 }
             };

@@ -28,7 +28,9 @@ use crate::diag::{At, Diagnostics, Facts, IdSpan, Kind, Observation, MAX_LISTED_
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
 use crate::packet_ref::PacketRef;
-use crate::pairing::{ClusterEvent, Exchange, MessageMeta, Outcome, ProducerIdExchange, Status};
+use crate::pairing::{
+    ApiExchange, ClusterEvent, Exchange, GrantsProducerIds, MessageMeta, Outcome, Status,
+};
 use crate::timestamp::Timestamp;
 
 pub use addresses::{AddressSource, BrokerAddress, Claim, Said};
@@ -257,8 +259,9 @@ pub struct Analysis {
     /// Latency above which a response is slow, in microseconds, when there are latencies.
     pub slow_threshold_us: Option<f64>,
     pub totals: Totals,
-    /// Counts over the InitProducerId exchanges.
+    /// Counts over the InitProducerId exchanges, and over the EndTxn ones.
     pub producers: ProducerIdCounts,
+    pub end_txn: ProducerIdCounts,
     /// Addresses known to be brokers', and how.
     pub broker_addresses: Vec<BrokerAddress>,
     /// Who led the controller quorum when, as far as the capture shows.
@@ -420,8 +423,9 @@ impl Analyzer {
         }
     }
 
-    /// One InitProducerId exchange: where the id it granted lies.
-    pub fn add_producer(&mut self, px: &ProducerIdExchange) -> Placed {
+    /// One exchange of an API that grants producer ids (InitProducerId, EndTxn): where
+    /// the id it granted lies.
+    pub fn add_producer<A: GrantsProducerIds>(&mut self, px: &ApiExchange<A>) -> Placed {
         let mut found = Vec::new();
         let broker = self
             .addresses
@@ -542,6 +546,7 @@ impl Analyzer {
             slow_threshold_us,
             totals: self.totals,
             producers: self.producers.totals,
+            end_txn: self.producers.end_txn_totals,
             coverage: self.coverage.finish(
                 known_brokers(&broker_addresses),
                 metadata_log.as_ref().map(|l| &l.log),

@@ -107,6 +107,10 @@ pub enum Placement {
     /// A transactional id initialised again keeps its producer id: from `held` when a
     /// block of the capture holds it, else from a block granted earlier.
     KeptByTransactionalId(Option<BlockRef>),
+    /// An EndTxn answer (transactions v2) that bumped the epoch of the id the producer
+    /// ended its transaction with: the id is kept, from `held` when a block of the
+    /// capture holds it, else from a block granted earlier.
+    EpochBump(Option<BlockRef>),
     /// In `other`, a block another broker was granted, and in none of its broker's.
     AnotherBrokersBlock {
         other: BlockRef,
@@ -134,6 +138,7 @@ crate::names::closed_set! {
         PreviousBlock = "previous_block",
         BeforeCapture = "before_capture",
         KeptByTransactionalId = "kept_by_transactional_id",
+        EpochBump = "epoch_bump",
         AnotherBrokersBlock = "another_brokers_block",
         OlderBlock = "older_block",
         OutsideBlocks = "outside_blocks",
@@ -159,6 +164,7 @@ impl Placement {
             Self::PreviousBlock { .. } => PlacementName::PreviousBlock,
             Self::BeforeCapture => PlacementName::BeforeCapture,
             Self::KeptByTransactionalId(_) => PlacementName::KeptByTransactionalId,
+            Self::EpochBump(_) => PlacementName::EpochBump,
             Self::AnotherBrokersBlock { .. } => PlacementName::AnotherBrokersBlock,
             Self::OlderBlock { .. } => PlacementName::OlderBlock,
             Self::OutsideBlocks { .. } => PlacementName::OutsideBlocks,
@@ -182,6 +188,7 @@ impl Placement {
             Self::InBlock(b) => Some(b),
             Self::PreviousBlock { held, .. }
             | Self::KeptByTransactionalId(held)
+            | Self::EpochBump(held)
             | Self::OlderBlock { held, .. } => held,
             Self::AnotherBrokersBlock { other } => Some(other),
             Self::BeforeCapture | Self::OutsideBlocks { .. } | Self::Unknown(_) => None,
@@ -205,6 +212,13 @@ impl Placement {
             ),
             Self::KeptByTransactionalId(held) => format!(
                 "a transactional id initialised again keeps its producer id with a bumped epoch: the id was drawn {}",
+                held.map_or_else(
+                    || "from a block granted before".to_owned(),
+                    |b| format!("from {} (broker {}, frame {})", range(&b), b.broker_id, b.response_frame)
+                )
+            ),
+            Self::EpochBump(held) => format!(
+                "a transaction's end (EndTxn, transactions v2) bumps the epoch and keeps the producer id: the id was drawn {}",
                 held.map_or_else(
                     || "from a block granted before".to_owned(),
                     |b| format!("from {} (broker {}, frame {})", range(&b), b.broker_id, b.response_frame)
@@ -416,6 +430,12 @@ impl Blocks {
             .filter(|b| b.holds(id) && b.response_frame < frame)
             .filter(|b| broker.is_none_or(|broker| broker == b.broker_id))
             .max_by_key(|b| b.response_frame)
+    }
+
+    /// Where a grant lies that kept the producer id its request named, bumping the
+    /// epoch (EndTxn): never judged, Kafka keeps the id wherever it was drawn.
+    pub fn bumped(&self, grant: &Grant<'_>) -> Placement {
+        Placement::EpochBump(self.holding(grant.producer_id, grant.response.frame, None))
     }
 
     /// Where `grant` lies, answered by `broker` when known.

@@ -20,7 +20,7 @@ use crate::diag::obs;
 use crate::diag::Observation;
 use crate::kafka::tables::ErrorCode;
 use crate::kafka::tables::{error_counts, error_counts_schema};
-use crate::pairing::{Outcome, ProducerIdExchange, Status};
+use crate::pairing::{ApiExchange, GrantedBy, GrantsProducerIds, Outcome, Status};
 use crate::timestamp::Timestamp;
 
 /// Granted ids whose holders are remembered, to find an id granted twice.
@@ -93,6 +93,7 @@ pub struct ProducerIdCounts {
     pub previous_block: u64,
     pub before_capture: u64,
     pub kept_by_transactional_id: u64,
+    pub epoch_bump: u64,
     pub another_brokers_block: u64,
     pub older_block: u64,
     pub outside_blocks: u64,
@@ -115,6 +116,7 @@ impl ProducerIdCounts {
             PlacementName::PreviousBlock => self.previous_block,
             PlacementName::BeforeCapture => self.before_capture,
             PlacementName::KeptByTransactionalId => self.kept_by_transactional_id,
+            PlacementName::EpochBump => self.epoch_bump,
             PlacementName::AnotherBrokersBlock => self.another_brokers_block,
             PlacementName::OlderBlock => self.older_block,
             PlacementName::OutsideBlocks => self.outside_blocks,
@@ -128,11 +130,18 @@ impl ProducerIdCounts {
             PlacementName::PreviousBlock => &mut self.previous_block,
             PlacementName::BeforeCapture => &mut self.before_capture,
             PlacementName::KeptByTransactionalId => &mut self.kept_by_transactional_id,
+            PlacementName::EpochBump => &mut self.epoch_bump,
             PlacementName::AnotherBrokersBlock => &mut self.another_brokers_block,
             PlacementName::OlderBlock => &mut self.older_block,
             PlacementName::OutsideBlocks => &mut self.outside_blocks,
             PlacementName::Unknown => &mut self.unknown,
         }
+    }
+
+    /// A response read whole with `code`: an error unless `NONE`.
+    fn count_error(&mut self, code: ErrorCode) {
+        *self.error_codes.entry(code).or_default() += 1;
+        self.errors += u64::from(code.is_error());
     }
 
     fn add_status(&mut self, status: Status) {
@@ -157,6 +166,7 @@ impl ProducerIdCounts {
                 "from blocks granted before the capture",
             ),
             (self.kept_by_transactional_id, "kept by a transactional id"),
+            (self.epoch_bump, "epoch bumps at a transaction's end"),
             (self.another_brokers_block, "in another broker's block"),
             (self.older_block, "from an older block after a newer one"),
             (self.outside_blocks, "outside their broker's blocks"),
@@ -178,7 +188,9 @@ impl ProducerIdCounts {
 pub struct Tracker {
     blocks: Blocks,
     grants: BTreeMap<(i64, i16), Vec<Holder>>,
+    /// InitProducerId's counts, and EndTxn's.
     pub totals: ProducerIdCounts,
+    pub end_txn_totals: ProducerIdCounts,
 }
 
 impl Default for Tracker {
@@ -195,6 +207,7 @@ impl Tracker {
             blocks: Blocks::new(max_blocks, clock_skew_ns),
             grants: BTreeMap::new(),
             totals: ProducerIdCounts::default(),
+            end_txn_totals: ProducerIdCounts::default(),
         }
     }
 
@@ -232,60 +245,78 @@ impl Tracker {
         });
     }
 
-    /// One InitProducerId exchange; `broker`: who answered, when known.
-    pub fn add(
+    /// One exchange of an API that grants producer ids (InitProducerId, EndTxn);
+    /// `broker`: who answered, when known.
+    pub fn add<A: GrantsProducerIds>(
         &mut self,
-        px: &ProducerIdExchange,
+        ex: &ApiExchange<A>,
         broker: Option<(i32, super::AddressSource)>,
         findings: &mut Vec<Finding>,
     ) -> Placed {
-        self.totals.exchanges += 1;
-        self.totals.broker_unknown += u64::from(broker.is_none());
-        self.totals.add_status(px.outcome.status());
+        let totals = self.totals_mut(A::GRANTED_BY);
+        totals.exchanges += 1;
+        totals.broker_unknown += u64::from(broker.is_none());
+        totals.add_status(ex.outcome.status());
         let mut placed = Placed {
             broker,
             ..Placed::default()
         };
-        let Outcome::Complete { meta, response } = &px.outcome else {
+        let Outcome::Complete { meta, response } = &ex.outcome else {
             return placed;
         };
-        let (Some(code), Some(id), Some(epoch)) = (
-            response.error_code,
-            response.producer_id,
-            response.producer_epoch,
-        ) else {
+        let (Some(code), Some(id), Some(epoch)) = A::granted(response) else {
+            if let (Some(code), _, _) = A::granted(response) {
+                // an answer of a version that grants nothing (EndTxn before 5)
+                totals.count_error(code);
+            }
             return placed;
         };
-        *self.totals.error_codes.entry(code).or_default() += 1;
+        totals.count_error(code);
         if code != ErrorCode::NONE || id < 0 {
-            self.totals.errors += u64::from(code.is_error());
             return placed;
         }
-        self.totals.granted += 1;
+        totals.granted += 1;
+        let transactional_id = A::transactional_id(&ex.request);
         let grant = Grant {
             producer_id: id,
             epoch,
-            transactional_id: px.request.transactional_id.as_ref().map(|t| t.as_deref()),
-            request: &px.request_meta,
+            transactional_id,
+            request: &ex.request_meta,
             response: meta,
         };
         let broker_id = broker.map(|(b, _)| b);
-        let placement = self.blocks.place(&grant, broker_id);
+        let placement = match A::requested(&ex.request).0 == Some(id) && A::BUMPS_EPOCH {
+            true => self.blocks.bumped(&grant),
+            false => self.blocks.place(&grant, broker_id),
+        };
         let reason = placement.reason(broker_id);
         if let (Some(broker_id), true) = (broker_id, placement.is_fault()) {
             findings.push(self.fault(&placement, reason.as_deref(), broker_id, id, meta));
         }
-        *self.totals.placed_mut(placement.name()) += 1;
+        *self.totals_mut(A::GRANTED_BY).placed_mut(placement.name()) += 1;
         placed.placement = Some(placement);
         placed.reason = reason;
         let holder = Holder {
-            connection: px.endpoints.connection,
-            client: px.endpoints.client,
-            transactional_id: px.request.transactional_id.clone().flatten(),
+            connection: ex.endpoints.connection,
+            client: ex.endpoints.client,
+            transactional_id: transactional_id.flatten().map(str::to_owned),
             response_frame: meta.frame,
         };
-        placed.duplicate_of = self.hold(id, epoch, holder, meta.timestamp, findings);
+        placed.duplicate_of = self.hold(
+            (id, epoch),
+            holder,
+            (meta.timestamp, A::GRANTED_BY),
+            findings,
+        );
         placed
+    }
+
+    /// The counts of grants by `api`.
+    fn totals_mut(&mut self, api: GrantedBy) -> &mut ProducerIdCounts {
+        match api {
+            GrantedBy::InitProducerId => &mut self.totals,
+            GrantedBy::EndTxn => &mut self.end_txn_totals,
+        }
     }
 
     /// The finding of a grant Kafka's manager cannot have made.
@@ -322,10 +353,9 @@ impl Tracker {
     /// another producer, with its finding.
     fn hold(
         &mut self,
-        id: i64,
-        epoch: i16,
+        (id, epoch): (i64, i16),
         holder: Holder,
-        at: Timestamp,
+        (at, api): (Timestamp, GrantedBy),
         findings: &mut Vec<Finding>,
     ) -> Option<u64> {
         let holders = self.grants.entry((id, epoch)).or_default();
@@ -335,10 +365,10 @@ impl Tracker {
         }
         if self.grants.len() > MAX_TRACKED_GRANTS {
             self.grants.pop_first();
-            self.totals.grants_forgotten += 1;
+            self.totals_mut(api).grants_forgotten += 1;
         }
         let earlier = earlier?;
-        self.totals.duplicates += 1;
+        self.totals_mut(api).duplicates += 1;
         let what = Observation::PidDuplicateGrant(obs::PidDuplicateGrant {
             frame: holder.response_frame,
             producer_id: id,
@@ -393,6 +423,7 @@ mod tests {
     use super::*;
     use crate::analysis::Detail;
     use crate::kafka::init_producer_id as init;
+    use crate::pairing::ProducerIdExchange;
     use crate::pairing::{Endpoints, MessageMeta};
 
     fn meta(frame: u64) -> MessageMeta {
@@ -645,6 +676,85 @@ mod tests {
         let affected = t.affected(11, 11).unwrap();
         assert_eq!((affected.producers, affected.holders_of_id), (2, 2));
         assert_eq!(affected.hosts, ["10.0.3.3", "10.0.3.4"]);
+    }
+
+    /// An EndTxn version 5 answer on `connection`: `txn` ended its transaction with `id`
+    /// at `epoch` and was granted `granted`.
+    fn end_txn(
+        connection: u64,
+        txn: &str,
+        (id, epoch): (i64, i16),
+        granted: (i64, i16),
+        frame: u64,
+    ) -> crate::pairing::EndTxnExchange {
+        use crate::kafka::end_txn::{Request, Response};
+        crate::pairing::EndTxnExchange {
+            endpoints: Endpoints {
+                connection,
+                client: format!("10.0.3.{connection}:5000").parse().unwrap(),
+                server: "10.0.0.2:9092".parse().unwrap(),
+            },
+            correlation_id: 2,
+            api_version: 5,
+            request_meta: meta(frame - 1),
+            request: Request {
+                transactional_id: Some(txn.to_owned()),
+                producer_id: Some(id),
+                producer_epoch: Some(epoch),
+                committed: Some(true),
+                ..Default::default()
+            },
+            outcome: Outcome::Complete {
+                meta: meta(frame),
+                response: Box::new(Response {
+                    error_code: Some(ErrorCode::NONE),
+                    producer_id: Some(granted.0),
+                    producer_epoch: Some(granted.1),
+                    ..Default::default()
+                }),
+            },
+        }
+    }
+
+    /// Transactions v2 (Kafka's `TransactionMetadata.prepareAbortOrCommit` and
+    /// `prepareComplete`): every transaction's end bumps the epoch and keeps the id, never
+    /// a duplicate of the producer's own grants, wherever the id lies; a used-up epoch
+    /// brings a new id at epoch 0, placed in the coordinator's blocks; the same id and
+    /// epoch granted to another transactional id is a duplicate.
+    #[test]
+    fn end_txn_grants_are_epoch_bumps_or_new_ids_placed_in_blocks() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.block(&block(2, 0, 10));
+        t.add(&grant(1, Some("tx-1"), 5, 0, 20), BROKER2, &mut found);
+        let bump = t.add(&end_txn(1, "tx-1", (5, 0), (5, 1), 30), BROKER2, &mut found);
+        assert!(matches!(bump.placement, Some(Placement::EpochBump(Some(b))) if b.start == 0));
+        // retried on another connection: the same answer, the same producer
+        let again = t.add(&end_txn(2, "tx-1", (5, 0), (5, 1), 40), BROKER2, &mut found);
+        assert_eq!(again.duplicate_of, None);
+        // a newer block arrives; the bump still keeps the old block's id
+        t.block(&block(2, 1000, 50));
+        let kept = t.add(&end_txn(1, "tx-1", (5, 1), (5, 2), 60), BROKER2, &mut found);
+        assert_eq!(
+            kept.placement.map(|p| p.name()),
+            Some(PlacementName::EpochBump)
+        );
+        // the epoch used up: a new id at epoch 0 from the coordinator's newest block
+        let rotated = t.add(
+            &end_txn(1, "tx-1", (5, 32766), (1000, 0), 70),
+            BROKER2,
+            &mut found,
+        );
+        assert!(matches!(rotated.placement, Some(Placement::InBlock(b)) if b.start == 1000));
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(t.end_txn_totals.granted, 4);
+        assert_eq!(t.end_txn_totals.placed(PlacementName::EpochBump), 3);
+        assert_eq!(t.totals.granted, 1);
+        // another transactional id told the id and epoch tx-1 holds
+        let dup = t.add(&end_txn(3, "tx-2", (5, 1), (5, 2), 80), BROKER2, &mut found);
+        assert_eq!(dup.duplicate_of, Some(60));
+        assert_eq!(found.len(), 1);
+        assert_eq!(t.end_txn_totals.duplicates, 1);
     }
 
     /// The formats read a duplicate's and a fault's values from the finding's typed

@@ -381,9 +381,9 @@ kinds! {
         ],
     }
     PidDuplicateGrant "pid_duplicate_grant" Error {
-        meaning: "an InitProducerId response granted a producer id and epoch that another \
-            producer (another connection, or another transactional id) was granted \
-            earlier: two producers hold the same id",
+        meaning: "an InitProducerId (or EndTxn version 5) response granted a producer id \
+            and epoch that another producer (another connection, or another transactional \
+            id) was granted earlier: two producers hold the same id",
         facts: [
             "client": Text,
             "fault_frame": Integer,

@@ -7,7 +7,7 @@ use super::header::RequestPrefix;
 use super::layout::Visitor;
 use super::reader::DecodeError;
 use super::schema::Message;
-use super::tables::ApiKey;
+use super::tables::{ApiKey, ErrorCode};
 use super::KeepRaw;
 
 /// Whether a request of `api`, `len` bytes long, is decoded, not only counted: the paired
@@ -48,6 +48,42 @@ pub trait Api {
     type Response: Message + std::fmt::Debug + Clone + PartialEq + Eq;
 }
 
+/// A paired API whose answer may grant a producer id and epoch: what the producer-id
+/// analysis reads of its exchanges, whatever the API.
+pub trait GrantsProducerIds: Api {
+    /// The report's name for the API that granted.
+    const GRANTED_BY: GrantedBy;
+    /// Whether an answer that keeps the producer id the request named bumps its epoch
+    /// as a matter of course (EndTxn), rather than as a transactional id initialised
+    /// again (InitProducerId).
+    const BUMPS_EPOCH: bool;
+
+    /// The producer id and epoch the request names (`None` when not read or not in its
+    /// version).
+    fn requested(request: &Self::Request) -> (Option<i64>, Option<i16>);
+
+    /// The request's transactional id: `Some(None)` for an idempotent producer, `None`
+    /// when not read.
+    fn transactional_id(request: &Self::Request) -> Option<Option<&str>>;
+
+    /// The request's `client_id` from its header: `Some(None)` for null.
+    fn client_id(request: &Self::Request) -> Option<Option<&str>>;
+
+    /// The response's error code, producer id and epoch, each `None` when not read or
+    /// not in its version.
+    fn granted(response: &Self::Response) -> (Option<ErrorCode>, Option<i64>, Option<i16>);
+}
+
+crate::names::closed_set! {
+    /// The APIs that grant producer ids and epochs to producers.
+    pub enum GrantedBy {
+        InitProducerId = "init_producer_id",
+        /// Version 5 (transactions v2): the epoch bumped at a transaction's end, or a
+        /// new id when it is used up.
+        EndTxn = "end_txn",
+    }
+}
+
 /// Calls `$then!` with the paired APIs, `Variant => marker`: the one list of them. Each
 /// marker is an [`Api`] in its own file; everything that names each paired API (its
 /// decoding here, its exchanges in pairing) is an expansion of this list.
@@ -56,6 +92,7 @@ macro_rules! for_each_paired_api {
         $then! {
             Allocate => $crate::kafka::allocate_producer_ids::AllocateProducerIds,
             InitProducerId => $crate::kafka::init_producer_id::InitProducerId,
+            EndTxn => $crate::kafka::end_txn::EndTxn,
         }
     };
 }

@@ -139,7 +139,11 @@ impl fmt::Display for Problem {
 /// The fields every decoded message has besides its own: why it did not fully decode,
 /// the bytes the capture lost and the bytes kept for the tree view.
 pub trait Undecoded: Default {
+    /// Why it did not decode whole, when it did not.
+    fn problem(&self) -> Option<&Problem>;
     fn problem_mut(&mut self) -> &mut Option<Problem>;
+    /// The message's bytes, when kept for the tree view (else empty).
+    fn raw(&self) -> &[u8];
     fn bytes_not_captured_mut(&mut self) -> &mut Option<u32>;
     fn raw_mut(&mut self) -> &mut Vec<u8>;
 }
@@ -159,11 +163,17 @@ pub fn partial<T: Undecoded>(mut decoded: T, captured: usize, len: u32, missing:
 macro_rules! undecoded_fields {
     ($($message:ty),*) => {$(
         impl $crate::kafka::decoded::Undecoded for $message {
+            fn problem(&self) -> Option<&$crate::kafka::decoded::Problem> {
+                self.problem.as_ref()
+            }
             fn problem_mut(&mut self) -> &mut Option<$crate::kafka::decoded::Problem> {
                 &mut self.problem
             }
             fn bytes_not_captured_mut(&mut self) -> &mut Option<u32> {
                 &mut self.bytes_not_captured
+            }
+            fn raw(&self) -> &[u8] {
+                &self.raw
             }
             fn raw_mut(&mut self) -> &mut Vec<u8> {
                 &mut self.raw

@@ -14,7 +14,7 @@
 //! ivanyu/kafka_wire_protocol (`rust/src/schema/init_producer_id_request/v6.rs`, tested
 //! against Kafka's Java classes). In 4.1 the request's version 6 is still marked unstable.
 
-use super::apis::Api;
+use super::apis::{Api, GrantedBy, GrantsProducerIds};
 pub use super::decoded::Problem;
 use super::schema::{message, RequestHeader, ResponseHeader};
 use super::tables::{ApiKey, ErrorCode};
@@ -66,6 +66,31 @@ pub struct InitProducerId;
 impl Api for InitProducerId {
     type Request = Request;
     type Response = Response;
+}
+
+impl GrantsProducerIds for InitProducerId {
+    const GRANTED_BY: GrantedBy = GrantedBy::InitProducerId;
+    const BUMPS_EPOCH: bool = false;
+
+    fn requested(request: &Request) -> (Option<i64>, Option<i16>) {
+        (request.producer_id, request.producer_epoch)
+    }
+
+    fn transactional_id(request: &Request) -> Option<Option<&str>> {
+        request.transactional_id.as_ref().map(Option::as_deref)
+    }
+
+    fn client_id(request: &Request) -> Option<Option<&str>> {
+        request.header.client_id.as_ref().map(Option::as_deref)
+    }
+
+    fn granted(response: &Response) -> (Option<ErrorCode>, Option<i64>, Option<i16>) {
+        (
+            response.error_code,
+            response.producer_id,
+            response.producer_epoch,
+        )
+    }
 }
 
 #[cfg(test)]

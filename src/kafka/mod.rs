@@ -23,6 +23,7 @@ pub mod apis;
 pub mod cluster;
 mod conn;
 pub mod decoded;
+pub mod end_txn;
 pub mod framing;
 mod given_up;
 pub mod header;

@@ -34,6 +34,7 @@ pub struct ApiKey(pub i16);
 impl ApiKey {
     pub const ALLOCATE_PRODUCER_IDS: Self = Self(67);
     pub const INIT_PRODUCER_ID: Self = Self(22);
+    pub const END_TXN: Self = Self(26);
     pub const API_VERSIONS: Self = Self(18);
 
     pub fn info(self) -> Option<&'static ApiInfo> {
@@ -77,9 +78,12 @@ impl ApiKey {
             .map(|info| info.request_flexible_from.unwrap_or(i16::MAX))
     }
 
-    /// AllocateProducerIds and InitProducerId: the messages producer ids travel in.
+    /// AllocateProducerIds, InitProducerId and EndTxn: the messages producer ids travel in.
     pub fn carries_producer_ids(self) -> bool {
-        self == Self::ALLOCATE_PRODUCER_IDS || self == Self::INIT_PRODUCER_ID
+        matches!(
+            self,
+            Self::ALLOCATE_PRODUCER_IDS | Self::INIT_PRODUCER_ID | Self::END_TXN
+        )
     }
 
     /// Kafka's name, or `Unknown(<key>)`.

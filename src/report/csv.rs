@@ -13,7 +13,7 @@ use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::committed::Delivery;
 use crate::analysis::{Block, BlockOrder, Detail, Placed};
-use crate::pairing::{self, ExchangeOrder, ProducerIdExchange};
+use crate::pairing::{self, ExchangeOrder, Granting};
 
 /// Columns of `--format csv`.
 pub const EXCHANGE_COLUMNS: [&str; 21] = [
@@ -59,7 +59,8 @@ pub const BLOCK_COLUMNS: [&str; 13] = [
 
 /// Columns of `--format csv-producers`: the fields of `producer_ids.entries[]` in their
 /// order, `block` flattened.
-pub const PRODUCER_COLUMNS: [&str; 34] = [
+pub const PRODUCER_COLUMNS: [&str; 36] = [
+    "api",
     "connection",
     "client",
     "server",
@@ -73,6 +74,7 @@ pub const PRODUCER_COLUMNS: [&str; 34] = [
     "transaction_timeout_ms",
     "requested_producer_id",
     "requested_producer_epoch",
+    "committed",
     "error_code",
     "error",
     "producer_id",
@@ -177,6 +179,7 @@ fn block_row(b: &PidBlock) -> Vec<String> {
 fn producer_row(e: &ProducerIdEntry) -> Vec<String> {
     let block = e.block.as_ref();
     vec![
+        e.api.as_str().to_owned(),
         e.connection.to_string(),
         e.client.clone(),
         e.server.clone(),
@@ -190,6 +193,7 @@ fn producer_row(e: &ProducerIdEntry) -> Vec<String> {
         text(e.transaction_timeout_ms),
         text(e.requested_producer_id),
         text(e.requested_producer_epoch),
+        text(e.committed),
         text(e.error_code),
         text(e.error.clone()),
         text(e.producer_id),
@@ -364,7 +368,7 @@ impl CsvSink {
         }
     }
 
-    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
         match &mut self.rows {
             Rows::Producers(rows) => rows.push(px.order(), |out| {
                 record(out, &producer_row(&producer_id_entry(&px, placed)))
@@ -382,7 +386,7 @@ impl Sink for CsvSink {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, block) => self.allocate(ex, block),
-            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+            Analysed::Producer(px, placed) => self.producer(px, placed),
         }
     }
 
@@ -411,5 +415,24 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "plain,\"a, b\",\"say \"\"hi\"\"\",\"two\nlines\",\r\n"
         );
+    }
+
+    /// `csv-producers` has a column per field of `producer_ids.entries[]`, in the same
+    /// order, `block` flattened: a field added to the entry is a column too.
+    #[test]
+    fn producer_columns_are_the_entrys_fields_in_order() {
+        let schema = serde_json::to_value(schemars::schema_for!(ProducerIdEntry)).unwrap();
+        let fields: Vec<String> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .flat_map(|name| match name.as_str() {
+                "block" => ["start", "end", "broker_id", "response_frame"]
+                    .map(|f| format!("block_{f}"))
+                    .to_vec(),
+                _ => vec![name.clone()],
+            })
+            .collect();
+        assert_eq!(fields, PRODUCER_COLUMNS);
     }
 }

@@ -14,8 +14,9 @@ use time::OffsetDateTime;
 use super::model::{self, Report};
 use super::sink::{Analysed, Needs, Sink};
 use crate::analysis::{Placed, Placement};
+use crate::kafka::decoded::Undecoded;
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::{ClusterEvent, Exchange, Outcome, ProducerIdExchange};
+use crate::pairing::{ApiExchange, ClusterEvent, Exchange, Granting, GrantsProducerIds, Outcome};
 use crate::timestamp::Timestamp;
 
 /// A bound of `--since` or `--until`.
@@ -102,11 +103,24 @@ impl Filter {
             && self.frame.is_none_or(in_frames)
     }
 
-    /// Whether an InitProducerId exchange passes: by its broker (the one that answered,
-    /// else the block holding its id), connection, request time, error and frames.
+    /// Whether an exchange that may grant a producer id passes: by its broker (the one
+    /// that answered, else the block holding its id), connection, request time, error
+    /// and frames.
     pub fn passes_producer(
         &self,
-        px: &ProducerIdExchange,
+        granting: &Granting,
+        placed: &Placed,
+        first: Option<Timestamp>,
+    ) -> bool {
+        match granting {
+            Granting::InitProducerId(ex) => self.passes_granting(ex, placed, first),
+            Granting::EndTxn(ex) => self.passes_granting(ex, placed, first),
+        }
+    }
+
+    fn passes_granting<A: GrantsProducerIds>(
+        &self,
+        px: &ApiExchange<A>,
         placed: &Placed,
         first: Option<Timestamp>,
     ) -> bool {
@@ -129,7 +143,7 @@ impl Filter {
         });
         let failed = match &px.outcome {
             Outcome::Complete { response, .. } => {
-                response.error_code != Some(ErrorCode::NONE) || response.problem.is_some()
+                A::granted(response).0 != Some(ErrorCode::NONE) || response.problem().is_some()
             }
             Outcome::Unanswered | Outcome::ResponseUnknown => true,
         };
@@ -279,7 +293,7 @@ impl Sink for Filtered<'_> {
                     ));
                 }
             }
-            Analysed::InitProducerId(px, placed) => {
+            Analysed::Producer(px, placed) => {
                 if !self.filter.passes_producer(px, placed, first_packet) {
                     return Ok(());
                 }

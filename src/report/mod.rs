@@ -25,9 +25,10 @@ use crate::analysis::controllers::pieces;
 use crate::analysis::{verdict, Analysis, Block, BrokerStats, Finding, Said};
 use crate::capture::{link_type_name, CaptureInfo};
 use crate::diag::Diagnostics;
+use crate::kafka::allocate_producer_ids;
+use crate::kafka::decoded::Undecoded;
 use crate::kafka::reader::TaggedField;
 use crate::kafka::tables::{ApiKey, ErrorCode};
-use crate::kafka::{allocate_producer_ids, init_producer_id};
 use crate::pairing::{self, MessageMeta};
 use model::UnixTime;
 
@@ -147,40 +148,68 @@ fn response(meta: &MessageMeta, resp: &allocate_producer_ids::Response) -> model
     }
 }
 
-/// One InitProducerId exchange in the report's form, with what the analysis placed.
+/// One exchange that may grant a producer id (InitProducerId, EndTxn) in the report's
+/// form, with what the analysis placed.
 pub fn producer_id_entry(
-    px: &pairing::ProducerIdExchange,
+    granting: &pairing::Granting,
     placed: &crate::analysis::Placed,
 ) -> model::ProducerIdEntry {
-    let req = &px.request;
-    let resp = px.outcome.response();
-    let field = |f: fn(&init_producer_id::Response) -> Option<i64>| resp.and_then(|(_, r)| f(r));
-    let error_code = resp.and_then(|(_, r)| r.error_code);
-    let decode_error = req
-        .problem
-        .as_ref()
-        .or_else(|| resp.and_then(|(_, r)| r.problem.as_ref()))
+    match granting {
+        pairing::Granting::InitProducerId(px) => {
+            let req = &px.request;
+            let resp = px.outcome.response().map(|(_, r)| r);
+            model::ProducerIdEntry {
+                transaction_timeout_ms: req.transaction_timeout_ms,
+                requested_producer_id: req.producer_id,
+                requested_producer_epoch: req.producer_epoch,
+                ongoing_txn_producer_id: resp.and_then(|r| r.ongoing_txn_producer_id),
+                ongoing_txn_producer_epoch: resp.and_then(|r| r.ongoing_txn_producer_epoch),
+                ..grant_entry(px, placed)
+            }
+        }
+        pairing::Granting::EndTxn(ex) => model::ProducerIdEntry {
+            requested_producer_id: ex.request.producer_id,
+            requested_producer_epoch: ex.request.producer_epoch,
+            committed: ex.request.committed,
+            ..grant_entry(ex, placed)
+        },
+    }
+}
+
+/// The fields of a producer-id entry every granting API has; the others absent.
+fn grant_entry<A: pairing::GrantsProducerIds>(
+    ex: &pairing::ApiExchange<A>,
+    placed: &crate::analysis::Placed,
+) -> model::ProducerIdEntry {
+    let resp = ex.outcome.response();
+    let (error_code, producer_id, producer_epoch) =
+        resp.map_or((None, None, None), |(_, r)| A::granted(r));
+    let decode_error = (ex.request.problem())
+        .or_else(|| resp.and_then(|(_, r)| r.problem()))
         .map(ToString::to_string);
+    let owned = |s: Option<Option<&str>>| s.map(|s| s.map(str::to_owned));
     model::ProducerIdEntry {
-        connection: px.endpoints.connection,
-        client: address(px.endpoints.client),
-        server: address(px.endpoints.server),
-        correlation_id: px.correlation_id,
-        api_version: px.api_version,
-        status: px.outcome.status(),
+        api: A::GRANTED_BY,
+        connection: ex.endpoints.connection,
+        client: address(ex.endpoints.client),
+        server: address(ex.endpoints.server),
+        correlation_id: ex.correlation_id,
+        api_version: ex.api_version,
+        status: ex.outcome.status(),
         broker_id: placed.broker.map(|(id, _)| id),
         broker_source: placed.broker.map(|(_, source)| source),
-        client_id: req.header.client_id.clone(),
-        transactional_id: req.transactional_id.clone(),
-        transaction_timeout_ms: req.transaction_timeout_ms,
-        requested_producer_id: req.producer_id,
-        requested_producer_epoch: req.producer_epoch,
+        client_id: owned(A::client_id(&ex.request)),
+        transactional_id: owned(A::transactional_id(&ex.request)),
+        transaction_timeout_ms: None,
+        requested_producer_id: None,
+        requested_producer_epoch: None,
+        committed: None,
         error_code: error_code.map(|c| c.0),
         error: error_code.map(ErrorCode::name),
-        producer_id: field(|r| r.producer_id),
-        producer_epoch: resp.and_then(|(_, r)| r.producer_epoch),
-        ongoing_txn_producer_id: field(|r| r.ongoing_txn_producer_id),
-        ongoing_txn_producer_epoch: resp.and_then(|(_, r)| r.ongoing_txn_producer_epoch),
+        producer_id,
+        producer_epoch,
+        ongoing_txn_producer_id: None,
+        ongoing_txn_producer_epoch: None,
         placement: placed.placement.map(|p| p.name()),
         placement_reason: placed.reason.clone(),
         block: placed
@@ -193,13 +222,13 @@ pub fn producer_id_entry(
                 response_frame: b.response_frame,
             }),
         duplicate_of_frame: placed.duplicate_of,
-        request_frame: px.request_meta.frame,
-        request_timestamp: px.request_meta.timestamp.to_rfc3339(),
-        request_unix_time: UnixTime(px.request_meta.timestamp),
+        request_frame: ex.request_meta.frame,
+        request_timestamp: ex.request_meta.timestamp.to_rfc3339(),
+        request_unix_time: UnixTime(ex.request_meta.timestamp),
         response_frame: resp.map(|(meta, _)| meta.frame),
         response_timestamp: resp.map(|(meta, _)| meta.timestamp.to_rfc3339()),
         unix_time: resp.map(|(meta, _)| UnixTime(meta.timestamp)),
-        latency_us: px.latency_us(),
+        latency_us: ex.latency_us(),
         decode_error,
     }
 }
@@ -354,7 +383,7 @@ pub fn build(mut findings: Findings) -> model::Report {
     let exchanges: Vec<model::Exchange> = (findings.pairing.exchanges.iter())
         .filter_map(|paired| match paired {
             pairing::PairedExchange::Allocate(ex) => Some(exchange(ex)),
-            pairing::PairedExchange::InitProducerId(_) => None,
+            pairing::PairedExchange::InitProducerId(_) | pairing::PairedExchange::EndTxn(_) => None,
         })
         .collect();
     let summary = summary(&findings);
@@ -401,6 +430,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         producer_id_blocks,
         producer_ids: model::ProducerIds {
             summary: analysis.producers.clone(),
+            end_txn: (analysis.end_txn.exchanges > 0).then(|| analysis.end_txn.clone()),
             entries: Vec::new(),
         },
         brokers_by_address: analysis

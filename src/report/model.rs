@@ -850,17 +850,26 @@ pub struct ProducerIdBlocks {
 /// that id lies among the blocks.
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct ProducerIds {
+    /// Counts over the InitProducerId exchanges.
     pub summary: ProducerIdCounts,
-    /// Every InitProducerId exchange, by request frame, then connection, then
-    /// correlation id (as `exchanges`); the filters apply to them as to `exchanges`.
-    /// Absent with `--no-producer-entries`.
+    /// The same counts over the EndTxn exchanges (version 5 grants the epoch a
+    /// transactional producer goes on with); absent when the capture has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_txn: Option<ProducerIdCounts>,
+    /// Every InitProducerId and EndTxn exchange, by request frame, then connection,
+    /// then correlation id (as `exchanges`); the filters apply to them as to
+    /// `exchanges`. Absent with `--no-producer-entries`.
     #[schemars(skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<ProducerIdEntry>,
 }
 
-/// One InitProducerId exchange. Fields not read from the capture are absent.
+/// One exchange that may grant a producer id: InitProducerId, or EndTxn (version 5
+/// grants). Fields not read from the capture, or not in its API and version, are absent.
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]
 pub struct ProducerIdEntry {
+    /// The API of the exchange: how the id was granted (`init_producer_id`, or `end_txn`,
+    /// where transactions v2 bump the epoch at a transaction's end).
+    pub api: crate::pairing::GrantedBy,
     pub connection: u64,
     pub client: String,
     pub server: String,
@@ -878,11 +887,15 @@ pub struct ProducerIdEntry {
     pub transactional_id: Option<Option<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transaction_timeout_ms: Option<i32>,
-    /// The producer id and epoch the client asked to keep (version 3+; -1 for none).
+    /// The producer id and epoch the client asked to keep (InitProducerId version 3+; -1
+    /// for none), or the ones it ends its transaction with (EndTxn).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested_producer_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested_producer_epoch: Option<i16>,
+    /// EndTxn: whether the transaction was committed (false: aborted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub committed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<i16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -900,7 +913,7 @@ pub struct ProducerIdEntry {
     pub ongoing_txn_producer_epoch: Option<i16>,
     /// Where a granted id lies among its broker's blocks, as Kafka's producer-id manager
     /// uses them: `in_block`, `previous_block`, `before_capture`,
-    /// `kept_by_transactional_id`, `another_brokers_block`, `older_block`,
+    /// `kept_by_transactional_id`, `epoch_bump`, `another_brokers_block`, `older_block`,
     /// `outside_blocks` or `unknown`; null when no id was granted.
     pub placement: Option<crate::analysis::PlacementName>,
     /// Why it lies there, in a sentence; absent with `in_block` and when nothing was

@@ -10,7 +10,7 @@ use super::model::Report;
 use super::{exchange, producer_id_entry};
 use crate::analysis::{Block, Placed};
 use crate::kafka::KeepRaw;
-use crate::pairing::{ClusterEvent, Exchange, ProducerIdExchange};
+use crate::pairing::{ClusterEvent, Exchange, Granting};
 
 /// What the run prepares for a sink.
 #[derive(Debug, Clone, Copy)]
@@ -30,9 +30,10 @@ pub struct Needs {
 pub enum Analysed<'a> {
     /// An AllocateProducerIds exchange and the block it granted, if it granted one.
     Allocate(Exchange, Option<&'a Block>),
-    /// An InitProducerId exchange and what the analysis knows of the id it granted.
-    /// Formats that do not list producers count them from the report's summary.
-    InitProducerId(ProducerIdExchange, &'a Placed),
+    /// An exchange that may grant a producer id and epoch (InitProducerId, EndTxn) and
+    /// what the analysis knows of the id it granted. Formats that do not list producers
+    /// count them from the report's summary.
+    Producer(Granting, &'a Placed),
 }
 
 impl Needs {
@@ -65,7 +66,7 @@ pub trait Sink: Send {
 #[derive(Debug, Default)]
 pub struct Collect {
     kept: Vec<Exchange>,
-    producers: Vec<(ProducerIdExchange, Placed)>,
+    producers: Vec<(Granting, Placed)>,
 }
 
 impl Sink for Collect {
@@ -79,7 +80,7 @@ impl Sink for Collect {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, _) => self.kept.push(ex),
-            Analysed::InitProducerId(px, placed) => self.producers.push((px, placed.clone())),
+            Analysed::Producer(px, placed) => self.producers.push((px, placed.clone())),
         }
         Ok(())
     }
@@ -114,7 +115,7 @@ where
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, _) => (self.0)(&exchange(&ex)),
-            Analysed::InitProducerId(_, _) => Ok(()),
+            Analysed::Producer(_, _) => Ok(()),
         }
     }
 

@@ -15,14 +15,16 @@ use super::address;
 use super::model::{Exchange, Report};
 use super::sink::{Analysed, Needs, Sink};
 use super::spill::{field, OrderKey, Ordered, DEFAULT_RUN_BYTES};
-use crate::analysis::{Block, Placed};
-use crate::kafka::apis::{self, ClusterFact};
+use crate::analysis::Block;
+use crate::kafka::apis::{self, Api, ClusterFact};
+use crate::kafka::decoded::Undecoded;
 use crate::kafka::header::{self, RequestPrefix};
 use crate::kafka::layout::{Node, Recorder};
+use crate::kafka::schema::Message;
 use crate::kafka::tables::ApiKey;
 use crate::kafka::trace;
 use crate::kafka::KeepRaw;
-use crate::pairing::{self, ClusterEvent};
+use crate::pairing::{self, ApiExchange, ClusterEvent};
 
 const SIZE_LEN: usize = 4;
 
@@ -318,8 +320,9 @@ impl<'a> Drawn<'a> {
         })
     }
 
-    /// A message of an InitProducerId exchange; `None` for a response not there.
-    fn init_producer_id(px: &'a pairing::ProducerIdExchange, is_request: bool) -> Option<Self> {
+    /// A message of an exchange of a paired API other than AllocateProducerIds (drawn
+    /// from its report entry); `None` for a response not there.
+    fn paired<A: Api>(px: &'a ApiExchange<A>, is_request: bool) -> Option<Self> {
         let (client, server) = (address(px.endpoints.client), address(px.endpoints.server));
         let response = px.outcome.response();
         let (ends, meta, raw, other, problem) = if is_request {
@@ -327,16 +330,16 @@ impl<'a> Drawn<'a> {
                 Some((meta, _)) => format!("response in frame {}", meta.frame),
                 None => "no response in the capture".to_owned(),
             };
-            let problem = px.request.problem.as_ref();
-            let raw = &px.request.raw;
+            let problem = px.request.problem();
+            let raw = px.request.raw();
             ((client, server), &px.request_meta, raw, other, problem)
         } else {
             let (meta, r) = response?;
             let other = format!("request in frame {}", px.request_meta.frame);
-            ((server, client), meta, &r.raw, other, r.problem.as_ref())
+            ((server, client), meta, r.raw(), other, r.problem())
         };
         Some(Self {
-            api: ApiKey::INIT_PRODUCER_ID,
+            api: <A::Request as Message>::API,
             is_request,
             version: px.api_version,
             connection: px.endpoints.connection,
@@ -516,13 +519,13 @@ impl TreeSink {
         Ok(())
     }
 
-    fn init_producer_id(
-        &mut self,
-        px: pairing::ProducerIdExchange,
-        _placed: &Placed,
-    ) -> io::Result<()> {
+    fn producer(&mut self, granting: &pairing::Granting) -> io::Result<()> {
         for is_request in [true, false] {
-            if let Some(drawn) = Drawn::init_producer_id(&px, is_request) {
+            let drawn = match granting {
+                pairing::Granting::InitProducerId(ex) => Drawn::paired(ex, is_request),
+                pairing::Granting::EndTxn(ex) => Drawn::paired(ex, is_request),
+            };
+            if let Some(drawn) = drawn {
                 self.draw(&drawn)?;
             }
         }
@@ -545,7 +548,7 @@ impl Sink for TreeSink {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, block) => self.allocate(ex, block),
-            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+            Analysed::Producer(granting, _) => self.producer(&granting),
         }
     }
 

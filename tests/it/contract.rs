@@ -145,6 +145,7 @@ struct LogLeaderChange {
 #[serde(deny_unknown_fields)]
 struct ProducerIds {
     summary: ProducerIdCounts,
+    end_txn: Option<ProducerIdCounts>,
     entries: Vec<ProducerIdEntry>,
 }
 
@@ -162,6 +163,7 @@ struct ProducerIdCounts {
     previous_block: u64,
     before_capture: u64,
     kept_by_transactional_id: u64,
+    epoch_bump: u64,
     another_brokers_block: u64,
     older_block: u64,
     outside_blocks: u64,
@@ -174,6 +176,7 @@ struct ProducerIdCounts {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProducerIdEntry {
+    api: String,
     connection: u64,
     client: String,
     server: String,
@@ -187,6 +190,7 @@ struct ProducerIdEntry {
     transaction_timeout_ms: Option<i32>,
     requested_producer_id: Option<i64>,
     requested_producer_epoch: Option<i16>,
+    committed: Option<bool>,
     error_code: Option<i16>,
     error: Option<String>,
     producer_id: Option<i64>,

@@ -18,7 +18,7 @@
 //! committed blocks of the controllers' metadata logs, and for each grant the block holding
 //! its id), never pidshark's. Nothing here needs Java.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -31,11 +31,12 @@ const DIR: &str = "fixtures/kafka-real";
 /// Where a granted id may lie on a healthy cluster. `unknown` only where the truth says the
 /// capture cannot tell the broker yet; never `outside_blocks`, `another_brokers_block` or
 /// `older_block`.
-const HEALTHY: [&str; 4] = [
+const HEALTHY: [&str; 5] = [
     "in_block",
     "previous_block",
     "before_capture",
     "kept_by_transactional_id",
+    "epoch_bump",
 ];
 
 struct Case {
@@ -48,7 +49,15 @@ struct Case {
     entries: Vec<Value>,
 }
 
-const ENTRY_FIELDS: [&str; 12] = [
+const ENTRY_FIELDS: [&str; 20] = [
+    "api",
+    "api_version",
+    "connection",
+    "request_frame",
+    "response_frame",
+    "committed",
+    "requested_producer_id",
+    "requested_producer_epoch",
     "client",
     "server",
     "correlation_id",
@@ -357,10 +366,16 @@ fn every_client_grant_is_an_entry_placed_in_its_committed_block() {
         let mut by_exchange: BTreeMap<Exchange, &Value> = BTreeMap::new();
         let mut by_txn: BTreeMap<(String, i64, i64), Vec<&Value>> = BTreeMap::new();
         for e in &c.entries {
+            let init = e["api"] == "init_producer_id";
             let corr = e["correlation_id"].as_i64().unwrap();
-            by_exchange.insert((port_of(e), corr), e);
-            if let (Some(tid), Some(0)) = (e["transactional_id"].as_str(), e["error_code"].as_i64())
-            {
+            if init {
+                by_exchange.insert((port_of(e), corr), e);
+            }
+            if let (Some(tid), Some(0), true) = (
+                e["transactional_id"].as_str(),
+                e["error_code"].as_i64(),
+                init,
+            ) {
                 let key = (
                     tid.to_owned(),
                     e["producer_id"].as_i64().unwrap(),
@@ -412,6 +427,121 @@ fn every_client_grant_is_an_entry_placed_in_its_committed_block() {
             c.name,
             faults.len(),
             faults[..faults.len().min(8)].join("\n")
+        );
+    }
+}
+
+/// Transactions v2 (4.4.0): every transaction's end is an EndTxn version 5 whose answer
+/// keeps the producer id and bumps the epoch by one (Kafka's `TransactionMetadata.
+/// prepareAbortOrCommit`), and the id and epoch each Java producer held after an abort
+/// and at its end (its TransactionManager's) is one of those grants; the fenced
+/// instances' ends are answered PRODUCER_FENCED, granting nothing. Transactions v1
+/// (3.9.1, EndTxn up to version 4) grant nothing at a transaction's end.
+#[test]
+fn every_transaction_end_is_an_end_txn_grant_the_java_producer_held() {
+    for c in all().iter().filter(|c| c.scenario == "transactions") {
+        let name = &c.name;
+        let txn = &c.truth["transactions"];
+        let ended = txn["summary"]["committed"].as_u64().unwrap()
+            + txn["summary"]["aborted"].as_u64().unwrap();
+        let events = c.truth["client_java_events"].as_array().unwrap();
+        let of = |kind: &'static str| events.iter().filter(move |e| e["event"] == kind);
+        let fenced = of("fenced").count() as u64;
+        let counts = &c.report["producer_ids"]["end_txn"];
+        let ends: Vec<&Value> = c.entries.iter().filter(|e| e["api"] == "end_txn").collect();
+        assert_eq!(ends.len() as u64, ended + fenced, "{name}");
+        assert_eq!(counts["exchanges"], ended + fenced, "{name}: {counts}");
+        assert_eq!(counts["errors"], fenced, "{name}: {counts}");
+        assert_eq!(counts["error_codes"]["PRODUCER_FENCED"], fenced, "{name}");
+        assert_eq!(counts["duplicates"], 0, "{name}");
+        if txn["protocol"] != "v2" {
+            assert_eq!(counts["granted"], 0, "{name}: {counts}");
+            assert!(ends
+                .iter()
+                .all(|e| e["api_version"].as_i64() <= Some(4) && e["producer_id"].is_null()));
+            continue;
+        }
+        assert_eq!(counts["granted"], ended, "{name}: {counts}");
+        assert_eq!(counts["epoch_bump"], ended, "{name}: {counts}");
+        let mut grants: BTreeMap<(String, i64, i64), Vec<&Value>> = BTreeMap::new();
+        for e in ends.iter().filter(|e| e["error_code"] == 0) {
+            let n = |f: &str| {
+                e[f].as_i64()
+                    .unwrap_or_else(|| panic!("{name}: {f} of {e}"))
+            };
+            assert_eq!(e["api_version"], 5, "{name}: {e}");
+            assert_eq!(n("producer_id"), n("requested_producer_id"), "{name}: {e}");
+            assert_eq!(
+                n("producer_epoch"),
+                n("requested_producer_epoch") + 1,
+                "{name}: {e}"
+            );
+            assert_eq!(e["placement"], "epoch_bump", "{name}: {e}");
+            let tid = e["transactional_id"].as_str().unwrap().to_owned();
+            let key = (tid, n("producer_id"), n("producer_epoch"));
+            grants.entry(key).or_default().push(e);
+        }
+        let mut checked = 0;
+        for event in of("abort").chain(of("final")) {
+            let tid = event["transactional_id"].as_str().unwrap().to_owned();
+            let key = (
+                tid,
+                event["producer_id"].as_i64().unwrap(),
+                event["epoch"].as_i64().unwrap(),
+            );
+            let found = grants.get(&key).map_or(0, Vec::len);
+            assert_eq!(
+                found, 1,
+                "{name}: {} {:?} granted {found} times",
+                event["event"], key
+            );
+            if event["event"] == "abort" {
+                assert_eq!(grants[&key][0]["committed"], false, "{name}: {key:?}");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 300, "{name}: {checked} client records checked");
+    }
+}
+
+/// tshark finds every EndTxn request and response where the report has it: the same
+/// frame, TCP stream and correlation id.
+#[test]
+fn wireshark_agrees_on_every_end_txn_message() {
+    if !crate::wireshark::have_tshark() {
+        return;
+    }
+    for c in all().iter().filter(|c| c.scenario == "transactions") {
+        let [capture] = &capture_files(&c.truth)[..] else {
+            panic!("{}: one capture file", c.name);
+        };
+        let ports = crate::kafka_real::ports(&c.truth);
+        let path = root().join(capture);
+        let mut theirs =
+            crate::wireshark::tshark_frames_of_keys(path.to_str().unwrap(), &ports, &["26"]);
+        let (their_requests, their_responses) = theirs.remove(0);
+        let (mut requests, mut responses) = (BTreeSet::new(), BTreeSet::new());
+        for e in c.entries.iter().filter(|e| e["api"] == "end_txn") {
+            let n = |f: &str| e[f].as_u64();
+            let (conn, corr) = (
+                n("connection").unwrap(),
+                e["correlation_id"].as_i64().unwrap(),
+            );
+            requests.insert((n("request_frame").unwrap(), conn, corr));
+            if let Some(frame) = n("response_frame") {
+                responses.insert((frame, conn, corr));
+            }
+        }
+        assert!(requests.len() >= 2000, "{}: {}", c.name, requests.len());
+        assert!(
+            requests == their_requests,
+            "{}: EndTxn requests differ",
+            c.name
+        );
+        assert!(
+            responses == their_responses,
+            "{}: EndTxn responses differ",
+            c.name
         );
     }
 }

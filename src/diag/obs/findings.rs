@@ -318,8 +318,9 @@ impl fmt::Display for PidSlowResponse {
     }
 }
 
-/// An InitProducerId response granted a producer id and epoch already granted to
-/// another producer (another connection, or another transactional id).
+/// An InitProducerId (or EndTxn version 5) response granted a producer id and epoch
+/// already granted to another producer (another connection, or another transactional
+/// id).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PidDuplicateGrant {
     /// The later grant's response frame, client and transactional id.

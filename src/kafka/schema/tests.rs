@@ -1,31 +1,10 @@
-//! A message declared once is a decoder: EndTxn (API key 26), declared here from Kafka's
-//! `EndTxnRequest.json` and `EndTxnResponse.json` (versions 0-5, flexible 3+) as a new
-//! API is in its own file, read at a rigid and a flexible version, cut, and drawn.
+//! A message declared once is a decoder: EndTxn (API key 26), declared in its own file
+//! (`kafka/end_txn.rs`) from Kafka's `EndTxnRequest.json` and `EndTxnResponse.json`
+//! (versions 0-5, flexible 3+), read at a rigid and a flexible version, cut, and drawn.
 
 use super::*;
+use crate::kafka::end_txn::{Request as EndTxnRequest, Response as EndTxnResponse};
 use crate::kafka::layout::{Node, Recorder};
-
-message! {
-    /// EndTxnRequest.
-    pub struct EndTxnRequest: RequestHeader {
-        api: ApiKey(26), name: "EndTxnRequest", newest: 5,
-        transactional_id: String = ("TransactionalId", 0.., "The ID of the transaction to end."),
-        producer_id: i64 = ("ProducerId", 0.., "The producer ID."),
-        producer_epoch: i16 = ("ProducerEpoch", 0.., "The current epoch associated with the producer."),
-        committed: bool = ("Committed", 0.., "True if the transaction was committed, false if it was aborted."),
-    }
-}
-
-message! {
-    /// EndTxnResponse: version 5 (KIP-890 part 2) carries the producer id and epoch.
-    pub struct EndTxnResponse: ResponseHeader {
-        api: ApiKey(26), name: "EndTxnResponse", newest: 5,
-        throttle_time_ms: i32 = ("ThrottleTimeMs", 0.., "The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota."),
-        error_code: ErrorCode = ("ErrorCode", 0.., "The error code, or 0 if there was no error."),
-        producer_id: i64 = ("ProducerId", 5.., "The producer ID."),
-        producer_epoch: i16 = ("ProducerEpoch", 5.., "The current epoch associated with the producer."),
-    }
-}
 
 /// A version 3 request (the first flexible one): header v2 with client_id "c", then a
 /// compact TransactionalId "tx-1", producer id 2999, epoch 7, committed, no tags.

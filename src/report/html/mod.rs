@@ -26,7 +26,7 @@ use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::verdict::VerdictFact;
 use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
-use crate::pairing::{self, ProducerIdExchange};
+use crate::pairing::{self, Granting};
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
 
@@ -225,7 +225,7 @@ impl HtmlSink {
         Ok(())
     }
 
-    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
         let entry = super::producer_id_entry(&px, placed);
         if let Some(grant) = Grant::of(&entry) {
             self.producers.add(grant);
@@ -242,7 +242,7 @@ impl Sink for HtmlSink {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, block) => self.allocate(ex, block),
-            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+            Analysed::Producer(px, placed) => self.producer(px, placed),
         }
     }
 

@@ -23,13 +23,36 @@ pub fn html(
 ) -> BTreeSet<u64> {
     let mut targets = BTreeSet::new();
     let s = &report.producer_ids.summary;
-    if s.exchanges == 0 {
+    let end_txn = report.producer_ids.end_txn.as_ref();
+    if s.exchanges == 0 && end_txn.is_none() {
         return targets;
     }
-    page.push_str("<h2>Producers (InitProducerId)</h2>\n");
-    let _ = writeln!(page, "<p id=\"producer-counts\">{}</p>", esc(&counts(s)));
+    let apis = match end_txn {
+        Some(_) => "InitProducerId and EndTxn",
+        None => "InitProducerId",
+    };
+    let _ = writeln!(page, "<h2>Producers ({apis})</h2>");
+    let _ = writeln!(
+        page,
+        "<p id=\"producer-counts\">{}</p>",
+        esc(&counts("InitProducerId", s))
+    );
     if s.granted > 0 {
         let _ = writeln!(page, "<p id=\"placements\">{}</p>", esc(&placements(s)));
+    }
+    if let Some(e) = end_txn {
+        let _ = writeln!(
+            page,
+            "<p id=\"end-txn-counts\">{}</p>",
+            esc(&counts("EndTxn", e))
+        );
+        if e.granted > 0 {
+            let _ = writeln!(
+                page,
+                "<p id=\"end-txn-placements\">{}</p>",
+                esc(&placements(e))
+            );
+        }
     }
     let (rows, not_kept) = flagged.rows(&report.producer_id_blocks.findings);
     if rows.is_empty() && not_kept == 0 {
@@ -90,21 +113,21 @@ fn row_html(row: &Row<'_>, linked: bool, listed: &BTreeSet<u64>) -> String {
 }
 
 /// `9 InitProducerId exchanges: 9 complete, 0 unanswered, 0 response unknown; 9 granted, 0 errors.`
-fn counts(s: &ProducerIdCounts) -> String {
+fn counts(api: &str, s: &ProducerIdCounts) -> String {
     format!(
-        "{} InitProducerId exchanges: {} complete, {} unanswered, {} response unknown; {} granted an id, {} answered with an error.",
+        "{} {api} exchanges: {} complete, {} unanswered, {} response unknown; {} granted an id, {} answered with an error.",
         s.exchanges, s.complete, s.unanswered, s.response_unknown, s.granted, s.errors
     )
 }
 
 /// Where the granted ids lie, and how many were granted twice.
 fn placements(s: &ProducerIdCounts) -> String {
-    let mut parts = vec![format!("{} in a block of the capture", s.in_block)];
-    parts.extend(
-        s.other_placements()
-            .into_iter()
-            .map(|(n, words)| format!("{n} {words}")),
-    );
+    let others = s.other_placements();
+    // `0 in a block` is said only when no other placement is
+    let in_block = (s.in_block > 0 || others.is_empty())
+        .then(|| format!("{} in a block of the capture", s.in_block));
+    let mut parts: Vec<String> = in_block.into_iter().collect();
+    parts.extend(others.into_iter().map(|(n, words)| format!("{n} {words}")));
     let mut line = format!(
         "Ids granted: {}; {} granted twice (an id and epoch another producer holds).",
         parts.join(", "),

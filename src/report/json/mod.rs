@@ -19,7 +19,7 @@ use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
-use crate::pairing::{Exchange, ExchangeOrder, ProducerIdExchange};
+use crate::pairing::{Exchange, ExchangeOrder, Granting};
 use writer::Raw;
 
 pub mod writer;
@@ -80,7 +80,7 @@ impl JsonSink {
         Ok(())
     }
 
-    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
         if !self.producer_entries {
             return Ok(());
         }
@@ -99,7 +99,7 @@ impl Sink for JsonSink {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, block) => self.allocate(ex, block),
-            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+            Analysed::Producer(px, placed) => self.producer(px, placed),
         }
     }
 
@@ -181,7 +181,7 @@ impl NdjsonSink {
         self.write_lines()
     }
 
-    fn init_producer_id(&mut self, px: ProducerIdExchange, placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
         if !self.producer_entries {
             return Ok(());
         }
@@ -198,7 +198,7 @@ impl Sink for NdjsonSink {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, block) => self.allocate(ex, block),
-            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+            Analysed::Producer(px, placed) => self.producer(px, placed),
         }
     }
 
@@ -358,10 +358,14 @@ impl Serialize for ProducersPart<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let ProducerIds {
             summary,
+            end_txn,
             entries: _,
         } = self.part;
-        let mut m = serializer.serialize_struct("ProducerIds", 2)?;
+        let mut m = serializer.serialize_struct("ProducerIds", 3)?;
         m.serialize_field("summary", summary)?;
+        if let Some(end_txn) = end_txn {
+            m.serialize_field("end_txn", end_txn)?;
+        }
         if let Some(entries) = self.entries {
             m.serialize_field("entries", entries)?;
         }

@@ -163,11 +163,7 @@ impl TextSink {
 
     /// Counted from the report's summary and findings at the end; those in trouble kept
     /// to name them.
-    fn init_producer_id(
-        &mut self,
-        px: pairing::ProducerIdExchange,
-        placed: &Placed,
-    ) -> io::Result<()> {
+    fn producer(&mut self, px: pairing::Granting, placed: &Placed) -> io::Result<()> {
         if let Some(grant) = Grant::of(&super::producer_id_entry(&px, placed)) {
             self.flagged.add(grant);
         }
@@ -183,7 +179,7 @@ impl Sink for TextSink {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, block) => self.allocate(ex, block),
-            Analysed::InitProducerId(px, placed) => self.init_producer_id(px, placed),
+            Analysed::Producer(px, placed) => self.producer(px, placed),
         }
     }
 

@@ -23,12 +23,20 @@ pub(super) fn write(
     flagged: &FlaggedProducers,
 ) -> io::Result<()> {
     let s = &report.producer_ids.summary;
-    if s.exchanges == 0 {
+    let end_txn = report.producer_ids.end_txn.as_ref();
+    if s.exchanges == 0 && end_txn.is_none() {
         return Ok(());
     }
-    heading(w, &title(s))?;
+    heading(w, &title("Producers (InitProducerId)", s))?;
+    // EndTxn's counts follow InitProducerId's placements, on a line of their own
     if s.granted > 0 {
         writeln!(w, "  {}", placements(s))?;
+    }
+    if let Some(e) = end_txn {
+        writeln!(w, "  {}", title("EndTxn", e))?;
+        if e.granted > 0 {
+            writeln!(w, "    {}", placements(e))?;
+        }
     }
     if s.grants_forgotten > 0 {
         writeln!(
@@ -74,9 +82,9 @@ pub(super) fn write(
 
 /// `Producers (InitProducerId): 9 exchanges, 9 granted, 0 errors`, and those without an
 /// answer when there are any.
-fn title(s: &ProducerIdCounts) -> String {
+fn title(label: &str, s: &ProducerIdCounts) -> String {
     let mut title = format!(
-        "Producers (InitProducerId): {}, {} granted, {}",
+        "{label}: {}, {} granted, {}",
         counted(s.exchanges, "exchange"),
         s.granted,
         counted(s.errors, "error")
@@ -105,12 +113,12 @@ fn title(s: &ProducerIdCounts) -> String {
 
 /// Where the granted ids lie (the placements seen) and how many were duplicates.
 fn placements(s: &ProducerIdCounts) -> String {
-    let mut parts = vec![format!("{} in a block of the capture", s.in_block)];
-    parts.extend(
-        s.other_placements()
-            .into_iter()
-            .map(|(n, words)| format!("{n} {words}")),
-    );
+    let others = s.other_placements();
+    // `0 in a block` is said only when no other placement is
+    let in_block = (s.in_block > 0 || others.is_empty())
+        .then(|| format!("{} in a block of the capture", s.in_block));
+    let mut parts: Vec<String> = in_block.into_iter().collect();
+    parts.extend(others.into_iter().map(|(n, words)| format!("{n} {words}")));
     let duplicates = match s.duplicates {
         0 => "no duplicate".to_owned(),
         n => counted(n, "duplicate"),
