@@ -420,9 +420,9 @@ pub enum Format {
     /// producer id granted, per finding, then one with the rest of the report; each
     /// line's `type` says which.
     Ndjson,
-    /// Each AllocateProducerIds and InitProducerId message (with --frame, the message in
-    /// that frame, whatever its API) as a tree of its fields with wire types, offsets and
-    /// sizes, then its bytes.
+    /// Each AllocateProducerIds, InitProducerId and EndTxn message (with --frame, the
+    /// message in that frame, whatever its API) as a tree of its fields with wire types,
+    /// offsets and sizes, then its bytes.
     Tree,
     /// The post-mortem for a terminal: the verdict first, a screenful or two.
     Text,

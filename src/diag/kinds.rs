@@ -146,8 +146,8 @@ kinds! {
     }
     KafkaFrameIncomplete "kafka_frame_incomplete" Warning {
         meaning: "a Kafka frame was still incomplete when its stream ended; `info` when \
-            its API is known and carries no producer ids (not AllocateProducerIds \
-            or InitProducerId): listed, never grading",
+            its API is known and carries no producer ids (not AllocateProducerIds, \
+            InitProducerId or EndTxn): listed, never grading",
         facts: ["api_key": Integer, "bytes": Integer, "correlation_id": Integer, "side": Text],
         facts_doc: "`side`, `bytes` (read of the unfinished message), `api_key` (its API, \
             when its head was read: a response's is the request's it answers, \
@@ -155,8 +155,8 @@ kinds! {
             its head was read)",
     }
     KafkaDecodeError "kafka_decode_error" Error {
-        meaning: "a message pidshark decodes (AllocateProducerIds, InitProducerId, or a \
-            cluster message: BrokerRegistration, BrokerHeartbeat, Metadata, \
+        meaning: "a message pidshark decodes (AllocateProducerIds, InitProducerId, EndTxn, \
+            or a cluster message: BrokerRegistration, BrokerHeartbeat, Metadata, \
             DescribeCluster, Vote, BeginQuorumEpoch, EndQuorumEpoch) that does not \
             decode; its `decode_error` says where",
         facts: ["api_key": Integer, "correlation_id": Integer, "message": Text, "problem": Text],

@@ -106,7 +106,8 @@ pub struct ApisRead(u8);
 impl ApisRead {
     /// A request was read.
     const ANY: u8 = 1;
-    /// An AllocateProducerIds or InitProducerId request was read.
+    /// A request of an API producer ids travel in was read (AllocateProducerIds,
+    /// InitProducerId, EndTxn).
     const PRODUCER_IDS: u8 = 2;
     /// Bytes of the client's stream were lost or passed over: a request may be unread.
     const CLIENT_LOST: u8 = 4;

@@ -575,7 +575,7 @@ impl Sink for TreeSink {
             match frame_holds {
                 Some(sentence) => writeln!(w, "{sentence}")?,
                 None => w.write_all(
-                    b"no AllocateProducerIds or InitProducerId messages in the capture\n",
+                    b"no AllocateProducerIds, InitProducerId or EndTxn messages in the capture\n",
                 )?,
             }
         }

@@ -77,7 +77,7 @@ pub struct KafkaFrameIncomplete<'a> {
     pub api: Option<NamedCode<'a>>,
     /// Its correlation id, when its head was read.
     pub correlation_id: Option<i32>,
-    /// Its API is one producer ids travel in (AllocateProducerIds, InitProducerId);
+    /// Its API is one producer ids travel in (AllocateProducerIds, InitProducerId, EndTxn);
     /// false also when the API is not known.
     pub carries_producer_ids: bool,
 }
