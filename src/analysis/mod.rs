@@ -131,9 +131,9 @@ pub struct Finding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Detail {
     /// A producer id and epoch granted to a second producer.
-    DuplicateGrant(obs::PidDuplicateGrant),
+    DuplicateGrant(obs::PidDuplicateGrant<String>),
     /// A producer id Kafka's producer-id manager cannot have drawn.
-    OutsideBlocks(obs::PidOutsideBlocks),
+    OutsideBlocks(obs::PidOutsideBlocks<String>),
     /// The producers holding ids of an overlap, when the capture shows them.
     Holders(Affected),
     /// A committed block's record in the metadata log, at this offset.
@@ -144,8 +144,8 @@ impl Detail {
     /// The detail of a finding that says `what`.
     fn of(what: Observation<'_>) -> Option<Self> {
         Some(match what {
-            Observation::PidDuplicateGrant(grant) => Self::DuplicateGrant(grant),
-            Observation::PidOutsideBlocks(grant) => Self::OutsideBlocks(grant),
+            Observation::PidDuplicateGrant(grant) => Self::DuplicateGrant(grant.to_owned()),
+            Observation::PidOutsideBlocks(grant) => Self::OutsideBlocks(grant.to_owned()),
             Observation::PidBlockNotDelivered(obs::PidBlockNotDelivered { offset, .. })
             | Observation::PidBlockMismatch(obs::PidBlockMismatch { offset, .. })
             | Observation::PidCommittedOverlap(obs::PidCommittedOverlap { offset, .. })

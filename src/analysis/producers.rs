@@ -334,7 +334,7 @@ impl Tracker {
             broker_id,
             producer_id,
             placement: placement.as_str(),
-            reason: reason.unwrap_or_default().to_owned(),
+            reason: reason.unwrap_or_default(),
             blocks,
             last_start: last.map_or(-1, |b| b.start),
             last_end: last.map_or(-1, |b| b.end),
@@ -374,10 +374,10 @@ impl Tracker {
             producer_id: id,
             producer_epoch: epoch,
             client: holder.client,
-            transactional_id: holder.transactional_id.clone(),
+            transactional_id: holder.transactional_id.as_deref(),
             other_frame: earlier.response_frame,
             other_client: earlier.client,
-            other_transactional_id: earlier.transactional_id.clone(),
+            other_transactional_id: earlier.transactional_id.as_deref(),
         });
         let frames = vec![earlier.response_frame, holder.response_frame];
         let where_ = (None, Some(holder.connection), at);

@@ -22,7 +22,7 @@ use super::{Facts, Kind, Severity};
 macro_rules! observations {
     ($($kind:ident($values:ty),)*) => {
         /// Something odd seen in the input, or a finding of the analysis, with its values.
-        #[derive(Debug, Clone, PartialEq)]
+        #[derive(Debug, Clone, Copy, PartialEq)]
         pub enum Observation<'a> {
             $($kind($values),)*
         }
@@ -91,8 +91,8 @@ observations! {
     PidRetry(obs::PidRetry<'a>),
     PidBrokerEpochChange(obs::PidBrokerEpochChange),
     PidSlowResponse(obs::PidSlowResponse),
-    PidDuplicateGrant(obs::PidDuplicateGrant),
-    PidOutsideBlocks(obs::PidOutsideBlocks),
+    PidDuplicateGrant(obs::PidDuplicateGrant<&'a str>),
+    PidOutsideBlocks(obs::PidOutsideBlocks<&'a str>),
     PidStaleController(obs::PidStaleController),
     MetadataLogTruncated(obs::MetadataLogTruncated<'a>),
     MetadataLogCorrupt(obs::MetadataLogCorrupt<'a>),

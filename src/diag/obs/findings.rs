@@ -320,22 +320,41 @@ impl fmt::Display for PidSlowResponse {
 
 /// An InitProducerId (or EndTxn version 5) response granted a producer id and epoch
 /// already granted to another producer (another connection, or another transactional
-/// id).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PidDuplicateGrant {
+/// id). Its text is `T`: borrowed where it is raised (`&str`, so that an observation
+/// stays `Copy`, with no drop on the hot paths that raise others), owned (`String`) where
+/// a finding keeps it for the formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidDuplicateGrant<T> {
     /// The later grant's response frame, client and transactional id.
     pub frame: u64,
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub client: SocketAddr,
-    pub transactional_id: Option<String>,
+    pub transactional_id: Option<T>,
     /// The earlier grant's.
     pub other_frame: u64,
     pub other_client: SocketAddr,
-    pub other_transactional_id: Option<String>,
+    pub other_transactional_id: Option<T>,
 }
 
-impl PidDuplicateGrant {
+impl PidDuplicateGrant<&str> {
+    /// The same values, owning their text.
+    pub fn to_owned(&self) -> PidDuplicateGrant<String> {
+        let owned = |t: Option<&str>| t.map(str::to_owned);
+        PidDuplicateGrant {
+            transactional_id: owned(self.transactional_id),
+            other_transactional_id: owned(self.other_transactional_id),
+            frame: self.frame,
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            client: self.client,
+            other_frame: self.other_frame,
+            other_client: self.other_client,
+        }
+    }
+}
+
+impl<T: AsRef<str>> PidDuplicateGrant<T> {
     /// What the sentence states, as named fields of the report.
     pub fn facts(&self) -> Facts {
         let Self {
@@ -349,8 +368,8 @@ impl PidDuplicateGrant {
             other_transactional_id,
         } = self;
         let (transactional_id, other_transactional_id) = (
-            transactional_id.as_deref(),
-            other_transactional_id.as_deref(),
+            transactional_id.as_ref().map(AsRef::as_ref),
+            other_transactional_id.as_ref().map(AsRef::as_ref),
         );
         facts![
             frame,
@@ -365,7 +384,7 @@ impl PidDuplicateGrant {
     }
 }
 
-impl fmt::Display for PidDuplicateGrant {
+impl<T: AsRef<str>> fmt::Display for PidDuplicateGrant<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             frame,
@@ -377,7 +396,7 @@ impl fmt::Display for PidDuplicateGrant {
             other_client,
             other_transactional_id,
         } = self;
-        let who = |client: &SocketAddr, id: &Option<String>| match id {
+        let who = |client: &SocketAddr, id: &Option<T>| match id.as_ref().map(AsRef::as_ref) {
             Some(id) => format!("{client} (transactional id {id:?})"),
             None => client.to_string(),
         };
@@ -393,16 +412,16 @@ impl fmt::Display for PidDuplicateGrant {
 /// An InitProducerId response granted a producer id that Kafka's producer-id manager
 /// cannot have drawn (see `analysis::placement`): from another broker's block, from
 /// an older block after a newer one, or outside every block its broker was granted
-/// in the capture, above the first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PidOutsideBlocks {
+/// in the capture, above the first. Its text is `T`, as [`PidDuplicateGrant`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidOutsideBlocks<T> {
     pub frame: u64,
     pub broker_id: i32,
     pub producer_id: i64,
     /// `another_brokers_block`, `older_block` or `outside_blocks`.
     pub placement: &'static str,
     /// Why, in a sentence (the entry's `placement_reason`).
-    pub reason: String,
+    pub reason: T,
     /// The broker's blocks seen so far, and the last of them: `start..=end`.
     pub blocks: u64,
     pub last_start: i64,
@@ -411,7 +430,24 @@ pub struct PidOutsideBlocks {
     pub block: Option<(i64, i64, i32)>,
 }
 
-impl PidOutsideBlocks {
+impl PidOutsideBlocks<&str> {
+    /// The same values, owning their text.
+    pub fn to_owned(&self) -> PidOutsideBlocks<String> {
+        PidOutsideBlocks {
+            reason: self.reason.to_owned(),
+            frame: self.frame,
+            broker_id: self.broker_id,
+            producer_id: self.producer_id,
+            placement: self.placement,
+            blocks: self.blocks,
+            last_start: self.last_start,
+            last_end: self.last_end,
+            block: self.block,
+        }
+    }
+}
+
+impl<T: AsRef<str>> PidOutsideBlocks<T> {
     /// What the sentence states, as named fields of the report.
     pub fn facts(&self) -> Facts {
         let Self {
@@ -432,7 +468,7 @@ impl PidOutsideBlocks {
     }
 }
 
-impl fmt::Display for PidOutsideBlocks {
+impl<T: AsRef<str>> fmt::Display for PidOutsideBlocks<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             frame,
@@ -441,6 +477,7 @@ impl fmt::Display for PidOutsideBlocks {
             reason,
             ..
         } = self;
+        let reason = reason.as_ref();
         write!(
             f,
             "broker {broker_id} granted producer id {producer_id} (frame {frame}) {reason}"

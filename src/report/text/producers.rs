@@ -141,7 +141,7 @@ fn holder(
     format!("{who} (frame {frame})")
 }
 
-fn duplicate_line(g: &obs::PidDuplicateGrant, flagged: &FlaggedProducers) -> String {
+fn duplicate_line(g: &obs::PidDuplicateGrant<String>, flagged: &FlaggedProducers) -> String {
     let earlier = (
         g.other_client,
         g.other_transactional_id.as_deref(),
@@ -197,7 +197,7 @@ fn overlap_line(f: &PidFinding, affected: &Affected) -> String {
     )
 }
 
-fn outside_line(g: &obs::PidOutsideBlocks, flagged: &FlaggedProducers) -> String {
+fn outside_line(g: &obs::PidOutsideBlocks<String>, flagged: &FlaggedProducers) -> String {
     let placement = g.placement.replace('_', " ");
     let held = match g.block {
         Some((start, end, broker)) => format!(", in {start}..{end} of broker {broker}"),
