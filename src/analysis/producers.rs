@@ -18,6 +18,7 @@ use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
 use super::{Block, Finding, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
 use crate::diag::Observation;
+use crate::kafka::decoded::Undecoded;
 use crate::kafka::tables::ErrorCode;
 use crate::kafka::tables::{error_counts, error_counts_schema};
 use crate::pairing::{ApiExchange, GrantedBy, GrantsProducerIds, Outcome, Status};
@@ -265,8 +266,9 @@ impl Tracker {
             return placed;
         };
         let (Some(code), Some(id), Some(epoch)) = A::granted(response) else {
-            if let (Some(code), _, _) = A::granted(response) {
-                // an answer of a version that grants nothing (EndTxn before 5)
+            // read whole, an answer of a version that grants nothing (EndTxn before 5);
+            // a cut one is not counted
+            if let (Some(code), None) = (A::granted(response).0, response.problem()) {
                 totals.count_error(code);
             }
             return placed;
@@ -755,6 +757,39 @@ mod tests {
         assert_eq!(dup.duplicate_of, Some(60));
         assert_eq!(found.len(), 1);
         assert_eq!(t.end_txn_totals.duplicates, 1);
+    }
+
+    /// An answer read whole of a version that grants nothing (EndTxn before 5) counts
+    /// its error code; a cut answer, whatever its API, counts none (`error_codes` are of
+    /// answers read whole).
+    #[test]
+    fn only_answers_read_whole_count_their_error() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let mut v4 = end_txn(1, "tx-1", (5, 0), (-1, -1), 20);
+        v4.api_version = 4;
+        if let Outcome::Complete { response, .. } = &mut v4.outcome {
+            (response.producer_id, response.producer_epoch) = (None, None);
+        }
+        t.add(&v4, BROKER2, &mut found);
+        assert_eq!(t.end_txn_totals.error_codes.get(&ErrorCode::NONE), Some(&1));
+        assert_eq!(t.end_txn_totals.granted, 0);
+        let mut cut = grant(2, None, 7, 0, 30);
+        if let Outcome::Complete { response, .. } = &mut cut.outcome {
+            response.producer_id = None;
+            response.problem = Some(crate::kafka::decoded::Problem::NotCaptured {
+                len: 30,
+                captured: 15,
+                field: None,
+            });
+        }
+        t.add(&cut, BROKER2, &mut found);
+        assert!(
+            t.totals.error_codes.is_empty(),
+            "{:?}",
+            t.totals.error_codes
+        );
+        assert_eq!((t.totals.exchanges, t.totals.errors), (1, 0));
     }
 
     /// The formats read a duplicate's and a fault's values from the finding's typed
