@@ -47,20 +47,47 @@ pub struct Placed {
 struct Holder {
     connection: u64,
     client: SocketAddr,
-    transactional_id: Option<String>,
+    /// `Some(None)` for an idempotent producer; `None` when its request was not read.
+    transactional_id: Option<Option<String>>,
     response_frame: u64,
 }
 
 impl Holder {
-    /// Whether two grants went to the same producer: the same transactional id, or the
-    /// same connection of an idempotent producer.
-    fn same_producer(&self, other: &Self) -> bool {
+    /// Whether two grants surely went to different producers: other transactional ids,
+    /// a transactional and an idempotent one, or idempotent ones on other connections.
+    /// A holder whose request was not read may be anyone (a retried EndTxn is answered
+    /// the same id and epoch again), so it is never surely another.
+    fn surely_other(&self, other: &Self) -> bool {
         match (&self.transactional_id, &other.transactional_id) {
-            (Some(a), Some(b)) => a == b,
-            (None, None) => self.connection == other.connection,
+            (None, _) | (_, None) => false,
+            (Some(Some(a)), Some(Some(b))) => a != b,
+            (Some(None), Some(None)) => self.connection != other.connection,
+            _ => true,
+        }
+    }
+
+    /// Whether two grants surely went to the same producer: the same transactional id,
+    /// or the same connection of an idempotent producer.
+    fn surely_same(&self, other: &Self) -> bool {
+        match (&self.transactional_id, &other.transactional_id) {
+            (Some(Some(a)), Some(Some(b))) => a == b,
+            (Some(None), Some(None)) => self.connection == other.connection,
             _ => false,
         }
     }
+
+    /// The holder's transactional id, when it has one and it was read.
+    fn transactional_id(&self) -> Option<&str> {
+        self.transactional_id.as_ref().and_then(Option::as_deref)
+    }
+}
+
+/// Whether an epoch-bumping grant (EndTxn) of `id` at `epoch` kept its producer's id.
+/// Kafka (`TransactionMetadata.prepareAbortOrCommit` and `prepareComplete`) keeps the id
+/// and bumps the epoch, or, the epoch used up, draws a new id at epoch 0; so when the
+/// request's id was not read, a grant above epoch 0 kept it.
+fn keeps_id(requested: Option<i64>, (id, epoch): (i64, i16)) -> bool {
+    requested.map_or(epoch > 0, |requested| requested == id)
 }
 
 /// Producers holding ids of one overlap, for its finding.
@@ -287,7 +314,7 @@ impl Tracker {
             response: meta,
         };
         let broker_id = broker.map(|(b, _)| b);
-        let placement = match A::requested(&ex.request).0 == Some(id) && A::BUMPS_EPOCH {
+        let placement = match A::BUMPS_EPOCH && keeps_id(A::requested(&ex.request).0, (id, epoch)) {
             true => self.blocks.bumped(&grant),
             false => self.blocks.place(&grant, broker_id),
         };
@@ -301,7 +328,7 @@ impl Tracker {
         let holder = Holder {
             connection: ex.endpoints.connection,
             client: ex.endpoints.client,
-            transactional_id: transactional_id.flatten().map(str::to_owned),
+            transactional_id: transactional_id.map(|t| t.map(str::to_owned)),
             response_frame: meta.frame,
         };
         placed.duplicate_of = self.hold(
@@ -361,8 +388,14 @@ impl Tracker {
         findings: &mut Vec<Finding>,
     ) -> Option<u64> {
         let holders = self.grants.entry((id, epoch)).or_default();
-        let earlier = holders.iter().find(|h| !h.same_producer(&holder)).cloned();
-        if holders.len() < MAX_HOLDERS && !holders.iter().any(|h| h.same_producer(&holder)) {
+        let earlier = holders.iter().find(|h| h.surely_other(&holder)).cloned();
+        if holder.transactional_id.is_some() {
+            // a holder whose request was not read may have been this one
+            holders.retain(|h| h.transactional_id.is_some());
+            if holders.len() < MAX_HOLDERS && !holders.iter().any(|h| h.surely_same(&holder)) {
+                holders.push(holder.clone());
+            }
+        } else if holders.is_empty() {
             holders.push(holder.clone());
         }
         if self.grants.len() > MAX_TRACKED_GRANTS {
@@ -376,10 +409,10 @@ impl Tracker {
             producer_id: id,
             producer_epoch: epoch,
             client: holder.client,
-            transactional_id: holder.transactional_id.as_deref(),
+            transactional_id: holder.transactional_id(),
             other_frame: earlier.response_frame,
             other_client: earlier.client,
-            other_transactional_id: earlier.transactional_id.as_deref(),
+            other_transactional_id: earlier.transactional_id(),
         });
         let frames = vec![earlier.response_frame, holder.response_frame];
         let where_ = (None, Some(holder.connection), at);
@@ -757,6 +790,42 @@ mod tests {
         assert_eq!(dup.duplicate_of, Some(60));
         assert_eq!(found.len(), 1);
         assert_eq!(t.end_txn_totals.duplicates, 1);
+    }
+
+    /// An EndTxn whose request was not read: a grant above epoch 0 kept its producer's id
+    /// (Kafka draws a new id only at epoch 0), and its holder may be any producer, so its
+    /// grant, answered again to a retry on another connection, is never a duplicate; a
+    /// producer known to be another still is one.
+    #[test]
+    fn an_end_txn_whose_request_was_not_read_is_judged_by_kafkas_rule() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.block(&block(2, 0, 10));
+        t.block(&block(2, 1000, 11));
+        let unread = |connection, granted, frame| {
+            let mut ex = end_txn(connection, "tx-1", (0, 0), granted, frame);
+            ex.request = crate::kafka::end_txn::Request::default();
+            ex
+        };
+        let bump = t.add(&unread(1, (5, 3), 20), BROKER2, &mut found);
+        assert!(matches!(bump.placement, Some(Placement::EpochBump(Some(b))) if b.start == 0));
+        assert_eq!(
+            bump.reason.as_deref().map(|r| r.contains("initialised")),
+            Some(false)
+        );
+        let new_id = t.add(&unread(1, (1000, 0), 30), BROKER2, &mut found);
+        assert!(matches!(new_id.placement, Some(Placement::InBlock(b)) if b.start == 1000));
+        // retried on another connection, then a known producer: maybe the same
+        let retry = t.add(&end_txn(2, "tx-1", (5, 2), (5, 3), 40), BROKER2, &mut found);
+        assert_eq!(retry.duplicate_of, None);
+        let again = t.add(&unread(3, (5, 3), 50), BROKER2, &mut found);
+        assert_eq!(again.duplicate_of, None);
+        assert!(found.is_empty(), "{found:?}");
+        // another transactional id told the same pair: a duplicate of the known holder
+        let dup = t.add(&end_txn(4, "tx-2", (5, 2), (5, 3), 60), BROKER2, &mut found);
+        assert_eq!(dup.duplicate_of, Some(40));
+        assert_eq!(found.len(), 1);
+        assert_eq!(t.affected(5, 5).map(|a| a.producers), Some(2));
     }
 
     /// An answer read whole of a version that grants nothing (EndTxn before 5) counts
