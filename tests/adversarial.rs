@@ -403,7 +403,7 @@ fn millions_of_interface_descriptions_are_capped() {
         .collect();
     assert_eq!(capped.len(), 1, "{:?}", report["diagnostics"]);
     assert_eq!(capped[0]["kind"], "capture_corrupt");
-    assert!(rss < 40, "peak RSS {rss} MiB");
+    assert!(rss < 64, "peak RSS {rss} MiB");
     assert!(took < HANG_GUARD, "{took:?}");
 }
 
@@ -723,4 +723,45 @@ fn a_budget_the_connections_alone_fill_does_not_cost_a_pass_per_packet() {
     let (report, _, took) = run_measured(&path, &["--max-memory", "1M"]);
     assert_eq!(report["summary"]["tcp_connections"], 20_000);
     assert!(took < HANG_GUARD, "{took:?}");
+}
+
+/// A capture naming a broker id and a block length of its own in every exchange, as no
+/// cluster does: the analysis's tables keyed by them stop at their limit and say so
+/// (`analysis_limit`, once per table), and memory stays bounded (without the limits the
+/// tables took 164 MiB here, and 10 s).
+#[test]
+fn distinct_broker_ids_and_block_lengths_stop_at_the_analysis_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("brokers.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    let mut start = 0i64;
+    for i in 0..60_000i32 {
+        let len = 1 + i % 3000;
+        let req = request(67, 0, i, true, &apid_request_body(i, 7));
+        let resp = response(i, true, &apid_response_body(0, start, len));
+        start += i64::from(len);
+        c.send(&mut w, true, &req, 1448);
+        c.send(&mut w, false, &resp, 1448);
+    }
+    c.close(&mut w);
+    w.finish();
+    let (report, rss, took) = run_measured(&path, &["--broker", "0"]);
+    assert!(took < HANG_GUARD, "{took:?}");
+    assert_eq!(report["summary"]["exchanges"]["total"], 60_000);
+    assert_eq!(
+        report["summary"]["brokers"].as_object().unwrap().len(),
+        1024
+    );
+    let mut limits: Vec<&str> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "analysis_limit")
+        .map(|d| d["facts"]["table"].as_str().unwrap())
+        .collect();
+    limits.sort_unstable();
+    assert_eq!(limits, ["block_brokers", "block_lengths", "brokers"]);
+    assert!(rss < 64, "peak RSS {rss} MiB");
 }

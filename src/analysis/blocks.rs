@@ -70,6 +70,11 @@ fn granted(ex: &Exchange) -> Granted {
 pub const MAX_TRACKED_BLOCKS: usize = 65_536;
 /// Blocks of one unusual length listed as irregular; more are only counted.
 const MAX_LEN_SAMPLES: usize = 1000;
+/// Samples kept over all lengths past each length's first: a block is some hundred bytes.
+const MAX_SAMPLES: usize = 8 * MAX_LEN_SAMPLES;
+/// Block lengths followed: Kafka's controller grants one length (1,000), so a capture
+/// of more is hostile or broken, and each costs up to its samples.
+const MAX_LENS: usize = 1024;
 /// Blocks that may still arrive after a gap opened and fill it: answers on different
 /// connections reach the capture in another order than the controller committed them
 /// (two brokers' blocks granted together, answered on two sockets).
@@ -123,6 +128,10 @@ pub struct Tracker {
     /// The block reaching highest so far.
     furthest: Option<Block>,
     lens: BTreeMap<i32, LenStats>,
+    /// Whether a length past [`MAX_LENS`] was seen.
+    lens_unfollowed: bool,
+    /// Blocks kept as samples of their length, over all lengths.
+    samples: usize,
     seen: u64,
     /// Gaps that a later block may still fill, by their first id.
     open_gaps: BTreeMap<i64, OpenGap>,
@@ -148,6 +157,8 @@ impl Tracker {
             longest: 0,
             furthest: None,
             lens: BTreeMap::new(),
+            lens_unfollowed: false,
+            samples: 0,
             seen: 0,
             open_gaps: BTreeMap::new(),
             answers_not_read: 0,
@@ -178,14 +189,7 @@ impl Tracker {
         self.order(&block, findings);
         self.seen += 1;
         self.close_gaps(self.seen.saturating_sub(MAX_BLOCKS_TO_FILL_A_GAP), findings);
-        let stats = self.lens.entry(block.len).or_insert_with(|| LenStats {
-            first_seen: self.seen,
-            ..LenStats::default()
-        });
-        stats.count += 1;
-        if stats.samples.len() < MAX_LEN_SAMPLES {
-            stats.samples.push(block.clone());
-        }
+        self.count_len(&block, findings);
         self.longest = self.longest.max(i64::from(block.len));
         let key = (block.start, block.response_frame);
         self.recent.insert(key, block.clone());
@@ -357,6 +361,33 @@ impl Tracker {
         self.folded.insert(start, (end, first, last));
     }
 
+    /// Counts `block` under its length, with a sample of each length's blocks; a length
+    /// past [`MAX_LENS`] is not followed (said once).
+    fn count_len(&mut self, block: &Block, findings: &mut Vec<Finding>) {
+        if self.lens.len() >= MAX_LENS && !self.lens.contains_key(&block.len) {
+            if !std::mem::replace(&mut self.lens_unfollowed, true) {
+                let what = Observation::AnalysisLimit(obs::AnalysisLimit {
+                    table: obs::AnalysisTable::BlockLengths,
+                    limit: MAX_LENS as u64,
+                    frame: block.response_frame,
+                });
+                findings.push(finding(block, vec![block.response_frame], what));
+            }
+            return;
+        }
+        let stats = self.lens.entry(block.len).or_insert_with(|| LenStats {
+            first_seen: self.seen,
+            ..LenStats::default()
+        });
+        stats.count += 1;
+        // every length keeps one, so that each irregular length is reported
+        let room = stats.samples.len() < MAX_LEN_SAMPLES && self.samples < MAX_SAMPLES;
+        if stats.samples.is_empty() || room {
+            stats.samples.push(block.clone());
+            self.samples += 1;
+        }
+    }
+
     /// Ends the analysis: blocks whose length is not the usual one are irregular.
     /// Returns the usual length (the most common; on a tie, the one seen first).
     pub fn finish(mut self, findings: &mut Vec<Finding>) -> Option<i32> {
@@ -517,6 +548,39 @@ mod tests {
         ]);
         assert_eq!(blocks.len(), 3);
         assert_eq!(kinds(&f), vec!["pid_block_irregular"; 3]);
+    }
+
+    /// A capture of more block lengths than Kafka grants follows the first
+    /// [`MAX_LENS`], each reported irregular, says once that it stopped, and keeps a
+    /// bounded number of samples.
+    #[test]
+    fn block_lengths_past_the_limit_are_said_not_followed() {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        let mut start = 0i64;
+        let mut add = |n: u64, len: i32, tracker: &mut Tracker, found: &mut Vec<Finding>| {
+            tracker.add(&exchange(n, 1, 5, Some((0, start, len, 1))), found);
+            start += i64::from(len);
+        };
+        for n in 1..=2000 {
+            add(n, 1000, &mut tracker, &mut findings);
+        }
+        for len in 1..=MAX_LENS as i32 + 5 {
+            add(3000 + len as u64, len, &mut tracker, &mut findings);
+        }
+        assert_eq!(tracker.lens.len(), MAX_LENS);
+        assert!(tracker.samples <= MAX_SAMPLES + MAX_LENS);
+        let limits: Vec<_> = findings
+            .iter()
+            .filter(|f| f.kind.as_str() == "analysis_limit")
+            .collect();
+        assert_eq!(limits.len(), 1, "{findings:?}");
+        // 1,000 is among the lengths counted up: the first past is MAX_LENS + 1
+        assert_eq!(limits[0].frames, [(3000 + MAX_LENS as u64 + 1) * 10 + 1]);
+        let before = findings.len();
+        tracker.finish(&mut findings);
+        // every followed length but the usual one is reported
+        assert_eq!(findings.len() - before, MAX_LENS - 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Finding, StatusCounts};
-use crate::diag::obs;
+use crate::diag::obs::{self, AnalysisTable};
 use crate::diag::{Observation, RetryAfter};
 use crate::kafka::tables::ErrorCode;
 use crate::latency::Latencies;
@@ -76,10 +76,17 @@ struct Broker {
     streak: Option<Streak>,
 }
 
+/// Broker ids followed, by each table of the analysis keyed by broker id: a cluster has
+/// far fewer brokers, and each costs a row (up to 64 KiB of latencies here), so a
+/// capture naming more is hostile or broken (`analysis_limit`).
+pub const MAX_BROKERS: usize = 1024;
+
 /// Running state of every broker.
 #[derive(Debug, Default)]
 pub struct Tracker {
     brokers: BTreeMap<i32, Broker>,
+    /// Exchanges of brokers past [`MAX_BROKERS`]: counted in the totals, not here.
+    unfollowed: u64,
 }
 
 fn error_of(ex: &Exchange) -> Option<ErrorCode> {
@@ -252,6 +259,20 @@ impl Tracker {
         let Some(id) = ex.request.broker_id else {
             return;
         };
+        if self.brokers.len() >= MAX_BROKERS && !self.brokers.contains_key(&id) {
+            if self.unfollowed == 0 {
+                let what = Observation::AnalysisLimit(obs::AnalysisLimit {
+                    table: AnalysisTable::Brokers,
+                    limit: MAX_BROKERS as u64,
+                    frame: ex.request_meta.frame,
+                });
+                let at = ex.request_meta.timestamp;
+                let frames = vec![ex.request_meta.frame];
+                findings.push(finding((id, ex.endpoints.connection), frames, at, what));
+            }
+            self.unfollowed += 1;
+            return;
+        }
         let b = self.brokers.entry(id).or_insert_with(Broker::new);
         b.count(ex);
         if let Some(before) = &b.previous {
@@ -304,6 +325,37 @@ mod tests {
 
     fn kinds(f: &[Finding]) -> Vec<&'static str> {
         f.iter().map(|f| f.kind.as_str()).collect()
+    }
+
+    /// A capture naming more broker ids than a cluster has keeps a row for the first
+    /// [`MAX_BROKERS`], follows those on, and says once from which frame it stopped.
+    #[test]
+    fn broker_ids_past_the_limit_are_said_not_followed() {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        let n = MAX_BROKERS as u64 + 10;
+        for i in 0..n {
+            let mut ex = exchange(i + 1, 1, 7, None);
+            ex.request.broker_id = Some(i as i32);
+            tracker.add(&ex, &mut findings);
+        }
+        // a followed broker goes on being followed
+        let mut again = exchange(n + 1, 1, 7, None);
+        again.request.broker_id = Some(0);
+        tracker.add(&again, &mut findings);
+        let table = tracker.table();
+        assert_eq!(table.len(), MAX_BROKERS);
+        assert_eq!(table[&0].requests, 2);
+        assert!(!table.contains_key(&(MAX_BROKERS as i32)));
+        assert_eq!(tracker.unfollowed, 10);
+        let limits: Vec<_> = findings
+            .iter()
+            .filter(|f| f.kind.as_str() == "analysis_limit")
+            .collect();
+        assert_eq!(limits.len(), 1, "{findings:?}");
+        let first_past = (MAX_BROKERS as u64 + 1) * 10;
+        assert_eq!(limits[0].frames, [first_past]);
+        assert!(limits[0].facts.contains(&("table", "brokers".into())));
     }
 
     #[test]

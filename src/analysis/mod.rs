@@ -393,7 +393,7 @@ impl Analyzer {
         let block = self.blocks.add(ex, &mut found);
         self.totals.blocks += u64::from(block.is_some());
         if let Some(block) = &block {
-            self.producers.block(block);
+            self.producers.block(block, &mut found);
         }
         self.producers.answered(ex);
         if let (Some(block), true) = (&block, self.list_blocks) {

@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::brokers::MAX_BROKERS;
 use crate::pairing::MessageMeta;
 use crate::timestamp::Timestamp;
 
@@ -81,6 +82,9 @@ pub enum UnknownWhy {
     BrokerUnknown,
     /// The broker's blocks that could hold it were forgotten to bound memory.
     Forgotten,
+    /// More broker ids were granted blocks than are followed
+    /// ([`MAX_BROKERS`](super::brokers::MAX_BROKERS)), and this one is not.
+    NotFollowed,
     /// The broker had asked for a block (the request of this frame) and no answer to it
     /// had been seen: the block holding the id may be in it.
     AnswerAwaited(u64),
@@ -248,6 +252,9 @@ impl Placement {
             Self::Unknown(UnknownWhy::Forgotten) => format!(
                 "the blocks of {who} that could hold it were forgotten past the blocks remembered"
             ),
+            Self::Unknown(UnknownWhy::NotFollowed) => format!(
+                "{who} is past the brokers whose blocks are followed (analysis_limit)"
+            ),
             Self::Unknown(UnknownWhy::AnswerAwaited(frame)) => format!(
                 "in none of {who}'s blocks seen, but {who} had asked for a block (frame {frame}) whose answer had not been seen: it may hold the id"
             ),
@@ -314,6 +321,9 @@ pub struct Blocks {
     forgotten: BTreeMap<i32, (i64, i64)>,
     longest: i64,
     brokers: BTreeMap<i32, Broker>,
+    /// Whether a broker past [`MAX_BROKERS`] was granted a block: a broker without blocks
+    /// may then be one, not one whose blocks came before the capture.
+    unfollowed: bool,
     /// By the broker asking; `None`: a request whose broker id was not read, which may
     /// be any broker's.
     asking: BTreeMap<Option<i32>, Asking>,
@@ -328,6 +338,7 @@ impl Blocks {
             order: VecDeque::new(),
             max_blocks: max_blocks.max(1),
             forgotten: BTreeMap::new(),
+            unfollowed: false,
             longest: 0,
             brokers: BTreeMap::new(),
             asking: BTreeMap::new(),
@@ -379,8 +390,9 @@ impl Blocks {
         })
     }
 
-    /// A block granted in the capture.
-    pub fn add(&mut self, r: BlockRef) {
+    /// A block granted in the capture. Returns whether its broker is the first past
+    /// [`MAX_BROKERS`], whose blocks are not followed per broker (but still hold ids).
+    pub fn add(&mut self, r: BlockRef) -> bool {
         self.longest = self.longest.max(r.end.saturating_sub(r.start));
         let key = (r.start, r.response_frame);
         if self.blocks.insert(key, r).is_none() {
@@ -389,12 +401,11 @@ impl Blocks {
         if self.blocks.len() > self.max_blocks {
             let oldest = self.order.pop_front();
             if let Some(old) = oldest.and_then(|key| self.blocks.remove(&key)) {
-                let range = self
-                    .forgotten
-                    .entry(old.broker_id)
-                    .or_insert((old.start, old.end));
-                *range = (range.0.min(old.start), range.1.max(old.end));
+                self.forget(old);
             }
+        }
+        if self.brokers.len() >= MAX_BROKERS && !self.brokers.contains_key(&r.broker_id) {
+            return !std::mem::replace(&mut self.unfollowed, true);
         }
         let broker = self.brokers.entry(r.broker_id).or_insert(Broker {
             blocks: 0,
@@ -412,6 +423,21 @@ impl Blocks {
         } else {
             broker.first
         };
+        false
+    }
+
+    /// A block no longer remembered whole: its broker remembers the ids it spanned, and
+    /// forgets its first grant (only a remembered block is compared with it).
+    fn forget(&mut self, old: BlockRef) {
+        let Some(broker) = self.brokers.get_mut(&old.broker_id) else {
+            return; // not followed: its grants are unknown anyway
+        };
+        broker.first_grants.remove(&old.start);
+        let range = self
+            .forgotten
+            .entry(old.broker_id)
+            .or_insert((old.start, old.end));
+        *range = (range.0.min(old.start), range.1.max(old.end));
     }
 
     /// How many blocks `broker` was granted in the capture so far, and the newest.
@@ -464,6 +490,9 @@ impl Blocks {
             .is_some_and(|(start, end)| (*start..=*end).contains(&id))
         {
             return Placement::Unknown(UnknownWhy::Forgotten);
+        }
+        if self.unfollowed && !self.brokers.contains_key(&broker_id) {
+            return Placement::Unknown(UnknownWhy::NotFollowed);
         }
         let Some(b) = self
             .brokers

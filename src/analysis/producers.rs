@@ -264,13 +264,22 @@ impl Tracker {
     }
 
     /// A block granted in the capture.
-    pub fn block(&mut self, b: &Block) {
-        self.blocks.add(BlockRef {
+    pub fn block(&mut self, b: &Block, findings: &mut Vec<Finding>) {
+        let first_unfollowed = self.blocks.add(BlockRef {
             start: b.start,
             end: b.end,
             broker_id: b.broker_id,
             response_frame: b.response_frame,
         });
+        if first_unfollowed {
+            let what = Observation::AnalysisLimit(obs::AnalysisLimit {
+                table: obs::AnalysisTable::BlockBrokers,
+                limit: super::brokers::MAX_BROKERS as u64,
+                frame: b.response_frame,
+            });
+            let at = (Some(b.broker_id), Some(b.connection), b.timestamp);
+            findings.push(Finding::new(what, at, vec![b.response_frame]));
+        }
     }
 
     /// One exchange of an API that grants producer ids (InitProducerId, EndTxn);
@@ -550,11 +559,11 @@ mod tests {
         let mut t = Tracker::default();
         let mut found = Vec::new();
         let mut placed = vec![t.add(&grant(1, None, 5950, 0, 10), BROKER1, &mut found)];
-        t.block(&block(1, 7000, 20));
+        t.block(&block(1, 7000, 20), &mut Vec::new());
         // the tail of the block held before the capture, then the new block
         placed.push(t.add(&grant(1, None, 5999, 0, 30), BROKER1, &mut found));
         placed.push(t.add(&grant(1, None, 7000, 0, 40), BROKER1, &mut found));
-        t.block(&block(1, 9000, 50));
+        t.block(&block(1, 9000, 50), &mut Vec::new());
         placed.push(t.add(&grant(1, None, 7999, 0, 60), BROKER1, &mut found));
         placed.push(t.add(&grant(1, None, 9000, 0, 70), BROKER1, &mut found));
         // asked before 9000 was answered, answered after it: two handler threads
@@ -594,9 +603,9 @@ mod tests {
     fn an_id_from_an_older_block_requested_after_a_newer_grant_is_a_fault() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
-        t.block(&block(1, 7000, 20));
+        t.block(&block(1, 7000, 20), &mut Vec::new());
         t.add(&grant(1, None, 7000, 0, 30), BROKER1, &mut found);
-        t.block(&block(1, 8000, 40));
+        t.block(&block(1, 8000, 40), &mut Vec::new());
         t.add(&grant(1, None, 8000, 0, 50), BROKER1, &mut found);
         let older = t.add(&grant_at(2, None, 7999, 0, (51, 52)), BROKER1, &mut found);
         assert_eq!(older.placement.map(|p| p.as_str()), Some("older_block"));
@@ -623,8 +632,8 @@ mod tests {
     fn an_id_in_another_brokers_block_or_beyond_its_own_is_a_fault() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
-        t.block(&block(2, 0, 20));
-        t.block(&block(1, 1000, 21));
+        t.block(&block(2, 0, 20), &mut Vec::new());
+        t.block(&block(1, 1000, 21), &mut Vec::new());
         let inside = t.add(&grant(2, None, 5, 0, 30), BROKER2, &mut found);
         assert!(matches!(inside.placement, Some(Placement::InBlock(b)) if b.start == 0));
         let other = t.add(&grant(3, None, 1500, 0, 40), BROKER2, &mut found);
@@ -662,8 +671,8 @@ mod tests {
     fn bytes_not_read_never_make_a_fault() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
-        t.block(&block(2, 0, 20));
-        t.block(&block(1, 1000, 21));
+        t.block(&block(2, 0, 20), &mut Vec::new());
+        t.block(&block(1, 1000, 21), &mut Vec::new());
         let mut unread = grant(3, None, 1500, 3, 30);
         unread.request.transactional_id = None;
         let kept = t.add(&unread, BROKER2, &mut found);
@@ -678,12 +687,53 @@ mod tests {
         assert!(found.is_empty(), "{found:?}");
     }
 
+    /// Past [`MAX_BROKERS`](crate::analysis::brokers::MAX_BROKERS) brokers granted
+    /// blocks, a new broker's blocks still hold ids, but a broker without a followed
+    /// block is not said to hold one from before the capture: it may be one not followed.
+    #[test]
+    fn brokers_past_the_limit_are_unknown_not_before_the_capture() {
+        use crate::analysis::brokers::MAX_BROKERS;
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        for broker in 0..MAX_BROKERS as i32 {
+            t.block(&block(broker, i64::from(broker) * 1000, 10), &mut found);
+        }
+        assert!(found.is_empty(), "{found:?}");
+        let past = MAX_BROKERS as i32;
+        t.block(&block(past, i64::from(past) * 1000, 20), &mut found);
+        t.block(&block(past + 1, i64::from(past + 1) * 1000, 21), &mut found);
+        let kinds: Vec<_> = found.iter().map(|f| f.kind.as_str()).collect();
+        assert_eq!(kinds, ["analysis_limit"]);
+        assert_eq!(found[0].frames, [20]);
+        let broker = |id| Some((id, crate::analysis::AddressSource::Metadata));
+        let held = t.add(
+            &grant(1, None, i64::from(past) * 1000 + 5, 0, 30),
+            broker(past),
+            &mut found,
+        );
+        assert!(matches!(held.placement, Some(Placement::InBlock(b)) if b.broker_id == past));
+        let none = t.add(
+            &grant(2, None, 9_000_000, 0, 40),
+            broker(past + 2),
+            &mut found,
+        );
+        assert_eq!(
+            none.placement,
+            Some(Placement::Unknown(
+                crate::analysis::placement::UnknownWhy::NotFollowed
+            ))
+        );
+        let followed = t.add(&grant(3, None, 1_500, 0, 50), broker(1), &mut found);
+        assert!(matches!(followed.placement, Some(Placement::InBlock(b)) if b.start == 1000));
+        assert_eq!(found.len(), 1, "{found:?}");
+    }
+
     #[test]
     fn an_id_in_a_forgotten_block_is_unknown_not_outside() {
         let mut t = Tracker::new(1, 0);
         let mut found = Vec::new();
-        t.block(&block(2, 0, 20));
-        t.block(&block(2, 1000, 21));
+        t.block(&block(2, 0, 20), &mut Vec::new());
+        t.block(&block(2, 1000, 21), &mut Vec::new());
         let old = t.add(&grant(1, None, 5, 0, 30), BROKER2, &mut found);
         assert_eq!(old.placement.map(|p| p.as_str()), Some("unknown"));
         let new = t.add(&grant(1, None, 1005, 0, 31), BROKER2, &mut found);
@@ -760,7 +810,7 @@ mod tests {
     fn end_txn_grants_are_epoch_bumps_or_new_ids_placed_in_blocks() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
-        t.block(&block(2, 0, 10));
+        t.block(&block(2, 0, 10), &mut Vec::new());
         t.add(&grant(1, Some("tx-1"), 5, 0, 20), BROKER2, &mut found);
         let bump = t.add(&end_txn(1, "tx-1", (5, 0), (5, 1), 30), BROKER2, &mut found);
         assert!(matches!(bump.placement, Some(Placement::EpochBump(Some(b))) if b.start == 0));
@@ -768,7 +818,7 @@ mod tests {
         let again = t.add(&end_txn(2, "tx-1", (5, 0), (5, 1), 40), BROKER2, &mut found);
         assert_eq!(again.duplicate_of, None);
         // a newer block arrives; the bump still keeps the old block's id
-        t.block(&block(2, 1000, 50));
+        t.block(&block(2, 1000, 50), &mut Vec::new());
         let kept = t.add(&end_txn(1, "tx-1", (5, 1), (5, 2), 60), BROKER2, &mut found);
         assert_eq!(
             kept.placement.map(|p| p.name()),
@@ -800,8 +850,8 @@ mod tests {
     fn an_end_txn_whose_request_was_not_read_is_judged_by_kafkas_rule() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
-        t.block(&block(2, 0, 10));
-        t.block(&block(2, 1000, 11));
+        t.block(&block(2, 0, 10), &mut Vec::new());
+        t.block(&block(2, 1000, 11), &mut Vec::new());
         let unread = |connection, granted, frame| {
             let mut ex = end_txn(connection, "tx-1", (0, 0), granted, frame);
             ex.request = crate::kafka::end_txn::Request::default();
@@ -875,8 +925,8 @@ mod tests {
         assert_eq!((dup.producer_id, dup.frame, dup.other_frame), (11, 40, 30));
         assert_eq!(dup.other_transactional_id.as_deref(), Some("tx-1"));
         assert_eq!(dup.transactional_id, None);
-        t.block(&block(2, 0, 50));
-        t.block(&block(1, 1000, 51));
+        t.block(&block(2, 0, 50), &mut Vec::new());
+        t.block(&block(1, 1000, 51), &mut Vec::new());
         t.add(&grant(3, None, 1500, 0, 60), BROKER2, &mut found);
         let Some(Detail::OutsideBlocks(outside)) = &found[1].detail else {
             panic!("{:?}", found[1].detail);

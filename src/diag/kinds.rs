@@ -207,6 +207,17 @@ kinds! {
         facts: ["max_connections": Integer],
         facts_doc: "`max_connections`",
     }
+    AnalysisLimit "analysis_limit" Warning {
+        meaning: "more distinct broker ids, or block lengths, than one of the analysis's \
+            tables follows (1,024 each): from the frame named, what is new is counted in \
+            the totals and listed, but not followed in that table: `brokers` (no row in \
+            `summary.brokers`, no error streak, retry or epoch change of that broker), \
+            `block_brokers` (its grants are placed `unknown`, never judged), \
+            `block_lengths` (its blocks are not reported irregular)",
+        facts: ["frame": Integer, "limit": Integer, "table": Text],
+        facts_doc: "`table` (`brokers`, `block_brokers` or `block_lengths`), `limit`, \
+            `frame` (the first message past it)",
+    }
     MemoryLimit "memory_limit" Warning {
         meaning: "the input's held bytes went over `--max-memory`: what the connections \
             holding most held was given up (out-of-order bytes declared lost, a \

@@ -77,6 +77,7 @@ observations! {
     DiagnosticsLimited(obs::DiagnosticsLimited),
     ConnectionLimit(obs::ConnectionLimit),
     MemoryLimit(obs::MemoryLimit<'a>),
+    AnalysisLimit(obs::AnalysisLimit),
     NotKafka(obs::NotKafka<'a>),
     TlsEncrypted(obs::TlsEncrypted<'a>),
     IpFragmentsDropped(FragmentsDropped<'a>),

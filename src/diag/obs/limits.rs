@@ -113,3 +113,71 @@ impl fmt::Display for MemoryLimit<'_> {
         given_up.write(*connection, f)
     }
 }
+
+crate::names::closed_set! {
+    /// A table of the analysis keyed by what the capture names: bounded, since a hostile
+    /// capture may name a million broker ids.
+    pub enum AnalysisTable {
+        /// Per broker id asking for blocks: `summary.brokers`, error streaks, retries and
+        /// epoch changes.
+        Brokers = "brokers",
+        /// Per broker id granted blocks: where its grants lie among its blocks.
+        BlockBrokers = "block_brokers",
+        /// Per block length: the usual length, and the blocks of other lengths.
+        BlockLengths = "block_lengths",
+    }
+}
+
+impl crate::diag::facts::IntoFact for AnalysisTable {
+    fn fact(self) -> crate::diag::Fact {
+        self.as_str().into()
+    }
+}
+
+/// What a [`Kind::AnalysisLimit`](crate::diag::Kind::AnalysisLimit) diagnostic says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnalysisLimit {
+    pub table: AnalysisTable,
+    pub limit: u64,
+    /// The first message past the limit.
+    pub frame: u64,
+}
+
+impl AnalysisLimit {
+    /// What the sentence states, as named fields of the report.
+    pub fn facts(&self) -> Facts {
+        let Self {
+            table,
+            limit,
+            frame,
+        } = self;
+        facts![table, limit, frame]
+    }
+}
+
+impl fmt::Display for AnalysisLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            table,
+            limit,
+            frame,
+        } = self;
+        let (named, unfollowed) = match table {
+            AnalysisTable::Brokers => (
+                "broker ids asked for blocks",
+                "have no row in summary.brokers and no error streak, retry or epoch change",
+            ),
+            AnalysisTable::BlockBrokers => (
+                "broker ids were granted blocks",
+                "have their grants placed unknown, never judged",
+            ),
+            AnalysisTable::BlockLengths => {
+                ("block lengths were seen", "are not reported as irregular")
+            }
+        };
+        write!(
+            f,
+            "more than {limit} {named}; from frame {frame} on, those not seen before are counted and listed but {unfollowed}"
+        )
+    }
+}

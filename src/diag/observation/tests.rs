@@ -482,6 +482,19 @@ fn kafka_message_samples() -> Vec<Sample> {
             ],
         ),
         (
+            Observation::AnalysisLimit(obs::AnalysisLimit {
+                table: obs::AnalysisTable::Brokers,
+                limit: 1024,
+                frame: 77,
+            }),
+            "more than 1024 broker ids asked for blocks; from frame 77 on, those not seen before are counted and listed but have no row in summary.brokers and no error streak, retry or epoch change",
+            vec![
+                ("table", text("brokers")),
+                ("limit", Fact::Uint(1024)),
+                ("frame", Fact::Uint(77)),
+            ],
+        ),
+        (
             Observation::PendingLimit(obs::PendingLimit { max_pending: 10 }),
             "more than 10 requests are waiting for a response on this connection; the oldest are given up (AllocateProducerIds ones are reported as response_unknown)",
             vec![("max_pending", Fact::Uint(10))],
