@@ -416,6 +416,21 @@ mod allocator {
         unsafe {
             libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
         }
+        pidshark::resident::give_back_with(give_back);
+    }
+
+    /// Gives glibc's free pages inside the heap back to the system (`malloc_trim`):
+    /// glibc returns only the heap's top on its own, and room freed between live
+    /// allocations stays resident. The memory budget calls it when the process grows
+    /// past the budget: on 2,000 connections of 4,000 never-answered requests each at
+    /// 16 MiB, the whole report written, a peak of 49 MiB without it, 30 MiB with it.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn give_back() {
+        // SAFETY: malloc_trim only hands free pages back; every allocation stays valid.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::malloc_trim(0);
+        }
     }
 
     /// Other allocators do not keep a moving threshold.

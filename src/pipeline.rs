@@ -65,7 +65,7 @@ impl<'a> Pipeline<'a> {
     pub fn new(config: &Config, batcher: &'a mut Batcher) -> Self {
         let mut tracker = Tracker::with_limits(config.max_held_len, config.max_connections);
         tracker.set_max_memory(config.max_memory);
-        tracker.watch_resident(resident::resident_bytes);
+        tracker.watch_resident(resident::resident_bytes, resident::give_back);
         Self {
             copies: Copies::new(config.clock_skew_ns),
             defragmenter: Defragmenter::default(),

@@ -7,6 +7,25 @@
 //! shrinking its tables: 56 MiB in use, 38 MiB free inside the heap). The tracker looks at
 //! the resident figure now and then and sheds when it grows past the budget.
 
+/// How the process gives its allocator's free pages back to the system: set once by the
+/// binary, which owns the allocator (glibc's `malloc_trim`); the library only says when.
+static GIVE_BACK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets how the allocator's free pages are given back ([`give_back`]); only the first
+/// call counts.
+pub fn give_back_with(give_back: fn()) {
+    let _ = GIVE_BACK.set(give_back);
+}
+
+/// Gives the allocator's free pages back to the system, where the process said how.
+/// Room freed between live allocations stays resident until then: on many connections
+/// growing and shrinking their tables, half the resident figure.
+pub fn give_back() {
+    if let Some(give_back) = GIVE_BACK.get() {
+        give_back();
+    }
+}
+
 /// Bytes of this process resident in memory now (`VmRSS`), where the system says.
 pub fn resident_bytes() -> Option<usize> {
     status_kib("VmRSS:").map(|kib| kib.saturating_mul(1024))

@@ -32,6 +32,8 @@ pub(super) struct Budget {
     /// Where the process's resident bytes are read, when they can be: the allocator keeps
     /// freed room the charges no longer count (see [`crate::resident`]).
     resident: Option<fn() -> Option<usize>>,
+    /// Gives the allocator's free pages back to the system, before a look decides to shed.
+    give_back: fn(),
     /// Bytes newly charged since the resident figure was last read, and that figure.
     grown_since_look: usize,
     resident_seen: usize,
@@ -50,6 +52,7 @@ impl Budget {
             charged: 0,
             charged_after_shed: 0,
             resident: None,
+            give_back: || {},
             grown_since_look: 0,
             resident_seen: 0,
             left_by_last_shed: 0,
@@ -65,8 +68,9 @@ impl Budget {
         self.max_memory = max_memory;
     }
 
-    pub(super) fn watch_resident(&mut self, probe: fn() -> Option<usize>) {
+    pub(super) fn watch_resident(&mut self, probe: fn() -> Option<usize>, give_back: fn()) {
         self.resident = Some(probe);
+        self.give_back = give_back;
     }
 
     /// What the open connections are charged.
@@ -131,7 +135,12 @@ impl Budget {
         };
         let grew = now > self.resident_seen;
         self.resident_seen = now;
-        grew && now > self.max_memory
+        let outgrew = grew && now > self.max_memory;
+        if outgrew {
+            // shedding frees room the allocator keeps resident: its free pages go back too
+            (self.give_back)();
+        }
+        outgrew
     }
 
     /// Where this packet's step of a pass to `target` stops, from `before` charged.
@@ -222,5 +231,41 @@ impl<C: Default> Tracker<C> {
             let cost = conn.cost(handler);
             self.budget.recharge(&mut conn.charged, cost);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    // Each test's probe and hook have statics of their own: tests run at once.
+    static RESIDENT: AtomicUsize = AtomicUsize::new(0);
+    static GIVEN_BACK: AtomicUsize = AtomicUsize::new(0);
+
+    /// When a look finds the process grown past the budget, the allocator's free pages
+    /// are given back as the shedding starts; a look that finds it has not grown (or is
+    /// within the budget) gives nothing back.
+    #[test]
+    fn outgrowing_the_budget_gives_the_allocators_free_pages_back() {
+        let mut budget = Budget::new(16 << 20);
+        budget.watch_resident(
+            || Some(RESIDENT.load(Ordering::Relaxed)),
+            || {
+                GIVEN_BACK.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+        let mut charged = 0;
+        let mut look = |budget: &mut Budget, resident: usize| {
+            RESIDENT.store(resident, Ordering::Relaxed);
+            let more = charged + RESIDENT_LOOK_EVERY;
+            budget.charge(&mut charged, more);
+            budget.resident_grew_past_budget()
+        };
+        assert!(!look(&mut budget, 8 << 20), "within the budget");
+        assert!(look(&mut budget, 40 << 20), "grew past it");
+        assert_eq!(GIVEN_BACK.load(Ordering::Relaxed), 1);
+        assert!(!look(&mut budget, 30 << 20), "over it, but not grown");
+        assert_eq!(GIVEN_BACK.load(Ordering::Relaxed), 1);
     }
 }

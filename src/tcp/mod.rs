@@ -205,9 +205,10 @@ impl<C: Default> Tracker<C> {
 
     /// Reads the process's resident bytes with `probe` now and then, and sheds when they
     /// grow past the budget, whatever is charged: the program, the report's buffers and
-    /// the allocator's free lists are not charged but count as well.
-    pub fn watch_resident(&mut self, probe: fn() -> Option<usize>) {
-        self.budget.watch_resident(probe);
+    /// the allocator's free lists are not charged but count as well. Before it sheds,
+    /// `give_back` hands the allocator's free pages back to the system.
+    pub fn watch_resident(&mut self, probe: fn() -> Option<usize>, give_back: fn()) {
+        self.budget.watch_resident(probe, give_back);
     }
 
     /// Bytes charged against the memory budget now: the tables and what the open
