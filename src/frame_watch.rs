@@ -310,6 +310,7 @@ mod tests {
             meta: meta(span.0, span.1),
             answers,
             decoded: None,
+            request: None,
         }
     }
 
@@ -325,10 +326,12 @@ mod tests {
             (7, 9),
         ));
         watch.message(&response(4, Some((ApiKey(0), 9)), (7, 7)));
+        let request = crate::kafka::apis::DecodedRequest::Allocate(Box::default());
         watch.message(&Message::GivenUp {
             ends: ends(),
             correlation_id: 5,
             unknown: false,
+            request: Box::new((meta(5, 5), 0, request)),
         });
         assert_eq!(
             watch.sentence(100),

@@ -2,12 +2,12 @@
 //!
 //! The Kafka stage matches each response to the waiting request with its correlation id
 //! (it must, to know which API's response to decode) and says which API it answered, or
-//! that it answered none. Pairing counts them, holds each decoded request until its
-//! response comes or the Kafka stage gives it up, and then makes it an exchange with its
-//! [`Outcome`], decided here where the evidence is: an [`ApiExchange`] of its API (an
+//! that it answered none; it holds each decoded request until then, and hands it on
+//! with its answer or its giving up. Pairing counts them, and makes each decoded request
+//! an exchange with its [`Outcome`], decided here where the evidence is: an [`ApiExchange`] of its API (an
 //! [`Exchange`] for AllocateProducerIds, a [`ProducerIdExchange`] for InitProducerId).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 pub use crate::kafka::allocate_producer_ids::AllocateProducerIds;
 use crate::kafka::allocate_producer_ids::Response;
@@ -259,15 +259,13 @@ pub struct ApiCounts {
     pub responses: u64,
 }
 
-/// A decoded request waiting for its response: where it was, its version and fields.
+/// A decoded request the Kafka stage held for its response: where it was, its version
+/// and fields.
 type WaitingRequest = (MessageMeta, i16, DecodedRequest);
 
 /// Everything pairing learns over the whole capture.
 #[derive(Debug, Default)]
 pub struct Pairing {
-    /// Decoded requests waiting, by connection and correlation id; the Kafka stage's
-    /// table of waiting requests charges their memory and says when each stops waiting.
-    waiting: HashMap<(u64, i32), WaitingRequest, foldhash::fast::RandomState>,
     /// Exchanges made since they were last taken.
     pub exchanges: Vec<PairedExchange>,
     pub cluster_events: Vec<ClusterEvent>,
@@ -303,26 +301,13 @@ impl Pairing {
             Message::Request {
                 ends,
                 api_key,
-                api_version,
-                correlation_id,
                 meta,
                 decoded,
+                ..
             } => {
                 self.api_counts.entry(api_key).or_default().requests += 1;
-                match decoded {
-                    Some(DecodedRequest::Cluster(fact, kept)) => {
-                        self.cluster(ends, meta, true, (fact, kept));
-                    }
-                    Some(request) => {
-                        if let DecodedRequest::Allocate(asked) = &request {
-                            let broker_id = asked.broker_id;
-                            let fact = Box::new(ClusterFact::BlockAsked { broker_id });
-                            self.cluster(ends, meta, true, (fact, None));
-                        }
-                        let key = (ends.connection, correlation_id);
-                        self.waiting.insert(key, (meta, api_version, request));
-                    }
-                    None => {}
+                if let Some(DecodedRequest::Cluster(fact, kept)) = decoded {
+                    self.cluster(ends, meta, true, (fact, kept));
                 }
             }
             Message::Response {
@@ -331,34 +316,33 @@ impl Pairing {
                 meta,
                 answers,
                 decoded,
+                request,
             } => {
                 let Some((api_key, _)) = answers else {
                     self.unmatched_responses += 1;
                     return;
                 };
                 self.api_counts.entry(api_key).or_default().responses += 1;
-                let key = (ends.connection, correlation_id);
-                match decoded {
-                    Some(DecodedResponse::Cluster(fact, kept)) => {
+                match (decoded, request) {
+                    (Some(DecodedResponse::Cluster(fact, kept)), _) => {
                         self.cluster(ends, meta, false, (fact, kept));
                     }
-                    Some(response) => {
-                        if let Some(request) = self.waiting.remove(&key) {
-                            self.answered(ends, correlation_id, request, meta, response);
-                        }
+                    (Some(response), Some(request)) => {
+                        self.answered(ends, correlation_id, *request, meta, response);
                     }
-                    None => {}
+                    // a paired API's answer is always decoded, if only in part
+                    (None, Some(request)) => {
+                        self.without_response(ends, correlation_id, *request, true);
+                    }
+                    (_, None) => {}
                 }
             }
             Message::GivenUp {
                 ends,
                 correlation_id,
                 unknown,
-            } => {
-                if let Some(request) = self.waiting.remove(&(ends.connection, correlation_id)) {
-                    self.without_response(ends, correlation_id, request, unknown);
-                }
-            }
+                request,
+            } => self.without_response(ends, correlation_id, *request, unknown),
         }
     }
 
@@ -447,24 +431,30 @@ mod tests {
             api_version: 1,
             correlation_id,
             meta: meta(frame),
-            decoded: (api_key == ApiKey::ALLOCATE_PRODUCER_IDS)
-                .then(|| DecodedRequest::Allocate(Box::default())),
+            decoded: None,
         }
     }
 
+    /// An AllocateProducerIds request of `frame`, as the Kafka stage held it.
+    fn held(frame: u64) -> crate::kafka::message::HeldRequest {
+        Box::new((meta(frame), 1, DecodedRequest::Allocate(Box::default())))
+    }
+
+    /// A response; an AllocateProducerIds one answers the request of `request_frame`.
     fn response(
         connection: u64,
         correlation_id: i32,
-        frame: u64,
+        (request_frame, frame): (u64, u64),
         answers: Option<ApiKey>,
     ) -> Message {
+        let allocate = answers == Some(ApiKey::ALLOCATE_PRODUCER_IDS);
         Message::Response {
             ends: ends(connection),
             correlation_id,
             meta: meta(frame),
             answers: answers.map(|key| (key, 1)),
-            decoded: (answers == Some(ApiKey::ALLOCATE_PRODUCER_IDS))
-                .then(|| DecodedResponse::Allocate(Box::default())),
+            decoded: allocate.then(|| DecodedResponse::Allocate(Box::default())),
+            request: allocate.then(|| held(request_frame)),
         }
     }
 
@@ -476,9 +466,9 @@ mod tests {
             request(1, allocate, 5, 10),
             request(2, allocate, 5, 11), // the same id on another connection
             request(1, ApiKey::API_VERSIONS, 6, 12),
-            response(2, 5, 13, Some(allocate)),
-            response(1, 6, 14, Some(ApiKey::API_VERSIONS)),
-            response(1, 99, 15, None),
+            response(2, 5, (11, 13), Some(allocate)),
+            response(1, 6, (12, 14), Some(ApiKey::API_VERSIONS)),
+            response(1, 99, (0, 15), None),
         ] {
             pairing.message(m);
         }
@@ -511,11 +501,12 @@ mod tests {
         let mut pairing = Pairing::default();
         pairing.message(request(1, ApiKey::ALLOCATE_PRODUCER_IDS, 5, 10));
         pairing.message(request(1, ApiKey::ALLOCATE_PRODUCER_IDS, 6, 11));
-        for (correlation_id, unknown) in [(5, true), (6, false), (7, false)] {
+        for (correlation_id, unknown) in [(5, true), (6, false)] {
             pairing.message(Message::GivenUp {
                 ends: ends(1),
                 correlation_id,
                 unknown,
+                request: held(10 + u64::from(correlation_id.unsigned_abs()) - 5),
             });
         }
         let outcomes: Vec<_> = pairing
@@ -530,6 +521,5 @@ mod tests {
             outcomes,
             [(5, Status::ResponseUnknown), (6, Status::Unanswered)]
         );
-        assert!(pairing.waiting.is_empty());
     }
 }

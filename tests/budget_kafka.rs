@@ -405,3 +405,79 @@ fn every_shape_in_one_capture_64m() {
 fn every_shape_in_one_capture_256m() {
     everything(256);
 }
+
+/// Shape (e): 2,000 connections, each holding 4,000 AllocateProducerIds requests that are
+/// never answered (8 M requests, 235 MB), and the clean exchange last. The connections'
+/// waiting tables grow and are shed over and over, and the room they free is split among
+/// live neighbours, and pairing's one table of them all doubled (holding both sizes at
+/// once) past what was charged for it: 298 MiB at a budget of 256 MiB before the Kafka
+/// stage held the decoded requests itself. Written once for the three budgets.
+fn thousands_waiting_capture() -> &'static Path {
+    static CAPTURE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    let (_, path) = CAPTURE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("thousands.pcap");
+        let mut w = PcapWriter::create(&path);
+        let mut batch = Vec::new();
+        for corr in 1..=4000 {
+            batch.extend(request(67, 0, corr, true, &apid_request_body(8, 7)));
+        }
+        for i in 0..2000u32 {
+            let client = format!("10.1.{}.{}:40000", i / 256, i % 256);
+            let mut c = Conn::new(&client, "10.0.0.2:9093");
+            c.handshake(&mut w);
+            c.send(&mut w, true, &batch, 1448);
+        }
+        let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
+        clean.handshake(&mut w);
+        let (req, resp) = apid_pair(1, 7, 5000);
+        clean.send(&mut w, true, &req, 1448);
+        clean.send(&mut w, false, &resp, 1448);
+        clean.close(&mut w);
+        w.finish();
+        (dir, path)
+    });
+    path
+}
+
+/// Runs pidshark on shape (e) at `budget_mib`, listing only the clean exchange's broker
+/// (the rest would be 3 GB of report to read): pidshark's own peak stays within the
+/// promise, it says what it gave up, and the clean exchange is read whole.
+fn thousands_waiting(budget_mib: u64) {
+    let budget = format!("{budget_mib}M");
+    let args = ["--max-memory", &budget, "--broker", "7"];
+    let (report, peak, took) = run_measured(thousands_waiting_capture(), &args);
+    eprintln!("thousands waiting, budget {budget_mib} MiB: peak {peak} MiB in {took:?}");
+    assert!(
+        peak <= budget_mib + BEYOND_BUDGET_MIB,
+        "peak {peak} MiB at a budget of {budget_mib} MiB"
+    );
+    assert!(took < HANG_GUARD, "{took:?}");
+    assert!(
+        gave_up(&report, "waiting requests"),
+        "{:?}",
+        report["diagnostics"]
+    );
+    assert_eq!(report["summary"]["exchanges"]["total"], 8_000_001);
+    let listed = report["exchanges"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["client"], "10.0.0.1:39999");
+    assert_eq!(listed[0]["status"], "complete");
+    assert_eq!(listed[0]["response"]["producer_id_start"], 5000);
+}
+
+#[test]
+fn thousands_of_requests_waiting_on_each_connection_16m() {
+    thousands_waiting(16);
+}
+
+#[test]
+fn thousands_of_requests_waiting_on_each_connection_64m() {
+    thousands_waiting(64);
+}
+
+#[test]
+fn thousands_of_requests_waiting_on_each_connection_256m() {
+    thousands_waiting(256);
+}

@@ -43,11 +43,17 @@ pub struct Endpoints {
     pub server: SocketAddr,
 }
 
+/// A decoded request of a paired API, where it was and its version: held by the Kafka
+/// stage while it waits, then handed on with its answer, or given up.
+pub type HeldRequest = Box<(MessageMeta, i16, DecodedRequest)>;
+
 /// One thing the Kafka stage found.
 #[derive(Debug)]
 pub enum Message {
-    /// A request frame; `decoded` is the decoded request when its API is decoded (see
-    /// [`super::apis::decodes_request`]).
+    /// A request frame; `decoded`: the fact a cluster message states (see
+    /// [`super::apis::decodes_request`]), and an AllocateProducerIds request's block asked
+    /// for. A paired API's decoded request waits in the Kafka stage and comes with its
+    /// answer.
     Request {
         ends: Endpoints,
         api_key: ApiKey,
@@ -59,13 +65,14 @@ pub enum Message {
     /// A response frame. `answers`: the API key and version of the waiting request with
     /// its correlation id, if one waited (or was given up at the memory budget: then no
     /// exchange waits for it); `decoded`: the decoded response when that request's API is
-    /// decoded.
+    /// decoded; `request`: the decoded request it answers, of a paired API.
     Response {
         ends: Endpoints,
         correlation_id: i32,
         meta: MessageMeta,
         answers: Option<(ApiKey, i16)>,
         decoded: Option<DecodedResponse>,
+        request: Option<HeldRequest>,
     },
     /// A waiting request of a decoded API that no response will be matched to: its
     /// connection ended, its id was reused, or it was given up for a limit. `unknown`:
@@ -74,6 +81,7 @@ pub enum Message {
         ends: Endpoints,
         correlation_id: i32,
         unknown: bool,
+        request: HeldRequest,
     },
 }
 

@@ -7,8 +7,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::apis::{pairs, DecodedRequest, DecodedResponse};
-use super::message::{Endpoints, Message, MessageMeta, Outbox};
+use super::apis::{ClusterFact, DecodedRequest, DecodedResponse};
+use super::message::{Endpoints, HeldRequest, Message, MessageMeta, Outbox};
 use super::tables::ApiKey;
 use super::MALLOC_OVERHEAD;
 use crate::diag::obs;
@@ -30,8 +30,10 @@ struct Pending {
     frame: u64,
     api_key: ApiKey,
     api_version: i16,
-    /// Heap its decoded request holds downstream (see [`request_cost`]); 0 for requests
-    /// of other APIs, which are not decoded.
+    /// A paired API's decoded request, handed on with its answer.
+    request: Option<HeldRequest>,
+    /// Heap its decoded request holds (see [`request_cost`]); 0 for requests of other
+    /// APIs, which are not held.
     cost: usize,
 }
 
@@ -50,12 +52,35 @@ pub fn table_bytes(capacity: usize, entry: usize) -> usize {
     buckets * (entry + 1) + 16 + MALLOC_OVERHEAD
 }
 
-/// Heap a decoded request holds while it waits (in pairing, or in a trial's outbox):
-/// what it holds itself, and its entry in pairing's table (at the table's mean load,
-/// 0.66).
+/// Heap a decoded request holds while it waits here: its box with where it was, and
+/// what it holds itself.
 fn request_cost(req: &DecodedRequest) -> usize {
-    let pairing_slot = (size_of::<((u64, i32), (MessageMeta, i16, DecodedRequest))>() + 1) * 3 / 2;
-    pairing_slot + req.heap_bytes()
+    size_of::<(MessageMeta, i16, DecodedRequest)>() + MALLOC_OVERHEAD + req.heap_bytes()
+}
+
+/// Splits a decoded request into what goes on at once (a cluster message's fact, and the
+/// block an AllocateProducerIds request asks for) and a paired API's request, held here
+/// until its answer.
+fn held(
+    decoded: Option<DecodedRequest>,
+    meta: MessageMeta,
+    version: i16,
+) -> (Option<DecodedRequest>, Option<HeldRequest>) {
+    match decoded {
+        None => (None, None),
+        Some(cluster @ DecodedRequest::Cluster(..)) => (Some(cluster), None),
+        Some(request) => {
+            let asked = match &request {
+                DecodedRequest::Allocate(asked) => {
+                    let broker_id = asked.broker_id;
+                    let fact = Box::new(ClusterFact::BlockAsked { broker_id });
+                    Some(DecodedRequest::Cluster(fact, None))
+                }
+                _ => None,
+            };
+            (asked, Some(Box::new((meta, version, request))))
+        }
+    }
 }
 
 /// Requests of one connection still waiting for their response.
@@ -255,13 +280,15 @@ impl Waiting {
             ..
         } = req;
         self.registered += 1;
-        let cost = decoded.as_ref().map_or(0, request_cost);
+        let (decoded, request) = held(decoded, meta, req.api_version);
+        let cost = request.as_ref().map_or(0, |r| request_cost(&r.2));
         self.decoded_bytes += cost;
         let entry = Pending {
             seq: self.registered,
             frame: meta.frame,
             api_key: req.api_key,
             api_version: req.api_version,
+            request,
             cost,
         };
         self.order.push_back((correlation_id, self.registered));
@@ -286,7 +313,7 @@ impl Waiting {
                 }),
             );
             // Which of the two a later answer is for cannot be told.
-            give_up(out, ends, correlation_id, &old, true);
+            give_up(out, ends, correlation_id, old, true);
         }
         out.push(Message::Request {
             ends,
@@ -350,9 +377,9 @@ impl Waiting {
                 if let Some(old) = self.remove(corr) {
                     self.evicted += 1;
                     given_up += 1;
-                    give_up(out, ends, corr, &old, true);
+                    let answers = (old.api_key, old.api_version);
+                    give_up(out, ends, corr, old, true);
                     if let Some(per_generation) = remember {
-                        let answers = (old.api_key, old.api_version);
                         let shed = self.shed.get_or_insert_default();
                         shed.insert(corr, answers, per_generation);
                     }
@@ -393,9 +420,9 @@ impl Waiting {
         decoded: Option<DecodedResponse>,
         out: &mut Outbox,
     ) {
-        let answers = match self.remove(correlation_id) {
-            Some(p) => Some((p.api_key, p.api_version)),
-            None => self.take_shed(correlation_id),
+        let (answers, request) = match self.remove(correlation_id) {
+            Some(p) => (Some((p.api_key, p.api_version)), p.request),
+            None => (self.take_shed(correlation_id), None),
         };
         self.forget_answered();
         self.shrink_when_mostly_empty();
@@ -405,6 +432,7 @@ impl Waiting {
             meta,
             answers,
             decoded,
+            request,
         });
     }
 
@@ -415,18 +443,20 @@ impl Waiting {
         let mut left: Vec<(i32, Pending)> = self.by_correlation_id.into_iter().collect();
         left.sort_by_key(|(corr, _)| *corr);
         for (correlation_id, p) in left {
-            give_up(out, ends, correlation_id, &p, may_be_lost(p.frame));
+            let unknown = may_be_lost(p.frame);
+            give_up(out, ends, correlation_id, p, unknown);
         }
     }
 }
 
-/// Says that a waiting request was given up, when it is one pairing holds.
-fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: &Pending, unknown: bool) {
-    if pairs(p.api_key) {
+/// Says that a waiting request was given up, when it is a paired API's held request.
+fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: Pending, unknown: bool) {
+    if let Some(request) = p.request {
         out.push(Message::GivenUp {
             ends,
             correlation_id,
             unknown,
+            request,
         });
     }
 }
