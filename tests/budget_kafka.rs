@@ -44,8 +44,8 @@ fn held_now() -> isize {
 #[test]
 fn a_hash_table_costs_what_table_bytes_says() {
     // What std's HashMap asks of malloc, at sizes to each side of a doubling, for an
-    // entry of 40 bytes (a waiting request's) and of 24 (pairing's); table_bytes adds
-    // malloc's overhead to it.
+    // entry of 40 bytes (a waiting request's) and of 24; table_bytes adds malloc's
+    // overhead to it.
     fn measured<E: Default>(n: i32) -> (isize, usize) {
         let before = held_now();
         let mut table = std::collections::HashMap::new();
@@ -101,12 +101,7 @@ fn over_budget_in(
         let mut c = Conn::new(&client, "10.0.0.2:9093");
         each(i, &mut c, &mut w);
     }
-    let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
-    clean.handshake(&mut w);
-    let (req, resp) = apid_pair(1, 7, 5000);
-    clean.send(&mut w, true, &req, 1448);
-    clean.send(&mut w, false, &resp, 1448);
-    clean.close(&mut w);
+    clean_exchange(&mut w);
     w.finish();
     let path = if many_interfaces {
         let pcapng = dir.path().join("budget.pcapng");
@@ -140,6 +135,17 @@ fn over_budget_in(
     assert_eq!(clean_ones[0]["status"], "complete");
     assert_eq!(clean_ones[0]["response"]["producer_id_start"], 5000);
     report
+}
+
+/// The clean AllocateProducerIds exchange each capture ends with, from 10.0.0.1:39999 to
+/// broker 7, granting 5000..5999.
+fn clean_exchange(w: &mut PcapWriter) {
+    let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
+    clean.handshake(w);
+    let (req, resp) = apid_pair(1, 7, 5000);
+    clean.send(w, true, &req, 1448);
+    clean.send(w, false, &resp, 1448);
+    clean.close(w);
 }
 
 /// Rewrites the pcap at `pcap` as a pcapng at `out`: 64 sections of 5,000 interfaces
@@ -429,12 +435,7 @@ fn thousands_waiting_capture() -> &'static Path {
             c.handshake(&mut w);
             c.send(&mut w, true, &batch, 1448);
         }
-        let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
-        clean.handshake(&mut w);
-        let (req, resp) = apid_pair(1, 7, 5000);
-        clean.send(&mut w, true, &req, 1448);
-        clean.send(&mut w, false, &resp, 1448);
-        clean.close(&mut w);
+        clean_exchange(&mut w);
         w.finish();
         (dir, path)
     });

@@ -32,9 +32,10 @@ struct Pending {
     api_version: i16,
     /// A paired API's decoded request, handed on with its answer.
     request: Option<HeldRequest>,
-    /// Heap its decoded request holds (see [`request_cost`]); 0 for requests of other
-    /// APIs, which are not held.
-    cost: usize,
+    /// Heap its decoded request holds (see [`request_cost`]; a decoded message is at most
+    /// a mebibyte); 0 for requests of other APIs, which are not held. 32 bits, so that
+    /// an entry stays 40 bytes beside the box.
+    cost: u32,
 }
 
 /// Heap a hashbrown table (std's `HashMap`) of `capacity` (as it reports it) holding
@@ -259,7 +260,7 @@ impl Waiting {
 
     fn remove(&mut self, correlation_id: i32) -> Option<Pending> {
         let p = self.by_correlation_id.remove(&correlation_id)?;
-        self.decoded_bytes = self.decoded_bytes.saturating_sub(p.cost);
+        self.decoded_bytes = self.decoded_bytes.saturating_sub(p.cost as usize);
         Some(p)
     }
 
@@ -282,7 +283,8 @@ impl Waiting {
         self.registered += 1;
         let (decoded, request) = held(decoded, meta, req.api_version);
         let cost = request.as_ref().map_or(0, |r| request_cost(&r.2));
-        self.decoded_bytes += cost;
+        let cost = u32::try_from(cost).unwrap_or(u32::MAX);
+        self.decoded_bytes += cost as usize;
         let entry = Pending {
             seq: self.registered,
             frame: meta.frame,
@@ -294,7 +296,7 @@ impl Waiting {
         self.order.push_back((correlation_id, self.registered));
         self.take_shed(correlation_id); // a later answer is this request's
         if let Some(old) = self.by_correlation_id.insert(correlation_id, entry) {
-            self.decoded_bytes = self.decoded_bytes.saturating_sub(old.cost);
+            self.decoded_bytes = self.decoded_bytes.saturating_sub(old.cost as usize);
             let names = (req.api_key.name(), old.api_key.name());
             diags.add(
                 Some(ends.connection),
@@ -464,6 +466,14 @@ fn give_up(out: &mut Outbox, ends: Endpoints, correlation_id: i32, p: Pending, u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// README "What the Kafka stage is charged": a waiting request's entry, with the box
+    /// of its decoded fields, is 40 bytes.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_waiting_requests_entry_is_40_bytes() {
+        assert_eq!(size_of::<(i32, Pending)>(), 40);
+    }
     use crate::diag::Kind;
     use crate::timestamp::Timestamp;
 
