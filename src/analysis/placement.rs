@@ -30,9 +30,8 @@ use crate::timestamp::Timestamp;
 /// Blocks whose first grant is remembered per broker, for the order of grants.
 const MAX_FIRST_GRANTS: usize = 4096;
 /// Requests for a block remembered per broker while their answer is awaited (Kafka's
-/// broker has one in flight at a time), and brokers followed.
+/// broker has one in flight at a time).
 const MAX_AWAITED: usize = 64;
-const MAX_ASKING_BROKERS: usize = 4096;
 /// A broker's latest blocks kept in arrival order, to find the newest before a grant
 /// answered in the same packet as a block, or before it.
 const RECENT_PER_BROKER: usize = 4;
@@ -82,7 +81,7 @@ pub enum UnknownWhy {
     BrokerUnknown,
     /// The broker's blocks that could hold it were forgotten to bound memory.
     Forgotten,
-    /// More broker ids were granted blocks than are followed
+    /// More broker ids were granted blocks, or asked for them, than are followed
     /// ([`MAX_BROKERS`](super::brokers::MAX_BROKERS)), and this one is not.
     NotFollowed,
     /// The broker had asked for a block (the request of this frame) and no answer to it
@@ -253,7 +252,7 @@ impl Placement {
                 "the blocks of {who} that could hold it were forgotten past the blocks remembered"
             ),
             Self::Unknown(UnknownWhy::NotFollowed) => format!(
-                "{who} is past the brokers whose blocks are followed (analysis_limit)"
+                "{who} is past the brokers whose blocks, or requests for them, are followed (analysis_limit)"
             ),
             Self::Unknown(UnknownWhy::AnswerAwaited(frame)) => format!(
                 "in none of {who}'s blocks seen, but {who} had asked for a block (frame {frame}) whose answer had not been seen: it may hold the id"
@@ -327,6 +326,9 @@ pub struct Blocks {
     /// By the broker asking; `None`: a request whose broker id was not read, which may
     /// be any broker's.
     asking: BTreeMap<Option<i32>, Asking>,
+    /// Whether a broker past [`MAX_BROKERS`] asked: one not in `asking` may then have
+    /// asked for the block that holds its grant.
+    asking_full: bool,
     /// How far apart two files' clocks may be (`--clock-skew`).
     clock_skew_ns: i128,
 }
@@ -342,6 +344,7 @@ impl Blocks {
             longest: 0,
             brokers: BTreeMap::new(),
             asking: BTreeMap::new(),
+            asking_full: false,
             clock_skew_ns: i128::from(clock_skew_ns),
         }
     }
@@ -352,7 +355,9 @@ impl Blocks {
 
     /// `broker` asked for a block in the request of `frame`.
     pub fn asked(&mut self, broker: Option<i32>, frame: u64) {
-        if self.asking.len() >= MAX_ASKING_BROKERS && !self.asking.contains_key(&broker) {
+        // room for the requests whose broker id was not read, beside the brokers
+        if self.asking.len() > MAX_BROKERS && !self.asking.contains_key(&broker) {
+            self.asking_full = true;
             return;
         }
         let asking = self.asking.entry(broker).or_default();
@@ -378,6 +383,10 @@ impl Blocks {
     /// Why a block of `broker` the capture does not show may hold a grant answered in
     /// `frame`.
     fn unseen_block(&self, broker: i32, frame: u64) -> Option<UnknownWhy> {
+        if self.asking_full && !self.asking.contains_key(&Some(broker)) {
+            // what it asked for was not followed
+            return Some(UnknownWhy::NotFollowed);
+        }
         [Some(broker), None].iter().find_map(|key| {
             let asking = self.asking.get(key)?;
             if let Some(&asked) = asking.awaited.range(..frame).next() {

@@ -728,6 +728,31 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
     }
 
+    /// Past [`MAX_BROKERS`](crate::analysis::brokers::MAX_BROKERS) brokers asking for
+    /// blocks, a broker whose request was not followed may have asked for the block that
+    /// holds its grant: the grant is unknown, never a fault.
+    #[test]
+    fn a_grant_of_a_broker_whose_asking_was_not_followed_is_unknown() {
+        use crate::analysis::brokers::MAX_BROKERS;
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.block(&block(2, 0, 10), &mut Vec::new());
+        // MAX_BROKERS and one: the room for requests whose broker id was not read
+        for broker in 10..11 + MAX_BROKERS as i32 {
+            t.asked(Some(broker), 12);
+        }
+        // broker 2 asks now, not followed; its answer never read
+        t.asked(Some(2), 13);
+        let beyond = t.add(&grant(1, None, 3000, 0, 40), BROKER2, &mut found);
+        assert_eq!(
+            beyond.placement,
+            Some(Placement::Unknown(
+                crate::analysis::placement::UnknownWhy::NotFollowed
+            ))
+        );
+        assert!(found.is_empty(), "{found:?}");
+    }
+
     #[test]
     fn an_id_in_a_forgotten_block_is_unknown_not_outside() {
         let mut t = Tracker::new(1, 0);

@@ -118,8 +118,8 @@ crate::names::closed_set! {
     /// A table of the analysis keyed by what the capture names: bounded, since a hostile
     /// capture may name a million broker ids.
     pub enum AnalysisTable {
-        /// Per broker id asking for blocks: `summary.brokers`, error streaks, retries and
-        /// epoch changes.
+        /// Per broker id asking for blocks: `summary.brokers`, error streaks, retries,
+        /// epoch changes, and the requests whose answers may hold a grant.
         Brokers = "brokers",
         /// Per broker id granted blocks: where its grants lie among its blocks.
         BlockBrokers = "block_brokers",
@@ -165,7 +165,7 @@ impl fmt::Display for AnalysisLimit {
         let (named, unfollowed) = match table {
             AnalysisTable::Brokers => (
                 "broker ids asked for blocks",
-                "have no row in summary.brokers and no error streak, retry or epoch change",
+                "have no row in summary.brokers and no error streak, retry or epoch change, and a grant of theirs outside the blocks seen is placed unknown",
             ),
             AnalysisTable::BlockBrokers => (
                 "broker ids were granted blocks",
