@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::brokers::MAX_BROKERS;
 use super::{Block, Finding};
 use crate::diag::obs;
 use crate::diag::{Diagnostics, Observation};
@@ -21,9 +22,10 @@ use crate::metadata_log::{CommittedBlock, LogProblem, MetadataLog, PRODUCER_ID_B
 use crate::pairing::{Exchange, Outcome};
 use crate::timestamp::Timestamp;
 
-/// Failed requests kept per broker, and brokers kept: for the fate of an undelivered block.
+/// Failed requests kept per broker: for the fate of an undelivered block. Brokers are
+/// kept as the brokers table keeps them (the same exchanges, in the same order), whose
+/// `analysis_limit` says when one is not.
 const MAX_FAILED_PER_BROKER: usize = 32;
-const MAX_BROKERS: usize = 4096;
 
 /// How a committed block stands against the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -211,8 +211,9 @@ kinds! {
         meaning: "more distinct broker ids, or block lengths, than one of the analysis's \
             tables follows (1,024 each): from the frame named, what is new is counted in \
             the totals and listed, but not followed in that table: `brokers` (no row in \
-            `summary.brokers`, no error streak, retry or epoch change of that broker, and \
-            its grants outside the blocks seen are placed `unknown`), \
+            `summary.brokers`, no error streak, retry or epoch change of that broker, its \
+            grants outside the blocks seen placed `unknown`, and its blocks not compared \
+            with the metadata log), \
             `block_brokers` (its grants are placed `unknown`, never judged), \
             `block_lengths` (its blocks are not reported irregular)",
         facts: ["frame": Integer, "limit": Integer, "table": Text],

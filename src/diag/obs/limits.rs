@@ -165,7 +165,7 @@ impl fmt::Display for AnalysisLimit {
         let (named, unfollowed) = match table {
             AnalysisTable::Brokers => (
                 "broker ids asked for blocks",
-                "have no row in summary.brokers and no error streak, retry or epoch change, and a grant of theirs outside the blocks seen is placed unknown",
+                "have no row in summary.brokers, no error streak, retry or epoch change, no block compared with the metadata log, and a grant of theirs outside the blocks seen is placed unknown",
             ),
             AnalysisTable::BlockBrokers => (
                 "broker ids were granted blocks",

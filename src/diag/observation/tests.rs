@@ -487,7 +487,7 @@ fn kafka_message_samples() -> Vec<Sample> {
                 limit: 1024,
                 frame: 77,
             }),
-            "more than 1024 broker ids asked for blocks; from frame 77 on, those not seen before are counted and listed but have no row in summary.brokers and no error streak, retry or epoch change, and a grant of theirs outside the blocks seen is placed unknown",
+            "more than 1024 broker ids asked for blocks; from frame 77 on, those not seen before are counted and listed but have no row in summary.brokers, no error streak, retry or epoch change, no block compared with the metadata log, and a grant of theirs outside the blocks seen is placed unknown",
             vec![
                 ("table", text("brokers")),
                 ("limit", Fact::Uint(1024)),
