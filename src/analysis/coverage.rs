@@ -25,7 +25,7 @@ use crate::kafka::cluster::{self, QuorumMessage};
 use crate::pairing::ClusterEvent;
 
 /// Broker ids remembered: beyond any cluster we meet.
-const MAX_BROKERS: usize = 65_536;
+pub const MAX_NODES: usize = 65_536;
 
 /// The brokers seen talking to the controllers, as the capture goes.
 #[derive(Debug, Default)]
@@ -40,6 +40,9 @@ pub struct Tracker {
     /// The first controller message's time, unix milliseconds: a broker the metadata log
     /// unregistered before it had left the cluster before the capture.
     first_ms: Option<i64>,
+    /// Whether a set refused an id, and the message where one first did.
+    refused: bool,
+    first_refused: Option<(u64, crate::timestamp::Timestamp)>,
 }
 
 /// Brokers known of and brokers seen talking to the controllers; controllers known of
@@ -50,19 +53,28 @@ pub struct Coverage {
     pub seen: BTreeSet<i32>,
     pub controllers_known: BTreeSet<i32>,
     pub controllers_seen: BTreeSet<i32>,
+    /// Whether node ids past [`MAX_NODES`] were not remembered: then no node is said
+    /// unseen, since it may be one of them.
+    pub ids_not_remembered: bool,
 }
 
 impl Coverage {
     /// Known brokers whose controller connection the capture does not show.
     pub fn not_seen(&self) -> impl Iterator<Item = i32> + '_ {
-        self.known.difference(&self.seen).copied()
+        let judged = !self.ids_not_remembered;
+        self.known
+            .difference(&self.seen)
+            .copied()
+            .filter(move |_| judged)
     }
 
     /// Known controllers no quorum message of their own shows.
     pub fn controllers_not_seen(&self) -> impl Iterator<Item = i32> + '_ {
+        let judged = !self.ids_not_remembered;
         self.controllers_known
             .difference(&self.controllers_seen)
             .copied()
+            .filter(move |_| judged)
     }
 }
 
@@ -71,11 +83,17 @@ fn millis(at: crate::timestamp::Timestamp) -> Option<i64> {
     i64::try_from(at.as_nanos() / 1_000_000).ok()
 }
 
-/// Adds `id` to `set` unless it is no node's id or the set is full.
-fn remember(set: &mut BTreeSet<i32>, id: i32) {
-    if id >= 0 && set.len() < MAX_BROKERS {
-        set.insert(id);
+/// Adds `id` to `set` unless it is no node's id or the set is full; whether it was
+/// refused for a full set.
+fn remember(set: &mut BTreeSet<i32>, id: i32) -> bool {
+    if id < 0 || set.contains(&id) {
+        return false;
     }
+    if set.len() >= MAX_NODES {
+        return true;
+    }
+    set.insert(id);
+    false
 }
 
 /// Brokers whose latest record in `log` is an UnregisterBrokerRecord older than
@@ -110,7 +128,7 @@ impl Tracker {
             ClusterFact::Listeners(reg) => Some(reg.broker_id),
             ClusterFact::BlockAsked { broker_id } => *broker_id,
             ClusterFact::Fetch(fetch) if fetch.metadata_log => {
-                remember(&mut self.fetchers, fetch.replica_id);
+                self.refused |= remember(&mut self.fetchers, fetch.replica_id);
                 None
             }
             ClusterFact::Quorum(q) => {
@@ -119,22 +137,30 @@ impl Tracker {
             }
             ClusterFact::Brokers { seen, .. } if seen.endpoint_type == Some(2) => {
                 for c in &seen.brokers {
-                    remember(&mut self.controllers_named, c.node_id);
+                    self.refused |= remember(&mut self.controllers_named, c.node_id);
                 }
                 None
             }
             _ => None,
         };
         if let Some(id) = broker {
-            remember(&mut self.seen, id);
+            self.refused |= remember(&mut self.seen, id);
         }
+        if self.refused && self.first_refused.is_none() {
+            self.first_refused = Some((ev.meta.frame, ev.meta.timestamp));
+        }
+    }
+
+    /// The message where node ids first went past [`MAX_NODES`], if they did.
+    pub fn first_refused(&self) -> Option<(u64, crate::timestamp::Timestamp)> {
+        self.first_refused
     }
 
     /// A Vote, BeginQuorumEpoch or EndQuorumEpoch message: its sender is seen (a
     /// request's candidate or leader), the ids it names are known.
     fn quorum(&mut self, q: &QuorumMessage) {
         if let Some(voter) = q.voter_id {
-            remember(&mut self.controllers_named, voter);
+            self.refused |= remember(&mut self.controllers_named, voter);
         }
         for p in &q.partitions {
             let sender = if q.api == cluster::VOTE {
@@ -148,15 +174,15 @@ impl Tracker {
                 } else {
                     &mut self.controllers_named
                 };
-                remember(set, id);
+                self.refused |= remember(set, id);
             }
             if let (Some(id), false) = (p.leader_id, q.is_request) {
-                remember(&mut self.controllers_named, id);
+                self.refused |= remember(&mut self.controllers_named, id);
             }
         }
         for e in &q.endpoints {
             if let Some(id) = e.node_id {
-                remember(&mut self.controllers_named, id);
+                self.refused |= remember(&mut self.controllers_named, id);
             }
         }
     }
@@ -178,12 +204,12 @@ impl Tracker {
             let registered = l.registrations.iter().map(|r| r.broker_id);
             registered.chain(l.blocks.iter().map(|b| b.broker_id))
         });
-        let mut all: BTreeSet<i32> = known
+        let mut known = known
             .into_iter()
             .chain(from_log.filter(|id| !gone.contains(id)))
-            .filter(|id| *id >= 0)
-            .take(MAX_BROKERS)
-            .collect();
+            .filter(|id| *id >= 0);
+        let mut all: BTreeSet<i32> = known.by_ref().take(MAX_NODES).collect();
+        let truncated = known.next().is_some();
         all.extend(&self.seen);
         let (controllers_known, controllers_seen) = controllers(
             self.controllers_named,
@@ -197,6 +223,7 @@ impl Tracker {
             seen: self.seen,
             controllers_known,
             controllers_seen,
+            ids_not_remembered: self.refused || truncated,
         }
     }
 }
@@ -372,6 +399,44 @@ mod tests {
             [1],
             "no controller taken for a broker"
         );
+    }
+
+    /// Past [`MAX_NODES`] ids, those not seen before are not remembered: the message
+    /// where that began is kept for its `analysis_limit`, and no broker is said unseen
+    /// (it may be one of them).
+    #[test]
+    fn node_ids_past_the_limit_are_not_remembered_and_no_broker_is_said_unseen() {
+        let mut tracker = Tracker::default();
+        for id in 0..MAX_NODES as i32 {
+            tracker.cluster(&event(
+                true,
+                ClusterFact::BlockAsked {
+                    broker_id: Some(id),
+                },
+            ));
+        }
+        assert_eq!(tracker.first_refused(), None);
+        let mut past = event(
+            true,
+            ClusterFact::BlockAsked {
+                broker_id: Some(-7),
+            },
+        );
+        tracker.cluster(&past);
+        assert_eq!(tracker.first_refused(), None, "no node's id");
+        past = event(
+            true,
+            ClusterFact::BlockAsked {
+                broker_id: Some(1 << 20),
+            },
+        );
+        past.meta.frame = 99;
+        tracker.cluster(&past);
+        assert_eq!(tracker.first_refused().map(|(frame, _)| frame), Some(99));
+        let coverage = tracker.finish([1 << 21], None, &Leaders::default());
+        assert!(coverage.ids_not_remembered);
+        assert!(coverage.known.contains(&(1 << 21)));
+        assert_eq!(coverage.not_seen().count(), 0);
     }
 
     #[test]

@@ -501,6 +501,14 @@ impl Analyzer {
         self.brokers.finish(&mut found);
         let (slow_threshold_us, slow_unlisted) = self.slow_findings(&mut found);
         let metadata_log = self.committed.take().map(|c| c.finish(&mut found));
+        if let Some((frame, at)) = self.coverage.first_refused() {
+            let what = Observation::AnalysisLimit(obs::AnalysisLimit {
+                table: obs::AnalysisTable::Coverage,
+                limit: coverage::MAX_NODES as u64,
+                frame,
+            });
+            found.push(Finding::new(what, (None, None, at), vec![frame]));
+        }
         for f in found {
             self.note(f);
         }

@@ -208,16 +208,19 @@ kinds! {
         facts_doc: "`max_connections`",
     }
     AnalysisLimit "analysis_limit" Warning {
-        meaning: "more distinct broker ids, or block lengths, than one of the analysis's \
-            tables follows (1,024 each): from the frame named, what is new is counted in \
-            the totals and listed, but not followed in that table: `brokers` (no row in \
+        meaning: "more distinct broker ids, block lengths or node ids than one of the \
+            analysis's tables follows (1,024 broker ids or block lengths, 65,536 node \
+            ids): from the frame named, what is new is counted in the totals and \
+            listed, but not followed in that table: `brokers` (no row in \
             `summary.brokers`, no error streak, retry or epoch change of that broker, its \
             grants outside the blocks seen placed `unknown`, and its blocks not compared \
             with the metadata log), \
             `block_brokers` (its grants are placed `unknown`, never judged), \
-            `block_lengths` (its blocks are not reported irregular)",
+            `block_lengths` (its blocks are not reported irregular), `coverage` (no \
+            broker or controller is said missing from the capture)",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
-        facts_doc: "`table` (`brokers`, `block_brokers` or `block_lengths`), `limit`, \
+        facts_doc: "`table` (`brokers`, `block_brokers`, `block_lengths` or `coverage`), \
+            `limit`, \
             `frame` (the first message past it)",
     }
     MemoryLimit "memory_limit" Warning {

@@ -125,6 +125,9 @@ crate::names::closed_set! {
         BlockBrokers = "block_brokers",
         /// Per block length: the usual length, and the blocks of other lengths.
         BlockLengths = "block_lengths",
+        /// Node ids seen and named in the cluster's messages: which brokers and
+        /// controllers the capture shows.
+        Coverage = "coverage",
     }
 }
 
@@ -173,6 +176,12 @@ impl fmt::Display for AnalysisLimit {
             ),
             AnalysisTable::BlockLengths => {
                 ("block lengths were seen", "are not reported as irregular")
+            }
+            AnalysisTable::Coverage => {
+                return write!(
+                    f,
+                    "more than {limit} node ids were named in the cluster's messages; from frame {frame} on, those not seen before are not remembered, and no broker or controller is said missing from the capture"
+                );
             }
         };
         write!(
