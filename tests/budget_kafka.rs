@@ -137,17 +137,6 @@ fn over_budget_in(
     report
 }
 
-/// The clean AllocateProducerIds exchange each capture ends with, from 10.0.0.1:39999 to
-/// broker 7, granting 5000..5999.
-fn clean_exchange(w: &mut PcapWriter) {
-    let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
-    clean.handshake(w);
-    let (req, resp) = apid_pair(1, 7, 5000);
-    clean.send(w, true, &req, 1448);
-    clean.send(w, false, &resp, 1448);
-    clean.close(w);
-}
-
 /// Rewrites the pcap at `pcap` as a pcapng at `out`: 64 sections of 5,000 interfaces
 /// each (4,096 are kept a section), then every packet, in order, on the last one kept.
 fn with_many_interfaces(pcap: &Path, out: &Path) {
@@ -417,28 +406,22 @@ fn every_shape_in_one_capture_256m() {
 /// waiting tables grow and are shed over and over, and the room they free is split among
 /// live neighbours, and pairing's one table of them all doubled (holding both sizes at
 /// once) past what was charged for it: 298 MiB at a budget of 256 MiB before the Kafka
-/// stage held the decoded requests itself. Written once for the three budgets.
-fn thousands_waiting_capture() -> &'static Path {
-    static CAPTURE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
-        std::sync::OnceLock::new();
-    let (_, path) = CAPTURE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("thousands.pcap");
-        let mut w = PcapWriter::create(&path);
-        let mut batch = Vec::new();
-        for corr in 1..=4000 {
-            batch.extend(request(67, 0, corr, true, &apid_request_body(8, 7)));
-        }
-        for i in 0..2000u32 {
-            let client = format!("10.1.{}.{}:40000", i / 256, i % 256);
-            let mut c = Conn::new(&client, "10.0.0.2:9093");
-            c.handshake(&mut w);
-            c.send(&mut w, true, &batch, 1448);
-        }
-        clean_exchange(&mut w);
-        w.finish();
-        (dir, path)
-    });
+/// stage held the decoded requests itself. Written into `dir`, the test's own.
+fn thousands_waiting_capture(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("thousands.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut batch = Vec::new();
+    for corr in 1..=4000 {
+        batch.extend(request(67, 0, corr, true, &apid_request_body(8, 7)));
+    }
+    for i in 0..2000u32 {
+        let client = format!("10.1.{}.{}:40000", i / 256, i % 256);
+        let mut c = Conn::new(&client, "10.0.0.2:9093");
+        c.handshake(&mut w);
+        c.send(&mut w, true, &batch, 1448);
+    }
+    clean_exchange(&mut w);
+    w.finish();
     path
 }
 
@@ -448,7 +431,8 @@ fn thousands_waiting_capture() -> &'static Path {
 fn thousands_waiting(budget_mib: u64) {
     let budget = format!("{budget_mib}M");
     let args = ["--max-memory", &budget, "--broker", "7"];
-    let (report, peak, took) = run_measured(thousands_waiting_capture(), &args);
+    let dir = tempfile::tempdir().unwrap();
+    let (report, peak, took) = run_measured(&thousands_waiting_capture(dir.path()), &args);
     eprintln!("thousands waiting, budget {budget_mib} MiB: peak {peak} MiB in {took:?}");
     assert!(
         peak <= budget_mib + BEYOND_BUDGET_MIB,

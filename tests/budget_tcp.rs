@@ -29,16 +29,6 @@ fn client(i: u32) -> String {
     )
 }
 
-/// Writes the clean exchange that must come out whole, on a connection of its own.
-fn clean_exchange(w: &mut PcapWriter) {
-    let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
-    clean.handshake(w);
-    let (req, resp) = apid_pair(1, 7, 5000);
-    clean.send(w, true, &req, 1448);
-    clean.send(w, false, &resp, 1448);
-    clean.close(w);
-}
-
 /// Runs pidshark on `path` at `budget` MiB; checks the peak, the hang guard, the clean
 /// exchange and that a diagnostic of `kind` whose message holds `says` was given.
 /// Returns the peak in MiB.

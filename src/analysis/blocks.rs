@@ -366,12 +366,13 @@ impl Tracker {
     fn count_len(&mut self, block: &Block, findings: &mut Vec<Finding>) {
         if self.lens.len() >= MAX_LENS && !self.lens.contains_key(&block.len) {
             if !std::mem::replace(&mut self.lens_unfollowed, true) {
-                let what = Observation::AnalysisLimit(obs::AnalysisLimit {
-                    table: obs::AnalysisTable::BlockLengths,
-                    limit: MAX_LENS as u64,
-                    frame: block.response_frame,
-                });
-                findings.push(finding(block, vec![block.response_frame], what));
+                let table = (obs::AnalysisTable::BlockLengths, MAX_LENS);
+                let at = (
+                    Some(block.broker_id),
+                    Some(block.connection),
+                    block.timestamp,
+                );
+                findings.push(Finding::analysis_limit(table, block.response_frame, at));
             }
             return;
         }

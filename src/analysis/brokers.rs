@@ -261,14 +261,13 @@ impl Tracker {
         };
         if self.brokers.len() >= MAX_BROKERS && !self.brokers.contains_key(&id) {
             if self.unfollowed == 0 {
-                let what = Observation::AnalysisLimit(obs::AnalysisLimit {
-                    table: AnalysisTable::Brokers,
-                    limit: MAX_BROKERS as u64,
-                    frame: ex.request_meta.frame,
-                });
-                let at = ex.request_meta.timestamp;
-                let frames = vec![ex.request_meta.frame];
-                findings.push(finding((id, ex.endpoints.connection), frames, at, what));
+                let at = (
+                    Some(id),
+                    Some(ex.endpoints.connection),
+                    ex.request_meta.timestamp,
+                );
+                let table = (AnalysisTable::Brokers, MAX_BROKERS);
+                findings.push(Finding::analysis_limit(table, ex.request_meta.frame, at));
             }
             self.unfollowed += 1;
             return;

@@ -180,6 +180,21 @@ impl Finding {
             detail: Detail::of(what),
         }
     }
+
+    /// `analysis_limit`: `table` stopped following what is new at the message of `frame`,
+    /// past `limit`; about a broker or a connection, shown at `at`.
+    pub fn analysis_limit(
+        (table, limit): (obs::AnalysisTable, usize),
+        frame: u64,
+        at: (Option<i32>, Option<u64>, Timestamp),
+    ) -> Self {
+        let what = Observation::AnalysisLimit(obs::AnalysisLimit {
+            table,
+            limit: limit as u64,
+            frame,
+        });
+        Self::new(what, at, vec![frame])
+    }
 }
 
 /// Slowest responses kept as candidates for `pid_slow_response` (the threshold is known
@@ -502,12 +517,8 @@ impl Analyzer {
         let (slow_threshold_us, slow_unlisted) = self.slow_findings(&mut found);
         let metadata_log = self.committed.take().map(|c| c.finish(&mut found));
         if let Some((frame, at)) = self.coverage.first_refused() {
-            let what = Observation::AnalysisLimit(obs::AnalysisLimit {
-                table: obs::AnalysisTable::Coverage,
-                limit: coverage::MAX_NODES as u64,
-                frame,
-            });
-            found.push(Finding::new(what, (None, None, at), vec![frame]));
+            let table = (obs::AnalysisTable::Coverage, coverage::MAX_NODES);
+            found.push(Finding::analysis_limit(table, frame, (None, None, at)));
         }
         for f in found {
             self.note(f);

@@ -272,13 +272,12 @@ impl Tracker {
             response_frame: b.response_frame,
         });
         if first_unfollowed {
-            let what = Observation::AnalysisLimit(obs::AnalysisLimit {
-                table: obs::AnalysisTable::BlockBrokers,
-                limit: super::brokers::MAX_BROKERS as u64,
-                frame: b.response_frame,
-            });
+            let table = (
+                obs::AnalysisTable::BlockBrokers,
+                super::brokers::MAX_BROKERS,
+            );
             let at = (Some(b.broker_id), Some(b.connection), b.timestamp);
-            findings.push(Finding::new(what, at, vec![b.response_frame]));
+            findings.push(Finding::analysis_limit(table, b.response_frame, at));
         }
     }
 

@@ -146,6 +146,17 @@ pub fn apid_pair(corr: i32, broker: i32, start: i64) -> (Vec<u8>, Vec<u8>) {
     )
 }
 
+/// The clean AllocateProducerIds exchange a hostile capture ends with, on a connection of
+/// its own (10.0.0.1:39999 to broker 7, granting 5000..5999): it must come out whole.
+pub fn clean_exchange(w: &mut PcapWriter) {
+    let mut clean = Conn::new("10.0.0.1:39999", "10.0.0.2:9093");
+    clean.handshake(w);
+    let (req, resp) = apid_pair(1, 7, 5000);
+    clean.send(w, true, &req, 1448);
+    clean.send(w, false, &resp, 1448);
+    clean.close(w);
+}
+
 /// A Kafka request frame: size, header (v2 when `flexible`), body.
 pub fn request(
     api_key: i16,
