@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pidshark::capture::read_capture;
 use pidshark::decode::{decode, Decoded};
 use pidshark::diag::Diagnostics;
-use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
+use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer, NoStream};
 use pidshark::packet_ref::PacketRef;
 use pidshark::report::sink::Collect;
 
@@ -62,10 +62,12 @@ fn capture() -> Vec<u8> {
 struct Count(u64);
 
 impl FrameHandler for Count {
-    fn decide(&mut self, _len: i32, _prefix: &[u8], _at: PacketRef) -> Decision {
+    type Reader = NoStream;
+
+    fn decide(&mut self, _len: i32, _prefix: &[u8], _at: PacketRef) -> Decision<NoStream> {
         Decision::Skip
     }
-    fn frame(&mut self, _frame: Frame<'_>) {
+    fn frame(&mut self, _frame: Frame<'_, NoStream>) {
         self.0 += 1;
     }
     fn plausible(&mut self, _len: i32, _prefix: &[u8], _at: PacketRef) -> bool {
@@ -121,7 +123,7 @@ fn stages(c: &mut Criterion) {
     group.bench_function("framing: split the client streams", |b| {
         b.iter(|| {
             let mut frame = 1;
-            let mut framers: Vec<Framer> = (0..8).map(|_| Framer::new(10)).collect();
+            let mut framers: Vec<Framer<NoStream>> = (0..8).map(|_| Framer::new(10)).collect();
             let mut count = Count(0);
             read_capture(
                 Cursor::new(&bytes[..]),

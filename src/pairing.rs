@@ -17,6 +17,7 @@ pub use crate::kafka::end_txn::EndTxn;
 pub use crate::kafka::init_producer_id::InitProducerId;
 use crate::kafka::message::{Counted, Message};
 pub use crate::kafka::message::{Endpoints, MessageMeta};
+use crate::kafka::produce;
 use crate::kafka::tables::ApiKey;
 
 /// One request of API `A` and how it ended.
@@ -38,6 +39,18 @@ pub type ProducerIdExchange = ApiExchange<InitProducerId>;
 
 /// One EndTxn request and how it ended.
 pub type EndTxnExchange = ApiExchange<EndTxn>;
+
+/// One Produce request and how it ended: the writes of its batches, and what the broker
+/// answered for each partition. A request with `acks` 0 is never answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteExchange {
+    pub endpoints: Endpoints,
+    pub correlation_id: i32,
+    pub api_version: i16,
+    pub request_meta: MessageMeta,
+    pub request: Box<produce::Request>,
+    pub outcome: Outcome<produce::Response>,
+}
 
 /// An exchange of an API that grants producer ids and epochs ([`GrantsProducerIds`]):
 /// what the producer-id analysis and the report's `producer_ids` take.
@@ -116,7 +129,7 @@ macro_rules! paired_exchange {
                         let outcome = Outcome::without_response(unknown);
                         Some(Self::$variant(ApiExchange::of(head, *request, outcome)))
                     })*
-                    DecodedRequest::Cluster(_, _) => None,
+                    DecodedRequest::Cluster(_, _) | DecodedRequest::Produce(_) => None,
                 }
             }
         }
@@ -268,6 +281,8 @@ type WaitingRequest = (MessageMeta, i16, DecodedRequest);
 pub struct Pairing {
     /// Exchanges made since they were last taken.
     pub exchanges: Vec<PairedExchange>,
+    /// Produce exchanges made since they were last taken.
+    pub writes: Vec<WriteExchange>,
     pub cluster_events: Vec<ClusterEvent>,
     pub api_counts: BTreeMap<ApiKey, ApiCounts>,
     pub unmatched_responses: u64,
@@ -301,13 +316,22 @@ impl Pairing {
             Message::Request {
                 ends,
                 api_key,
+                api_version,
+                correlation_id,
                 meta,
                 decoded,
-                ..
             } => {
                 self.api_counts.entry(api_key).or_default().requests += 1;
-                if let Some(DecodedRequest::Cluster(fact, kept)) = decoded {
-                    self.cluster(ends, meta, true, (fact, kept));
+                match decoded {
+                    Some(DecodedRequest::Cluster(fact, kept)) => {
+                        self.cluster(ends, meta, true, (fact, kept));
+                    }
+                    // Sent with acks 0: the broker answers nothing.
+                    Some(DecodedRequest::Produce(request)) => {
+                        let head = (ends, correlation_id, api_version, meta);
+                        self.write(head, request, Outcome::Unanswered);
+                    }
+                    _ => {}
                 }
             }
             Message::Response {
@@ -365,6 +389,22 @@ impl Pairing {
         }
     }
 
+    fn write(
+        &mut self,
+        (endpoints, correlation_id, api_version, request_meta): Head,
+        request: Box<produce::Request>,
+        outcome: Outcome<produce::Response>,
+    ) {
+        self.writes.push(WriteExchange {
+            endpoints,
+            correlation_id,
+            api_version,
+            request_meta,
+            request,
+            outcome,
+        });
+    }
+
     /// A waiting request and its response, decoded as the answer to that request's API.
     fn answered(
         &mut self,
@@ -375,6 +415,12 @@ impl Pairing {
         response: DecodedResponse,
     ) {
         let head = (ends, correlation_id, api_version, request_meta);
+        let (request, response) = match (request, response) {
+            (DecodedRequest::Produce(request), DecodedResponse::Produce(response)) => {
+                return self.write(head, request, Outcome::Complete { meta, response });
+            }
+            other => other,
+        };
         match PairedExchange::answered(head, request, meta, response) {
             Ok(exchange) => self.exchanges.push(exchange),
             // The Kafka stage decodes a response as its request's API: never apart.
@@ -395,6 +441,9 @@ impl Pairing {
         unknown: bool,
     ) {
         let head = (ends, correlation_id, api_version, request_meta);
+        if let DecodedRequest::Produce(request) = request {
+            return self.write(head, request, Outcome::without_response(unknown));
+        }
         if let Some(exchange) = PairedExchange::without_response(head, request, unknown) {
             self.exchanges.push(exchange);
         }

@@ -281,6 +281,9 @@ fn to_pairing(
         pairing.message(message);
     }
     pairing.counted(&mut dissector.out.counted);
+    // Read and paired, not yet analysed: the writes of each producer id come next
+    // (issue 42).
+    pairing.writes.clear();
     if pairing.exchanges.is_empty() && pairing.cluster_events.is_empty() {
         batcher.tick();
         return;
@@ -300,6 +303,7 @@ fn to_pairing(
     shrink_after_burst(&mut dissector.out.messages);
     shrink_after_burst(&mut pairing.exchanges);
     shrink_after_burst(&mut pairing.cluster_events);
+    shrink_after_burst(&mut pairing.writes);
 }
 
 /// Gives back an emptied vector's room past [`KEPT_AFTER_BURST`] elements.

@@ -1,10 +1,13 @@
 //! The Kafka decoders on arbitrary bytes: AllocateProducerIds and InitProducerId requests
-//! and responses (with the tree recorder listening), and the framer cut at arbitrary points.
+//! and responses (with the tree recorder listening), Produce requests read as they pass
+//! (cut at arbitrary points, with gaps) and Produce responses, and the framer cut at
+//! arbitrary points, streaming some frames.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pidshark::kafka::{allocate_producer_ids, init_producer_id};
 use pidshark::kafka::framing::{Decision, Frame, FrameHandler, Framer};
+use pidshark::kafka::produce::{RequestReader, Response};
+use pidshark::kafka::{allocate_producer_ids, init_producer_id};
 use pidshark::kafka::header::RequestPrefix;
 use pidshark::kafka::layout::{Node, Recorder};
 use pidshark::kafka::schema::Message;
@@ -13,14 +16,21 @@ use pidshark::packet_ref::PacketRef;
 struct Any(u8);
 
 impl FrameHandler for Any {
-    fn decide(&mut self, len: i32, _prefix: &[u8], _at: PacketRef) -> Decision {
+    type Reader = RequestReader;
+
+    fn decide(&mut self, len: i32, _prefix: &[u8], _at: PacketRef) -> Decision<RequestReader> {
         match (len.rem_euclid(3), self.0 & 1) {
             (0, _) => Decision::Reject,
             (1, 1) if len < 1 << 16 => Decision::Keep,
+            (2, 1) => Decision::Stream(Box::new(RequestReader::new(9, len.unsigned_abs()))),
             _ => Decision::Skip,
         }
     }
-    fn frame(&mut self, _frame: Frame<'_>) {}
+    fn frame(&mut self, frame: Frame<'_, RequestReader>) {
+        if let Some(reader) = frame.streamed {
+            let _ = reader.finish();
+        }
+    }
     fn plausible(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> bool {
         len < 1 << 20 && prefix.first().is_some_and(|b| *b == self.0)
     }
@@ -54,11 +64,24 @@ fuzz_target!(|data: &[u8]| {
     every_version::<allocate_producer_ids::Response>(rest);
     every_version::<init_producer_id::Request>(rest);
     every_version::<init_producer_id::Response>(rest);
+    // Produce: every version, the request in pieces with a gap where a piece starts 0xff
+    let len = u32::try_from(rest.len()).unwrap_or(u32::MAX);
+    for version in -1..=14 {
+        let mut reader = RequestReader::new(version, len);
+        for piece in rest.chunks(usize::from(selector % 29) + 1) {
+            match piece.first() {
+                Some(0xff) => reader.gap(piece.len() as u32),
+                _ => reader.bytes(piece),
+            }
+        }
+        let _ = reader.finish();
+        let _ = Response::decode(rest, version);
+    }
     // the framer over the bytes cut into pieces of varying size, with gaps
     let mut framer = if selector & 4 == 0 {
-        Framer::new(10)
+        Framer::<RequestReader>::new(10)
     } else {
-        Framer::resyncing(4)
+        Framer::<RequestReader>::resyncing(4)
     };
     let mut handler = Any(selector);
     let mut at = PacketRef::default();

@@ -5,6 +5,7 @@ use super::cluster::{self, BrokerListeners, BrokersSeen, QuorumMessage};
 use super::decoded::{Problem, LENGTH_PREFIX_LEN};
 use super::header::RequestPrefix;
 use super::layout::Visitor;
+use super::produce;
 use super::reader::DecodeError;
 use super::schema::Message;
 use super::tables::{ApiKey, ErrorCode};
@@ -14,6 +15,9 @@ use super::KeepRaw;
 /// APIs, the cluster's messages that say where brokers listen and who leads, and Fetch
 /// requests small enough to be of the quorum's log (who follows the leader).
 pub fn decodes_request(api: ApiKey, len: u32) -> bool {
+    if api == ApiKey::PRODUCE {
+        return true; // streamed, whatever its length
+    }
     if api == cluster::FETCH {
         return len <= cluster::METADATA_FETCH_MAX_LEN;
     }
@@ -31,6 +35,7 @@ pub fn decodes_request(api: ApiKey, len: u32) -> bool {
 /// Whether responses to requests of `api` are decoded, not only counted.
 pub fn decodes_response(api: ApiKey) -> bool {
     pairs(api)
+        || api == ApiKey::PRODUCE
         || matches!(
             api,
             cluster::METADATA
@@ -112,6 +117,8 @@ macro_rules! paired_apis {
         pub enum DecodedRequest {
             $($variant(Box<<$api as Api>::Request>),)*
             Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+            /// A Produce request, read as it passed: its batches' headers.
+            Produce(Box<produce::Request>),
         }
 
         /// A decoded response, decoded as the answer to its request's API and version.
@@ -119,6 +126,7 @@ macro_rules! paired_apis {
         pub enum DecodedResponse {
             $($variant(Box<<$api as Api>::Response>),)*
             Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+            Produce(Box<produce::Response>),
         }
 
         impl DecodedRequest {
@@ -134,6 +142,7 @@ macro_rules! paired_apis {
                 match self {
                     $(Self::$variant(r) => r.problem.as_ref(),)*
                     Self::Cluster(fact, _) => fact.problem(),
+                    Self::Produce(r) => r.problem.as_ref(),
                 }
             }
 
@@ -144,6 +153,7 @@ macro_rules! paired_apis {
                     $(Self::$variant(r) => r.boxed_heap_bytes(),)*
                     // Not held while it waits: pairing hands it on at once.
                     Self::Cluster(_, _) => 0,
+                    Self::Produce(r) => r.boxed_heap_bytes(),
                 }
             }
         }
@@ -161,6 +171,7 @@ macro_rules! paired_apis {
                 match self {
                     $(Self::$variant(r) => r.problem.as_ref(),)*
                     Self::Cluster(fact, _) => fact.problem(),
+                    Self::Produce(r) => r.problem.as_ref(),
                 }
             }
         }
@@ -351,6 +362,14 @@ impl DecodedRequest {
         if pairs(api) {
             return Self::paired(api, version, bytes, not_read);
         }
+        if api == ApiKey::PRODUCE {
+            // Streamed when read: here only one whose bytes were not.
+            let request = produce::Request {
+                problem: Some(not_read),
+                ..produce::Request::default()
+            };
+            return Some(Self::Produce(Box::new(request)));
+        }
         decodes_request(api, bytes.len).then(|| {
             Self::Cluster(
                 Box::new(ClusterFact::of_request(head, bytes, not_read)),
@@ -370,6 +389,18 @@ impl DecodedResponse {
     ) -> Option<Self> {
         if pairs(api) {
             return Self::paired(api, version, bytes, not_read);
+        }
+        if api == ApiKey::PRODUCE {
+            let response = match bytes.message {
+                Some(message) => {
+                    produce::Response::decode_partial(message, bytes.len, bytes.missing, version)
+                }
+                None => produce::Response {
+                    problem: Some(not_read),
+                    ..produce::Response::default()
+                },
+            };
+            return Some(Self::Produce(Box::new(response)));
         }
         decodes_response(api).then(|| {
             Self::Cluster(

@@ -21,6 +21,7 @@ use super::message::Outbox;
 use super::tables::ApiKey;
 use super::trial::Trial;
 use super::waiting::Waiting;
+use super::KafkaFramer;
 use super::MALLOC_OVERHEAD;
 use crate::diag::Diagnostics;
 use crate::tcp::Dir;
@@ -89,7 +90,7 @@ pub(super) enum State {
 #[derive(Debug)]
 pub(super) struct Streams {
     /// Framers by direction (`Dir::idx`).
-    pub framers: Box<[Framer; 2]>,
+    pub framers: Box<[KafkaFramer; 2]>,
     pub pending: Waiting,
     /// `pending.registered()` when the server side was last searched again.
     pub rescanned_at: u64,
@@ -184,7 +185,7 @@ pub(super) struct Parts<'a> {
     pub diags: &'a mut Diagnostics,
 }
 
-fn framer_for(client: bool, resync: bool) -> Framer {
+fn framer_for(client: bool, resync: bool) -> KafkaFramer {
     let prefix_len = if client {
         REQUEST_HEAD_PREFIX_LEN
     } else {
@@ -198,7 +199,7 @@ fn framer_for(client: bool, resync: bool) -> Framer {
 }
 
 impl Streams {
-    fn new(framers: [Framer; 2]) -> Self {
+    fn new(framers: [KafkaFramer; 2]) -> Self {
         Self {
             framers: Box::new(framers),
             pending: Waiting::default(),
@@ -224,7 +225,7 @@ impl Streams {
 
     /// The framers' box and what each holds, and the waiting requests.
     fn held_bytes(&self) -> usize {
-        size_of::<[Framer; 2]>()
+        size_of::<[KafkaFramer; 2]>()
             + MALLOC_OVERHEAD
             + self.framers.iter().map(Framer::held_bytes).sum::<usize>()
             + self.pending.held_bytes()
@@ -428,7 +429,7 @@ impl KafkaConn {
     /// a connection not probing: there is nothing left to search.
     pub(super) fn searched_too_long(&self, max_frame_len: u32) -> bool {
         let reach = u64::from(max_frame_len) + MAX_HEAD_LEN as u64;
-        let passed_over = |framer: &Framer| framer.resync_skipped() >= reach;
+        let passed_over = |framer: &KafkaFramer| framer.resync_skipped() >= reach;
         match &self.state {
             State::Searching { streams, .. } => streams.framers.iter().all(passed_over),
             State::Probing {
@@ -444,7 +445,7 @@ impl KafkaConn {
     pub(super) fn put_on_trial(
         &mut self,
         client: Dir,
-        reread: impl FnOnce(&mut Framer, &mut Waiting, &mut Trial),
+        reread: impl FnOnce(&mut KafkaFramer, &mut Waiting, &mut Trial),
     ) {
         self.state = match std::mem::take(&mut self.state) {
             State::Searching {

@@ -31,6 +31,10 @@ pub enum Problem {
     Shed {
         len: u32,
     },
+    /// Its head was found by a search for framing after its bytes had gone by.
+    PassedOver {
+        len: u32,
+    },
     /// The message's first gap in the capture (snaplen, a lost segment) comes after
     /// `captured` of its `len` bytes: decoding stopped at `field`, at `offset` in the
     /// frame, or read every field before the gap (`None`).
@@ -110,6 +114,10 @@ impl fmt::Display for Problem {
             Self::TooLarge { len, limit } => write!(
                 f,
                 "the message is {len} bytes, above the {limit} bytes we decode; it was not read"
+            ),
+            Self::PassedOver { len } => write!(
+                f,
+                "the message's {len} bytes had gone by when framing was found again at its head; it was not read"
             ),
             Self::Shed { len } => write!(
                 f,

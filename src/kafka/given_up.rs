@@ -55,7 +55,7 @@ impl NotKafka {
             Self::Undecided => "it ended before its bytes showed a Kafka request head".into(),
             Self::TrialHead => format!("its first frames read as Kafka, but a later request head is not a Kafka one whose correlation id counts up (before {PROVING_REQUESTS} requests or {PROVING_ANSWERS} answers proved it), as in a ZooKeeper session"),
             Self::TrialAnswerSize => format!("its first frames read as Kafka, but the server then sent a size prefix Kafka cannot have (before {PROVING_ANSWERS} answers proved it)"),
-            Self::TrialAnswer => format!("its first frames read as Kafka, but the server then answered a correlation id no request carried (before {PROVING_ANSWERS} answers proved it)"),
+            Self::TrialAnswer => format!("its first frames read as Kafka, but the server then answered a correlation id that no request waiting for an answer carried, before {PROVING_ANSWERS} answers proved it (Kafka answers no Produce request sent with acks 0)"),
             Self::TrialUnproven => format!("its frames read as Kafka, but it ended (or the capture did) before {PROVING_ANSWERS} answers, {PROVING_REQUESTS} requests or an answered ApiVersions request proved it, as a short ZooKeeper session does; its frames are not counted"),
         }
     }

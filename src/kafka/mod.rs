@@ -30,6 +30,7 @@ pub mod header;
 pub mod init_producer_id;
 pub mod layout;
 pub mod message;
+pub mod produce;
 mod read;
 pub mod reader;
 pub mod schema;
@@ -57,6 +58,10 @@ use crate::tcp::assembler::Delivery;
 use crate::tcp::{ConnInfo, Dir, StreamHandler};
 
 pub use conn::{KafkaConn, Reading};
+
+/// The framer of either direction of a Kafka connection: requests to Produce are
+/// streamed (the same type both ways, since a direction may be read again as the other).
+pub(crate) type KafkaFramer = framing::Framer<produce::RequestReader>;
 pub use sides::MAX_DECODED_LEN;
 
 /// Kafka's default `socket.request.max.bytes`: larger size prefixes are not Kafka.

@@ -9,11 +9,13 @@ use super::conn::{ApisRead, LastRequest, Parts, Stage, Streams};
 use super::framing::{FrameHandler, Framer, GapEffect};
 use super::header::{response_correlation_id, RequestPrefix, RESPONSE_PREFIX_LEN};
 use super::message::{Endpoints, Outbox, Tally};
+use super::produce::RequestReader;
 use super::sides::{Probe, RequestSide, ResponseSide, Side};
 use super::tables::ApiKey;
 use super::trial::Trial;
 use super::waiting::Waiting;
 use super::KafkaConfig;
+use super::KafkaFramer;
 use crate::diag::obs;
 use crate::diag::{Diagnostics, FramingLost, NamedCode, Observation};
 use crate::packet_ref::PacketRef;
@@ -167,7 +169,7 @@ pub fn read(
 /// gap did, and whether a size prefix Kafka cannot have came.
 fn read_responses(
     sink: &mut Sink<'_>,
-    framer: &mut Framer,
+    framer: &mut KafkaFramer,
     server_loss: &mut Option<NonZeroU64>,
     delivery: Delivery<'_>,
 ) -> (Option<(GapEffect, u64, PacketRef)>, bool) {
@@ -193,7 +195,7 @@ fn read_responses(
 pub fn reread_as_responses(
     config: &KafkaConfig,
     ends: Endpoints,
-    other: &mut Framer,
+    other: &mut KafkaFramer,
     waiting: &mut Waiting,
     trial: &mut Trial,
 ) {
@@ -211,9 +213,9 @@ pub fn reread_as_responses(
 
 /// Passes one delivery to a framer; for a gap, returns what it did with its length and place.
 fn feed(
-    framer: &mut Framer,
+    framer: &mut KafkaFramer,
     delivery: Delivery<'_>,
-    handler: &mut impl FrameHandler,
+    handler: &mut impl FrameHandler<Reader = RequestReader>,
 ) -> Option<(GapEffect, u64, PacketRef)> {
     match delivery {
         Delivery::Data(bytes, at) => {
@@ -250,7 +252,7 @@ fn framing_lost(
 /// inside a message, naming the message's API where its head shows it (a response's by
 /// the request it answers, from `pending`).
 pub fn report_unfinished(
-    framers: &[Framer; 2],
+    framers: &[KafkaFramer; 2],
     pending: &Waiting,
     client: Dir,
     ends: Endpoints,

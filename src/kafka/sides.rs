@@ -10,6 +10,7 @@ use super::decoded::Problem;
 use super::framing::{Decision, Frame, FrameHandler, SIZE_LEN};
 use super::header::{self, RequestPrefix, MIN_REQUEST_LEN, RESPONSE_PREFIX_LEN};
 use super::message::{Endpoints, MessageMeta, Outbox};
+use super::produce::RequestReader;
 use super::tables::ApiKey;
 use super::waiting::{RequestFrame, Waiting};
 use super::KafkaConfig;
@@ -46,7 +47,7 @@ fn may_follow((key, last): (ApiKey, i32), next: i32) -> bool {
                 .contains(&last.wrapping_sub(next).cast_unsigned()))
 }
 
-fn meta(frame: &Frame<'_>) -> MessageMeta {
+fn meta(frame: &Frame<'_, RequestReader>) -> MessageMeta {
     MessageMeta {
         frame: frame.last.frame,
         first_frame: frame.first.frame,
@@ -78,7 +79,7 @@ fn bad_size(len: i32, min: usize, max: u32, side: Side) -> Option<Observation<'s
 }
 
 /// Why a frame of a message to decode came without its bytes.
-fn not_read(frame: &Frame<'_>) -> Problem {
+fn not_read(frame: &Frame<'_, RequestReader>) -> Problem {
     if frame.shed {
         Problem::Shed { len: frame.len }
     } else {
@@ -212,7 +213,9 @@ impl RequestSide<'_> {
 }
 
 impl FrameHandler for RequestSide<'_> {
-    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
+    type Reader = RequestReader;
+
+    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision<RequestReader> {
         // probing is a part of the trial
         if self.stage.on_trial() {
             if self.probe.given_up || !self.plausible_request(len, prefix) {
@@ -232,8 +235,12 @@ impl FrameHandler for RequestSide<'_> {
             self.diags.add(Some(self.ends.connection), at, what);
             return Decision::Reject;
         }
-        if RequestPrefix::parse(prefix).is_err() {
+        let Ok(head) = RequestPrefix::parse(prefix) else {
             return Decision::Reject;
+        };
+        if head.api_key == ApiKey::PRODUCE {
+            let len = u32::try_from(len).unwrap_or(0);
+            return Decision::Stream(Box::new(RequestReader::new(head.api_version, len)));
         }
         if self.would_keep(len, prefix) {
             Decision::Keep
@@ -242,16 +249,18 @@ impl FrameHandler for RequestSide<'_> {
         }
     }
 
-    /// Requests of decoded APIs small enough to decode.
+    /// Requests of decoded APIs small enough to decode (Produce requests are streamed,
+    /// not kept).
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
         let Ok(len) = u32::try_from(len) else {
             return false;
         };
-        RequestPrefix::parse(prefix).is_ok_and(|head| decodes_request(head.api_key, len))
+        RequestPrefix::parse(prefix)
+            .is_ok_and(|head| head.api_key != ApiKey::PRODUCE && decodes_request(head.api_key, len))
             && len <= MAX_DECODED_LEN
     }
 
-    fn frame(&mut self, frame: Frame<'_>) {
+    fn frame(&mut self, frame: Frame<'_, RequestReader>) {
         let Ok(head) = RequestPrefix::parse(frame.prefix) else {
             return;
         };
@@ -264,7 +273,15 @@ impl FrameHandler for RequestSide<'_> {
             missing: frame.missing,
             keep_raw: self.config.keep_raw,
         };
-        let decoded = DecodedRequest::decode(&head, bytes, not_read(&frame));
+        let decoded = match frame.streamed {
+            Some(reader) => Some(DecodedRequest::Produce(Box::new(reader.finish()))),
+            // One to stream, found by a search after its bytes had gone by.
+            None if head.api_key == ApiKey::PRODUCE && !frame.shed => {
+                let passed = Problem::PassedOver { len: frame.len };
+                DecodedRequest::decode(&head, bytes, passed)
+            }
+            None => DecodedRequest::decode(&head, bytes, not_read(&frame)),
+        };
         if let Some(problem) = decoded.as_ref().and_then(DecodedRequest::problem) {
             report_problem(
                 self.diags,
@@ -345,7 +362,10 @@ pub struct ResponseSide<'a> {
 }
 
 impl FrameHandler for ResponseSide<'_> {
-    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision {
+    /// Never used: responses are not streamed.
+    type Reader = RequestReader;
+
+    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision<RequestReader> {
         if let Some(what) = bad_size(
             len,
             RESPONSE_PREFIX_LEN,
@@ -375,7 +395,7 @@ impl FrameHandler for ResponseSide<'_> {
         }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 
-    fn frame(&mut self, frame: Frame<'_>) {
+    fn frame(&mut self, frame: Frame<'_, RequestReader>) {
         let Ok(correlation_id) = header::response_correlation_id(frame.prefix) else {
             return;
         };

@@ -32,6 +32,7 @@ pub struct ApiInfo {
 pub struct ApiKey(pub i16);
 
 impl ApiKey {
+    pub const PRODUCE: Self = Self(0);
     pub const ALLOCATE_PRODUCER_IDS: Self = Self(67);
     pub const INIT_PRODUCER_ID: Self = Self(22);
     pub const END_TXN: Self = Self(26);

@@ -280,6 +280,20 @@ impl Waiting {
             meta,
             ..
         } = req;
+        if let Some(DecodedRequest::Produce(produce)) = &decoded {
+            if produce.acks == Some(0) {
+                // The broker answers no request sent with acks 0: none waits.
+                out.push(Message::Request {
+                    ends,
+                    api_key: req.api_key,
+                    api_version: req.api_version,
+                    correlation_id,
+                    meta,
+                    decoded,
+                });
+                return;
+            }
+        }
         self.registered += 1;
         let (decoded, request) = held(decoded, meta, req.api_version);
         let cost = request.as_ref().map_or(0, |r| request_cost(&r.2));
@@ -696,12 +710,52 @@ mod tests {
         request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 1, 10);
         request(&mut waiting, &mut out, ApiKey::API_VERSIONS, 2, 11);
         waiting.shed(ends(), 3, &mut out);
-        request(&mut waiting, &mut out, ApiKey(0), 1, 12); // Produce
+        request(&mut waiting, &mut out, ApiKey(2), 1, 12); // ListOffsets
         waiting.response(ends(), 1, meta(20), None, &mut out);
         waiting.response(ends(), 1, meta(21), None, &mut out);
-        assert_eq!(out.counted.by_api[&ApiKey(0)], [1, 1]);
+        assert_eq!(out.counted.by_api[&ApiKey(2)], [1, 1]);
         assert_eq!(out.counted.by_api[&ApiKey::API_VERSIONS], [2, 0]);
         assert_eq!(out.counted.unmatched, 1);
+    }
+
+    /// The broker answers no Produce request sent with acks 0: it goes on at once, and
+    /// waits for nothing; one with acks 1 waits for its answer.
+    #[test]
+    fn a_produce_request_with_acks_0_waits_for_no_answer() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        for (corr, acks) in [(1, 0), (2, 1)] {
+            let frame = RequestFrame {
+                ends: ends(),
+                api_key: ApiKey::PRODUCE,
+                api_version: 9,
+                correlation_id: corr,
+                meta: meta(10),
+            };
+            let produce = crate::kafka::produce::Request {
+                acks: Some(acks),
+                ..Default::default()
+            };
+            let decoded = Some(DecodedRequest::Produce(Box::new(produce)));
+            waiting.request(frame, decoded, 3, &mut out, &mut Diagnostics::default());
+        }
+        assert_eq!(waiting.answered_request(1), None);
+        assert_eq!(waiting.answered_request(2), Some((ApiKey::PRODUCE, 9)));
+        let sent_on: Vec<bool> = (out.messages.iter())
+            .map(|m| {
+                matches!(
+                    m,
+                    Message::Request {
+                        decoded: Some(DecodedRequest::Produce(_)),
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(
+            sent_on,
+            [true, false],
+            "only the acks-0 request goes on with its fields"
+        );
     }
 
     /// Requests given up at the budget whose API is kept.

@@ -526,6 +526,12 @@ fn oversized_allocate_producer_ids_request_is_an_exchange_with_a_decode_error() 
     assert!(kinds(&report).contains(&"kafka_decode_error".to_owned()));
 }
 
+/// A Produce v9 body with no topics: null transactional id, acks 1, timeout 0, null
+/// topic array, no tagged fields.
+const PRODUCE_ACKS_1: [u8; 9] = [0, 0, 1, 0, 0, 0, 0, 0, 0];
+/// The same with acks 0: the broker answers nothing.
+const PRODUCE_ACKS_0: [u8; 9] = [0, 0, 0, 0, 0, 0, 0, 0, 0];
+
 #[test]
 fn requests_never_answered_are_bounded_per_connection() {
     let report = run_capture(
@@ -534,10 +540,10 @@ fn requests_never_answered_are_bounded_per_connection() {
             c.handshake(w);
             let (req, _) = apid_pair(0, 1, 0);
             c.send(w, true, &req, 1000);
-            // Produce with acks=0 is never answered
+            // Produce requests (acks 1) the server never answers
             let mut batch = Vec::new();
             for corr in 1..=5000 {
-                batch.extend(request(0, 9, corr, true, &[0; 8]));
+                batch.extend(request(0, 9, corr, true, &PRODUCE_ACKS_1));
             }
             c.send(w, true, &batch, 60_000);
             c.close(w);
@@ -824,7 +830,7 @@ fn max_pending_option_sets_the_per_connection_limit() {
         c.handshake(w);
         let mut batch = Vec::new();
         for corr in 1..=100 {
-            batch.extend(request(0, 9, corr, true, &[0; 8]));
+            batch.extend(request(0, 9, corr, true, &PRODUCE_ACKS_1));
         }
         c.send(w, true, &batch, 60_000);
         c.close(w);
@@ -832,6 +838,19 @@ fn max_pending_option_sets_the_per_connection_limit() {
     assert!(!kinds(&run_capture(build, &[])).contains(&"pending_limit".to_owned()));
     let tight = run_capture(build, &["--max-pending", "10"]);
     assert!(kinds(&tight).contains(&"pending_limit".to_owned()));
+    // Requests sent with acks 0 wait for nothing: no limit is reached.
+    let fire_and_forget = |w: &mut PcapWriter| {
+        let mut c = Conn::new("10.0.0.1:40025", "10.0.0.2:29093");
+        c.handshake(w);
+        let batch: Vec<u8> = (1..=100)
+            .flat_map(|corr| request(0, 9, corr, true, &PRODUCE_ACKS_0))
+            .collect();
+        c.send(w, true, &batch, 60_000);
+        c.close(w);
+    };
+    let report = run_capture(fire_and_forget, &["--max-pending", "10"]);
+    assert!(kinds(&report).is_empty(), "{:?}", report["diagnostics"]);
+    assert_eq!(report["summary"]["api_keys"]["Produce"]["requests"], 100);
     assert!(tight["diagnostics"][0]["message"]
         .as_str()
         .unwrap()

@@ -45,11 +45,40 @@ const MAX_CHAIN_LINKS: usize = 64;
 /// (about 64 bytes each); past it, the worst is let go ([`search::FarCandidate`]).
 const MAX_FAR_CANDIDATES: usize = 256;
 
+/// A message read as its bytes pass rather than held (a Produce request): the framer
+/// hands it every byte of the message (the prefix first) and every gap, then the reader
+/// itself with the frame.
+pub trait Streamed {
+    fn bytes(&mut self, data: &[u8]);
+    /// `len` bytes of the message are not in the capture.
+    fn gap(&mut self, len: u32);
+    /// Heap it holds.
+    fn held_bytes(&self) -> usize;
+}
+
+/// The reader of a handler that reads no message as it passes.
+#[derive(Debug)]
+pub enum NoStream {}
+
+impl Streamed for NoStream {
+    fn bytes(&mut self, _: &[u8]) {
+        match *self {}
+    }
+    fn gap(&mut self, _: u32) {
+        match *self {}
+    }
+    fn held_bytes(&self) -> usize {
+        match *self {}
+    }
+}
+
 /// What to do with a frame once its size and header prefix are known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+#[derive(Debug)]
+pub enum Decision<R> {
     /// Buffer the message and hand it over whole.
     Keep,
+    /// Give its bytes to this reader as they pass, holding none.
+    Stream(Box<R>),
     /// Count it and step over its bytes without buffering them.
     Skip,
     /// The size or prefix cannot be a Kafka frame; framing is lost.
@@ -58,7 +87,7 @@ pub enum Decision {
 
 /// A frame that has been read to its end.
 #[derive(Debug)]
-pub struct Frame<'a> {
+pub struct Frame<'a, R> {
     /// The size field: bytes after the 4-byte size.
     pub len: u32,
     /// The first bytes of the message (header prefix), at most the framer's `prefix_len`.
@@ -72,6 +101,9 @@ pub struct Frame<'a> {
     /// A frame that was being kept, whose bytes were dropped to stay within the memory
     /// budget (`message` is `None`).
     pub shed: bool,
+    /// The reader a streamed message's bytes went to; `None` for any other, and for one
+    /// to stream whose bytes had passed when its head was found (a search carried it).
+    pub streamed: Option<Box<R>>,
     /// Packet that carried the first byte of the size.
     pub first: PacketRef,
     /// Packet that carried the last byte.
@@ -80,10 +112,12 @@ pub struct Frame<'a> {
 
 /// Receives framing decisions and finished frames.
 pub trait FrameHandler {
+    /// What reads the messages it streams.
+    type Reader: Streamed;
     /// Called once per frame when its size and prefix are known (`prefix` may be shorter
     /// than `prefix_len` when the whole message is shorter).
-    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision;
-    fn frame(&mut self, frame: Frame<'_>);
+    fn decide(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> Decision<Self::Reader>;
+    fn frame(&mut self, frame: Frame<'_, Self::Reader>);
     /// While resynchronising: could a frame start here, in a byte that packet `at`
     /// brought? Should be strict and cheap: it is asked at every position.
     fn plausible(&mut self, len: i32, prefix: &[u8], at: PacketRef) -> bool;
@@ -149,7 +183,7 @@ enum Step {
 }
 
 #[derive(Debug)]
-enum State {
+enum State<R> {
     /// Collecting the size and header prefix into `head`.
     Head,
     /// Buffering a kept message: `seen` of its `len` bytes have gone by, `missing` of
@@ -161,20 +195,23 @@ enum State {
         missing: u32,
     },
     /// Stepping over a skipped message; `left` bytes still to come. `shed`: it was being
-    /// kept, and its bytes were dropped to stay within the memory budget.
+    /// kept (or streamed), and its bytes were dropped to stay within the memory budget.
     Skip { len: u32, left: u32, shed: bool },
+    /// Giving a streamed message's bytes to its reader; `left` bytes still to come.
+    Stream { len: u32, left: u32, reader: Box<R> },
     /// Looking for a frame head.
     Resync(Box<Window>),
 }
 
-/// Frame splitter for one direction of one connection.
+/// Frame splitter for one direction of one connection, whose streamed messages (if
+/// any) are read by `R`.
 #[derive(Debug)]
-pub struct Framer {
+pub struct Framer<R> {
     prefix_len: usize,
     head: [u8; MAX_HEAD_LEN],
     head_len: usize,
     first: Option<PacketRef>,
-    state: State,
+    state: State<R>,
 }
 
 /// What a gap did to the framing.
@@ -189,7 +226,7 @@ pub enum GapEffect {
     AlreadyLost,
 }
 
-impl Framer {
+impl<R: Streamed> Framer<R> {
     /// A framer whose head holds the size and `prefix_len` bytes of header (1 to
     /// [`MAX_PREFIX_LEN`]).
     pub fn new(prefix_len: usize) -> Self {
@@ -250,6 +287,7 @@ impl Framer {
         match &self.state {
             State::Keep { buf, .. } => buf.capacity() + MALLOC_OVERHEAD,
             State::Resync(w) => size_of::<Window>() + MALLOC_OVERHEAD + w.held_bytes(),
+            State::Stream { reader, .. } => size_of::<R>() + MALLOC_OVERHEAD + reader.held_bytes(),
             State::Head | State::Skip { .. } => 0,
         }
     }
@@ -262,6 +300,14 @@ impl Framer {
         match &mut self.state {
             State::Keep { len, seen, .. } => {
                 let (len, left) = (*len, len.saturating_sub(*seen));
+                self.state = State::Skip {
+                    len,
+                    left,
+                    shed: true,
+                };
+            }
+            State::Stream { len, left, .. } => {
+                let (len, left) = (*len, *left);
                 self.state = State::Skip {
                     len,
                     left,
@@ -297,7 +343,12 @@ impl Framer {
     }
 
     /// Feeds in-order stream bytes carried by packet `at`.
-    pub fn push(&mut self, data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) {
+    pub fn push(
+        &mut self,
+        data: &[u8],
+        at: PacketRef,
+        handler: &mut impl FrameHandler<Reader = R>,
+    ) {
         if let State::Resync(w) = &mut self.state {
             w.append(data, at);
             self.search(handler);
@@ -330,7 +381,12 @@ impl Framer {
     }
 
     /// The ordinary states over `data`, until it is used up or a head is rejected.
-    fn run(&mut self, mut data: &[u8], at: PacketRef, handler: &mut impl FrameHandler) -> Step {
+    fn run(
+        &mut self,
+        mut data: &[u8],
+        at: PacketRef,
+        handler: &mut impl FrameHandler<Reader = R>,
+    ) -> Step {
         let total = data.len();
         while !data.is_empty() {
             match &mut self.state {
@@ -381,6 +437,16 @@ impl Framer {
                         self.finish_frame(at, handler);
                     }
                 }
+                State::Stream { left, reader, .. } => {
+                    let take = (*left as usize).min(data.len());
+                    let (now, rest) = data.split_at(take);
+                    reader.bytes(now);
+                    *left -= take as u32;
+                    data = rest;
+                    if *left == 0 {
+                        self.finish_frame(at, handler);
+                    }
+                }
             }
         }
         Step::Consumed
@@ -388,30 +454,39 @@ impl Framer {
 
     /// Called when the size and prefix are in: asks the handler what to do. `false`
     /// when the head is rejected.
-    fn start_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) -> bool {
+    fn start_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler<Reader = R>) -> bool {
         let size = self.size().unwrap_or(-1);
         let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
         let decision = handler.decide(size, prefix, at);
         let len = match u32::try_from(size) {
-            Ok(len) if decision != Decision::Reject => len,
+            Ok(len) if !matches!(decision, Decision::Reject) => len,
             _ => return false,
         };
         let got = prefix.len();
-        self.state = if decision == Decision::Keep {
-            let mut buf = Vec::with_capacity((len as usize).min(INITIAL_KEEP_CAPACITY));
-            buf.extend_from_slice(prefix);
-            State::Keep {
-                len,
-                buf,
-                seen: got as u32,
-                missing: 0,
+        self.state = match decision {
+            Decision::Keep => {
+                let mut buf = Vec::with_capacity((len as usize).min(INITIAL_KEEP_CAPACITY));
+                buf.extend_from_slice(prefix);
+                State::Keep {
+                    len,
+                    buf,
+                    seen: got as u32,
+                    missing: 0,
+                }
             }
-        } else {
-            State::Skip {
+            Decision::Stream(mut reader) => {
+                reader.bytes(prefix);
+                State::Stream {
+                    len,
+                    left: len.saturating_sub(got as u32),
+                    reader,
+                }
+            }
+            Decision::Skip | Decision::Reject => State::Skip {
                 len,
                 left: len.saturating_sub(got as u32),
                 shed: false,
-            }
+            },
         };
         // A message no longer than its prefix is complete already.
         if got as u32 == len {
@@ -420,7 +495,7 @@ impl Framer {
         true
     }
 
-    fn finish_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler) {
+    fn finish_frame(&mut self, at: PacketRef, handler: &mut impl FrameHandler<Reader = R>) {
         let state = std::mem::replace(&mut self.state, State::Head);
         let prefix = self.head.get(SIZE_LEN..self.head_len).unwrap_or_default();
         let first = self.first.unwrap_or(at);
@@ -433,6 +508,7 @@ impl Framer {
                 message: Some(&buf),
                 missing,
                 shed: false,
+                streamed: None,
                 first,
                 last: at,
             }),
@@ -442,6 +518,17 @@ impl Framer {
                 message: None,
                 missing: 0,
                 shed,
+                streamed: None,
+                first,
+                last: at,
+            }),
+            State::Stream { len, reader, .. } => handler.frame(Frame {
+                len,
+                prefix,
+                message: None,
+                missing: 0,
+                shed: false,
+                streamed: Some(reader),
                 first,
                 last: at,
             }),
@@ -453,10 +540,15 @@ impl Framer {
     /// `len` bytes of the stream are missing at the current position. Inside a frame whose
     /// size is known they are stepped over; a gap that runs past the frame's end finishes
     /// it and loses the framing after it.
-    pub fn gap(&mut self, len: u64, at: PacketRef, handler: &mut impl FrameHandler) -> GapEffect {
+    pub fn gap(
+        &mut self,
+        len: u64,
+        at: PacketRef,
+        handler: &mut impl FrameHandler<Reader = R>,
+    ) -> GapEffect {
         // Bytes of the current frame still to come, where its size is known.
         let left = match &self.state {
-            State::Skip { left, .. } => Some(*left),
+            State::Skip { left, .. } | State::Stream { left, .. } => Some(*left),
             State::Keep { len, seen, .. } => Some(len.saturating_sub(*seen)),
             _ => None,
         };
@@ -464,6 +556,10 @@ impl Framer {
             let inside = u32::try_from(len).map_or(left, |len| len.min(left));
             match &mut self.state {
                 State::Skip { left, .. } => *left -= inside,
+                State::Stream { left, reader, .. } => {
+                    reader.gap(inside);
+                    *left -= inside;
+                }
                 State::Keep { seen, missing, .. } => {
                     *seen += inside;
                     *missing += inside;
@@ -529,7 +625,7 @@ impl Framer {
         let read = match &self.state {
             State::Head if self.head_len > 0 => self.head_len as u32,
             State::Keep { seen, .. } => seen.saturating_add(SIZE_LEN as u32),
-            State::Skip { len, left, .. } => {
+            State::Skip { len, left, .. } | State::Stream { len, left, .. } => {
                 len.saturating_sub(*left).saturating_add(SIZE_LEN as u32)
             }
             _ => return None,

@@ -189,13 +189,13 @@ pub(super) enum Found {
     Far(usize),
 }
 
-impl Framer {
+impl<R: Streamed> Framer<R> {
     /// Judges the candidate at `offset` of the window.
     pub(super) fn verdict(
         &self,
         w: &Window,
         offset: usize,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
         chains: &mut Chains,
     ) -> Verdict {
         let bytes = &w.bytes;
@@ -259,7 +259,7 @@ impl Framer {
         w: &Window,
         offset: usize,
         next: usize,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
         chains: &mut Chains,
     ) -> Verdict {
         if next > w.bytes.len() && next - offset > MAX_RESYNC_WINDOW {
@@ -284,7 +284,11 @@ impl Framer {
 
     /// The first confirmed candidate in the window, if any. Candidates waiting for bytes
     /// are looked at again as bytes arrive; every other position is looked at once.
-    pub(super) fn find(&self, w: &mut Window, handler: &mut impl FrameHandler) -> Option<Found> {
+    pub(super) fn find(
+        &self,
+        w: &mut Window,
+        handler: &mut impl FrameHandler<Reader = R>,
+    ) -> Option<Found> {
         let len = w.bytes.len();
         // the window's bytes do not change in a pass, so neither do its chains
         let mut chains = Chains::default();
@@ -350,7 +354,12 @@ impl Framer {
     /// packet does, and be confirmed by that end, before the frame's own end is in).
     /// One carried by its head holds back only when it ends within a window of where it
     /// starts: a longer frame's end is too far to wait for.
-    fn undecided_before(&self, w: &Window, start: u64, handler: &mut impl FrameHandler) -> bool {
+    fn undecided_before(
+        &self,
+        w: &Window,
+        start: u64,
+        handler: &mut impl FrameHandler<Reader = R>,
+    ) -> bool {
         let waiting = w.waiting.iter().any(|(c, _)| {
             w.origin + (*c as u64) < start
                 && head_at(&w.bytes, *c, self.prefix_len).is_some_and(|(size, prefix)| {
@@ -370,7 +379,7 @@ impl Framer {
         prefix_len: usize,
         w: &mut Window,
         offset: usize,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
     ) {
         let Some((size, prefix_range)) = head_at(&w.bytes, offset, prefix_len) else {
             return;
@@ -420,7 +429,7 @@ impl Framer {
         &self,
         w: &Window,
         f: &FarCandidate,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
         chains: &mut Chains,
     ) -> Verdict {
         // An end that fell into a gap, or was passed in a slid window, cannot confirm it.
@@ -465,7 +474,7 @@ impl Framer {
     pub(super) fn confirmed_far(
         &self,
         w: &mut Window,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
         chains: &mut Chains,
     ) -> Option<usize> {
         if w.far.is_empty() {
@@ -493,7 +502,7 @@ impl Framer {
     }
 
     /// Looks for a head and frames from there, as long as the window allows.
-    pub(super) fn search(&mut self, handler: &mut impl FrameHandler) {
+    pub(super) fn search(&mut self, handler: &mut impl FrameHandler<Reader = R>) {
         loop {
             let State::Resync(w) = &mut self.state else {
                 return;
@@ -552,7 +561,7 @@ impl Framer {
         w: &mut Window,
         idx: usize,
         last: PacketRef,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
     ) -> bool {
         if idx >= w.far.len() {
             return false;
@@ -568,7 +577,8 @@ impl Framer {
         let Ok(len) = u32::try_from(size) else {
             return false;
         };
-        if handler.decide(size, prefix, f.first) == Decision::Reject {
+        // A message to stream whose bytes have passed goes over as skipped.
+        if matches!(handler.decide(size, prefix, f.first), Decision::Reject) {
             return false;
         }
         handler.frame(Frame {
@@ -577,6 +587,7 @@ impl Framer {
             message: None,
             missing: 0,
             shed: false,
+            streamed: None,
             first: f.first,
             last,
         });
@@ -589,7 +600,7 @@ impl Framer {
         &mut self,
         mut w: Box<Window>,
         idx: usize,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
     ) -> bool {
         let end = w.far.get(idx).map(|f| f.end.saturating_sub(w.origin));
         let e = end.and_then(|e| usize::try_from(e).ok()).unwrap_or(0);
@@ -613,7 +624,7 @@ impl Framer {
         &mut self,
         mut w: Box<Window>,
         offset: usize,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
     ) -> bool {
         let passed = w.skipped + (offset - w.base) as u64;
         if passed > 0 {
@@ -660,7 +671,7 @@ impl Framer {
         prefix_len: usize,
         w: &Window,
         len: u64,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
     ) -> Option<usize> {
         if !handler.confirms_at_data_end() {
             return None;
@@ -689,7 +700,7 @@ impl Framer {
     pub(super) fn far_ending_at(
         w: &Window,
         end: u64,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
     ) -> Option<usize> {
         if !handler.confirms_at_data_end() {
             return None;
@@ -706,7 +717,7 @@ impl Framer {
         w: &mut Window,
         gap_end: u64,
         at: PacketRef,
-        handler: &mut impl FrameHandler,
+        handler: &mut impl FrameHandler<Reader = R>,
     ) {
         let waiting = std::mem::take(&mut w.waiting);
         for (c, _) in waiting {
@@ -735,7 +746,7 @@ impl Framer {
     /// by the end of the data. So a lone answer to a request sent before the capture,
     /// with nothing after it but the FIN, is counted. Not while deciding what a
     /// connection is (see [`FrameHandler::confirms_at_data_end`]).
-    pub fn end_of_stream(&mut self, handler: &mut impl FrameHandler) {
+    pub fn end_of_stream(&mut self, handler: &mut impl FrameHandler<Reader = R>) {
         let State::Resync(w) = &mut self.state else {
             return;
         };
@@ -784,7 +795,7 @@ impl Framer {
     /// Looks through the held bytes again from where the search started: the handler's
     /// idea of what is plausible has changed (a response side that now waits for more
     /// requests).
-    pub fn rescan(&mut self, handler: &mut impl FrameHandler) {
+    pub fn rescan(&mut self, handler: &mut impl FrameHandler<Reader = R>) {
         if let State::Resync(w) = &mut self.state {
             w.scanned = w.base;
             w.waiting.clear();

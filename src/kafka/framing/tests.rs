@@ -24,7 +24,9 @@ struct Recorder {
 }
 
 impl FrameHandler for Recorder {
-    fn decide(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> Decision {
+    type Reader = NoStream;
+
+    fn decide(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> Decision<NoStream> {
         self.decisions.push((len, prefix.to_vec()));
         if len < 0 {
             Decision::Reject
@@ -57,7 +59,7 @@ impl FrameHandler for Recorder {
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
         len >= 0 && prefix.first().copied() == self.keep_key
     }
-    fn frame(&mut self, f: Frame<'_>) {
+    fn frame(&mut self, f: Frame<'_, NoStream>) {
         self.missing.push(f.missing);
         self.frames.push((
             f.len,
@@ -87,7 +89,7 @@ fn frame_bytes(body: &[u8]) -> Vec<u8> {
 fn splits_many_frames_in_one_segment() {
     let mut data = frame_bytes(&[7, 1, 2, 3]);
     data.extend(frame_bytes(&[9, 9]));
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder {
         keep_key: Some(7),
         ..Default::default()
@@ -103,7 +105,7 @@ fn splits_many_frames_in_one_segment() {
 #[test]
 fn frame_spanning_segments_byte_by_byte() {
     let data = frame_bytes(&[7, 1, 2, 3, 4, 5]);
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder {
         keep_key: Some(7),
         ..Default::default()
@@ -120,7 +122,7 @@ fn frame_spanning_segments_byte_by_byte() {
 
 #[test]
 fn skipped_frame_is_not_buffered_and_absorbs_gaps() {
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder::default();
     // Announce a 100 MB frame, deliver 1 MB, lose 50 MB, deliver the rest.
     let len: u32 = 100 << 20;
@@ -145,7 +147,7 @@ fn skipped_frame_is_not_buffered_and_absorbs_gaps() {
 
 #[test]
 fn gap_in_kept_frame_is_stepped_over_and_the_frame_handed_over_cut() {
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder {
         keep_key: Some(7),
         ..Default::default()
@@ -173,7 +175,7 @@ fn gap_in_kept_frame_is_stepped_over_and_the_frame_handed_over_cut() {
 
 #[test]
 fn gap_past_a_frames_end_finishes_it_and_loses_the_framing_after() {
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder {
         keep_key: Some(7),
         ..Default::default()
@@ -188,7 +190,7 @@ fn gap_past_a_frames_end_finishes_it_and_loses_the_framing_after() {
     assert_eq!(rec.frames[0].2.as_deref(), Some(&[7, 1, 2, 3][..]));
     assert!(framer.is_lost());
     // A skipped frame ends inside a gap too, and is counted.
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder::default();
     framer.push(&frame_bytes(&[8, 1, 2, 3, 4, 5])[..8], at(1), &mut rec);
     assert_eq!(
@@ -203,7 +205,7 @@ fn gap_past_a_frames_end_finishes_it_and_loses_the_framing_after() {
 fn a_candidate_is_confirmed_when_a_later_push_ends_where_it_ends() {
     // Mid-stream: garbage, then a frame whose last bytes come in a second segment.
     // It is confirmed by that segment's end, not held until more bytes arrive.
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder {
         keep_key: Some(9),
         confirm: true,
@@ -229,7 +231,7 @@ fn a_candidate_is_confirmed_when_a_gap_ends_where_it_ends() {
     // While searching: a segment whose snaplen kept a frame's head and 2 more bytes;
     // the gap after it ends exactly where the frame does (its wire length), so the
     // frame is taken, cut, and the next one is read in step.
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder {
         keep_key: Some(9),
         confirm: true,
@@ -246,7 +248,7 @@ fn a_candidate_is_confirmed_when_a_gap_ends_where_it_ends() {
     framer.push(&frame_bytes(&[9, 0]), at(2), &mut rec);
     assert_eq!(rec.frames.len(), 2, "in step after it");
     // A gap that ends elsewhere confirms nothing.
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder {
         confirm: true,
         ..Default::default()
@@ -258,7 +260,7 @@ fn a_candidate_is_confirmed_when_a_gap_ends_where_it_ends() {
 
 #[test]
 fn resync_finds_a_head_split_across_pushes_after_garbage() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder {
         keep_key: Some(9),
         ..Default::default()
@@ -275,7 +277,7 @@ fn resync_finds_a_head_split_across_pushes_after_garbage() {
 
 #[test]
 fn resync_window_stays_bounded() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder::default();
     let junk = vec![0xaa; 4096];
     for _ in 0..100 {
@@ -293,7 +295,7 @@ fn resync_window_stays_bounded() {
 /// that runs through it (each of the 200 chains is the tail of the one before).
 #[test]
 fn a_chain_of_unanchored_heads_is_walked_once() {
-    let mut framer = Framer::resyncing(1);
+    let mut framer = Framer::<NoStream>::resyncing(1);
     let mut rec = Recorder {
         confirm: true,
         anchor_key: Some(9),
@@ -322,7 +324,7 @@ fn a_chain_of_unanchored_heads_is_walked_once() {
 /// carried, the bytes between them are counted and let go.
 #[test]
 fn the_search_holds_heads_not_the_bytes_between_them() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder {
         confirm: true,
         max_len: 1 << 20,
@@ -355,7 +357,7 @@ fn the_search_holds_heads_not_the_bytes_between_them() {
 /// A frame to decode is the one candidate waited for with its bytes.
 #[test]
 fn a_candidate_to_decode_is_held_with_its_bytes_and_handed_over_whole() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder {
         keep_key: Some(9),
         confirm: true,
@@ -376,7 +378,7 @@ fn a_candidate_to_decode_is_held_with_its_bytes_and_handed_over_whole() {
 
 #[test]
 fn the_search_window_gives_back_the_room_of_a_big_push() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = Recorder::default();
     framer.push(&vec![0xaa; 4 << 20], at(1), &mut rec); // one 4 MiB segment of noise
     framer.push(&[0xaa; 16], at(2), &mut rec);
@@ -391,7 +393,7 @@ fn the_search_window_gives_back_the_room_of_a_big_push() {
 
 #[test]
 fn gap_between_frames_resyncs_without_skipping() {
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder::default();
     framer.push(&frame_bytes(&[9, 9]), at(1), &mut rec);
     assert_eq!(
@@ -405,7 +407,7 @@ fn gap_between_frames_resyncs_without_skipping() {
 
 #[test]
 fn negative_size_is_rejected() {
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder::default();
     framer.push(&[0xff, 0xff, 0xff, 0xff, 1, 2], at(1), &mut rec);
     assert_eq!(rec.decisions, vec![(-1, vec![])]);
@@ -414,7 +416,7 @@ fn negative_size_is_rejected() {
 
 #[test]
 fn message_shorter_than_prefix_and_empty_message() {
-    let mut framer = Framer::new(8);
+    let mut framer = Framer::<NoStream>::new(8);
     let mut rec = Recorder::default();
     let mut data = frame_bytes(&[1, 2]);
     data.extend(frame_bytes(&[]));
@@ -426,7 +428,7 @@ fn message_shorter_than_prefix_and_empty_message() {
 
 #[test]
 fn reports_unfinished_frame() {
-    let mut framer = Framer::new(4);
+    let mut framer = Framer::<NoStream>::new(4);
     let mut rec = Recorder::default();
     framer.push(&frame_bytes(&[1, 2, 3, 4, 5, 6])[..7], at(5), &mut rec);
     assert_eq!(
@@ -459,7 +461,7 @@ fn big_recorder() -> Recorder {
 
 #[test]
 fn a_frame_longer_than_the_window_is_confirmed_where_it_ends_across_a_gap() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = big_recorder();
     framer.push(&big_head(996), at(1), &mut rec); // 1004 of its 200,004 bytes
     assert_eq!(framer.gap(150_000, at(2), &mut rec), GapEffect::AlreadyLost);
@@ -478,7 +480,7 @@ fn a_frame_longer_than_the_window_is_confirmed_where_it_ends_across_a_gap() {
 
 #[test]
 fn a_frame_longer_than_the_window_is_confirmed_by_a_gap_that_ends_with_it() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = big_recorder();
     framer.push(&big_head(96), at(1), &mut rec);
     // a snaplen-cut segment: the rest of the frame is missing, to its last byte
@@ -493,7 +495,7 @@ fn a_frame_longer_than_the_window_is_confirmed_by_a_gap_that_ends_with_it() {
 
 #[test]
 fn a_long_candidate_with_no_head_where_it_ends_is_let_go() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = big_recorder();
     framer.push(&big_head(996), at(1), &mut rec);
     // zeros past its end: nothing plausible there; then real frames
@@ -507,7 +509,7 @@ fn a_long_candidate_with_no_head_where_it_ends_is_let_go() {
 
 #[test]
 fn long_candidates_held_by_their_heads_are_bounded() {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = big_recorder();
     let mut heads = Vec::new();
     for _ in 0..1000 {
@@ -524,7 +526,7 @@ fn long_candidates_held_by_their_heads_are_bounded() {
 /// What a search found in `data` fed in segments of the lengths `cuts` (the rest in one
 /// more): each frame's size, prefix and message, and the bytes passed over.
 fn search_in_segments(data: &[u8], cuts: &[usize], mut rec: Recorder) -> (Vec<Seen>, Vec<u64>) {
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut pos = 0;
     let mut packet = 0;
     for &cut in cuts.iter().chain([&data.len()]) {
@@ -665,7 +667,7 @@ fn the_end_of_the_stream_confirms_what_ends_with_it() {
         for _ in 0..lone {
             data.extend(frame_bytes(&[7, 0, 0, 1, 2]));
         }
-        let mut framer = Framer::resyncing(4);
+        let mut framer = Framer::<NoStream>::resyncing(4);
         let mut rec = rec();
         framer.push(&data, at(1), &mut rec);
         assert!(rec.frames.is_empty(), "not before the stream ends");
@@ -674,7 +676,7 @@ fn the_end_of_the_stream_confirms_what_ends_with_it() {
         assert_eq!(rec.resyncs, vec![2]);
         assert!(framer.is_idle());
     }
-    let mut framer = Framer::resyncing(4);
+    let mut framer = Framer::<NoStream>::resyncing(4);
     let mut rec = rec();
     let mut data = frame_bytes(&[7, 0, 0, 1, 2]);
     data.push(0);
@@ -684,4 +686,82 @@ fn the_end_of_the_stream_confirms_what_ends_with_it() {
         rec.frames.is_empty(),
         "a byte after it: it does not end with the stream"
     );
+}
+
+/// A streamed message's reader: what it was given.
+#[derive(Debug, Default)]
+struct Tape {
+    bytes: Vec<u8>,
+    gaps: Vec<u32>,
+}
+
+impl Streamed for Tape {
+    fn bytes(&mut self, data: &[u8]) {
+        self.bytes.extend_from_slice(data);
+    }
+    fn gap(&mut self, len: u32) {
+        self.gaps.push(len);
+    }
+    fn held_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+}
+
+/// Streams every frame, and keeps the tapes it got back.
+#[derive(Default)]
+struct Streaming {
+    tapes: Vec<(u32, Option<Tape>, bool)>,
+}
+
+impl FrameHandler for Streaming {
+    type Reader = Tape;
+
+    fn decide(&mut self, _len: i32, _prefix: &[u8], _at: PacketRef) -> Decision<Tape> {
+        Decision::Stream(Box::default())
+    }
+    fn frame(&mut self, f: Frame<'_, Tape>) {
+        assert!(f.message.is_none(), "a streamed frame is not held");
+        self.tapes.push((f.len, f.streamed.map(|t| *t), f.shed));
+    }
+    fn plausible(&mut self, _len: i32, _prefix: &[u8], _at: PacketRef) -> bool {
+        true
+    }
+    fn resynced(&mut self, _skipped: u64, _at: PacketRef) {}
+}
+
+/// A streamed message's reader gets every byte (the prefix first) and every gap inside
+/// it, in order, and comes back with the frame; the framer holds none of the bytes.
+#[test]
+fn a_streamed_frame_gives_its_reader_every_byte_and_gap() {
+    let body: Vec<u8> = (0..40).collect();
+    let data = frame_bytes(&body);
+    let mut framer = Framer::<Tape>::new(4);
+    let mut handler = Streaming::default();
+    framer.push(&data[..10], at(1), &mut handler);
+    framer.push(&data[10..20], at(2), &mut handler);
+    assert_eq!(framer.gap(5, at(3), &mut handler), GapEffect::Absorbed);
+    framer.push(&data[25..], at(4), &mut handler);
+    let [(len, Some(tape), false)] = &handler.tapes[..] else {
+        panic!("{:?}", handler.tapes.len());
+    };
+    assert_eq!(*len, 40);
+    let mut expected = body[..16].to_vec();
+    expected.extend_from_slice(&body[21..]);
+    assert_eq!(tape.bytes, expected);
+    assert_eq!(tape.gaps, [5]);
+    assert!(framer.is_idle());
+}
+
+/// Shedding a streamed message drops its reader: the frame ends as one shed.
+#[test]
+fn shedding_a_streamed_frame_drops_its_reader() {
+    let data = frame_bytes(&[1; 30]);
+    let mut framer = Framer::<Tape>::new(4);
+    let mut handler = Streaming::default();
+    framer.push(&data[..12], at(1), &mut handler);
+    assert!(framer.held_bytes() > 0);
+    assert!(framer.shed() > 0);
+    assert_eq!(framer.held_bytes(), 0);
+    framer.push(&data[12..], at(2), &mut handler);
+    assert!(matches!(handler.tapes[..], [(30, None, true)]));
 }
