@@ -432,6 +432,10 @@ pub enum Format {
     CsvBlocks,
     /// A row per InitProducerId exchange: which client got which producer id (RFC 4180).
     CsvProducers,
+    /// A row per record batch of every Produce request: its producer id, epoch and
+    /// sequences, and what became of it (appended, a retry, not appended, refused...)
+    /// (RFC 4180).
+    CsvWrites,
     /// A row per block the metadata log (`--metadata-log`) commits, with how it stands
     /// against the capture (RFC 4180).
     CsvCommitted,

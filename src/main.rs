@@ -158,6 +158,7 @@ fn sink_for(options: &Options, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
         Format::Csv => Box::new(CsvSink::exchanges(out)),
         Format::CsvBlocks => Box::new(CsvSink::blocks(out)),
         Format::CsvProducers => Box::new(CsvSink::producers(out)),
+        Format::CsvWrites => Box::new(CsvSink::writes(out)),
         Format::CsvCommitted => Box::new(CsvSink::committed(out)),
         Format::Html => Box::new(HtmlSink::new(out)),
         Format::Text => {

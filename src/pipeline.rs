@@ -281,10 +281,10 @@ fn to_pairing(
         pairing.message(message);
     }
     pairing.counted(&mut dissector.out.counted);
-    // Read and paired, not yet analysed: the writes of each producer id come next
-    // (issue 42).
-    pairing.writes.clear();
-    if pairing.exchanges.is_empty() && pairing.cluster_events.is_empty() {
+    if pairing.exchanges.is_empty()
+        && pairing.cluster_events.is_empty()
+        && pairing.writes.is_empty()
+    {
         batcher.tick();
         return;
     }
@@ -296,6 +296,9 @@ fn to_pairing(
     }
     for ex in pairing.exchanges.drain(..) {
         batcher.push(Item::Exchange(ex));
+    }
+    for ex in pairing.writes.drain(..) {
+        batcher.push(Item::Write(ex));
     }
     batcher.tick();
     // A shed gives up thousands of requests at once: their room, charged nowhere, is

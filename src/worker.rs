@@ -10,7 +10,9 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
-use crate::pairing::{Api, ApiExchange, ClusterEvent, Exchange, Granting, PairedExchange};
+use crate::pairing::{
+    Api, ApiExchange, ClusterEvent, Exchange, Granting, PairedExchange, WriteExchange,
+};
 use crate::report::sink::{Analysed, Sink};
 
 /// What the analysis thread hands back at the end.
@@ -22,13 +24,10 @@ pub struct Finished {
 
 /// What goes to the analysis thread.
 #[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "most items are exchanges; batches of them are reused, not allocated per item"
-)]
 pub enum Item {
     Cluster(ClusterEvent),
     Exchange(PairedExchange),
+    Write(WriteExchange),
 }
 
 /// Exchanges sent at once: a channel operation per few hundred exchanges, not per one.
@@ -54,6 +53,14 @@ fn held_estimate(item: &Item) -> u64 {
         // Small and fixed but for two strings and the tagged fields, as above.
         Item::Exchange(PairedExchange::InitProducerId(ex)) => small_held_estimate(ex),
         Item::Exchange(PairedExchange::EndTxn(ex)) => small_held_estimate(ex),
+        // Batch headers and answers, never records: what the decoded messages hold.
+        Item::Write(ex) => {
+            let response = ex
+                .outcome
+                .response()
+                .map_or(0, |(_, r)| r.boxed_heap_bytes());
+            (ex.request.boxed_heap_bytes() + response) as u64
+        }
     }
 }
 
@@ -212,6 +219,10 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
                     let placed = analyzer.add_producer(&ex);
                     let analysed = Analysed::Producer(Granting::EndTxn(ex), &placed);
                     sink_error.is_none().then(|| sink.exchange(analysed))
+                }
+                Item::Write(ex) => {
+                    let judged = analyzer.add_write(&ex);
+                    sink_error.is_none().then(|| sink.write(&ex, &judged))
                 }
             };
             if let Some(Err(e)) = written {

@@ -18,6 +18,7 @@ pub mod look;
 mod placement;
 mod producers;
 pub mod verdict;
+pub mod writes;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -30,6 +31,7 @@ use crate::latency::Latencies;
 use crate::packet_ref::PacketRef;
 use crate::pairing::{
     ApiExchange, ClusterEvent, Exchange, GrantsProducerIds, MessageMeta, Outcome, Status,
+    WriteExchange,
 };
 use crate::timestamp::Timestamp;
 
@@ -285,6 +287,11 @@ pub struct Analysis {
     pub coverage: Coverage,
     /// The controllers' metadata log, compared with the wire, when one was given.
     pub metadata_log: Option<committed::LogAnalysis>,
+    /// What the producers' writes came to.
+    pub writes: writes::WriteTotals,
+    /// The batches of interest (never appended, refused for their sequence or epoch), and
+    /// how many more there were.
+    pub writes_listed: (Vec<writes::ListedBatch>, u64),
 }
 
 /// The analysis, fed one exchange at a time as exchanges complete, in bounded memory
@@ -305,6 +312,7 @@ pub struct Analyzer {
     controllers: controllers::Timeline,
     coverage: coverage::Tracker,
     committed: Option<committed::Compare>,
+    writes: writes::Tracker,
 }
 
 impl Analyzer {
@@ -338,6 +346,7 @@ impl Analyzer {
             controllers: controllers::Timeline::default(),
             coverage: coverage::Tracker::default(),
             committed: None,
+            writes: writes::Tracker::default(),
         }
     }
 
@@ -438,6 +447,16 @@ impl Analyzer {
         }
     }
 
+    /// One Produce exchange: what became of each of its batches, in the request's order.
+    pub fn add_write(&mut self, ex: &WriteExchange) -> Vec<writes::Judged> {
+        let mut found = Vec::new();
+        let judged = self.writes.add(ex, &mut found);
+        for f in found {
+            self.note(f);
+        }
+        judged
+    }
+
     /// One exchange of an API that grants producer ids (InitProducerId, EndTxn): where
     /// the id it granted lies.
     pub fn add_producer<A: GrantsProducerIds>(&mut self, px: &ApiExchange<A>) -> Placed {
@@ -520,6 +539,7 @@ impl Analyzer {
             let table = (obs::AnalysisTable::Coverage, coverage::MAX_NODES);
             found.push(Finding::analysis_limit(table, frame, (None, None, at)));
         }
+        self.writes.finish(&mut found);
         for f in found {
             self.note(f);
         }
@@ -574,6 +594,8 @@ impl Analyzer {
             broker_addresses,
             controllers,
             metadata_log,
+            writes: self.writes.totals().clone(),
+            writes_listed: self.writes.listed(),
         }
     }
 

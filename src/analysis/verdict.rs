@@ -403,6 +403,12 @@ fn decide(
         (Kind::PidBlockMismatch, Code::NotCommitted),
     ] {
         if let Some(text) = finding(e, kind) {
+            let text = match (code, writes_cost(e)) {
+                (Code::DuplicateProducerIds, Some(cost)) => {
+                    format!("{text}; the writes show what it cost: {cost}")
+                }
+                _ => text,
+            };
             let text = match (damage.first(), own.first()) {
                 (Some(first), _) => {
                     format!("{text}; the capture is incomplete too: {}", first.text)
@@ -650,8 +656,36 @@ fn doubts(e: &Evidence<'_>, unreadable: &[&Limit]) -> Vec<String> {
         doubts.push(format!("{} unanswered", counted(s.unanswered, "request")));
     }
     doubts.extend(unreadable.iter().map(|l| l.text.clone()));
+    doubts.extend(writes_cost(e));
     doubts.extend(of_severity(e, Severity::Error));
     doubts
+}
+
+/// What the producers' writes show a producer id held twice cost: the producer ids and
+/// epochs written by two producers, and the batches acknowledged and never appended.
+fn writes_cost(e: &Evidence<'_>) -> Option<String> {
+    let shared = e.diagnostics.graded(Kind::WriteSharedProducer);
+    let lost = e.diagnostics.graded(Kind::WriteNotAppended);
+    let mut parts = Vec::new();
+    if shared > 0 {
+        let ids = match shared {
+            1 => "1 producer id and epoch was".to_owned(),
+            n => format!("{n} producer ids and epochs were"),
+        };
+        parts.push(format!(
+            "{ids} written by two producers (write_shared_producer)"
+        ));
+    }
+    if lost > 0 {
+        let batches = match lost {
+            1 => "1 batch was".to_owned(),
+            n => format!("{n} batches were"),
+        };
+        parts.push(format!(
+            "{batches} acknowledged with success at offsets another producer's batch holds, and never appended (write_not_appended)"
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// Diagnostics of exactly `severity` that neither a finding rule above nor a limit
@@ -663,7 +697,11 @@ fn of_severity(e: &Evidence<'_>, severity: Severity) -> Vec<String> {
         .filter(|k| {
             !matches!(
                 k,
-                Kind::PidBlockOverlap | Kind::PidBlockRegression | Kind::PidDuplicateGrant
+                Kind::PidBlockOverlap
+                    | Kind::PidBlockRegression
+                    | Kind::PidDuplicateGrant
+                    | Kind::WriteSharedProducer
+                    | Kind::WriteNotAppended
             )
         })
         .filter_map(|k| match e.diagnostics.graded(k) {

@@ -447,6 +447,94 @@ kinds! {
             "start": Integer,
         ],
     }
+    WriteNotAppended "write_not_appended" Error {
+        meaning: "a Produce response acknowledged a batch with success at the offset of \
+            another batch of the same producer id, epoch, partition and sequences with other \
+            records (another CRC): the broker took it for a retry of that batch and did \
+            not append it. Data loss the wire proves",
+        facts: [
+            "client": Text,
+            "client_id": Text,
+            "first_sequence": Integer,
+            "frame": Integer,
+            "last_sequence": Integer,
+            "offset": Integer,
+            "other_client": Text,
+            "other_client_id": Text,
+            "other_frame": Integer,
+            "partition": Integer,
+            "producer_epoch": Integer,
+            "producer_id": Integer,
+            "request_frame": Integer,
+            "topic": Text,
+        ],
+        facts_doc: "`topic` (its name, or its id as 32 hex digits from Produce version 13), \
+            `partition`, `producer_id`, `producer_epoch`, `first_sequence`, \
+            `last_sequence`, `offset` (the base offset it was acknowledged at), `client`, \
+            `client_id`, `request_frame`; the appended batch's `other_frame` (its \
+            response), `other_client`, `other_client_id`",
+    }
+    WriteSharedProducer "write_shared_producer" Error {
+        meaning: "two producers wrote batches with one producer id and epoch \
+            (`evidence`: their client ids differ, they write from different hosts, or \
+            both wrote to one broker over two connections at once): the broker keeps \
+            one sequence per producer id and partition, so it judges their batches as \
+            one producer's",
+        facts: [
+            "client": Text,
+            "client_id": Text,
+            "evidence": Text,
+            "frame": Integer,
+            "other_client": Text,
+            "other_client_id": Text,
+            "other_frame": Integer,
+            "producer_epoch": Integer,
+            "producer_id": Integer,
+        ],
+        facts_doc: "`producer_id`, `producer_epoch`, `client`, `client_id` (the second \
+            writer, at `frame`), `other_client`, `other_client_id`, `other_frame` (the \
+            other's first request), `evidence` (`client_ids`, `hosts` or `connections`)",
+    }
+    WriteOutOfSequence "write_out_of_sequence" Warning {
+        meaning: "batches of one producer id and epoch that the broker refused for their \
+            sequence (`OUT_OF_ORDER_SEQUENCE_NUMBER`, `DUPLICATE_SEQUENCE_NUMBER`) or \
+            because it did not know the producer (`UNKNOWN_PRODUCER_ID`), one per \
+            producer id, epoch and error",
+        facts: [
+            "batches": Integer,
+            "client": Text,
+            "error": Text,
+            "error_code": Integer,
+            "frame": Integer,
+            "last_frame": Integer,
+            "partitions": Integer,
+            "producer_epoch": Integer,
+            "producer_id": Integer,
+        ],
+        facts_doc: "`producer_id`, `producer_epoch`, `error`, `error_code`, `batches`, \
+            `partitions`, `client` (the writer of the first), `frame` and `last_frame` \
+            (the first and last answers)",
+    }
+    WriteFenced "write_fenced" Info {
+        meaning: "batches of one producer id and epoch that the broker refused because a \
+            newer epoch of the producer exists (`INVALID_PRODUCER_EPOCH`, \
+            `PRODUCER_FENCED`): a producer fenced by a newer instance, as transactions \
+            mean to",
+        facts: [
+            "batches": Integer,
+            "client": Text,
+            "error": Text,
+            "error_code": Integer,
+            "frame": Integer,
+            "last_frame": Integer,
+            "partitions": Integer,
+            "producer_epoch": Integer,
+            "producer_id": Integer,
+        ],
+        facts_doc: "`producer_id`, `producer_epoch`, `error`, `error_code`, `batches`, \
+            `partitions`, `client` (the writer of the first), `frame` and `last_frame` \
+            (the first and last answers), as `write_out_of_sequence`",
+    }
     MetadataLogTruncated "metadata_log_truncated" Warning {
         meaning: "a metadata log file (`--metadata-log`) ends inside a record batch; the \
             batches before it were read",

@@ -1,5 +1,6 @@
-//! `--format csv` (a row per exchange), `--format csv-blocks` (a row per block) and
-//! `--format csv-producers` (a row per InitProducerId exchange) and `--format
+//! `--format csv` (a row per exchange), `--format csv-blocks` (a row per block),
+//! `--format csv-producers` (a row per InitProducerId exchange), `--format csv-writes`
+//! (a row per record batch of every Produce request) and `--format
 //! csv-committed` (a row per block the metadata log commits) for spreadsheets and
 //! pipelines: RFC 4180 (a header row, commas, fields quoted by the `csv`
 //! crate when they need it, CRLF line ends). Rows are rendered as they come into a list in
@@ -7,13 +8,16 @@
 
 use std::io::{self, Write};
 
+use super::model::UnixTime;
 use super::model::{CommittedBlock, Exchange, PidBlock, PidFinding, ProducerIdEntry, Report};
 use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::committed::Delivery;
+use crate::analysis::writes::Judged;
 use crate::analysis::{Block, BlockOrder, Detail, Placed};
-use crate::pairing::{self, ExchangeOrder, Granting};
+use crate::kafka::tables::ErrorCode;
+use crate::pairing::{self, ExchangeOrder, Granting, WriteExchange};
 
 /// Columns of `--format csv`.
 pub const EXCHANGE_COLUMNS: [&str; 21] = [
@@ -117,6 +121,39 @@ pub const COMMITTED_COLUMNS: [&str; 15] = [
     "findings",
 ];
 
+/// Columns of `--format csv-writes`: a row per record batch of every Produce request.
+pub const WRITE_COLUMNS: [&str; 29] = [
+    "connection",
+    "client",
+    "server",
+    "client_id",
+    "transactional_id",
+    "correlation_id",
+    "api_version",
+    "acks",
+    "request_frame",
+    "request_timestamp",
+    "request_unix_time",
+    "response_frame",
+    "topic",
+    "topic_id",
+    "partition",
+    "batch",
+    "producer_id",
+    "producer_epoch",
+    "first_sequence",
+    "last_sequence",
+    "records",
+    "crc",
+    "transactional",
+    "outcome",
+    "offset",
+    "error_code",
+    "error",
+    "request_decode_error",
+    "response_decode_error",
+];
+
 /// Columns of `--format csv-committed` that compare with a capture, left out when the log
 /// is read alone.
 pub const CAPTURE_ONLY_COMMITTED_COLUMNS: [&str; 2] = ["delivery", "delivered_frame"];
@@ -155,6 +192,58 @@ fn exchange_row(ex: &Exchange) -> Vec<String> {
         text(req.decode_error.clone()),
         text(resp.and_then(|r| r.decode_error.clone())),
     ]
+}
+
+/// The rows of one Produce exchange: one per batch, in the request's order, with what
+/// became of it (`judged`, in the same order).
+fn write_rows_of(ex: &WriteExchange, judged: &[Judged], out: &mut Vec<u8>) -> io::Result<()> {
+    let req = &ex.request;
+    let response = ex.outcome.response();
+    let hex = |id: &[u8; 16]| id.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let head = [
+        ex.endpoints.connection.to_string(),
+        ex.endpoints.client.to_string(),
+        ex.endpoints.server.to_string(),
+        text(req.header.client_id.clone().flatten()),
+        text(req.transactional_id.clone().flatten()),
+        ex.correlation_id.to_string(),
+        ex.api_version.to_string(),
+        text(req.acks),
+        ex.request_meta.frame.to_string(),
+        ex.request_meta.timestamp.to_rfc3339(),
+        UnixTime(ex.request_meta.timestamp).seconds().to_string(),
+        text(response.map(|(meta, _)| meta.frame)),
+    ];
+    let mut judged = judged.iter();
+    for topic in &req.topics {
+        for partition in &topic.partitions {
+            for (index, b) in partition.batches.iter().enumerate() {
+                let j = judged.next();
+                let mut row = head.to_vec();
+                row.extend([
+                    text(topic.name.clone()),
+                    text(topic.topic_id.as_ref().map(hex)),
+                    partition.index.to_string(),
+                    index.to_string(),
+                    text(b.producer_id),
+                    text(b.producer_epoch),
+                    text(b.base_sequence),
+                    text(b.last_sequence()),
+                    text(b.records_count),
+                    text(b.crc),
+                    text(b.attributes.map(|_| b.is_transactional())),
+                    text(j.map(|j| j.outcome.as_str())),
+                    text(j.and_then(|j| j.offset)),
+                    text(j.and_then(|j| j.error).map(|e| e.0)),
+                    text(j.and_then(|j| j.error).map(ErrorCode::name)),
+                    text(req.problem.as_ref()),
+                    text(response.and_then(|(_, r)| r.problem.as_ref())),
+                ]);
+                record(out, &row)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn block_row(b: &PidBlock) -> Vec<String> {
@@ -303,6 +392,7 @@ enum Rows {
     Exchanges(Ordered<ExchangeOrder>),
     Blocks(Ordered<BlockOrder>),
     Producers(Ordered<ExchangeOrder>),
+    Writes(Ordered<ExchangeOrder>),
     Committed,
 }
 
@@ -333,10 +423,26 @@ impl CsvSink {
         }
     }
 
+    /// A row per record batch of every Produce request, by request frame, then
+    /// connection, then correlation id, and in each request in its order.
+    pub fn writes(out: Box<dyn Write + Send>) -> Self {
+        let rows = Rows::Writes(Ordered::new(DEFAULT_RUN_BYTES));
+        Self { rows, out }
+    }
+
     /// A row per InitProducerId exchange, in the order of `producer_ids.entries`.
     pub fn producers(out: Box<dyn Write + Send>) -> Self {
         let rows = Rows::Producers(Ordered::new(DEFAULT_RUN_BYTES));
         Self { rows, out }
+    }
+}
+
+/// Where a Produce exchange stands among the rows: as an exchange in the report.
+fn order_of(ex: &WriteExchange) -> ExchangeOrder {
+    ExchangeOrder {
+        request_frame: ex.request_meta.frame,
+        connection: ex.endpoints.connection,
+        correlation_id: ex.correlation_id,
     }
 }
 
@@ -364,7 +470,7 @@ impl CsvSink {
                 Some(b) => rows.push(b.order(), |out| record(out, &block_row(&pid_block(b)))),
                 None => Ok(()),
             },
-            Rows::Producers(_) | Rows::Committed => Ok(()),
+            Rows::Producers(_) | Rows::Writes(_) | Rows::Committed => Ok(()),
         }
     }
 
@@ -373,7 +479,7 @@ impl CsvSink {
             Rows::Producers(rows) => rows.push(px.order(), |out| {
                 record(out, &producer_row(&producer_id_entry(&px, placed)))
             }),
-            Rows::Exchanges(_) | Rows::Blocks(_) | Rows::Committed => Ok(()),
+            Rows::Exchanges(_) | Rows::Blocks(_) | Rows::Writes(_) | Rows::Committed => Ok(()),
         }
     }
 }
@@ -390,12 +496,20 @@ impl Sink for CsvSink {
         }
     }
 
+    fn write(&mut self, ex: &WriteExchange, judged: &[Judged]) -> io::Result<()> {
+        match &mut self.rows {
+            Rows::Writes(rows) => rows.push(order_of(ex), |out| write_rows_of(ex, judged, out)),
+            _ => Ok(()),
+        }
+    }
+
     fn finish(&mut self, report: &mut Report) -> io::Result<()> {
         let empty = Rows::Blocks(Ordered::new(1));
         match std::mem::replace(&mut self.rows, empty) {
             Rows::Exchanges(rows) => write_rows(&mut self.out, &EXCHANGE_COLUMNS, rows)?,
             Rows::Blocks(rows) => write_rows(&mut self.out, &BLOCK_COLUMNS, rows)?,
             Rows::Producers(rows) => write_rows(&mut self.out, &PRODUCER_COLUMNS, rows)?,
+            Rows::Writes(rows) => write_rows(&mut self.out, &WRITE_COLUMNS, rows)?,
             Rows::Committed => write_committed(&mut self.out, report)?,
         }
         self.out.flush()

@@ -13,10 +13,13 @@ use time::OffsetDateTime;
 
 use super::model::{self, Report};
 use super::sink::{Analysed, Needs, Sink};
+use crate::analysis::writes::Judged;
 use crate::analysis::{Placed, Placement};
 use crate::kafka::decoded::Undecoded;
 use crate::kafka::tables::ErrorCode;
-use crate::pairing::{ApiExchange, ClusterEvent, Exchange, Granting, GrantsProducerIds, Outcome};
+use crate::pairing::{
+    ApiExchange, ClusterEvent, Exchange, Granting, GrantsProducerIds, Outcome, WriteExchange,
+};
 use crate::timestamp::Timestamp;
 
 /// A bound of `--since` or `--until`.
@@ -300,6 +303,15 @@ impl Sink for Filtered<'_> {
             }
         }
         self.inner.exchange(analysed)
+    }
+
+    /// Writes are kept to the connection `--connection` names; the other filters are
+    /// about the controller's exchanges.
+    fn write(&mut self, ex: &WriteExchange, judged: &[Judged]) -> io::Result<()> {
+        match self.filter.connection {
+            Some(c) if c != ex.endpoints.connection => Ok(()),
+            _ => self.inner.write(ex, judged),
+        }
     }
 
     fn cluster(&mut self, ev: &ClusterEvent) -> io::Result<()> {

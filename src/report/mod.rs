@@ -446,6 +446,7 @@ pub fn build(mut findings: Findings) -> model::Report {
             .collect(),
         controller_timeline: timeline.iter().map(controller_piece).collect(),
         metadata_log: analysis.metadata_log.as_ref().map(committed::section),
+        writes: writes_section(&analysis.writes, &analysis.writes_listed),
         diagnostics: findings
             .diagnostics
             .into_sorted()
@@ -606,6 +607,61 @@ pub fn mergecap_command(captures: &[model::Capture]) -> Option<String> {
     };
     let files: Vec<String> = captures.iter().map(|c| quote(&c.path)).collect();
     Some(format!("mergecap -w merged.pcapng {}", files.join(" ")))
+}
+
+/// The report's `writes`, when the capture held Produce requests.
+fn writes_section(
+    totals: &crate::analysis::writes::WriteTotals,
+    (listed, not_listed): &(Vec<crate::analysis::writes::ListedBatch>, u64),
+) -> Option<model::Writes> {
+    (totals.requests > 0).then(|| model::Writes {
+        requests: totals.requests,
+        requests_not_read: totals.requests_not_read,
+        batches: totals.batches,
+        idempotent_batches: totals.idempotent_batches,
+        acknowledged: totals.acknowledged,
+        rejected: totals.rejected,
+        unanswered: totals.unanswered,
+        response_unknown: totals.response_unknown,
+        retries_deduplicated: totals.retries_deduplicated,
+        not_appended: totals.not_appended,
+        producers: totals.producers,
+        errors: totals
+            .errors
+            .iter()
+            .map(|(code, n)| (code.name(), *n))
+            .collect(),
+        of_interest: listed.iter().map(write_batch).collect(),
+        of_interest_not_listed: *not_listed,
+    })
+}
+
+/// A listed batch in the report's form.
+fn write_batch(b: &crate::analysis::writes::ListedBatch) -> model::WriteBatch {
+    model::WriteBatch {
+        connection: b.connection,
+        client: b.client.to_string(),
+        server: b.server.to_string(),
+        client_id: b.client_id.clone(),
+        transactional_id: b.transactional_id.clone(),
+        correlation_id: b.correlation_id,
+        api_version: b.api_version,
+        request_frame: b.request_frame,
+        response_frame: b.response_frame,
+        timestamp: b.timestamp.to_rfc3339(),
+        unix_time: UnixTime(b.timestamp),
+        topic: b.topic.clone(),
+        partition: b.partition,
+        producer_id: b.batch.producer_id,
+        producer_epoch: b.batch.producer_epoch,
+        first_sequence: b.batch.base_sequence,
+        last_sequence: b.batch.last_sequence(),
+        records: b.batch.records_count,
+        crc: b.batch.crc,
+        outcome: b.judged.outcome,
+        offset: b.judged.offset,
+        error: b.judged.error.map(ErrorCode::name),
+    }
 }
 
 #[cfg(test)]

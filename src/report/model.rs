@@ -60,6 +60,7 @@ fn ndjson_lines(report: serde_json::Value) -> serde_json::Value {
         ("block", defs.get("PidBlock").cloned()),
         ("finding", defs.get("PidFinding").cloned()),
         ("producer_id", defs.get("ProducerIdEntry").cloned()),
+        ("write", defs.get("WriteBatch").cloned()),
         ("report", Some(report_line)),
     ];
     let mut one_of = Vec::new();
@@ -339,6 +340,10 @@ pub struct Report {
     /// absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata_log: Option<MetadataLog>,
+    /// What the producers' writes came to; absent when the capture holds no Produce
+    /// request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes: Option<Writes>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -844,6 +849,88 @@ pub struct ProducerIdBlocks {
     pub blocks: Vec<PidBlock>,
     /// In packet order; each is also in `diagnostics`.
     pub findings: Vec<PidFinding>,
+}
+
+/// Produce (API key 0): what the producers' batches came to, judged by the broker's
+/// producer state (see `write_*` diagnostics). Absent when the capture holds no Produce
+/// request.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct Writes {
+    /// Produce requests, and those not read whole (their `kafka_*` diagnostics say why).
+    pub requests: u64,
+    pub requests_not_read: u64,
+    /// Record batches read, and those with a producer id (idempotent or transactional).
+    pub batches: u64,
+    pub idempotent_batches: u64,
+    /// Batches answered with success, and refused with an error.
+    pub acknowledged: u64,
+    pub rejected: u64,
+    /// Batches of requests without an answer: sent with acks 0, or never answered.
+    pub unanswered: u64,
+    /// Batches whose answer the capture may have lost.
+    pub response_unknown: u64,
+    /// Acknowledged batches the broker took for retries of a batch it had appended
+    /// (same producer id, epoch, partition and sequences, at that batch's offset).
+    pub retries_deduplicated: u64,
+    /// Of those, batches with other records than the appended one (another CRC):
+    /// acknowledged and never appended (`write_not_appended`).
+    pub not_appended: u64,
+    /// Producer ids and epochs that wrote.
+    pub producers: u64,
+    /// Refused batches by error name.
+    #[schemars(schema_with = "error_counts_schema")]
+    pub errors: BTreeMap<String, u64>,
+    /// The batches a post-mortem looks for, in the order their exchanges completed: those
+    /// never appended, and those refused for their sequence or epoch; at most 1,000
+    /// (`of_interest_not_listed` counts the rest). Absent when there is none, and from
+    /// the ndjson `report` line, whose `write` lines hold them.
+    #[schemars(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub of_interest: Vec<WriteBatch>,
+    pub of_interest_not_listed: u64,
+}
+
+/// One record batch of a Produce request, and what became of it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
+pub struct WriteBatch {
+    pub connection: u64,
+    pub client: String,
+    pub server: String,
+    /// The request header's `client_id` (absent when null).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Absent for a producer that is not transactional.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<String>,
+    pub correlation_id: i32,
+    pub api_version: i16,
+    pub request_frame: u64,
+    /// Absent without an answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_frame: Option<u64>,
+    /// The request's time.
+    pub timestamp: String,
+    #[schemars(with = "f64")]
+    pub unix_time: UnixTime,
+    /// The topic's name, or its id (32 hex digits) from Produce version 13.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    pub partition: i32,
+    pub producer_id: Option<i64>,
+    pub producer_epoch: Option<i16>,
+    pub first_sequence: Option<i32>,
+    pub last_sequence: Option<i32>,
+    pub records: Option<i32>,
+    pub crc: Option<u32>,
+    /// What became of it: `not_appended` or `rejected` here (see `--format csv-writes`
+    /// for every outcome).
+    pub outcome: crate::analysis::writes::WriteOutcome,
+    /// The offset it was acknowledged at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+    /// The error it was refused with, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// InitProducerId (API key 22): which client was granted which producer id, and where

@@ -8,9 +8,10 @@ use std::io::{self, Write};
 
 use super::model::Report;
 use super::{exchange, producer_id_entry};
+use crate::analysis::writes::Judged;
 use crate::analysis::{Block, Placed};
 use crate::kafka::KeepRaw;
-use crate::pairing::{ClusterEvent, Exchange, Granting};
+use crate::pairing::{ClusterEvent, Exchange, Granting, WriteExchange};
 
 /// What the run prepares for a sink.
 #[derive(Debug, Clone, Copy)]
@@ -53,6 +54,11 @@ pub trait Sink: Send {
     /// A cluster message whose facts were read (a Vote, a BrokerHeartbeat...), as it
     /// comes; only the tree draws them, from their bytes ([`Needs::raw_messages`]).
     fn cluster(&mut self, _ev: &ClusterEvent) -> io::Result<()> {
+        Ok(())
+    }
+    /// A Produce exchange and what became of each of its batches, in the request's
+    /// order, as exchanges complete; only the formats that list writes take them.
+    fn write(&mut self, _ex: &WriteExchange, _judged: &[Judged]) -> io::Result<()> {
         Ok(())
     }
     /// The rest of the report, once the captures are read: its `exchanges` are empty, its

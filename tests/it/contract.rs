@@ -31,7 +31,27 @@ struct Report {
     /// Added (issue 29): the controllers' metadata log, only with `--metadata-log`.
     #[serde(default)]
     metadata_log: Option<MetadataLog>,
+    /// Added (issue 42): what the producers' batches came to, only with Produce traffic.
+    #[serde(default)]
+    writes: Option<Writes>,
     diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Writes {
+    requests: u64,
+    requests_not_read: u64,
+    batches: u64,
+    idempotent_batches: u64,
+    acknowledged: u64,
+    rejected: u64,
+    unanswered: u64,
+    response_unknown: u64,
+    retries_deduplicated: u64,
+    not_appended: u64,
+    producers: u64,
+    errors: BTreeMap<String, u64>,
 }
 
 #[derive(Deserialize)]

@@ -358,7 +358,13 @@ fn bash_completes_the_values_of_fail_on_format_and_color() {
     }
     assert_eq!(
         bash_completes(&["pidshark", "--format", "csv"]).unwrap(),
-        ["csv", "csv-blocks", "csv-producers", "csv-committed"]
+        [
+            "csv",
+            "csv-blocks",
+            "csv-producers",
+            "csv-writes",
+            "csv-committed"
+        ]
     );
     assert_eq!(
         bash_completes(&["pidshark", "--color", "a"]).unwrap(),

@@ -257,3 +257,28 @@ fn what_was_lost_is_said_as_what_the_answer_lacks_and_only_then() {
     // leaders named by address only are a loss only where quorum messages were cut
     assert!(!cut.cost.iter().any(|c| c.kind == CostKind::LeadersUnnamed));
 }
+
+/// Issue 42: what a producer id held twice cost is said with the verdict: the producer
+/// ids written by two producers and the batches acknowledged and never appended.
+#[test]
+fn the_writes_tell_what_a_producer_id_held_twice_cost() {
+    let v = judged(
+        &healthy(),
+        &[(Kind::WriteSharedProducer, 1), (Kind::WriteNotAppended, 3)],
+    );
+    assert_eq!(v.code, Code::CorrectAsFarAsCaptured);
+    assert_eq!(
+        v.headline,
+        "CORRECT AS FAR AS CAPTURED: 3 blocks granted to 2 brokers without overlap or regression, but 1 producer id and epoch was written by two producers (write_shared_producer); 3 batches were acknowledged with success at offsets another producer's batch holds, and never appended (write_not_appended)"
+    );
+    let v = judged(
+        &healthy(),
+        &[(Kind::PidDuplicateGrant, 1), (Kind::WriteNotAppended, 1)],
+    );
+    assert_eq!(v.code, Code::DuplicateProducerIds);
+    assert!(
+        v.headline.ends_with("; the writes show what it cost: 1 batch was acknowledged with success at offsets another producer's batch holds, and never appended (write_not_appended)"),
+        "{}",
+        v.headline
+    );
+}

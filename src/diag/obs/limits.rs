@@ -128,6 +128,11 @@ crate::names::closed_set! {
         /// Node ids seen and named in the cluster's messages: which brokers and
         /// controllers the capture shows.
         Coverage = "coverage",
+        /// Per partition and producer id: the batches the broker appended, against
+        /// which acknowledged ones are judged.
+        Writes = "writes",
+        /// Per producer id and epoch that wrote: its writers.
+        WriteProducers = "write_producers",
     }
 }
 
@@ -176,6 +181,18 @@ impl fmt::Display for AnalysisLimit {
             ),
             AnalysisTable::BlockLengths => {
                 ("block lengths were seen", "are not reported as irregular")
+            }
+            AnalysisTable::Writes => {
+                return write!(
+                    f,
+                    "more than {limit} partitions and producer ids were written to; from frame {frame} on, the batches of those not seen before are counted but not judged (no write_not_appended finding)"
+                );
+            }
+            AnalysisTable::WriteProducers => {
+                return write!(
+                    f,
+                    "more than {limit} producer ids and epochs wrote; from frame {frame} on, the writers of those not seen before are not followed (no write_shared_producer finding)"
+                );
             }
             AnalysisTable::Coverage => {
                 return write!(

@@ -6,9 +6,11 @@ mod findings;
 mod kafka;
 mod limits;
 mod wire;
+mod writes;
 
 pub use committed::*;
 pub use findings::*;
 pub use kafka::*;
 pub use limits::*;
 pub use wire::*;
+pub use writes::*;

@@ -1142,8 +1142,157 @@ fn committed_samples() -> Vec<Sample> {
     ]
 }
 
+fn write_rejected_samples() -> Vec<Sample> {
+    let client = |host, port| SocketAddr::from(([10, 0, 3, host], port));
+    let rejected = obs::WriteRejected {
+        frame: 50,
+        last_frame: 58,
+        producer_id: 2999,
+        producer_epoch: 0,
+        error: NamedCode {
+            code: 45,
+            name: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        },
+        batches: 3,
+        partitions: 2,
+        client: client(1, 40001),
+    };
+    let rejected_facts = |code: i64, name: &str| {
+        vec![
+            ("frame", Fact::Uint(50)),
+            ("last_frame", Fact::Uint(58)),
+            ("producer_id", Fact::Int(2999)),
+            ("producer_epoch", Fact::Int(0)),
+            ("error_code", Fact::Int(code)),
+            ("error", text(name)),
+            ("batches", Fact::Uint(3)),
+            ("partitions", Fact::Uint(2)),
+            ("client", text("10.0.3.1:40001")),
+        ]
+    };
+    vec![
+        (
+            Observation::WriteOutOfSequence(rejected),
+            "3 batches of producer id 2999 epoch 0 from 10.0.3.1:40001 to 2 partitions answered OUT_OF_ORDER_SEQUENCE_NUMBER (frames 50 to 58)",
+            rejected_facts(45, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
+        ),
+        (
+            Observation::WriteFenced(obs::WriteRejected {
+                error: NamedCode {
+                    code: 47,
+                    name: "INVALID_PRODUCER_EPOCH",
+                },
+                ..rejected
+            }),
+            "3 batches of producer id 2999 epoch 0 from 10.0.3.1:40001 to 2 partitions answered INVALID_PRODUCER_EPOCH (frames 50 to 58)",
+            rejected_facts(47, "INVALID_PRODUCER_EPOCH"),
+        ),
+    ]
+}
+
+fn write_samples() -> Vec<Sample> {
+    let client = |host, port| SocketAddr::from(([10, 0, 3, host], port));
+    vec![
+        (
+            Observation::WriteNotAppended(obs::WriteNotAppended {
+                frame: 41,
+                request_frame: 40,
+                topic: "orders",
+                partition: 3,
+                producer_id: 2999,
+                producer_epoch: 0,
+                first_sequence: 0,
+                last_sequence: 4,
+                offset: 120,
+                client: client(2, 40002),
+                client_id: Some("shared-b"),
+                other_frame: 21,
+                other_client: client(1, 40001),
+                other_client_id: None,
+            }),
+            "a batch of producer id 2999 epoch 0 (sequences 0-4) to orders partition 3 from 10.0.3.2:40002 (client id \"shared-b\") was acknowledged at offset 120 (frame 41), where the batch 10.0.3.1:40001 wrote with the same producer id, epoch and sequences but other records was appended (frame 21): the broker took it for a retry and did not append it",
+            vec![
+                ("frame", Fact::Uint(41)),
+                ("request_frame", Fact::Uint(40)),
+                ("topic", text("orders")),
+                ("partition", Fact::Int(3)),
+                ("producer_id", Fact::Int(2999)),
+                ("producer_epoch", Fact::Int(0)),
+                ("first_sequence", Fact::Int(0)),
+                ("last_sequence", Fact::Int(4)),
+                ("offset", Fact::Int(120)),
+                ("client", text("10.0.3.2:40002")),
+                ("client_id", text("shared-b")),
+                ("other_frame", Fact::Uint(21)),
+                ("other_client", text("10.0.3.1:40001")),
+            ],
+        ),
+        (
+            Observation::WriteNotAppended(obs::WriteNotAppended {
+                frame: 45,
+                request_frame: 44,
+                topic: "0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+                partition: 0,
+                producer_id: 7,
+                producer_epoch: 2,
+                first_sequence: 9,
+                last_sequence: 9,
+                offset: 33,
+                client: client(2, 40002),
+                client_id: None,
+                other_frame: 30,
+                other_client: client(1, 40001),
+                other_client_id: Some("shared-a"),
+            }),
+            "a batch of producer id 7 epoch 2 (sequence 9) to 0a1b2c3d4e5f60718293a4b5c6d7e8f9 partition 0 from 10.0.3.2:40002 was acknowledged at offset 33 (frame 45), where the batch 10.0.3.1:40001 (client id \"shared-a\") wrote with the same producer id, epoch and sequences but other records was appended (frame 30): the broker took it for a retry and did not append it",
+            vec![
+                ("frame", Fact::Uint(45)),
+                ("request_frame", Fact::Uint(44)),
+                ("topic", text("0a1b2c3d4e5f60718293a4b5c6d7e8f9")),
+                ("partition", Fact::Int(0)),
+                ("producer_id", Fact::Int(7)),
+                ("producer_epoch", Fact::Int(2)),
+                ("first_sequence", Fact::Int(9)),
+                ("last_sequence", Fact::Int(9)),
+                ("offset", Fact::Int(33)),
+                ("client", text("10.0.3.2:40002")),
+                ("other_frame", Fact::Uint(30)),
+                ("other_client", text("10.0.3.1:40001")),
+                ("other_client_id", text("shared-a")),
+            ],
+        ),
+        (
+            Observation::WriteSharedProducer(obs::WriteSharedProducer {
+                frame: 40,
+                producer_id: 2999,
+                producer_epoch: 0,
+                client: client(2, 40002),
+                client_id: Some("shared-b"),
+                other_frame: 20,
+                other_client: client(1, 40001),
+                other_client_id: Some("shared-a"),
+                why: obs::TwoWriters::ClientIds,
+            }),
+            "producer id 2999 epoch 0 writes from two producers, 10.0.3.2:40002 (client id \"shared-b\") (frame 40) and 10.0.3.1:40001 (client id \"shared-a\") (frame 20): their client ids differ; the broker keeps one sequence per producer id and partition, so it judges their batches as one producer's",
+            vec![
+                ("frame", Fact::Uint(40)),
+                ("producer_id", Fact::Int(2999)),
+                ("producer_epoch", Fact::Int(0)),
+                ("client", text("10.0.3.2:40002")),
+                ("client_id", text("shared-b")),
+                ("other_frame", Fact::Uint(20)),
+                ("other_client", text("10.0.3.1:40001")),
+                ("other_client_id", text("shared-a")),
+                ("evidence", text("client_ids")),
+            ],
+        ),
+    ]
+}
+
 fn samples() -> Vec<Sample> {
     [
+        write_samples(),
+        write_rejected_samples(),
         metadata_log_samples(),
         committed_samples(),
         producer_samples(),

@@ -206,6 +206,12 @@ impl Sink for NdjsonSink {
         for finding in &report.producer_id_blocks.findings {
             self.push_line("finding", finding)?;
         }
+        // the batches of interest as lines of their own, not in the report line
+        if let Some(writes) = &mut report.writes {
+            for batch in std::mem::take(&mut writes.of_interest) {
+                self.push_line("write", &batch)?;
+            }
+        }
         let written = Written {
             report,
             lists: None,
@@ -282,10 +288,11 @@ impl Serialize for Written<'_> {
             controllers,
             controller_timeline,
             metadata_log,
+            writes,
             diagnostics,
         } = self.report;
         let lists = self.lists.as_ref();
-        let mut m = serializer.serialize_struct("Report", 14)?;
+        let mut m = serializer.serialize_struct("Report", 15)?;
         m.serialize_field("format_version", format_version)?;
         m.serialize_field("tool", tool)?;
         if let Some(filters) = filters {
@@ -315,6 +322,9 @@ impl Serialize for Written<'_> {
         m.serialize_field("controller_timeline", controller_timeline)?;
         if let Some(log) = metadata_log {
             m.serialize_field("metadata_log", log)?;
+        }
+        if let Some(writes) = writes {
+            m.serialize_field("writes", writes)?;
         }
         if lists.is_some() {
             m.serialize_field("diagnostics", diagnostics)?;

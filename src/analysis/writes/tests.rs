@@ -1,0 +1,296 @@
+//! The writes analysis on hand-made Produce exchanges: Kafka's duplicate rule replayed,
+//! two producers of one id told apart from one producer's reconnection, refusals grouped.
+
+use super::*;
+use crate::diag::Kind;
+use crate::kafka::produce::request::Request;
+use crate::kafka::produce::response::{Response, TopicResponse};
+use crate::kafka::schema::{RequestHeader, ResponseHeader};
+use crate::pairing::{Endpoints, MessageMeta};
+
+/// A writer: its connection, client address and client id.
+#[derive(Clone, Copy)]
+struct Client {
+    connection: u64,
+    client: &'static str,
+    client_id: &'static str,
+}
+
+const A: Client = Client {
+    connection: 1,
+    client: "10.0.0.1:40001",
+    client_id: "shared-a",
+};
+const B: Client = Client {
+    connection: 2,
+    client: "10.0.0.2:40002",
+    client_id: "shared-b",
+};
+const BROKER: &str = "10.0.0.9:9092";
+
+fn meta(frame: u64) -> MessageMeta {
+    MessageMeta {
+        frame,
+        first_frame: frame,
+        timestamp: Timestamp {
+            secs: frame as i64,
+            nanos: 0,
+            nano: false,
+        },
+        size: 100,
+        origin: None,
+    }
+}
+
+/// One batch of one record: producer id, epoch, sequence, CRC.
+fn batch(pid: i64, epoch: i16, seq: i32, crc: u32) -> BatchHeader {
+    BatchHeader {
+        base_offset: 0,
+        size: 70,
+        magic: 2,
+        crc: Some(crc),
+        attributes: Some(0),
+        last_offset_delta: Some(0),
+        max_timestamp: Some(0),
+        producer_id: Some(pid),
+        producer_epoch: Some(epoch),
+        base_sequence: Some(seq),
+        records_count: Some(1),
+    }
+}
+
+/// A write of `batch` to partition `partition` of topic `t` by `who`, sent at `frame`
+/// and answered at `frame + 1` with `error` and `offset`.
+fn write(
+    who: Client,
+    frame: u64,
+    partition: i32,
+    batch: BatchHeader,
+    answer: (i16, i64),
+) -> WriteExchange {
+    let request = Request {
+        header: RequestHeader {
+            client_id: Some(Some(who.client_id.to_owned())),
+            tagged_fields: None,
+        },
+        transactional_id: Some(None),
+        acks: Some(-1),
+        timeout_ms: Some(30_000),
+        topics: vec![TopicData {
+            name: Some("t".into()),
+            topic_id: None,
+            partitions: vec![PartitionData {
+                index: partition,
+                records_len: Some(batch.size),
+                batches: vec![batch],
+                complete: true,
+            }],
+        }],
+        problem: None,
+        bytes_not_captured: None,
+    };
+    let response = Response {
+        header: ResponseHeader::default(),
+        topics: vec![TopicResponse {
+            name: Some("t".into()),
+            topic_id: None,
+            partitions: vec![PartitionResponse {
+                index: partition,
+                error_code: ErrorCode(answer.0),
+                base_offset: answer.1,
+                log_append_time_ms: Some(-1),
+                log_start_offset: Some(0),
+                record_errors: Vec::new(),
+                error_message: Some(None),
+                current_leader: None,
+            }],
+        }],
+        throttle_time_ms: Some(0),
+        problem: None,
+        bytes_not_captured: None,
+        raw: Vec::new(),
+    };
+    WriteExchange {
+        endpoints: Endpoints {
+            connection: who.connection,
+            client: who.client.parse().unwrap(),
+            server: BROKER.parse().unwrap(),
+        },
+        correlation_id: frame as i32,
+        api_version: 11,
+        request_meta: meta(frame),
+        request: Box::new(request),
+        outcome: Outcome::Complete {
+            meta: meta(frame + 1),
+            response: Box::new(response),
+        },
+    }
+}
+
+fn run(writes: &[WriteExchange]) -> (Tracker, Vec<Finding>) {
+    let mut tracker = Tracker::default();
+    let mut findings = Vec::new();
+    for w in writes {
+        tracker.add(w, &mut findings);
+    }
+    tracker.finish(&mut findings);
+    (tracker, findings)
+}
+
+fn kinds(findings: &[Finding]) -> Vec<Kind> {
+    findings.iter().map(|f| f.kind).collect()
+}
+
+/// KAFKA-20031's outcome: B holds A's producer id and epoch; its first batch repeats the
+/// sequence of A's first, so the broker answers it with A's offset and appends nothing.
+#[test]
+fn a_batch_acknowledged_at_another_batchs_offset_was_not_appended() {
+    let writes = [
+        write(A, 10, 0, batch(2999, 0, 0, 0xa0), (0, 100)),
+        write(A, 12, 0, batch(2999, 0, 1, 0xa1), (0, 101)),
+        write(B, 20, 0, batch(2999, 0, 0, 0xb0), (0, 100)),
+    ];
+    let (tracker, findings) = run(&writes);
+    assert_eq!(
+        kinds(&findings),
+        [Kind::WriteSharedProducer, Kind::WriteNotAppended]
+    );
+    let lost = &findings[1];
+    assert_eq!(lost.frames, [11, 20, 21]);
+    assert!(
+        lost.message
+            .contains("acknowledged at offset 100 (frame 21)"),
+        "{}",
+        lost.message
+    );
+    assert!(
+        lost.message
+            .contains("10.0.0.1:40001 (client id \"shared-a\")"),
+        "{}",
+        lost.message
+    );
+    let shared = &findings[0];
+    assert!(
+        shared.message.contains("their client ids differ"),
+        "{}",
+        shared.message
+    );
+    let totals = tracker.totals();
+    assert_eq!((totals.not_appended, totals.retries_deduplicated), (1, 1));
+    assert_eq!((totals.acknowledged, totals.producers), (3, 1));
+}
+
+/// A producer's own retry resends the same bytes: taken for a retry, as it is.
+#[test]
+fn a_real_retry_is_counted_not_found() {
+    let writes = [
+        write(A, 10, 0, batch(7, 0, 0, 0xa0), (0, 100)),
+        write(A, 14, 0, batch(7, 0, 0, 0xa0), (0, 100)),
+    ];
+    let (tracker, findings) = run(&writes);
+    assert!(findings.is_empty(), "{findings:?}");
+    assert_eq!(tracker.totals().retries_deduplicated, 1);
+    assert_eq!(tracker.totals().not_appended, 0);
+}
+
+/// The broker keeps the last 5 batches per producer id and partition, and forgets them
+/// when the epoch changes: a range it no longer holds is not judged against.
+#[test]
+fn only_the_last_five_batches_of_the_epoch_are_judged_against() {
+    let mut writes: Vec<WriteExchange> = (0..6)
+        .map(|seq| {
+            write(
+                A,
+                10 + 2 * seq as u64,
+                0,
+                batch(7, 0, seq, 0xa0 + seq as u32),
+                (0, 100 + i64::from(seq)),
+            )
+        })
+        .collect();
+    // sequence 0 at offset 100 left the cache when sequence 5 came
+    writes.push(write(B, 40, 0, batch(7, 0, 0, 0xb0), (0, 100)));
+    // a new epoch clears the cache: sequence 1 of epoch 0 is not known there
+    writes.push(write(A, 42, 1, batch(7, 1, 0, 0xc0), (0, 500)));
+    writes.push(write(A, 44, 1, batch(7, 0, 0, 0xc1), (0, 500)));
+    let (tracker, findings) = run(&writes);
+    assert!(
+        !kinds(&findings).contains(&Kind::WriteNotAppended),
+        "{findings:?}"
+    );
+    assert_eq!(tracker.totals().not_appended, 0);
+}
+
+/// One producer that reconnects to a broker writes over two connections one after the
+/// other: one producer. Two connections to one broker at once are two producers.
+#[test]
+fn a_reconnection_is_one_producer_and_interleaved_connections_are_two() {
+    let again = Client {
+        connection: 3,
+        client: "10.0.0.1:40009",
+        ..A
+    };
+    let writes = [
+        write(A, 10, 0, batch(7, 0, 0, 1), (0, 100)),
+        write(again, 20, 0, batch(7, 0, 1, 2), (0, 101)),
+    ];
+    let (_, findings) = run(&writes);
+    assert!(findings.is_empty(), "{findings:?}");
+
+    let writes = [
+        write(A, 10, 0, batch(7, 0, 0, 1), (0, 100)),
+        write(again, 20, 1, batch(7, 0, 0, 2), (0, 200)),
+        write(A, 30, 0, batch(7, 0, 1, 3), (0, 101)),
+    ];
+    let (_, findings) = run(&writes);
+    assert_eq!(kinds(&findings), [Kind::WriteSharedProducer]);
+    assert!(
+        findings[0].message.contains("two connections at once"),
+        "{}",
+        findings[0].message
+    );
+}
+
+/// Refusals are grouped per producer id, epoch and error: sequence errors warn, a fenced
+/// producer is told, other errors are only counted.
+#[test]
+fn refused_batches_are_grouped_by_producer_and_error() {
+    let writes = [
+        write(A, 10, 0, batch(7, 0, 5, 1), (45, -1)),
+        write(A, 12, 1, batch(7, 0, 9, 2), (45, -1)),
+        write(A, 14, 0, batch(8, 2, 0, 3), (47, -1)),
+        write(A, 16, 0, batch(9, 0, 0, 4), (51, -1)),
+    ];
+    let (tracker, findings) = run(&writes);
+    assert_eq!(
+        kinds(&findings),
+        [Kind::WriteOutOfSequence, Kind::WriteFenced]
+    );
+    assert!(
+        findings[0].message.starts_with("2 batches of producer id 7 epoch 0 from 10.0.0.1:40001 to 2 partitions answered OUT_OF_ORDER_SEQUENCE_NUMBER (frames 11 to 13)"),
+        "{}",
+        findings[0].message
+    );
+    let totals = tracker.totals();
+    assert_eq!(totals.rejected, 4);
+    assert_eq!(totals.errors.get(&ErrorCode(51)), Some(&1));
+}
+
+/// Batches without a producer id are counted, never judged.
+#[test]
+fn batches_without_a_producer_id_are_only_counted() {
+    let writes = [
+        write(A, 10, 0, batch(-1, -1, -1, 1), (0, 100)),
+        write(B, 12, 0, batch(-1, -1, -1, 2), (0, 100)),
+    ];
+    let (tracker, findings) = run(&writes);
+    assert!(findings.is_empty());
+    assert_eq!(
+        (
+            tracker.totals().batches,
+            tracker.totals().idempotent_batches
+        ),
+        (2, 0)
+    );
+    assert_eq!(tracker.totals().producers, 0);
+}
