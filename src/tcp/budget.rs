@@ -12,6 +12,10 @@ use crate::packet_ref::PacketRef;
 /// `/proc`, some microseconds, paid for by a mebibyte of input held.
 const RESIDENT_LOOK_EVERY: usize = 1 << 20;
 
+/// Resident growth between two looks that is taken for the other threads' work, not
+/// for what the budget charges.
+const RESIDENT_NOISE: usize = 256 << 10;
+
 /// Charge one packet's step of a shedding pass gives up: a sixty-fourth of the budget
 /// (at least a mebibyte), so a pass of a quarter takes some sixteen packets.
 fn shed_step(max_memory: usize) -> usize {
@@ -133,8 +137,14 @@ impl Budget {
         let Some(now) = self.resident.and_then(|probe| probe()) else {
             return false;
         };
-        let grew = now > self.resident_seen;
-        self.resident_seen = now;
+        // Growth is counted from the figure last judged grown (or a lower one seen
+        // since), so that slow growth adds up; growth within a few pages of it is the
+        // other threads' noise (the analysis's tables, a batch in flight), which would
+        // make what is given up differ from run to run.
+        let grew = now > self.resident_seen.saturating_add(RESIDENT_NOISE);
+        if grew || now < self.resident_seen {
+            self.resident_seen = now;
+        }
         let outgrew = grew && now > self.max_memory;
         if outgrew {
             // shedding frees room the allocator keeps resident: its free pages go back too
