@@ -435,8 +435,20 @@ impl Analyzer {
 
     /// What a cluster message said: where brokers listen, who leads.
     pub fn add_cluster(&mut self, ev: &ClusterEvent) {
-        if let crate::kafka::apis::ClusterFact::BlockAsked { broker_id } = &*ev.fact {
-            self.producers.asked(*broker_id, ev.meta.frame);
+        use crate::kafka::apis::ClusterFact;
+        match &*ev.fact {
+            ClusterFact::BlockAsked { broker_id } => {
+                self.producers.asked(*broker_id, ev.meta.frame);
+            }
+            ClusterFact::Brokers { seen, .. } => {
+                let refused = self.writes.topic_names(&seen.topics);
+                if refused {
+                    let table = (obs::AnalysisTable::TopicNames, writes::MAX_TOPIC_NAMES);
+                    let at = (None, Some(ev.endpoints.connection), ev.meta.timestamp);
+                    self.note(Finding::analysis_limit(table, ev.meta.frame, at));
+                }
+            }
+            _ => {}
         }
         self.addresses.cluster(ev);
         self.coverage.cluster(ev);
@@ -448,7 +460,7 @@ impl Analyzer {
     }
 
     /// One Produce exchange: what became of each of its batches, in the request's order.
-    pub fn add_write(&mut self, ex: &WriteExchange) -> Vec<writes::Judged> {
+    pub fn add_write(&mut self, ex: &WriteExchange) -> writes::WriteJudged {
         let mut found = Vec::new();
         let judged = self.writes.add(ex, &mut found);
         for f in found {

@@ -41,6 +41,8 @@ pub const MAX_PRODUCERS: usize = 65_536;
 const MAX_WRITERS: usize = 8;
 /// Batches of interest listed in the report (those past it are counted).
 pub const MAX_LISTED: usize = 1000;
+/// Topic ids whose names are remembered from Metadata responses.
+pub const MAX_TOPIC_NAMES: usize = 65_536;
 
 const OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode = ErrorCode(45);
 const DUPLICATE_SEQUENCE_NUMBER: ErrorCode = ErrorCode(46);
@@ -98,6 +100,16 @@ crate::names::closed_set! {
     }
 }
 
+/// What became of a Produce exchange's batches, in the request's order, and the name of
+/// each of its topics (in its order): from the request itself (versions 0 to 12) or, for
+/// a topic named by id (version 13), from a Metadata response of the capture that gave
+/// that id's name, when one did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteJudged {
+    pub batches: Vec<Judged>,
+    pub topic_names: Vec<Option<String>>,
+}
+
 /// One batch's outcome: what became of it, and the offset it was answered at when it was
 /// answered with success (the first batch's base offset, and the next ones' after it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,10 +157,15 @@ impl Topic {
         }
     }
 
-    fn shown(&self) -> String {
+    /// Its name, or for an id the name a Metadata response gave it, else the id as
+    /// 32 hex digits.
+    fn shown(&self, names: &HashMap<[u8; 16], Box<str>>) -> String {
         match self {
             Self::Name(name) => name.to_string(),
-            Self::Id(id) => id.iter().map(|b| format!("{b:02x}")).collect(),
+            Self::Id(id) => match names.get(id) {
+                Some(name) => name.to_string(),
+                None => id.iter().map(|b| format!("{b:02x}")).collect(),
+            },
         }
     }
 }
@@ -209,6 +226,9 @@ pub struct Tracker {
     producers_full: bool,
     listed: Vec<ListedBatch>,
     listed_more: u64,
+    /// Topic names by id, from Metadata responses.
+    names: HashMap<[u8; 16], Box<str>>,
+    names_full: bool,
 }
 
 /// One exchange's place, for the findings it raises.
@@ -222,6 +242,35 @@ struct Place<'a> {
 impl Tracker {
     pub fn totals(&self) -> &WriteTotals {
         &self.totals
+    }
+
+    /// Topic ids and names a Metadata response gave. `true` when the
+    /// first past [`MAX_TOPIC_NAMES`] was refused (said once).
+    pub fn topic_names(&mut self, topics: &[([u8; 16], String)]) -> bool {
+        let mut refused = false;
+        for (id, name) in topics {
+            if self.names.len() >= MAX_TOPIC_NAMES && !self.names.contains_key(id) {
+                refused = !self.names_full;
+                self.names_full = true;
+                continue;
+            }
+            if self.names.get(id).is_none_or(|known| **known != **name) {
+                self.names.insert(*id, name.as_str().into());
+            }
+        }
+        refused
+    }
+
+    /// The name of each of a request's topics, in its order.
+    fn names_of(&self, topics: &[TopicData]) -> Vec<Option<String>> {
+        topics
+            .iter()
+            .map(|t| match (&t.name, &t.topic_id) {
+                (Some(name), _) => Some(name.clone()),
+                (None, Some(id)) => self.names.get(id).map(|name| name.to_string()),
+                (None, None) => None,
+            })
+            .collect()
     }
 
     /// The batches of interest listed, and how many more there were.
@@ -261,7 +310,8 @@ impl Tracker {
                 self.listed_more += 1;
                 continue;
             }
-            let topic = Topic::of(topic.name.as_deref(), topic.topic_id).map(|t| t.shown());
+            let topic =
+                Topic::of(topic.name.as_deref(), topic.topic_id).map(|t| t.shown(&self.names));
             self.listed.push(ListedBatch {
                 connection: ex.endpoints.connection,
                 client: ex.endpoints.client,
@@ -282,7 +332,7 @@ impl Tracker {
     }
 
     /// One Produce exchange: what became of each of its batches, in the request's order.
-    pub fn add(&mut self, ex: &WriteExchange, findings: &mut Vec<Finding>) -> Vec<Judged> {
+    pub fn add(&mut self, ex: &WriteExchange, findings: &mut Vec<Finding>) -> WriteJudged {
         let mut judged = Vec::new();
         self.totals.requests += 1;
         if ex.request.problem.is_some() {
@@ -336,7 +386,10 @@ impl Tracker {
             }
         }
         self.list(ex, &judged);
-        judged
+        WriteJudged {
+            batches: judged,
+            topic_names: self.names_of(&ex.request.topics),
+        }
     }
 
     fn count_batches(&mut self, batches: &[BatchHeader]) {
@@ -433,7 +486,7 @@ impl Tracker {
                     return WriteOutcome::Retry;
                 }
                 self.totals.not_appended += 1;
-                let batch = (topic.shown(), partition, producer_id);
+                let batch = (topic.shown(&self.names), partition, producer_id);
                 findings.push(not_appended(
                     place,
                     batch,

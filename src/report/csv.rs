@@ -14,7 +14,7 @@ use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
 use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::committed::Delivery;
-use crate::analysis::writes::Judged;
+use crate::analysis::writes::WriteJudged;
 use crate::analysis::{Block, BlockOrder, Detail, Placed};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::{self, ExchangeOrder, Granting, WriteExchange};
@@ -196,7 +196,7 @@ fn exchange_row(ex: &Exchange) -> Vec<String> {
 
 /// The rows of one Produce exchange: one per batch, in the request's order, with what
 /// became of it (`judged`, in the same order).
-fn write_rows_of(ex: &WriteExchange, judged: &[Judged], out: &mut Vec<u8>) -> io::Result<()> {
+fn write_rows_of(ex: &WriteExchange, judged: &WriteJudged, out: &mut Vec<u8>) -> io::Result<()> {
     let req = &ex.request;
     let response = ex.outcome.response();
     let hex = |id: &[u8; 16]| id.iter().map(|b| format!("{b:02x}")).collect::<String>();
@@ -214,14 +214,15 @@ fn write_rows_of(ex: &WriteExchange, judged: &[Judged], out: &mut Vec<u8>) -> io
         UnixTime(ex.request_meta.timestamp).seconds().to_string(),
         text(response.map(|(meta, _)| meta.frame)),
     ];
-    let mut judged = judged.iter();
-    for topic in &req.topics {
+    let mut batches = judged.batches.iter();
+    for (t, topic) in req.topics.iter().enumerate() {
+        let name = judged.topic_names.get(t).cloned().flatten();
         for partition in &topic.partitions {
             for (index, b) in partition.batches.iter().enumerate() {
-                let j = judged.next();
+                let j = batches.next();
                 let mut row = head.to_vec();
                 row.extend([
-                    text(topic.name.clone()),
+                    text(name.clone()),
                     text(topic.topic_id.as_ref().map(hex)),
                     partition.index.to_string(),
                     index.to_string(),
@@ -496,7 +497,7 @@ impl Sink for CsvSink {
         }
     }
 
-    fn write(&mut self, ex: &WriteExchange, judged: &[Judged]) -> io::Result<()> {
+    fn write(&mut self, ex: &WriteExchange, judged: &WriteJudged) -> io::Result<()> {
         match &mut self.rows {
             Rows::Writes(rows) => rows.push(order_of(ex), |out| write_rows_of(ex, judged, out)),
             _ => Ok(()),

@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 
 use super::model::{self, Report};
 use super::sink::{Analysed, Needs, Sink};
-use crate::analysis::writes::Judged;
+use crate::analysis::writes::WriteJudged;
 use crate::analysis::{Placed, Placement};
 use crate::kafka::decoded::Undecoded;
 use crate::kafka::tables::ErrorCode;
@@ -307,7 +307,7 @@ impl Sink for Filtered<'_> {
 
     /// Writes are kept to the connection `--connection` names; the other filters are
     /// about the controller's exchanges.
-    fn write(&mut self, ex: &WriteExchange, judged: &[Judged]) -> io::Result<()> {
+    fn write(&mut self, ex: &WriteExchange, judged: &WriteJudged) -> io::Result<()> {
         match self.filter.connection {
             Some(c) if c != ex.endpoints.connection => Ok(()),
             _ => self.inner.write(ex, judged),

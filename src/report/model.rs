@@ -929,7 +929,8 @@ pub struct WriteBatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
     /// The error it was refused with, by name.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "error_name_schema")]
     pub error: Option<String>,
 }
 

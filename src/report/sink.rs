@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use super::model::Report;
 use super::{exchange, producer_id_entry};
-use crate::analysis::writes::Judged;
+use crate::analysis::writes::WriteJudged;
 use crate::analysis::{Block, Placed};
 use crate::kafka::KeepRaw;
 use crate::pairing::{ClusterEvent, Exchange, Granting, WriteExchange};
@@ -58,7 +58,7 @@ pub trait Sink: Send {
     }
     /// A Produce exchange and what became of each of its batches, in the request's
     /// order, as exchanges complete; only the formats that list writes take them.
-    fn write(&mut self, _ex: &WriteExchange, _judged: &[Judged]) -> io::Result<()> {
+    fn write(&mut self, _ex: &WriteExchange, _judged: &WriteJudged) -> io::Result<()> {
         Ok(())
     }
     /// The rest of the report, once the captures are read: its `exchanges` are empty, its

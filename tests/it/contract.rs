@@ -52,6 +52,36 @@ struct Writes {
     not_appended: u64,
     producers: u64,
     errors: BTreeMap<String, u64>,
+    #[serde(default)]
+    of_interest: Vec<WriteBatch>,
+    of_interest_not_listed: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteBatch {
+    connection: u64,
+    client: String,
+    server: String,
+    client_id: Option<String>,
+    transactional_id: Option<String>,
+    correlation_id: i32,
+    api_version: i16,
+    request_frame: u64,
+    response_frame: Option<u64>,
+    timestamp: String,
+    unix_time: f64,
+    topic: Option<String>,
+    partition: i32,
+    producer_id: Option<i64>,
+    producer_epoch: Option<i16>,
+    first_sequence: Option<i32>,
+    last_sequence: Option<i32>,
+    records: Option<i32>,
+    crc: Option<u32>,
+    outcome: String,
+    offset: Option<i64>,
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -48,3 +48,4 @@ pub mod variants;
 mod verdict;
 mod walkthrough;
 pub mod wireshark;
+mod writes_real;

@@ -294,3 +294,50 @@ fn batches_without_a_producer_id_are_only_counted() {
     );
     assert_eq!(tracker.totals().producers, 0);
 }
+
+/// From Produce version 13 a request names its topics by id: a Metadata response's name
+/// for that id names it in the findings and the rows; without one, the id does.
+#[test]
+fn a_topic_named_by_id_takes_the_name_a_metadata_response_gave() {
+    let by_id = |mut w: WriteExchange| {
+        let topic = &mut w.request.topics[0];
+        (topic.name, topic.topic_id) = (None, Some([7; 16]));
+        let Outcome::Complete { response, .. } = &mut w.outcome else {
+            unreachable!("answered");
+        };
+        let answer = &mut response.topics[0];
+        (answer.name, answer.topic_id) = (None, Some([7; 16]));
+        w
+    };
+    let writes = [
+        by_id(write(A, 10, 0, batch(7, 0, 0, 1), (0, 100))),
+        by_id(write(B, 12, 0, batch(7, 0, 0, 2), (0, 100))),
+    ];
+    let (_, findings) = run(&writes);
+    let lost = findings
+        .iter()
+        .find(|f| f.kind == Kind::WriteNotAppended)
+        .unwrap();
+    assert!(
+        lost.message
+            .contains(&format!("to {} partition 0", "07".repeat(16))),
+        "{}",
+        lost.message
+    );
+
+    let mut tracker = Tracker::default();
+    assert!(!tracker.topic_names(&[([7; 16], "orders".to_owned())]));
+    let mut findings = Vec::new();
+    let judged = tracker.add(&writes[0], &mut findings);
+    assert_eq!(judged.topic_names, [Some("orders".to_owned())]);
+    tracker.add(&writes[1], &mut findings);
+    let lost = findings
+        .iter()
+        .find(|f| f.kind == Kind::WriteNotAppended)
+        .unwrap();
+    assert!(
+        lost.message.contains("to orders partition 0"),
+        "{}",
+        lost.message
+    );
+}

@@ -133,6 +133,8 @@ crate::names::closed_set! {
         Writes = "writes",
         /// Per producer id and epoch that wrote: its writers.
         WriteProducers = "write_producers",
+        /// Topic names by id, from Metadata responses.
+        TopicNames = "topic_names",
     }
 }
 
@@ -186,6 +188,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "more than {limit} partitions and producer ids were written to; from frame {frame} on, the batches of those not seen before are counted but not judged (no write_not_appended finding)"
+                );
+            }
+            AnalysisTable::TopicNames => {
+                return write!(
+                    f,
+                    "more than {limit} topic ids were named in Metadata responses; from frame {frame} on, those not seen before are not remembered, and writes to them name the topic by its id"
                 );
             }
             AnalysisTable::WriteProducers => {

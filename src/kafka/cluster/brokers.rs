@@ -31,6 +31,9 @@ pub struct BrokersSeen {
     pub endpoint_type: Option<i8>,
     /// DescribeCluster's top-level `ErrorCode`; `None` for Metadata.
     pub error_code: Option<ErrorCode>,
+    /// Metadata v10+: each topic's id and name (those with both), so that a Produce
+    /// request of version 13, which names topics by id, can be told by name.
+    pub topics: Vec<([u8; 16], String)>,
 }
 
 /// One node of the list, with its address as the cluster advertises it (`host` may be a
@@ -76,13 +79,83 @@ pub fn metadata_response(message: &[u8], version: i16) -> Result<BrokersSeen, De
         0 => None,
         _ => Some(w.i32("ControllerId")?),
     };
+    // The brokers are what the capture needs most: a message cut among the topics (a
+    // snaplen) still gives them, with the topics read whole before the cut.
+    let mut topics = Vec::new();
+    match metadata_rest(&mut w, &mut topics) {
+        Ok(()) | Err(DecodeError::Short { .. }) => {}
+        Err(err) => return Err(err),
+    }
     Ok(BrokersSeen {
         brokers,
         cluster_id,
         controller_id,
         endpoint_type: None,
         error_code: None,
+        topics,
     })
+}
+
+/// A Metadata response after `ControllerId`: its topics (the id and name of each that has
+/// both, v10+, into `topics` as they are read) and the fields after them, to its end.
+fn metadata_rest(
+    w: &mut Wire<'_>,
+    topics: &mut Vec<([u8; 16], String)>,
+) -> Result<(), DecodeError> {
+    let version = w.version;
+    let count = w.array_len("Topics")?;
+    for _ in 0..count {
+        w.i16("Topics.ErrorCode")?;
+        let name = match version {
+            12.. => w.nullable_string("Topics.Name")?,
+            _ => Some(w.string("Topics.Name")?),
+        };
+        let id = (version >= 10)
+            .then(|| w.uuid("Topics.TopicId"))
+            .transpose()?;
+        if version >= 1 {
+            w.bool("Topics.IsInternal")?;
+        }
+        let partitions = w.array_len("Topics.Partitions")?;
+        for _ in 0..partitions {
+            w.i16("Partitions.ErrorCode")?;
+            w.i32("Partitions.PartitionIndex")?;
+            w.i32("Partitions.LeaderId")?;
+            if version >= 7 {
+                w.i32("Partitions.LeaderEpoch")?;
+            }
+            let lists: &[&'static str] = match version {
+                5.. => &[
+                    "Partitions.ReplicaNodes",
+                    "Partitions.IsrNodes",
+                    "Partitions.OfflineReplicas",
+                ],
+                _ => &["Partitions.ReplicaNodes", "Partitions.IsrNodes"],
+            };
+            for list in lists {
+                for _ in 0..w.array_len(list)? {
+                    w.i32(list)?;
+                }
+            }
+            w.tags()?;
+        }
+        if version >= 8 {
+            w.i32("Topics.TopicAuthorizedOperations")?;
+        }
+        w.tags()?;
+        // the all-zero id is Kafka's "none"
+        if let (Some(id), Some(name)) = (id.filter(|id| *id != [0; 16]), name) {
+            topics.push((id, name));
+        }
+    }
+    if (8..=10).contains(&version) {
+        w.i32("ClusterAuthorizedOperations")?;
+    }
+    if version >= 13 {
+        w.i16("ErrorCode")?;
+    }
+    w.tags()?;
+    w.r.finish()
 }
 
 /// The nodes of a DescribeCluster response of `version` (`message` starts at the
@@ -122,6 +195,7 @@ pub fn describe_cluster_response(message: &[u8], version: i16) -> Result<Brokers
         controller_id: Some(controller_id),
         endpoint_type,
         error_code: Some(error_code),
+        topics: Vec::new(),
     })
 }
 
@@ -172,6 +246,7 @@ mod tests {
             controller_id: (version >= 1).then_some(102),
             endpoint_type: None,
             error_code: None,
+            topics: Vec::new(),
         }
     }
 
@@ -182,6 +257,49 @@ mod tests {
             assert_eq!(seen, Ok(metadata_seen(version)), "v{version}");
         }
         assert!(metadata_response(&metadata(14), 14).is_err());
+    }
+
+    /// A Metadata response read to its end: each topic's id and name (v10+, so that a
+    /// Produce v13 naming topics by id can be told by name), past its partitions.
+    #[test]
+    fn reads_the_topic_ids_and_names_of_a_whole_metadata_response() {
+        for version in [9, 10, 12, 13] {
+            let mut m = Msg::response(METADATA, version).i32(0).array(0);
+            m = m.nullable_string(Some("cid")).i32(1).array(2);
+            for (name, fill) in [(Some("orders"), 7u8), (None, 9)] {
+                m = m.i16(0);
+                m = match (version, name) {
+                    (12.., name) => m.nullable_string(name),
+                    (_, name) => m.string(name.unwrap_or("audit")),
+                };
+                if version >= 10 {
+                    m = m.uuid(fill);
+                }
+                m = m.bool(false).array(1).i16(0).i32(0).i32(1).i32(5);
+                m = m.array(2).i32(1).i32(2).array(1).i32(1).array(0).tags();
+                m = m.i32(0).tags();
+            }
+            if (8..=10).contains(&version) {
+                m = m.i32(0);
+            }
+            if version >= 13 {
+                m = m.i16(0);
+            }
+            let bytes = m.tags().bytes;
+            let seen = metadata_response(&bytes, version).unwrap();
+            let expected = match version {
+                12.. => vec![([7u8; 16], "orders".to_owned())],
+                10 | 11 => vec![
+                    ([7; 16], "orders".to_owned()),
+                    ([9; 16], "audit".to_owned()),
+                ],
+                _ => vec![],
+            };
+            assert_eq!(seen.topics, expected, "v{version}");
+            let mut trailing = bytes.clone();
+            trailing.push(0);
+            assert!(metadata_response(&trailing, version).is_err(), "v{version}");
+        }
     }
 
     #[test]
@@ -276,6 +394,7 @@ mod tests {
             controller_id: Some(3002),
             endpoint_type: (version >= 1).then_some(2),
             error_code: Some(ErrorCode::NONE),
+            topics: Vec::new(),
         }
     }
 

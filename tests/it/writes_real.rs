@@ -1,0 +1,498 @@
+//! Issue 42: what two producers sharing one producer id wrote, on real clusters. The
+//! rig's `shared-pid` scenario (scripts/kafka/rig, scripts/kafka/SharedPid.java) forces
+//! two idempotent Java producers to hold one producer id and epoch, on Kafka 3.9.1 and
+//! 4.4.0. Truth we did not write: each client's own record of every Produce attempt
+//! (correlation id, the error it was told, and for a success the offset), and Kafka's
+//! `DumpLogSegments` of the topic's partition logs (every batch appended: offsets,
+//! producer id, epoch, sequences, CRC). pidshark's rows (`--format csv-writes`) and
+//! `write_not_appended` findings must equal them batch for batch, and tshark must find
+//! every Produce message where pidshark does.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::common::{pidshark, root};
+
+const RELEASES: [&str; 2] = ["4.4.0", "3.9.1"];
+const DIR: &str = "fixtures/kafka-real";
+
+fn truth(release: &str) -> Value {
+    let path = root().join(format!("{DIR}/{release}-shared-pid.truth.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn capture(release: &str) -> String {
+    format!("{DIR}/{release}-shared-pid.pcap.gz")
+}
+
+/// pidshark's rows of `--format csv-writes` of a release's shared-pid capture.
+fn rows(release: &str) -> Vec<BTreeMap<String, String>> {
+    rows_of(&capture(release))
+}
+
+/// pidshark's rows of `--format csv-writes` of `file`, by column name.
+fn rows_of(file: &str) -> Vec<BTreeMap<String, String>> {
+    let out = pidshark()
+        .args([file, "--format", "csv-writes"])
+        .assert()
+        .success();
+    let mut reader = csv::Reader::from_reader(&out.get_output().stdout[..]);
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            header
+                .iter()
+                .cloned()
+                .zip(r.iter().map(str::to_owned))
+                .collect()
+        })
+        .collect()
+}
+
+fn report(release: &str) -> Value {
+    let out = pidshark().arg(capture(release)).assert().success();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+/// What a client was told, per Produce attempt: (client id, correlation id) to (partition,
+/// error, and for the last attempt of a send its outcome and offset).
+type Told = BTreeMap<(String, i64), (i64, String, Option<(String, i64)>)>;
+
+fn told(truth: &Value) -> Told {
+    let mut told = Told::new();
+    for send in truth["client_sends"].as_array().unwrap() {
+        if send["event"] != "send" {
+            continue;
+        }
+        let client_id = send["client_id"].as_str().unwrap().to_owned();
+        let attempts = send["produce_attempts"].as_array().unwrap();
+        for (i, a) in attempts.iter().enumerate() {
+            let last = i + 1 == attempts.len();
+            let outcome = last.then(|| {
+                let outcome = send["outcome"].as_str().unwrap().to_owned();
+                (outcome, send["offset"].as_i64().unwrap_or(-1))
+            });
+            let key = (client_id.clone(), a["correlation_id"].as_i64().unwrap());
+            let error = a["error"].as_str().unwrap().to_owned();
+            told.insert(key, (send["partition"].as_i64().unwrap(), error, outcome));
+        }
+    }
+    told
+}
+
+/// Every Produce attempt a client made is a row of pidshark's, with the answer the client
+/// was told; every batch the clients were told was appended is in the log at its offset
+/// with the row's producer id, epoch, sequence and CRC; every batch acknowledged and not
+/// appended finds another batch (another CRC) at its offset in the log.
+#[test]
+fn every_write_is_what_the_clients_were_told_and_the_log_holds() {
+    for release in RELEASES {
+        let truth = truth(release);
+        let told = told(&truth);
+        let rows = rows(release);
+        let by_attempt: BTreeMap<(String, i64), &BTreeMap<String, String>> = rows
+            .iter()
+            .map(|r| {
+                let corr = r["correlation_id"].parse().unwrap();
+                ((r["client_id"].clone(), corr), r)
+            })
+            .collect();
+        assert_eq!(
+            by_attempt.keys().collect::<BTreeSet<_>>(),
+            told.keys().collect::<BTreeSet<_>>(),
+            "{release}: the Produce attempts"
+        );
+        let log = &truth["appended_batches"];
+        let topic = truth["topic"]["name"].as_str().unwrap();
+        let (mut appended, mut lost) = (0, 0);
+        for (key, (partition, error, outcome)) in &told {
+            let row = by_attempt[key];
+            let what = format!("{release} {key:?}");
+            assert_eq!(row["partition"], partition.to_string(), "{what}");
+            // by name: from the request (v11), or from a Metadata response for its id (v13)
+            assert_eq!(row["topic"], topic, "{what}");
+            if error != "NONE" {
+                assert_eq!(row["outcome"], "rejected", "{what}");
+                assert_eq!(&row["error"], error, "{what}");
+                continue;
+            }
+            let Some((outcome, offset)) = outcome else {
+                panic!("{what}: a success that was not the send's last attempt");
+            };
+            assert_eq!(row["offset"], offset.to_string(), "{what}");
+            let in_log = log[format!("{topic}-{partition}")]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["base_offset"].as_i64() == Some(*offset))
+                .unwrap_or_else(|| panic!("{what}: no batch at offset {offset} in the log"));
+            let crc = in_log["crc"].as_u64().unwrap().to_string();
+            match outcome.as_str() {
+                "appended" => {
+                    appended += 1;
+                    assert_eq!(row["outcome"], "appended", "{what}");
+                    assert_eq!(row["crc"], crc, "{what}: the batch in the log");
+                    for (ours, theirs) in [
+                        ("producer_id", "producer_id"),
+                        ("producer_epoch", "producer_epoch"),
+                        ("first_sequence", "base_sequence"),
+                        ("last_sequence", "last_sequence"),
+                    ] {
+                        assert_eq!(row[ours], in_log[theirs].to_string(), "{what}: {ours}");
+                    }
+                }
+                "acknowledged_not_appended" => {
+                    lost += 1;
+                    assert_eq!(row["outcome"], "not_appended", "{what}");
+                    assert_ne!(row["crc"], crc, "{what}: another batch holds the offset");
+                }
+                other => panic!("{what}: outcome {other}"),
+            }
+        }
+        assert!(
+            appended >= 20 && lost >= 9,
+            "{release}: {appended} appended, {lost} lost"
+        );
+        // Every batch of the producers in the log is a row told appended.
+        let logged: usize = log
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|batches| batches.as_array().unwrap().len())
+            .sum();
+        let rows_appended = rows.iter().filter(|r| r["outcome"] == "appended").count();
+        assert_eq!(logged, rows_appended, "{release}: batches in the log");
+    }
+}
+
+/// The findings: one `write_not_appended` per batch the clients were told was written and
+/// never was, naming the client that wrote it and the one whose batch holds its offset;
+/// the two producers of one id are a `write_shared_producer`; the verdict says so.
+#[test]
+fn each_batch_acknowledged_and_not_appended_is_a_finding() {
+    for release in RELEASES {
+        let truth = truth(release);
+        let mut expected: BTreeSet<(i64, String, i64, i64)> = BTreeSet::new();
+        for send in truth["client_sends"].as_array().unwrap() {
+            if send["outcome"] == "acknowledged_not_appended" {
+                expected.insert((
+                    send["partition"].as_i64().unwrap(),
+                    send["client_id"].as_str().unwrap().to_owned(),
+                    send["seq"].as_i64().unwrap(),
+                    send["offset"].as_i64().unwrap(),
+                ));
+            }
+        }
+        let report = report(release);
+        let diagnostics = report["diagnostics"].as_array().unwrap();
+        let found: BTreeSet<(i64, String, i64, i64)> = diagnostics
+            .iter()
+            .filter(|d| d["kind"] == "write_not_appended")
+            .map(|d| {
+                let f = &d["facts"];
+                assert_ne!(
+                    f["client_id"], f["other_client_id"],
+                    "{release}: {}",
+                    d["message"]
+                );
+                (
+                    f["partition"].as_i64().unwrap(),
+                    f["client_id"].as_str().unwrap().to_owned(),
+                    f["first_sequence"].as_i64().unwrap(),
+                    f["offset"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(found, expected, "{release}");
+        assert_eq!(
+            report["writes"]["not_appended"],
+            expected.len(),
+            "{release}"
+        );
+        let shared = diagnostics
+            .iter()
+            .filter(|d| d["kind"] == "write_shared_producer")
+            .count();
+        assert!(shared >= 1, "{release}: no write_shared_producer");
+        let headline = report["verdict"]["headline"].as_str().unwrap();
+        assert!(
+            headline.contains("write_not_appended"),
+            "{release}: {headline}"
+        );
+        // a gate on the kind: this capture fails it, a healthy one passes
+        pidshark()
+            .args([
+                &capture(release),
+                "--quiet",
+                "--fail-on",
+                "write_not_appended",
+            ])
+            .assert()
+            .code(1);
+        let healthy = format!("{DIR}/{release}-transactions.pcap.gz");
+        pidshark()
+            .args([
+                &healthy,
+                "--quiet",
+                "--fail-on",
+                "write_not_appended,write_shared_producer",
+            ])
+            .assert()
+            .code(0);
+    }
+}
+
+/// tshark's Kafka responses from the brokers: (frame, stream, correlation id). Wireshark
+/// 4.0 does not pair Produce v11 and v13 responses with their requests ("Request
+/// missing"), so the answers are those on a request's stream with its correlation id.
+fn tshark_responses(path: &str, ports: &[u16], brokers: &[u16]) -> BTreeSet<(u64, u64, i64)> {
+    let out = std::process::Command::new("tshark")
+        .args(["-r", path, "-n"])
+        .args(crate::wireshark::decode_as(ports))
+        .args(["-Y", "kafka && !kafka.request_key", "-T", "fields"])
+        .args(["-E", "aggregator=;"])
+        .args([
+            "-e",
+            "frame.number",
+            "-e",
+            "tcp.stream",
+            "-e",
+            "tcp.srcport",
+        ])
+        .args(["-e", "kafka.correlation_id"])
+        .output()
+        .expect("tshark runs");
+    let mut responses = BTreeSet::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [frame, stream, port, corrs] = cols[..] else {
+            panic!("unexpected tshark line {line:?}");
+        };
+        if !brokers.contains(&port.parse().unwrap()) {
+            continue;
+        }
+        for corr in corrs.split(';').filter(|c| !c.is_empty()) {
+            responses.insert((
+                frame.parse().unwrap(),
+                stream.parse().unwrap(),
+                corr.parse().unwrap(),
+            ));
+        }
+    }
+    responses
+}
+
+/// tshark finds every Produce request and response where pidshark does: the same frame,
+/// TCP stream and correlation id.
+#[test]
+fn wireshark_agrees_on_every_produce_message() {
+    if !crate::wireshark::have_tshark() {
+        return;
+    }
+    let captures = RELEASES
+        .map(|r| format!("{r}-shared-pid"))
+        .into_iter()
+        .chain(["4.4.0-epoch-exhaustion".to_owned()]);
+    for name in captures {
+        let release = name.as_str();
+        let truth: Value = serde_json::from_str(
+            &std::fs::read_to_string(root().join(format!("{DIR}/{name}.truth.json"))).unwrap(),
+        )
+        .unwrap();
+        let ports = crate::kafka_real::ports(&truth);
+        let brokers: Vec<u16> = (truth["broker_ports"].as_object().unwrap().values())
+            .map(|p| p.as_u64().unwrap() as u16)
+            .collect();
+        let file = format!("{DIR}/{name}.pcap.gz");
+        let path = root().join(&file);
+        let path = path.to_str().unwrap();
+        let mut theirs = crate::wireshark::tshark_frames_of_keys(path, &ports, &["0"]);
+        let (their_requests, _) = theirs.remove(0);
+        let their_responses: BTreeSet<(u64, u64, i64)> = tshark_responses(path, &ports, &brokers)
+            .into_iter()
+            .filter(|(_, stream, corr)| {
+                their_requests
+                    .iter()
+                    .any(|(_, s, c)| (s, c) == (stream, corr))
+            })
+            .collect();
+        let (mut requests, mut responses) = (BTreeSet::new(), BTreeSet::new());
+        for r in rows_of(&file) {
+            let n = |c: &str| r[c].parse::<u64>().unwrap();
+            let (conn, corr) = (n("connection"), r["correlation_id"].parse::<i64>().unwrap());
+            requests.insert((n("request_frame"), conn, corr));
+            if !r["response_frame"].is_empty() {
+                responses.insert((n("response_frame"), conn, corr));
+            }
+        }
+        assert!(requests.len() >= 30, "{release}: {}", requests.len());
+        assert_eq!(requests, their_requests, "{release}: Produce requests");
+        assert_eq!(responses, their_responses, "{release}: Produce responses");
+    }
+}
+
+/// A healthy cluster's writes raise nothing: the transactional and idempotent producers
+/// of the `transactions` scenario write thousands of batches, and no `write_` finding of
+/// warning or error comes of them.
+#[test]
+fn healthy_producers_raise_no_write_finding() {
+    for release in RELEASES {
+        let out = pidshark()
+            .arg(format!("{DIR}/{release}-transactions.pcap.gz"))
+            .assert()
+            .success();
+        let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        let writes = &report["writes"];
+        assert!(
+            writes["batches"].as_u64().unwrap() >= 2000,
+            "{release}: {writes}"
+        );
+        assert_eq!(writes["not_appended"], 0, "{release}");
+        let loud: Vec<&Value> = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].as_str().unwrap().starts_with("write_"))
+            .filter(|d| d["severity"] != "info")
+            .collect();
+        assert!(loud.is_empty(), "{release}: {loud:#?}");
+    }
+}
+
+/// Issue 42, point 1, on a real 4.4.0 cluster (transactions v2, the rig's
+/// `epoch-exhaustion` scenario, scripts/kafka/EpochRun.java): one transactional id runs
+/// 32,772 transactions, each EndTxn bumping its epoch, until the coordinator hands it a
+/// new producer id at epoch 0 in the EndTxn answer to epoch 32766. The capture holds the
+/// last 72; every EndTxn entry equals what the Java client itself sent and was told
+/// (recorded by reflection on its TransactionManager), the new id is a grant that is not
+/// an epoch bump and no duplicate, and every data batch is the one the client wrote.
+#[test]
+fn a_used_up_epoch_gets_a_new_producer_id_at_a_transactions_end() {
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join(format!("{DIR}/4.4.0-epoch-exhaustion.truth.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    let capture = format!("{DIR}/4.4.0-epoch-exhaustion.pcap.gz");
+    let out = pidshark().arg(&capture).assert().success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let entries: BTreeMap<i64, &Value> = report["producer_ids"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["api"] == "end_txn")
+        .map(|e| (e["correlation_id"].as_i64().unwrap(), e))
+        .collect();
+    let recorded = truth["transactions_recorded"].as_array().unwrap();
+    assert_eq!(entries.len(), recorded.len(), "EndTxn exchanges");
+    let n = |v: &Value| v.as_i64().unwrap();
+    let mut rotations = 0;
+    for txn in recorded {
+        let end = &txn["end_txn"];
+        let e = entries[&n(&end["correlation_id"])];
+        let (req, resp) = (&end["request"], &end["response"]);
+        assert_eq!(n(&e["requested_producer_id"]), n(&req["producerId"]));
+        assert_eq!(n(&e["requested_producer_epoch"]), n(&req["producerEpoch"]));
+        assert_eq!(n(&e["producer_id"]), n(&resp["producerId"]));
+        assert_eq!(n(&e["producer_epoch"]), n(&resp["producerEpoch"]));
+        let bump = resp["producerId"] == req["producerId"];
+        match bump {
+            true => assert_eq!(e["placement"], "epoch_bump", "{e}"),
+            false => {
+                rotations += 1;
+                assert_ne!(e["placement"], "epoch_bump", "{e}");
+                assert_eq!(n(&req["producerEpoch"]), 32766, "{e}");
+                assert_eq!(n(&resp["producerEpoch"]), 0, "{e}");
+            }
+        }
+    }
+    assert_eq!(rotations, 1, "one new producer id");
+    let diagnostics = report["diagnostics"].as_array().unwrap();
+    assert!(
+        !diagnostics
+            .iter()
+            .any(|d| d["kind"] == "pid_duplicate_grant"),
+        "a transactional producer going on with a new id is no duplicate"
+    );
+    // each transaction's data batch, as the client wrote it and the log holds it
+    let rows = pidshark()
+        .args([&capture, "--format", "csv-writes"])
+        .assert()
+        .success();
+    let mut reader = csv::Reader::from_reader(&rows.get_output().stdout[..]);
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: BTreeMap<(i64, i64), (String, String, String)> = reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            let key = (
+                r[col("producer_id")].parse().unwrap(),
+                r[col("producer_epoch")].parse().unwrap(),
+            );
+            (
+                key,
+                (
+                    r[col("crc")].to_owned(),
+                    r[col("offset")].to_owned(),
+                    r[col("outcome")].to_owned(),
+                ),
+            )
+        })
+        .collect();
+    for txn in recorded {
+        let batch = &txn["data_batch"];
+        let key = (n(&batch["producer_id"]), n(&batch["producer_epoch"]));
+        let (crc, offset, outcome) = &rows[&key];
+        assert_eq!(crc, &batch["crc"].to_string(), "{key:?}");
+        assert_eq!(offset, &batch["base_offset"].to_string(), "{key:?}");
+        assert_eq!(outcome, "appended", "{key:?}");
+    }
+}
+
+/// tshark finds every EndTxn request and response of the epoch exhaustion where pidshark
+/// does (the new producer id's among them).
+#[test]
+fn wireshark_agrees_on_every_end_txn_of_the_epoch_exhaustion() {
+    if !crate::wireshark::have_tshark() {
+        return;
+    }
+    let name = "4.4.0-epoch-exhaustion";
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join(format!("{DIR}/{name}.truth.json"))).unwrap(),
+    )
+    .unwrap();
+    let file = format!("{DIR}/{name}.pcap.gz");
+    let path = root().join(&file);
+    let ports = crate::kafka_real::ports(&truth);
+    let mut theirs =
+        crate::wireshark::tshark_frames_of_keys(path.to_str().unwrap(), &ports, &["26"]);
+    let (their_requests, their_responses) = theirs.remove(0);
+    let out = pidshark().arg(&file).assert().success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let (mut requests, mut responses) = (BTreeSet::new(), BTreeSet::new());
+    for e in report["producer_ids"]["entries"].as_array().unwrap() {
+        if e["api"] != "end_txn" {
+            continue;
+        }
+        let (conn, corr) = (
+            e["connection"].as_u64().unwrap(),
+            e["correlation_id"].as_i64().unwrap(),
+        );
+        requests.insert((e["request_frame"].as_u64().unwrap(), conn, corr));
+        if let Some(frame) = e["response_frame"].as_u64() {
+            responses.insert((frame, conn, corr));
+        }
+    }
+    assert_eq!(requests.len(), 72);
+    assert_eq!(requests, their_requests, "EndTxn requests");
+    assert_eq!(responses, their_responses, "EndTxn responses");
+}
