@@ -227,6 +227,28 @@ fn each_batch_acknowledged_and_not_appended_is_a_finding() {
             headline.contains("write_not_appended"),
             "{release}: {headline}"
         );
+        // the text report's Writes part counts them and names each with its frames
+        let text = pidshark()
+            .args([&capture(release), "--format", "text", "--color", "never"])
+            .assert()
+            .success();
+        let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+        let part = text
+            .split("Writes (Produce)")
+            .nth(1)
+            .expect("a Writes part");
+        assert!(
+            part.contains(&format!(
+                "{} batches acknowledged with success and never appended",
+                expected.len()
+            )),
+            "{release}: {part}"
+        );
+        let named = part
+            .lines()
+            .filter(|l| l.contains("and never appended (frames"))
+            .count();
+        assert_eq!(named, expected.len(), "{release}: {part}");
         // a gate on the kind: this capture fails it, a healthy one passes
         pidshark()
             .args([

@@ -7,6 +7,7 @@
 mod metadata_log;
 mod producers;
 mod timeline;
+mod writes;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -260,6 +261,7 @@ impl Parts<'_> {
             timeline::write_controllers(&mut w, pieces)?;
         }
         producers::write(&mut w, report, self.flagged)?;
+        writes::write(&mut w, report)?;
         metadata_log::write(&mut w, report)?;
         if !log_alone {
             exchanges(&mut w, report, self.lines, self.all, self.shown)?;

@@ -1,0 +1,129 @@
+//! The text report's "Writes" part, shown when the capture has Produce requests: what
+//! the batches came to in a line or two, then the batches a post-mortem looks for (never
+//! appended, refused for their sequence or epoch), a few lines at most, each with its
+//! topic and partition, the producer by address, `client_id`, id, epoch and sequences,
+//! and its frames.
+
+use std::io::{self, Write};
+
+use super::{counted, heading, RED};
+use crate::analysis::writes::WriteOutcome;
+use crate::report::model::{Report, WriteBatch, Writes};
+
+/// Batches of interest listed before the rest are only counted.
+const MAX_LISTED: usize = 10;
+
+pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let Some(writes) = &report.writes else {
+        return Ok(());
+    };
+    heading(w, "Writes (Produce)")?;
+    writeln!(w, "  {}", totals(writes))?;
+    if writes.not_appended > 0 {
+        let batches = match writes.not_appended {
+            1 => "1 batch".to_owned(),
+            n => format!("{n} batches"),
+        };
+        writeln!(
+            w,
+            "  {RED}{batches} acknowledged with success and never appended{RED:#} (write_not_appended: another batch with the same producer id, epoch and sequences holds its offset)"
+        )?;
+    }
+    let listed = writes.of_interest.len() as u64 + writes.of_interest_not_listed;
+    for b in writes.of_interest.iter().take(MAX_LISTED) {
+        writeln!(w, "  {}", batch_line(b))?;
+    }
+    let shown = writes.of_interest.len().min(MAX_LISTED) as u64;
+    if listed > shown {
+        writeln!(
+            w,
+            "  and {} more (--format csv-writes lists every batch)",
+            listed - shown
+        )?;
+    }
+    Ok(())
+}
+
+/// `2049 batches in 2049 Produce requests, 2049 with a producer id: 2006 acknowledged,
+/// 43 refused (43 CONCURRENT_TRANSACTIONS); 2006 producer ids and epochs`.
+fn totals(s: &Writes) -> String {
+    let not_read = match s.requests_not_read {
+        0 => String::new(),
+        n => format!(" ({n} of them not read whole, see the kafka_ diagnostics)"),
+    };
+    let mut text = format!(
+        "{} in {}{not_read}, {} with a producer id: {} acknowledged",
+        batches(s.batches),
+        counted(s.requests, "Produce request"),
+        s.idempotent_batches,
+        s.acknowledged
+    );
+    if s.rejected > 0 {
+        let errors: Vec<String> = s.errors.iter().map(|(e, n)| format!("{n} {e}")).collect();
+        text.push_str(&format!(", {} refused ({})", s.rejected, errors.join(", ")));
+    }
+    if s.unanswered > 0 {
+        text.push_str(&format!(", {} unanswered", s.unanswered));
+    }
+    if s.response_unknown > 0 {
+        text.push_str(&format!(
+            ", {} whose answer the capture may have lost",
+            s.response_unknown
+        ));
+    }
+    if s.retries_deduplicated > s.not_appended {
+        let retries = s.retries_deduplicated - s.not_appended;
+        text.push_str(&format!(", {retries} retries answered as duplicates"));
+    }
+    let producers = match s.producers {
+        1 => "1 producer id and epoch".to_owned(),
+        n => format!("{n} producer ids and epochs"),
+    };
+    format!("{text}; {producers}")
+}
+
+fn batches(n: u64) -> String {
+    match n {
+        1 => "1 batch".to_owned(),
+        n => format!("{n} batches"),
+    }
+}
+
+/// `orders partition 3: 10.0.3.2:40002 client_id "shared-b" producer id 2999 epoch 0
+/// sequence 0 acknowledged at offset 120 and never appended (frames 40, 41)`.
+fn batch_line(b: &WriteBatch) -> String {
+    let topic = b.topic.as_deref().unwrap_or("(topic not read)");
+    let client_id = b
+        .client_id
+        .as_ref()
+        .map(|id| format!(" client_id {id:?}"))
+        .unwrap_or_default();
+    let number = |v: Option<i64>| v.map_or("?".to_owned(), |v| v.to_string());
+    let sequences = match (b.first_sequence, b.last_sequence) {
+        (Some(first), Some(last)) if first == last => format!("sequence {first}"),
+        (first, last) => format!(
+            "sequences {}-{}",
+            number(first.map(i64::from)),
+            number(last.map(i64::from))
+        ),
+    };
+    let what = match (b.outcome, &b.error) {
+        (WriteOutcome::NotAppended, _) => format!(
+            "acknowledged at offset {} and never appended",
+            number(b.offset)
+        ),
+        (_, Some(error)) => format!("refused {error}"),
+        (outcome, None) => outcome.as_str().to_owned(),
+    };
+    let frames = match b.response_frame {
+        Some(response) => format!("frames {}, {response}", b.request_frame),
+        None => format!("frame {}", b.request_frame),
+    };
+    format!(
+        "{topic} partition {}: {}{client_id} producer id {} epoch {} {sequences} {what} ({frames})",
+        b.partition,
+        b.client,
+        number(b.producer_id),
+        number(b.producer_epoch.map(i64::from)),
+    )
+}
