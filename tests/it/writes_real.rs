@@ -249,6 +249,17 @@ fn each_batch_acknowledged_and_not_appended_is_a_finding() {
             .filter(|l| l.contains("and never appended (frames"))
             .count();
         assert_eq!(named, expected.len(), "{release}: {part}");
+        // the page's table of them, by topic, partition and client
+        let page = pidshark()
+            .args([&capture(release), "--format", "html"])
+            .assert()
+            .success();
+        let page = String::from_utf8(page.get_output().stdout.clone()).unwrap();
+        assert!(page.contains("<h2>Writes (Produce)</h2>"), "{release}");
+        let rows = page
+            .matches("<tr class=\"bad\"><td>pidshark-shared</td>")
+            .count();
+        assert_eq!(rows, expected.len(), "{release}: never-appended rows");
         // a gate on the kind: this capture fails it, a healthy one passes
         pidshark()
             .args([

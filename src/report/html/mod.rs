@@ -13,6 +13,7 @@ mod metadata_log;
 mod producers;
 mod svg;
 mod ticks;
+mod writes;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -287,6 +288,7 @@ impl Sink for HtmlSink {
         ));
         brokers(&mut page, report, &groups);
         page.push_str(&producers);
+        writes::html(&mut page, report);
         metadata_log::html(&mut page, report);
         findings(&mut page, report);
         self.add_slow_rows(report.producer_id_blocks.slow_threshold_us);

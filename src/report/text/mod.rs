@@ -7,7 +7,7 @@
 mod metadata_log;
 mod producers;
 mod timeline;
-mod writes;
+pub(super) mod writes;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};

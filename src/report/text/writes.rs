@@ -46,7 +46,7 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
 
 /// `2049 batches in 2049 Produce requests, 2049 with a producer id: 2006 acknowledged,
 /// 43 refused (43 CONCURRENT_TRANSACTIONS); 2006 producer ids and epochs`.
-fn totals(s: &Writes) -> String {
+pub(in crate::report) fn totals(s: &Writes) -> String {
     let not_read = match s.requests_not_read {
         0 => String::new(),
         n => format!(" ({n} of them not read whole, see the kafka_ diagnostics)"),
