@@ -39,6 +39,8 @@ pub const MAX_STATES: usize = 65_536;
 pub const MAX_PRODUCERS: usize = 65_536;
 /// Writers remembered per producer id and epoch.
 const MAX_WRITERS: usize = 8;
+/// Partitions a group of refusals names; past them it says "at least".
+const MAX_GROUP_PARTITIONS: usize = 1024;
 /// Batches of interest listed in the report (those past it are counted).
 pub const MAX_LISTED: usize = 1000;
 /// Topic ids whose names are remembered from Metadata responses.
@@ -224,6 +226,7 @@ pub struct Tracker {
     totals: WriteTotals,
     states_full: bool,
     producers_full: bool,
+    refused_full: bool,
     listed: Vec<ListedBatch>,
     listed_more: u64,
     /// Topic names by id, from Metadata responses.
@@ -415,7 +418,7 @@ impl Tracker {
             for batch in batches {
                 if let (Some((id, epoch)), Some(topic)) = (judged(batch), &topic) {
                     let key = (id, epoch, answer.error_code);
-                    self.refuse(key, (topic, partition.index), place);
+                    self.refuse(key, (topic, partition.index), place, findings);
                 }
                 out.push(Judged {
                     outcome: WriteOutcome::Rejected,
@@ -518,7 +521,18 @@ impl Tracker {
         key: (i64, i16, ErrorCode),
         (topic, partition): (&Topic, i32),
         place: Place<'_>,
+        findings: &mut Vec<Finding>,
     ) {
+        if !self.refused.contains_key(&key) && self.refused.len() >= MAX_PRODUCERS {
+            // counted in the totals' errors, not grouped
+            if !self.refused_full {
+                self.refused_full = true;
+                let at = (None, Some(place.ex.endpoints.connection), place.at);
+                let limit = (AnalysisTable::WriteRefusals, MAX_PRODUCERS);
+                findings.push(Finding::analysis_limit(limit, place.response_frame, at));
+            }
+            return;
+        }
         let group = self.refused.entry(key).or_insert_with(|| Refused {
             batches: 0,
             partitions: Vec::new(),
@@ -533,7 +547,7 @@ impl Tracker {
         group.last_frame = place.response_frame;
         let this = (topic.clone(), partition);
         if !group.partitions.contains(&this) {
-            match group.partitions.len() < MAX_WRITERS * 8 {
+            match group.partitions.len() < MAX_GROUP_PARTITIONS {
                 true => group.partitions.push(this),
                 false => group.partitions_more = true,
             }
@@ -637,6 +651,7 @@ impl Tracker {
                 },
                 batches: group.batches,
                 partitions: group.partitions.len() as u64,
+                partitions_more: group.partitions_more,
                 client: group.client,
             };
             let what = match code {

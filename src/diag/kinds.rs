@@ -508,12 +508,13 @@ kinds! {
             "frame": Integer,
             "last_frame": Integer,
             "partitions": Integer,
+            "partitions_at_least": Boolean,
             "producer_epoch": Integer,
             "producer_id": Integer,
         ],
         facts_doc: "`producer_id`, `producer_epoch`, `error`, `error_code`, `batches`, \
-            `partitions`, `client` (the writer of the first), `frame` and `last_frame` \
-            (the first and last answers)",
+            `partitions` (with `partitions_at_least` true past 1,024), `client` (the writer \
+            of the first), `frame` and `last_frame` (the first and last answers)",
     }
     WriteFenced "write_fenced" Info {
         meaning: "batches of one producer id and epoch that the broker refused because a \
@@ -528,12 +529,14 @@ kinds! {
             "frame": Integer,
             "last_frame": Integer,
             "partitions": Integer,
+            "partitions_at_least": Boolean,
             "producer_epoch": Integer,
             "producer_id": Integer,
         ],
         facts_doc: "`producer_id`, `producer_epoch`, `error`, `error_code`, `batches`, \
-            `partitions`, `client` (the writer of the first), `frame` and `last_frame` \
-            (the first and last answers), as `write_out_of_sequence`",
+            `partitions` (with `partitions_at_least` true past 1,024), `client` (the writer \
+            of the first), `frame` and `last_frame` (the first and last answers), as \
+            `write_out_of_sequence`",
     }
     MetadataLogTruncated "metadata_log_truncated" Warning {
         meaning: "a metadata log file (`--metadata-log`) ends inside a record batch; the \

@@ -341,3 +341,31 @@ fn a_topic_named_by_id_takes_the_name_a_metadata_response_gave() {
         lost.message
     );
 }
+
+/// The states are bounded: past [`MAX_STATES`] partitions and producer ids, what is new
+/// is counted, not judged, and an `analysis_limit` says so once.
+#[test]
+fn partition_states_past_the_limit_are_counted_not_judged() {
+    let mut tracker = Tracker::default();
+    let mut findings = Vec::new();
+    let n = MAX_STATES as i32 + 2;
+    for partition in 0..n {
+        let ex = write(A, 10, partition, batch(7, 0, 0, 1), (0, 100));
+        tracker.add(&ex, &mut findings);
+    }
+    let limits: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.kind == Kind::AnalysisLimit)
+        .collect();
+    assert_eq!(limits.len(), 1, "said once");
+    assert!(limits[0]
+        .message
+        .contains("more than 65536 partitions and producer ids"));
+    // a write to a partition not followed is acknowledged, not judged
+    let judged = tracker.add(
+        &write(B, 20, n - 1, batch(7, 0, 0, 2), (0, 100)),
+        &mut findings,
+    );
+    assert_eq!(judged.batches[0].outcome, WriteOutcome::Acknowledged);
+    assert_eq!(tracker.totals().acknowledged, n as u64 + 1);
+}

@@ -135,6 +135,8 @@ crate::names::closed_set! {
         WriteProducers = "write_producers",
         /// Topic names by id, from Metadata responses.
         TopicNames = "topic_names",
+        /// Per producer id, epoch and error: the refusals grouped into findings.
+        WriteRefusals = "write_refusals",
     }
 }
 
@@ -188,6 +190,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "more than {limit} partitions and producer ids were written to; from frame {frame} on, the batches of those not seen before are counted but not judged (no write_not_appended finding)"
+                );
+            }
+            AnalysisTable::WriteRefusals => {
+                return write!(
+                    f,
+                    "more than {limit} producer ids, epochs and errors were refused writes; from frame {frame} on, the refusals of those not seen before are counted in writes.errors but not grouped into findings"
                 );
             }
             AnalysisTable::TopicNames => {

@@ -231,6 +231,8 @@ pub struct WriteRejected<'a> {
     pub error: crate::diag::NamedCode<'a>,
     pub batches: u64,
     pub partitions: u64,
+    /// More partitions than `partitions` were refused (past what a group names).
+    pub partitions_more: bool,
     /// The writer of the first.
     pub client: SocketAddr,
 }
@@ -246,10 +248,12 @@ impl WriteRejected<'_> {
             error,
             batches,
             partitions,
+            partitions_more,
             client,
         } = self;
         let error_code = error.code;
         let error = error.name;
+        let partitions_at_least = partitions_more.then_some(true);
         facts![
             frame,
             last_frame,
@@ -259,6 +263,7 @@ impl WriteRejected<'_> {
             error,
             batches,
             partitions,
+            partitions_at_least?,
             client,
         ]
     }
@@ -274,15 +279,20 @@ impl fmt::Display for WriteRejected<'_> {
             error,
             batches,
             partitions,
+            partitions_more,
             client,
         } = self;
         let counted = |n: u64, one: &str, many: &str| match n {
             1 => format!("1 {one}"),
             n => format!("{n} {many}"),
         };
+        let at_least = if *partitions_more { "at least " } else { "" };
         let (batches, partitions) = (
             counted(*batches, "batch", "batches"),
-            counted(*partitions, "partition", "partitions"),
+            format!(
+                "{at_least}{}",
+                counted(*partitions, "partition", "partitions")
+            ),
         );
         let frames = match frame == last_frame {
             true => format!("frame {frame}"),

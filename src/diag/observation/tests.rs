@@ -1155,6 +1155,7 @@ fn write_rejected_samples() -> Vec<Sample> {
         },
         batches: 3,
         partitions: 2,
+        partitions_more: false,
         client: client(1, 40001),
     };
     let rejected_facts = |code: i64, name: &str| {
@@ -1186,6 +1187,51 @@ fn write_rejected_samples() -> Vec<Sample> {
             }),
             "3 batches of producer id 2999 epoch 0 from 10.0.3.1:40001 to 2 partitions answered INVALID_PRODUCER_EPOCH (frames 50 to 58)",
             rejected_facts(47, "INVALID_PRODUCER_EPOCH"),
+        ),
+        (
+            Observation::WriteFenced(obs::WriteRejected {
+                error: NamedCode {
+                    code: 90,
+                    name: "PRODUCER_FENCED",
+                },
+                partitions: 1024,
+                partitions_more: true,
+                ..rejected
+            }),
+            "3 batches of producer id 2999 epoch 0 from 10.0.3.1:40001 to at least 1024 partitions answered PRODUCER_FENCED (frames 50 to 58)",
+            vec![
+                ("frame", Fact::Uint(50)),
+                ("last_frame", Fact::Uint(58)),
+                ("producer_id", Fact::Int(2999)),
+                ("producer_epoch", Fact::Int(0)),
+                ("error_code", Fact::Int(90)),
+                ("error", text("PRODUCER_FENCED")),
+                ("batches", Fact::Uint(3)),
+                ("partitions", Fact::Uint(1024)),
+                ("partitions_at_least", Fact::Bool(true)),
+                ("client", text("10.0.3.1:40001")),
+            ],
+        ),
+        (
+            Observation::WriteOutOfSequence(obs::WriteRejected {
+                batches: 2000,
+                partitions: 1024,
+                partitions_more: true,
+                ..rejected
+            }),
+            "2000 batches of producer id 2999 epoch 0 from 10.0.3.1:40001 to at least 1024 partitions answered OUT_OF_ORDER_SEQUENCE_NUMBER (frames 50 to 58)",
+            vec![
+                ("frame", Fact::Uint(50)),
+                ("last_frame", Fact::Uint(58)),
+                ("producer_id", Fact::Int(2999)),
+                ("producer_epoch", Fact::Int(0)),
+                ("error_code", Fact::Int(45)),
+                ("error", text("OUT_OF_ORDER_SEQUENCE_NUMBER")),
+                ("batches", Fact::Uint(2000)),
+                ("partitions", Fact::Uint(1024)),
+                ("partitions_at_least", Fact::Bool(true)),
+                ("client", text("10.0.3.1:40001")),
+            ],
         ),
     ]
 }
