@@ -64,7 +64,9 @@ impl<'a> Pipeline<'a> {
     /// Stages set up with `config`'s limits, completing exchanges into `batcher`.
     pub fn new(config: &Config, batcher: &'a mut Batcher) -> Self {
         let mut tracker = Tracker::with_limits(config.max_held_len, config.max_connections);
-        tracker.set_max_memory(config.max_memory);
+        // an eighth of the budget is the writes analysis's (see analysis::writes::memory)
+        let writes = crate::analysis::writes::share_of(config.max_memory);
+        tracker.set_max_memory_of(config.max_memory - writes, config.max_memory);
         tracker.watch_resident(resident::resident_bytes, resident::give_back);
         Self {
             copies: Copies::new(config.clock_skew_ns),

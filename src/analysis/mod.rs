@@ -357,6 +357,12 @@ impl Analyzer {
         self
     }
 
+    /// What the writes analysis may hold: its share of `--max-memory`.
+    pub fn with_writes_share(mut self, max_bytes: usize) -> Self {
+        self.writes.set_max_bytes(max_bytes);
+        self
+    }
+
     /// The captures' first and last packet times, for the comparison with the log.
     pub fn capture_span(&mut self, first: Timestamp, last: Timestamp) {
         if let Some(compare) = &mut self.committed {
@@ -441,9 +447,8 @@ impl Analyzer {
                 self.producers.asked(*broker_id, ev.meta.frame);
             }
             ClusterFact::Brokers { seen, .. } => {
-                let refused = self.writes.topic_names(&seen.topics);
-                if refused {
-                    let table = (obs::AnalysisTable::TopicNames, writes::MAX_TOPIC_NAMES);
+                if let Some(held) = self.writes.topic_names(&seen.topics) {
+                    let table = (obs::AnalysisTable::TopicNames, held);
                     let at = (None, Some(ev.endpoints.connection), ev.meta.timestamp);
                     self.note(Finding::analysis_limit(table, ev.meta.frame, at));
                 }

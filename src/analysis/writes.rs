@@ -16,7 +16,9 @@
 //!
 //! Bounded: at most [`MAX_STATES`] partition-and-producer states and [`MAX_PRODUCERS`]
 //! producer ids and epochs followed, past which what is new is counted, not judged, with
-//! an `analysis_limit` diagnostic.
+//! an `analysis_limit` diagnostic; and what it all holds is charged against the writes'
+//! share of `--max-memory` ([`memory`]), past which what was written least recently is
+//! forgotten, with an `analysis_limit` diagnostic of table `write_memory`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -24,6 +26,7 @@ use std::net::SocketAddr;
 use super::Finding;
 use crate::diag::obs::{self, AnalysisTable, TwoWriters};
 use crate::diag::{NamedCode, Observation};
+use crate::heap::{heap_cost, ChargedTableHasher};
 use crate::kafka::produce::request::{PartitionData, TopicData};
 use crate::kafka::produce::response::PartitionResponse;
 use crate::kafka::produce::BatchHeader;
@@ -191,7 +194,7 @@ struct Appended {
     base_offset: i64,
     crc: Option<u32>,
     client: SocketAddr,
-    client_id: Option<String>,
+    client_id: Option<Box<str>>,
     response_frame: u64,
 }
 
@@ -200,7 +203,13 @@ struct Appended {
 struct ProducerState {
     epoch: i16,
     recent: VecDeque<Appended>,
+    /// When it was last written: the count of batches judged then (the least recently
+    /// written is forgotten first).
+    touched: u64,
 }
+
+/// A partition-and-producer state's key: topic, partition, producer id.
+type StateKey = (Topic, i32, i64);
 
 /// Batches of one producer id and epoch refused with one error.
 #[derive(Debug, Clone)]
@@ -218,8 +227,8 @@ struct Refused {
 /// The writes analysis's state.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    states: HashMap<(Topic, i32, i64), ProducerState>,
-    writers: HashMap<(i64, i16), Vec<Writer>>,
+    states: HashMap<StateKey, ProducerState, ChargedTableHasher>,
+    writers: HashMap<(i64, i16), Vec<Writer>, ChargedTableHasher>,
     /// Producer ids and epochs already found written by two producers.
     shared: HashMap<(i64, i16), ()>,
     refused: BTreeMap<(i64, i16, ErrorCode), Refused>,
@@ -232,6 +241,8 @@ pub struct Tracker {
     /// Topic names by id, from Metadata responses.
     names: HashMap<[u8; 16], Box<str>>,
     names_full: bool,
+    /// What it holds and may hold: see [`memory`].
+    memory: memory::Charge,
 }
 
 /// One exchange's place, for the findings it raises.
@@ -247,18 +258,25 @@ impl Tracker {
         &self.totals
     }
 
-    /// Topic ids and names a Metadata response gave. `true` when the
-    /// first past [`MAX_TOPIC_NAMES`] was refused (said once).
-    pub fn topic_names(&mut self, topics: &[([u8; 16], String)]) -> bool {
-        let mut refused = false;
+    /// Topic ids and names a Metadata response gave. When the first is refused, past
+    /// [`MAX_TOPIC_NAMES`] or the names' part of the share, how many are remembered
+    /// (said once).
+    pub fn topic_names(&mut self, topics: &[([u8; 16], String)]) -> Option<usize> {
+        let mut refused = None;
         for (id, name) in topics {
-            if self.names.len() >= MAX_TOPIC_NAMES && !self.names.contains_key(id) {
-                refused = !self.names_full;
+            let full = self.names.len() >= MAX_TOPIC_NAMES || self.part_full(self.names_bytes(), 8);
+            if full && !self.names.contains_key(id) {
+                if !self.names_full {
+                    refused = Some(self.names.len());
+                }
                 self.names_full = true;
                 continue;
             }
             if self.names.get(id).is_none_or(|known| **known != **name) {
-                self.names.insert(*id, name.as_str().into());
+                self.memory.names += heap_cost(name.len());
+                if let Some(old) = self.names.insert(*id, name.as_str().into()) {
+                    self.memory.names -= heap_cost(old.len());
+                }
             }
         }
         refused
@@ -309,13 +327,13 @@ impl Tracker {
             if !of_interest(j) {
                 continue;
             }
-            if self.listed.len() >= MAX_LISTED {
+            if self.listed.len() >= MAX_LISTED || self.part_full(self.listed_bytes(), 8) {
                 self.listed_more += 1;
                 continue;
             }
             let topic =
                 Topic::of(topic.name.as_deref(), topic.topic_id).map(|t| t.shown(&self.names));
-            self.listed.push(ListedBatch {
+            let listed = ListedBatch {
                 connection: ex.endpoints.connection,
                 client: ex.endpoints.client,
                 server: ex.endpoints.server,
@@ -330,7 +348,9 @@ impl Tracker {
                 partition: partition.index,
                 batch: *batch,
                 judged: *j,
-            });
+            };
+            self.memory.listed += memory::listed_heap(&listed);
+            self.listed.push(listed);
         }
     }
 
@@ -389,6 +409,16 @@ impl Tracker {
             }
         }
         self.list(ex, &judged);
+        let frame = match &ex.outcome {
+            Outcome::Complete { meta, .. } => meta.frame,
+            _ => ex.request_meta.frame,
+        };
+        let at = (
+            None,
+            Some(ex.endpoints.connection),
+            ex.request_meta.timestamp,
+        );
+        self.keep_to_share(frame, at, findings);
         WriteJudged {
             batches: judged,
             topic_names: self.names_of(&ex.request.topics),
@@ -475,29 +505,66 @@ impl Tracker {
             return WriteOutcome::Acknowledged;
         }
         let (topic, partition, producer_id) = key.clone();
-        let state = self.states.entry(key).or_default();
+        self.memory.clock += 1;
+        let state = match self.states.get_mut(&key) {
+            Some(state) => state,
+            None => {
+                let state = ProducerState {
+                    recent: VecDeque::with_capacity(BATCHES_RETAINED),
+                    ..ProducerState::default()
+                };
+                self.memory.entries += memory::state_heap(&key, &state);
+                self.states.entry(key.clone()).or_insert(state)
+            }
+        };
+        let before = memory::state_heap(&key, state);
+        state.touched = self.memory.clock;
+        let outcome = Self::judge_in(
+            state,
+            batch,
+            (epoch, first, last),
+            offset,
+            place,
+            &mut self.totals,
+        );
+        self.memory.entries = self.memory.entries - before + memory::state_heap(&key, state);
+        if let Judgement::NotAppended(earlier) = &outcome {
+            let batch = (topic.shown(&self.names), partition, producer_id);
+            findings.push(not_appended(
+                place,
+                batch,
+                (epoch, first, last),
+                offset,
+                earlier,
+            ));
+            return WriteOutcome::NotAppended;
+        }
+        outcome.outcome()
+    }
+
+    /// Kafka's judgement of an acknowledged batch against its producer state.
+    fn judge_in(
+        state: &mut ProducerState,
+        batch: &BatchHeader,
+        (epoch, first, last): (i16, i32, i32),
+        offset: i64,
+        place: Place<'_>,
+        totals: &mut WriteTotals,
+    ) -> Judgement {
         if state.epoch != epoch {
             // Kafka clears the batches it keeps when the epoch changes.
             state.epoch = epoch;
             state.recent.clear();
         }
         let same = |a: &&Appended| a.first_sequence == first && a.last_sequence == last;
-        if let Some(earlier) = state.recent.iter().find(same).cloned() {
+        if let Some(earlier) = state.recent.iter().find(same) {
             if earlier.base_offset == offset {
-                self.totals.retries_deduplicated += 1;
+                totals.retries_deduplicated += 1;
                 if earlier.crc == batch.crc {
-                    return WriteOutcome::Retry;
+                    return Judgement::Retry;
                 }
-                self.totals.not_appended += 1;
-                let batch = (topic.shown(&self.names), partition, producer_id);
-                findings.push(not_appended(
-                    place,
-                    batch,
-                    (epoch, first, last),
-                    offset,
-                    &earlier,
-                ));
-                return WriteOutcome::NotAppended;
+                totals.not_appended += 1;
+                return Judgement::NotAppended(Box::new(earlier.clone()));
             }
         }
         if state.recent.len() == BATCHES_RETAINED {
@@ -509,10 +576,17 @@ impl Tracker {
             base_offset: offset,
             crc: batch.crc,
             client: place.ex.endpoints.client,
-            client_id: place.ex.request.header.client_id.clone().flatten(),
+            client_id: place
+                .ex
+                .request
+                .header
+                .client_id
+                .as_ref()
+                .and_then(|id| id.as_deref())
+                .map(Into::into),
             response_frame: place.response_frame,
         });
-        WriteOutcome::Appended
+        Judgement::Appended
     }
 
     /// A refused batch, counted in its producer's group.
@@ -533,6 +607,7 @@ impl Tracker {
             }
             return;
         }
+        let before = self.refused.get(&key).map_or(0, memory::refused_heap);
         let group = self.refused.entry(key).or_insert_with(|| Refused {
             batches: 0,
             partitions: Vec::new(),
@@ -552,6 +627,7 @@ impl Tracker {
                 false => group.partitions_more = true,
             }
         }
+        self.memory.entries = self.memory.entries - before + memory::refused_heap(group);
     }
 
     /// The writers of a partition's batches: a second producer of one id and epoch is a
@@ -565,7 +641,8 @@ impl Tracker {
     ) {
         for key in batches.iter().filter_map(judged) {
             if !self.writers.contains_key(&key) {
-                if self.writers.len() >= MAX_PRODUCERS {
+                let full = self.writers.len() >= MAX_PRODUCERS;
+                if full || self.part_full(self.writers_bytes(), 4) {
                     if !self.producers_full {
                         self.producers_full = true;
                         let at = (
@@ -573,7 +650,7 @@ impl Tracker {
                             Some(ex.endpoints.connection),
                             ex.request_meta.timestamp,
                         );
-                        let limit = (AnalysisTable::WriteProducers, MAX_PRODUCERS);
+                        let limit = (AnalysisTable::WriteProducers, self.writers.len());
                         findings.push(Finding::analysis_limit(limit, ex.request_meta.frame, at));
                     }
                     continue;
@@ -582,6 +659,11 @@ impl Tracker {
             }
             let frame = ex.request_meta.frame;
             let writers = self.writers.entry(key).or_default();
+            let before = memory::writers_heap(writers, writers.capacity());
+            if writers.capacity() == 0 {
+                // one is the usual; a second is what is looked for
+                writers.reserve_exact(2);
+            }
             let index = match writers
                 .iter()
                 .position(|w| w.connection == ex.endpoints.connection)
@@ -603,6 +685,8 @@ impl Tracker {
             if let Some(w) = writers.get_mut(index) {
                 w.last_frame = w.last_frame.max(frame);
             }
+            let after = memory::writers_heap(writers, writers.capacity());
+            self.memory.writers = self.memory.writers - before + after;
             if self.shared.contains_key(&key) {
                 continue;
             }
@@ -638,32 +722,37 @@ impl Tracker {
 
     /// The groups of refused batches, each a finding.
     pub fn finish(&mut self, findings: &mut Vec<Finding>) {
-        for ((producer_id, producer_epoch, code), group) in std::mem::take(&mut self.refused) {
-            let name = code.name();
-            let rejected = obs::WriteRejected {
-                frame: group.frame,
-                last_frame: group.last_frame,
-                producer_id,
-                producer_epoch,
-                error: NamedCode {
-                    code: code.0,
-                    name: &name,
-                },
-                batches: group.batches,
-                partitions: group.partitions.len() as u64,
-                partitions_more: group.partitions_more,
-                client: group.client,
-            };
-            let what = match code {
-                OUT_OF_ORDER_SEQUENCE_NUMBER | DUPLICATE_SEQUENCE_NUMBER | UNKNOWN_PRODUCER_ID => {
-                    Observation::WriteOutOfSequence(rejected)
-                }
-                INVALID_PRODUCER_EPOCH | PRODUCER_FENCED => Observation::WriteFenced(rejected),
-                _ => continue,
-            };
-            let at = (None, Some(group.connection), group.at);
-            findings.push(Finding::new(what, at, vec![group.frame, group.last_frame]));
-        }
+        report_refusals(std::mem::take(&mut self.refused), findings);
+    }
+}
+
+/// Groups of refused batches, each a finding.
+fn report_refusals(groups: BTreeMap<(i64, i16, ErrorCode), Refused>, findings: &mut Vec<Finding>) {
+    for ((producer_id, producer_epoch, code), group) in groups {
+        let name = code.name();
+        let rejected = obs::WriteRejected {
+            frame: group.frame,
+            last_frame: group.last_frame,
+            producer_id,
+            producer_epoch,
+            error: NamedCode {
+                code: code.0,
+                name: &name,
+            },
+            batches: group.batches,
+            partitions: group.partitions.len() as u64,
+            partitions_more: group.partitions_more,
+            client: group.client,
+        };
+        let what = match code {
+            OUT_OF_ORDER_SEQUENCE_NUMBER | DUPLICATE_SEQUENCE_NUMBER | UNKNOWN_PRODUCER_ID => {
+                Observation::WriteOutOfSequence(rejected)
+            }
+            INVALID_PRODUCER_EPOCH | PRODUCER_FENCED => Observation::WriteFenced(rejected),
+            _ => continue,
+        };
+        let at = (None, Some(group.connection), group.at);
+        findings.push(Finding::new(what, at, vec![group.frame, group.last_frame]));
     }
 }
 
@@ -751,6 +840,27 @@ fn answer_of<'a>(
         .flat_map(|t| t.partitions.iter())
         .find(|p| p.index == partition)
 }
+
+/// What Kafka's producer state makes of an acknowledged batch.
+enum Judgement {
+    Appended,
+    Retry,
+    /// Taken for a retry of `earlier`, whose CRC differs: never appended.
+    NotAppended(Box<Appended>),
+}
+
+impl Judgement {
+    fn outcome(&self) -> WriteOutcome {
+        match self {
+            Self::Appended => WriteOutcome::Appended,
+            Self::Retry => WriteOutcome::Retry,
+            Self::NotAppended(_) => WriteOutcome::NotAppended,
+        }
+    }
+}
+
+mod memory;
+pub use memory::share_of;
 
 #[cfg(test)]
 mod tests;

@@ -217,10 +217,22 @@ kinds! {
             with the metadata log), \
             `block_brokers` (its grants are placed `unknown`, never judged), \
             `block_lengths` (its blocks are not reported irregular), `coverage` (no \
-            broker or controller is said missing from the capture)",
+            broker or controller is said missing from the capture); and the writes \
+            analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
+            a new one is counted, not judged), `write_producers` (65,536 producer ids and \
+            epochs, or a quarter of the writes' share of `--max-memory`: their writers \
+            are not followed, nor counted in `writes.producers`), `topic_names` (65,536 \
+            topic ids, or an eighth of the share: a write names the topic by its id), \
+            `write_refusals` (65,536 groups: counted in `writes.errors` only), and \
+            `write_memory`, said each time the writes analysis held more than its share \
+            (an eighth of `--max-memory`, the `limit` in bytes): it forgot the \
+            partition-and-producer states written least recently (but those of a \
+            producer id two producers wrote) and reported its oldest groups of refusals \
+            at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
-        facts_doc: "`table` (`brokers`, `block_brokers`, `block_lengths` or `coverage`), \
-            `limit`, \
+        facts_doc: "`table` (`brokers`, `block_brokers`, `block_lengths`, `coverage`, \
+            `writes`, `write_producers`, `topic_names`, `write_refusals` or \
+            `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",
     }
     MemoryLimit "memory_limit" Warning {

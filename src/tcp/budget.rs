@@ -33,6 +33,9 @@ fn shed_step(max_memory: usize) -> usize {
 #[derive(Debug)]
 pub(super) struct Budget {
     max_memory: usize,
+    /// The whole of `--max-memory`, of which `max_memory` is the connections' share: the
+    /// process's resident figure is judged against it.
+    whole: usize,
     /// The sum of the open connections' charges (the tables' are counted apart).
     charged: usize,
     /// What was still charged after the last shedding pass: when shedding cannot get
@@ -60,6 +63,7 @@ impl Budget {
     pub(super) fn new(max_memory: usize) -> Self {
         Self {
             max_memory,
+            whole: max_memory,
             charged: 0,
             charged_after_shed: 0,
             resident: None,
@@ -75,8 +79,14 @@ impl Budget {
         self.max_memory
     }
 
-    pub(super) fn set_max_memory(&mut self, max_memory: usize) {
+    /// `--max-memory`, of which the connections' budget is a share.
+    pub(super) fn whole(&self) -> usize {
+        self.whole
+    }
+
+    pub(super) fn set_max_memory(&mut self, max_memory: usize, whole: usize) {
         self.max_memory = max_memory;
+        self.whole = whole.max(max_memory);
     }
 
     pub(super) fn watch_resident(&mut self, probe: fn() -> Option<usize>, give_back: fn()) {
@@ -152,7 +162,7 @@ impl Budget {
         if grew || now < self.resident_seen {
             self.resident_seen = now;
         }
-        if !grew || now <= self.max_memory {
+        if !grew || now <= self.whole {
             return false;
         }
         // The allocator's free pages go back first: that gives up nothing read. Only a
@@ -163,10 +173,7 @@ impl Budget {
         (self.give_back)();
         let after = self.resident.and_then(|probe| probe()).unwrap_or(now);
         self.resident_seen = after;
-        after
-            > self
-                .max_memory
-                .saturating_add(resident_slack(self.max_memory))
+        after > self.whole.saturating_add(resident_slack(self.whole))
     }
 
     /// Where this packet's step of a pass to `target` stops, from `before` charged.

@@ -87,7 +87,7 @@ impl<C: Default> Tracker<C> {
             let what = Observation::MemoryLimit(obs::MemoryLimit {
                 connection: index,
                 given_up: GivenUp::Connection {
-                    max_memory: self.budget.max_memory() as u64,
+                    max_memory: self.budget.whole() as u64,
                 },
             });
             diags.add(Some(index), at, what);

@@ -197,7 +197,13 @@ impl<C: Default> Tracker<C> {
 
     /// Sets the memory budget for what the open connections hold.
     pub fn set_max_memory(&mut self, max_memory: usize) {
-        self.budget.set_max_memory(max_memory.max(1));
+        self.set_max_memory_of(max_memory, max_memory);
+    }
+
+    /// Sets the memory budget for what the open connections hold, `max_memory`, as a
+    /// share of `whole` (`--max-memory`) that the process's resident figure is judged by.
+    pub fn set_max_memory_of(&mut self, max_memory: usize, whole: usize) {
+        self.budget.set_max_memory(max_memory.max(1), whole);
         let max_closed = self.max_connections.saturating_mul(CLOSED_PER_CONNECTION);
         self.closed
             .limit(max_closed, self.budget.max_memory() / CLOSED_SHARE);

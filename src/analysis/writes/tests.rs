@@ -326,7 +326,7 @@ fn a_topic_named_by_id_takes_the_name_a_metadata_response_gave() {
     );
 
     let mut tracker = Tracker::default();
-    assert!(!tracker.topic_names(&[([7; 16], "orders".to_owned())]));
+    assert_eq!(tracker.topic_names(&[([7; 16], "orders".to_owned())]), None);
     let mut findings = Vec::new();
     let judged = tracker.add(&writes[0], &mut findings);
     assert_eq!(judged.topic_names, [Some("orders".to_owned())]);
@@ -368,4 +368,83 @@ fn partition_states_past_the_limit_are_counted_not_judged() {
     );
     assert_eq!(judged.batches[0].outcome, WriteOutcome::Acknowledged);
     assert_eq!(tracker.totals().acknowledged, n as u64 + 1);
+}
+
+/// Past its share of `--max-memory`, the writes analysis forgets the states written
+/// least recently, keeps those of a producer id two producers wrote, and says so.
+#[test]
+fn past_its_share_the_least_recently_written_states_are_forgotten() {
+    let share = 256 << 10;
+    let mut tracker = Tracker::default();
+    tracker.set_max_bytes(share);
+    let mut findings = Vec::new();
+    // A and B share producer id 2999 on partition 0
+    tracker.add(
+        &write(A, 10, 0, batch(2999, 0, 0, 0xa0), (0, 100)),
+        &mut findings,
+    );
+    tracker.add(
+        &write(B, 12, 0, batch(2999, 0, 1, 0xb1), (0, 101)),
+        &mut findings,
+    );
+    assert_eq!(kinds(&findings), [Kind::WriteSharedProducer]);
+    // then 4,000 other producer ids, each on a partition of its own
+    for i in 0..4000u16 {
+        let frame = 20 + 2 * u64::from(i);
+        let pid = 10_000 + i64::from(i);
+        let ex = write(A, frame, 1 + i32::from(i), batch(pid, 0, 0, 1), (0, 7));
+        tracker.add(&ex, &mut findings);
+        assert!(tracker.held_bytes() <= share + share / 4, "{i}");
+    }
+    let forgot: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| {
+            f.message
+                .contains("held more than its share of --max-memory")
+        })
+        .collect();
+    assert!(!forgot.is_empty(), "{:?}", kinds(&findings));
+    assert!(forgot.iter().all(|f| f.kind == Kind::AnalysisLimit));
+    assert!(forgot[0].message.contains("(262144 bytes, an eighth)"));
+    // the shared producer's state was kept: B's batch at A's offset is found
+    let late = write(B, 9000, 0, batch(2999, 0, 0, 0xb0), (0, 100));
+    let judged = tracker.add(&late, &mut findings);
+    assert_eq!(judged.batches[0].outcome, WriteOutcome::NotAppended);
+    // the first other producer's state was forgotten: judged as at the capture's start
+    let again = write(B, 9002, 1, batch(10_000, 0, 0, 2), (0, 7));
+    let judged = tracker.add(&again, &mut findings);
+    assert_eq!(judged.batches[0].outcome, WriteOutcome::Appended);
+    // the last one's was not
+    let last = write(B, 9004, 4000, batch(13_999, 0, 0, 2), (0, 7));
+    let judged = tracker.add(&last, &mut findings);
+    assert_eq!(judged.batches[0].outcome, WriteOutcome::NotAppended);
+}
+
+/// The writers of producer ids, the topic names and the listed batches each stop growing
+/// at their part of the share, and say so.
+#[test]
+fn writers_past_their_part_of_the_share_are_not_followed() {
+    let share = 64 << 10;
+    let mut tracker = Tracker::default();
+    tracker.set_max_bytes(share);
+    let mut findings = Vec::new();
+    for i in 0..2000u16 {
+        let frame = 20 + 2 * u64::from(i);
+        let ex = write(A, frame, 0, batch(10_000 + i64::from(i), 0, 0, 1), (0, 7));
+        tracker.add(&ex, &mut findings);
+    }
+    let limit = findings
+        .iter()
+        .find(|f| f.message.contains("producer ids and epochs wrote"))
+        .expect("the writers' limit is said");
+    assert!(tracker.writers_bytes() <= share / 4 + 1024);
+    let followed = tracker.totals().producers;
+    assert!(followed < 2000 && followed > 10, "{followed}");
+    assert!(
+        limit
+            .message
+            .contains(&format!("more than {followed} producer ids")),
+        "{}",
+        limit.message
+    );
 }

@@ -137,6 +137,8 @@ crate::names::closed_set! {
         TopicNames = "topic_names",
         /// Per producer id, epoch and error: the refusals grouped into findings.
         WriteRefusals = "write_refusals",
+        /// Everything the writes analysis holds, against its share of `--max-memory`.
+        WriteMemory = "write_memory",
     }
 }
 
@@ -196,6 +198,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "more than {limit} producer ids, epochs and errors were refused writes; from frame {frame} on, the refusals of those not seen before are counted in writes.errors but not grouped into findings"
+                );
+            }
+            AnalysisTable::WriteMemory => {
+                return write!(
+                    f,
+                    "the writes analysis held more than its share of --max-memory ({limit} bytes, an eighth) at frame {frame}; it forgot the partition-and-producer states written least recently (but those of a producer id written by two producers) and reported its oldest groups of refusals at once: a batch written to a forgotten state is judged as at the capture's start, so a batch never appended among them may go unfound (run again with a larger --max-memory)"
                 );
             }
             AnalysisTable::TopicNames => {
