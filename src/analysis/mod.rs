@@ -292,6 +292,9 @@ pub struct Analysis {
     /// The batches of interest (never appended, refused for their sequence or epoch), and
     /// how many more there were.
     pub writes_listed: (Vec<writes::ListedBatch>, u64),
+    /// The producer ids and epochs of interest (written by two producers, with a batch
+    /// never appended or refused for its sequence or epoch), and how many more there were.
+    pub writes_producers: (Vec<writes::ProducerWrites>, u64),
 }
 
 /// The analysis, fed one exchange at a time as exchanges complete, in bounded memory
@@ -483,6 +486,11 @@ impl Analyzer {
             .broker_of(px.endpoints.server)
             .map(|claim| (claim.broker_id, claim.source));
         let placed = self.producers.add(px, broker, &mut found);
+        if let Outcome::Complete { meta, response } = &px.outcome {
+            if let (None | Some(ErrorCode(0)), Some(id), _) = A::granted(response) {
+                self.writes.granted(id, meta.frame);
+            }
+        }
         for f in found {
             self.note(f);
         }
@@ -613,6 +621,7 @@ impl Analyzer {
             metadata_log,
             writes: self.writes.totals().clone(),
             writes_listed: self.writes.listed(),
+            writes_producers: self.writes.producers_of_interest(),
         }
     }
 

@@ -184,6 +184,9 @@ struct Writer {
     client_id: Option<String>,
     first_frame: u64,
     last_frame: u64,
+    /// What it wrote to each partition, and whether it wrote to more.
+    spans: Vec<producers::Span>,
+    spans_more: bool,
 }
 
 /// A batch the broker appended, as its producer state remembers it.
@@ -243,6 +246,8 @@ pub struct Tracker {
     names_full: bool,
     /// What it holds and may hold: see [`memory`].
     memory: memory::Charge,
+    /// Grants and producers of interest, for the listing (see [`producers`]).
+    interest: producers::Interest,
 }
 
 /// One exchange's place, for the findings it raises.
@@ -301,20 +306,7 @@ impl Tracker {
 
     /// Lists the batches of an exchange whose outcome a post-mortem looks for.
     fn list(&mut self, ex: &WriteExchange, judged: &[Judged]) {
-        let of_interest = |j: &Judged| match j.outcome {
-            WriteOutcome::NotAppended => true,
-            WriteOutcome::Rejected => matches!(
-                j.error,
-                Some(
-                    OUT_OF_ORDER_SEQUENCE_NUMBER
-                        | DUPLICATE_SEQUENCE_NUMBER
-                        | INVALID_PRODUCER_EPOCH
-                        | UNKNOWN_PRODUCER_ID
-                        | PRODUCER_FENCED
-                )
-            ),
-            _ => false,
-        };
+        let of_interest = is_of_interest;
         if !judged.iter().any(of_interest) {
             return;
         }
@@ -409,6 +401,7 @@ impl Tracker {
             }
         }
         self.list(ex, &judged);
+        self.note_spans(ex, &judged);
         let frame = match &ex.outcome {
             Outcome::Complete { meta, .. } => meta.frame,
             _ => ex.request_meta.frame,
@@ -677,6 +670,8 @@ impl Tracker {
                         client_id: client_id.map(str::to_owned),
                         first_frame: frame,
                         last_frame: frame,
+                        spans: Vec::new(),
+                        spans_more: false,
                     });
                     writers.len() - 1
                 }
@@ -801,6 +796,25 @@ impl Judged {
     }
 }
 
+/// Whether a batch is one a post-mortem looks for: never appended, or refused for its
+/// sequence or epoch.
+fn is_of_interest(j: &Judged) -> bool {
+    match j.outcome {
+        WriteOutcome::NotAppended => true,
+        WriteOutcome::Rejected => matches!(
+            j.error,
+            Some(
+                OUT_OF_ORDER_SEQUENCE_NUMBER
+                    | DUPLICATE_SEQUENCE_NUMBER
+                    | INVALID_PRODUCER_EPOCH
+                    | UNKNOWN_PRODUCER_ID
+                    | PRODUCER_FENCED
+            )
+        ),
+        _ => false,
+    }
+}
+
 /// The producer id and epoch of a batch the broker's producer state judges: magic 2,
 /// with a producer id, not a transaction marker.
 fn judged(batch: &BatchHeader) -> Option<(i64, i16)> {
@@ -860,7 +874,9 @@ impl Judgement {
 }
 
 mod memory;
+mod producers;
 pub use memory::share_of;
+pub use producers::{PartitionWrites, ProducerWrites, WriterWrites, MAX_LISTED_PRODUCERS};
 
 #[cfg(test)]
 mod tests;

@@ -446,7 +446,11 @@ pub fn build(mut findings: Findings) -> model::Report {
             .collect(),
         controller_timeline: timeline.iter().map(controller_piece).collect(),
         metadata_log: analysis.metadata_log.as_ref().map(committed::section),
-        writes: writes_section(&analysis.writes, &analysis.writes_listed),
+        writes: writes_section(
+            &analysis.writes,
+            &analysis.writes_listed,
+            &analysis.writes_producers,
+        ),
         diagnostics: findings
             .diagnostics
             .into_sorted()
@@ -613,6 +617,7 @@ pub fn mergecap_command(captures: &[model::Capture]) -> Option<String> {
 fn writes_section(
     totals: &crate::analysis::writes::WriteTotals,
     (listed, not_listed): &(Vec<crate::analysis::writes::ListedBatch>, u64),
+    (producers, producers_not_listed): &(Vec<crate::analysis::writes::ProducerWrites>, u64),
 ) -> Option<model::Writes> {
     (totals.requests > 0).then(|| model::Writes {
         requests: totals.requests,
@@ -633,6 +638,8 @@ fn writes_section(
             .collect(),
         of_interest: listed.iter().map(write_batch).collect(),
         of_interest_not_listed: *not_listed,
+        producers_of_interest: producers.clone(),
+        producers_of_interest_not_listed: *producers_not_listed,
     })
 }
 

@@ -888,6 +888,15 @@ pub struct Writes {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub of_interest: Vec<WriteBatch>,
     pub of_interest_not_listed: u64,
+    /// The producer ids and epochs a post-mortem looks at: written by two producers, or
+    /// with a batch never appended or refused for its sequence or epoch; by id and epoch,
+    /// at most 100 (`producers_of_interest_not_listed` counts the rest). Each with the
+    /// grants of the id in the capture and, per connection that wrote with it, the
+    /// partitions, sequence ranges and outcomes. Absent when there is none.
+    #[schemars(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub producers_of_interest: Vec<crate::analysis::writes::ProducerWrites>,
+    pub producers_of_interest_not_listed: u64,
 }
 
 /// One record batch of a Produce request, and what became of it.

@@ -55,6 +55,49 @@ struct Writes {
     #[serde(default)]
     of_interest: Vec<WriteBatch>,
     of_interest_not_listed: u64,
+    #[serde(default)]
+    producers_of_interest: Vec<ProducerWrites>,
+    producers_of_interest_not_listed: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProducerWrites {
+    producer_id: i64,
+    producer_epoch: i16,
+    shared: bool,
+    not_appended: u64,
+    refused: u64,
+    grant_frames: Vec<u64>,
+    writers: Vec<WriterWrites>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriterWrites {
+    connection: u64,
+    client: String,
+    server: String,
+    client_id: Option<String>,
+    first_frame: u64,
+    last_frame: u64,
+    partitions: Vec<PartitionWrites>,
+    partitions_more: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionWrites {
+    topic: String,
+    partition: i32,
+    first_sequence: i32,
+    last_sequence: i32,
+    batches: u64,
+    appended: u64,
+    retries: u64,
+    not_appended: u64,
+    rejected: u64,
+    other: u64,
 }
 
 #[derive(Deserialize)]

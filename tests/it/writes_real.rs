@@ -32,7 +32,7 @@ fn rows(release: &str) -> Vec<BTreeMap<String, String>> {
 }
 
 /// pidshark's rows of `--format csv-writes` of `file`, by column name.
-fn rows_of(file: &str) -> Vec<BTreeMap<String, String>> {
+pub(crate) fn rows_of(file: &str) -> Vec<BTreeMap<String, String>> {
     let out = pidshark()
         .args([file, "--format", "csv-writes"])
         .assert()
@@ -528,4 +528,98 @@ fn wireshark_agrees_on_every_end_txn_of_the_epoch_exhaustion() {
     assert_eq!(requests.len(), 72);
     assert_eq!(requests, their_requests, "EndTxn requests");
     assert_eq!(responses, their_responses, "EndTxn responses");
+}
+
+/// The shared producer id is listed in `writes.producers_of_interest` with both its
+/// epochs (the clients bumped it together), each writer's partitions, sequence ranges
+/// and outcomes equal to its rows (which equal the clients' record, above), the batches
+/// each client was told were written and never were, and its one grant: the
+/// InitProducerId answer that gave the id to A (B was given it by reflection).
+#[test]
+fn the_shared_producer_id_lists_what_each_client_wrote_and_its_grant() {
+    for release in RELEASES {
+        let truth = truth(release);
+        let pid = truth["shared_pid"]["producer_id"].as_i64().unwrap();
+        let report = report(release);
+        let listed = report["writes"]["producers_of_interest"]
+            .as_array()
+            .unwrap();
+        let keys: Vec<(i64, i64, bool)> = listed
+            .iter()
+            .map(|p| {
+                let (id, epoch) = (p["producer_id"].as_i64(), p["producer_epoch"].as_i64());
+                (id.unwrap(), epoch.unwrap(), p["shared"].as_bool().unwrap())
+            })
+            .collect();
+        assert_eq!(keys, [(pid, 0, true), (pid, 1, true)], "{release}");
+        // per writer and partition, what its rows say
+        let mut from_rows: BTreeMap<(i64, String, i64), [i64; 5]> = BTreeMap::new();
+        for r in rows(release) {
+            let num = |c: &str| r[c].parse::<i64>().unwrap();
+            let key = (
+                num("producer_epoch"),
+                r["connection"].clone(),
+                num("partition"),
+            );
+            let e = from_rows.entry(key).or_insert([i64::MAX, -1, 0, 0, 0]);
+            e[0] = e[0].min(num("first_sequence"));
+            e[1] = e[1].max(num("last_sequence"));
+            e[2] += 1;
+            e[3] += i64::from(r["outcome"] == "not_appended");
+            e[4] += i64::from(r["outcome"] == "rejected");
+        }
+        let mut from_listing = BTreeMap::new();
+        let mut lost_by_client: BTreeMap<String, i64> = BTreeMap::new();
+        for p in listed {
+            for w in p["writers"].as_array().unwrap() {
+                for s in w["partitions"].as_array().unwrap() {
+                    let n = |f: &str| s[f].as_i64().unwrap();
+                    let key = (
+                        p["producer_epoch"].as_i64().unwrap(),
+                        w["connection"].to_string(),
+                        n("partition"),
+                    );
+                    let counts = [
+                        n("first_sequence"),
+                        n("last_sequence"),
+                        n("batches"),
+                        n("not_appended"),
+                        n("rejected"),
+                    ];
+                    from_listing.insert(key, counts);
+                    if p["producer_epoch"] == 0 {
+                        let id = w["client_id"].as_str().unwrap().to_owned();
+                        *lost_by_client.entry(id).or_default() += n("not_appended");
+                    }
+                }
+            }
+        }
+        assert_eq!(from_listing, from_rows, "{release}");
+        // what each client was told was written and never was
+        let by_letter = &truth["shared_pid"]["acknowledged_not_appended"];
+        for (client_id, letter) in truth["shared_pid"]["client_ids"].as_object().unwrap() {
+            let told = by_letter[letter.as_str().unwrap()]
+                .as_array()
+                .unwrap()
+                .len() as i64;
+            assert_eq!(lost_by_client[client_id], told, "{release} {client_id}");
+        }
+        // the one grant of the id: A's InitProducerId answer
+        let grants: Vec<&Value> = report["producer_ids"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["producer_id"] == pid && e["error"] == "NONE")
+            .collect();
+        assert_eq!(grants.len(), 1, "{release}");
+        assert_eq!(grants[0]["client_id"], "shared-a");
+        let granted_at = [grants[0]["response_frame"].clone()];
+        for p in listed {
+            assert_eq!(
+                p["grant_frames"].as_array().unwrap(),
+                &granted_at,
+                "{release}"
+            );
+        }
+    }
 }

@@ -105,6 +105,12 @@ pub(super) fn writers_heap(writers: &[Writer], capacity: usize) -> usize {
     heap_cost(capacity * size_of::<Writer>()) + ids
 }
 
+/// What a writer's spans hold: the partitions it wrote.
+pub(super) fn writer_spans_heap(writer: &Writer) -> usize {
+    let names: usize = writer.spans.iter().map(|s| topic_heap(s.topic())).sum();
+    heap_cost(writer.spans.capacity() * size_of::<super::producers::Span>()) + names
+}
+
 /// What a batch listed for the report holds beyond its slot.
 pub(super) fn listed_heap(batch: &ListedBatch) -> usize {
     text_heap(batch.client_id.as_deref())
@@ -138,6 +144,7 @@ impl Tracker {
             self.writers.capacity(),
             size_of::<((i64, i16), Vec<Writer>)>(),
         ) + table_cost(self.shared.capacity(), size_of::<(i64, i16)>())
+            + self.interest.heap()
             + self.memory.writers
     }
 

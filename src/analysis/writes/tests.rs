@@ -448,3 +448,60 @@ fn writers_past_their_part_of_the_share_are_not_followed() {
         limit.message
     );
 }
+
+/// A producer id two producers wrote is listed with each writer's partitions (at most
+/// 64, then `partitions_more`), its sequence ranges and outcomes, and the grants of the
+/// id; one no one shared, never appended or refused is not listed.
+#[test]
+fn producers_of_interest_list_their_writers_partitions_and_grants() {
+    let mut tracker = Tracker::default();
+    let mut findings = Vec::new();
+    tracker.granted(2999, 3);
+    tracker.granted(2999, 3);
+    tracker.granted(7, 5);
+    for partition in 0..70 {
+        let frame = 10 + 2 * partition as u64;
+        let ex = write(
+            A,
+            frame,
+            partition,
+            batch(2999, 0, partition, 0xa0),
+            (0, 100),
+        );
+        tracker.add(&ex, &mut findings);
+    }
+    tracker.add(
+        &write(A, 200, 0, batch(2999, 0, 1, 0xa1), (0, 101)),
+        &mut findings,
+    );
+    tracker.add(
+        &write(B, 202, 0, batch(2999, 0, 0, 0xb0), (0, 100)),
+        &mut findings,
+    );
+    tracker.add(
+        &write(A, 204, 1, batch(7, 0, 0, 0xa0), (0, 5)),
+        &mut findings,
+    );
+    let (listed, more) = tracker.producers_of_interest();
+    assert_eq!(more, 0);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let p = &listed[0];
+    assert_eq!((p.producer_id, p.producer_epoch), (2999, 0));
+    assert_eq!((p.shared, p.not_appended, p.refused), (true, 1, 0));
+    assert_eq!(p.grant_frames, [3]);
+    assert_eq!(p.writers.len(), 2);
+    let a = &p.writers[0];
+    assert_eq!(a.client_id.as_deref(), Some("shared-a"));
+    assert_eq!((a.partitions.len(), a.partitions_more), (64, true));
+    let zero = &a.partitions[0];
+    assert_eq!((zero.topic.as_str(), zero.partition), ("t", 0));
+    assert_eq!((zero.first_sequence, zero.last_sequence), (0, 1));
+    assert_eq!((zero.batches, zero.appended), (2, 2));
+    let b = &p.writers[1];
+    assert_eq!((b.first_frame, b.last_frame), (202, 202));
+    assert_eq!(b.partitions.len(), 1);
+    assert_eq!(
+        (b.partitions[0].batches, b.partitions[0].not_appended),
+        (1, 1)
+    );
+}
