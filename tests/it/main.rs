@@ -49,3 +49,4 @@ mod verdict;
 mod walkthrough;
 pub mod wireshark;
 mod writes_real;
+mod writes_wireshark;
