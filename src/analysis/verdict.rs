@@ -257,6 +257,8 @@ pub struct Evidence<'a> {
     pub controllers: &'a [Piece],
     /// Responses whose request was not read.
     pub unmatched_responses: u64,
+    /// The producer ids and epochs of interest to the writes analysis.
+    pub writes_producers: &'a [crate::analysis::writes::ProducerWrites],
 }
 
 /// `4M`, `64K`, `1500`: a byte count as `--max-memory` takes it.
@@ -668,13 +670,7 @@ fn writes_cost(e: &Evidence<'_>) -> Option<String> {
     let lost = e.diagnostics.graded(Kind::WriteNotAppended);
     let mut parts = Vec::new();
     if shared > 0 {
-        let ids = match shared {
-            1 => "1 producer id and epoch was".to_owned(),
-            n => format!("{n} producer ids and epochs were"),
-        };
-        parts.push(format!(
-            "{ids} written by two producers (write_shared_producer)"
-        ));
+        parts.push(shared_writes(e, shared));
     }
     if lost > 0 {
         let batches = match lost {
@@ -686,6 +682,51 @@ fn writes_cost(e: &Evidence<'_>) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The producer ids and epochs written by two producers (`shared` of them): each named
+/// with the connections and partitions that wrote with it, when the listing holds them
+/// (the first 3), else counted.
+fn shared_writes(e: &Evidence<'_>, shared: u64) -> String {
+    const NAMED: usize = 3;
+    let listed: Vec<&crate::analysis::writes::ProducerWrites> =
+        e.writes_producers.iter().filter(|p| p.shared).collect();
+    if listed.is_empty() {
+        let ids = match shared {
+            1 => "1 producer id and epoch was".to_owned(),
+            n => format!("{n} producer ids and epochs were"),
+        };
+        return format!("{ids} written by two producers (write_shared_producer)");
+    }
+    let named: Vec<String> = listed.iter().take(NAMED).map(|p| one_shared(p)).collect();
+    let rest = shared.saturating_sub(named.len() as u64);
+    let more = match rest {
+        0 => String::new(),
+        1 => " and 1 more producer id and epoch".to_owned(),
+        n => format!(" and {n} more producer ids and epochs"),
+    };
+    format!("{}{more} (write_shared_producer)", named.join(", "))
+}
+
+/// "producer id 1000 epoch 0 was written by two producers over 4 connections to 4
+/// partitions", with "at least" where the listing stops.
+fn one_shared(p: &crate::analysis::writes::ProducerWrites) -> String {
+    let partitions: std::collections::BTreeSet<(&str, i32)> = p
+        .writers
+        .iter()
+        .flat_map(|w| w.partitions.iter().map(|s| (s.topic.as_str(), s.partition)))
+        .collect();
+    let partitions_more = p.writers.iter().any(|w| w.partitions_more);
+    let at_least = |more: bool| if more { "at least " } else { "" };
+    format!(
+        "producer id {} epoch {} was written by two producers over {}{} to {}{}",
+        p.producer_id,
+        p.producer_epoch,
+        at_least(p.writers.len() >= crate::analysis::writes::MAX_WRITERS),
+        counted(p.writers.len() as u64, "connection"),
+        at_least(partitions_more),
+        counted(partitions.len() as u64, "partition"),
+    )
 }
 
 /// Diagnostics of exactly `severity` that neither a finding rule above nor a limit

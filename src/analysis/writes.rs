@@ -41,7 +41,7 @@ pub const MAX_STATES: usize = 65_536;
 /// Producer ids and epochs whose writers are followed.
 pub const MAX_PRODUCERS: usize = 65_536;
 /// Writers remembered per producer id and epoch.
-const MAX_WRITERS: usize = 8;
+pub const MAX_WRITERS: usize = 8;
 /// Partitions a group of refusals names; past them it says "at least".
 const MAX_GROUP_PARTITIONS: usize = 1024;
 /// Batches of interest listed in the report (those past it are counted).

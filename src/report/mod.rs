@@ -408,6 +408,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         producers: &analysis.producers,
         controllers: &timeline,
         unmatched_responses: findings.pairing.unmatched_responses,
+        writes_producers: &analysis.writes_producers.0,
     }));
     let producer_id_blocks = model::ProducerIdBlocks {
         usual_len: analysis.usual_len,

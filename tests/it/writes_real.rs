@@ -227,6 +227,15 @@ fn each_batch_acknowledged_and_not_appended_is_a_finding() {
             headline.contains("write_not_appended"),
             "{release}: {headline}"
         );
+        // both clients wrote epoch 0 to every partition, each over one connection to each
+        // of the two brokers
+        let partitions = truth["topic"]["partitions"].as_array().unwrap().len();
+        let connections = 2 * truth["broker_ids"].as_array().unwrap().len();
+        let pid = truth["shared_pid"]["producer_id"].as_i64().unwrap();
+        let named = format!(
+            "producer id {pid} epoch 0 was written by two producers over {connections} connections to {partitions} partitions"
+        );
+        assert!(headline.contains(&named), "{release}: {headline}");
         // the text report's Writes part counts them and names each with its frames
         let text = pidshark()
             .args([&capture(release), "--format", "text", "--color", "never"])

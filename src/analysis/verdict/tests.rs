@@ -44,6 +44,7 @@ fn judged_unmatched(
         producers: &analysis.producers,
         controllers: &timeline,
         unmatched_responses: unmatched,
+        writes_producers: &[],
         totals: &analysis.totals,
         brokers: &analysis.brokers,
         findings: &analysis.findings,
