@@ -101,6 +101,7 @@ impl Addresses {
                 }
             }
             ClusterFact::Quorum(_)
+            | ClusterFact::TopicsCreated(_)
             | ClusterFact::Heartbeat(_)
             | ClusterFact::Fetch(_)
             | ClusterFact::BlockAsked { .. }

@@ -445,12 +445,17 @@ impl Analyzer {
     /// What a cluster message said: where brokers listen, who leads.
     pub fn add_cluster(&mut self, ev: &ClusterEvent) {
         use crate::kafka::apis::ClusterFact;
+        use crate::kafka::cluster::BrokersSeen;
         match &*ev.fact {
             ClusterFact::BlockAsked { broker_id } => {
                 self.producers.asked(*broker_id, ev.meta.frame);
             }
-            ClusterFact::Brokers { seen, .. } => {
-                if let Some(held) = self.writes.topic_names(&seen.topics) {
+            ClusterFact::Brokers {
+                seen: BrokersSeen { topics, .. },
+                ..
+            }
+            | ClusterFact::TopicsCreated(topics) => {
+                if let Some(held) = self.writes.topic_names(topics) {
                     let table = (obs::AnalysisTable::TopicNames, held);
                     let at = (None, Some(ev.endpoints.connection), ev.meta.timestamp);
                     self.note(Finding::analysis_limit(table, ev.meta.frame, at));

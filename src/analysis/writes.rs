@@ -107,7 +107,7 @@ crate::names::closed_set! {
 
 /// What became of a Produce exchange's batches, in the request's order, and the name of
 /// each of its topics (in its order): from the request itself (versions 0 to 12) or, for
-/// a topic named by id (version 13), from a Metadata response of the capture that gave
+/// a topic named by id (version 13), from a Metadata or CreateTopics response of the capture that gave
 /// that id's name, when one did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteJudged {
@@ -263,7 +263,7 @@ impl Tracker {
         &self.totals
     }
 
-    /// Topic ids and names a Metadata response gave. When the first is refused, past
+    /// Topic ids and names a Metadata or CreateTopics response gave. When the first is refused, past
     /// [`MAX_TOPIC_NAMES`] or the names' part of the share, how many are remembered
     /// (said once).
     pub fn topic_names(&mut self, topics: &[([u8; 16], String)]) -> Option<usize> {

@@ -39,6 +39,7 @@ pub fn decodes_response(api: ApiKey) -> bool {
         || matches!(
             api,
             cluster::METADATA
+                | cluster::CREATE_TOPICS
                 | cluster::DESCRIBE_CLUSTER
                 | cluster::VOTE
                 | cluster::BEGIN_QUORUM_EPOCH
@@ -237,6 +238,8 @@ pub enum ClusterFact {
         api: ApiKey,
         seen: BrokersSeen,
     },
+    /// A CreateTopics response (version 7+): the id of each topic created, with its name.
+    TopicsCreated(Vec<([u8; 16], String)>),
     /// A BrokerHeartbeat request: this broker talks to the active controller.
     Heartbeat(cluster::Heartbeat),
     /// A small Fetch request: who fetches, and whether it is the quorum's log.
@@ -318,6 +321,9 @@ impl ClusterFact {
             }
             cluster::DESCRIBE_CLUSTER => cluster::describe_cluster_response(message, version)
                 .map(|seen| Self::Brokers { api, seen }),
+            cluster::CREATE_TOPICS => {
+                cluster::create_topics_response(message, version).map(Self::TopicsCreated)
+            }
             _ => cluster::quorum_response(message, api, version).map(Self::Quorum),
         }
     }

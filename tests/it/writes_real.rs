@@ -632,3 +632,69 @@ fn the_shared_producer_id_lists_what_each_client_wrote_and_its_grant() {
         }
     }
 }
+
+/// The CreateTopics response (v7) of each release's capture gives the topic id Kafka's
+/// admin client recorded (the truth's `topic.topic_id`, Kafka's base64url form of the
+/// Uuid), read by pidshark to the message's end: a Produce v13 request names a topic by
+/// that id, and the id's name is known from the topic's creation as from a Metadata
+/// response. Frames by tshark (`kafka.api_key==19`; it decodes CreateTopics only to v5).
+#[test]
+fn a_create_topics_response_gives_the_id_kafka_recorded() {
+    for (release, frame) in [("4.4.0", 1049), ("3.9.1", 1196)] {
+        let truth = truth(release);
+        let id = truth["topic"]["topic_id"].as_str().unwrap();
+        let hex: String = base64url(id).iter().map(|b| format!("{b:02x}")).collect();
+        let out = pidshark()
+            .args([
+                &capture(release),
+                "--frame",
+                &frame.to_string(),
+                "--format",
+                "tree",
+            ])
+            .assert()
+            .success();
+        let tree = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        assert!(tree.contains("CreateTopics response"), "{release}: {tree}");
+        let line = |field: &str| {
+            tree.lines()
+                .find(|l| l.contains(field))
+                .unwrap_or_else(|| panic!("{release}: no {field} in {tree}"))
+                .to_owned()
+        };
+        assert!(
+            line("Topics.TopicId").contains(&format!("= 0x{hex}")),
+            "{release}"
+        );
+        assert!(
+            line("Topics.Name").contains("\"pidshark-shared\""),
+            "{release}"
+        );
+        assert!(!tree.contains("decode error"), "{release}: {tree}");
+    }
+}
+
+/// Kafka's `Uuid.toString()`: the 16 bytes in unpadded base64url.
+fn base64url(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'-' => 62,
+        b'_' => 63,
+        _ => panic!("not base64url: {text}"),
+    };
+    let bits: Vec<u8> = text.bytes().map(value).collect();
+    let mut out = Vec::new();
+    let (mut acc, mut n) = (0u32, 0);
+    for v in bits {
+        acc = (acc << 6) | u32::from(v);
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((acc >> n) as u8);
+        }
+    }
+    assert_eq!(out.len(), 16, "{text}");
+    out
+}

@@ -24,6 +24,7 @@ mod quorum;
 #[cfg(test)]
 mod real;
 mod registration;
+mod topics;
 #[cfg(test)]
 mod wire;
 
@@ -35,6 +36,7 @@ pub use registration::{
     broker_registration_request, broker_registration_response, BrokerListeners, Listener,
     RegistrationReply,
 };
+pub use topics::create_topics_response;
 
 use super::reader::{DecodeError, Reader};
 use super::tables::ApiKey;
@@ -42,6 +44,7 @@ use super::trace;
 
 pub const FETCH: ApiKey = ApiKey(1);
 pub const METADATA: ApiKey = ApiKey(3);
+pub const CREATE_TOPICS: ApiKey = ApiKey(19);
 pub const VOTE: ApiKey = ApiKey(52);
 pub const BEGIN_QUORUM_EPOCH: ApiKey = ApiKey(53);
 pub const END_QUORUM_EPOCH: ApiKey = ApiKey(54);
@@ -55,6 +58,7 @@ pub fn newest_decoded(api: ApiKey) -> Option<i16> {
     match api {
         FETCH => Some(18),
         METADATA => Some(13),
+        CREATE_TOPICS => Some(7),
         VOTE | DESCRIBE_CLUSTER | BROKER_HEARTBEAT => Some(2),
         BEGIN_QUORUM_EPOCH | END_QUORUM_EPOCH => Some(1),
         BROKER_REGISTRATION => Some(4),
@@ -216,6 +220,17 @@ impl<'a> Wire<'a> {
         })
     }
 
+    /// The length of an array the schema allows to be null: `None` for null.
+    fn nullable_array_len(&mut self, field: &'static str) -> Result<Option<usize>, DecodeError> {
+        if self.flexible {
+            self.traced((field, "compact nullable array length"), |r| {
+                r.compact_array_len(field)
+            })
+        } else {
+            self.traced((field, "nullable array length"), |r| r.array_len(field))
+        }
+    }
+
     /// Passes over a struct's tagged fields (none in rigid versions).
     fn tags(&mut self) -> Result<(), DecodeError> {
         self.tags_with(|_, _| Ok(false))
@@ -257,6 +272,7 @@ mod tests {
         for api in [
             FETCH,
             METADATA,
+            CREATE_TOPICS,
             VOTE,
             BEGIN_QUORUM_EPOCH,
             END_QUORUM_EPOCH,
