@@ -156,9 +156,14 @@ impl Tracker {
             let (Some(key), Some(topic)) = (judged(batch), topic) else {
                 continue;
             };
+            // bounded as the writers are: one past them is counted in the totals only
+            let room = self.interest.marked.len() < super::MAX_PRODUCERS
+                || self.interest.marked.contains_key(&key);
             match judgement.outcome {
-                WriteOutcome::NotAppended => self.interest.marked.entry(key).or_default().0 += 1,
-                WriteOutcome::Rejected if super::is_of_interest(judgement) => {
+                WriteOutcome::NotAppended if room => {
+                    self.interest.marked.entry(key).or_default().0 += 1;
+                }
+                WriteOutcome::Rejected if room && super::is_of_interest(judgement) => {
                     self.interest.marked.entry(key).or_default().1 += 1;
                 }
                 _ => {}
