@@ -258,6 +258,20 @@ fn each_batch_acknowledged_and_not_appended_is_a_finding() {
             .filter(|l| l.contains("and never appended (frames"))
             .count();
         assert_eq!(named, expected.len(), "{release}: {part}");
+        // the shared id, and what each connection wrote with it: B's first connection
+        // to partition 0's leader wrote 3 batches there, all never appended
+        let pid = truth["shared_pid"]["producer_id"].as_i64().unwrap();
+        assert!(
+            part.contains(&format!(
+                "producer id {pid} epoch 0 written by two producers (write_shared_producer; the id granted at frame"
+            )),
+            "{release}: {part}"
+        );
+        let writers = part
+            .lines()
+            .filter(|l| l.starts_with("    ") && l.contains(" client_id \"shared-"))
+            .count();
+        assert!(writers >= 4, "{release}: {part}");
         // the page's table of them, by topic, partition and client
         let page = pidshark()
             .args([&capture(release), "--format", "html"])

@@ -2,16 +2,22 @@
 //! the batches came to in a line or two, then the batches a post-mortem looks for (never
 //! appended, refused for their sequence or epoch), a few lines at most, each with its
 //! topic and partition, the producer by address, `client_id`, id, epoch and sequences,
-//! and its frames.
+//! and its frames. Before them, each producer id written by two producers (the first
+//! two), with what each of its connections wrote to which partitions.
 
 use std::io::{self, Write};
 
 use super::{counted, heading, RED};
 use crate::analysis::writes::WriteOutcome;
+use crate::analysis::writes::{PartitionWrites, ProducerWrites, WriterWrites};
 use crate::report::model::{Report, WriteBatch, Writes};
 
 /// Batches of interest listed before the rest are only counted.
 const MAX_LISTED: usize = 10;
+/// Producer ids written by two producers shown, their writers and each one's partitions.
+const MAX_SHARED: usize = 2;
+const MAX_WRITERS: usize = 4;
+const MAX_PARTITIONS: usize = 4;
 
 pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     let Some(writes) = &report.writes else {
@@ -29,6 +35,7 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             "  {RED}{batches} acknowledged with success and never appended{RED:#} (write_not_appended: another batch with the same producer id, epoch and sequences holds its offset)"
         )?;
     }
+    shared(w, writes)?;
     let listed = writes.of_interest.len() as u64 + writes.of_interest_not_listed;
     for b in writes.of_interest.iter().take(MAX_LISTED) {
         writeln!(w, "  {}", batch_line(b))?;
@@ -42,6 +49,103 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The first producer ids written by two producers, a line each, then a line per
+/// connection that wrote with it.
+fn shared(w: &mut dyn Write, writes: &Writes) -> io::Result<()> {
+    let shared: Vec<&ProducerWrites> = writes
+        .producers_of_interest
+        .iter()
+        .filter(|p| p.shared)
+        .collect();
+    for p in shared.iter().take(MAX_SHARED) {
+        let grants = match p.grant_frames.as_slice() {
+            [] => "no grant of the id in the capture".to_owned(),
+            frames => {
+                let frames: Vec<String> = frames.iter().map(u64::to_string).collect();
+                format!("the id granted at frame {}", frames.join(", "))
+            }
+        };
+        writeln!(
+            w,
+            "  {RED}producer id {} epoch {} written by two producers{RED:#} (write_shared_producer; {grants}):",
+            p.producer_id, p.producer_epoch
+        )?;
+        for writer in p.writers.iter().take(MAX_WRITERS) {
+            writeln!(w, "    {}", writer_line(writer))?;
+        }
+        if p.writers.len() > MAX_WRITERS {
+            writeln!(
+                w,
+                "    and {} more connections",
+                p.writers.len() - MAX_WRITERS
+            )?;
+        }
+    }
+    if shared.len() > MAX_SHARED {
+        writeln!(
+            w,
+            "  and {} more producer ids and epochs written by two producers (writes.producers_of_interest in the JSON report)",
+            shared.len() - MAX_SHARED
+        )?;
+    }
+    Ok(())
+}
+
+/// `127.0.0.1:45620 client_id "shared-a" to 127.0.0.1:19101 (frames 1399-1750):
+/// pidshark-shared 0 sequences 0-3 (3 appended, 1 refused); ...`.
+fn writer_line(writer: &WriterWrites) -> String {
+    let client_id = writer
+        .client_id
+        .as_ref()
+        .map(|id| format!(" client_id {id:?}"))
+        .unwrap_or_default();
+    let mut partitions: Vec<String> = writer
+        .partitions
+        .iter()
+        .take(MAX_PARTITIONS)
+        .map(partition_text)
+        .collect();
+    let more = writer.partitions.len().saturating_sub(MAX_PARTITIONS);
+    match (more, writer.partitions_more) {
+        (0, false) => {}
+        (n, false) => partitions.push(format!("and {n} more partitions")),
+        (n, true) => partitions.push(format!("and at least {} more partitions", n + 1)),
+    }
+    format!(
+        "{}{client_id} to {} (frames {}-{}): {}",
+        writer.client,
+        writer.server,
+        writer.first_frame,
+        writer.last_frame,
+        partitions.join("; ")
+    )
+}
+
+/// `pidshark-shared 0 sequences 0-3 (3 appended, 1 never appended)`.
+fn partition_text(p: &PartitionWrites) -> String {
+    let counts: Vec<String> = [
+        (p.appended, "appended"),
+        (p.retries, "retries"),
+        (p.not_appended, "never appended"),
+        (p.rejected, "refused"),
+        (p.other, "other"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let sequences = match (p.first_sequence, p.last_sequence) {
+        (first, last) if first == last => format!("sequence {first}"),
+        (first, last) => format!("sequences {first}-{last}"),
+    };
+    format!(
+        "{} {} {sequences} ({})",
+        p.topic,
+        p.partition,
+        counts.join(", ")
+    )
 }
 
 /// `2049 batches in 2049 Produce requests, 2049 with a producer id: 2006 acknowledged,
