@@ -493,7 +493,11 @@ impl Analyzer {
         let placed = self.producers.add(px, broker, &mut found);
         if let Outcome::Complete { meta, response } = &px.outcome {
             if let (None | Some(ErrorCode(0)), Some(id), _) = A::granted(response) {
-                self.writes.granted(id, meta.frame);
+                if let Some(held) = self.writes.granted(id, meta.frame) {
+                    let table = (obs::AnalysisTable::WriteGrants, held);
+                    let at = (None, Some(px.endpoints.connection), meta.timestamp);
+                    found.push(Finding::analysis_limit(table, meta.frame, at));
+                }
             }
         }
         for f in found {

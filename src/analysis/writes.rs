@@ -280,7 +280,7 @@ impl Tracker {
             if self.names.get(id).is_none_or(|known| **known != **name) {
                 self.memory.names += heap_cost(name.len());
                 if let Some(old) = self.names.insert(*id, name.as_str().into()) {
-                    self.memory.names -= heap_cost(old.len());
+                    self.memory.names = self.memory.names.saturating_sub(heap_cost(old.len()));
                 }
             }
         }
@@ -520,7 +520,8 @@ impl Tracker {
             place,
             &mut self.totals,
         );
-        self.memory.entries = self.memory.entries - before + memory::state_heap(&key, state);
+        self.memory.entries =
+            self.memory.entries.saturating_sub(before) + memory::state_heap(&key, state);
         if let Judgement::NotAppended(earlier) = &outcome {
             let batch = (topic.shown(&self.names), partition, producer_id);
             findings.push(not_appended(
@@ -620,7 +621,8 @@ impl Tracker {
                 false => group.partitions_more = true,
             }
         }
-        self.memory.entries = self.memory.entries - before + memory::refused_heap(group);
+        self.memory.entries =
+            self.memory.entries.saturating_sub(before) + memory::refused_heap(group);
     }
 
     /// The writers of a partition's batches: a second producer of one id and epoch is a
@@ -681,7 +683,7 @@ impl Tracker {
                 w.last_frame = w.last_frame.max(frame);
             }
             let after = memory::writers_heap(writers, writers.capacity());
-            self.memory.writers = self.memory.writers - before + after;
+            self.memory.writers = self.memory.writers.saturating_sub(before) + after;
             if self.shared.contains_key(&key) {
                 continue;
             }

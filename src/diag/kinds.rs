@@ -223,7 +223,10 @@ kinds! {
             epochs, or a quarter of the writes' share of `--max-memory`: their writers \
             are not followed, nor counted in `writes.producers`), `topic_names` (65,536 \
             topic ids, or an eighth of the share: a write names the topic by its id), \
-            `write_refusals` (65,536 groups: counted in `writes.errors` only), and \
+            `write_refusals` (65,536 groups: counted in `writes.errors` only), \
+            `write_grants` (65,536 producer ids, or the writers' part of the share: \
+            their grants are not remembered, and `grant_frames` of such an id is \
+            empty), and \
             `write_memory`, said each time the writes analysis held more than its share \
             (an eighth of `--max-memory`, the `limit` in bytes): it forgot the \
             partition-and-producer states written least recently (but those of a \
@@ -231,8 +234,8 @@ kinds! {
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
         facts_doc: "`table` (`brokers`, `block_brokers`, `block_lengths`, `coverage`, \
-            `writes`, `write_producers`, `topic_names`, `write_refusals` or \
-            `write_memory`), `limit` (entries, or bytes for `write_memory`), \
+            `writes`, `write_producers`, `topic_names`, `write_refusals`, \
+            `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",
     }
     MemoryLimit "memory_limit" Warning {

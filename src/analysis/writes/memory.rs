@@ -203,7 +203,7 @@ impl Tracker {
                 break;
             }
             if let Some(state) = self.states.remove(&key) {
-                self.memory.entries -= state_heap(&key, &state);
+                self.memory.entries = self.memory.entries.saturating_sub(state_heap(&key, &state));
             }
         }
         self.states.shrink_to_fit();
@@ -223,7 +223,7 @@ impl Tracker {
                 break;
             }
             if let Some(group) = self.refused.remove(&key) {
-                self.memory.entries -= refused_heap(&group);
+                self.memory.entries = self.memory.entries.saturating_sub(refused_heap(&group));
                 early.insert(key, group);
             }
         }

@@ -126,12 +126,17 @@ impl Interest {
 }
 
 impl Tracker {
-    /// A grant of `producer_id` in the response at `frame`.
-    pub fn granted(&mut self, producer_id: i64, frame: u64) {
+    /// A grant of `producer_id` in the response at `frame`. When the first is refused,
+    /// past [`super::MAX_PRODUCERS`] ids or the writers' part of the share, how many ids
+    /// are remembered (said once).
+    pub fn granted(&mut self, producer_id: i64, frame: u64) -> Option<usize> {
         let known = self.interest.grants.contains_key(&producer_id);
-        if !known && (self.interest.grants_full || self.part_full(self.writers_bytes(), 4)) {
+        let full = self.interest.grants.len() >= super::MAX_PRODUCERS
+            || self.part_full(self.writers_bytes(), 4);
+        if !known && (self.interest.grants_full || full) {
+            let first = !self.interest.grants_full;
             self.interest.grants_full = true;
-            return;
+            return first.then_some(self.interest.grants.len());
         }
         let frames = self
             .interest
@@ -141,6 +146,7 @@ impl Tracker {
         if frames.len() < MAX_GRANTS && !frames.contains(&frame) {
             frames.push(frame);
         }
+        None
     }
 
     /// Counts each batch of `ex` in its writer's span of its partition.
@@ -209,7 +215,7 @@ impl Tracker {
                 }
             }
             let after = memory::writer_spans_heap(writer);
-            self.memory.writers = self.memory.writers - before + after;
+            self.memory.writers = self.memory.writers.saturating_sub(before) + after;
         }
     }
 

@@ -505,3 +505,16 @@ fn producers_of_interest_list_their_writers_partitions_and_grants() {
         (1, 1)
     );
 }
+
+/// Grants are remembered for at most [`MAX_PRODUCERS`] producer ids: the first refused
+/// says how many are held, once; grants of ids already held still count.
+#[test]
+fn grants_past_the_limit_are_said_once() {
+    let mut tracker = Tracker::default();
+    for id in 0..MAX_PRODUCERS as i64 {
+        assert_eq!(tracker.granted(id, 10), None);
+    }
+    assert_eq!(tracker.granted(-5, 11), Some(MAX_PRODUCERS));
+    assert_eq!(tracker.granted(-6, 12), None);
+    assert_eq!(tracker.granted(7, 13), None);
+}

@@ -139,6 +139,8 @@ crate::names::closed_set! {
         WriteRefusals = "write_refusals",
         /// Everything the writes analysis holds, against its share of `--max-memory`.
         WriteMemory = "write_memory",
+        /// Per producer id: the frames of the answers that granted it.
+        WriteGrants = "write_grants",
     }
 }
 
@@ -204,6 +206,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "the writes analysis held more than its share of --max-memory ({limit} bytes, an eighth) at frame {frame}; it forgot the partition-and-producer states written least recently (but those of a producer id written by two producers) and reported its oldest groups of refusals at once: a batch written to a forgotten state is judged as at the capture's start, so a batch never appended among them may go unfound (run again with a larger --max-memory)"
+                );
+            }
+            AnalysisTable::WriteGrants => {
+                return write!(
+                    f,
+                    "more than {limit} producer ids were granted while the writes analysis followed their grants; from frame {frame} on, the grants of those not seen before are not remembered, and writes.producers_of_interest[].grant_frames of such an id is empty"
                 );
             }
             AnalysisTable::TopicNames => {

@@ -61,7 +61,7 @@ fn shared(w: &mut dyn Write, writes: &Writes) -> io::Result<()> {
         .collect();
     for p in shared.iter().take(MAX_SHARED) {
         let grants = match p.grant_frames.as_slice() {
-            [] => "no grant of the id in the capture".to_owned(),
+            [] => "no grant of the id followed in the capture".to_owned(),
             frames => {
                 let frames: Vec<String> = frames.iter().map(u64::to_string).collect();
                 format!("the id granted at frame {}", frames.join(", "))
