@@ -84,9 +84,14 @@ fn shared(w: &mut dyn Write, writes: &Writes) -> io::Result<()> {
         }
     }
     if shared.len() > MAX_SHARED {
+        // past the ids listed, some unlisted ones may be shared too
+        let at_least = match writes.producers_of_interest_not_listed {
+            0 => "",
+            _ => "at least ",
+        };
         writeln!(
             w,
-            "  and {} more producer ids and epochs written by two producers (writes.producers_of_interest in the JSON report)",
+            "  and {at_least}{} more producer ids and epochs written by two producers (writes.producers_of_interest in the JSON report)",
             shared.len() - MAX_SHARED
         )?;
     }
