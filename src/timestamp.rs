@@ -39,19 +39,18 @@ impl Timestamp {
 
     /// RFC 3339 in UTC with 6 or 9 fractional digits, as the capture carries. A time past
     /// the year 9999 is written `out-of-range:SECS.NANOS` rather than as an invented date.
-    fn write_rfc3339(&self, out: &mut impl fmt::Write) -> fmt::Result {
+    pub fn write_rfc3339(&self, out: &mut impl fmt::Write) -> fmt::Result {
         match with_seconds_text(self.secs, |text| out.write_str(text)) {
             Some(written) => written?,
             None => return write!(out, "out-of-range:{}.{:09}", self.secs, self.nanos),
         }
         let nanos = self.nanos.min(999_999_999);
-        out.write_char('.')?;
+        // `.`, 6 or 9 digits and `Z`, written at once
         if self.nano {
-            write_zero_padded(out, nanos, 9)?;
+            write_fraction(out, &fraction::<11>(nanos))
         } else {
-            write_zero_padded(out, nanos / 1000, 6)?;
+            write_fraction(out, &fraction::<8>(nanos / 1000))
         }
-        out.write_char('Z')
     }
 }
 
@@ -92,14 +91,30 @@ fn seconds_text(secs: i64) -> Option<String> {
         .and_then(|dt| dt.format(SECONDS).ok())
 }
 
-/// `value` in `width` decimal digits with leading zeros (`value` has at most `width`).
-fn write_zero_padded(out: &mut impl fmt::Write, value: u32, width: usize) -> fmt::Result {
-    let mut digits = itoa::Buffer::new();
-    let text = digits.format(value);
-    for _ in text.len()..width {
-        out.write_char('0')?;
+/// `.`, `value` in `N - 2` digits with leading zeros, and `Z`.
+fn fraction<const N: usize>(value: u32) -> [u8; N] {
+    let mut text = [b'0'; N];
+    if let Some((dot, rest)) = text.split_first_mut() {
+        *dot = b'.';
+        if let Some((zulu, digits)) = rest.split_last_mut() {
+            *zulu = b'Z';
+            zero_padded(digits, value);
+        }
     }
-    out.write_str(text)
+    text
+}
+
+/// `text`, ASCII from [`fraction`].
+fn write_fraction(out: &mut impl fmt::Write, text: &[u8]) -> fmt::Result {
+    out.write_str(std::str::from_utf8(text).map_err(|_| fmt::Error)?)
+}
+
+/// `value`'s last `digits.len()` decimal digits into `digits`, with leading zeros.
+fn zero_padded(digits: &mut [u8], mut value: u32) {
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
 }
 
 #[cfg(test)]

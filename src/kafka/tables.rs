@@ -116,10 +116,15 @@ impl ErrorCode {
 
     /// Kafka's name, or `UNKNOWN(<code>)` for codes Kafka does not define.
     pub fn name(self) -> String {
-        match error_table().get(&self.0) {
-            Some(name) => (*name).to_owned(),
+        match self.known_name() {
+            Some(name) => name.to_owned(),
             None => format!("UNKNOWN({})", self.0),
         }
+    }
+
+    /// Kafka's name, when the project's table has the code.
+    pub fn known_name(self) -> Option<&'static str> {
+        error_table().get(&self.0).copied()
     }
 
     /// Every name Kafka's table defines, by code: with `UNKNOWN(<code>)`, every name

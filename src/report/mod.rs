@@ -51,20 +51,37 @@ pub struct Findings {
 /// `ip:port`, IPv6 as `[addr]:port`, as Rust's `SocketAddr` displays them; IPv4 (nearly
 /// every address of a capture, two per exchange and block) without `fmt`'s machinery.
 fn address(addr: SocketAddr) -> String {
+    let mut out = Vec::with_capacity(21);
+    push_address(&mut out, addr);
+    String::from_utf8(out).unwrap_or_else(|_| addr.to_string())
+}
+
+/// [`address`], appended to `out`.
+pub(crate) fn push_address(out: &mut Vec<u8>, addr: SocketAddr) {
     let SocketAddr::V4(v4) = addr else {
-        return addr.to_string();
+        // into a Vec, writing cannot fail
+        let _ = std::io::Write::write_fmt(out, format_args!("{addr}"));
+        return;
     };
-    let mut out = String::with_capacity(21);
-    let mut digits = itoa::Buffer::new();
-    for (i, octet) in v4.ip().octets().into_iter().enumerate() {
-        if i > 0 {
-            out.push('.');
-        }
-        out.push_str(digits.format(octet));
+    let [a, b, c, d] = v4.ip().octets();
+    push_octet(out, a);
+    for octet in [b, c, d] {
+        out.push(b'.');
+        push_octet(out, octet);
     }
-    out.push(':');
-    out.push_str(digits.format(v4.port()));
-    out
+    out.push(b':');
+    out.extend_from_slice(itoa::Buffer::new().format(v4.port()).as_bytes());
+}
+
+/// An address's byte in decimal.
+fn push_octet(out: &mut Vec<u8>, octet: u8) {
+    if octet >= 100 {
+        out.push(b'0' + octet / 100);
+    }
+    if octet >= 10 {
+        out.push(b'0' + octet / 10 % 10);
+    }
+    out.push(b'0' + octet % 10);
 }
 
 fn hex(bytes: &[u8]) -> String {

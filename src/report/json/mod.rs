@@ -15,13 +15,14 @@ use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 use super::model::{ProducerIdBlocks, ProducerIds, Report};
+use super::producer_id_entry;
 use super::sink::{Analysed, Needs, Sink};
 use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
-use super::{exchange, pid_block, producer_id_entry};
 use crate::analysis::{Block, BlockOrder, Placed};
 use crate::pairing::{Exchange, ExchangeOrder, Granting};
 use writer::Raw;
 
+mod direct;
 pub mod writer;
 
 /// Depth of the elements of `exchanges`, `producer_id_blocks.blocks` and
@@ -70,11 +71,13 @@ impl JsonSink {
     fn allocate(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
         let pretty = self.pretty;
         self.exchanges.push(ex.order(), |out| {
-            writer::item(out, &exchange(&ex), pretty, EXCHANGE_DEPTH)
+            direct::exchange(out, &ex, pretty, EXCHANGE_DEPTH, None);
+            Ok(())
         })?;
         if let Some(block) = block {
             self.blocks.push(block.order(), |out| {
-                writer::item(out, &pid_block(block), pretty, BLOCK_DEPTH)
+                direct::block(out, block, pretty, BLOCK_DEPTH, None);
+                Ok(())
             })?;
         }
         Ok(())
@@ -174,9 +177,11 @@ impl NdjsonSink {
     }
 
     fn allocate(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        self.push_line("exchange", &exchange(&ex))?;
+        direct::exchange(&mut self.line, &ex, false, 0, Some("exchange"));
+        self.line.push(b'\n');
         if let Some(block) = block {
-            self.push_line("block", &pid_block(block))?;
+            direct::block(&mut self.line, block, false, 0, Some("block"));
+            self.line.push(b'\n');
         }
         self.write_lines()
     }

@@ -233,7 +233,7 @@ impl<W: Write> Writer<W> {
 
 /// Whether serde_json escapes something in `s`: a control character, `"` or `\`.
 /// Eight bytes at a time, since every string of every record goes through here.
-fn needs_escape(s: &[u8]) -> bool {
+pub(super) fn needs_escape(s: &[u8]) -> bool {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
     /// A high bit in each byte of `x` below `n` (n <= 0x80), none in the others when

@@ -1,0 +1,355 @@
+//! The two records every control-plane capture is full of, an AllocateProducerIds
+//! exchange and the block it granted, written as JSON straight from the values that hold
+//! them: no report model built and dropped per exchange, no `String` per address or
+//! time, and each field's `"name":` copied as one constant. The bytes are those of
+//! [`writer`](super::writer) on the model ([`report::exchange`](crate::report::exchange),
+//! [`report::pid_block`](crate::report::pid_block)), compact or pretty, at any depth: the
+//! model stays the one declaration of the fields (and of the schema); the tests here and
+//! `tests/it/serialized.rs` hold the two to the same bytes.
+
+use std::fmt::{self, Write as _};
+
+use serde_json::ser::{CompactFormatter, Formatter};
+
+use crate::analysis::Block;
+use crate::kafka::allocate_producer_ids::Response;
+use crate::kafka::reader::TaggedField;
+use crate::kafka::tables::ApiKey;
+use crate::pairing::{Exchange, MessageMeta};
+use crate::report::model::UnixTime;
+
+/// `"name":`, the form [`Object::key`] takes.
+macro_rules! key {
+    ($name:literal) => {
+        concat!("\"", $name, "\":").as_bytes()
+    };
+}
+
+/// One exchange, as the model's `Exchange` serializes, at `depth`; with `lead`, a first
+/// field `"type":"<lead>"` (an ndjson line).
+pub fn exchange(
+    out: &mut Vec<u8>,
+    ex: &Exchange,
+    pretty: bool,
+    depth: usize,
+    lead: Option<&'static str>,
+) {
+    let mut o = Object::open(out, pretty, depth);
+    if let Some(kind) = lead {
+        o.text(key!("type"), kind);
+    }
+    o.int(key!("connection"), ex.endpoints.connection);
+    o.address(key!("client"), ex.endpoints.client);
+    o.address(key!("server"), ex.endpoints.server);
+    o.int(key!("correlation_id"), ex.correlation_id);
+    o.text(key!("status"), ex.outcome.status().as_str());
+    o.key(key!("request"));
+    request(&mut o.nested(), ex);
+    o.key(key!("response"));
+    match ex.outcome.response() {
+        Some((meta, resp)) => response(&mut o.nested(), meta, resp),
+        None => o.raw(b"null"),
+    }
+    o.key(key!("latency_us"));
+    o.float_or_null(ex.latency_us());
+    o.close();
+}
+
+fn request(o: &mut Object<'_>, ex: &Exchange) {
+    let req = &ex.request;
+    meta(o, &ex.request_meta);
+    o.int(key!("api_key"), ApiKey::ALLOCATE_PRODUCER_IDS.0);
+    o.int(key!("api_version"), ex.api_version);
+    match &req.header.client_id {
+        None => {}
+        Some(None) => {
+            o.key(key!("client_id"));
+            o.raw(b"null");
+        }
+        Some(Some(id)) => o.text(key!("client_id"), id),
+    }
+    tagged(o, key!("header_tagged_fields"), &req.header.tagged_fields);
+    o.some_int(key!("broker_id"), req.broker_id);
+    o.some_int(key!("broker_epoch"), req.broker_epoch);
+    tagged(o, key!("tagged_fields"), &req.tagged_fields);
+    o.some_int(key!("bytes_not_captured"), req.bytes_not_captured);
+    if let Some(problem) = &req.problem {
+        o.text(key!("decode_error"), &problem.to_string());
+    }
+    o.close();
+}
+
+fn response(o: &mut Object<'_>, meta_of: &MessageMeta, resp: &Response) {
+    meta(o, meta_of);
+    tagged(o, key!("header_tagged_fields"), &resp.header.tagged_fields);
+    o.some_int(key!("throttle_time_ms"), resp.throttle_time_ms);
+    if let Some(code) = resp.error_code {
+        o.int(key!("error_code"), code.0);
+        match code.known_name() {
+            Some(name) => o.text(key!("error"), name),
+            None => o.text(key!("error"), &code.name()),
+        }
+    }
+    o.some_int(key!("producer_id_start"), resp.producer_id_start);
+    o.some_int(key!("producer_id_len"), resp.producer_id_len);
+    tagged(o, key!("tagged_fields"), &resp.tagged_fields);
+    o.some_int(key!("bytes_not_captured"), resp.bytes_not_captured);
+    if let Some(problem) = &resp.problem {
+        o.text(key!("decode_error"), &problem.to_string());
+    }
+    o.close();
+}
+
+/// Where a message is: the fields a request and a response both start with.
+fn meta(o: &mut Object<'_>, meta: &MessageMeta) {
+    o.int(key!("frame"), meta.frame);
+    if let Some(origin) = meta.origin {
+        o.int(key!("capture_index"), origin.capture());
+        o.int(key!("capture_frame"), origin.frame());
+    }
+    o.int(key!("first_frame"), meta.first_frame);
+    o.time(key!("timestamp"), key!("unix_time"), meta.timestamp);
+    o.int(key!("size"), meta.size);
+}
+
+/// A list of tagged fields, left out when the message has none to read.
+fn tagged(o: &mut Object<'_>, name: &'static [u8], fields: &Option<Vec<TaggedField>>) {
+    let Some(fields) = fields else {
+        return;
+    };
+    o.key(name);
+    if fields.is_empty() {
+        o.raw(b"[]");
+        return;
+    }
+    o.open_list();
+    for field in fields {
+        o.list_item();
+        let mut f = o.nested();
+        f.int(key!("tag"), field.tag);
+        f.key(key!("data"));
+        f.hex(&field.data);
+        if let Some((len, crc)) = field.cut {
+            f.int(key!("data_len"), len);
+            f.key(key!("data_crc32"));
+            let _ = write!(Text(&mut *f.out), "\"{crc:08x}\"");
+        }
+        f.close();
+    }
+    o.close_list();
+}
+
+/// One block, as the model's `PidBlock` serializes, at `depth`; with `lead`, a first
+/// field `"type":"<lead>"`.
+pub fn block(out: &mut Vec<u8>, b: &Block, pretty: bool, depth: usize, lead: Option<&'static str>) {
+    let mut o = Object::open(out, pretty, depth);
+    if let Some(kind) = lead {
+        o.text(key!("type"), kind);
+    }
+    o.int(key!("start"), b.start);
+    o.int(key!("end"), b.end);
+    o.int(key!("len"), b.len);
+    o.int(key!("broker_id"), b.broker_id);
+    o.int(key!("broker_epoch"), b.broker_epoch);
+    o.int(key!("connection"), b.connection);
+    o.address(key!("client"), b.client);
+    o.address(key!("server"), b.server);
+    o.int(key!("correlation_id"), b.correlation_id);
+    o.int(key!("request_frame"), b.request_frame);
+    o.int(key!("response_frame"), b.response_frame);
+    o.time(key!("timestamp"), key!("unix_time"), b.timestamp);
+    o.close();
+}
+
+/// An open JSON object being written into `out`, laid out as the writer lays it out.
+struct Object<'a> {
+    out: &'a mut Vec<u8>,
+    pretty: bool,
+    /// Depth of the object's fields.
+    depth: usize,
+    /// No field written yet.
+    first: bool,
+}
+
+impl<'a> Object<'a> {
+    fn open(out: &'a mut Vec<u8>, pretty: bool, depth: usize) -> Self {
+        out.push(b'{');
+        Self {
+            out,
+            pretty,
+            depth: depth + 1,
+            first: true,
+        }
+    }
+
+    /// An object as the value of the key just written (or of a list item).
+    fn nested(&mut self) -> Object<'_> {
+        Object::open(self.out, self.pretty, self.depth)
+    }
+
+    fn close(&mut self) {
+        self.depth -= 1;
+        if self.pretty && !self.first {
+            self.new_line();
+        }
+        self.out.push(b'}');
+    }
+
+    fn new_line(&mut self) {
+        /// A newline and the indentation of the deepest lines a report has, and more.
+        const LINE: &[u8; 33] = b"\n                                ";
+        match LINE.get(..1 + 2 * self.depth) {
+            Some(line) => self.out.extend_from_slice(line),
+            None => {
+                self.out.push(b'\n');
+                for _ in 0..self.depth {
+                    self.out.extend_from_slice(b"  ");
+                }
+            }
+        }
+    }
+
+    /// `"name":` (and a space when pretty) after the field before, if any. Inlined, so
+    /// that each name is copied as a constant.
+    #[inline(always)]
+    fn key(&mut self, name: &'static [u8]) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        if self.pretty {
+            self.new_line();
+            self.out.extend_from_slice(name);
+            self.out.push(b' ');
+        } else {
+            self.out.extend_from_slice(name);
+        }
+    }
+
+    fn raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
+    #[inline(always)]
+    fn int(&mut self, name: &'static [u8], value: impl itoa::Integer) {
+        self.key(name);
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+    }
+
+    #[inline(always)]
+    fn some_int(&mut self, name: &'static [u8], value: Option<impl itoa::Integer>) {
+        if let Some(value) = value {
+            self.int(name, value);
+        }
+    }
+
+    /// A string field: as it is, unless something in it needs escaping.
+    #[inline(always)]
+    fn text(&mut self, name: &'static [u8], value: &str) {
+        self.key(name);
+        self.string(value);
+    }
+
+    fn string(&mut self, value: &str) {
+        if super::writer::needs_escape(value.as_bytes()) {
+            // serde_json's own escaping, as the writer does; into a Vec it cannot fail
+            let _ = serde_json::to_writer(&mut *self.out, value);
+            return;
+        }
+        self.out.push(b'"');
+        self.out.extend_from_slice(value.as_bytes());
+        self.out.push(b'"');
+    }
+
+    /// A capture time as `timestamp` (RFC 3339) and `unix_time` (seconds) fields.
+    fn time(
+        &mut self,
+        text_name: &'static [u8],
+        seconds_name: &'static [u8],
+        at: crate::timestamp::Timestamp,
+    ) {
+        self.key(text_name);
+        self.out.push(b'"');
+        let _ = at.write_rfc3339(&mut Text(&mut *self.out));
+        self.out.push(b'"');
+        self.key(seconds_name);
+        self.float(UnixTime(at).seconds());
+    }
+
+    fn address(&mut self, name: &'static [u8], addr: std::net::SocketAddr) {
+        self.key(name);
+        self.out.push(b'"');
+        crate::report::push_address(self.out, addr);
+        self.out.push(b'"');
+    }
+
+    /// serde_json's float: its own digits, `null` for NaN and the infinities.
+    fn float(&mut self, value: f64) {
+        if value.is_finite() {
+            let _ = CompactFormatter.write_f64(&mut *self.out, value);
+        } else {
+            self.out.extend_from_slice(b"null");
+        }
+    }
+
+    fn float_or_null(&mut self, value: Option<f64>) {
+        match value {
+            Some(value) => self.float(value),
+            None => self.out.extend_from_slice(b"null"),
+        }
+    }
+
+    /// Lowercase hex, quoted.
+    fn hex(&mut self, bytes: &[u8]) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        self.out.reserve(bytes.len() * 2 + 2);
+        self.out.push(b'"');
+        for byte in bytes {
+            for nibble in [byte >> 4, byte & 0xf] {
+                self.out
+                    .push(DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'));
+            }
+        }
+        self.out.push(b'"');
+    }
+
+    /// A non-empty list as a field's value: its items at one depth more.
+    fn open_list(&mut self) {
+        self.out.push(b'[');
+        self.depth += 1;
+        self.first = true;
+    }
+
+    fn list_item(&mut self) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        if self.pretty {
+            self.new_line();
+        }
+    }
+
+    fn close_list(&mut self) {
+        self.depth -= 1;
+        if self.pretty {
+            self.new_line();
+        }
+        self.out.push(b']');
+        self.first = false;
+    }
+}
+
+/// `fmt::Write` into the bytes being written (only ever given UTF-8).
+struct Text<'a>(&'a mut Vec<u8>);
+
+impl fmt::Write for Text<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
