@@ -182,6 +182,16 @@ enum Step {
     },
 }
 
+/// What [`Framer::in_place`] did with the start of the bytes it was given.
+enum InPlace<'d> {
+    /// Read a whole frame; the bytes after it.
+    Done(&'d [u8]),
+    /// The bytes do not start with a whole frame: left to the states.
+    NotWhole,
+    /// The head was rejected, and is in `head` as the states would have left it.
+    Rejected { head_len: usize },
+}
+
 #[derive(Debug)]
 enum State<R> {
     /// Collecting the size and header prefix into `head`.
@@ -212,6 +222,9 @@ pub struct Framer<R> {
     head_len: usize,
     first: Option<PacketRef>,
     state: State<R>,
+    /// Unit tests turn [`Framer::in_place`] off, to hold it to what the states do.
+    #[cfg(test)]
+    in_place: bool,
 }
 
 /// What a gap did to the framing.
@@ -236,6 +249,8 @@ impl<R: Streamed> Framer<R> {
             head_len: 0,
             first: None,
             state: State::Head,
+            #[cfg(test)]
+            in_place: true,
         }
     }
 
@@ -389,6 +404,21 @@ impl<R: Streamed> Framer<R> {
     ) -> Step {
         let total = data.len();
         while !data.is_empty() {
+            if self.head_len == 0 && matches!(self.state, State::Head) && self.reads_in_place() {
+                match self.in_place(data, at, handler) {
+                    InPlace::Done(rest) => {
+                        data = rest;
+                        continue;
+                    }
+                    InPlace::NotWhole => {}
+                    InPlace::Rejected { head_len } => {
+                        return Step::Rejected {
+                            end: total - data.len() + head_len,
+                            head_len,
+                        }
+                    }
+                }
+            }
             match &mut self.state {
                 State::Resync(_) => return Step::Consumed,
                 State::Head => {
@@ -450,6 +480,78 @@ impl<R: Streamed> Framer<R> {
             }
         }
         Step::Consumed
+    }
+
+    /// Whether whole frames are read in place (always, but in some unit tests).
+    fn reads_in_place(&self) -> bool {
+        #[cfg(test)]
+        return self.in_place;
+        #[cfg(not(test))]
+        true
+    }
+
+    /// A frame that `data` holds whole from its first byte (the common case for small
+    /// messages): the handler reads it where it lies, with no buffer filled and no copy.
+    /// What the states would do with it, done at once.
+    fn in_place<'d>(
+        &mut self,
+        data: &'d [u8],
+        at: PacketRef,
+        handler: &mut impl FrameHandler<Reader = R>,
+    ) -> InPlace<'d> {
+        let Some(size) = data
+            .get(..SIZE_LEN)
+            .and_then(|b| <[u8; SIZE_LEN]>::try_from(b).ok())
+            .map(i32::from_be_bytes)
+        else {
+            return InPlace::NotWhole;
+        };
+        let Some((len, body, rest)) =
+            u32::try_from(size)
+                .ok()
+                .filter(|&len| len > 0)
+                .and_then(|len| {
+                    let (body, rest) = data.get(SIZE_LEN..)?.split_at_checked(len as usize)?;
+                    Some((len, body, rest))
+                })
+        else {
+            return InPlace::NotWhole;
+        };
+        let prefix = body
+            .get(..body.len().min(self.prefix_len))
+            .unwrap_or_default();
+        let frame = |message, streamed| Frame {
+            len,
+            prefix,
+            message,
+            missing: 0,
+            shed: false,
+            streamed,
+            first: at,
+            last: at,
+        };
+        match handler.decide(size, prefix, at) {
+            Decision::Keep => handler.frame(frame(Some(body), None)),
+            Decision::Skip => handler.frame(frame(None, None)),
+            Decision::Stream(mut reader) => {
+                reader.bytes(prefix);
+                reader.bytes(body.get(prefix.len()..).unwrap_or_default());
+                handler.frame(frame(None, Some(reader)));
+            }
+            Decision::Reject => {
+                // as the states leave a rejected head: in `head`, for the search
+                let head_len = SIZE_LEN + prefix.len();
+                if let (Some(dst), Some(src)) =
+                    (self.head.get_mut(..head_len), data.get(..head_len))
+                {
+                    dst.copy_from_slice(src);
+                }
+                self.head_len = head_len;
+                self.first = Some(at);
+                return InPlace::Rejected { head_len };
+            }
+        }
+        InPlace::Done(rest)
     }
 
     /// Called when the size and prefix are in: asks the handler what to do. `false`

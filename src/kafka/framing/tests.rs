@@ -21,6 +21,8 @@ struct Recorder {
     anchor_key: Option<u8>,
     /// Heads judged plausible or not: the search's work.
     plausible_calls: usize,
+    /// Heads starting with this byte are rejected.
+    reject_key: Option<u8>,
 }
 
 impl FrameHandler for Recorder {
@@ -28,7 +30,7 @@ impl FrameHandler for Recorder {
 
     fn decide(&mut self, len: i32, prefix: &[u8], _at: PacketRef) -> Decision<NoStream> {
         self.decisions.push((len, prefix.to_vec()));
-        if len < 0 {
+        if len < 0 || (!prefix.is_empty() && prefix.first().copied() == self.reject_key) {
             Decision::Reject
         } else if prefix.first().copied() == self.keep_key {
             Decision::Keep
@@ -525,8 +527,17 @@ fn long_candidates_held_by_their_heads_are_bounded() {
 
 /// What a search found in `data` fed in segments of the lengths `cuts` (the rest in one
 /// more): each frame's size, prefix and message, and the bytes passed over.
-fn search_in_segments(data: &[u8], cuts: &[usize], mut rec: Recorder) -> (Vec<Seen>, Vec<u64>) {
-    let mut framer = Framer::<NoStream>::resyncing(4);
+fn search_in_segments(data: &[u8], cuts: &[usize], rec: Recorder) -> (Vec<Seen>, Vec<u64>) {
+    in_segments(Framer::<NoStream>::resyncing(4), data, cuts, rec)
+}
+
+/// What `framer` finds in `data` pushed in segments of `cuts` bytes (the rest in one).
+fn in_segments(
+    mut framer: Framer<NoStream>,
+    data: &[u8],
+    cuts: &[usize],
+    mut rec: Recorder,
+) -> (Vec<Seen>, Vec<u64>) {
     let mut pos = 0;
     let mut packet = 0;
     for &cut in cuts.iter().chain([&data.len()]) {
@@ -648,6 +659,33 @@ mod split_properties {
             let whole = search_in_segments(&data, &[], rec());
             let split = search_in_segments(&data, &cuts, rec());
             prop_assert_eq!(split, whole);
+        }
+
+        /// A framer from a stream's start finds the same frames, and rejects the same
+        /// heads (then searches on from the same bytes), when it reads the whole frames
+        /// of a segment in place as when every byte goes through its states.
+        #[test]
+        fn whole_frames_read_in_place_are_the_frames_read_in_pieces(
+            bodies in prop::collection::vec(
+                (prop::sample::select(vec![5u8, 7, 9]), prop::collection::vec(byte(), 0..24)),
+                1..5,
+            ),
+            cuts in prop::collection::vec(1usize..=40, 0..6),
+            keep_key in prop::option::of(prop::sample::select(vec![7u8, 9])),
+            reject in any::<bool>(),
+        ) {
+            let mut data = Vec::new();
+            for (key, rest) in &bodies {
+                let mut body = vec![*key];
+                body.extend(rest);
+                data.extend(frame_bytes(&body));
+            }
+            let reject_key = reject.then_some(5);
+            let rec = || Recorder { confirm: true, keep_key, reject_key, ..Default::default() };
+            let mut states = Framer::new(4);
+            states.in_place = false;
+            let by_states = in_segments(states, &data, &cuts, rec());
+            prop_assert_eq!(in_segments(Framer::new(4), &data, &cuts, rec()), by_states);
         }
     }
 }
