@@ -45,10 +45,14 @@ pub struct Samples {
     /// Once samples are spilled, every sample also goes into a histogram: should the file
     /// not read back, the summary comes from it, marked not exact, instead of no summary.
     fallback: Option<Histogrammed>,
+    /// The summary once made, until the next sample: the analysis and the report both
+    /// ask, and with samples spilled each summary reads the file several times.
+    summary: std::cell::OnceCell<Option<Summary>>,
 }
 
 impl Samples {
     pub fn push(&mut self, us: f64) {
+        self.summary.take();
         if let Some(fallback) = &mut self.fallback {
             fallback.record(us);
         }
@@ -91,6 +95,7 @@ impl Samples {
 
     /// Sorts what is held, when nothing was spilled (the summary is then direct).
     pub fn sort(&mut self) {
+        self.summary.take();
         if self.spilled.is_none() {
             self.held.sort_by(f64::total_cmp);
         }
@@ -165,6 +170,10 @@ impl Samples {
 
     /// Count, min, mean, nearest-rank p50/p90/p99 and max.
     pub fn summary(&self) -> Option<Summary> {
+        *self.summary.get_or_init(|| self.summarise())
+    }
+
+    fn summarise(&self) -> Option<Summary> {
         if self.spilled.is_none() {
             return summarise(&self.held);
         }
@@ -275,6 +284,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let write_only = File::create(dir.path().join("w")).unwrap();
         samples.spilled = Some(write_only);
+        samples.summary.take(); // the summary made from the readable file
         let approx = samples.summary().expect("a summary from the histogram");
         assert!(!approx.percentiles_exact);
         assert_eq!(approx.count, 20_000);

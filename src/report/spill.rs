@@ -251,6 +251,9 @@ fn item_len(item: &[u8]) -> io::Result<u32> {
     u32::try_from(item.len()).map_err(|_| io::Error::other("one item of the report past 4 GiB"))
 }
 
+/// Longest head of an item in a run: its key and length.
+const MAX_HEAD: usize = 64;
+
 /// One run being read back: its next item, if any.
 struct RunReader<K> {
     input: BufReader<File>,
@@ -271,8 +274,12 @@ impl<K: OrderKey> RunReader<K> {
 
     /// Reads the next item; `key` is `None` at the run's end.
     fn advance(&mut self) -> io::Result<()> {
-        let mut head = vec![0u8; K::LEN + 4];
-        match self.input.read_exact(&mut head) {
+        // the key and the item's length, on the stack: read once per item
+        let mut head_bytes = [0u8; MAX_HEAD];
+        let Some(head) = head_bytes.get_mut(..K::LEN + 4) else {
+            return Err(io::Error::other("a sort key longer than a run's head"));
+        };
+        match self.input.read_exact(head) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                 self.key = None;
@@ -280,7 +287,7 @@ impl<K: OrderKey> RunReader<K> {
             }
             Err(e) => return Err(e),
         }
-        let len = u32::from_le_bytes(field(&head, K::LEN)) as usize;
+        let len = u32::from_le_bytes(field(head, K::LEN)) as usize;
         self.item.resize(len, 0);
         self.input.read_exact(&mut self.item)?;
         self.key = Some(K::get(head.get(..K::LEN).unwrap_or_default()));
