@@ -298,6 +298,9 @@ impl Pairing {
     /// Takes what the Kafka stage counted rather than listed, leaving its counts at zero
     /// (its few entries stay, not allocated again for each packet).
     pub fn counted(&mut self, counted: &mut Counted) {
+        if !std::mem::take(&mut counted.pending) {
+            return;
+        }
         for (key, counts) in counted.by_api.iter_mut() {
             if let [0, 0] = counts {
                 continue;

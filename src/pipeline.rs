@@ -276,11 +276,13 @@ fn to_pairing(
             }
         }
     }
-    for message in dissector.out.messages.drain(..) {
-        if let Some(watch) = watch.as_deref_mut() {
-            watch.message(&message);
+    if !dissector.out.messages.is_empty() {
+        for message in dissector.out.messages.drain(..) {
+            if let Some(watch) = watch.as_deref_mut() {
+                watch.message(&message);
+            }
+            pairing.message(message);
         }
-        pairing.message(message);
     }
     pairing.counted(&mut dissector.out.counted);
     if pairing.exchanges.is_empty()
