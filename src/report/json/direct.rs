@@ -13,6 +13,7 @@ use serde_json::ser::{CompactFormatter, Formatter};
 
 use crate::analysis::Block;
 use crate::kafka::allocate_producer_ids::Response;
+use crate::kafka::decoded::Problem;
 use crate::kafka::reader::TaggedField;
 use crate::kafka::tables::ApiKey;
 use crate::pairing::{Exchange, MessageMeta};
@@ -71,12 +72,12 @@ fn request(o: &mut Object<'_>, ex: &Exchange) {
     tagged(o, key!("header_tagged_fields"), &req.header.tagged_fields);
     o.some_int(key!("broker_id"), req.broker_id);
     o.some_int(key!("broker_epoch"), req.broker_epoch);
-    tagged(o, key!("tagged_fields"), &req.tagged_fields);
-    o.some_int(key!("bytes_not_captured"), req.bytes_not_captured);
-    if let Some(problem) = &req.problem {
-        o.text(key!("decode_error"), &problem.to_string());
-    }
-    o.close();
+    end(
+        o,
+        &req.tagged_fields,
+        req.bytes_not_captured,
+        req.problem.as_ref(),
+    );
 }
 
 fn response(o: &mut Object<'_>, meta_of: &MessageMeta, resp: &Response) {
@@ -92,9 +93,24 @@ fn response(o: &mut Object<'_>, meta_of: &MessageMeta, resp: &Response) {
     }
     o.some_int(key!("producer_id_start"), resp.producer_id_start);
     o.some_int(key!("producer_id_len"), resp.producer_id_len);
-    tagged(o, key!("tagged_fields"), &resp.tagged_fields);
-    o.some_int(key!("bytes_not_captured"), resp.bytes_not_captured);
-    if let Some(problem) = &resp.problem {
+    end(
+        o,
+        &resp.tagged_fields,
+        resp.bytes_not_captured,
+        resp.problem.as_ref(),
+    );
+}
+
+/// The fields a request and a response both end with, and the object's end.
+fn end(
+    o: &mut Object<'_>,
+    tagged_fields: &Option<Vec<TaggedField>>,
+    bytes_not_captured: Option<u32>,
+    problem: Option<&Problem>,
+) {
+    tagged(o, key!("tagged_fields"), tagged_fields);
+    o.some_int(key!("bytes_not_captured"), bytes_not_captured);
+    if let Some(problem) = problem {
         o.text(key!("decode_error"), &problem.to_string());
     }
     o.close();

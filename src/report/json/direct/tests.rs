@@ -7,7 +7,6 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::analysis::test_support;
-use crate::kafka::decoded::Problem;
 use crate::kafka::tables::ErrorCode;
 use crate::packet_ref::Origin;
 use crate::pairing::Outcome;
