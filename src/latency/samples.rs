@@ -95,7 +95,6 @@ impl Samples {
 
     /// Sorts what is held, when nothing was spilled (the summary is then direct).
     pub fn sort(&mut self) {
-        self.summary.take();
         if self.spilled.is_none() {
             self.held.sort_by(f64::total_cmp);
         }

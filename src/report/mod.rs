@@ -84,7 +84,7 @@ fn push_octet(out: &mut Vec<u8>, octet: u8) {
     out.push(b'0' + octet % 10);
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
         let _ = write!(out, "{byte:02x}");

@@ -9,8 +9,6 @@
 
 use std::fmt::{self, Write as _};
 
-use serde_json::ser::{CompactFormatter, Formatter};
-
 use crate::analysis::Block;
 use crate::kafka::allocate_producer_ids::Response;
 use crate::kafka::decoded::Problem;
@@ -143,8 +141,7 @@ fn tagged(o: &mut Object<'_>, name: &'static [u8], fields: &Option<Vec<TaggedFie
         o.list_item();
         let mut f = o.nested();
         f.int(key!("tag"), field.tag);
-        f.key(key!("data"));
-        f.hex(&field.data);
+        f.text(key!("data"), &crate::report::hex(&field.data));
         if let Some((len, crc)) = field.cut {
             f.int(key!("data_len"), len);
             f.key(key!("data_crc32"));
@@ -212,17 +209,8 @@ impl<'a> Object<'a> {
     }
 
     fn new_line(&mut self) {
-        /// A newline and the indentation of the deepest lines a report has, and more.
-        const LINE: &[u8; 33] = b"\n                                ";
-        match LINE.get(..1 + 2 * self.depth) {
-            Some(line) => self.out.extend_from_slice(line),
-            None => {
-                self.out.push(b'\n');
-                for _ in 0..self.depth {
-                    self.out.extend_from_slice(b"  ");
-                }
-            }
-        }
+        // into a Vec, writing cannot fail
+        let _ = super::writer::new_line(self.out, self.depth);
     }
 
     /// `"name":` (and a space when pretty) after the field before, if any. Inlined, so
@@ -300,13 +288,9 @@ impl<'a> Object<'a> {
         self.out.push(b'"');
     }
 
-    /// serde_json's float: its own digits, `null` for NaN and the infinities.
+    /// serde_json's float, as the writer writes it (`null` for NaN and the infinities).
     fn float(&mut self, value: f64) {
-        if value.is_finite() {
-            let _ = CompactFormatter.write_f64(&mut *self.out, value);
-        } else {
-            self.out.extend_from_slice(b"null");
-        }
+        let _ = serde_json::to_writer(&mut *self.out, &value);
     }
 
     fn float_or_null(&mut self, value: Option<f64>) {
@@ -314,20 +298,6 @@ impl<'a> Object<'a> {
             Some(value) => self.float(value),
             None => self.out.extend_from_slice(b"null"),
         }
-    }
-
-    /// Lowercase hex, quoted.
-    fn hex(&mut self, bytes: &[u8]) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        self.out.reserve(bytes.len() * 2 + 2);
-        self.out.push(b'"');
-        for byte in bytes {
-            for nibble in [byte >> 4, byte & 0xf] {
-                self.out
-                    .push(DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'));
-            }
-        }
-        self.out.push(b'"');
     }
 
     /// A non-empty list as a field's value: its items at one depth more.

@@ -170,18 +170,7 @@ impl<W: Write> Writer<W> {
     }
 
     fn new_line(&mut self) -> Result {
-        /// A newline and the indentation of the deepest lines a report has, and more.
-        const LINE: &[u8; 33] = b"\n                                ";
-        match LINE.get(..1 + 2 * self.depth) {
-            Some(line) => self.bytes(line),
-            None => {
-                self.bytes(b"\n")?;
-                for _ in 0..self.depth {
-                    self.bytes(b"  ")?;
-                }
-                Ok(())
-            }
-        }
+        Ok(new_line(&mut self.out, self.depth)?)
     }
 
     /// Before an array element or an object key.
@@ -228,6 +217,22 @@ impl<W: Write> Writer<W> {
     /// serde_json's own float format (and `null` for NaN and the infinities).
     fn float(&mut self, value: impl Serialize) -> Result {
         Ok(serde_json::to_writer(&mut self.out, &value).map_err(io::Error::from)?)
+    }
+}
+
+/// A pretty layout's newline and the indentation of a line `depth` deep.
+pub(super) fn new_line(out: &mut impl Write, depth: usize) -> io::Result<()> {
+    /// A newline and the indentation of the deepest lines a report has, and more.
+    const LINE: &[u8; 33] = b"\n                                ";
+    match LINE.get(..1 + 2 * depth) {
+        Some(line) => out.write_all(line),
+        None => {
+            out.write_all(b"\n")?;
+            for _ in 0..depth {
+                out.write_all(b"  ")?;
+            }
+            Ok(())
+        }
     }
 }
 
