@@ -35,7 +35,11 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             "  {RED}{batches} acknowledged with success and never appended{RED:#} (write_not_appended: another batch with the same producer id, epoch and sequences holds its offset)"
         )?;
     }
-    shared(w, writes)?;
+    shared(
+        w,
+        &writes.producers_of_interest,
+        writes.producers_of_interest_not_listed,
+    )?;
     let listed = writes.of_interest.len() as u64 + writes.of_interest_not_listed;
     for b in writes.of_interest.iter().take(MAX_LISTED) {
         writeln!(w, "  {}", batch_line(b))?;
@@ -52,13 +56,10 @@ pub(super) fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
 }
 
 /// The first producer ids written by two producers, a line each, then a line per
-/// connection that wrote with it.
-fn shared(w: &mut dyn Write, writes: &Writes) -> io::Result<()> {
-    let shared: Vec<&ProducerWrites> = writes
-        .producers_of_interest
-        .iter()
-        .filter(|p| p.shared)
-        .collect();
+/// connection that wrote with it. `listed` is `writes.producers_of_interest`, past whose
+/// end `not_listed` more ids of interest were not looked at.
+fn shared(w: &mut dyn Write, listed: &[ProducerWrites], not_listed: u64) -> io::Result<()> {
+    let shared: Vec<&ProducerWrites> = listed.iter().filter(|p| p.shared).collect();
     for p in shared.iter().take(MAX_SHARED) {
         let grants = match p.grant_frames.as_slice() {
             [] => "no grant of the id followed in the capture".to_owned(),
@@ -83,17 +84,23 @@ fn shared(w: &mut dyn Write, writes: &Writes) -> io::Result<()> {
             )?;
         }
     }
-    if shared.len() > MAX_SHARED {
-        // past the ids listed, some unlisted ones may be shared too
-        let at_least = match writes.producers_of_interest_not_listed {
-            0 => "",
-            _ => "at least ",
-        };
-        writeln!(
+    let more = shared.len().saturating_sub(MAX_SHARED);
+    match (more, not_listed) {
+        (0, 0) => {}
+        // the ids past the listing's end may be shared too: not said to be none
+        (0, n) if !shared.is_empty() => writeln!(
             w,
-            "  and {at_least}{} more producer ids and epochs written by two producers (writes.producers_of_interest in the JSON report)",
-            shared.len() - MAX_SHARED
-        )?;
+            "  {n} more producer ids and epochs of interest are not listed; any of them written by two producers is a write_shared_producer finding"
+        )?,
+        (0, _) => {}
+        (m, 0) => writeln!(
+            w,
+            "  and {m} more producer ids and epochs written by two producers (writes.producers_of_interest in the JSON report)"
+        )?,
+        (m, _) => writeln!(
+            w,
+            "  and at least {m} more producer ids and epochs written by two producers (writes.producers_of_interest in the JSON report)"
+        )?,
     }
     Ok(())
 }
@@ -235,4 +242,44 @@ fn batch_line(b: &WriteBatch) -> String {
         number(b.producer_id),
         number(b.producer_epoch.map(i64::from)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn producer(producer_id: i64, shared: bool) -> ProducerWrites {
+        ProducerWrites {
+            producer_id,
+            producer_epoch: 0,
+            shared,
+            not_appended: u64::from(!shared),
+            refused: 0,
+            grant_frames: vec![],
+            writers: vec![],
+        }
+    }
+
+    fn text(listed: &[ProducerWrites], not_listed: u64) -> String {
+        let mut out = Vec::new();
+        shared(&mut out, listed, not_listed).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// What follows the shared ids shown never says there are no more when the listing
+    /// stopped before every id of interest.
+    #[test]
+    fn the_shared_ids_past_those_shown_are_counted_or_said_unknown() {
+        let three: Vec<_> = (1..=3).map(|id| producer(id, true)).collect();
+        let all_listed = text(&three, 0);
+        assert!(
+            all_listed.contains("  and 1 more producer ids and epochs written by two producers (")
+        );
+        assert!(!all_listed.contains("at least"));
+        assert!(text(&three, 5).contains("  and at least 1 more producer ids"));
+        let one = [producer(1, true), producer(2, false)];
+        assert!(!text(&one, 0).contains("more"));
+        assert!(text(&one, 5).contains("5 more producer ids and epochs of interest are not listed"));
+        assert_eq!(text(&[producer(2, false)], 5), "");
+    }
 }
