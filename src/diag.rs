@@ -11,6 +11,7 @@ pub mod facts;
 mod kinds;
 pub mod obs;
 mod observation;
+mod order;
 mod parts;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -21,9 +22,10 @@ use crate::timestamp::Timestamp;
 
 pub use kinds::Kind;
 pub use observation::{IdSpan, Observation};
+pub use order::{Place, Stage};
 pub use parts::{
-    BadGrant, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular, NamedCode, Overlap,
-    RetryAfter, Side, Undecoded,
+    BadGrant, ConnectionEnds, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular,
+    NamedCode, Overlap, RetryAfter, Side, Undecoded,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -228,6 +230,11 @@ pub struct Diagnostics {
     open_wire: BTreeMap<(u64, Kind), (u64, u64)>,
     /// Connections whose listed wire warnings are lowered to `info`.
     lowered_connections: BTreeSet<u64>,
+    /// Per listed item: the API by whose count it was listed (messages not read).
+    apis: Vec<Option<i16>>,
+    /// When one part of the work is collected here (see [`order`]): where each listed
+    /// diagnostic was found in the whole run's order.
+    places: Option<Box<order::Places>>,
 }
 
 /// Warnings about a connection's wire, which concern producer ids only if the
@@ -304,6 +311,7 @@ impl Diagnostics {
     #[inline]
     pub fn add(&mut self, connection: Option<u64>, at: impl Into<At>, what: Observation<'_>) {
         let mut listed_of_api = None;
+        let mut api = None;
         if let Observation::KafkaMessageTruncated(u)
         | Observation::KafkaDecodeError(u)
         | Observation::KafkaUnsupportedVersion(u) = &what
@@ -312,6 +320,7 @@ impl Diagnostics {
             let of_api = self.undecoded_by_api.entry(key).or_default();
             *of_api += 1;
             listed_of_api = Some(*of_api <= MAX_LISTED_PER_KIND);
+            api = Some(u.api.code);
         }
         let kind = what.kind();
         let severity = what.severity();
@@ -324,7 +333,7 @@ impl Diagnostics {
             self.hold_wire(connection, kind, (1, u64::from(listed)));
         }
         if listed {
-            self.list(connection, at.into(), what);
+            self.list(connection, at.into(), what, api);
         }
     }
 
@@ -363,15 +372,10 @@ impl Diagnostics {
 
     #[cold]
     #[inline(never)]
-    fn list(&mut self, connection: Option<u64>, at: At, what: Observation<'_>) {
+    fn list(&mut self, connection: Option<u64>, at: At, what: Observation<'_>, api: Option<i16>) {
         let (kind, severity) = (what.kind(), what.severity());
-        self.list_written(
-            (kind, severity),
-            connection,
-            at,
-            what.to_string(),
-            what.facts(),
-        );
+        let written = (what.to_string(), what.facts());
+        self.list_written((kind, severity), connection, at, written, api);
     }
 
     /// A diagnostic already written: its message, and the facts the message states as
@@ -385,12 +389,13 @@ impl Diagnostics {
         facts: Facts,
     ) {
         if self.counted_listed(kind) {
+            let written = (message, facts);
             self.list_written(
                 (kind, kind.severity()),
                 connection,
                 at.into(),
-                message,
-                facts,
+                written,
+                None,
             );
         }
     }
@@ -402,13 +407,14 @@ impl Diagnostics {
         *count <= MAX_LISTED_PER_KIND
     }
 
+    /// Lists a diagnostic, written: `api` when it was listed by the count of its API's.
     fn list_written(
         &mut self,
         (kind, severity): (Kind, Severity),
         connection: Option<u64>,
         at: At,
-        message: String,
-        facts: Facts,
+        (message, facts): (String, Facts),
+        api: Option<i16>,
     ) {
         self.items.push(Diagnostic {
             severity,
@@ -420,6 +426,8 @@ impl Diagnostics {
             message,
             facts,
         });
+        self.apis.push(api);
+        self.placed();
     }
 
     /// Counts `n` more diagnostics of `kind` that are not listed.
@@ -436,14 +444,13 @@ impl Diagnostics {
             self.hold_wire(Some(*connection), *kind, (*found, *shown));
         }
         self.lowered_connections.extend(&other.lowered_connections);
-        for (key, n) in &other.undecoded_by_api {
-            *self.undecoded_by_api.entry(*key).or_default() += n;
-        }
         for (key, n) in &other.lowered {
             *self.lowered.entry(*key).or_default() += n;
         }
+        // each listed one counted as if added here, then the rest
         let mut listed: BTreeMap<Kind, u64> = BTreeMap::new();
-        for d in other.items {
+        let mut listed_of_api: BTreeMap<(Kind, i16), u64> = BTreeMap::new();
+        for (d, api) in other.items.into_iter().zip(other.apis) {
             *listed.entry(d.kind).or_default() += 1;
             let at = match (d.frame, d.timestamp) {
                 (Some(frame), Some(timestamp)) => At::Packet(PacketRef {
@@ -453,9 +460,25 @@ impl Diagnostics {
                 }),
                 (frame, _) => At::from(frame),
             };
-            if self.counted_listed(d.kind) {
-                self.list_written((d.kind, d.severity), d.connection, at, d.message, d.facts);
+            let of_kind = self.counted_listed(d.kind);
+            let is_listed = match api {
+                Some(api) => {
+                    *listed_of_api.entry((d.kind, api)).or_default() += 1;
+                    let of_api = self.undecoded_by_api.entry((d.kind, api)).or_default();
+                    *of_api += 1;
+                    *of_api <= MAX_LISTED_PER_KIND
+                }
+                None => of_kind,
+            };
+            if is_listed {
+                let (kind, severity) = (d.kind, d.severity);
+                let written = (d.message, d.facts);
+                self.list_written((kind, severity), d.connection, at, written, api);
             }
+        }
+        for (key, n) in other.undecoded_by_api {
+            let counted = listed_of_api.get(&key).copied().unwrap_or(0);
+            *self.undecoded_by_api.entry(key).or_default() += n.saturating_sub(counted);
         }
         for (kind, count) in other.counts {
             self.count_more(
