@@ -262,7 +262,11 @@ impl GivenUp<'_> {
         }
     }
 
-    pub(super) fn write(&self, connection: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    pub(super) fn write(
+        &self,
+        connection: ConnectionEnds,
+        f: &mut fmt::Formatter<'_>,
+    ) -> fmt::Result {
         match self {
             Self::OutOfOrder { bytes } => write!(
                 f,
@@ -471,5 +475,16 @@ impl fmt::Display for Irregular {
                 "broker {broker_id} got a block of {len} ids (frame {frame}) where this capture's blocks are usually {usual_len}"
             ),
         }
+    }
+}
+
+/// A connection named by its two ends, initiator first: the same whatever number a
+/// thread gives it, and what a reader looks for in the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionEnds(pub std::net::SocketAddr, pub std::net::SocketAddr);
+
+impl fmt::Display for ConnectionEnds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} - {}", self.0, self.1)
     }
 }

@@ -462,7 +462,7 @@ impl StreamHandler for Dissector {
             return 0;
         }
         let what = Observation::MemoryLimit(obs::MemoryLimit {
-            connection: info.index,
+            connection: info.ends(),
             given_up: GivenUp::Held {
                 what: &what.join(" and "),
             },

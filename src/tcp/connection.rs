@@ -80,7 +80,6 @@ impl<C: Default> Connection<C> {
         let midstream = !seg.syn;
         if midstream {
             let what = Observation::MidstreamStart(obs::MidstreamStart {
-                connection: index,
                 from: seg.src,
                 to: seg.dst,
             });
@@ -249,7 +248,7 @@ impl<C> Connection<C> {
         let handler_held = handler.held_bytes(&live.state);
         if held > 0 {
             let what = Observation::MemoryLimit(obs::MemoryLimit {
-                connection: info.index,
+                connection: info.ends(),
                 given_up: GivenUp::OutOfOrder { bytes: held as u64 },
             });
             diags.add(Some(info.index), at, what);
@@ -269,7 +268,7 @@ impl<C> Connection<C> {
         let forgotten: usize = live.streams.iter_mut().map(Assembler::release_recent).sum();
         if forgotten > 0 {
             let what = Observation::MemoryLimit(obs::MemoryLimit {
-                connection: info.index,
+                connection: info.ends(),
                 given_up: GivenUp::Recent {
                     bytes: forgotten as u64,
                 },

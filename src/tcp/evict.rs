@@ -85,7 +85,7 @@ impl<C: Default> Tracker<C> {
         let index = conn.info.index;
         if let Forget::ForMemory(_) = why {
             let what = Observation::MemoryLimit(obs::MemoryLimit {
-                connection: index,
+                connection: conn.info.ends(),
                 given_up: GivenUp::Connection {
                     max_memory: self.budget.whole() as u64,
                 },
@@ -96,7 +96,7 @@ impl<C: Default> Tracker<C> {
                 let what = Observation::ConnectionLimit(obs::ConnectionLimit {
                     open: self.open.len() as u64,
                     max_connections: self.max_connections as u64,
-                    first: index,
+                    first: conn.info.ends(),
                 });
                 diags.add(Some(index), at, what);
             } else {

@@ -85,6 +85,12 @@ impl ConnInfo {
         }
     }
 
+    /// The connection named by its ends, in diagnostics: the same whatever number it
+    /// has.
+    pub fn ends(&self) -> crate::diag::ConnectionEnds {
+        crate::diag::ConnectionEnds(self.initiator, self.responder)
+    }
+
     /// Destination address of traffic in `dir`.
     pub fn destination(&self, dir: Dir) -> SocketAddr {
         match dir {

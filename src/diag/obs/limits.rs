@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::diag::facts::facts;
 use crate::diag::observation::UNDECODED_KINDS;
-use crate::diag::parts::GivenUp;
+use crate::diag::parts::{ConnectionEnds, GivenUp};
 use crate::diag::{Facts, Kind, MAX_LISTED_PER_KIND};
 
 /// More of `kind` than [`MAX_LISTED_PER_KIND`](MAX_LISTED_PER_KIND) were found
@@ -62,7 +62,7 @@ pub struct ConnectionLimit {
     pub open: u64,
     pub max_connections: u64,
     /// The first connection no longer followed.
-    pub first: u64,
+    pub first: ConnectionEnds,
 }
 
 impl ConnectionLimit {
@@ -92,7 +92,7 @@ impl fmt::Display for ConnectionLimit {
 /// What a [`Kind::MemoryLimit`](crate::diag::Kind::MemoryLimit) diagnostic says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryLimit<'a> {
-    pub connection: u64,
+    pub connection: ConnectionEnds,
     pub given_up: GivenUp<'a>,
 }
 

@@ -205,7 +205,6 @@ impl fmt::Display for PacketMalformed<'_> {
 /// What a [`Kind::MidstreamStart`](crate::diag::Kind::MidstreamStart) diagnostic says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MidstreamStart {
-    pub connection: u64,
     pub from: SocketAddr,
     pub to: SocketAddr,
 }
@@ -220,14 +219,10 @@ impl MidstreamStart {
 
 impl fmt::Display for MidstreamStart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Self {
-            connection,
-            from,
-            to,
-        } = self;
+        let Self { from, to } = self;
         write!(
             f,
-            "connection {connection} ({from} - {to}) was already open when the capture started; its streams are read from the first captured byte"
+            "connection {from} - {to} was already open when the capture started; its streams are read from the first captured byte"
         )
     }
 }

@@ -5,7 +5,9 @@
 use std::net::SocketAddr;
 
 use super::*;
-use crate::diag::{BadGrant, Cut, Damage, Fact, GivenUp, NamedCode, RetryAfter, Side};
+use crate::diag::{
+    BadGrant, ConnectionEnds, Cut, Damage, Fact, GivenUp, NamedCode, RetryAfter, Side,
+};
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
@@ -230,18 +232,17 @@ fn packet_samples() -> Vec<Sample> {
 fn tcp_samples() -> Vec<Sample> {
     let given_up = |given_up| {
         Observation::MemoryLimit(obs::MemoryLimit {
-            connection: 6,
+            connection: ConnectionEnds(client(), server()),
             given_up,
         })
     };
     vec![
         (
             Observation::MidstreamStart(obs::MidstreamStart {
-                connection: 2,
                 from: client(),
                 to: addr("[fd00::2]:9092"),
             }),
-            "connection 2 (10.0.0.1:40000 - [fd00::2]:9092) was already open when the capture started; its streams are read from the first captured byte",
+            "connection 10.0.0.1:40000 - [fd00::2]:9092 was already open when the capture started; its streams are read from the first captured byte",
             vec![
                 ("from", text("10.0.0.1:40000")),
                 ("to", text("[fd00::2]:9092")),
@@ -288,33 +289,33 @@ fn tcp_samples() -> Vec<Sample> {
             Observation::ConnectionLimit(obs::ConnectionLimit {
                 open: 50_000,
                 max_connections: 50_000,
-                first: 17,
+                first: ConnectionEnds(client(), server()),
             }),
-            "more than 50000 connections at once (--max-connections 50000, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection 17 first)",
+            "more than 50000 connections at once (--max-connections 50000, or as many as the table's share of --max-memory holds): the least recently active are no longer followed (connection 10.0.0.1:40000 - 10.0.0.2:9092 first)",
             vec![("max_connections", Fact::Uint(50_000))],
         ),
         (
             given_up(GivenUp::OutOfOrder { bytes: 900 }),
-            "over the memory budget (--max-memory), connection 6 delivered its 900 out-of-order bytes after declaring the holes before them lost",
+            "over the memory budget (--max-memory), connection 10.0.0.1:40000 - 10.0.0.2:9092 delivered its 900 out-of-order bytes after declaring the holes before them lost",
             vec![("out_of_order_bytes", Fact::Uint(900))],
         ),
         (
             given_up(GivenUp::Recent { bytes: 4096 }),
-            "over the memory budget (--max-memory), connection 6 forgot the last bytes it delivered: retransmissions of them are no longer compared",
+            "over the memory budget (--max-memory), connection 10.0.0.1:40000 - 10.0.0.2:9092 forgot the last bytes it delivered: retransmissions of them are no longer compared",
             vec![("bytes_freed", Fact::Uint(4096))],
         ),
         (
             given_up(GivenUp::Connection {
                 max_memory: 1 << 20,
             }),
-            "over the memory budget (--max-memory) with nothing left to shed, connection 6, the least recently active, is no longer followed",
+            "over the memory budget (--max-memory) with nothing left to shed, connection 10.0.0.1:40000 - 10.0.0.2:9092, the least recently active, is no longer followed",
             vec![("max_memory", Fact::Uint(1 << 20))],
         ),
         (
             given_up(GivenUp::Held {
                 what: "3 requests waiting and 100 bytes of the server's stream being read",
             }),
-            "over the memory budget (--max-memory), connection 6 gave up 3 requests waiting and 100 bytes of the server's stream being read",
+            "over the memory budget (--max-memory), connection 10.0.0.1:40000 - 10.0.0.2:9092 gave up 3 requests waiting and 100 bytes of the server's stream being read",
             vec![(
                 "given_up",
                 text("3 requests waiting and 100 bytes of the server's stream being read"),
