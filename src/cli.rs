@@ -270,6 +270,16 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = crate::kafka::waiting::MAX_PENDING_PER_CONNECTION, help_heading = "Limits")]
     pub max_pending: usize,
 
+    /// Threads that reassemble and decode connections (0: the cores the reading and
+    /// output threads leave, at least 1).
+    ///
+    /// The capture is read on one thread and its connections spread over these; the
+    /// report is the same whatever the number. 1 does that work on the reading thread.
+    /// `--max-connections` and `--max-memory` are shared out among them: where a limit
+    /// is reached, which connection is given up can differ.
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Limits")]
+    pub threads: usize,
+
     /// Largest capture record (pcapng block) read.
     ///
     /// A larger one is `capture_corrupt`, and reading that file stops there.
@@ -490,6 +500,7 @@ impl From<Args> for Options {
             max_connections: args.max_connections,
             max_memory: args.max_memory,
             max_record: args.max_record,
+            threads: crate::shard::threads(args.threads),
             clock_skew_ns: args.clock_skew,
             metadata_logs: args.metadata_logs,
             log_clock_skew_ms: i64::from(args.log_clock_skew),

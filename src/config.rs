@@ -29,6 +29,8 @@ pub struct Config {
     pub max_memory: usize,
     /// Largest capture record read.
     pub max_record: usize,
+    /// Threads the connections' work is spread over; 1 does it on the reading thread.
+    pub threads: usize,
     /// How far apart two files' timestamps of one packet may be, in nanoseconds.
     pub clock_skew_ns: u64,
     /// Controllers' metadata logs to compare with the captures (`--metadata-log`).
@@ -52,6 +54,7 @@ impl Config {
             max_connections: crate::tcp::DEFAULT_MAX_CONNECTIONS,
             max_memory: crate::tcp::DEFAULT_MAX_MEMORY,
             max_record: crate::capture::MAX_RECORD_BUFFER,
+            threads: 1,
             clock_skew_ns: crate::copies::DEFAULT_CLOCK_SKEW_NS,
             metadata_logs: Vec::new(),
             log_clock_skew_ms: DEFAULT_LOG_CLOCK_SKEW_MS,

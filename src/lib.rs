@@ -22,7 +22,9 @@
 //! ----------------------------------------------------------------------------- drivers
 //! config       what a run reads, and its limits    -> Config
 //! worker       the output thread: exchanges through the analysis to the sink
-//! pipeline     the capture thread: a packet at a time, from decode to pairing
+//! connections  a thread's connections: reassembly, Kafka and pairing, segment by segment
+//! shard        --threads: connections spread over workers, put back in packet order
+//! pipeline     the capture thread: a packet at a time, from decode to the connections' work
 //! (lib.rs)     run: input and merge into the pipeline, beside the worker; then the report
 //! cli          the command line as clap types it   -> Config and the output's options
 //! ------------------------------------------------------------------------------ leaves
@@ -63,6 +65,7 @@ pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod copies;
 pub mod decode;
 pub mod defrag;
@@ -83,12 +86,13 @@ pub mod pairing;
 pub mod pipeline;
 pub mod report;
 pub mod resident;
+pub mod shard;
 pub mod tcp;
 pub mod timestamp;
 pub mod worker;
 
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub use config::{Config, DEFAULT_MAX_HELD_LEN};
@@ -213,13 +217,24 @@ fn process(
         analyzer.compare_with(log, config.log_clock_skew_ms);
     }
     let (mut batcher, rx) = worker::channel();
+    let stop = batcher.stop_flag();
     let (outcome, read) = std::thread::scope(|scope| {
         let analysis = std::thread::Builder::new()
             .name("pidshark-output".into())
             .spawn_scoped(scope, || worker::consume(rx, analyzer, &mut *sink))
             .map_err(|source| Error::Thread { source })?;
-        let read = read_all(config, source, &mut batcher, &first_packet);
-        batcher.finish();
+        // --frame follows its packet through every stage, on one thread
+        let read = if config.threads > 1 && config.filter.frame.is_none() {
+            shard::Dispatch::start(scope, config, config.threads, batcher).and_then(|d| {
+                let pipeline = Pipeline::with_workers(config, d);
+                read_all(config, source, pipeline, &stop, &first_packet)
+            })
+        } else {
+            let pipeline = Pipeline::new(config, &mut batcher);
+            let read = read_all(config, source, pipeline, &stop, &first_packet);
+            batcher.finish();
+            read
+        };
         match analysis.join() {
             Ok(outcome) => Ok((outcome, read)),
             Err(panic) => std::panic::resume_unwind(panic),
@@ -278,11 +293,15 @@ fn process(
 fn read_all(
     config: &Config,
     source: Source<'_>,
-    batcher: &mut worker::Batcher,
+    mut pipeline: Pipeline<'_>,
+    stop: &Arc<AtomicBool>,
     first_packet: &OnceLock<timestamp::Timestamp>,
 ) -> Result<Finished, Error> {
-    let mut diags = Diagnostics::default();
-    let stop = batcher.stop_flag();
+    // with workers, each part of the work collects its own, put in order at the end
+    let mut diags = match config.threads > 1 && config.filter.frame.is_none() {
+        true => Diagnostics::placed_part(),
+        false => Diagnostics::default(),
+    };
     let (mut readers, bytes_read) = match source {
         Source::Files { bytes_read } => (None, bytes_read.cloned()),
         Source::Readers(readers) => (Some(readers), None),
@@ -298,13 +317,16 @@ fn read_all(
             .map(|(_, r)| std::mem::replace(r, Box::new(ReadBlocks::new(std::io::empty()))));
         match given {
             Some(r) => Ok(r),
-            None => input::open(path, bytes_read.as_ref(), Arc::clone(&stop)),
+            None => input::open(path, bytes_read.as_ref(), Arc::clone(stop)),
         }
     };
     let mut merge = merge::Merge::new(inputs, config.max_record, Box::new(open), &mut diags)?;
-    let mut pipeline = Pipeline::new(config, batcher);
     let mut first = true;
-    while let Some(packet) = merge.next(&mut diags)? {
+    loop {
+        pipeline.place_next(&mut diags);
+        let Some(packet) = merge.next(&mut diags)? else {
+            break;
+        };
         if stop.load(Ordering::Relaxed) {
             break; // the output failed: nothing more will be written
         }

@@ -104,6 +104,13 @@ macro_rules! paired_exchange {
                 unreachable!("every variant returned, rank {rank}")
             }
 
+            /// Its connection's ends (and number).
+            pub fn endpoints_mut(&mut self) -> &mut Endpoints {
+                match self {
+                    $(Self::$variant(ex) => &mut ex.endpoints,)*
+                }
+            }
+
             /// The exchange of a request and its response, or the request back when the
             /// response is of another API.
             fn answered(
@@ -289,6 +296,17 @@ pub struct Pairing {
 }
 
 impl Pairing {
+    /// What another thread's pairing counted, added to this one's (its exchanges went
+    /// on as they were made).
+    pub fn add(&mut self, other: Self) {
+        for (key, counts) in other.api_counts {
+            let ours = self.api_counts.entry(key).or_default();
+            ours.requests += counts.requests;
+            ours.responses += counts.responses;
+        }
+        self.unmatched_responses += other.unmatched_responses;
+    }
+
     /// Puts exchanges in report order: by request frame, then connection, then
     /// correlation id.
     pub fn sort_exchanges(&mut self) {

@@ -12,35 +12,42 @@ use std::collections::BTreeSet;
 
 use crate::capture::{self, CaptureInfo, Packet};
 use crate::config::Config;
+use crate::connections::{Closed, Connections};
 use crate::copies::Copies;
 use crate::decode::{self, Decoded, IpFragmentView, TcpSegmentView};
 use crate::defrag::Defragmenter;
 use crate::diag::obs;
-use crate::diag::{Diagnostics, FragmentsDropped, Observation};
+use crate::diag::{Diagnostics, FragmentsDropped, Observation, Place, Stage};
 use crate::frame_watch::FrameWatch;
-use crate::kafka::{Dissector, KafkaConfig, KafkaConn, Reading};
 use crate::packet_ref::PacketRef;
 use crate::pairing::Pairing;
-use crate::resident;
-use crate::tcp::Tracker;
-use crate::worker::{Batcher, Item};
+use crate::shard::Dispatch;
+use crate::worker::Batcher;
 
-/// The stages a packet goes through on the capture thread, and where the exchanges they
-/// complete go.
+/// The stages a packet goes through on the capture thread, and where the connections'
+/// work is done.
 pub struct Pipeline<'a> {
     copies: Copies,
     defragmenter: Defragmenter,
-    tracker: Tracker<KafkaConn>,
-    dissector: Dissector,
-    pairing: Pairing,
-    /// The output thread's end of the channel.
-    batcher: &'a mut Batcher,
+    connections: Work<'a>,
     /// With `--frame`: what that frame holds, noted as it goes through the stages.
     watch: Option<FrameWatch>,
     /// Link types already reported as unsupported.
     unsupported: BTreeSet<i32>,
     /// The last packet taken: the time the connections still open end at.
     last: PacketRef,
+    /// Packets taken so far: with workers, where the diagnostics found now are.
+    taken: u64,
+}
+
+/// Where the connections' work is done.
+// one a run: its size beside the workers' handles is of no matter
+#[allow(clippy::large_enum_variant)]
+enum Work<'a> {
+    /// Here, completing exchanges into the output thread's batcher.
+    Here(Connections, &'a mut Batcher),
+    /// On workers, a share of the connections each, put back in order after them.
+    Workers(Dispatch<'a>),
 }
 
 /// What the pipeline leaves for the report once every packet is through: everything but
@@ -61,29 +68,38 @@ pub struct Finished {
 }
 
 impl<'a> Pipeline<'a> {
-    /// Stages set up with `config`'s limits, completing exchanges into `batcher`.
+    /// Stages set up with `config`'s limits, doing the connections' work here and
+    /// completing exchanges into `batcher`.
     pub fn new(config: &Config, batcher: &'a mut Batcher) -> Self {
-        let mut tracker = Tracker::with_limits(config.max_held_len, config.max_connections);
-        // an eighth of the budget is the writes analysis's (see analysis::writes::memory)
-        let writes = crate::analysis::writes::share_of(config.max_memory);
-        tracker.set_max_memory_of(config.max_memory - writes, config.max_memory);
-        tracker.watch_resident(resident::resident_bytes, resident::give_back);
+        Self::with_work(config, Work::Here(Connections::new(config, 1), batcher))
+    }
+
+    /// Stages set up with `config`'s limits, handing the connections' work to workers.
+    /// `--frame` watches its packet through every stage on one thread: not with this.
+    pub fn with_workers(config: &Config, dispatch: Dispatch<'a>) -> Self {
+        Self::with_work(config, Work::Workers(dispatch))
+    }
+
+    fn with_work(config: &Config, connections: Work<'a>) -> Self {
         Self {
             copies: Copies::new(config.clock_skew_ns),
             defragmenter: Defragmenter::default(),
-            tracker,
-            // the watch reads every message of its frame, and how its connection is read
-            dissector: Dissector::new(KafkaConfig {
-                list_every_message: config.kafka.list_every_message
-                    || config.filter.frame.is_some(),
-                ..config.kafka.clone()
-            }),
-            pairing: Pairing::default(),
-            batcher,
+            connections,
             watch: config.filter.frame.map(FrameWatch::new),
             unsupported: BTreeSet::new(),
             last: PacketRef::default(),
+            taken: 0,
         }
+    }
+
+    /// Tells `diags` that what it is given now is found before the next packet's work
+    /// (reading it, say), for putting diagnostics found on several threads in order.
+    pub fn place_next(&self, diags: &mut Diagnostics) {
+        diags.place_at(Place {
+            packet: self.taken,
+            stage: Stage::Capture,
+            connection: 0,
+        });
     }
 
     /// One packet through decoding, reassembly, framing and pairing.
@@ -112,6 +128,7 @@ impl<'a> Pipeline<'a> {
                 diags.add(None, packet.at, what);
             }
         }
+        self.taken += 1;
     }
 
     /// A TCP segment as captured, unless another file's copy of it was read.
@@ -122,12 +139,35 @@ impl<'a> Pipeline<'a> {
             }
             return;
         }
-        // before, for a connection this segment ends; after, for one it starts
-        self.watch_connection(segment, at);
-        self.tracker
-            .segment(segment, at, &mut self.dissector, diags);
-        self.watch_connection(segment, at);
-        self.drain();
+        self.connection_work(segment, at, diags);
+    }
+
+    /// A segment to its connection's work, here or on its worker.
+    fn connection_work(
+        &mut self,
+        segment: &TcpSegmentView<'_>,
+        at: PacketRef,
+        diags: &mut Diagnostics,
+    ) {
+        match &mut self.connections {
+            Work::Here(connections, batcher) => {
+                let Some(watch) = self.watch.as_mut() else {
+                    connections.segment(segment, at, diags, *batcher, None);
+                    return;
+                };
+                // at its frame, before, for a connection this segment ends; after, for
+                // one it starts
+                let here = watch.frame() == at.frame;
+                if let Some((index, reading)) = connections.reading_of(segment).filter(|_| here) {
+                    watch.connection(index, reading);
+                }
+                connections.segment(segment, at, diags, *batcher, Some(&mut *watch));
+                if let Some((index, reading)) = connections.reading_of(segment).filter(|_| here) {
+                    watch.connection(index, reading);
+                }
+            }
+            Work::Workers(dispatch) => dispatch.segment(self.taken, segment, at),
+        }
     }
 
     /// An IP fragment: the datagram it completes, if it does, goes on as a TCP segment of
@@ -148,9 +188,7 @@ impl<'a> Pipeline<'a> {
                 if self.copy_of(&segment, at, diags).is_some() {
                     return;
                 }
-                self.tracker
-                    .segment(&segment, at, &mut self.dissector, diags);
-                self.drain();
+                self.connection_work(&segment, at, diags);
             }
             Decoded::Malformed(reason) => {
                 let what = Observation::PacketMalformed(obs::PacketMalformed {
@@ -187,31 +225,9 @@ impl<'a> Pipeline<'a> {
         self.copies.copy_of(segment, at, diags)
     }
 
-    /// Hands what the Kafka stage found to pairing, and the exchanges that completes to
-    /// the output thread.
-    fn drain(&mut self) {
-        to_pairing(
-            &mut self.dissector,
-            &mut self.pairing,
-            self.batcher,
-            self.watch.as_mut(),
-        );
-    }
-
     /// The `--frame` watch, while its packet goes through.
     fn watched(&mut self, at: PacketRef) -> Option<&mut FrameWatch> {
         self.watch.as_mut().filter(|w| w.frame() == at.frame)
-    }
-
-    /// At `--frame`'s packet: notes which connection its segment belongs to, and has the
-    /// Kafka stage note how that connection is read.
-    fn watch_connection(&mut self, segment: &TcpSegmentView<'_>, at: PacketRef) {
-        let Some(watch) = self.watch.as_mut().filter(|w| w.frame() == at.frame) else {
-            return;
-        };
-        if let Some((index, state)) = self.tracker.connection_of(segment) {
-            watch.connection(index, state.map_or(Reading::Undecided, KafkaConn::reading));
-        }
     }
 
     /// Ends what is still open once the captures are read (`frames` packets in all):
@@ -227,99 +243,41 @@ impl<'a> Pipeline<'a> {
             capture.duplicate_packets = *copies;
         }
         let Self {
-            tracker,
-            mut dissector,
-            mut pairing,
+            connections,
             mut defragmenter,
-            batcher,
             mut watch,
             last,
             ..
         } = self;
-        defragmenter.finish(&mut diags);
-        let tcp_connections = tracker.connections();
-        let forgotten_connections = tracker.forgotten();
-        // Each connection's last requests go on before the next ends: thousands at once
-        // would be a burst no budget charges.
-        tracker.finish(last, &mut dissector, &mut diags, |dissector| {
-            to_pairing(dissector, &mut pairing, batcher, watch.as_mut());
+        diags.place_at(Place {
+            packet: Place::END,
+            stage: Stage::Capture,
+            connection: 0,
         });
+        defragmenter.finish(&mut diags);
+        let (closed, diagnostics): (Closed, Diagnostics) = match connections {
+            Work::Here(connections, batcher) => {
+                let closed =
+                    connections.finish(last, &mut diags, batcher, watch.as_mut(), |_, _, _| {});
+                (closed, diags)
+            }
+            Work::Workers(dispatch) => {
+                let (closed, mut parts) = dispatch.finish(last);
+                parts.insert(0, diags);
+                (closed, Diagnostics::merge_in_order(parts))
+            }
+        };
         let frame_holds = watch.map(|w| w.sentence(frames));
         Finished {
-            diagnostics: diags,
+            diagnostics,
             captures,
-            tcp_connections,
-            forgotten_connections,
-            kafka_connections: dissector.kafka_connections,
-            not_kafka_connections: dissector.not_kafka_connections,
-            encrypted_connections: dissector.encrypted_connections,
-            pairing,
+            tcp_connections: closed.tcp_connections,
+            forgotten_connections: closed.forgotten_connections,
+            kafka_connections: closed.kafka_connections,
+            not_kafka_connections: closed.not_kafka_connections,
+            encrypted_connections: closed.encrypted_connections,
+            pairing: closed.pairing,
             frame_holds,
         }
     }
 }
-
-/// Pairs what the Kafka stage found and hands the exchanges it finished to the analysis
-/// thread. Exchanges completed by the same packet go in report order, so that responses a
-/// server sends together count as simultaneous.
-fn to_pairing(
-    dissector: &mut Dissector,
-    pairing: &mut Pairing,
-    batcher: &mut Batcher,
-    mut watch: Option<&mut FrameWatch>,
-) {
-    // empty unless a frame is watched: no drain per packet otherwise
-    if !dissector.out.readings.is_empty() {
-        for (index, reading) in dissector.out.readings.drain(..) {
-            if let Some(watch) = watch.as_deref_mut() {
-                watch.reading(index, reading);
-            }
-        }
-    }
-    if !dissector.out.messages.is_empty() {
-        for message in dissector.out.messages.drain(..) {
-            if let Some(watch) = watch.as_deref_mut() {
-                watch.message(&message);
-            }
-            pairing.message(message);
-        }
-    }
-    pairing.counted(&mut dissector.out.counted);
-    if pairing.exchanges.is_empty()
-        && pairing.cluster_events.is_empty()
-        && pairing.writes.is_empty()
-    {
-        batcher.tick();
-        return;
-    }
-    pairing.sort_exchanges();
-    // What the cluster said first: who leads and where brokers listen, for the exchanges
-    // completed by the same packet.
-    for ev in pairing.cluster_events.drain(..) {
-        batcher.push(Item::Cluster(ev));
-    }
-    for ex in pairing.exchanges.drain(..) {
-        batcher.push(Item::Exchange(ex));
-    }
-    for ex in pairing.writes.drain(..) {
-        batcher.push(Item::Write(ex));
-    }
-    batcher.tick();
-    // A shed gives up thousands of requests at once: their room, charged nowhere, is
-    // given back rather than kept for a burst that may not come again.
-    shrink_after_burst(&mut dissector.out.messages);
-    shrink_after_burst(&mut pairing.exchanges);
-    shrink_after_burst(&mut pairing.cluster_events);
-    shrink_after_burst(&mut pairing.writes);
-}
-
-/// Gives back an emptied vector's room past [`KEPT_AFTER_BURST`] elements.
-fn shrink_after_burst<T>(emptied: &mut Vec<T>) {
-    if emptied.capacity() > KEPT_AFTER_BURST {
-        emptied.shrink_to(KEPT_AFTER_BURST);
-    }
-}
-
-/// Elements the per-packet queues keep room for between packets: a packet's own
-/// messages and exchanges fit many times over.
-const KEPT_AFTER_BURST: usize = 1024;

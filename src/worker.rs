@@ -30,6 +30,17 @@ pub enum Item {
     Write(WriteExchange),
 }
 
+impl Item {
+    /// Its connection's ends (and number).
+    pub fn endpoints_mut(&mut self) -> &mut crate::pairing::Endpoints {
+        match self {
+            Self::Cluster(ev) => &mut ev.endpoints,
+            Self::Exchange(ex) => ex.endpoints_mut(),
+            Self::Write(ex) => &mut ex.endpoints,
+        }
+    }
+}
+
 /// Exchanges sent at once: a channel operation per few hundred exchanges, not per one.
 const BATCH: usize = 256;
 /// Heap (as [`held_estimate`] reckons it) after which a batch goes even if shorter:

@@ -238,3 +238,44 @@ fn same_seed_same_bytes() {
     assert!(a == b, "the same seed gives the same capture and truth");
     assert!(a.0 != c.0, "another seed gives another capture");
 }
+
+/// pidshark's output on `pcap` with `args` at `threads`.
+fn output(pcap: &Path, args: &[&str], threads: &str) -> Vec<u8> {
+    let out = assert_cmd::Command::cargo_bin("pidshark")
+        .expect("binary built")
+        .arg(pcap)
+        .args(args)
+        .args(["--threads", threads])
+        .output()
+        .expect("pidshark runs");
+    assert!(
+        out.status.success(),
+        "pidshark --threads {threads} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn connections_spread_over_workers_report_what_one_thread_reports() {
+    // hundreds of connections, thousands of exchanges: every epoch has work for every
+    // worker, and connections open, close and reuse ports while the others run
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let args = ["--shape", "control", "--packets", "40000", "--seed", "11"];
+    let (pcap, truth) = generate(dir.path(), "control", &args);
+    let truth = read_json(&truth);
+    assert!(truth["connections"].as_u64() > Some(500));
+    for format in [
+        &["--compact"][..],
+        &["--format", "ndjson"],
+        &["--format", "csv"],
+    ] {
+        let one = output(&pcap, format, "1");
+        for threads in ["2", "3", "8"] {
+            assert!(
+                one == output(&pcap, format, threads),
+                "{format:?} at --threads {threads} differs from --threads 1"
+            );
+        }
+    }
+}

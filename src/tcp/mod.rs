@@ -61,6 +61,26 @@ impl Dir {
     }
 }
 
+/// Which of `shards` a segment's connection belongs to: the same for both directions
+/// and for every connection on its address pair, so that one tracker sees them all.
+pub fn shard_of(seg: &TcpSegmentView<'_>, shards: usize) -> usize {
+    use std::hash::BuildHasher;
+    if shards <= 1 {
+        return 0;
+    }
+    let hash =
+        foldhash::fast::FixedState::with_seed(0x5a4d).hash_one(PairKey::new(seg.src, seg.dst));
+    // the high bits: the low ones of a fast hash follow the ports too closely
+    ((hash >> 32) % shards as u64) as usize
+}
+
+/// Where [`Tracker::finish`] is: about to close a connection, or done with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closing {
+    Before(u64),
+    After(u64),
+}
+
 /// What is known about a connection from its packets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnInfo {
@@ -318,18 +338,21 @@ impl<C: Default> Tracker<C> {
     }
 
     /// End of capture: held data is flushed and every open connection closed, in
-    /// connection order.
+    /// connection order. `around` is called with each connection's number before
+    /// ([`Closing::Before`]) and after it is closed.
     pub fn finish<H: StreamHandler<Conn = C>>(
         mut self,
         at: PacketRef,
         handler: &mut H,
         diags: &mut Diagnostics,
-        mut after_each: impl FnMut(&mut H),
+        mut around: impl FnMut(Closing, &mut H, &mut Diagnostics),
     ) {
         for key in self.open.followed_in_order() {
             if let Some(conn) = self.open.remove(&key) {
+                let index = conn.info.index;
+                around(Closing::Before(index), handler, diags);
                 conn.end(at, handler, diags);
-                after_each(handler);
+                around(Closing::After(index), handler, diags);
             }
         }
     }

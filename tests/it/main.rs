@@ -41,6 +41,7 @@ mod serialized;
 mod snaplen;
 mod synthetic;
 mod terminal;
+mod threads;
 mod tls;
 pub mod truth;
 mod two_hosts;

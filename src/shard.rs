@@ -1,0 +1,313 @@
+//! `--threads N`: the connections' work (reassembly, the Kafka stage, pairing) spread
+//! over N workers, and put back in packet order, so that every report is the one a
+//! single thread writes.
+//!
+//! The capture thread reads, decodes and hands each TCP segment to the worker of its
+//! address pair ([`Dispatch`]), copying the segment's bytes into that worker's share of
+//! an *epoch*: a run of packets that every worker is handed at once, its share empty or
+//! not. Each worker numbers its own connections, tags what it completes with the packet
+//! that completed it, and hands back one output per epoch. The merger takes the epochs
+//! in turn, one output of each worker, and numbers the connections opened in the epoch
+//! in the order of the packets that opened them (as one thread numbers them), renumbers
+//! the exchanges and sends them on to the output thread in packet order. At the end
+//! the workers close their connections in their own order, which the merger interleaves
+//! in the run's, and hand back their diagnostics, placed for
+//! [`Diagnostics::merge_in_order`].
+//!
+//! Limits are split: each worker holds at most its share of `--max-connections` and of
+//! the connections' part of `--max-memory`. Where a limit is reached, which connection
+//! is given up can depend on the number of threads; the report says so in its
+//! `connection_limit` and `memory_limit` diagnostics either way.
+
+mod merger;
+mod segment;
+
+use std::sync::mpsc;
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::connections::{Closed, Connections, Emit};
+use crate::decode::TcpSegmentView;
+use crate::diag::{Diagnostics, Place, Stage};
+use crate::error::Error;
+use crate::packet_ref::PacketRef;
+use crate::tcp::Closing;
+use crate::worker::{Batcher, Item};
+
+use segment::{Epoch, Segment};
+
+/// Packets in an epoch at most: a few channel operations per thousand packets.
+const EPOCH_PACKETS: usize = 1024;
+/// Segment bytes in an epoch at most (all workers' shares together).
+const EPOCH_BYTES: usize = 256 << 10;
+/// Epochs queued for each worker before the capture thread waits, and outputs queued
+/// for the merger: with one being filled and one being worked on, what is in flight
+/// stays within a few epochs' bytes per worker.
+const QUEUE: usize = 2;
+/// Longest a packet waits in an epoch not yet full, when more packets come slowly (a
+/// live capture): streamed output stays prompt.
+const EPOCH_WAIT: Duration = Duration::from_millis(20);
+/// Packets between two looks at the clock while an epoch fills.
+const PACKETS_PER_CLOCK_READ: usize = 32;
+
+/// The workers `--threads` asks for. 0: the cores the reading and output threads leave
+/// (at least 1, which does the work on the reading thread): on two cores, workers beside
+/// those two threads only take turns with them (`docs/performance.md`).
+pub fn threads(asked: usize) -> usize {
+    match asked {
+        0 => std::thread::available_parallelism()
+            .map_or(1, |cores| usize::from(cores).saturating_sub(2))
+            .max(1),
+        n => n,
+    }
+}
+
+/// What goes to a worker.
+enum ToWorker {
+    Epoch(Epoch),
+    /// Every packet is through; the last was this one.
+    End(PacketRef),
+}
+
+/// What a worker hands back.
+enum FromWorker {
+    /// One epoch's output.
+    Epoch(Output),
+    /// Connections closed at the end, `Output::items` tagged with their connection's
+    /// number (the worker's own).
+    Closing(Output),
+    /// The worker is done.
+    Done(Box<(Closed, Diagnostics)>),
+}
+
+/// What a worker's share of an epoch completed.
+#[derive(Default)]
+struct Output {
+    /// Exchanges, each with the packet that completed it (or, closing, its connection).
+    items: Vec<(u64, Item)>,
+    /// The packets that opened the worker's connections, in the worker's numbering.
+    opened: Vec<u64>,
+}
+
+/// The capture thread's end: hands each segment to its worker, an epoch at a time.
+pub struct Dispatch<'scope> {
+    workers: Vec<WorkerEnd>,
+    /// Segments in the epoch being filled, and their bytes.
+    packets: usize,
+    bytes: usize,
+    started: Option<Instant>,
+    merger: ScopedJoinHandle<'scope, merger::Merged>,
+    handles: Vec<ScopedJoinHandle<'scope, ()>>,
+}
+
+/// A worker as the capture thread sees it.
+struct WorkerEnd {
+    tx: mpsc::SyncSender<ToWorker>,
+    /// Epochs the worker is done with, for their room to be reused.
+    spare: mpsc::Receiver<Epoch>,
+    epoch: Epoch,
+}
+
+impl<'scope> Dispatch<'scope> {
+    /// Starts `n` workers with `config`'s limits, and the merger, which sends the
+    /// exchanges on through `batcher`.
+    pub fn start<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        config: &'env Config,
+        n: usize,
+        batcher: Batcher,
+    ) -> Result<Self, Error> {
+        let n = n.max(1);
+        let mut workers = Vec::with_capacity(n);
+        let mut outputs = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        for index in 0..n {
+            let (tx, rx) = mpsc::sync_channel(QUEUE);
+            let (spare_tx, spare) = mpsc::sync_channel(QUEUE + 2);
+            let (out_tx, out_rx) = mpsc::sync_channel(QUEUE);
+            let handle = std::thread::Builder::new()
+                .name(format!("pidshark-worker-{index}"))
+                .spawn_scoped(scope, move || work(config, n, &rx, &spare_tx, &out_tx))
+                .map_err(|source| Error::Thread { source })?;
+            handles.push(handle);
+            outputs.push(out_rx);
+            workers.push(WorkerEnd {
+                tx,
+                spare,
+                epoch: Epoch::default(),
+            });
+        }
+        let merger = std::thread::Builder::new()
+            .name("pidshark-merger".into())
+            .spawn_scoped(scope, move || merger::merge(outputs, batcher))
+            .map_err(|source| Error::Thread { source })?;
+        Ok(Self {
+            workers,
+            packets: 0,
+            bytes: 0,
+            started: None,
+            merger,
+            handles,
+        })
+    }
+
+    /// Hands the segment of packet `packet` (the how-manyth taken) to its worker.
+    pub fn segment(&mut self, packet: u64, segment: &TcpSegmentView<'_>, at: PacketRef) {
+        let worker = crate::tcp::shard_of(segment, self.workers.len());
+        if let Some(end) = self.workers.get_mut(worker) {
+            end.epoch
+                .push(Segment::new(packet, segment, at), segment.payload);
+        }
+        if self.packets == 0 {
+            self.started = Some(Instant::now());
+        }
+        self.packets += 1;
+        self.bytes += segment.payload.len();
+        let full = self.packets >= EPOCH_PACKETS || self.bytes >= EPOCH_BYTES;
+        let waited = || {
+            self.packets.is_multiple_of(PACKETS_PER_CLOCK_READ)
+                && self.started.is_some_and(|t| t.elapsed() >= EPOCH_WAIT)
+        };
+        if full || waited() {
+            self.send();
+        }
+    }
+
+    /// Sends the epoch: every worker its share, empty or not, so that the merger can
+    /// take one output of each in turn.
+    fn send(&mut self) {
+        for end in &mut self.workers {
+            let next = end.spare.try_recv().unwrap_or_default();
+            let epoch = std::mem::replace(&mut end.epoch, next);
+            // a worker only goes away after its channel closes, unless it panicked,
+            // which the join reports
+            let _ = end.tx.send(ToWorker::Epoch(epoch));
+        }
+        self.packets = 0;
+        self.bytes = 0;
+        self.started = None;
+    }
+
+    /// Every packet is through (the last at `last`): the workers close their
+    /// connections, the merger sends the last exchanges on. What the connections left,
+    /// added up, and each worker's diagnostics, numbered as the run numbers connections.
+    pub fn finish(mut self, last: PacketRef) -> (Closed, Vec<Diagnostics>) {
+        if self.packets > 0 {
+            self.send();
+        }
+        for end in &self.workers {
+            let _ = end.tx.send(ToWorker::End(last));
+        }
+        drop(self.workers);
+        for handle in self.handles {
+            if let Err(panic) = handle.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        match self.merger.join() {
+            Ok(merged) => (merged.closed, merged.diagnostics),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+/// Where a worker's exchanges go: tagged with the packet (or, closing, the connection)
+/// they came from.
+struct Tagged {
+    tag: u64,
+    output: Output,
+}
+
+impl Emit for Tagged {
+    fn push(&mut self, item: Item) {
+        self.output.items.push((self.tag, item));
+    }
+
+    fn tick(&mut self) {}
+}
+
+/// Items a closing output holds before it is sent: connections closed at the end
+/// stream on rather than all at once.
+const CLOSING_ITEMS: usize = 256;
+
+/// A worker's loop: its connections' segments, an epoch at a time, then their end.
+fn work(
+    config: &Config,
+    of: usize,
+    rx: &mpsc::Receiver<ToWorker>,
+    spare: &mpsc::SyncSender<Epoch>,
+    out: &mpsc::SyncSender<FromWorker>,
+) {
+    let mut connections = Connections::new(config, of);
+    let mut diags = Diagnostics::placed_part();
+    let mut tagged = Tagged {
+        tag: 0,
+        output: Output::default(),
+    };
+    while let Ok(message) = rx.recv() {
+        match message {
+            ToWorker::Epoch(mut epoch) => {
+                for (segment, payload) in epoch.segments() {
+                    place(&mut diags, segment.packet, Stage::Connection, 0);
+                    tagged.tag = segment.packet;
+                    let before = connections.numbered();
+                    let view = segment.view(payload);
+                    connections.segment(&view, segment.at, &mut diags, &mut tagged, None);
+                    if connections.numbered() > before {
+                        tagged.output.opened.push(segment.packet);
+                    }
+                }
+                let output = std::mem::take(&mut tagged.output);
+                // the merger only goes away once every worker is done, unless it panicked
+                let _ = out.send(FromWorker::Epoch(output));
+                epoch.clear();
+                let _ = spare.try_send(epoch);
+            }
+            ToWorker::End(last) => {
+                let closed = close(connections, last, &mut diags, &mut tagged, out);
+                let _ = out.send(FromWorker::Done(Box::new((closed, diags))));
+                return;
+            }
+        }
+    }
+}
+
+/// The worker's connections closed in its order, their exchanges streamed to `out`.
+fn close(
+    connections: Connections,
+    last: PacketRef,
+    diags: &mut Diagnostics,
+    tagged: &mut Tagged,
+    out: &mpsc::SyncSender<FromWorker>,
+) -> Closed {
+    let closed =
+        connections.finish(
+            last,
+            diags,
+            tagged,
+            None,
+            |closing, diags, tagged| match closing {
+                Closing::Before(index) => {
+                    place(diags, Place::END, Stage::Connection, index);
+                    tagged.tag = index;
+                }
+                Closing::After(_) if tagged.output.items.len() >= CLOSING_ITEMS => {
+                    let _ = out.send(FromWorker::Closing(std::mem::take(&mut tagged.output)));
+                }
+                Closing::After(_) => {}
+            },
+        );
+    if !tagged.output.items.is_empty() {
+        let _ = out.send(FromWorker::Closing(std::mem::take(&mut tagged.output)));
+    }
+    closed
+}
+
+fn place(diags: &mut Diagnostics, packet: u64, stage: Stage, connection: u64) {
+    diags.place_at(Place {
+        packet,
+        stage,
+        connection,
+    });
+}
