@@ -276,8 +276,15 @@ pub struct Args {
     /// The capture is read on one thread and its connections spread over these; the
     /// report is the same whatever the number. 1 does that work on the reading thread.
     /// `--max-connections` and `--max-memory` are shared out among them: where a limit
-    /// is reached, which connection is given up can differ.
-    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Limits")]
+    /// is reached, which connection is given up can differ, and with more than one the
+    /// peak memory can pass `--max-memory` by more than it does with one.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        env = "PIDSHARK_THREADS",
+        help_heading = "Limits"
+    )]
     pub threads: usize,
 
     /// Largest capture record (pcapng block) read.
