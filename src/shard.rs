@@ -6,13 +6,14 @@
 //! address pair ([`Dispatch`]), copying the segment's bytes into that worker's share of
 //! an *epoch*: a run of packets that every worker is handed at once, its share empty or
 //! not. Each worker numbers its own connections, tags what it completes with the packet
-//! that completed it, and hands back one output per epoch. The merger takes the epochs
-//! in turn, one output of each worker, and numbers the connections opened in the epoch
-//! in the order of the packets that opened them (as one thread numbers them), renumbers
-//! the exchanges and sends them on to the output thread in packet order. At the end
-//! the workers close their connections in their own order, which the merger interleaves
-//! in the run's, and hand back their diagnostics, placed for
-//! [`Diagnostics::merge_in_order`].
+//! that completed it, and hands it back in parts, each saying which packet the worker
+//! has reached: at the end of each epoch, and sooner when a part holds a mebibyte's
+//! worth. The merger numbers the connections opened before the packet every worker has
+//! reached in the order of the packets that opened them (as one thread numbers them),
+//! renumbers the exchanges completed before it and sends them on to the output thread in
+//! packet order. At the end the workers close their connections in their own order,
+//! which the merger interleaves in the run's, and hand back their diagnostics, placed
+//! for [`Diagnostics::merge_in_order`].
 //!
 //! Limits are split: each worker holds at most its share of `--max-connections` and of
 //! the connections' part of `--max-memory`. Where a limit is reached, which connection
@@ -33,7 +34,7 @@ use crate::diag::{Diagnostics, Place, Stage};
 use crate::error::Error;
 use crate::packet_ref::PacketRef;
 use crate::tcp::Closing;
-use crate::worker::{Batcher, Item};
+use crate::worker::{held_estimate, Batcher, Item};
 
 use segment::{Epoch, Segment};
 
@@ -41,10 +42,14 @@ use segment::{Epoch, Segment};
 const EPOCH_PACKETS: usize = 1024;
 /// Segment bytes in an epoch at most (all workers' shares together).
 const EPOCH_BYTES: usize = 256 << 10;
-/// Epochs queued for each worker before the capture thread waits, and outputs queued
-/// for the merger: with one being filled and one being worked on, what is in flight
-/// stays within a few epochs' bytes per worker.
+/// Epochs queued for each worker before the capture thread waits, and parts queued
+/// for the merger per worker: with one being filled and one being worked on, what is in
+/// flight stays within a few epochs' bytes per worker.
 const QUEUE: usize = 2;
+/// Exchanges a worker holds (as [`held_estimate`] reckons them) before it hands them
+/// on without waiting for its epoch to end: a packet that ends thousands of waiting
+/// requests at once does not wait with them for the other workers.
+const PART_BYTES: u64 = 256 << 10;
 /// Longest a packet waits in an epoch not yet full, when more packets come slowly (a
 /// live capture): streamed output stays prompt.
 const EPOCH_WAIT: Duration = Duration::from_millis(20);
@@ -70,10 +75,15 @@ enum ToWorker {
     End(PacketRef),
 }
 
-/// What a worker hands back.
-enum FromWorker {
-    /// One epoch's output.
-    Epoch(Output),
+/// What a worker hands back, on the channel the workers share: which one, and what.
+struct FromWorker {
+    worker: usize,
+    handed: Handed,
+}
+
+enum Handed {
+    /// What the worker completed, up to [`Output::reached`].
+    Part(Output),
     /// Connections closed at the end, `Output::items` tagged with their connection's
     /// number (the worker's own).
     Closing(Output),
@@ -81,13 +91,15 @@ enum FromWorker {
     Done(Box<(Closed, Diagnostics)>),
 }
 
-/// What a worker's share of an epoch completed.
+/// What a worker completed since its last part.
 #[derive(Default)]
 struct Output {
     /// Exchanges, each with the packet that completed it (or, closing, its connection).
     items: Vec<(u64, Item)>,
     /// The packets that opened the worker's connections, in the worker's numbering.
     opened: Vec<u64>,
+    /// Nothing more comes from this worker for a packet before this one.
+    reached: u64,
 }
 
 /// The capture thread's end: hands each segment to its worker, an epoch at a time.
@@ -97,6 +109,8 @@ pub struct Dispatch<'scope> {
     packets: usize,
     bytes: usize,
     started: Option<Instant>,
+    /// The packet after the last one dispatched: where an epoch sent now ends.
+    next_packet: u64,
     merger: ScopedJoinHandle<'scope, merger::Merged>,
     handles: Vec<ScopedJoinHandle<'scope, ()>>,
 }
@@ -120,33 +134,38 @@ impl<'scope> Dispatch<'scope> {
     ) -> Result<Self, Error> {
         let n = n.max(1);
         let mut workers = Vec::with_capacity(n);
-        let mut outputs = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
+        let (out_tx, outputs) = mpsc::sync_channel(QUEUE * n);
         for index in 0..n {
             let (tx, rx) = mpsc::sync_channel(QUEUE);
             let (spare_tx, spare) = mpsc::sync_channel(QUEUE + 2);
-            let (out_tx, out_rx) = mpsc::sync_channel(QUEUE);
+            let out = Out {
+                worker: index,
+                tx: out_tx.clone(),
+            };
             let handle = std::thread::Builder::new()
                 .name(format!("pidshark-worker-{index}"))
-                .spawn_scoped(scope, move || work(config, n, &rx, &spare_tx, &out_tx))
+                .spawn_scoped(scope, move || work(config, n, &rx, &spare_tx, &out))
                 .map_err(|source| Error::Thread { source })?;
             handles.push(handle);
-            outputs.push(out_rx);
             workers.push(WorkerEnd {
                 tx,
                 spare,
                 epoch: Epoch::default(),
             });
         }
+        // the merger's channel closes when the last worker's end is dropped
+        drop(out_tx);
         let merger = std::thread::Builder::new()
             .name("pidshark-merger".into())
-            .spawn_scoped(scope, move || merger::merge(outputs, batcher))
+            .spawn_scoped(scope, move || merger::merge(&outputs, n, batcher))
             .map_err(|source| Error::Thread { source })?;
         Ok(Self {
             workers,
             packets: 0,
             bytes: 0,
             started: None,
+            next_packet: 0,
             merger,
             handles,
         })
@@ -162,6 +181,7 @@ impl<'scope> Dispatch<'scope> {
         if self.packets == 0 {
             self.started = Some(Instant::now());
         }
+        self.next_packet = packet + 1;
         self.packets += 1;
         self.bytes += segment.payload.len();
         let full = self.packets >= EPOCH_PACKETS || self.bytes >= EPOCH_BYTES;
@@ -174,12 +194,13 @@ impl<'scope> Dispatch<'scope> {
         }
     }
 
-    /// Sends the epoch: every worker its share, empty or not, so that the merger can
-    /// take one output of each in turn.
+    /// Sends the epoch: every worker its share, empty or not, so that each says it has
+    /// reached the epoch's end and the merger can send on what came before.
     fn send(&mut self) {
         for end in &mut self.workers {
             let next = end.spare.try_recv().unwrap_or_default();
-            let epoch = std::mem::replace(&mut end.epoch, next);
+            let mut epoch = std::mem::replace(&mut end.epoch, next);
+            epoch.end = self.next_packet;
             // a worker only goes away after its channel closes, unless it panicked,
             // which the join reports
             let _ = end.tx.send(ToWorker::Epoch(epoch));
@@ -217,19 +238,41 @@ impl<'scope> Dispatch<'scope> {
 struct Tagged {
     tag: u64,
     output: Output,
+    /// [`held_estimate`] of `output`'s exchanges.
+    held: u64,
+}
+
+impl Tagged {
+    /// The output so far, to be handed on.
+    fn take(&mut self) -> Output {
+        self.held = 0;
+        std::mem::take(&mut self.output)
+    }
 }
 
 impl Emit for Tagged {
     fn push(&mut self, item: Item) {
+        self.held = self.held.saturating_add(held_estimate(&item));
         self.output.items.push((self.tag, item));
     }
 
     fn tick(&mut self) {}
 }
 
-/// Items a closing output holds before it is sent: connections closed at the end
-/// stream on rather than all at once.
-const CLOSING_ITEMS: usize = 256;
+/// A worker's end of the merger's channel.
+struct Out {
+    worker: usize,
+    tx: mpsc::SyncSender<FromWorker>,
+}
+
+impl Out {
+    fn send(&self, handed: Handed) {
+        let worker = self.worker;
+        // the merger only goes away once every worker is done, unless it panicked,
+        // which its join reports
+        let _ = self.tx.send(FromWorker { worker, handed });
+    }
+}
 
 /// A worker's loop: its connections' segments, an epoch at a time, then their end.
 fn work(
@@ -237,13 +280,14 @@ fn work(
     of: usize,
     rx: &mpsc::Receiver<ToWorker>,
     spare: &mpsc::SyncSender<Epoch>,
-    out: &mpsc::SyncSender<FromWorker>,
+    out: &Out,
 ) {
     let mut connections = Connections::new(config, of);
     let mut diags = Diagnostics::placed_part();
     let mut tagged = Tagged {
         tag: 0,
         output: Output::default(),
+        held: 0,
     };
     while let Ok(message) = rx.recv() {
         match message {
@@ -257,16 +301,21 @@ fn work(
                     if connections.numbered() > before {
                         tagged.output.opened.push(segment.packet);
                     }
+                    if tagged.held >= PART_BYTES {
+                        let mut part = tagged.take();
+                        part.reached = segment.packet + 1;
+                        out.send(Handed::Part(part));
+                    }
                 }
-                let output = std::mem::take(&mut tagged.output);
-                // the merger only goes away once every worker is done, unless it panicked
-                let _ = out.send(FromWorker::Epoch(output));
+                let mut part = tagged.take();
+                part.reached = epoch.end;
+                out.send(Handed::Part(part));
                 epoch.clear();
                 let _ = spare.try_send(epoch);
             }
             ToWorker::End(last) => {
                 let closed = close(connections, last, &mut diags, &mut tagged, out);
-                let _ = out.send(FromWorker::Done(Box::new((closed, diags))));
+                out.send(Handed::Done(Box::new((closed, diags))));
                 return;
             }
         }
@@ -279,7 +328,7 @@ fn close(
     last: PacketRef,
     diags: &mut Diagnostics,
     tagged: &mut Tagged,
-    out: &mpsc::SyncSender<FromWorker>,
+    out: &Out,
 ) -> Closed {
     let closed =
         connections.finish(
@@ -292,14 +341,14 @@ fn close(
                     place(diags, Place::END, Stage::Connection, index);
                     tagged.tag = index;
                 }
-                Closing::After(_) if tagged.output.items.len() >= CLOSING_ITEMS => {
-                    let _ = out.send(FromWorker::Closing(std::mem::take(&mut tagged.output)));
+                Closing::After(_) if tagged.held >= PART_BYTES => {
+                    out.send(Handed::Closing(tagged.take()));
                 }
                 Closing::After(_) => {}
             },
         );
     if !tagged.output.items.is_empty() {
-        let _ = out.send(FromWorker::Closing(std::mem::take(&mut tagged.output)));
+        out.send(Handed::Closing(tagged.take()));
     }
     closed
 }

@@ -56,7 +56,7 @@ const BATCH_WAIT: Duration = Duration::from_millis(20);
 /// Heap an exchange may hold, over-estimated: its messages twice (decoded fields, and the
 /// bytes kept for the tree view), and each tagged field's own record, which can outweigh
 /// the two or three bytes it took on the wire.
-fn held_estimate(item: &Item) -> u64 {
+pub fn held_estimate(item: &Item) -> u64 {
     match item {
         // A few listeners or quorum entries; Metadata's broker list can be long.
         Item::Cluster(ev) => ev.meta.size.saturating_mul(2).saturating_add(256),

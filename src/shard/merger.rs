@@ -1,10 +1,14 @@
-//! The merger: the workers' outputs back in packet order, their connections numbered as
+//! The merger: the workers' parts back in packet order, their connections numbered as
 //! one thread numbers them, on to the output thread.
+//!
+//! The workers share one channel to the merger, so that it never waits on one worker
+//! while another waits on it. What it holds is what the other workers completed past
+//! the slowest one: as far as the capture thread lets them run ahead, a few epochs.
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
 
-use super::{FromWorker, Output};
+use super::{FromWorker, Handed, Output};
 use crate::connections::Closed;
 use crate::diag::Diagnostics;
 use crate::worker::{Batcher, Item};
@@ -17,198 +21,187 @@ pub(super) struct Merged {
     pub diagnostics: Vec<Diagnostics>,
 }
 
-/// Each worker's connections, by the worker's number: the run's number.
+/// One worker's parts, as far as they came.
 #[derive(Default)]
-struct Numbers {
-    of: Vec<Vec<u64>>,
-    next: u64,
+struct Lane {
+    /// Exchanges not yet sent on, each with the packet that completed it.
+    items: VecDeque<(u64, Item)>,
+    /// Packets that opened connections not yet numbered.
+    opened: VecDeque<u64>,
+    /// Nothing more comes for a packet before this one ([`u64::MAX`] once closing).
+    reached: u64,
+    /// Exchanges of the connections it closed at the end, each with its own number.
+    closing: VecDeque<(u64, Item)>,
+    /// Its connections' run numbers, by its own.
+    numbers: Vec<u64>,
+    done: Option<(Closed, Diagnostics)>,
+    /// Gone without a word (a panic, which its join reports).
+    gone: bool,
 }
 
-impl Numbers {
-    /// Numbers the connections the workers opened in one epoch, in the order of the
-    /// packets that opened them (a packet opens at most one).
-    fn opened(&mut self, outputs: &[Output]) {
-        let mut opened: Vec<(u64, usize)> = outputs
-            .iter()
-            .enumerate()
-            .flat_map(|(worker, out)| out.opened.iter().map(move |packet| (*packet, worker)))
-            .collect();
-        opened.sort_unstable();
-        for (_, worker) in opened {
-            if let Some(numbers) = self.of.get_mut(worker) {
-                numbers.push(self.next);
-                self.next += 1;
+impl Lane {
+    fn take(&mut self, handed: Handed) {
+        match handed {
+            Handed::Part(Output {
+                items,
+                opened,
+                reached,
+            }) => {
+                self.items.extend(items);
+                self.opened.extend(opened);
+                self.reached = self.reached.max(reached);
+            }
+            Handed::Closing(output) => {
+                self.reached = u64::MAX;
+                self.closing.extend(output.items);
+            }
+            Handed::Done(done) => {
+                self.reached = u64::MAX;
+                self.done = Some(*done);
             }
         }
     }
 
-    /// The run's number of `worker`'s connection `local`: each was numbered when opened,
-    /// before anything of it was handed on.
-    fn of(&self, worker: usize, local: u64) -> u64 {
+    /// The run's number of its connection `local`: each was numbered when opened,
+    /// before anything of it was sent on.
+    fn number(&self, local: u64) -> u64 {
         let numbered = usize::try_from(local)
             .ok()
-            .and_then(|local| self.of.get(worker)?.get(local));
-        // not numbered would be a fault of the workers' outputs: u64::MAX says so
+            .and_then(|local| self.numbers.get(local));
+        // not numbered would be a fault of the workers' parts: u64::MAX says so
         numbered.copied().unwrap_or(u64::MAX)
     }
 
     /// `item` with the run's number of its connection.
-    fn renumbered(&self, worker: usize, mut item: Item) -> Item {
+    fn renumbered(&self, mut item: Item) -> Item {
         let ends = item.endpoints_mut();
-        ends.connection = self.of(worker, ends.connection);
+        ends.connection = self.number(ends.connection);
         item
     }
+
+    /// Whether its closing connections are all here or the next is.
+    fn closing_ready(&self) -> bool {
+        !self.closing.is_empty() || self.done.is_some() || self.gone
+    }
 }
 
-/// Takes the workers' outputs an epoch at a time until they end, then their closing
-/// connections in the run's order; sends every exchange on through `batcher`.
-pub(super) fn merge(outputs: Vec<mpsc::Receiver<FromWorker>>, mut batcher: Batcher) -> Merged {
-    let mut numbers = Numbers {
-        of: vec![Vec::new(); outputs.len()],
-        next: 0,
-    };
-    let mut ends: Vec<Option<FromWorker>> = Vec::with_capacity(outputs.len());
+/// Takes the workers' parts as they come, sending on in packet order what every worker
+/// has passed, then their closing connections in the run's order; every exchange goes
+/// through `batcher`.
+pub(super) fn merge(rx: &mpsc::Receiver<FromWorker>, workers: usize, batcher: Batcher) -> Merged {
+    let mut lanes: Vec<Lane> = (0..workers).map(|_| Lane::default()).collect();
+    let mut batcher = batcher;
+    let mut next_number = 0;
     loop {
-        let mut epoch = Vec::with_capacity(outputs.len());
-        for rx in &outputs {
-            match rx.recv() {
-                Ok(FromWorker::Epoch(output)) => epoch.push(output),
-                // the end, or a worker gone (its join reports why)
-                other => {
-                    epoch.push(Output::default());
-                    ends.push(other.ok());
-                }
+        let Ok(FromWorker { worker, handed }) = rx.recv() else {
+            // every worker's end dropped: those not done are gone
+            for lane in &mut lanes {
+                lane.gone = lane.done.is_none();
+                lane.reached = u64::MAX;
             }
+            break;
+        };
+        if let Some(lane) = lanes.get_mut(worker) {
+            lane.take(handed);
         }
-        numbers.opened(&epoch);
-        in_packet_order(epoch, &numbers, &mut batcher);
-        batcher.tick();
-        if !ends.is_empty() {
+        let passed = lanes.iter().map(|l| l.reached).min().unwrap_or(u64::MAX);
+        number_opened(&mut lanes, passed, &mut next_number);
+        send_passed(&mut lanes, passed, &mut batcher);
+        send_closing(&mut lanes, &mut batcher);
+        if lanes.iter().all(|l| l.done.is_some()) {
             break;
         }
     }
-    // every worker ended together: the epochs go to all of them
-    let merged = closing(&outputs, ends, &numbers, &mut batcher);
+    send_closing(&mut lanes, &mut batcher);
     batcher.finish();
-    merged
-}
-
-/// One epoch's exchanges, in the order of the packets that completed them.
-fn in_packet_order(epoch: Vec<Output>, numbers: &Numbers, batcher: &mut Batcher) {
-    let mut items: Vec<(u64, usize, Item)> = Vec::new();
-    for (worker, output) in epoch.into_iter().enumerate() {
-        items.extend(
-            output
-                .items
-                .into_iter()
-                .map(|(packet, item)| (packet, worker, item)),
-        );
-    }
-    // stable: a packet's exchanges are one worker's, in the order it made them
-    items.sort_by_key(|(packet, _, _)| *packet);
-    for (_, worker, item) in items {
-        batcher.push(numbers.renumbered(worker, item));
-    }
-}
-
-/// A worker's connections closing, as they come.
-struct Closings<'a> {
-    rx: &'a mpsc::Receiver<FromWorker>,
-    /// Exchanges not yet sent on, each with its connection's run number.
-    queue: VecDeque<(u64, Item)>,
-    done: Option<(Closed, Diagnostics)>,
-    gone: bool,
-}
-
-impl Closings<'_> {
-    /// Fills the queue from the worker when it is empty; false once nothing is left.
-    fn fill(&mut self, worker: usize, numbers: &Numbers) -> bool {
-        while self.queue.is_empty() && self.done.is_none() && !self.gone {
-            let next = self.rx.recv().ok();
-            self.take(worker, numbers, next);
-        }
-        !self.queue.is_empty()
-    }
-
-    fn take(&mut self, worker: usize, numbers: &Numbers, message: Option<FromWorker>) {
-        match message {
-            Some(FromWorker::Closing(output)) => {
-                let items = output.items.into_iter().map(|(local, item)| {
-                    (numbers.of(worker, local), numbers.renumbered(worker, item))
-                });
-                self.queue.extend(items);
-            }
-            Some(FromWorker::Done(done)) => self.done = Some(*done),
-            // an epoch after the end is not sent; a worker gone is reported by its join
-            Some(FromWorker::Epoch(_)) | None => self.gone = true,
-        }
-    }
-}
-
-/// The workers' closing connections, interleaved in the run's numbering (each worker
-/// closes its own in its order, which is the run's); then what they left.
-fn closing(
-    outputs: &[mpsc::Receiver<FromWorker>],
-    ends: Vec<Option<FromWorker>>,
-    numbers: &Numbers,
-    batcher: &mut Batcher,
-) -> Merged {
-    let mut workers: Vec<Closings<'_>> = outputs
-        .iter()
-        .zip(ends)
-        .enumerate()
-        .map(|(worker, (rx, first))| {
-            let mut closings = Closings {
-                rx,
-                queue: VecDeque::new(),
-                done: None,
-                gone: false,
-            };
-            closings.take(worker, numbers, first);
-            closings
-        })
-        .collect();
-    loop {
-        let mut lowest: Option<(u64, usize)> = None;
-        for (worker, closings) in workers.iter_mut().enumerate() {
-            if !closings.fill(worker, numbers) {
-                continue;
-            }
-            if let Some((connection, _)) = closings.queue.front() {
-                if lowest.is_none_or(|(c, _)| *connection < c) {
-                    lowest = Some((*connection, worker));
-                }
-            }
-        }
-        let Some((connection, worker)) = lowest else {
-            break;
-        };
-        // the whole connection's exchanges, in the order its worker made them
-        let Some(closings) = workers.get_mut(worker) else {
-            break;
-        };
-        while closings
-            .queue
-            .front()
-            .is_some_and(|(c, _)| *c == connection)
-        {
-            if let Some((_, item)) = closings.queue.pop_front() {
-                batcher.push(item);
-            }
-            closings.fill(worker, numbers);
-        }
-    }
     let mut merged = Merged {
         closed: Closed::default(),
-        diagnostics: Vec::with_capacity(workers.len()),
+        diagnostics: Vec::with_capacity(lanes.len()),
     };
-    for (worker, closings) in workers.into_iter().enumerate() {
-        let Some((closed, mut diagnostics)) = closings.done else {
+    for mut lane in lanes {
+        let Some((closed, mut diagnostics)) = lane.done.take() else {
             continue;
         };
         merged.closed.add(closed);
-        diagnostics.renumber(|local| numbers.of(worker, local));
+        diagnostics.renumber(|local| lane.number(local));
         merged.diagnostics.push(diagnostics);
     }
     merged
+}
+
+/// Numbers the connections opened before `passed`, in the order of the packets that
+/// opened them (a packet opens at most one).
+fn number_opened(lanes: &mut [Lane], passed: u64, next_number: &mut u64) {
+    loop {
+        let first = lanes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.opened.front().map(|packet| (*packet, i)))
+            .filter(|(packet, _)| *packet < passed)
+            .min();
+        let Some((_, worker)) = first else {
+            return;
+        };
+        if let Some(lane) = lanes.get_mut(worker) {
+            lane.opened.pop_front();
+            lane.numbers.push(*next_number);
+            *next_number += 1;
+        }
+    }
+}
+
+/// Sends on, in packet order, the exchanges completed before `passed`.
+fn send_passed(lanes: &mut [Lane], passed: u64, batcher: &mut Batcher) {
+    loop {
+        let first = lanes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.items.front().map(|(packet, _)| (*packet, i)))
+            .filter(|(packet, _)| *packet < passed)
+            .min();
+        let Some((packet, worker)) = first else {
+            return;
+        };
+        let Some(lane) = lanes.get_mut(worker) else {
+            return;
+        };
+        // the packet's exchanges, all its worker's, in the order it made them
+        while lane.items.front().is_some_and(|(p, _)| *p == packet) {
+            if let Some((_, item)) = lane.items.pop_front() {
+                batcher.push(lane.renumbered(item));
+            }
+        }
+        batcher.tick();
+    }
+}
+
+/// Once every worker is closing: sends on each closed connection's exchanges, lowest
+/// run number first, while every worker's next is known (each closes its own in its
+/// order, which is the run's).
+fn send_closing(lanes: &mut [Lane], batcher: &mut Batcher) {
+    if lanes.iter().any(|l| l.reached != u64::MAX) {
+        return;
+    }
+    while lanes.iter().all(Lane::closing_ready) {
+        let first = lanes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.closing.front().map(|(local, _)| (l.number(*local), i)))
+            .min();
+        let Some((number, worker)) = first else {
+            return;
+        };
+        let Some(lane) = lanes.get_mut(worker) else {
+            return;
+        };
+        // the whole connection: a worker hands on a closing connection whole
+        while let Some((local, _)) = lane.closing.front() {
+            if lane.number(*local) != number {
+                break;
+            }
+            if let Some((_, item)) = lane.closing.pop_front() {
+                batcher.push(lane.renumbered(item));
+            }
+        }
+    }
 }

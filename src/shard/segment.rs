@@ -11,6 +11,8 @@ use crate::packet_ref::PacketRef;
 pub(super) struct Epoch {
     segments: Vec<Segment>,
     bytes: Vec<u8>,
+    /// The packet after the epoch's last: a worker done with it has reached it.
+    pub end: u64,
 }
 
 /// A segment's view, owned but for its payload, which is `len` bytes from `start` of its
