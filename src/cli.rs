@@ -278,13 +278,7 @@ pub struct Args {
     /// `--max-connections` and `--max-memory` are shared out among them: where a limit
     /// is reached, which connection is given up can differ, and with more than one the
     /// peak memory can pass `--max-memory` by more than it does with one.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 1,
-        env = "PIDSHARK_THREADS",
-        help_heading = "Limits"
-    )]
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Limits")]
     pub threads: usize,
 
     /// Largest capture record (pcapng block) read.

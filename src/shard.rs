@@ -23,7 +23,8 @@
 mod merger;
 mod segment;
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
@@ -50,6 +51,12 @@ const QUEUE: usize = 2;
 /// on without waiting for its epoch to end: a packet that ends thousands of waiting
 /// requests at once does not wait with them for the other workers.
 const PART_BYTES: u64 = 256 << 10;
+/// Exchanges the merger may hold (what the other workers completed past the slowest,
+/// as [`held_estimate`] reckons them) before the capture thread waits to hand out the
+/// next epoch: the slowest then catches up on the epochs it has.
+const MERGER_HELD: u64 = 4 << 20;
+/// How long the capture thread sleeps between two looks at what the merger holds.
+const MERGER_WAIT: Duration = Duration::from_micros(200);
 /// Longest a packet waits in an epoch not yet full, when more packets come slowly (a
 /// live capture): streamed output stays prompt.
 const EPOCH_WAIT: Duration = Duration::from_millis(20);
@@ -111,6 +118,8 @@ pub struct Dispatch<'scope> {
     started: Option<Instant>,
     /// The packet after the last one dispatched: where an epoch sent now ends.
     next_packet: u64,
+    /// What the merger holds, as [`held_estimate`] reckons it.
+    merger_held: Arc<AtomicU64>,
     merger: ScopedJoinHandle<'scope, merger::Merged>,
     handles: Vec<ScopedJoinHandle<'scope, ()>>,
 }
@@ -156,9 +165,11 @@ impl<'scope> Dispatch<'scope> {
         }
         // the merger's channel closes when the last worker's end is dropped
         drop(out_tx);
+        let merger_held = Arc::new(AtomicU64::new(0));
+        let held = Arc::clone(&merger_held);
         let merger = std::thread::Builder::new()
             .name("pidshark-merger".into())
-            .spawn_scoped(scope, move || merger::merge(&outputs, n, batcher))
+            .spawn_scoped(scope, move || merger::merge(&outputs, n, batcher, &held))
             .map_err(|source| Error::Thread { source })?;
         Ok(Self {
             workers,
@@ -166,6 +177,7 @@ impl<'scope> Dispatch<'scope> {
             bytes: 0,
             started: None,
             next_packet: 0,
+            merger_held,
             merger,
             handles,
         })
@@ -197,6 +209,9 @@ impl<'scope> Dispatch<'scope> {
     /// Sends the epoch: every worker its share, empty or not, so that each says it has
     /// reached the epoch's end and the merger can send on what came before.
     fn send(&mut self) {
+        while self.merger_held.load(Ordering::Relaxed) > MERGER_HELD && !self.merger.is_finished() {
+            std::thread::sleep(MERGER_WAIT);
+        }
         for end in &mut self.workers {
             let next = end.spare.try_recv().unwrap_or_default();
             let mut epoch = std::mem::replace(&mut end.epoch, next);

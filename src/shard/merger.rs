@@ -6,12 +6,13 @@
 //! the slowest one: as far as the capture thread lets them run ahead, a few epochs.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 use super::{FromWorker, Handed, Output};
 use crate::connections::Closed;
 use crate::diag::Diagnostics;
-use crate::worker::{Batcher, Item};
+use crate::worker::{held_estimate, Batcher, Item};
 
 /// What the merger hands back once every worker is done.
 pub(super) struct Merged {
@@ -88,9 +89,19 @@ impl Lane {
 /// Takes the workers' parts as they come, sending on in packet order what every worker
 /// has passed, then their closing connections in the run's order; every exchange goes
 /// through `batcher`.
-pub(super) fn merge(rx: &mpsc::Receiver<FromWorker>, workers: usize, batcher: Batcher) -> Merged {
+/// `held` is kept at what the lanes hold, for the capture thread to wait on.
+pub(super) fn merge(
+    rx: &mpsc::Receiver<FromWorker>,
+    workers: usize,
+    batcher: Batcher,
+    held: &AtomicU64,
+) -> Merged {
     let mut lanes: Vec<Lane> = (0..workers).map(|_| Lane::default()).collect();
-    let mut batcher = batcher;
+    let mut batcher = Held {
+        batcher,
+        held,
+        sent: 0,
+    };
     let mut next_number = 0;
     loop {
         let Ok(FromWorker { worker, handed }) = rx.recv() else {
@@ -101,6 +112,10 @@ pub(super) fn merge(rx: &mpsc::Receiver<FromWorker>, workers: usize, batcher: Ba
             }
             break;
         };
+        if let Handed::Part(part) = &handed {
+            let bytes: u64 = part.items.iter().map(|(_, item)| held_estimate(item)).sum();
+            held.fetch_add(bytes, Ordering::Relaxed);
+        }
         if let Some(lane) = lanes.get_mut(worker) {
             lane.take(handed);
         }
@@ -108,12 +123,13 @@ pub(super) fn merge(rx: &mpsc::Receiver<FromWorker>, workers: usize, batcher: Ba
         number_opened(&mut lanes, passed, &mut next_number);
         send_passed(&mut lanes, passed, &mut batcher);
         send_closing(&mut lanes, &mut batcher);
+        batcher.settle();
         if lanes.iter().all(|l| l.done.is_some()) {
             break;
         }
     }
     send_closing(&mut lanes, &mut batcher);
-    batcher.finish();
+    batcher.batcher.finish();
     let mut merged = Merged {
         closed: Closed::default(),
         diagnostics: Vec::with_capacity(lanes.len()),
@@ -127,6 +143,35 @@ pub(super) fn merge(rx: &mpsc::Receiver<FromWorker>, workers: usize, batcher: Ba
         merged.diagnostics.push(diagnostics);
     }
     merged
+}
+
+/// The output thread's batcher, counting what passes it.
+struct Held<'a> {
+    batcher: Batcher,
+    held: &'a AtomicU64,
+    /// [`held_estimate`] of the exchanges sent since the last [`Held::settle`].
+    sent: u64,
+}
+
+impl Held<'_> {
+    fn push(&mut self, item: Item) {
+        self.sent = self.sent.saturating_add(held_estimate(&item));
+        self.batcher.push(item);
+    }
+
+    fn tick(&mut self) {
+        self.batcher.tick();
+    }
+
+    /// Takes what was sent off what is held (closing exchanges were never counted in).
+    fn settle(&mut self) {
+        let sent = std::mem::take(&mut self.sent);
+        let _ = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
+                Some(h.saturating_sub(sent))
+            });
+    }
 }
 
 /// Numbers the connections opened before `passed`, in the order of the packets that
@@ -151,7 +196,7 @@ fn number_opened(lanes: &mut [Lane], passed: u64, next_number: &mut u64) {
 }
 
 /// Sends on, in packet order, the exchanges completed before `passed`.
-fn send_passed(lanes: &mut [Lane], passed: u64, batcher: &mut Batcher) {
+fn send_passed(lanes: &mut [Lane], passed: u64, batcher: &mut Held<'_>) {
     loop {
         let first = lanes
             .iter()
@@ -178,7 +223,7 @@ fn send_passed(lanes: &mut [Lane], passed: u64, batcher: &mut Batcher) {
 /// Once every worker is closing: sends on each closed connection's exchanges, lowest
 /// run number first, while every worker's next is known (each closes its own in its
 /// order, which is the run's).
-fn send_closing(lanes: &mut [Lane], batcher: &mut Batcher) {
+fn send_closing(lanes: &mut [Lane], batcher: &mut Held<'_>) {
     if lanes.iter().any(|l| l.reached != u64::MAX) {
         return;
     }
