@@ -53,10 +53,27 @@ const QUEUE: usize = 2;
 const PART_BYTES: u64 = 256 << 10;
 /// Exchanges the merger may hold (what the other workers completed past the slowest,
 /// as [`held_estimate`] reckons them) before the capture thread waits to hand out the
-/// next epoch: the slowest then catches up on the epochs it has.
+/// next epoch, and a worker ahead of the slowest waits before its next segment: the
+/// slowest then catches up. A burst (a packet that gives up thousands of waiting
+/// requests) is held once, not once per worker and epoch in flight.
 const MERGER_HELD: u64 = 4 << 20;
-/// How long the capture thread sleeps between two looks at what the merger holds.
+/// How long a waiting thread sleeps between two looks at the merger's progress.
 const MERGER_WAIT: Duration = Duration::from_micros(200);
+
+/// How far the merger is, for the threads that feed it to wait on.
+#[derive(Debug, Default)]
+struct Progress {
+    /// What the merger holds, as [`held_estimate`] reckons it.
+    held: AtomicU64,
+    /// The packet every worker has passed: what came before it is sent on.
+    passed: AtomicU64,
+}
+
+impl Progress {
+    fn over(&self) -> bool {
+        self.held.load(Ordering::Relaxed) > MERGER_HELD
+    }
+}
 /// Longest a packet waits in an epoch not yet full, when more packets come slowly (a
 /// live capture): streamed output stays prompt.
 const EPOCH_WAIT: Duration = Duration::from_millis(20);
@@ -118,8 +135,7 @@ pub struct Dispatch<'scope> {
     started: Option<Instant>,
     /// The packet after the last one dispatched: where an epoch sent now ends.
     next_packet: u64,
-    /// What the merger holds, as [`held_estimate`] reckons it.
-    merger_held: Arc<AtomicU64>,
+    progress: Arc<Progress>,
     merger: ScopedJoinHandle<'scope, merger::Merged>,
     handles: Vec<ScopedJoinHandle<'scope, ()>>,
 }
@@ -145,12 +161,14 @@ impl<'scope> Dispatch<'scope> {
         let mut workers = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
         let (out_tx, outputs) = mpsc::sync_channel(QUEUE * n);
+        let progress = Arc::new(Progress::default());
         for index in 0..n {
             let (tx, rx) = mpsc::sync_channel(QUEUE);
             let (spare_tx, spare) = mpsc::sync_channel(QUEUE + 2);
             let out = Out {
                 worker: index,
                 tx: out_tx.clone(),
+                progress: Arc::clone(&progress),
             };
             let handle = std::thread::Builder::new()
                 .name(format!("pidshark-worker-{index}"))
@@ -165,11 +183,10 @@ impl<'scope> Dispatch<'scope> {
         }
         // the merger's channel closes when the last worker's end is dropped
         drop(out_tx);
-        let merger_held = Arc::new(AtomicU64::new(0));
-        let held = Arc::clone(&merger_held);
+        let merged = Arc::clone(&progress);
         let merger = std::thread::Builder::new()
             .name("pidshark-merger".into())
-            .spawn_scoped(scope, move || merger::merge(&outputs, n, batcher, &held))
+            .spawn_scoped(scope, move || merger::merge(&outputs, n, batcher, &merged))
             .map_err(|source| Error::Thread { source })?;
         Ok(Self {
             workers,
@@ -177,7 +194,7 @@ impl<'scope> Dispatch<'scope> {
             bytes: 0,
             started: None,
             next_packet: 0,
-            merger_held,
+            progress,
             merger,
             handles,
         })
@@ -209,7 +226,7 @@ impl<'scope> Dispatch<'scope> {
     /// Sends the epoch: every worker its share, empty or not, so that each says it has
     /// reached the epoch's end and the merger can send on what came before.
     fn send(&mut self) {
-        while self.merger_held.load(Ordering::Relaxed) > MERGER_HELD && !self.merger.is_finished() {
+        while self.progress.over() && !self.merger.is_finished() {
             std::thread::sleep(MERGER_WAIT);
         }
         for end in &mut self.workers {
@@ -278,9 +295,26 @@ impl Emit for Tagged {
 struct Out {
     worker: usize,
     tx: mpsc::SyncSender<FromWorker>,
+    progress: Arc<Progress>,
 }
 
 impl Out {
+    /// Before the segment of `packet`: while the merger holds too much and this worker
+    /// is ahead of the slowest, waits, its output handed on first so that the merger
+    /// knows how far it is (the slowest never waits).
+    fn wait_if_ahead(&self, tagged: &mut Tagged, packet: u64) {
+        let progress = &self.progress;
+        if !progress.over() || packet <= progress.passed.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut part = tagged.take();
+        part.reached = packet;
+        self.send(Handed::Part(part));
+        while progress.over() && packet > progress.passed.load(Ordering::Relaxed) {
+            std::thread::sleep(MERGER_WAIT);
+        }
+    }
+
     fn send(&self, handed: Handed) {
         let worker = self.worker;
         // the merger only goes away once every worker is done, unless it panicked,
@@ -308,6 +342,7 @@ fn work(
         match message {
             ToWorker::Epoch(mut epoch) => {
                 for (segment, payload) in epoch.segments() {
+                    out.wait_if_ahead(&mut tagged, segment.packet);
                     place(&mut diags, segment.packet, Stage::Connection, 0);
                     tagged.tag = segment.packet;
                     let before = connections.numbered();

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use super::{FromWorker, Handed, Output};
+use super::{FromWorker, Handed, Output, Progress};
 use crate::connections::Closed;
 use crate::diag::Diagnostics;
 use crate::worker::{held_estimate, Batcher, Item};
@@ -89,13 +89,15 @@ impl Lane {
 /// Takes the workers' parts as they come, sending on in packet order what every worker
 /// has passed, then their closing connections in the run's order; every exchange goes
 /// through `batcher`.
-/// `held` is kept at what the lanes hold, for the capture thread to wait on.
+/// `progress` is kept at what the lanes hold and how far every worker is, for the
+/// threads that feed the merger to wait on.
 pub(super) fn merge(
     rx: &mpsc::Receiver<FromWorker>,
     workers: usize,
     batcher: Batcher,
-    held: &AtomicU64,
+    progress: &Progress,
 ) -> Merged {
+    let held = &progress.held;
     let mut lanes: Vec<Lane> = (0..workers).map(|_| Lane::default()).collect();
     let mut batcher = Held {
         batcher,
@@ -120,6 +122,7 @@ pub(super) fn merge(
             lane.take(handed);
         }
         let passed = lanes.iter().map(|l| l.reached).min().unwrap_or(u64::MAX);
+        progress.passed.store(passed, Ordering::Relaxed);
         number_opened(&mut lanes, passed, &mut next_number);
         send_passed(&mut lanes, passed, &mut batcher);
         send_closing(&mut lanes, &mut batcher);
