@@ -23,7 +23,7 @@
 mod merger;
 mod segment;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
@@ -67,11 +67,23 @@ struct Progress {
     held: AtomicU64,
     /// The packet every worker has passed: what came before it is sent on.
     passed: AtomicU64,
+    /// The merger returned (or panicked, which its join reports): nothing is waited on.
+    ended: AtomicBool,
 }
 
 impl Progress {
+    /// Whether the merger holds enough that those feeding it should wait.
     fn over(&self) -> bool {
-        self.held.load(Ordering::Relaxed) > MERGER_HELD
+        self.held.load(Ordering::Relaxed) > MERGER_HELD && !self.ended.load(Ordering::Relaxed)
+    }
+}
+
+/// Marks the merger ended when it returns or unwinds.
+struct Ended<'a>(&'a Progress);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.0.ended.store(true, Ordering::Relaxed);
     }
 }
 /// Longest a packet waits in an epoch not yet full, when more packets come slowly (a
@@ -186,7 +198,10 @@ impl<'scope> Dispatch<'scope> {
         let merged = Arc::clone(&progress);
         let merger = std::thread::Builder::new()
             .name("pidshark-merger".into())
-            .spawn_scoped(scope, move || merger::merge(&outputs, n, batcher, &merged))
+            .spawn_scoped(scope, move || {
+                let _ended = Ended(&merged);
+                merger::merge(&outputs, n, batcher, &merged)
+            })
             .map_err(|source| Error::Thread { source })?;
         Ok(Self {
             workers,
@@ -226,7 +241,7 @@ impl<'scope> Dispatch<'scope> {
     /// Sends the epoch: every worker its share, empty or not, so that each says it has
     /// reached the epoch's end and the merger can send on what came before.
     fn send(&mut self) {
-        while self.progress.over() && !self.merger.is_finished() {
+        while self.progress.over() {
             std::thread::sleep(MERGER_WAIT);
         }
         for end in &mut self.workers {
