@@ -248,14 +248,17 @@ fn process(
     let Finished {
         mut diagnostics,
         captures,
+        connections,
+        frame_holds: held,
+    } = read?;
+    let connections::Closed {
         tcp_connections,
         forgotten_connections,
         kafka_connections,
         not_kafka_connections,
         encrypted_connections,
         pairing,
-        frame_holds: held,
-    } = read?;
+    } = connections;
     if let Some(sentence) = held {
         let _ = frame_holds.set(sentence);
     }

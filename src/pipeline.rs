@@ -20,7 +20,6 @@ use crate::diag::obs;
 use crate::diag::{Diagnostics, FragmentsDropped, Observation, Place, Stage};
 use crate::frame_watch::FrameWatch;
 use crate::packet_ref::PacketRef;
-use crate::pairing::Pairing;
 use crate::shard::Dispatch;
 use crate::worker::Batcher;
 
@@ -56,13 +55,8 @@ enum Work<'a> {
 pub struct Finished {
     pub diagnostics: Diagnostics,
     pub captures: Vec<CaptureInfo>,
-    pub tcp_connections: u64,
-    /// Connections forgotten at a limit while followed: met again, each is counted twice.
-    pub forgotten_connections: u64,
-    pub kafka_connections: u64,
-    pub not_kafka_connections: u64,
-    pub encrypted_connections: u64,
-    pub pairing: Pairing,
+    /// What the connections left.
+    pub connections: Closed,
     /// With `--frame`: what that frame held, as a sentence.
     pub frame_holds: Option<String>,
 }
@@ -271,12 +265,7 @@ impl<'a> Pipeline<'a> {
         Finished {
             diagnostics,
             captures,
-            tcp_connections: closed.tcp_connections,
-            forgotten_connections: closed.forgotten_connections,
-            kafka_connections: closed.kafka_connections,
-            not_kafka_connections: closed.not_kafka_connections,
-            encrypted_connections: closed.encrypted_connections,
-            pairing: closed.pairing,
+            connections: closed,
             frame_holds,
         }
     }
