@@ -54,6 +54,8 @@ fuzz_target!(|data: &[u8]| {
     // small caps, so that the fuzzer reaches them
     config.max_held_len = 64 * 1024;
     config.max_connections = 64;
+    // a third of the inputs on one thread, the rest spread over two or three workers
+    config.threads = 1 + data.len() % 3;
     // the tree view decodes the kept bytes again; it must cope with whatever was kept
     config.kafka.keep_raw = pidshark::kafka::KeepRaw::Every;
     // Through the read-ahead thread, as files and standard input are read.
