@@ -37,6 +37,13 @@ use crate::packet_ref::PacketRef;
 use crate::tcp::Closing;
 use crate::worker::{held_estimate, Batcher, Item};
 
+/// What an exchange takes while handed between threads: its heap, as [`held_estimate`]
+/// reckons it, and its own place in a part (a few hundred bytes, which a small message's
+/// heap is far below).
+fn part_bytes(item: &Item) -> u64 {
+    held_estimate(item).saturating_add(size_of::<(u64, Item)>() as u64)
+}
+
 use segment::{Epoch, Segment};
 
 /// Packets in an epoch at most: a few channel operations per thousand packets.
@@ -47,12 +54,12 @@ const EPOCH_BYTES: usize = 256 << 10;
 /// for the merger per worker: with one being filled and one being worked on, what is in
 /// flight stays within a few epochs' bytes per worker.
 const QUEUE: usize = 2;
-/// Exchanges a worker holds (as [`held_estimate`] reckons them) before it hands them
+/// Exchanges a worker holds (as [`part_bytes`] reckons them) before it hands them
 /// on without waiting for its epoch to end: a packet that ends thousands of waiting
 /// requests at once does not wait with them for the other workers.
 const PART_BYTES: u64 = 256 << 10;
 /// Exchanges the merger may hold (what the other workers completed past the slowest,
-/// as [`held_estimate`] reckons them) before the capture thread waits to hand out the
+/// as [`part_bytes`] reckons them) before the capture thread waits to hand out the
 /// next epoch, and a worker ahead of the slowest waits before its next segment: the
 /// slowest then catches up. A burst (a packet that gives up thousands of waiting
 /// requests) is held once, not once per worker and epoch in flight.
@@ -63,7 +70,7 @@ const MERGER_WAIT: Duration = Duration::from_micros(200);
 /// How far the merger is, for the threads that feed it to wait on.
 #[derive(Debug, Default)]
 struct Progress {
-    /// What the merger holds, as [`held_estimate`] reckons it.
+    /// What the merger holds, as [`part_bytes`] reckons it.
     held: AtomicU64,
     /// The packet every worker has passed: what came before it is sent on.
     passed: AtomicU64,
@@ -285,7 +292,7 @@ impl<'scope> Dispatch<'scope> {
 struct Tagged {
     tag: u64,
     output: Output,
-    /// [`held_estimate`] of `output`'s exchanges.
+    /// [`part_bytes`] of `output`'s exchanges.
     held: u64,
 }
 
@@ -299,7 +306,7 @@ impl Tagged {
 
 impl Emit for Tagged {
     fn push(&mut self, item: Item) {
-        self.held = self.held.saturating_add(held_estimate(&item));
+        self.held = self.held.saturating_add(part_bytes(&item));
         self.output.items.push((self.tag, item));
     }
 

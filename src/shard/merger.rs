@@ -9,10 +9,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use super::{FromWorker, Handed, Output, Progress};
+use super::{part_bytes, FromWorker, Handed, Output, Progress};
 use crate::connections::Closed;
 use crate::diag::Diagnostics;
-use crate::worker::{held_estimate, Batcher, Item};
+use crate::worker::{Batcher, Item};
 
 /// What the merger hands back once every worker is done.
 pub(super) struct Merged {
@@ -115,7 +115,7 @@ pub(super) fn merge(
             break;
         };
         if let Handed::Part(part) = &handed {
-            let bytes: u64 = part.items.iter().map(|(_, item)| held_estimate(item)).sum();
+            let bytes: u64 = part.items.iter().map(|(_, item)| part_bytes(item)).sum();
             held.fetch_add(bytes, Ordering::Relaxed);
         }
         if let Some(lane) = lanes.get_mut(worker) {
@@ -152,13 +152,13 @@ pub(super) fn merge(
 struct Held<'a> {
     batcher: Batcher,
     held: &'a AtomicU64,
-    /// [`held_estimate`] of the exchanges sent since the last [`Held::settle`].
+    /// [`part_bytes`] of the exchanges sent since the last [`Held::settle`].
     sent: u64,
 }
 
 impl Held<'_> {
     fn push(&mut self, item: Item) {
-        self.sent = self.sent.saturating_add(held_estimate(&item));
+        self.sent = self.sent.saturating_add(part_bytes(&item));
         self.batcher.push(item);
     }
 
