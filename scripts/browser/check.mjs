@@ -9,11 +9,19 @@
 //
 // With --widths, each page is opened at each window width in turn (one line each, with
 // its `width`; screenshots NAME-WIDTH.png); the default is one window 1100 px wide.
+// A screenshot shows the page's first 6,000 px.
 //
 // CHROMIUM names the browser (default /usr/bin/chromium).
 import { chromium } from "playwright-core";
 import { basename, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+
+// Time bounds only guard against hangs: playwright's default of 30 s per step is short
+// for a page of 20,000 px laid out and shot while 32 tests share two cores (CI).
+const STEP_TIMEOUT_MS = 300_000;
+// A screenshot is for a person to look at, not asserted on: a page taller than this is
+// shot from its top down to here, since shooting 24,000 px costs far more than it shows.
+const SHOT_MAX_HEIGHT = 6_000;
 
 const args = process.argv.slice(2);
 let screenshots = null;
@@ -162,6 +170,8 @@ try {
 
 async function check(path, width) {
   const page = await browser.newPage({ viewport: { width: width ?? 1100, height: 900 } });
+  page.setDefaultTimeout(STEP_TIMEOUT_MS);
+  page.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
   const url = pathToFileURL(resolve(path)).href;
   const requests = [];
   const consoleErrors = [];
@@ -178,7 +188,9 @@ async function check(path, width) {
   if (screenshots) {
     const name = basename(path).replace(/\.html$/, "") + (width ? `-${width}` : "");
     screenshot = `${screenshots}/${name}.png`;
-    await page.screenshot({ path: screenshot, fullPage: true });
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    const clip = { x: 0, y: 0, width: width ?? 1100, height: Math.min(height, SHOT_MAX_HEIGHT) };
+    await page.screenshot({ path: screenshot, fullPage: true, clip });
   }
   if (viewportShot) {
     await page.screenshot({ path: viewportShot });
