@@ -215,4 +215,4 @@ fn shrink_after_burst<T>(emptied: &mut Vec<T>) {
 
 /// Elements the per-packet queues keep room for between packets: a packet's own
 /// messages and exchanges fit many times over.
-const KEPT_AFTER_BURST: usize = 1024;
+const KEPT_AFTER_BURST: usize = 128;

@@ -22,7 +22,7 @@ use crate::timestamp::Timestamp;
 
 pub use kinds::Kind;
 pub use observation::{IdSpan, Observation};
-pub use order::{Place, Stage};
+pub use order::{Found, Place, Stage};
 pub use parts::{
     BadGrant, ConnectionEnds, Cut, Damage, FragmentsDropped, FramingLost, GivenUp, Irregular,
     NamedCode, Overlap, RetryAfter, Side, Undecoded,
@@ -404,7 +404,7 @@ impl Diagnostics {
     fn counted_listed(&mut self, kind: Kind) -> bool {
         let count = self.counts.entry(kind).or_default();
         *count += 1;
-        *count <= MAX_LISTED_PER_KIND
+        *count <= MAX_LISTED_PER_KIND && !self.listed_elsewhere(kind)
     }
 
     /// Lists a diagnostic, written: `api` when it was listed by the count of its API's.

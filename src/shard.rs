@@ -3,17 +3,21 @@
 //! single thread writes.
 //!
 //! The capture thread reads, decodes and hands each TCP segment to the worker of its
-//! address pair ([`Dispatch`]), copying the segment's bytes into that worker's share of
-//! an *epoch*: a run of packets that every worker is handed at once, its share empty or
-//! not. Each worker numbers its own connections, tags what it completes with the packet
-//! that completed it, and hands it back in parts, each saying which packet the worker
-//! has reached: at the end of each epoch, and sooner when a part holds a mebibyte's
-//! worth. The merger numbers the connections opened before the packet every worker has
-//! reached in the order of the packets that opened them (as one thread numbers them),
+//! address pair ([`Dispatch`]), copying the segment's bytes into that worker's share of an
+//! *epoch*: a run of packets that every worker is handed at once, its share empty or not.
+//! Each worker numbers its own connections, tags what it completes with the packet that
+//! completed it, and hands it back in parts, each saying which packet the worker has
+//! reached: at the end of each epoch, and sooner when a part holds 256 KiB's worth. What is
+//! handed to the merger and not yet sent on is counted from the moment it is handed
+//! (`shard/progress.rs`): past 4 MiB, the capture thread and the workers ahead of the
+//! slowest wait. The merger numbers the connections opened before the packet every worker
+//! has reached in the order of the packets that opened them (as one thread numbers them),
 //! renumbers the exchanges completed before it and sends them on to the output thread in
-//! packet order. At the end the workers close their connections in their own order,
-//! which the merger interleaves in the run's, and hand back their diagnostics, placed
-//! for [`Diagnostics::merge_in_order`].
+//! packet order. At the end the workers close their connections in their own order, which
+//! the merger interleaves in the run's, and hand back their diagnostics, placed for
+//! [`Diagnostics::merge_in_order`]. At the end of each epoch a worker tells the others what
+//! it found ([`Found`]), so that none lists what the run's first thousand of a kind come
+//! before.
 //!
 //! Limits are split: each worker holds at most its share of `--max-connections` and of
 //! the connections' part of `--max-memory`. Where a limit is reached, which connection
@@ -21,9 +25,9 @@
 //! `connection_limit` and `memory_limit` diagnostics either way.
 
 mod merger;
+mod progress;
 mod segment;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
@@ -31,7 +35,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::connections::{Closed, Connections, Emit};
 use crate::decode::TcpSegmentView;
-use crate::diag::{Diagnostics, Place, Stage};
+use crate::diag::{Diagnostics, Found, Place, Stage};
 use crate::error::Error;
 use crate::packet_ref::PacketRef;
 use crate::tcp::Closing;
@@ -44,6 +48,7 @@ fn part_bytes(item: &Item) -> u64 {
     held_estimate(item).saturating_add(size_of::<(u64, Item)>() as u64)
 }
 
+use progress::{Ended, Progress};
 use segment::{Epoch, Segment};
 
 /// Packets in an epoch at most: a few channel operations per thousand packets.
@@ -58,41 +63,6 @@ const QUEUE: usize = 2;
 /// on without waiting for its epoch to end: a packet that ends thousands of waiting
 /// requests at once does not wait with them for the other workers.
 const PART_BYTES: u64 = 256 << 10;
-/// Exchanges the merger may hold (what the other workers completed past the slowest,
-/// as [`part_bytes`] reckons them) before the capture thread waits to hand out the
-/// next epoch, and a worker ahead of the slowest waits before its next segment: the
-/// slowest then catches up. A burst (a packet that gives up thousands of waiting
-/// requests) is held once, not once per worker and epoch in flight.
-const MERGER_HELD: u64 = 4 << 20;
-/// How long a waiting thread sleeps between two looks at the merger's progress.
-const MERGER_WAIT: Duration = Duration::from_micros(200);
-
-/// How far the merger is, for the threads that feed it to wait on.
-#[derive(Debug, Default)]
-struct Progress {
-    /// What the merger holds, as [`part_bytes`] reckons it.
-    held: AtomicU64,
-    /// The packet every worker has passed: what came before it is sent on.
-    passed: AtomicU64,
-    /// The merger returned (or panicked, which its join reports): nothing is waited on.
-    ended: AtomicBool,
-}
-
-impl Progress {
-    /// Whether the merger holds enough that those feeding it should wait.
-    fn over(&self) -> bool {
-        self.held.load(Ordering::Relaxed) > MERGER_HELD && !self.ended.load(Ordering::Relaxed)
-    }
-}
-
-/// Marks the merger ended when it returns or unwinds.
-struct Ended<'a>(&'a Progress);
-
-impl Drop for Ended<'_> {
-    fn drop(&mut self) {
-        self.0.ended.store(true, Ordering::Relaxed);
-    }
-}
 /// Longest a packet waits in an epoch not yet full, when more packets come slowly (a
 /// live capture): streamed output stays prompt.
 const EPOCH_WAIT: Duration = Duration::from_millis(20);
@@ -181,17 +151,19 @@ impl<'scope> Dispatch<'scope> {
         let mut handles = Vec::with_capacity(n);
         let (out_tx, outputs) = mpsc::sync_channel(QUEUE * n);
         let progress = Arc::new(Progress::default());
+        let found = Found::new(n);
         for index in 0..n {
             let (tx, rx) = mpsc::sync_channel(QUEUE);
-            let (spare_tx, spare) = mpsc::sync_channel(QUEUE + 2);
+            let (spare_tx, spare) = mpsc::sync_channel(1);
             let out = Out {
                 worker: index,
                 tx: out_tx.clone(),
                 progress: Arc::clone(&progress),
             };
+            let diags = Diagnostics::placed_part_sharing(Arc::clone(&found), index);
             let handle = std::thread::Builder::new()
                 .name(format!("pidshark-worker-{index}"))
-                .spawn_scoped(scope, move || work(config, n, &rx, &spare_tx, &out))
+                .spawn_scoped(scope, move || work(config, n, &rx, &spare_tx, &out, diags))
                 .map_err(|source| Error::Thread { source })?;
             handles.push(handle);
             workers.push(WorkerEnd {
@@ -248,9 +220,7 @@ impl<'scope> Dispatch<'scope> {
     /// Sends the epoch: every worker its share, empty or not, so that each says it has
     /// reached the epoch's end and the merger can send on what came before.
     fn send(&mut self) {
-        while self.progress.over() {
-            std::thread::sleep(MERGER_WAIT);
-        }
+        self.progress.wait_while(Progress::over);
         for end in &mut self.workers {
             let next = end.spare.try_recv().unwrap_or_default();
             let mut epoch = std::mem::replace(&mut end.epoch, next);
@@ -325,16 +295,21 @@ impl Out {
     /// is ahead of the slowest, waits, its output handed on first so that the merger
     /// knows how far it is (the slowest never waits).
     fn wait_if_ahead(&self, tagged: &mut Tagged, packet: u64) {
-        let progress = &self.progress;
-        if !progress.over() || packet <= progress.passed.load(Ordering::Relaxed) {
+        let ahead = |progress: &Progress| progress.over() && packet > progress.passed();
+        if !ahead(&self.progress) {
             return;
         }
+        self.send_part(tagged, packet);
+        self.progress.wait_while(ahead);
+    }
+
+    /// Hands `part` to the merger, counted in what it holds from now on: on the
+    /// channel as much as in the merger's lanes.
+    fn send_part(&self, tagged: &mut Tagged, reached: u64) {
+        self.progress.handed(tagged.held);
         let mut part = tagged.take();
-        part.reached = packet;
+        part.reached = reached;
         self.send(Handed::Part(part));
-        while progress.over() && packet > progress.passed.load(Ordering::Relaxed) {
-            std::thread::sleep(MERGER_WAIT);
-        }
     }
 
     fn send(&self, handed: Handed) {
@@ -352,9 +327,9 @@ fn work(
     rx: &mpsc::Receiver<ToWorker>,
     spare: &mpsc::SyncSender<Epoch>,
     out: &Out,
+    mut diags: Diagnostics,
 ) {
     let mut connections = Connections::new(config, of);
-    let mut diags = Diagnostics::placed_part();
     let mut tagged = Tagged {
         tag: 0,
         output: Output::default(),
@@ -374,15 +349,12 @@ fn work(
                         tagged.output.opened.push(segment.packet);
                     }
                     if tagged.held >= PART_BYTES {
-                        let mut part = tagged.take();
-                        part.reached = segment.packet + 1;
-                        out.send(Handed::Part(part));
+                        out.send_part(&mut tagged, segment.packet + 1);
                     }
                 }
-                let mut part = tagged.take();
-                part.reached = epoch.end;
-                out.send(Handed::Part(part));
-                epoch.clear();
+                out.send_part(&mut tagged, epoch.end);
+                diags.publish_found(epoch.end);
+                epoch.clear((EPOCH_PACKETS / of, EPOCH_BYTES / of));
                 let _ = spare.try_send(epoch);
             }
             ToWorker::End(last) => {

@@ -10,6 +10,8 @@
 //! the first thousand of its part, so every diagnostic the whole run lists is at hand.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::{Diagnostic, Diagnostics, Kind, MAX_LISTED_PER_KIND};
 
@@ -44,6 +46,56 @@ pub(super) struct Places {
     current: Place,
     /// One per listed item.
     listed: Vec<Place>,
+    /// What every part found so far, and which part this is.
+    found: Option<(Arc<Found>, usize)>,
+}
+
+/// What the parts of a run found so far, kind by kind, shared between them: a part
+/// need not list (only count) a diagnostic that the whole run's first
+/// [`MAX_LISTED_PER_KIND`] of its kind already come before. Without it each of N
+/// parts would list its own first thousand, N times what one thread holds.
+#[derive(Debug)]
+pub struct Found {
+    /// Per part, per kind (in [`Kind::ALL`]'s order): how many of that kind the part
+    /// found at packets before a packet, as `packet << COUNT_BITS | count`.
+    parts: Vec<Vec<AtomicU64>>,
+}
+
+const COUNT_BITS: u32 = 16;
+/// A packet past this is not published (it would not fit beside its count).
+const MAX_PACKET: u64 = (1 << (64 - COUNT_BITS)) - 1;
+
+impl Found {
+    pub fn new(parts: usize) -> Arc<Self> {
+        let kinds = || Kind::ALL.iter().map(|_| AtomicU64::new(0)).collect();
+        Arc::new(Self {
+            parts: (0..parts).map(|_| kinds()).collect(),
+        })
+    }
+
+    /// Part `part` found `count` of `kind` at packets before `packet`.
+    fn publish(&self, part: usize, kind: Kind, packet: u64, count: u64) {
+        let slot = self.parts.get(part).and_then(|p| p.get(kind as usize));
+        if let (Some(slot), true) = (slot, packet <= MAX_PACKET) {
+            let count = count.min(MAX_LISTED_PER_KIND);
+            slot.store(packet << COUNT_BITS | count, Ordering::Relaxed);
+        }
+    }
+
+    /// How many of `kind` the parts are known to have found at packets before `packet`
+    /// (each count and its packet are read together, as one word).
+    fn before(&self, kind: Kind, packet: u64) -> u64 {
+        let mut found = 0;
+        for part in &self.parts {
+            if let Some(slot) = part.get(kind as usize) {
+                let word = slot.load(Ordering::Relaxed);
+                if word >> COUNT_BITS <= packet {
+                    found += word & ((1 << COUNT_BITS) - 1);
+                }
+            }
+        }
+        found
+    }
 }
 
 impl Diagnostics {
@@ -54,6 +106,39 @@ impl Diagnostics {
             places: Some(Box::default()),
             ..Self::default()
         }
+    }
+
+    /// A part that tells the others, through `found`, what it found (as part `part`),
+    /// and lists nothing that the run's first thousand of its kind come before.
+    pub fn placed_part_sharing(found: Arc<Found>, part: usize) -> Self {
+        let mut diags = Self::placed_part();
+        if let Some(places) = &mut diags.places {
+            places.found = Some((found, part));
+        }
+        diags
+    }
+
+    /// Tells the other parts what this one has found so far, all of it at packets
+    /// before `packet`.
+    pub fn publish_found(&self, packet: u64) {
+        let Some((found, part)) = self.places.as_ref().and_then(|p| p.found.as_ref()) else {
+            return;
+        };
+        for (kind, count) in &self.counts {
+            found.publish(*part, *kind, packet, *count);
+        }
+    }
+
+    /// Whether the run's first [`MAX_LISTED_PER_KIND`] of `kind` are known to come
+    /// before where this part is: found (by any part) at earlier packets.
+    pub(super) fn listed_elsewhere(&self, kind: Kind) -> bool {
+        let Some(places) = &self.places else {
+            return false;
+        };
+        let Some((found, _)) = &places.found else {
+            return false;
+        };
+        found.before(kind, places.current.packet) >= MAX_LISTED_PER_KIND
     }
 
     /// Where the diagnostics found from now on are, in a part.

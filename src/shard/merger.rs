@@ -6,8 +6,8 @@
 //! the slowest one: as far as the capture thread lets them run ahead, a few epochs.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::vec;
 
 use super::{part_bytes, FromWorker, Handed, Output, Progress};
 use crate::connections::Closed;
@@ -22,17 +22,61 @@ pub(super) struct Merged {
     pub diagnostics: Vec<Diagnostics>,
 }
 
+/// Exchanges in the order a worker handed them on, each tagged (with the packet that
+/// completed it, or its connection), kept in the parts they came in: each part's room
+/// goes once it is sent on, and nothing is copied.
+#[derive(Default)]
+struct Parts(VecDeque<vec::IntoIter<(u64, Item)>>);
+
+impl Parts {
+    fn push(&mut self, items: Vec<(u64, Item)>) {
+        if !items.is_empty() {
+            self.0.push_back(items.into_iter());
+        }
+    }
+
+    /// The next exchange's tag (no part held is empty).
+    fn front(&self) -> Option<u64> {
+        self.0
+            .front()
+            .and_then(|part| part.as_slice().first())
+            .map(|(tag, _)| *tag)
+    }
+
+    fn pop(&mut self) -> Option<(u64, Item)> {
+        let part = self.0.front_mut()?;
+        let next = part.next();
+        if part.as_slice().is_empty() {
+            self.0.pop_front();
+        }
+        next
+    }
+
+    /// The exchanges tagged `tag` at the front, in order.
+    fn pop_tagged(&mut self, tag: u64) -> Option<Item> {
+        if self.front() == Some(tag) {
+            self.pop().map(|(_, item)| item)
+        } else {
+            None
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// One worker's parts, as far as they came.
 #[derive(Default)]
 struct Lane {
     /// Exchanges not yet sent on, each with the packet that completed it.
-    items: VecDeque<(u64, Item)>,
+    items: Parts,
     /// Packets that opened connections not yet numbered.
     opened: VecDeque<u64>,
     /// Nothing more comes for a packet before this one ([`u64::MAX`] once closing).
     reached: u64,
     /// Exchanges of the connections it closed at the end, each with its own number.
-    closing: VecDeque<(u64, Item)>,
+    closing: Parts,
     /// Its connections' run numbers, by its own.
     numbers: Vec<u64>,
     done: Option<(Closed, Diagnostics)>,
@@ -48,13 +92,13 @@ impl Lane {
                 opened,
                 reached,
             }) => {
-                self.items.extend(items);
+                self.items.push(items);
                 self.opened.extend(opened);
                 self.reached = self.reached.max(reached);
             }
             Handed::Closing(output) => {
                 self.reached = u64::MAX;
-                self.closing.extend(output.items);
+                self.closing.push(output.items);
             }
             Handed::Done(done) => {
                 self.reached = u64::MAX;
@@ -97,11 +141,10 @@ pub(super) fn merge(
     batcher: Batcher,
     progress: &Progress,
 ) -> Merged {
-    let held = &progress.held;
     let mut lanes: Vec<Lane> = (0..workers).map(|_| Lane::default()).collect();
     let mut batcher = Held {
         batcher,
-        held,
+        progress,
         sent: 0,
     };
     let mut next_number = 0;
@@ -114,19 +157,14 @@ pub(super) fn merge(
             }
             break;
         };
-        if let Handed::Part(part) = &handed {
-            let bytes: u64 = part.items.iter().map(|(_, item)| part_bytes(item)).sum();
-            held.fetch_add(bytes, Ordering::Relaxed);
-        }
         if let Some(lane) = lanes.get_mut(worker) {
             lane.take(handed);
         }
         let passed = lanes.iter().map(|l| l.reached).min().unwrap_or(u64::MAX);
-        progress.passed.store(passed, Ordering::Relaxed);
         number_opened(&mut lanes, passed, &mut next_number);
         send_passed(&mut lanes, passed, &mut batcher);
         send_closing(&mut lanes, &mut batcher);
-        batcher.settle();
+        batcher.settle(passed);
         if lanes.iter().all(|l| l.done.is_some()) {
             break;
         }
@@ -151,7 +189,7 @@ pub(super) fn merge(
 /// The output thread's batcher, counting what passes it.
 struct Held<'a> {
     batcher: Batcher,
-    held: &'a AtomicU64,
+    progress: &'a Progress,
     /// [`part_bytes`] of the exchanges sent since the last [`Held::settle`].
     sent: u64,
 }
@@ -166,14 +204,11 @@ impl Held<'_> {
         self.batcher.tick();
     }
 
-    /// Takes what was sent off what is held (closing exchanges were never counted in).
-    fn settle(&mut self) {
+    /// Takes what was sent off what is held (closing exchanges were never counted in),
+    /// and says every worker has passed `passed`.
+    fn settle(&mut self, passed: u64) {
         let sent = std::mem::take(&mut self.sent);
-        let _ = self
-            .held
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
-                Some(h.saturating_sub(sent))
-            });
+        self.progress.sent(sent, passed);
     }
 }
 
@@ -204,7 +239,7 @@ fn send_passed(lanes: &mut [Lane], passed: u64, batcher: &mut Held<'_>) {
         let first = lanes
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| l.items.front().map(|(packet, _)| (*packet, i)))
+            .filter_map(|(i, l)| l.items.front().map(|packet| (packet, i)))
             .filter(|(packet, _)| *packet < passed)
             .min();
         let Some((packet, worker)) = first else {
@@ -214,10 +249,8 @@ fn send_passed(lanes: &mut [Lane], passed: u64, batcher: &mut Held<'_>) {
             return;
         };
         // the packet's exchanges, all its worker's, in the order it made them
-        while lane.items.front().is_some_and(|(p, _)| *p == packet) {
-            if let Some((_, item)) = lane.items.pop_front() {
-                batcher.push(lane.renumbered(item));
-            }
+        while let Some(item) = lane.items.pop_tagged(packet) {
+            batcher.push(lane.renumbered(item));
         }
         batcher.tick();
     }
@@ -234,7 +267,7 @@ fn send_closing(lanes: &mut [Lane], batcher: &mut Held<'_>) {
         let first = lanes
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| l.closing.front().map(|(local, _)| (l.number(*local), i)))
+            .filter_map(|(i, l)| l.closing.front().map(|local| (l.number(local), i)))
             .min();
         let Some((number, worker)) = first else {
             return;
@@ -243,11 +276,11 @@ fn send_closing(lanes: &mut [Lane], batcher: &mut Held<'_>) {
             return;
         };
         // the whole connection: a worker hands on a closing connection whole
-        while let Some((local, _)) = lane.closing.front() {
-            if lane.number(*local) != number {
+        while let Some(local) = lane.closing.front() {
+            if lane.number(local) != number {
                 break;
             }
-            if let Some((_, item)) = lane.closing.pop_front() {
+            if let Some((_, item)) = lane.closing.pop() {
                 batcher.push(lane.renumbered(item));
             }
         }

@@ -99,10 +99,18 @@ impl Epoch {
         })
     }
 
-    /// Empties it, keeping its room.
-    pub(super) fn clear(&mut self) {
+    /// Empties it, keeping its room up to twice `share` (segments, bytes): a worker's
+    /// epochs grow while its connections are the busy ones, and would otherwise hold
+    /// that room for the rest of the run, every epoch in flight of every worker.
+    pub(super) fn clear(&mut self, share: (usize, usize)) {
         self.segments.clear();
         self.bytes.clear();
+        if self.segments.capacity() > 2 * share.0 {
+            self.segments.shrink_to(share.0);
+        }
+        if self.bytes.capacity() > 2 * share.1 {
+            self.bytes.shrink_to(share.1);
+        }
     }
 }
 

@@ -68,9 +68,20 @@ proptest! {
     /// Parts each collecting what they found, then merged, list and count what one
     /// collection finding it all in order lists and counts.
     #[test]
-    fn parts_merged_in_order_are_one_collection(runs in runs(), interleave in 1usize..5) {
+    fn parts_merged_in_order_are_one_collection(
+        runs in runs(),
+        interleave in 1usize..5,
+        publish_every in 1u64..300,
+    ) {
         let mut one = Diagnostics::default();
-        let mut parts: Vec<Diagnostics> = (0..3).map(|_| Diagnostics::placed_part()).collect();
+        // part 0 as the capture thread's, 1 and 2 as workers telling each other what
+        // they found now and then (as a worker does at the end of each epoch)
+        let found = Found::new(2);
+        let mut parts: Vec<Diagnostics> = vec![
+            Diagnostics::placed_part(),
+            Diagnostics::placed_part_sharing(Arc::clone(&found), 0),
+            Diagnostics::placed_part_sharing(Arc::clone(&found), 1),
+        ];
         let mut packet = 0u64;
         // runs interleaved a few at a time, so that parts alternate within kinds
         let mut cursors: Vec<(usize, Raised, usize)> = runs;
@@ -85,6 +96,9 @@ proptest! {
                     let diags = &mut parts[*part];
                     diags.place_at(Place { packet, stage, connection: 0 });
                     raise(diags, connection, packet, *raised);
+                    if packet.is_multiple_of(publish_every) {
+                        diags.publish_found(packet + 1);
+                    }
                     *left -= 1;
                 }
             }
@@ -128,4 +142,35 @@ fn the_end_lists_connections_in_their_order_whichever_part_closed_them() {
         .map(|d| d.connection)
         .collect();
     assert_eq!(order, [Some(2), Some(4), Some(5), Some(9)]);
+}
+
+#[test]
+fn a_part_lists_nothing_that_a_thousand_found_elsewhere_come_before() {
+    let found = Found::new(2);
+    let mut early = Diagnostics::placed_part_sharing(Arc::clone(&found), 0);
+    let mut late = Diagnostics::placed_part_sharing(Arc::clone(&found), 1);
+    let at = |diags: &mut Diagnostics, packet| {
+        diags.place_at(Place {
+            packet,
+            stage: Stage::Connection,
+            connection: 0,
+        });
+    };
+    for packet in 1..=MAX_LISTED_PER_KIND {
+        at(&mut early, packet);
+        raise(&mut early, 0, packet, Raised::Gap);
+    }
+    early.publish_found(MAX_LISTED_PER_KIND + 1);
+    // before the thousandth: still listed; after it: counted only
+    at(&mut late, 500);
+    raise(&mut late, 1, 500, Raised::Gap);
+    at(&mut late, 2000);
+    raise(&mut late, 1, 2000, Raised::Gap);
+    assert_eq!(late.items.len(), 1);
+    assert_eq!(late.counts.get(&Kind::TcpGap), Some(&2));
+    let merged = Diagnostics::merge_in_order(vec![early, late]);
+    assert_eq!(merged.counts.get(&Kind::TcpGap), Some(&1002));
+    let frames: Vec<Option<u64>> = merged.into_sorted().iter().map(|d| d.frame).collect();
+    assert_eq!(frames.len(), 1001, "the thousand, then diagnostics_limited");
+    assert!(frames.contains(&Some(500)) && !frames.contains(&Some(1000)));
 }
