@@ -69,14 +69,15 @@ impl Closed {
 
 impl Connections {
     /// With `config`'s limits, of which these connections have one `share`th (one
-    /// worker of that many).
-    pub fn new(config: &Config, share: usize) -> Self {
+    /// worker of that many), after `reserved` bytes of `--max-memory` are set aside (for
+    /// what is in flight between threads).
+    pub fn new(config: &Config, share: usize, reserved: usize) -> Self {
         let share = share.max(1);
         let max_connections = (config.max_connections / share).max(1);
         let mut tracker = Tracker::with_limits(config.max_held_len, max_connections);
         // an eighth of the budget is the writes analysis's (see analysis::writes::memory)
         let writes = crate::analysis::writes::share_of(config.max_memory);
-        let connections = (config.max_memory - writes) / share;
+        let connections = (config.max_memory - writes).saturating_sub(reserved) / share;
         tracker.set_max_memory_of(connections, config.max_memory);
         tracker.watch_resident(resident::resident_bytes, resident::give_back);
         Self {

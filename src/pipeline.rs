@@ -65,7 +65,7 @@ impl<'a> Pipeline<'a> {
     /// Stages set up with `config`'s limits, doing the connections' work here and
     /// completing exchanges into `batcher`.
     pub fn new(config: &Config, batcher: &'a mut Batcher) -> Self {
-        Self::with_work(config, Work::Here(Connections::new(config, 1), batcher))
+        Self::with_work(config, Work::Here(Connections::new(config, 1, 0), batcher))
     }
 
     /// Stages set up with `config`'s limits, handing the connections' work to workers.

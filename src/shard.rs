@@ -63,6 +63,10 @@ const QUEUE: usize = 2;
 /// on without waiting for its epoch to end: a packet that ends thousands of waiting
 /// requests at once does not wait with them for the other workers.
 const PART_BYTES: u64 = 256 << 10;
+/// What a worker holds beside its connections' charges, as massif and heaptrack show it
+/// on the budget tests: the diagnostics it lists before the others' counts reach it, its
+/// tables, the room its queues keep.
+const WORKER_OWN: usize = 512 << 10;
 /// Longest a packet waits in an epoch not yet full, when more packets come slowly (a
 /// live capture): streamed output stays prompt.
 const EPOCH_WAIT: Duration = Duration::from_millis(20);
@@ -150,7 +154,14 @@ impl<'scope> Dispatch<'scope> {
         let mut workers = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
         let (out_tx, outputs) = mpsc::sync_channel(QUEUE * n);
-        let progress = Arc::new(Progress::default());
+        let limit = progress::held_limit(config.max_memory);
+        let progress = Arc::new(Progress::new(limit));
+        // what is in flight between the threads, and each worker's own, are charged to
+        // the one budget: the merger's limit, the epochs queued, and per worker a part
+        // being filled and what it holds beside its connections
+        let in_flight = usize::try_from(limit).unwrap_or(usize::MAX)
+            + (QUEUE + 2) * EPOCH_BYTES
+            + n * (PART_BYTES as usize + WORKER_OWN);
         let found = Found::new(n);
         for index in 0..n {
             let (tx, rx) = mpsc::sync_channel(QUEUE);
@@ -163,7 +174,10 @@ impl<'scope> Dispatch<'scope> {
             let diags = Diagnostics::placed_part_sharing(Arc::clone(&found), index);
             let handle = std::thread::Builder::new()
                 .name(format!("pidshark-worker-{index}"))
-                .spawn_scoped(scope, move || work(config, n, &rx, &spare_tx, &out, diags))
+                .spawn_scoped(scope, move || {
+                    let connections = Connections::new(config, n, in_flight);
+                    work(connections, n, &rx, &spare_tx, &out, diags)
+                })
                 .map_err(|source| Error::Thread { source })?;
             handles.push(handle);
             workers.push(WorkerEnd {
@@ -322,14 +336,13 @@ impl Out {
 
 /// A worker's loop: its connections' segments, an epoch at a time, then their end.
 fn work(
-    config: &Config,
+    mut connections: Connections,
     of: usize,
     rx: &mpsc::Receiver<ToWorker>,
     spare: &mpsc::SyncSender<Epoch>,
     out: &Out,
     mut diags: Diagnostics,
 ) {
-    let mut connections = Connections::new(config, of);
     let mut tagged = Tagged {
         tag: 0,
         output: Output::default(),

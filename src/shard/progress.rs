@@ -11,11 +11,16 @@ use std::sync::{Condvar, Mutex, PoisonError};
 /// those on the channel and those the merger holds) before the capture thread waits to
 /// hand out the next epoch, and a worker ahead of the slowest waits before its next
 /// segment: the slowest then catches up. A burst (a packet that gives up thousands of
-/// waiting requests) is held once, not once per worker and epoch in flight.
-pub(super) const HELD_LIMIT: u64 = 4 << 20;
+/// waiting requests) is held once, not once per worker and epoch in flight. A
+/// sixteenth of `--max-memory`, from 1 to 4 MiB: it is charged to the budget.
+pub(super) fn held_limit(max_memory: usize) -> u64 {
+    (max_memory as u64 / 16).clamp(1 << 20, 4 << 20)
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Progress {
+    /// [`held_limit`].
+    limit: u64,
     /// Handed to the merger and not yet sent on, as `part_bytes` reckons it.
     held: AtomicU64,
     /// The packet every worker has passed: what came before it is sent on.
@@ -29,9 +34,16 @@ pub(super) struct Progress {
 }
 
 impl Progress {
+    pub(super) fn new(limit: u64) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
     /// Whether so much is handed to the merger that those feeding it should wait.
     pub(super) fn over(&self) -> bool {
-        self.held.load(Ordering::SeqCst) > HELD_LIMIT && !self.ended.load(Ordering::SeqCst)
+        self.held.load(Ordering::SeqCst) > self.limit && !self.ended.load(Ordering::SeqCst)
     }
 
     /// The packet every worker has passed.
@@ -102,15 +114,17 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    const LIMIT: u64 = 1 << 20;
+
     #[test]
     fn a_waiter_wakes_once_the_merger_sends_on() {
-        let progress = Arc::new(Progress::default());
-        progress.handed(HELD_LIMIT + 1);
+        let progress = Arc::new(Progress::new(LIMIT));
+        progress.handed(LIMIT + 1);
         let waiter = {
             let progress = Arc::clone(&progress);
             std::thread::spawn(move || progress.wait_while(Progress::over))
         };
-        progress.sent(HELD_LIMIT + 1, 10);
+        progress.sent(LIMIT + 1, 10);
         waiter.join().expect("the waiter returns");
         assert!(!progress.over());
         assert_eq!(progress.passed(), 10);
@@ -118,8 +132,8 @@ mod tests {
 
     #[test]
     fn nobody_waits_on_an_ended_merger() {
-        let progress = Arc::new(Progress::default());
-        progress.handed(HELD_LIMIT + 1);
+        let progress = Arc::new(Progress::new(LIMIT));
+        progress.handed(LIMIT + 1);
         let waiter = {
             let progress = Arc::clone(&progress);
             std::thread::spawn(move || progress.wait_while(Progress::over))
