@@ -195,9 +195,9 @@ pub(crate) use undecoded_fields;
 pub type FieldDoc = (&'static str, &'static str, &'static str);
 
 /// Reads one field with `read` and tells the visitor where it was.
-pub fn traced<T>(
+pub fn traced<T, V: Visitor + ?Sized>(
     r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
+    v: &mut V,
     (name, wire, about): FieldDoc,
     read: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
     show: impl Fn(&T) -> String,
@@ -209,9 +209,9 @@ pub fn traced<T>(
 }
 
 /// A tagged-field section, as one node with the count and a child per field.
-pub fn tagged_section(
+pub fn tagged_section<V: Visitor + ?Sized>(
     r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
+    v: &mut V,
     about: &'static str,
 ) -> Result<Vec<TaggedField>, DecodeError> {
     v.open("tagged_fields", "uvarint", about, r.position());
@@ -234,9 +234,9 @@ pub fn show_string(s: &Option<String>, compact: bool) -> String {
 /// Request header v1, or v2 (KIP-482) for a flexible version: `client_id` stays an
 /// int16 string in both. Writes `client_id` (`Some(None)`: null on the wire) and
 /// header v2's tagged fields as it reads them.
-pub fn request_header(
+pub fn request_header<V: Visitor + ?Sized>(
     r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
+    v: &mut V,
     flexible: bool,
     (client_id, tagged): (&mut Option<Option<String>>, &mut Option<Vec<TaggedField>>),
 ) -> Result<(), DecodeError> {
@@ -304,9 +304,9 @@ pub fn request_header(
 
 /// Response header v0, or v1 (tagged fields after the correlation id) for a flexible
 /// version. Writes the tagged fields to `tagged` when it reads them.
-pub fn response_header(
+pub fn response_header<V: Visitor + ?Sized>(
     r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
+    v: &mut V,
     flexible: bool,
     tagged: &mut Option<Vec<TaggedField>>,
 ) -> Result<(), DecodeError> {

@@ -115,9 +115,9 @@ pub struct Field {
 }
 
 /// Reads one field of wire type `T` and tells the visitor where it was.
-pub fn read_field<T: Wire>(
+pub fn read_field<T: Wire, V: Visitor + ?Sized>(
     r: &mut Reader<'_>,
-    v: &mut dyn Visitor,
+    v: &mut V,
     flexible: bool,
     field: Field,
 ) -> Result<T, DecodeError> {
@@ -133,10 +133,10 @@ pub fn read_field<T: Wire>(
 
 /// The header a message starts with, and the fields of it a message keeps.
 pub trait Header: Default {
-    fn read(
+    fn read<V: Visitor + ?Sized>(
         &mut self,
         r: &mut Reader<'_>,
-        v: &mut dyn Visitor,
+        v: &mut V,
         flexible: bool,
     ) -> Result<(), DecodeError>;
     fn heap_bytes(&self) -> usize;
@@ -152,10 +152,10 @@ pub struct RequestHeader {
 }
 
 impl Header for RequestHeader {
-    fn read(
+    fn read<V: Visitor + ?Sized>(
         &mut self,
         r: &mut Reader<'_>,
-        v: &mut dyn Visitor,
+        v: &mut V,
         flexible: bool,
     ) -> Result<(), DecodeError> {
         request_header(
@@ -179,10 +179,10 @@ pub struct ResponseHeader {
 }
 
 impl Header for ResponseHeader {
-    fn read(
+    fn read<V: Visitor + ?Sized>(
         &mut self,
         r: &mut Reader<'_>,
-        v: &mut dyn Visitor,
+        v: &mut V,
         flexible: bool,
     ) -> Result<(), DecodeError> {
         response_header(r, v, flexible, &mut self.tagged_fields)
@@ -208,18 +208,18 @@ pub trait Message: Undecoded + Sized {
     const NEWEST: i16;
 
     /// Reads the header into the message.
-    fn read_header(
+    fn read_header<V: Visitor + ?Sized>(
         &mut self,
         r: &mut Reader<'_>,
-        v: &mut dyn Visitor,
+        v: &mut V,
         flexible: bool,
     ) -> Result<(), DecodeError>;
 
     /// Reads the body of a `version` the declaration follows, field by field.
-    fn read_body(
+    fn read_body<V: Visitor + ?Sized>(
         &mut self,
         r: &mut Reader<'_>,
-        v: &mut dyn Visitor,
+        v: &mut V,
         version: i16,
         flexible: bool,
     ) -> Result<(), DecodeError>;
@@ -246,7 +246,7 @@ pub trait Message: Undecoded + Sized {
 
     /// [`Self::decode`], telling `v` the structure it reads. A version newer than
     /// [`Self::NEWEST`] is read to the end of its header.
-    fn decode_with(message: &[u8], version: i16, v: &mut dyn Visitor) -> Self {
+    fn decode_with<V: Visitor + ?Sized>(message: &[u8], version: i16, v: &mut V) -> Self {
         let flexible = Self::API
             .flexible_from()
             .is_some_and(|from| version >= from);
@@ -353,19 +353,19 @@ macro_rules! message {
             const NAME: &'static str = $kafka_name;
             const NEWEST: i16 = $newest;
 
-            fn read_header(
+            fn read_header<V: $crate::kafka::layout::Visitor + ?Sized>(
                 &mut self,
                 r: &mut $crate::kafka::reader::Reader<'_>,
-                v: &mut dyn $crate::kafka::layout::Visitor,
+                v: &mut V,
                 flexible: bool,
             ) -> Result<(), $crate::kafka::reader::DecodeError> {
                 $crate::kafka::schema::Header::read(&mut self.header, r, v, flexible)
             }
 
-            fn read_body(
+            fn read_body<V: $crate::kafka::layout::Visitor + ?Sized>(
                 &mut self,
                 r: &mut $crate::kafka::reader::Reader<'_>,
-                v: &mut dyn $crate::kafka::layout::Visitor,
+                v: &mut V,
                 version: i16,
                 flexible: bool,
             ) -> Result<(), $crate::kafka::reader::DecodeError> {
