@@ -271,15 +271,15 @@ pub struct Args {
     pub max_pending: usize,
 
     /// Threads that reassemble and decode connections (0: the cores the reading and
-    /// output threads leave, at least 1).
+    /// output threads leave, at least 1; at most 256).
     ///
     /// The capture is read on one thread and its connections spread over these; the
     /// report is the same whatever the number. 1 does that work on the reading thread.
-    /// `--max-connections` and `--max-memory` are shared out among them: where a limit
-    /// is reached, which connection is given up can differ, and with more than one the
-    /// peak memory can pass `--max-memory` by more than it does with one.
-    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Limits")]
-    pub threads: usize,
+    /// `--max-connections` and `--max-memory` are shared out among them, less what is
+    /// in flight between the threads (about 768 KiB a worker): where a limit is
+    /// reached, which connection is given up can differ.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(0..=256), help_heading = "Limits")]
+    pub threads: u16,
 
     /// Largest capture record (pcapng block) read.
     ///
@@ -501,7 +501,7 @@ impl From<Args> for Options {
             max_connections: args.max_connections,
             max_memory: args.max_memory,
             max_record: args.max_record,
-            threads: crate::shard::threads(args.threads),
+            threads: crate::shard::threads(usize::from(args.threads)),
             clock_skew_ns: args.clock_skew,
             metadata_logs: args.metadata_logs,
             log_clock_skew_ms: i64::from(args.log_clock_skew),

@@ -126,3 +126,14 @@ fn threads_one_per_core_report_the_same_and_a_count_is_a_number() {
         .assert()
         .code(2);
 }
+
+/// A count past 256 is refused (it would start that many threads, each charged part of
+/// the budget) rather than run out of memory starting them.
+#[test]
+fn threads_past_256_are_refused() {
+    pidshark()
+        .args(["fixtures/seed-v0.pcap", "--threads", "20000"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("256"));
+}
