@@ -9,8 +9,8 @@
 //! completed it, and hands it back in parts, each saying which packet the worker has
 //! reached: at the end of each epoch, and sooner when a part holds 256 KiB's worth. What is
 //! handed to the merger and not yet sent on is counted from the moment it is handed
-//! (`shard/progress.rs`): past 4 MiB, the capture thread and the workers ahead of the
-//! slowest wait. The merger numbers the connections opened before the packet every worker
+//! (`shard/progress.rs`): past a sixteenth of the budget (1 to 4 MiB), the capture thread
+//! and the workers ahead of the slowest wait. The merger numbers the connections opened before the packet every worker
 //! has reached in the order of the packets that opened them (as one thread numbers them),
 //! renumbers the exchanges completed before it and sends them on to the output thread in
 //! packet order. At the end the workers close their connections in their own order, which
@@ -40,6 +40,8 @@ use crate::error::Error;
 use crate::packet_ref::PacketRef;
 use crate::tcp::Closing;
 use crate::worker::{held_estimate, Batcher, Item};
+use progress::{Ended, Progress};
+use segment::{Epoch, Segment};
 
 /// What an exchange takes while handed between threads: its heap, as [`held_estimate`]
 /// reckons it, and its own place in a part (a few hundred bytes, which a small message's
@@ -47,9 +49,6 @@ use crate::worker::{held_estimate, Batcher, Item};
 fn part_bytes(item: &Item) -> u64 {
     held_estimate(item).saturating_add(size_of::<(u64, Item)>() as u64)
 }
-
-use progress::{Ended, Progress};
-use segment::{Epoch, Segment};
 
 /// Packets in an epoch at most: a few channel operations per thousand packets.
 const EPOCH_PACKETS: usize = 1024;
@@ -159,9 +158,11 @@ impl<'scope> Dispatch<'scope> {
         // what is in flight between the threads, and each worker's own, are charged to
         // the one budget: the merger's limit, the epochs queued, and per worker a part
         // being filled and what it holds beside its connections
-        let in_flight = usize::try_from(limit).unwrap_or(usize::MAX)
-            + (QUEUE + 2) * EPOCH_BYTES
-            + n * (PART_BYTES as usize + WORKER_OWN);
+        let per_worker = PART_BYTES as usize + WORKER_OWN;
+        let in_flight = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_add((QUEUE + 2) * EPOCH_BYTES)
+            .saturating_add(n.saturating_mul(per_worker));
         let found = Found::new(n);
         for index in 0..n {
             let (tx, rx) = mpsc::sync_channel(QUEUE);

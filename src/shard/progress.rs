@@ -116,14 +116,18 @@ mod tests {
 
     const LIMIT: u64 = 1 << 20;
 
-    #[test]
-    fn a_waiter_wakes_once_the_merger_sends_on() {
+    /// Progress over its limit, and a thread waiting on it.
+    fn over_with_a_waiter() -> (Arc<Progress>, std::thread::JoinHandle<()>) {
         let progress = Arc::new(Progress::new(LIMIT));
         progress.handed(LIMIT + 1);
-        let waiter = {
-            let progress = Arc::clone(&progress);
-            std::thread::spawn(move || progress.wait_while(Progress::over))
-        };
+        let waiting = Arc::clone(&progress);
+        let waiter = std::thread::spawn(move || waiting.wait_while(Progress::over));
+        (progress, waiter)
+    }
+
+    #[test]
+    fn a_waiter_wakes_once_the_merger_sends_on() {
+        let (progress, waiter) = over_with_a_waiter();
         progress.sent(LIMIT + 1, 10);
         waiter.join().expect("the waiter returns");
         assert!(!progress.over());
@@ -132,12 +136,7 @@ mod tests {
 
     #[test]
     fn nobody_waits_on_an_ended_merger() {
-        let progress = Arc::new(Progress::new(LIMIT));
-        progress.handed(LIMIT + 1);
-        let waiter = {
-            let progress = Arc::clone(&progress);
-            std::thread::spawn(move || progress.wait_while(Progress::over))
-        };
+        let (progress, waiter) = over_with_a_waiter();
         drop(Ended(&progress));
         waiter.join().expect("the waiter returns");
     }
