@@ -397,7 +397,7 @@ impl Analyzer {
     fn latency(&mut self, ex: &Exchange, response: &MessageMeta) {
         let latency_ns = response.timestamp.as_nanos() - ex.request_meta.timestamp.as_nanos();
         self.totals.latencies.add(latency_ns as f64 / 1000.0);
-        self.slow_candidates.push(Reverse(SlowCandidate {
+        let candidate = SlowCandidate {
             latency_ns,
             request_frame: ex.request_meta.frame,
             response_frame: response.frame,
@@ -405,9 +405,17 @@ impl Analyzer {
             connection: ex.endpoints.connection,
             correlation_id: ex.correlation_id,
             at: response.timestamp,
-        }));
-        if self.slow_candidates.len() > MAX_SLOW_CANDIDATES {
-            self.slow_candidates.pop();
+        };
+        if self.slow_candidates.len() < MAX_SLOW_CANDIDATES {
+            self.slow_candidates.push(Reverse(candidate));
+            return;
+        }
+        // Full: the new one replaces the fastest kept if it is slower (what a push and a
+        // pop would keep, with one sift instead of two, and none for most exchanges).
+        if let Some(mut fastest) = self.slow_candidates.peek_mut() {
+            if candidate > fastest.0 {
+                *fastest = Reverse(candidate);
+            }
         }
     }
 
@@ -828,5 +836,26 @@ mod tests {
         // the slowest are those listed
         let first_listed = a.findings.first().and_then(|f| f.frames.first().copied());
         assert_eq!(first_listed, Some(5010));
+    }
+
+    #[test]
+    fn the_slowest_are_listed_whatever_order_they_come_in() {
+        // latencies 1..=1500 ms in a scrambled order: those above 500 ms are listed
+        let latency = |n: u64| n * 7919 % 1500 + 1;
+        let ex: Vec<Exchange> = (1..=1500)
+            .map(|n| exchange(n, 1, 5, Some((0, n as i64 * 1000, 1000, latency(n)))))
+            .collect();
+        let a = analyse(&ex, SlowRule::Millis(0.5), &mut Diagnostics::default());
+        let mut listed: Vec<u64> = a
+            .findings
+            .iter()
+            .filter_map(|f| f.frames.first().copied())
+            .collect();
+        listed.sort_unstable();
+        let slowest: Vec<u64> = (1..=1500)
+            .filter(|&n| latency(n) > 500)
+            .map(|n| n * 10)
+            .collect();
+        assert_eq!(listed, slowest);
     }
 }
