@@ -22,6 +22,11 @@ pub const DEFAULT_RUN_BYTES: usize = 4 << 20;
 const FAN_IN: usize = 64;
 /// Read buffer per run while merging.
 const RUN_BUFFER: usize = 64 << 10;
+/// How far back an item is moved as it comes to keep what is held in key order. Items
+/// come nearly in order (an exchange ends in its response's order and is listed in its
+/// request's), so most need no sort at all; one that would go further leaves the rest to
+/// a sort.
+const MAX_STEPS_BACK: usize = 128;
 
 /// A sort key written into runs as a fixed number of bytes.
 pub trait OrderKey: Ord + Copy {
@@ -82,8 +87,10 @@ impl OrderKey for BlockOrder {
 pub struct Ordered<K> {
     /// Filled chunks, then the one being filled (an item never spans two).
     chunks: Vec<Vec<u8>>,
-    /// Key, chunk and byte range of each item held in memory, in arrival order.
+    /// Key, chunk and byte range of each item held in memory: in key order (ties in
+    /// arrival order) unless `unsorted`, else in arrival order.
     entries: Vec<(K, u32, u32, u32)>,
+    unsorted: bool,
     held: usize,
     run_bytes: usize,
     /// Runs written so far, earliest arrivals first.
@@ -97,6 +104,7 @@ impl<K: OrderKey> Ordered<K> {
         Self {
             chunks: Vec::new(),
             entries: Vec::new(),
+            unsorted: false,
             held: 0,
             run_bytes: run_bytes.max(1),
             runs: Vec::new(),
@@ -149,6 +157,7 @@ impl<K: OrderKey> Ordered<K> {
             return Err(io::Error::other("one item of the report past 4 GiB"));
         };
         self.entries.push((key, chunk_index, start32, end32));
+        self.keep_order();
         self.held += end - start;
         self.count += 1;
         if self.held >= self.run_bytes && self.spill().is_err() {
@@ -157,6 +166,41 @@ impl<K: OrderKey> Ordered<K> {
             self.run_bytes = self.run_bytes.saturating_mul(2);
         }
         Ok(())
+    }
+
+    /// Moves the item just pushed back to its place in key order, after the items of its
+    /// key, if that is at most [`MAX_STEPS_BACK`] places back; else marks what is held
+    /// unsorted.
+    fn keep_order(&mut self) {
+        if self.unsorted {
+            return;
+        }
+        let from = self.entries.len().saturating_sub(MAX_STEPS_BACK + 1);
+        let Some((&(key, ..), before)) = self.entries.get(from..).and_then(<[_]>::split_last)
+        else {
+            return;
+        };
+        if before.last().is_none_or(|(last, ..)| *last <= key) {
+            return; // in order: the usual case
+        }
+        let at = before.partition_point(|(earlier, ..)| *earlier <= key);
+        let further_back = at == 0
+            && from
+                .checked_sub(1)
+                .and_then(|i| self.entries.get(i))
+                .is_some_and(|(earlier, ..)| *earlier > key);
+        if further_back {
+            self.unsorted = true;
+        } else if let Some(moved) = self.entries.get_mut(from + at..) {
+            moved.rotate_right(1);
+        }
+    }
+
+    /// Puts what is held in key order, ties in arrival order.
+    fn sort(&mut self) {
+        if std::mem::take(&mut self.unsorted) {
+            self.entries.sort_by_key(|(key, ..)| *key);
+        }
     }
 
     fn item(&self, chunk: u32, start: u32, end: u32) -> &[u8] {
@@ -169,7 +213,7 @@ impl<K: OrderKey> Ordered<K> {
     /// Sorts what is held (ties in arrival order) and writes it out as a run; on an error
     /// nothing held is let go.
     fn spill(&mut self) -> io::Result<()> {
-        self.entries.sort_by_key(|(key, ..)| *key);
+        self.sort();
         let mut run = BufWriter::with_capacity(RUN_BUFFER, tempfile::tempfile()?);
         let mut head = Vec::with_capacity(K::LEN + 4);
         for (key, chunk, start, end) in &self.entries {
@@ -197,7 +241,7 @@ impl<K: OrderKey> Ordered<K> {
         mut each: impl FnMut(u64, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
         if self.runs.is_empty() {
-            self.entries.sort_by_key(|(key, ..)| *key);
+            self.sort();
             for (i, (_, chunk, start, end)) in self.entries.iter().enumerate() {
                 each(i as u64, self.item(*chunk, *start, *end))?;
             }
@@ -339,9 +383,17 @@ mod tests {
     /// Items pushed with keys in a scrambled order come out sorted, ties in arrival
     /// order, whether they stayed in memory or went through runs (and merge passes).
     fn round_trip(run_bytes: usize, n: u32) -> (Vec<(u32, u32)>, usize) {
+        round_trip_keys(run_bytes, n, |i| (i * 7919) % 1000) // ties: each key about n/1000 times
+    }
+
+    fn round_trip_keys(
+        run_bytes: usize,
+        n: u32,
+        key_of: impl Fn(u32) -> u32,
+    ) -> (Vec<(u32, u32)>, usize) {
         let mut list = Ordered::<u32>::new(run_bytes);
         for i in 0..n {
-            let key = (i * 7919) % 1000; // ties: each key about n/1000 times
+            let key = key_of(i);
             list.push(key, |out| {
                 out.extend(format!("{key}:{i}").as_bytes());
                 Ok(())
@@ -371,6 +423,39 @@ mod tests {
         let (spilled, runs) = round_trip(1024, 20_000);
         assert!(runs > FAN_IN, "{runs} runs");
         assert_eq!(spilled, expected);
+    }
+
+    /// Keys that come a little late, by up to `late` places, some tied.
+    fn nearly_in_order(late: u32) -> impl Fn(u32) -> u32 {
+        move |i| (i / 2).saturating_sub(i * 7919 % (late + 1) / 2)
+    }
+
+    #[test]
+    fn items_a_little_out_of_order_are_put_in_order_as_they_come() {
+        for late in [1, 10, MAX_STEPS_BACK as u32, 4 * MAX_STEPS_BACK as u32] {
+            let key_of = nearly_in_order(late);
+            let mut expected: Vec<(u32, u32)> = (0..5_000).map(|i| (key_of(i), i)).collect();
+            expected.sort();
+            let (in_memory, _) = round_trip_keys(usize::MAX, 5_000, &key_of);
+            assert_eq!(in_memory, expected, "{late} late, in memory");
+            let (spilled, runs) = round_trip_keys(1024, 5_000, &key_of);
+            assert!(runs > 1);
+            assert_eq!(spilled, expected, "{late} late, in runs");
+        }
+    }
+
+    #[test]
+    fn only_items_too_late_leave_a_sort_to_do() {
+        let mut list = Ordered::<u32>::new(usize::MAX);
+        let push = |list: &mut Ordered<u32>, key| list.push(key, |_| Ok(())).unwrap();
+        for key in 1..=MAX_STEPS_BACK as u32 + 1 {
+            push(&mut list, key);
+        }
+        push(&mut list, 1); // moved back past every item but the first
+        assert!(!list.unsorted);
+        assert!(list.entries.is_sorted_by_key(|(key, ..)| *key));
+        push(&mut list, 0); // would go back past more
+        assert!(list.unsorted);
     }
 
     #[test]
