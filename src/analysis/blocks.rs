@@ -202,6 +202,10 @@ impl Tracker {
 
     /// Every earlier block sharing ids with `b`: one finding per pair.
     fn overlaps(&self, b: &Block, findings: &mut Vec<Finding>) {
+        // Above every earlier block, as a healthy controller grants: none to search.
+        if self.furthest.as_ref().is_none_or(|f| b.start > f.end) {
+            return;
+        }
         let lowest_start = b.start.saturating_sub(self.longest);
         for earlier in self
             .recent
@@ -454,6 +458,25 @@ mod tests {
             f[0].message
         );
         assert_eq!(f[0].frames, vec![11, 21]);
+    }
+
+    #[test]
+    fn a_block_sharing_only_the_highest_id_so_far_overlaps() {
+        let (_, f) = run(&[
+            exchange(1, 1, 5, Some((0, 5000, 1000, 1))),
+            exchange(2, 2, 5, Some((0, 5999, 1000, 1))),
+        ]);
+        assert_eq!(kinds(&f), vec!["pid_block_overlap", "pid_block_regression"]);
+        assert!(
+            f[0].message.starts_with("id 5999 was given twice"),
+            "{}",
+            f[0].message
+        );
+        let (_, f) = run(&[
+            exchange(1, 1, 5, Some((0, 5000, 1000, 1))),
+            exchange(2, 2, 5, Some((0, 6000, 1000, 1))),
+        ]);
+        assert_eq!(kinds(&f), Vec::<&str>::new());
     }
 
     #[test]
