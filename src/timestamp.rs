@@ -54,6 +54,27 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// [`write_rfc3339`](Self::write_rfc3339)'s text appended to bytes, as the JSON
+    /// writer holds its output: no `str` check or formatter per timestamp.
+    pub fn push_rfc3339(&self, out: &mut Vec<u8>) {
+        if with_seconds_text(self.secs, |text| out.extend_from_slice(text.as_bytes())).is_none() {
+            // into a Vec, writing cannot fail
+            let _ = std::io::Write::write_fmt(
+                out,
+                format_args!("out-of-range:{}.{:09}", self.secs, self.nanos),
+            );
+            return;
+        }
+        let nanos = self.nanos.min(999_999_999);
+        if self.nano {
+            out.extend_from_slice(&fraction::<11>(nanos));
+        } else {
+            out.extend_from_slice(&fraction::<8>(nanos / 1000));
+        }
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write_rfc3339(f)
@@ -152,6 +173,23 @@ mod tests {
             ..micro
         };
         assert!(far.to_rfc3339().starts_with("out-of-range:"));
+    }
+
+    #[test]
+    fn bytes_pushed_are_the_written_form() {
+        let times = [
+            (1_700_000_000, 123_456_000, false),
+            (1_700_000_000, 123_456_789, true),
+            (0, 7, true),
+            (-1, 999_999_999, false),
+            (i64::MAX, 5, false),
+        ];
+        for (secs, nanos, nano) in times {
+            let at = Timestamp { secs, nanos, nano };
+            let mut pushed = b"[".to_vec();
+            at.push_rfc3339(&mut pushed);
+            assert_eq!(pushed, format!("[{}", at.to_rfc3339()).into_bytes());
+        }
     }
 
     #[test]

@@ -275,7 +275,7 @@ impl<'a> Object<'a> {
     ) {
         self.key(text_name);
         self.out.push(b'"');
-        let _ = at.write_rfc3339(&mut Text(&mut *self.out));
+        at.push_rfc3339(self.out);
         self.out.push(b'"');
         self.key(seconds_name);
         self.float(UnixTime(at).seconds());
