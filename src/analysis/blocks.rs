@@ -117,8 +117,10 @@ struct LenStats {
 pub struct Tracker {
     /// Blocks kept whole before folding.
     max_recent: usize,
-    /// Recent blocks by (start, response frame).
-    recent: BTreeMap<(i64, u64), Block>,
+    /// Recent blocks by (start, response frame): what the comparisons read of them, not
+    /// the whole block, since the tree holds tens of thousands (half-full nodes, as
+    /// blocks come in order, made it 300 bytes a whole block).
+    recent: BTreeMap<(i64, u64), Recent>,
     /// Keys of `recent` in arrival order, for folding the oldest.
     arrival: VecDeque<(i64, u64)>,
     /// Folded ranges: start -> (end, first response frame, last response frame).
@@ -138,6 +140,13 @@ pub struct Tracker {
     /// Answers the capture does not show whole (lost, given up at a limit, cut): any may
     /// have granted the ids of a gap.
     answers_not_read: u64,
+}
+
+/// What an earlier block is compared by, beside its key's start and response frame.
+#[derive(Debug, Clone, Copy)]
+struct Recent {
+    end: i64,
+    broker_id: i32,
 }
 
 impl Default for Tracker {
@@ -192,7 +201,11 @@ impl Tracker {
         self.count_len(&block, findings);
         self.longest = self.longest.max(i64::from(block.len));
         let key = (block.start, block.response_frame);
-        self.recent.insert(key, block.clone());
+        let recent = Recent {
+            end: block.end,
+            broker_id: block.broker_id,
+        };
+        self.recent.insert(key, recent);
         self.arrival.push_back(key);
         while self.recent.len() > self.max_recent {
             self.fold_oldest();
@@ -207,26 +220,23 @@ impl Tracker {
             return;
         }
         let lowest_start = b.start.saturating_sub(self.longest);
-        for earlier in self
-            .recent
-            .range((lowest_start, 0)..=(b.end, u64::MAX))
-            .map(|(_, e)| e)
-        {
+        let earlier_blocks = self.recent.range((lowest_start, 0)..=(b.end, u64::MAX));
+        for (&(earlier_start, earlier_frame), earlier) in earlier_blocks {
             if earlier.end < b.start {
                 continue;
             }
-            let (from, to) = (b.start.max(earlier.start), b.end.min(earlier.end));
+            let (from, to) = (b.start.max(earlier_start), b.end.min(earlier.end));
             let overlap = Overlap::Block {
                 frame: b.response_frame,
                 broker_id: b.broker_id,
                 ids_start: from,
                 ids_end: to,
                 other_broker_id: earlier.broker_id,
-                other_frame: earlier.response_frame,
+                other_frame: earlier_frame,
             };
             findings.push(finding(
                 b,
-                vec![earlier.response_frame, b.response_frame],
+                vec![earlier_frame, b.response_frame],
                 Observation::PidBlockOverlap(overlap),
             ));
         }
@@ -345,8 +355,8 @@ impl Tracker {
         let Some(b) = self.recent.remove(&key) else {
             return;
         };
-        let (mut start, mut end, mut first, mut last) =
-            (b.start, b.end, b.response_frame, b.response_frame);
+        let (block_start, frame) = key;
+        let (mut start, mut end, mut first, mut last) = (block_start, b.end, frame, frame);
         // absorb every folded range touching this one
         let touching: Vec<i64> = self
             .folded
