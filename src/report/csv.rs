@@ -462,10 +462,10 @@ fn write_rows<K: OrderKey>(
 }
 
 impl CsvSink {
-    fn allocate(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+    fn allocate(&mut self, ex: &pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
         match &mut self.rows {
             Rows::Exchanges(rows) => {
-                rows.push(ex.order(), |out| record(out, &exchange_row(&exchange(&ex))))
+                rows.push(ex.order(), |out| record(out, &exchange_row(&exchange(ex))))
             }
             Rows::Blocks(rows) => match block {
                 Some(b) => rows.push(b.order(), |out| record(out, &block_row(&pid_block(b)))),
@@ -475,10 +475,10 @@ impl CsvSink {
         }
     }
 
-    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: &Granting, placed: &Placed) -> io::Result<()> {
         match &mut self.rows {
             Rows::Producers(rows) => rows.push(px.order(), |out| {
-                record(out, &producer_row(&producer_id_entry(&px, placed)))
+                record(out, &producer_row(&producer_id_entry(px, placed)))
             }),
             Rows::Exchanges(_) | Rows::Blocks(_) | Rows::Writes(_) | Rows::Committed => Ok(()),
         }

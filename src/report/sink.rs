@@ -29,12 +29,14 @@ pub struct Needs {
 /// wraps another hands on all of them with one call.
 #[derive(Debug, Clone)]
 pub enum Analysed<'a> {
-    /// An AllocateProducerIds exchange and the block it granted, if it granted one.
-    Allocate(Exchange, Option<&'a Block>),
+    /// An AllocateProducerIds exchange and the block it granted, if it granted one. Lent,
+    /// not given: the exchange goes back to the capture thread, which allocated it, to be
+    /// freed there (see [`crate::worker::consume`]).
+    Allocate(&'a Exchange, Option<&'a Block>),
     /// An exchange that may grant a producer id and epoch (InitProducerId, EndTxn) and
     /// what the analysis knows of the id it granted. Formats that do not list producers
     /// count them from the report's summary.
-    Producer(Granting, &'a Placed),
+    Producer(&'a Granting, &'a Placed),
 }
 
 impl Needs {
@@ -85,8 +87,8 @@ impl Sink for Collect {
 
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
-            Analysed::Allocate(ex, _) => self.kept.push(ex),
-            Analysed::Producer(px, placed) => self.producers.push((px, placed.clone())),
+            Analysed::Allocate(ex, _) => self.kept.push(ex.clone()),
+            Analysed::Producer(px, placed) => self.producers.push((px.clone(), placed.clone())),
         }
         Ok(())
     }
@@ -120,7 +122,7 @@ where
     /// The library's callback takes AllocateProducerIds exchanges only.
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
-            Analysed::Allocate(ex, _) => (self.0)(&exchange(&ex)),
+            Analysed::Allocate(ex, _) => (self.0)(&exchange(ex)),
             Analysed::Producer(_, _) => Ok(()),
         }
     }

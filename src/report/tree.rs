@@ -509,8 +509,8 @@ impl TreeSink {
         })
     }
 
-    fn allocate(&mut self, ex: pairing::Exchange, _block: Option<&Block>) -> io::Result<()> {
-        let ex = super::exchange(&ex);
+    fn allocate(&mut self, ex: &pairing::Exchange, _block: Option<&Block>) -> io::Result<()> {
+        let ex = super::exchange(ex);
         for is_request in [true, false] {
             if let Some(drawn) = Drawn::allocate(&ex, is_request) {
                 self.draw(&drawn)?;
@@ -548,7 +548,7 @@ impl Sink for TreeSink {
     fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
         match analysed {
             Analysed::Allocate(ex, block) => self.allocate(ex, block),
-            Analysed::Producer(granting, _) => self.producer(&granting),
+            Analysed::Producer(granting, _) => self.producer(granting),
         }
     }
 

@@ -153,9 +153,9 @@ impl HtmlSink {
         }
     }
 
-    fn allocate(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+    fn allocate(&mut self, ex: &pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
         let gist = Gist::of(&ex.outcome);
-        let ex = exchange(&ex);
+        let ex = exchange(ex);
         let series = self.keep(ex.request.broker_id);
         if let Some(b) = block {
             let series = self.keep(Some(b.broker_id));
@@ -226,8 +226,8 @@ impl HtmlSink {
         Ok(())
     }
 
-    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
-        let entry = super::producer_id_entry(&px, placed);
+    fn producer(&mut self, px: &Granting, placed: &Placed) -> io::Result<()> {
+        let entry = super::producer_id_entry(px, placed);
         if let Some(grant) = Grant::of(&entry) {
             self.producers.add(grant);
         }

@@ -68,10 +68,10 @@ impl JsonSink {
         }
     }
 
-    fn allocate(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
+    fn allocate(&mut self, ex: &Exchange, block: Option<&Block>) -> io::Result<()> {
         let pretty = self.pretty;
         self.exchanges.push(ex.order(), |out| {
-            direct::exchange(out, &ex, pretty, EXCHANGE_DEPTH, None);
+            direct::exchange(out, ex, pretty, EXCHANGE_DEPTH, None);
             Ok(())
         })?;
         if let Some(block) = block {
@@ -83,13 +83,13 @@ impl JsonSink {
         Ok(())
     }
 
-    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: &Granting, placed: &Placed) -> io::Result<()> {
         if !self.producer_entries {
             return Ok(());
         }
         let pretty = self.pretty;
         self.producers.push(px.order(), |out| {
-            writer::item(out, &producer_id_entry(&px, placed), pretty, ENTRY_DEPTH)
+            writer::item(out, &producer_id_entry(px, placed), pretty, ENTRY_DEPTH)
         })
     }
 }
@@ -176,8 +176,8 @@ impl NdjsonSink {
         Ok(())
     }
 
-    fn allocate(&mut self, ex: Exchange, block: Option<&Block>) -> io::Result<()> {
-        direct::exchange(&mut self.line, &ex, false, 0, Some("exchange"));
+    fn allocate(&mut self, ex: &Exchange, block: Option<&Block>) -> io::Result<()> {
+        direct::exchange(&mut self.line, ex, false, 0, Some("exchange"));
         self.line.push(b'\n');
         if let Some(block) = block {
             direct::block(&mut self.line, block, false, 0, Some("block"));
@@ -186,11 +186,11 @@ impl NdjsonSink {
         self.write_lines()
     }
 
-    fn producer(&mut self, px: Granting, placed: &Placed) -> io::Result<()> {
+    fn producer(&mut self, px: &Granting, placed: &Placed) -> io::Result<()> {
         if !self.producer_entries {
             return Ok(());
         }
-        self.push_line("producer_id", &producer_id_entry(&px, placed))?;
+        self.push_line("producer_id", &producer_id_entry(px, placed))?;
         self.write_lines()
     }
 }

@@ -146,7 +146,7 @@ fn trouble_of_byte(byte: u8) -> Option<Why> {
 }
 
 impl TextSink {
-    fn allocate(&mut self, ex: pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
+    fn allocate(&mut self, ex: &pairing::Exchange, block: Option<&Block>) -> io::Result<()> {
         self.shown += 1;
         if let Some(block) = block {
             self.blocks += 1;
@@ -154,7 +154,7 @@ impl TextSink {
         }
         self.lines.push(ex.order(), |out| {
             let gist = Gist::of(&ex.outcome);
-            let ex = super::exchange(&ex);
+            let ex = super::exchange(ex);
             let (line, style) = exchange_line(&ex, &gist);
             out.push(trouble_byte(gist.trouble()));
             out.extend(ex.latency_us.unwrap_or(f64::NAN).to_le_bytes());
@@ -164,8 +164,8 @@ impl TextSink {
 
     /// Counted from the report's summary and findings at the end; those in trouble kept
     /// to name them.
-    fn producer(&mut self, px: pairing::Granting, placed: &Placed) -> io::Result<()> {
-        if let Some(grant) = Grant::of(&super::producer_id_entry(&px, placed)) {
+    fn producer(&mut self, px: &pairing::Granting, placed: &Placed) -> io::Result<()> {
+        if let Some(grant) = Grant::of(&super::producer_id_entry(px, placed)) {
             self.flagged.add(grant);
         }
         Ok(())
