@@ -18,7 +18,7 @@ use crate::timestamp::Timestamp;
 const CHUNK_LEN: usize = 1 << 20;
 /// Items' bytes held in memory before they are written out as a run.
 pub const DEFAULT_RUN_BYTES: usize = 4 << 20;
-/// Runs merged at once; more are merged in passes, each into one longer run.
+/// Runs merged at once; past that, the earliest are first merged into one longer run.
 const FAN_IN: usize = 64;
 /// Read buffer per run while merging.
 const RUN_BUFFER: usize = 64 << 10;
@@ -262,19 +262,9 @@ impl<K: OrderKey> Ordered<K> {
         if !self.entries.is_empty() {
             self.spill()?;
         }
-        let mut runs = std::mem::take(&mut self.runs);
+        let runs = std::mem::take(&mut self.runs);
         drop(self); // the chunks' memory, before the merge's buffers
-                    // Passes of merges, each group of runs into one, until one merge can take them all:
-                    // every pass writes each item once, and groups keep the runs' order.
-        while runs.len() > FAN_IN {
-            let mut next = Vec::with_capacity(runs.len().div_ceil(FAN_IN));
-            let mut rest = runs.into_iter().peekable();
-            while rest.peek().is_some() {
-                let group: Vec<File> = rest.by_ref().take(FAN_IN).collect();
-                next.push(merge_into_run::<K>(group)?);
-            }
-            runs = next;
-        }
+        let (runs, _) = fewer_runs::<K>(runs)?;
         let mut index = 0u64;
         merge::<K>(runs, |_, item| {
             let result = each(index, item);
@@ -284,11 +274,42 @@ impl<K: OrderKey> Ordered<K> {
     }
 }
 
-/// Merges `runs` into one run of their items in order.
-fn merge_into_run<K: OrderKey>(runs: Vec<File>) -> io::Result<File> {
+/// At most [`FAN_IN`] runs, for one merge to take: as few runs as that needs are merged,
+/// in groups of consecutive runs not merged before, each into one run in the group's
+/// place (so ties keep the runs' order). Only their items are written again: a pass
+/// merging every run in groups of `FAN_IN` wrote them all (of 91 runs, 91 items against
+/// 28; of 192, 192 against 131). Returns the runs and the items written again.
+fn fewer_runs<K: OrderKey>(mut runs: Vec<File>) -> io::Result<(Vec<File>, u64)> {
+    let mut written_again = 0;
+    // the runs before this one are merges already
+    let mut unmerged_from = 0;
+    while runs.len() > FAN_IN {
+        let group = (runs.len() - FAN_IN + 1).min(FAN_IN);
+        // past FAN_IN² runs too few are left unmerged: merged ones are merged again
+        let from = if runs.len() - unmerged_from >= group {
+            unmerged_from
+        } else {
+            0
+        };
+        let mut merging = runs.split_off(from);
+        let rest = merging.split_off(group);
+        let (merged, items) = merge_into_run::<K>(merging)?;
+        written_again += items;
+        runs.push(merged);
+        unmerged_from = runs.len();
+        runs.extend(rest);
+    }
+    Ok((runs, written_again))
+}
+
+/// Merges `runs` into one run of their items in order; returns it and how many items it
+/// holds.
+fn merge_into_run<K: OrderKey>(runs: Vec<File>) -> io::Result<(File, u64)> {
     let mut merged = BufWriter::with_capacity(RUN_BUFFER, tempfile::tempfile()?);
     let mut head = Vec::with_capacity(K::LEN + 4);
+    let mut items = 0;
     merge::<K>(runs, |key, item| {
+        items += 1;
         head.clear();
         key.put(&mut head);
         head.extend(item_len(item)?.to_le_bytes());
@@ -299,7 +320,7 @@ fn merge_into_run<K: OrderKey>(runs: Vec<File>) -> io::Result<File> {
         .into_inner()
         .map_err(io::IntoInnerError::into_error)?;
     file.rewind()?;
-    Ok(file)
+    Ok((file, items))
 }
 
 /// An item's length as a run records it (items are far below 4 GiB: see `push`).
@@ -502,6 +523,25 @@ mod tests {
         assert!(list.entries.is_sorted_by_key(|(key, ..)| *key));
         push(&mut list, 0); // would go back past more
         assert!(list.unsorted);
+    }
+
+    #[test]
+    fn only_the_earliest_runs_past_one_merge_are_written_again() {
+        // a run per item
+        for (items, written_again) in [(FAN_IN, 0), (91, 28), (3 * FAN_IN, 131)] {
+            let mut list = Ordered::<u32>::new(1);
+            for i in 0..items as u32 {
+                list.push(i % 7, |out| {
+                    out.extend(i.to_le_bytes());
+                    Ok(())
+                })
+                .unwrap();
+            }
+            assert_eq!(list.runs(), items);
+            let (runs, again) = fewer_runs::<u32>(std::mem::take(&mut list.runs)).unwrap();
+            assert!(runs.len() <= FAN_IN, "{} runs left", runs.len());
+            assert_eq!(again, written_again, "{items} runs");
+        }
     }
 
     #[test]
