@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::nearly_sorted::NearlySorted;
 use super::{Block, Finding};
 use crate::diag::obs;
 use crate::diag::{BadGrant, Irregular, Observation, Overlap};
@@ -120,7 +121,7 @@ pub struct Tracker {
     /// Recent blocks by (start, response frame): what the comparisons read of them, not
     /// the whole block, since the tree holds tens of thousands (half-full nodes, as
     /// blocks come in order, made it 300 bytes a whole block).
-    recent: BTreeMap<(i64, u64), Recent>,
+    recent: NearlySorted<(i64, u64), Recent>,
     /// Keys of `recent` in arrival order, for folding the oldest.
     arrival: VecDeque<(i64, u64)>,
     /// Folded ranges: start -> (end, first response frame, last response frame).
@@ -160,7 +161,7 @@ impl Tracker {
     pub fn new(max_recent: usize) -> Self {
         Self {
             max_recent: max_recent.max(1),
-            recent: BTreeMap::new(),
+            recent: NearlySorted::default(),
             arrival: VecDeque::new(),
             folded: BTreeMap::new(),
             longest: 0,
@@ -220,7 +221,7 @@ impl Tracker {
             return;
         }
         let lowest_start = b.start.saturating_sub(self.longest);
-        let earlier_blocks = self.recent.range((lowest_start, 0)..=(b.end, u64::MAX));
+        let earlier_blocks = self.recent.range((lowest_start, 0), (b.end, u64::MAX));
         for (&(earlier_start, earlier_frame), earlier) in earlier_blocks {
             if earlier.end < b.start {
                 continue;

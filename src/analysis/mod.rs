@@ -15,6 +15,7 @@ pub mod committed;
 pub mod controllers;
 mod coverage;
 pub mod look;
+mod nearly_sorted;
 mod placement;
 mod producers;
 pub mod verdict;

@@ -24,6 +24,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::brokers::MAX_BROKERS;
+use super::nearly_sorted::NearlySorted;
 use crate::pairing::MessageMeta;
 use crate::timestamp::Timestamp;
 
@@ -312,7 +313,7 @@ impl Grant<'_> {
 #[derive(Debug)]
 pub struct Blocks {
     /// Blocks by (start, response frame): the latest `max_blocks`.
-    blocks: BTreeMap<(i64, u64), BlockRef>,
+    blocks: NearlySorted<(i64, u64), BlockRef>,
     /// Their keys, oldest first.
     order: VecDeque<(i64, u64)>,
     max_blocks: usize,
@@ -336,7 +337,7 @@ pub struct Blocks {
 impl Blocks {
     pub fn new(max_blocks: usize, clock_skew_ns: u64) -> Self {
         Self {
-            blocks: BTreeMap::new(),
+            blocks: NearlySorted::default(),
             order: VecDeque::new(),
             max_blocks: max_blocks.max(1),
             forgotten: BTreeMap::new(),
@@ -460,7 +461,7 @@ impl Blocks {
     fn holding(&self, id: i64, frame: u64, broker: Option<i32>) -> Option<BlockRef> {
         let lowest = id.saturating_sub(self.longest);
         self.blocks
-            .range((lowest, 0)..=(id, u64::MAX))
+            .range((lowest, 0), (id, u64::MAX))
             .map(|(_, b)| *b)
             .filter(|b| b.holds(id) && b.response_frame < frame)
             .filter(|b| broker.is_none_or(|broker| broker == b.broker_id))
@@ -626,7 +627,7 @@ impl Blocks {
             .min_by_key(|(_, g)| g.frame)?;
         let newer = self
             .blocks
-            .range((start, 0)..=(start, u64::MAX))
+            .range((start, 0), (start, u64::MAX))
             .map(|(_, r)| *r)
             .find(|r| r.broker_id == broker)?;
         Some((newer, first))
