@@ -85,12 +85,8 @@ impl OrderKey for BlockOrder {
 /// The items, in memory and in runs.
 #[derive(Debug)]
 pub struct Ordered<K> {
-    /// Filled chunks, then the one being filled (an item never spans two), then chunks
-    /// emptied by a spill and kept for the next run: freed and allocated again, each
-    /// would be mapped afresh, a page fault per 4 KiB of the report.
+    /// Filled chunks, then the one being filled (an item never spans two).
     chunks: Vec<Vec<u8>>,
-    /// Chunks holding items.
-    chunks_used: usize,
     /// Key, chunk and byte range of each item held in memory: in key order (ties in
     /// arrival order) unless `unsorted`, else in arrival order.
     entries: Vec<(K, u32, u32, u32)>,
@@ -107,7 +103,6 @@ impl<K: OrderKey> Ordered<K> {
     pub fn new(run_bytes: usize) -> Self {
         Self {
             chunks: Vec::new(),
-            chunks_used: 0,
             entries: Vec::new(),
             unsorted: false,
             held: 0,
@@ -138,19 +133,12 @@ impl<K: OrderKey> Ordered<K> {
         key: K,
         write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
     ) -> io::Result<()> {
-        let filling = self.chunks_used.checked_sub(1);
-        if filling
-            .and_then(|i| self.chunks.get(i))
-            .is_none_or(|c| c.len() >= CHUNK_LEN)
-        {
-            if self.chunks.len() == self.chunks_used {
-                self.chunks
-                    .push(Vec::with_capacity(CHUNK_LEN + CHUNK_LEN / 8));
-            }
-            self.chunks_used += 1;
+        if self.chunks.last().is_none_or(|c| c.len() >= CHUNK_LEN) {
+            self.chunks
+                .push(Vec::with_capacity(CHUNK_LEN + CHUNK_LEN / 8));
         }
-        let chunk_index = self.chunks_used - 1; // at least one, just made sure of
-        let Some(chunk) = self.chunks.get_mut(chunk_index) else {
+        let chunk_index = self.chunks.len() - 1;
+        let Some(chunk) = self.chunks.last_mut() else {
             return Ok(());
         };
         let start = chunk.len();
@@ -239,10 +227,10 @@ impl<K: OrderKey> Ordered<K> {
         file.rewind()?;
         self.runs.push(file);
         self.entries.clear();
-        for chunk in &mut self.chunks {
+        self.chunks.truncate(1);
+        if let Some(chunk) = self.chunks.first_mut() {
             chunk.clear();
         }
-        self.chunks_used = 0;
         self.held = 0;
         Ok(())
     }
@@ -475,40 +463,6 @@ mod tests {
             assert!(runs > 1);
             assert_eq!(spilled, expected, "{late} late, in runs");
         }
-    }
-
-    #[test]
-    fn chunks_kept_from_one_run_hold_the_next() {
-        // items of 1 KiB, runs of 2.5 chunks: each run fills three chunks, emptied and
-        // filled again by the next
-        let n = 8 * CHUNK_LEN as u32 / 1024;
-        let key_of = |i: u32| (i * 7919) % 1000;
-        let mut list = Ordered::<u32>::new(CHUNK_LEN * 5 / 2);
-        for i in 0..n {
-            list.push(key_of(i), |out| {
-                let text = format!("{}:{i}:", key_of(i));
-                out.extend(text.as_bytes());
-                out.resize(out.len() + 1024 - text.len(), b'.');
-                Ok(())
-            })
-            .unwrap();
-        }
-        assert_eq!(list.chunks.len(), 3);
-        assert!(list.runs() >= 3, "{} runs", list.runs());
-        let mut seen = Vec::new();
-        list.write_each(|_, item| {
-            let text = std::str::from_utf8(item).unwrap();
-            let mut fields = text.split(':');
-            let key: u32 = fields.next().unwrap().parse().unwrap();
-            let arrival: u32 = fields.next().unwrap().parse().unwrap();
-            assert_eq!(item.len(), 1024);
-            seen.push((key, arrival));
-            Ok(())
-        })
-        .unwrap();
-        let mut expected: Vec<(u32, u32)> = (0..n).map(|i| (key_of(i), i)).collect();
-        expected.sort();
-        assert_eq!(seen, expected);
     }
 
     #[test]
