@@ -44,34 +44,28 @@ impl Timestamp {
             Some(written) => written?,
             None => return write!(out, "out-of-range:{}.{:09}", self.secs, self.nanos),
         }
+        self.with_fraction(|text| write_fraction(out, text))
+    }
+
+    /// Hands `write` the end of the text: `.`, 6 or 9 digits as the capture carries, and
+    /// `Z`, to be written at once.
+    fn with_fraction<T>(&self, write: impl FnOnce(&[u8]) -> T) -> T {
         let nanos = self.nanos.min(999_999_999);
-        // `.`, 6 or 9 digits and `Z`, written at once
         if self.nano {
-            write_fraction(out, &fraction::<11>(nanos))
+            write(&fraction::<11>(nanos))
         } else {
-            write_fraction(out, &fraction::<8>(nanos / 1000))
+            write(&fraction::<8>(nanos / 1000))
         }
     }
-}
 
-impl Timestamp {
     /// [`write_rfc3339`](Self::write_rfc3339)'s text appended to bytes, as the JSON
     /// writer holds its output: no `str` check or formatter per timestamp.
     pub fn push_rfc3339(&self, out: &mut Vec<u8>) {
         if with_seconds_text(self.secs, |text| out.extend_from_slice(text.as_bytes())).is_none() {
-            // into a Vec, writing cannot fail
-            let _ = std::io::Write::write_fmt(
-                out,
-                format_args!("out-of-range:{}.{:09}", self.secs, self.nanos),
-            );
+            out.extend_from_slice(self.to_rfc3339().as_bytes()); // rare: no cache to miss
             return;
         }
-        let nanos = self.nanos.min(999_999_999);
-        if self.nano {
-            out.extend_from_slice(&fraction::<11>(nanos));
-        } else {
-            out.extend_from_slice(&fraction::<8>(nanos / 1000));
-        }
+        self.with_fraction(|text| out.extend_from_slice(text));
     }
 }
 
