@@ -3,6 +3,13 @@
 //! what is held is sorted and written to a temporary file as a run, and the runs are
 //! merged when the array is written. So the report's memory stays flat however many
 //! exchanges the capture holds, and a capture that fits stays off the disk.
+//!
+//! Items come nearly in key order, so once one run is written, each later spill appends
+//! to it (the open run) what comes after its last key, keeping back in memory the last
+//! items held, which later ones may still go before. Only an item later than all of
+//! those starts a run of its own. A capture of control traffic makes one run, not one per
+//! few megabytes: nothing is merged into longer runs at the end, and the one chunk held
+//! between spills is filled again, not allocated anew.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -18,6 +25,9 @@ use crate::timestamp::Timestamp;
 const CHUNK_LEN: usize = 1 << 20;
 /// Items' bytes held in memory before they are written out as a run.
 pub const DEFAULT_RUN_BYTES: usize = 4 << 20;
+/// Items kept back at a spill, at most: the last of the open run's next items in key
+/// order, which an item that comes later may still precede.
+const KEPT_BACK: usize = 128;
 /// Runs merged at once; past that, the earliest are first merged into one longer run.
 const FAN_IN: usize = 64;
 /// Read buffer per run while merging.
@@ -93,9 +103,29 @@ pub struct Ordered<K> {
     unsorted: bool,
     held: usize,
     run_bytes: usize,
-    /// Runs written so far, earliest arrivals first.
-    runs: Vec<File>,
+    /// Bytes held at which the next spill is made: `run_bytes` until the open run is
+    /// made, then a chunk's worth (or less); twice as many after a failed spill.
+    spill_at: usize,
+    /// The run items are appended to while they come in key order; merged as the first
+    /// run (its items came before any item of a later run with the same key).
+    open: Option<OpenRun<K>>,
+    /// Runs of items that came too late for the open run, earliest arrivals first.
+    runs: Vec<Run>,
     count: u64,
+}
+
+/// A temporary file of items in key order, and how many bytes of it are whole items.
+#[derive(Debug)]
+struct Run {
+    file: File,
+    len: u64,
+}
+
+/// The run spills append to, and the last key it holds.
+#[derive(Debug)]
+struct OpenRun<K> {
+    run: Run,
+    last: K,
 }
 
 impl<K: OrderKey> Ordered<K> {
@@ -107,6 +137,8 @@ impl<K: OrderKey> Ordered<K> {
             unsorted: false,
             held: 0,
             run_bytes: run_bytes.max(1),
+            spill_at: run_bytes.max(1),
+            open: None,
             runs: Vec::new(),
             count: 0,
         }
@@ -123,7 +155,7 @@ impl<K: OrderKey> Ordered<K> {
 
     /// Runs written to temporary files so far.
     pub fn runs(&self) -> usize {
-        self.runs.len()
+        self.runs.len() + usize::from(self.open.is_some())
     }
 
     /// Appends one item, whose bytes `write` appends to the buffer it is given (and only
@@ -160,10 +192,14 @@ impl<K: OrderKey> Ordered<K> {
         self.keep_order();
         self.held += end - start;
         self.count += 1;
-        if self.held >= self.run_bytes && self.spill().is_err() {
-            // No room on disk (or no temporary directory): the items stay in memory, and
-            // the next try waits for twice as many. The report is still written.
-            self.run_bytes = self.run_bytes.saturating_mul(2);
+        if self.held >= self.spill_at {
+            if self.spill(true).is_ok() {
+                self.spill_at = self.run_bytes.min(CHUNK_LEN);
+            } else {
+                // No room on disk (or no temporary directory): the items stay in memory,
+                // and the next try waits for twice as many. The report is still written.
+                self.spill_at = self.spill_at.saturating_mul(2);
+            }
         }
         Ok(())
     }
@@ -210,29 +246,112 @@ impl<K: OrderKey> Ordered<K> {
             .unwrap_or_default()
     }
 
-    /// Sorts what is held (ties in arrival order) and writes it out as a run; on an error
-    /// nothing held is let go.
-    fn spill(&mut self) -> io::Result<()> {
+    /// Sorts what is held (ties in arrival order) and writes it out: items before the open
+    /// run's last key as a run of their own, the rest appended to the open run, but for
+    /// the last few when `keep_back`. On an error nothing held is let go.
+    fn spill(&mut self, keep_back: bool) -> io::Result<()> {
         self.sort();
-        let mut run = BufWriter::with_capacity(RUN_BUFFER, tempfile::tempfile()?);
-        let mut head = Vec::with_capacity(K::LEN + 4);
-        for (key, chunk, start, end) in &self.entries {
-            head.clear();
-            key.put(&mut head);
-            head.extend((end - start).to_le_bytes()); // u32: see `push`
-            run.write_all(&head)?;
-            run.write_all(self.item(*chunk, *start, *end))?;
+        let late = match &self.open {
+            Some(open) => self.entries.partition_point(|(key, ..)| *key < open.last),
+            None => 0,
+        };
+        let kept_from = if keep_back {
+            self.kept_back_from(late)
+        } else {
+            self.entries.len()
+        };
+        let (Some(too_late), Some(in_order)) =
+            (self.entries.get(..late), self.entries.get(late..kept_from))
+        else {
+            return Ok(());
+        };
+        let late_run = match too_late {
+            [] => None,
+            items => {
+                let mut file = tempfile::tempfile()?;
+                let len = write_items(&mut file, 0, items, &self.chunks)?;
+                Some(Run { file, len })
+            }
+        };
+        if let Some(&(last, ..)) = in_order.last() {
+            let (mut run, before) = match self.open.take() {
+                Some(open) => (open.run, Some(open.last)),
+                None => (
+                    Run {
+                        file: tempfile::tempfile()?,
+                        len: 0,
+                    },
+                    None,
+                ),
+            };
+            match write_items(&mut run.file, run.len, in_order, &self.chunks) {
+                Ok(len) => {
+                    run.len += len;
+                    self.open = Some(OpenRun { run, last });
+                }
+                Err(e) => {
+                    // What was written of these items is not the run's: cut off, or else
+                    // left past `len`, where it is neither read nor kept on appending.
+                    let _ = run.file.set_len(run.len);
+                    self.open = before.map(|last| OpenRun { run, last });
+                    return Err(e);
+                }
+            }
         }
-        let mut file = run.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.rewind()?;
-        self.runs.push(file);
-        self.entries.clear();
-        self.chunks.truncate(1);
-        if let Some(chunk) = self.chunks.first_mut() {
-            chunk.clear();
-        }
-        self.held = 0;
+        self.runs.extend(late_run);
+        self.keep_only_from(kept_from);
         Ok(())
+    }
+
+    /// Where the items kept back at a spill begin: the last [`KEPT_BACK`] items held, at
+    /// most, and not past `from`, nor more than half of what sets off a spill in bytes.
+    fn kept_back_from(&self, from: usize) -> usize {
+        let room = self.run_bytes.min(CHUNK_LEN) / 2;
+        let mut bytes = 0;
+        let mut kept_from = self.entries.len();
+        for (i, (_, _, start, end)) in self.entries.iter().enumerate().rev().take(KEPT_BACK) {
+            bytes += (end - start) as usize;
+            if i < from || bytes > room {
+                break;
+            }
+            kept_from = i;
+        }
+        kept_from
+    }
+
+    /// Lets go of the items held before `from`; those from it on move to the front of the
+    /// first chunk, the one chunk kept, without a buffer between.
+    fn keep_only_from(&mut self, from: usize) {
+        let mut kept = self.entries.split_off(from.min(self.entries.len()));
+        let later_chunks = self.chunks.split_off(1.min(self.chunks.len()));
+        // By where their bytes are: moved in that order, each lands at or before where it
+        // was, never on bytes of an item still to move.
+        let mut by_place: Vec<&mut (K, u32, u32, u32)> = kept.iter_mut().collect();
+        by_place.sort_unstable_by_key(|(_, chunk, start, _)| (*chunk, *start));
+        let mut at = 0u32;
+        if let Some(first) = self.chunks.first_mut() {
+            let first_ones = by_place.partition_point(|(_, chunk, ..)| *chunk == 0);
+            let (in_first, in_later) = by_place.split_at_mut(first_ones);
+            for (_, _, start, end) in in_first.iter_mut() {
+                first.copy_within(*start as usize..*end as usize, at as usize);
+                (*start, *end) = (at, at + (*end - *start));
+                at = *end;
+            }
+            first.truncate(at as usize);
+            for (_, chunk, start, end) in in_later.iter_mut() {
+                let bytes = (*chunk as usize)
+                    .checked_sub(1)
+                    .and_then(|i| later_chunks.get(i))
+                    .and_then(|c| c.get(*start as usize..*end as usize))
+                    .unwrap_or_default();
+                first.extend_from_slice(bytes);
+                // the first chunk holds at most half a chunk here: see `kept_back_from`
+                (*chunk, *start, *end) = (0, at, first.len() as u32);
+                at = *end;
+            }
+        }
+        self.entries = kept;
+        self.held = at as usize;
     }
 
     /// Hands every item to `each` in key order (ties in arrival order), with its index.
@@ -240,7 +359,7 @@ impl<K: OrderKey> Ordered<K> {
         mut self,
         mut each: impl FnMut(u64, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        if self.runs.is_empty() {
+        if self.runs.is_empty() && self.open.is_none() {
             self.sort();
             for (i, (_, chunk, start, end)) in self.entries.iter().enumerate() {
                 each(i as u64, self.item(*chunk, *start, *end))?;
@@ -248,9 +367,10 @@ impl<K: OrderKey> Ordered<K> {
             return Ok(());
         }
         if !self.entries.is_empty() {
-            self.spill()?;
+            self.spill(false)?;
         }
-        let runs = std::mem::take(&mut self.runs);
+        let open = self.open.take().map(|open| open.run);
+        let runs: Vec<Run> = open.into_iter().chain(self.runs.drain(..)).collect();
         drop(self); // the chunks' memory, before the merge's buffers
         let (runs, _) = fewer_runs::<K>(runs)?;
         let mut index = 0u64;
@@ -262,12 +382,40 @@ impl<K: OrderKey> Ordered<K> {
     }
 }
 
+/// Writes `items` (held in `chunks`) into `file` from byte `at`, each as its key, its
+/// length and its bytes; returns the bytes written, all on the file when it returns.
+fn write_items<K: OrderKey>(
+    file: &mut File,
+    at: u64,
+    items: &[(K, u32, u32, u32)],
+    chunks: &[Vec<u8>],
+) -> io::Result<u64> {
+    file.seek(io::SeekFrom::Start(at))?;
+    let mut run = BufWriter::with_capacity(RUN_BUFFER, file);
+    let mut head = Vec::with_capacity(K::LEN + 4);
+    let mut written = 0;
+    for (key, chunk, start, end) in items {
+        let item = chunks
+            .get(*chunk as usize)
+            .and_then(|c| c.get(*start as usize..*end as usize))
+            .unwrap_or_default();
+        head.clear();
+        key.put(&mut head);
+        head.extend((end - start).to_le_bytes()); // u32: see `push`
+        run.write_all(&head)?;
+        run.write_all(item)?;
+        written += (head.len() + item.len()) as u64;
+    }
+    run.flush()?;
+    Ok(written)
+}
+
 /// At most [`FAN_IN`] runs, for one merge to take: as few runs as that needs are merged,
 /// in groups of consecutive runs not merged before, each into one run in the group's
 /// place (so ties keep the runs' order). Only their items are written again: a pass
 /// merging every run in groups of `FAN_IN` wrote them all (of 91 runs, 91 items against
 /// 28; of 192, 192 against 131). Returns the runs and the items written again.
-fn fewer_runs<K: OrderKey>(mut runs: Vec<File>) -> io::Result<(Vec<File>, u64)> {
+fn fewer_runs<K: OrderKey>(mut runs: Vec<Run>) -> io::Result<(Vec<Run>, u64)> {
     let mut written_again = 0;
     // the runs before this one are merges already
     let mut unmerged_from = 0;
@@ -292,23 +440,24 @@ fn fewer_runs<K: OrderKey>(mut runs: Vec<File>) -> io::Result<(Vec<File>, u64)> 
 
 /// Merges `runs` into one run of their items in order; returns it and how many items it
 /// holds.
-fn merge_into_run<K: OrderKey>(runs: Vec<File>) -> io::Result<(File, u64)> {
+fn merge_into_run<K: OrderKey>(runs: Vec<Run>) -> io::Result<(Run, u64)> {
     let mut merged = BufWriter::with_capacity(RUN_BUFFER, tempfile::tempfile()?);
     let mut head = Vec::with_capacity(K::LEN + 4);
     let mut items = 0;
+    let mut len = 0;
     merge::<K>(runs, |key, item| {
         items += 1;
         head.clear();
         key.put(&mut head);
         head.extend(item_len(item)?.to_le_bytes());
         merged.write_all(&head)?;
+        len += (head.len() + item.len()) as u64;
         merged.write_all(item)
     })?;
-    let mut file = merged
+    let file = merged
         .into_inner()
         .map_err(io::IntoInnerError::into_error)?;
-    file.rewind()?;
-    Ok((file, items))
+    Ok((Run { file, len }, items))
 }
 
 /// An item's length as a run records it (items are far below 4 GiB: see `push`).
@@ -321,15 +470,16 @@ const MAX_HEAD: usize = 64;
 
 /// One run being read back: its next item, if any.
 struct RunReader<K> {
-    input: BufReader<File>,
+    input: BufReader<io::Take<File>>,
     key: Option<K>,
     item: Vec<u8>,
 }
 
 impl<K: OrderKey> RunReader<K> {
-    fn new(file: File) -> io::Result<Self> {
+    fn new(Run { mut file, len }: Run) -> io::Result<Self> {
+        file.rewind()?;
         let mut run = Self {
-            input: BufReader::with_capacity(RUN_BUFFER, file),
+            input: BufReader::with_capacity(RUN_BUFFER, file.take(len)),
             key: None,
             item: Vec::new(),
         };
@@ -362,7 +512,7 @@ impl<K: OrderKey> RunReader<K> {
 
 /// Merges sorted runs: `each` gets every item in key order, ties to the earlier run.
 fn merge<K: OrderKey>(
-    runs: Vec<File>,
+    runs: Vec<Run>,
     mut each: impl FnMut(K, &[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut readers = runs
@@ -460,9 +610,59 @@ mod tests {
             let (in_memory, _) = round_trip_keys(usize::MAX, 5_000, &key_of);
             assert_eq!(in_memory, expected, "{late} late, in memory");
             let (spilled, runs) = round_trip_keys(1024, 5_000, &key_of);
-            assert!(runs > 1);
+            assert!(runs >= 1);
             assert_eq!(spilled, expected, "{late} late, in runs");
         }
+    }
+
+    #[test]
+    fn items_in_order_make_one_run_and_only_an_item_too_late_another() {
+        // 10 bytes an item, a first spill at 1,000 bytes
+        let ten_bytes = |out: &mut Vec<u8>| {
+            out.extend(b"0123456789");
+            Ok(())
+        };
+        let in_order = |late_by: u32| {
+            let mut list = Ordered::<u32>::new(1000);
+            for i in 0..5_000u32 {
+                // every 100th item comes `late_by` places late
+                let key = if i % 100 == 99 {
+                    1000 + i - late_by
+                } else {
+                    1000 + i
+                };
+                list.push(key, ten_bytes).unwrap();
+            }
+            list
+        };
+        assert_eq!(in_order(0).runs(), 1);
+        // kept back at a spill: the last 50 items, half of what sets one off; a spill
+        // every 50 items writes those before the last 50
+        assert_eq!(in_order(40).runs(), 1);
+        let too_late = in_order(150);
+        assert!(too_late.runs() > 1, "{} runs", too_late.runs());
+        let mut written = 0;
+        too_late
+            .write_each(|_, _| {
+                written += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(written, 5_000);
+    }
+
+    #[test]
+    fn the_one_chunk_kept_between_spills_is_filled_again() {
+        let mut list = Ordered::<u32>::new(CHUNK_LEN);
+        for i in 0..20_000u32 {
+            list.push(i, |out| {
+                out.extend([b'x'; 500]);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(list.chunks.len(), 1, "item {i}");
+        }
+        assert_eq!(list.runs(), 1);
     }
 
     #[test]
@@ -485,14 +685,17 @@ mod tests {
         for (items, written_again) in [(FAN_IN, 0), (91, 28), (3 * FAN_IN, 131)] {
             let mut list = Ordered::<u32>::new(1);
             for i in 0..items as u32 {
-                list.push(i % 7, |out| {
+                // each later than every one before: a run of its own
+                list.push(items as u32 - i, |out| {
                     out.extend(i.to_le_bytes());
                     Ok(())
                 })
                 .unwrap();
             }
             assert_eq!(list.runs(), items);
-            let (runs, again) = fewer_runs::<u32>(std::mem::take(&mut list.runs)).unwrap();
+            let open = list.open.take().map(|open| open.run);
+            let runs = open.into_iter().chain(list.runs.drain(..)).collect();
+            let (runs, again) = fewer_runs::<u32>(runs).unwrap();
             assert!(runs.len() <= FAN_IN, "{} runs left", runs.len());
             assert_eq!(again, written_again, "{items} runs");
         }
