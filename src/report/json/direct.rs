@@ -7,6 +7,7 @@
 //! model stays the one declaration of the fields (and of the schema); the tests here and
 //! `tests/it/serialized.rs` hold the two to the same bytes.
 
+use std::cell::Cell;
 use std::fmt::{self, Write as _};
 
 use crate::analysis::Block;
@@ -16,6 +17,7 @@ use crate::kafka::reader::TaggedField;
 use crate::kafka::tables::ApiKey;
 use crate::pairing::{Exchange, MessageMeta};
 use crate::report::model::UnixTime;
+use crate::timestamp::Timestamp;
 
 /// `"name":`, the form [`Object::key`] takes.
 macro_rules! key {
@@ -267,18 +269,13 @@ impl<'a> Object<'a> {
     }
 
     /// A capture time as `timestamp` (RFC 3339) and `unix_time` (seconds) fields.
-    fn time(
-        &mut self,
-        text_name: &'static [u8],
-        seconds_name: &'static [u8],
-        at: crate::timestamp::Timestamp,
-    ) {
+    fn time(&mut self, text_name: &'static [u8], seconds_name: &'static [u8], at: Timestamp) {
         self.key(text_name);
         self.out.push(b'"');
         at.push_rfc3339(self.out);
         self.out.push(b'"');
         self.key(seconds_name);
-        self.float(UnixTime(at).seconds());
+        push_unix_time(self.out, UnixTime(at));
     }
 
     fn address(&mut self, name: &'static [u8], addr: std::net::SocketAddr) {
@@ -336,6 +333,70 @@ impl fmt::Write for Text<'_> {
         Ok(())
     }
 }
+
+/// Appends the number serde_json writes for [`UnixTime::seconds`], without formatting a
+/// float where the decimal is known: a time to the microsecond from 1 s to 2^32 s
+/// (2106) is written as its decimal, trailing zeros trimmed (`.0` when whole). The
+/// float is the one nearest that decimal, and below 2^32 floats lie less than a
+/// microsecond apart, so no shorter decimal comes as near: the shortest that reads
+/// back as the float, which is what serde_json writes, is that decimal. Other times
+/// are written by serde_json.
+fn push_unix_time(out: &mut Vec<u8>, at: UnixTime) {
+    let UnixTime(Timestamp { secs, nanos, nano }) = at;
+    let (false, true, Ok(secs @ 1..=0xffff_ffff)) =
+        (nano, nanos < 1_000_000_000, u64::try_from(secs))
+    else {
+        let _ = serde_json::to_writer(&mut *out, &at.seconds());
+        return;
+    };
+    // The text is put together in a fixed array and appended whole, then cut to
+    // length: copies of known size, not calls to `memcpy` for a few bytes. The
+    // whole seconds' digits are kept from the last time (consecutive times share
+    // their second).
+    thread_local! {
+        static LAST: Cell<(u64, [u8; 17], usize)> = const { Cell::new((0, [0; 17], 0)) };
+    }
+    let (mut text, whole) = LAST.with(|last| {
+        let (cached, text, whole) = last.get();
+        if cached == secs {
+            return (text, whole);
+        }
+        let mut text = [b'0'; 17]; // ten digits, a point, six
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(secs).as_bytes();
+        let whole = digits.len();
+        if let Some(room) = text.get_mut(..whole) {
+            room.copy_from_slice(digits);
+        }
+        if let Some(point) = text.get_mut(whole) {
+            *point = b'.';
+        }
+        last.set((secs, text, whole));
+        (text, whole)
+    });
+    let micros = nanos / 1000;
+    let pairs = [micros / 10_000, micros / 100 % 100, micros % 100];
+    for (i, pair) in pairs.into_iter().enumerate() {
+        let from = 2 * pair as usize;
+        let at = whole + 1 + 2 * i;
+        if let (Some(dst), Some(src)) = (text.get_mut(at..at + 2), PAIRS.get(from..from + 2)) {
+            dst.copy_from_slice(src);
+        }
+    }
+    let mut len = whole + 7;
+    // trailing zeros trimmed, one digit kept
+    while len > whole + 2 && text.get(len - 1) == Some(&b'0') {
+        len -= 1;
+    }
+    let at = out.len();
+    out.extend_from_slice(&text);
+    out.truncate(at + len);
+}
+
+/// The two digits of every number below 100.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
 
 #[cfg(test)]
 mod tests;

@@ -202,3 +202,49 @@ fn a_compact_exchange_is_serde_jsons_own() {
         String::from_utf8(expected).unwrap()
     );
 }
+
+/// The decimal written without a float is byte for byte what serde_json writes.
+#[test]
+fn unix_time_pushed_as_json_is_what_serde_json_writes_at_the_edges() {
+    let t = |secs, nanos, nano| UnixTime(Timestamp { secs, nanos, nano });
+    let same = |u: UnixTime| {
+        let mut pushed = Vec::new();
+        push_unix_time(&mut pushed, u);
+        assert_eq!(
+            String::from_utf8(pushed).unwrap(),
+            serde_json::to_string(&u).unwrap(),
+            "{u:?}"
+        );
+    };
+    let edges = [
+        0,
+        1,
+        9,
+        10,
+        999_999,
+        1_000_000,
+        4_294_967_295,
+        4_294_967_296,
+    ];
+    for secs in edges.into_iter().chain([-1, 1_764_422_316, 1 << 40]) {
+        for micros in [0, 1, 10, 100_000, 120_000, 999_999, 500_000, 827_541] {
+            same(t(secs, micros * 1000, false));
+            same(t(secs, micros * 1000 + 999, false));
+            same(t(secs, micros * 1000 + 7, true));
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn unix_time_pushed_as_json_is_what_serde_json_writes(
+        secs in 0i64..1 << 33,
+        nanos in 0u32..1_000_000_000,
+        nano: bool,
+    ) {
+        let u = UnixTime(Timestamp { secs, nanos, nano });
+        let mut pushed = Vec::new();
+        push_unix_time(&mut pushed, u);
+        prop_assert_eq!(String::from_utf8(pushed).unwrap(), serde_json::to_string(&u).unwrap());
+    }
+}
