@@ -116,14 +116,17 @@ impl Samples {
         Ok(())
     }
 
-    /// The sample of 0-based rank `rank` in `total_cmp` order.
-    fn select(&self, mut rank: u64) -> io::Result<Option<f64>> {
+    /// The sample of 0-based rank `rank` in `total_cmp` order. `counts` is room for a
+    /// pass's buckets, kept from one selection to the next: half a mebibyte allocated
+    /// afresh each pass was mapped and faulted in afresh each time.
+    fn select(&self, mut rank: u64, counts: &mut Vec<u64>) -> io::Result<Option<f64>> {
         let (mut prefix, mut prefix_bits) = (0u64, 0u32);
         let matches =
             |k: u64, prefix: u64, bits: u32| bits == 0 || k.checked_shr(64 - bits) == Some(prefix);
         while prefix_bits < 64 {
             let shift = 64 - prefix_bits - BUCKET_BITS;
-            let mut counts = vec![0u64; 1 << BUCKET_BITS];
+            counts.clear();
+            counts.resize(1 << BUCKET_BITS, 0);
             self.for_each_key(|k| {
                 if matches(k, prefix, prefix_bits) {
                     if let Some(c) = counts.get_mut(((k >> shift) & 0xffff) as usize) {
@@ -200,10 +203,11 @@ impl Samples {
             sum = t;
         })?;
         let rank = |pct: u64| (pct * count).div_ceil(100).max(1) - 1;
+        let mut counts = Vec::new();
         let (Some(p50), Some(p90), Some(p99)) = (
-            self.select(rank(50))?,
-            self.select(rank(90))?,
-            self.select(rank(99))?,
+            self.select(rank(50), &mut counts)?,
+            self.select(rank(90), &mut counts)?,
+            self.select(rank(99), &mut counts)?,
         ) else {
             return Ok(None);
         };
