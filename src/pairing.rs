@@ -160,7 +160,9 @@ pub struct ClusterEvent {
     pub endpoints: Endpoints,
     pub meta: MessageMeta,
     pub is_request: bool,
-    pub fact: Box<ClusterFact>,
+    /// Held in the event, not boxed: freed with the box the Kafka stage read it into,
+    /// while that is still in the cache, rather than when the spent batch comes back.
+    pub fact: ClusterFact,
     /// Its bytes, when a sink asked for them.
     pub kept: Option<Box<Kept>>,
 }
@@ -412,7 +414,7 @@ impl Pairing {
                 endpoints: ends,
                 meta,
                 is_request,
-                fact,
+                fact: *fact,
                 kept,
             });
         }

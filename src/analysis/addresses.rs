@@ -71,7 +71,7 @@ impl Addresses {
             frame: ev.meta.frame,
             connection: ev.endpoints.connection,
         };
-        match &*ev.fact {
+        match &ev.fact {
             ClusterFact::Listeners(reg) => {
                 for l in &reg.listeners {
                     let claim = Claim {

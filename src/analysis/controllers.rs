@@ -159,7 +159,7 @@ pub struct Timeline {
 impl Timeline {
     /// A Vote, BeginQuorumEpoch or EndQuorumEpoch message (others are ignored).
     pub fn cluster(&mut self, ev: &ClusterEvent, _findings: &mut Vec<Finding>) {
-        let ClusterFact::Quorum(q) = &*ev.fact else {
+        let ClusterFact::Quorum(q) = &ev.fact else {
             return;
         };
         self.learn_addresses(ev, q);

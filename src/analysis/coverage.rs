@@ -123,7 +123,7 @@ impl Tracker {
         if self.first_ms.is_none() {
             self.first_ms = millis(ev.meta.timestamp);
         }
-        let broker = match &*ev.fact {
+        let broker = match &ev.fact {
             ClusterFact::Heartbeat(hb) => Some(hb.broker_id),
             ClusterFact::Listeners(reg) => Some(reg.broker_id),
             ClusterFact::BlockAsked { broker_id } => *broker_id,
@@ -329,7 +329,7 @@ mod tests {
             },
             is_request,
             kept: None,
-            fact: Box::new(fact),
+            fact,
         }
     }
 

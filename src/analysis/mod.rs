@@ -455,7 +455,7 @@ impl Analyzer {
     pub fn add_cluster(&mut self, ev: &ClusterEvent) {
         use crate::kafka::apis::ClusterFact;
         use crate::kafka::cluster::BrokersSeen;
-        match &*ev.fact {
+        match &ev.fact {
             ClusterFact::BlockAsked { broker_id } => {
                 self.producers.asked(*broker_id, ev.meta.frame);
             }

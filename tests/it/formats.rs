@@ -696,7 +696,7 @@ fn the_tree_keeps_cluster_messages_bytes_only_for_frame() {
         }
         fn cluster(&mut self, ev: &ClusterEvent) -> std::io::Result<()> {
             // an AllocateProducerIds request's early word is no message of its own
-            if !matches!(*ev.fact, ClusterFact::BlockAsked { .. }) {
+            if !matches!(ev.fact, ClusterFact::BlockAsked { .. }) {
                 self.1 += 1;
                 self.2 += u64::from(ev.kept.is_some());
             }

@@ -60,7 +60,7 @@ fn event(frame: u64, server: &str, q: QuorumMessage) -> ClusterEvent {
         meta: meta(frame),
         is_request: q.is_request,
         kept: None,
-        fact: Box::new(ClusterFact::Quorum(q)),
+        fact: ClusterFact::Quorum(q),
     }
 }
 
@@ -188,7 +188,7 @@ fn a_grant_from_the_leader_of_an_older_epoch_is_stale() {
 #[test]
 fn a_controller_at_an_unknown_address_or_one_two_claim_is_not_judged() {
     let mut claimed_twice = begin(18, 2, 5, LEADER_B);
-    if let ClusterFact::Quorum(q) = &mut *claimed_twice.fact {
+    if let ClusterFact::Quorum(q) = &mut claimed_twice.fact {
         q.endpoints.push(endpoint(None, LEADER_A));
     }
     let (_, found) = run(
