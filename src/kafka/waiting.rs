@@ -358,6 +358,11 @@ impl Waiting {
     /// Forgets answered ids so the queue stays at most twice as long as the map (each
     /// pass over it is paid for by as many answers).
     fn forget_answered(&mut self) {
+        // Each waiting request has one entry in the queue: as many entries as requests
+        // waiting, and none is of an answered one (the usual case: no lookup at all).
+        if self.order.len() == self.len() {
+            return;
+        }
         if self.order.len() > 2 * self.len().max(MIN_ROOM) {
             let live = &self.by_correlation_id;
             self.order
@@ -437,7 +442,13 @@ impl Waiting {
         out: &mut Outbox,
     ) {
         let (answers, request) = match self.remove(correlation_id) {
-            Some(p) => (Some((p.api_key, p.api_version)), p.request),
+            Some(p) => {
+                // answered in the order asked, as Kafka answers: its entry leads the queue
+                if self.order.front() == Some(&(correlation_id, p.seq)) {
+                    self.order.pop_front();
+                }
+                (Some((p.api_key, p.api_version)), p.request)
+            }
             None => (self.take_shed(correlation_id), None),
         };
         self.forget_answered();
@@ -568,6 +579,30 @@ mod tests {
             "{} of {full}",
             waiting.held_bytes()
         );
+    }
+
+    /// The queue of ids holds the waiting requests and no more once answers have come,
+    /// in order or not: the oldest is still the first given up.
+    #[test]
+    fn answered_ids_leave_the_queue_in_order_or_not() {
+        let (mut waiting, mut out) = (Waiting::default(), Outbox::default());
+        let ask = |waiting: &mut Waiting, out: &mut Outbox, corr| {
+            request(waiting, out, ApiKey::ALLOCATE_PRODUCER_IDS, corr, 1);
+        };
+        for corr in 0..3 {
+            ask(&mut waiting, &mut out, corr);
+        }
+        waiting.response(ends(), 0, meta(2), None, &mut out); // in order
+        assert_eq!((waiting.order.len(), waiting.len()), (2, 2));
+        waiting.response(ends(), 2, meta(3), None, &mut out); // out of order
+        ask(&mut waiting, &mut out, 3);
+        ask(&mut waiting, &mut out, 4);
+        waiting.response(ends(), 1, meta(4), None, &mut out);
+        assert_eq!((waiting.order.len(), waiting.len()), (2, 2));
+        ask(&mut waiting, &mut out, 5);
+        ask(&mut waiting, &mut out, 6); // a fourth waiting, over the limit of 3
+        assert_eq!(waiting.request_frame(3), None, "the oldest is given up");
+        assert_eq!(waiting.len(), 3);
     }
 
     #[test]
