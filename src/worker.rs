@@ -222,43 +222,8 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
     let mut spent = Vec::new();
     for mut batch in rx.rx {
         for item in batch.drain(..) {
-            let written = match item {
-                Item::Cluster(ev) => {
-                    analyzer.add_cluster(&ev);
-                    let written = sink_error.is_none().then(|| sink.cluster(&ev));
-                    spent.push(Item::Cluster(ev));
-                    written
-                }
-                Item::Exchange(PairedExchange::Allocate(ex)) => {
-                    let block = analyzer.add(&ex);
-                    let analysed = Analysed::Allocate(&ex, block.as_ref());
-                    let written = sink_error.is_none().then(|| sink.exchange(analysed));
-                    spent.push(Item::Exchange(PairedExchange::Allocate(ex)));
-                    written
-                }
-                Item::Exchange(PairedExchange::InitProducerId(ex)) => {
-                    let placed = analyzer.add_producer(&ex);
-                    let granting = Granting::InitProducerId(ex);
-                    let analysed = Analysed::Producer(&granting, &placed);
-                    let written = sink_error.is_none().then(|| sink.exchange(analysed));
-                    spent.push(Item::Exchange(granting.into_paired()));
-                    written
-                }
-                Item::Exchange(PairedExchange::EndTxn(ex)) => {
-                    let placed = analyzer.add_producer(&ex);
-                    let granting = Granting::EndTxn(ex);
-                    let analysed = Analysed::Producer(&granting, &placed);
-                    let written = sink_error.is_none().then(|| sink.exchange(analysed));
-                    spent.push(Item::Exchange(granting.into_paired()));
-                    written
-                }
-                Item::Write(ex) => {
-                    let judged = analyzer.add_write(&ex);
-                    let written = sink_error.is_none().then(|| sink.write(&ex, &judged));
-                    spent.push(Item::Write(ex));
-                    written
-                }
-            };
+            let (item, written) = analyse(&mut analyzer, sink, item, sink_error.is_none());
+            spent.push(item);
             if let Some(Err(e)) = written {
                 sink_error = Some(e);
                 rx.stop.store(true, Ordering::Relaxed);
@@ -272,6 +237,52 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
     Finished {
         analyzer,
         sink_error,
+    }
+}
+
+/// [`analyse`] for an exchange that grants producer ids.
+fn hand_on_granting(
+    analyzer: &mut Analyzer,
+    sink: &mut dyn Sink,
+    granting: Granting,
+    write: bool,
+) -> (Item, Option<io::Result<()>>) {
+    let placed = analyzer.add_granting(&granting);
+    let written = write.then(|| sink.exchange(Analysed::Producer(&granting, &placed)));
+    (Item::Exchange(granting.into_paired()), written)
+}
+
+/// One item through the analysis and, when `write`, to the sink, which only borrows it;
+/// the item comes back, to go back to the capture thread.
+fn analyse(
+    analyzer: &mut Analyzer,
+    sink: &mut dyn Sink,
+    item: Item,
+    write: bool,
+) -> (Item, Option<io::Result<()>>) {
+    match item {
+        Item::Cluster(ev) => {
+            analyzer.add_cluster(&ev);
+            let written = write.then(|| sink.cluster(&ev));
+            (Item::Cluster(ev), written)
+        }
+        Item::Exchange(PairedExchange::Allocate(ex)) => {
+            let block = analyzer.add(&ex);
+            let analysed = Analysed::Allocate(&ex, block.as_ref());
+            let written = write.then(|| sink.exchange(analysed));
+            (Item::Exchange(PairedExchange::Allocate(ex)), written)
+        }
+        Item::Exchange(PairedExchange::InitProducerId(ex)) => {
+            hand_on_granting(analyzer, sink, Granting::InitProducerId(ex), write)
+        }
+        Item::Exchange(PairedExchange::EndTxn(ex)) => {
+            hand_on_granting(analyzer, sink, Granting::EndTxn(ex), write)
+        }
+        Item::Write(ex) => {
+            let judged = analyzer.add_write(&ex);
+            let written = write.then(|| sink.write(&ex, &judged));
+            (Item::Write(ex), written)
+        }
     }
 }
 

@@ -493,6 +493,14 @@ impl Analyzer {
 
     /// One exchange of an API that grants producer ids (InitProducerId, EndTxn): where
     /// the id it granted lies.
+    /// [`Self::add_producer`] for either API that grants producer ids.
+    pub fn add_granting(&mut self, px: &crate::pairing::Granting) -> Placed {
+        match px {
+            crate::pairing::Granting::InitProducerId(ex) => self.add_producer(ex),
+            crate::pairing::Granting::EndTxn(ex) => self.add_producer(ex),
+        }
+    }
+
     pub fn add_producer<A: GrantsProducerIds>(&mut self, px: &ApiExchange<A>) -> Placed {
         let mut found = Vec::new();
         let broker = self
