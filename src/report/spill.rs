@@ -240,10 +240,7 @@ impl<K: OrderKey> Ordered<K> {
     }
 
     fn item(&self, chunk: u32, start: u32, end: u32) -> &[u8] {
-        self.chunks
-            .get(chunk as usize)
-            .and_then(|c| c.get(start as usize..end as usize))
-            .unwrap_or_default()
+        item_in(&self.chunks, chunk, start, end)
     }
 
     /// Sorts what is held (ties in arrival order) and writes it out: items before the open
@@ -339,11 +336,7 @@ impl<K: OrderKey> Ordered<K> {
             }
             first.truncate(at as usize);
             for (_, chunk, start, end) in in_later.iter_mut() {
-                let bytes = (*chunk as usize)
-                    .checked_sub(1)
-                    .and_then(|i| later_chunks.get(i))
-                    .and_then(|c| c.get(*start as usize..*end as usize))
-                    .unwrap_or_default();
+                let bytes = item_in(&later_chunks, chunk.saturating_sub(1), *start, *end);
                 first.extend_from_slice(bytes);
                 // the first chunk holds at most half a chunk here: see `kept_back_from`
                 (*chunk, *start, *end) = (0, at, first.len() as u32);
@@ -395,19 +388,39 @@ fn write_items<K: OrderKey>(
     let mut head = Vec::with_capacity(K::LEN + 4);
     let mut written = 0;
     for (key, chunk, start, end) in items {
-        let item = chunks
-            .get(*chunk as usize)
-            .and_then(|c| c.get(*start as usize..*end as usize))
-            .unwrap_or_default();
-        head.clear();
-        key.put(&mut head);
-        head.extend((end - start).to_le_bytes()); // u32: see `push`
-        run.write_all(&head)?;
-        run.write_all(item)?;
-        written += (head.len() + item.len()) as u64;
+        written += write_item(
+            &mut run,
+            &mut head,
+            *key,
+            item_in(chunks, *chunk, *start, *end),
+        )?;
     }
     run.flush()?;
     Ok(written)
+}
+
+/// An item's bytes held in `chunks` (see [`Ordered::entries`]).
+fn item_in(chunks: &[Vec<u8>], chunk: u32, start: u32, end: u32) -> &[u8] {
+    chunks
+        .get(chunk as usize)
+        .and_then(|c| c.get(start as usize..end as usize))
+        .unwrap_or_default()
+}
+
+/// Writes one item into a run as its key, its length and its bytes (`head` is room for
+/// the first two); returns the bytes written.
+fn write_item<K: OrderKey>(
+    run: &mut impl Write,
+    head: &mut Vec<u8>,
+    key: K,
+    item: &[u8],
+) -> io::Result<u64> {
+    head.clear();
+    key.put(head);
+    head.extend(item_len(item)?.to_le_bytes());
+    run.write_all(head)?;
+    run.write_all(item)?;
+    Ok((head.len() + item.len()) as u64)
 }
 
 /// At most [`FAN_IN`] runs, for one merge to take: as few runs as that needs are merged,
@@ -447,12 +460,8 @@ fn merge_into_run<K: OrderKey>(runs: Vec<Run>) -> io::Result<(Run, u64)> {
     let mut len = 0;
     merge::<K>(runs, |key, item| {
         items += 1;
-        head.clear();
-        key.put(&mut head);
-        head.extend(item_len(item)?.to_le_bytes());
-        merged.write_all(&head)?;
-        len += (head.len() + item.len()) as u64;
-        merged.write_all(item)
+        len += write_item(&mut merged, &mut head, key, item)?;
+        Ok(())
     })?;
     let file = merged
         .into_inner()
