@@ -330,7 +330,10 @@ impl<K: OrderKey> Ordered<K> {
             let first_ones = by_place.partition_point(|(_, chunk, ..)| *chunk == 0);
             let (in_first, in_later) = by_place.split_at_mut(first_ones);
             for (_, _, start, end) in in_first.iter_mut() {
-                first.copy_within(*start as usize..*end as usize, at as usize);
+                let bytes = *start as usize..*end as usize;
+                if first.get(bytes.clone()).is_some() {
+                    first.copy_within(bytes, at as usize); // at <= start: in the chunk too
+                }
                 (*start, *end) = (at, at + (*end - *start));
                 at = *end;
             }
