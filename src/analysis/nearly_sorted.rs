@@ -3,9 +3,8 @@
 //! of it), and that go oldest first. While each key lands within [`MAX_SHIFT`] places of
 //! the end and each removal within as many of either end, the entries are a sorted
 //! deque: an append looks back from the end for its place and pushes, where a B-tree
-//! descends to its last
-//! leaf comparing its way through every node (about 750 instructions an insert on the
-//! control capture's blocks). The first key that would move more turns the map into a
+//! descends to its last leaf comparing its way through every node (about 750
+//! instructions an insert on the control capture's blocks). The first key that would move more turns the map into a
 //! B-tree for good, so no order of keys costs more than a B-tree does.
 
 use std::collections::{btree_map, vec_deque, BTreeMap, VecDeque};
