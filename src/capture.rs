@@ -26,7 +26,7 @@ use crate::diag::obs;
 use crate::diag::{Cut, Damage, Diagnostics, Observation};
 use crate::error::Error;
 use crate::input::readahead::{Blocks, ReadBlocks};
-use crate::packet_ref::{Origin, PacketRef};
+use crate::packet_ref::{FileSpot, Origin, PacketRef};
 use crate::timestamp::Timestamp;
 
 /// Longest packet a record may hold whatever the file's snaplen says (Wireshark's
@@ -46,6 +46,19 @@ pub struct Packet<'a> {
     /// Length of the packet on the wire; more than `data.len()` when snaplen cut it.
     pub orig_len: u32,
     pub data: &'a [u8],
+    /// Where `data` lies in its file, when the file can be read again there.
+    pub spot: Option<FileSpot>,
+}
+
+impl Packet<'_> {
+    /// Where `part` (a slice of this packet's data) lies in the file, if the data has a
+    /// spot.
+    pub fn spot_of(&self, part: &[u8]) -> Option<FileSpot> {
+        let spot = self.spot?;
+        let start = (part.as_ptr() as usize).checked_sub(self.data.as_ptr() as usize)?;
+        let within = start.checked_add(part.len())? <= self.data.len();
+        within.then(|| spot.advanced(start as u64)).flatten()
+    }
 }
 
 crate::names::closed_set! {
@@ -358,6 +371,9 @@ pub struct CaptureReader<B> {
     pending: Option<Pending>,
     /// The file is read to its end, or to what stopped the reading (then reported).
     ended: bool,
+    /// The file's index in `captures[]`, when it can be read again: packets then have
+    /// spots.
+    spots: Option<usize>,
 }
 
 /// What the records read so far say: the format and interfaces, and what the file held.
@@ -389,7 +405,15 @@ impl<B: Blocks> CaptureReader<B> {
             max_record,
             pending: None,
             ended: false,
+            spots: None,
         })
+    }
+
+    /// Gives every packet its spot in the file, capture `capture` of the run, which the
+    /// caller can read again.
+    pub fn with_spots(mut self, capture: usize) -> Self {
+        self.spots = Some(capture);
+        self
     }
 
     /// When the next packet was captured; `None` once the file is read. What stops the
@@ -426,6 +450,12 @@ impl<B: Blocks> CaptureReader<B> {
         let pending = self.pending.as_mut().filter(|p| !p.taken)?;
         pending.taken = true;
         let end = pending.data_start.saturating_add(pending.data_len);
+        let spot = self.spots.and_then(|capture| {
+            FileSpot::new(
+                capture,
+                self.feed.offset.checked_add(pending.data_start as u64)?,
+            )
+        });
         Some(Packet {
             at: PacketRef {
                 frame,
@@ -439,6 +469,7 @@ impl<B: Blocks> CaptureReader<B> {
                 .data()
                 .get(pending.data_start..end)
                 .unwrap_or_default(),
+            spot,
         })
     }
 

@@ -6,12 +6,14 @@
 //! the exchanges each segment completes, to an [`Emit`], and at the end what the report
 //! needs besides them ([`Closed`]).
 
+use std::sync::Arc;
+
 use crate::config::Config;
 use crate::decode::TcpSegmentView;
 use crate::diag::Diagnostics;
 use crate::frame_watch::FrameWatch;
 use crate::kafka::{Dissector, KafkaConfig, KafkaConn, Reading};
-use crate::packet_ref::PacketRef;
+use crate::packet_ref::{PacketRef, Recall};
 use crate::pairing::Pairing;
 use crate::resident;
 use crate::tcp::{Closing, Tracker};
@@ -70,11 +72,13 @@ impl Closed {
 impl Connections {
     /// With `config`'s limits, of which these connections have one `share`th (one
     /// worker of that many), after `reserved` bytes of `--max-memory` are set aside (for
-    /// what is in flight between threads).
-    pub fn new(config: &Config, share: usize, reserved: usize) -> Self {
+    /// what is in flight between threads). Bytes delivered earlier are read again
+    /// through `recall` where they were kept by their spot.
+    pub fn new(config: &Config, share: usize, reserved: usize, recall: Arc<dyn Recall>) -> Self {
         let share = share.max(1);
         let max_connections = (config.max_connections / share).max(1);
-        let mut tracker = Tracker::with_limits(config.max_held_len, max_connections);
+        let mut tracker =
+            Tracker::with_limits(config.max_held_len, max_connections).with_recall(recall);
         // an eighth of the budget is the writes analysis's (see analysis::writes::memory)
         let writes = crate::analysis::writes::share_of(config.max_memory);
         let connections = (config.max_memory - writes).saturating_sub(reserved) / share;

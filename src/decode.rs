@@ -18,6 +18,7 @@ use etherparse::{
 use pcap_parser::Linktype;
 
 use crate::capture::Packet;
+use crate::packet_ref::FileSpot;
 
 /// A TCP segment, borrowed from the packet record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub struct TcpSegmentView<'a> {
     pub payload: &'a [u8],
     /// Payload bytes that were on the wire but not captured (snaplen).
     pub missing_len: u32,
+    /// Where the payload lies in its capture file, when it can be read again there (not
+    /// for a datagram put back together from fragments).
+    pub spot: Option<FileSpot>,
 }
 
 /// One fragment of an IP datagram carrying TCP, borrowed from the packet record.
@@ -181,10 +185,14 @@ fn slice_link<'a>(link_type: Linktype, data: &'a [u8]) -> Result<LaxSlicedPacket
 
 /// Decodes a packet record down to TCP.
 pub fn decode<'a>(packet: &Packet<'a>) -> Decoded<'a> {
-    match decode_ethernet_ip(packet) {
+    let mut decoded = match decode_ethernet_ip(packet) {
         Some(decoded) => decoded,
         None => decode_sliced(packet),
+    };
+    if let Decoded::Tcp(segment) = &mut decoded {
+        segment.spot = packet.spot_of(segment.payload);
     }
+    decoded
 }
 
 /// What a packet that is not TCP carries, in a word or two (`ARP`, `UDP`, `ICMP`,
@@ -419,6 +427,7 @@ pub fn tcp_in_ip_payload(
         window_scale: window_scale(&tcp),
         payload: tcp.payload(),
         missing_len: if cut { missing_len } else { 0 },
+        spot: None,
     })
 }
 
@@ -454,6 +463,7 @@ fn options_cut<'a>(
         window_scale: None, // in the options that were cut
         payload: &[],
         missing_len,
+        spot: None,
     })
 }
 
@@ -534,6 +544,7 @@ mod tests {
             link_type: Linktype(link_type),
             orig_len,
             data,
+            spot: None,
         }
     }
 

@@ -239,8 +239,9 @@ pub struct Diagnostics {
 
 /// Warnings about a connection's wire, which concern producer ids only if the
 /// connection carried them.
-const WIRE_WARNINGS: [Kind; 7] = [
+const WIRE_WARNINGS: [Kind; 8] = [
     Kind::TcpOverlapConflict,
+    Kind::TcpOverlapUnread,
     Kind::TcpRstOutOfWindow,
     Kind::KafkaFrameTooLarge,
     Kind::KafkaResync,

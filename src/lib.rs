@@ -218,6 +218,9 @@ fn process(
     }
     let (mut batcher, rx) = worker::channel();
     let stop = batcher.stop_flag();
+    // the capture files that can be read again, as the merge opens them
+    let reread = Arc::new(input::Reread::default());
+    let recall: Arc<dyn packet_ref::Recall> = reread.clone();
     let (outcome, read) = std::thread::scope(|scope| {
         let analysis = std::thread::Builder::new()
             .name("pidshark-output".into())
@@ -225,13 +228,13 @@ fn process(
             .map_err(|source| Error::Thread { source })?;
         // --frame follows its packet through every stage, on one thread
         let read = if config.threads > 1 && config.filter.frame.is_none() {
-            shard::Dispatch::start(scope, config, config.threads, batcher).and_then(|d| {
+            shard::Dispatch::start(scope, config, config.threads, batcher, &recall).and_then(|d| {
                 let pipeline = Pipeline::with_workers(config, d);
-                read_all(config, source, pipeline, &stop, &first_packet)
+                read_all(config, source, pipeline, (&stop, reread), &first_packet)
             })
         } else {
-            let pipeline = Pipeline::new(config, &mut batcher);
-            let read = read_all(config, source, pipeline, &stop, &first_packet);
+            let pipeline = Pipeline::new(config, &mut batcher, recall);
+            let read = read_all(config, source, pipeline, (&stop, reread), &first_packet);
             batcher.finish();
             read
         };
@@ -297,7 +300,7 @@ fn read_all(
     config: &Config,
     source: Source<'_>,
     mut pipeline: Pipeline<'_>,
-    stop: &Arc<AtomicBool>,
+    (stop, reread): (&Arc<AtomicBool>, Arc<input::Reread>),
     first_packet: &OnceLock<timestamp::Timestamp>,
 ) -> Result<Finished, Error> {
     // with workers, each part of the work collects its own, put in order at the end
@@ -323,7 +326,8 @@ fn read_all(
             None => input::open(path, bytes_read.as_ref(), Arc::clone(stop)),
         }
     };
-    let mut merge = merge::Merge::new(inputs, config.max_record, Box::new(open), &mut diags)?;
+    let open = Box::new(open);
+    let mut merge = merge::Merge::new(inputs, config.max_record, open, reread, &mut diags)?;
     let mut first = true;
     loop {
         pipeline.place_next(&mut diags);

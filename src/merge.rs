@@ -12,6 +12,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use std::fs::File;
 
@@ -19,7 +20,7 @@ use crate::capture::{self, CaptureInfo, CaptureReader, Packet};
 use crate::diag::obs;
 use crate::diag::{Diagnostics, Observation};
 use crate::error::Error;
-use crate::input::{self, Blocks};
+use crate::input::{self, Blocks, Reread};
 use crate::packet_ref::Origin;
 use crate::timestamp::Timestamp;
 
@@ -55,16 +56,20 @@ pub struct Merge<'a> {
     open: Box<Opener<'a>>,
     /// Whether packets carry their [`Origin`] (more than one file).
     several: bool,
+    /// The files that can be read again, kept as they are opened.
+    reread: Arc<Reread>,
 }
 
 impl<'a> Merge<'a> {
     /// A merge of `inputs` (path, and the time of its first packet when it could be peeked
     /// as a regular file; `None` opens it at once). Fails when an input opened at once is
-    /// not a capture.
+    /// not a capture. A file that can be read again is kept in `reread` as it is opened,
+    /// and its packets have spots.
     pub fn new(
         inputs: Vec<(String, Option<Timestamp>)>,
         max_record: usize,
         open: Box<Opener<'a>>,
+        reread: Arc<Reread>,
         diags: &mut Diagnostics,
     ) -> Result<Self, Error> {
         let mut merge = Self {
@@ -75,6 +80,7 @@ impl<'a> Merge<'a> {
             next_frame: 1,
             max_record,
             open,
+            reread,
         };
         for (idx, (path, first)) in inputs.into_iter().enumerate() {
             match first {
@@ -83,8 +89,7 @@ impl<'a> Merge<'a> {
                     merge.sources.push(Source::Waiting { path });
                 }
                 None => {
-                    let blocks = (merge.open)(idx, &path)?;
-                    let reader = CaptureReader::open(blocks, &path, max_record)?;
+                    let reader = merge.open_reader(idx, &path)?;
                     merge.sources.push(Source::Open {
                         reader: Box::new(reader),
                         taken: 0,
@@ -110,8 +115,7 @@ impl<'a> Merge<'a> {
             if let Some(Source::Waiting { path }) = self.sources.get(idx) {
                 // Its time has come: open it and take its place by its first packet.
                 let path = path.clone();
-                let blocks = (self.open)(idx, &path)?;
-                let reader = CaptureReader::open(blocks, &path, self.max_record)?;
+                let reader = self.open_reader(idx, &path)?;
                 if let Some(source) = self.sources.get_mut(idx) {
                     *source = Source::Open {
                         reader: Box::new(reader),
@@ -159,6 +163,22 @@ impl<'a> Merge<'a> {
         }
         self.last = Some(idx);
         self.take(idx)
+    }
+
+    /// Opens input `idx` and reads its header; its packets have spots if it can be read
+    /// again.
+    fn open_reader(
+        &mut self,
+        idx: usize,
+        path: &str,
+    ) -> Result<CaptureReader<Box<dyn Blocks>>, Error> {
+        let mut blocks = (self.open)(idx, path)?;
+        let again = blocks.take_reread();
+        let reader = CaptureReader::open(blocks, path, self.max_record)?;
+        Ok(match again.map(|file| self.reread.keep(idx, file)) {
+            Some(true) => reader.with_spots(idx),
+            _ => reader,
+        })
     }
 
     /// Puts source `idx`'s next packet among the heads, or closes it at its end.

@@ -42,3 +42,52 @@ impl Origin {
         self.0.get() & ((1 << 48) - 1)
     }
 }
+
+/// Where bytes lie in a capture file that can be read again (a regular file, not inflated
+/// from gzip): the file's index in `captures[]` and the byte offset, packed in 8 bytes
+/// (16 and 48 bits). Bytes that have one need not be copied to be looked at again: TCP
+/// reassembly keeps the spot of what it delivered, not the bytes, to compare a
+/// retransmission with ([`Recall`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSpot(u64);
+
+impl FileSpot {
+    /// Files past the 65,536th, or offsets past 2^48, have no spot.
+    pub fn new(capture: usize, offset: u64) -> Option<Self> {
+        let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
+        (offset >> 48 == 0).then_some(Self(capture << 48 | offset))
+    }
+
+    /// Index of the file in `captures[]`.
+    pub fn capture(self) -> usize {
+        (self.0 >> 48) as usize
+    }
+
+    /// Byte offset in that file.
+    pub fn offset(self) -> u64 {
+        self.0 & ((1 << 48) - 1)
+    }
+
+    /// The spot `by` bytes further on in the same file.
+    pub fn advanced(self, by: u64) -> Option<Self> {
+        Self::new(self.capture(), self.offset().checked_add(by)?)
+    }
+}
+
+/// Reads bytes of a capture file again at a [`FileSpot`]: how a stage that kept a spot
+/// instead of the bytes gets them back (the input implements it; a stage only asks).
+pub trait Recall: Send + Sync + std::fmt::Debug {
+    /// Fills `into` with the bytes at `spot`; `false` when they cannot be read.
+    fn recall(&self, spot: FileSpot, into: &mut [u8]) -> bool;
+}
+
+/// Recalls nothing: for inputs read once (standard input, gzip, readers given in
+/// memory), whose bytes never have a spot.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRecall;
+
+impl Recall for NoRecall {
+    fn recall(&self, _spot: FileSpot, _into: &mut [u8]) -> bool {
+        false
+    }
+}

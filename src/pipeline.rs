@@ -9,6 +9,7 @@
 //! diagnostic.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::capture::{self, CaptureInfo, Packet};
 use crate::config::Config;
@@ -19,7 +20,7 @@ use crate::defrag::Defragmenter;
 use crate::diag::obs;
 use crate::diag::{Diagnostics, FragmentsDropped, Observation, Place, Stage};
 use crate::frame_watch::FrameWatch;
-use crate::packet_ref::PacketRef;
+use crate::packet_ref::{PacketRef, Recall};
 use crate::shard::Dispatch;
 use crate::worker::Batcher;
 
@@ -63,9 +64,11 @@ pub struct Finished {
 
 impl<'a> Pipeline<'a> {
     /// Stages set up with `config`'s limits, doing the connections' work here and
-    /// completing exchanges into `batcher`.
-    pub fn new(config: &Config, batcher: &'a mut Batcher) -> Self {
-        Self::with_work(config, Work::Here(Connections::new(config, 1, 0), batcher))
+    /// completing exchanges into `batcher`; bytes kept by their spot are read again
+    /// through `recall`.
+    pub fn new(config: &Config, batcher: &'a mut Batcher, recall: Arc<dyn Recall>) -> Self {
+        let connections = Connections::new(config, 1, 0, recall);
+        Self::with_work(config, Work::Here(connections, batcher))
     }
 
     /// Stages set up with `config`'s limits, handing the connections' work to workers.

@@ -37,7 +37,7 @@ use crate::connections::{Closed, Connections, Emit};
 use crate::decode::TcpSegmentView;
 use crate::diag::{Diagnostics, Found, Place, Stage};
 use crate::error::Error;
-use crate::packet_ref::PacketRef;
+use crate::packet_ref::{PacketRef, Recall};
 use crate::tcp::Closing;
 use crate::worker::{held_estimate, Batcher, Item};
 use progress::{Ended, Progress};
@@ -148,6 +148,7 @@ impl<'scope> Dispatch<'scope> {
         config: &'env Config,
         n: usize,
         batcher: Batcher,
+        recall: &Arc<dyn Recall>,
     ) -> Result<Self, Error> {
         let n = n.max(1);
         let mut workers = Vec::with_capacity(n);
@@ -173,10 +174,11 @@ impl<'scope> Dispatch<'scope> {
                 progress: Arc::clone(&progress),
             };
             let diags = Diagnostics::placed_part_sharing(Arc::clone(&found), index);
+            let recall = Arc::clone(recall);
             let handle = std::thread::Builder::new()
                 .name(format!("pidshark-worker-{index}"))
                 .spawn_scoped(scope, move || {
-                    let connections = Connections::new(config, n, in_flight);
+                    let connections = Connections::new(config, n, in_flight, recall);
                     work(connections, n, &rx, &spare_tx, &out, diags)
                 })
                 .map_err(|source| Error::Thread { source })?;

@@ -12,7 +12,7 @@ use cap::Cap;
 use pidshark::decode::{IpFragmentView, TcpSegmentView};
 use pidshark::defrag::{Defragmenter, MAX_HELD_LEN};
 use pidshark::diag::Diagnostics;
-use pidshark::packet_ref::PacketRef;
+use pidshark::packet_ref::{FileSpot, PacketRef};
 use pidshark::tcp::assembler::Delivery;
 use pidshark::tcp::{ConnInfo, Dir, StreamHandler, Tracker};
 
@@ -46,6 +46,8 @@ fn segment<'a>(
     flags: &str,
     payload: &'a [u8],
 ) -> TcpSegmentView<'a> {
+    // long payloads lie in a "file" (where is of no matter: nothing is compared)
+    let spot = FileSpot::new(0, u64::from(seq)).filter(|_| payload.len() >= 512);
     let client = SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 40000));
     let server = SocketAddr::from(([10, 0, 0, 2], 9093));
     let (src, dst) = if from_client {
@@ -66,24 +68,45 @@ fn segment<'a>(
         window_scale: None,
         payload,
         missing_len: 0,
+        spot,
     }
 }
 
 /// Open connections that delivered 100 bytes and hold one byte behind a hole; returns
 /// (heap taken, charged) per connection.
 fn connections(n: u32) -> (usize, usize) {
+    const SHORT: [(bool, u32, &str, &[u8]); 4] = [
+        (true, 100, "S", &[]),
+        (false, 500, "SA", &[]),
+        (true, 101, "A", &[7; 100]),
+        (true, 202, "A", b"x"), // one byte lost before it
+    ];
+    measured(n, &SHORT)
+}
+
+/// Open connections that delivered a full ring (4 KiB, copied) and then two long
+/// segments kept by their spot in the capture file, not copied; returns (heap taken,
+/// charged) per connection.
+fn spotted_connections(n: u32) -> (usize, usize) {
+    const LONG: [(bool, u32, &str, &[u8]); 5] = [
+        (true, 100, "S", &[]),
+        (false, 500, "SA", &[]),
+        (true, 101, "A", &[7; 4096]),
+        (true, 4197, "A", &[8; 1448]),
+        (true, 5645, "A", &[9; 1448]),
+    ];
+    measured(n, &LONG)
+}
+
+/// `n` connections, each sent `segments` (from the client?, seq, flags, payload).
+fn measured(n: u32, segments: &[(bool, u32, &str, &[u8])]) -> (usize, usize) {
     let mut tracker: Tracker<()> = Tracker::with_limits(4 << 20, 1_000_000);
     tracker.set_max_memory(usize::MAX);
     let (mut diags, mut handler) = (Diagnostics::default(), Follow);
     let before = ALLOCATOR.allocated();
     let mut frame = 0;
     for i in 0..n {
-        for (from_client, seq, flags, payload) in [
-            (true, 100, "S", &b""[..]),
-            (false, 500, "SA", b""),
-            (true, 101, "A", &[7; 100]),
-            (true, 202, "A", b"x"), // one byte lost before it
-        ] {
+        for &(from_client, seq, flags, payload) in segments {
             frame += 1;
             let at = PacketRef {
                 frame,
@@ -128,9 +151,18 @@ fn fragments() -> usize {
 
 #[test]
 fn what_is_charged_covers_what_is_held() {
-    for n in [1_000, 30_000, 100_000] {
-        let (taken, charged) = connections(n);
-        println!("{n} connections: {taken} bytes each taken, {charged} charged");
+    for (n, spotted) in [
+        (1_000, false),
+        (30_000, false),
+        (100_000, false),
+        (30_000, true),
+    ] {
+        let (taken, charged) = match spotted {
+            false => connections(n),
+            true => spotted_connections(n),
+        };
+        let what = ["", " with long segments kept by their spot"][usize::from(spotted)];
+        println!("{n} connections{what}: {taken} bytes each taken, {charged} charged");
         assert!(charged >= taken, "{n}: {charged} charged < {taken} taken");
         assert!(
             charged <= taken * 3 / 2,

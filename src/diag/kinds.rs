@@ -120,6 +120,13 @@ kinds! {
         facts: ["bytes": Integer, "from": Text, "offset": Integer],
         facts_doc: "`offset` (in the stream), `bytes`, `from`",
     }
+    TcpOverlapUnread "tcp_overlap_unread" Warning {
+        meaning: "a retransmission over bytes remembered by their place in the capture \
+            file, which could not be read there again (the file was cut short or changed \
+            while being read): those bytes were not compared; the first copy is kept",
+        facts: ["bytes": Integer, "from": Text, "offset": Integer],
+        facts_doc: "`offset` (in the stream), `bytes`, `from`",
+    }
     TcpRstOutOfWindow "tcp_rst_out_of_window" Warning {
         meaning: "an RST whose sequence number lies outside its receiver's window (RFC \
             5961): not taken as the connection's end, which goes on",

@@ -64,6 +64,7 @@ observations! {
     MidstreamStart(obs::MidstreamStart),
     TcpGap(obs::TcpGap),
     TcpOverlapConflict(obs::TcpOverlapConflict),
+    TcpOverlapUnread(obs::TcpOverlapUnread),
     TcpRstOutOfWindow(obs::TcpRstOutOfWindow),
     KafkaFrameTooLarge(obs::KafkaFrameTooLarge),
     KafkaResync(obs::KafkaResync),

@@ -19,8 +19,17 @@ const HEAD_LEN: usize = 64 << 10;
 /// Reads gzip-compressed input through a decoder, whatever its name.
 pub(super) fn decompress(
     path: &str,
-    mut raw: Box<dyn Read + Send>,
+    raw: Box<dyn Read + Send>,
 ) -> Result<Box<dyn Read + Send>, Error> {
+    decompress_flagged(path, raw).map(|(input, _)| input)
+}
+
+/// [`decompress`], and whether the bytes are inflated (not the file's own, offset for
+/// offset).
+pub(super) fn decompress_flagged(
+    path: &str,
+    mut raw: Box<dyn Read + Send>,
+) -> Result<(Box<dyn Read + Send>, bool), Error> {
     // Peek at the start and put it back in front. A whole first block, not just the two
     // bytes needed: the file is then read on at page-aligned offsets (reads at odd
     // offsets copy out of the page cache at half the speed).
@@ -44,13 +53,14 @@ pub(super) fn decompress(
     if is_gzip {
         let compressed = Arc::new(AtomicU64::new(0));
         let counted = Counting::new(whole, Arc::clone(&compressed));
-        Ok(Box::new(BombGuard {
+        let inflated = BombGuard {
             inner: MultiGzDecoder::new(counted),
             compressed,
             produced: 0,
-        }))
+        };
+        Ok((Box::new(inflated), true))
     } else {
-        Ok(Box::new(whole))
+        Ok((Box::new(whole), false))
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod gzip;
 pub mod readahead;
+mod reread;
 
 use std::fs::File;
 use std::io::Read;
@@ -18,16 +19,19 @@ use crate::error::Error;
 
 pub use gzip::MAX_GZIP_RATIO;
 pub use readahead::{Blocks, ReadAhead, ReadBlocks};
+pub use reread::Reread;
 
 /// Opens `path` (`-`: standard input) and reads it, inflated if it is gzip, on a thread of
 /// its own: reading and inflating go on beside the parsing. `bytes_read` counts the bytes
 /// read from the file (before inflating), for a progress display; once `stop` is set the
-/// input reads as ended.
+/// input reads as ended. A regular file read as it is comes with a second handle to read
+/// it again ([`Blocks::take_reread`]).
 pub fn open(
     path: &str,
     bytes_read: Option<&Arc<AtomicU64>>,
     stop: Arc<AtomicBool>,
 ) -> Result<Box<dyn Blocks>, Error> {
+    let mut again = None;
     let raw: Box<dyn Read + Send> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -40,14 +44,18 @@ pub fn open(
                 path: path.to_owned(),
             });
         }
+        again = file.try_clone().ok();
         Box::new(file)
     };
     let raw: Box<dyn Read + Send> = match bytes_read {
         Some(count) => Box::new(Counting::new(raw, Arc::clone(count))),
         None => raw,
     };
-    let input = gzip::decompress(path, raw)?;
-    Ok(Box::new(ReadAhead::new(input).stop_when(stop)))
+    let (input, inflated) = gzip::decompress_flagged(path, raw)?;
+    let again = again.filter(|_| !inflated);
+    Ok(Box::new(
+        ReadAhead::new(input).stop_when(stop).read_again_by(again),
+    ))
 }
 
 /// `input` (named `name`), inflated if it is gzip, read on the calling thread: no thread

@@ -40,6 +40,8 @@ pub struct ReadAhead {
     stop: Option<Arc<AtomicBool>>,
     /// The reading thread, joined when the reader is dropped (see [`Drop`]).
     thread: Option<std::thread::JoinHandle<()>>,
+    /// A second handle on the file read, when its bytes are read as they lie in it.
+    again: Option<std::fs::File>,
 }
 
 /// How long a dropped reader waits for its thread to end: one read of a file or of
@@ -120,6 +122,7 @@ impl ReadAhead {
             not_started,
             stop: None,
             thread,
+            again: None,
         }
     }
 }
@@ -129,6 +132,13 @@ impl ReadAhead {
     /// otherwise be read on after the output has gone.
     pub fn stop_when(mut self, stop: Arc<AtomicBool>) -> Self {
         self.stop = Some(stop);
+        self
+    }
+
+    /// `again`: a handle on the file this reads, offset for offset, to read it again
+    /// by ([`Blocks::take_reread`]).
+    pub fn read_again_by(mut self, again: Option<std::fs::File>) -> Self {
+        self.again = again;
         self
     }
 }
@@ -163,6 +173,11 @@ pub trait Blocks: Send {
     fn advance(&mut self) -> io::Result<bool>;
     /// The block moved to last (empty before the first `advance`).
     fn current(&self) -> &[u8];
+    /// A handle on the file these blocks are, offset for offset, to read it again at
+    /// a packet's spot; `None` for what cannot be read again (standard input, gzip).
+    fn take_reread(&mut self) -> Option<std::fs::File> {
+        None
+    }
 }
 
 impl<B: Blocks + ?Sized> Blocks for Box<B> {
@@ -171,6 +186,9 @@ impl<B: Blocks + ?Sized> Blocks for Box<B> {
     }
     fn current(&self) -> &[u8] {
         (**self).current()
+    }
+    fn take_reread(&mut self) -> Option<std::fs::File> {
+        (**self).take_reread()
     }
 }
 
@@ -218,6 +236,10 @@ impl Blocks for ReadAhead {
 
     fn current(&self) -> &[u8] {
         &self.block
+    }
+
+    fn take_reread(&mut self) -> Option<std::fs::File> {
+        self.again.take()
     }
 }
 

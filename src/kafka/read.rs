@@ -228,7 +228,7 @@ fn feed(
             None
         }
         // Reported by the TCP stage; the bytes kept are the first ones.
-        Delivery::Conflict { .. } => None,
+        Delivery::Conflict { .. } | Delivery::Unread { .. } => None,
     }
 }
 

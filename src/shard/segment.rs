@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use crate::decode::TcpSegmentView;
-use crate::packet_ref::PacketRef;
+use crate::packet_ref::{FileSpot, PacketRef};
 
 /// The segments of one worker's share of an epoch, their payloads one after another.
 #[derive(Debug, Default)]
@@ -30,6 +30,7 @@ pub(super) struct Segment {
     window: u16,
     window_scale: Option<u8>,
     missing_len: u32,
+    spot: Option<FileSpot>,
     start: usize,
     len: usize,
 }
@@ -57,6 +58,7 @@ impl Segment {
             window: view.window,
             window_scale: view.window_scale,
             missing_len: view.missing_len,
+            spot: view.spot,
             start: 0,
             len: 0,
         }
@@ -77,6 +79,7 @@ impl Segment {
             window_scale: self.window_scale,
             payload,
             missing_len: self.missing_len,
+            spot: self.spot,
         }
     }
 }
@@ -133,6 +136,7 @@ mod tests {
             window_scale: Some(7),
             payload: b"kafka",
             missing_len: 3,
+            spot: FileSpot::new(2, 1 << 40),
         };
         let other = TcpSegmentView {
             payload: b"more",

@@ -13,9 +13,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
+use super::recent::{Compared, Recent};
 use super::seq::SeqSpace;
 use crate::heap::heap_cost;
-use crate::packet_ref::PacketRef;
+use crate::packet_ref::{FileSpot, PacketRef, Recall};
+
+pub use super::recent::RECENT_LEN;
 
 /// What the assembler hands to the next stage.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,6 +36,14 @@ pub enum Delivery<'a> {
         len: u64,
         at: PacketRef,
     },
+    /// A retransmission re-sent bytes that were kept by their spot in the capture file,
+    /// and the file could not be read there again: these `len` bytes from `offset` were
+    /// not compared. The first ones were kept.
+    Unread {
+        offset: u64,
+        len: u64,
+        at: PacketRef,
+    },
 }
 
 impl Delivery<'_> {
@@ -42,13 +53,12 @@ impl Delivery<'_> {
             Self::Data(_, at)
             | Self::Gap { at, .. }
             | Self::Fin(at)
-            | Self::Conflict { at, .. } => *at,
+            | Self::Conflict { at, .. }
+            | Self::Unread { at, .. } => *at,
         }
     }
 }
 
-/// Most recent delivered bytes kept per direction to check retransmissions against.
-pub const RECENT_LEN: usize = 4096;
 /// Runs of held bytes per direction at most (past it, as past the byte cap, the hole
 /// before the first is declared lost). Runs merge as holes fill, so only a sender that
 /// leaves thousands of holes open reaches it.
@@ -70,79 +80,6 @@ const MARK_SIZE: usize = size_of::<Mark>();
 /// An acknowledgment further ahead than this is not believed (a stray packet from an
 /// earlier use of the address pair, or garbage).
 const MAX_ACK_JUMP: u64 = 64 << 20;
-
-/// The last bytes delivered, in a ring of [`RECENT_LEN`]: each delivery copies its tail
-/// once, nothing is moved. The ring grows with the first bytes of the stream, so that the
-/// many short connections of a busy listener cost what they carried, not a full ring.
-#[derive(Debug, Default)]
-struct Recent {
-    /// While shorter than [`RECENT_LEN`], written at its end (`head == buf.len()`).
-    buf: Vec<u8>,
-    /// Bytes held, at most [`RECENT_LEN`].
-    len: usize,
-    /// Where the next byte goes.
-    head: usize,
-}
-
-impl Recent {
-    fn push(&mut self, data: &[u8]) {
-        let tail = data
-            .get(data.len().saturating_sub(RECENT_LEN)..)
-            .unwrap_or(data);
-        if self.buf.len() < RECENT_LEN {
-            if self.buf.capacity() == 0 {
-                // A quarter ring first: a short connection fits, a longer one grows twice.
-                self.buf.reserve_exact(RECENT_LEN / 4);
-            }
-            if self.buf.len() + tail.len() <= RECENT_LEN {
-                self.buf.extend_from_slice(tail);
-                self.head = self.buf.len() % RECENT_LEN;
-                self.len = (self.len + tail.len()).min(RECENT_LEN);
-                return;
-            }
-            self.buf.resize(RECENT_LEN, 0);
-        }
-        let first = tail.len().min(RECENT_LEN - self.head);
-        let (a, b) = tail.split_at(first);
-        if let Some(dst) = self.buf.get_mut(self.head..self.head + a.len()) {
-            dst.copy_from_slice(a);
-        }
-        if let Some(dst) = self.buf.get_mut(..b.len()) {
-            dst.copy_from_slice(b);
-        }
-        self.head = (self.head + tail.len()) % RECENT_LEN;
-        self.len = (self.len + tail.len()).min(RECENT_LEN);
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// What the ring costs: its allocation, as malloc hands it out.
-    fn cost(&self) -> usize {
-        heap_cost(self.buf.capacity())
-    }
-
-    /// Gives the ring back: retransmissions of what it held are no longer compared.
-    fn release(&mut self) -> usize {
-        let freed = self.cost();
-        *self = Self::default();
-        freed
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Whether the held bytes from `offset` (0 = the oldest held) equal `data`.
-    fn matches(&self, offset: usize, data: &[u8]) -> bool {
-        let oldest = (self.head + RECENT_LEN - self.len) % RECENT_LEN;
-        let start = (oldest + offset) % RECENT_LEN;
-        let first = data.len().min(RECENT_LEN - start);
-        let (a, b) = data.split_at(first);
-        self.buf.get(start..start + a.len()) == Some(a) && self.buf.get(..b.len()) == Some(b)
-    }
-}
 
 /// Where one packet's bytes begin in a run (a stream offset), and that packet.
 type Mark = (u64, PacketRef);
@@ -332,6 +269,11 @@ pub struct Segment<'a> {
     pub payload: &'a [u8],
     pub missing_len: u32,
     pub at: PacketRef,
+    /// Where the payload lies in its capture file, if it can be read again there.
+    pub spot: Option<FileSpot>,
+    /// Reads bytes delivered earlier again from their spot, to compare a
+    /// retransmission with.
+    pub recall: &'a dyn Recall,
 }
 
 impl Assembler {
@@ -424,11 +366,12 @@ impl Assembler {
             }
         }
         if start < self.next {
-            self.check_overlap(start, seg.payload, seg.at, out);
+            self.check_overlap(start, &seg, out);
         }
         if end > self.next {
             if start <= self.next {
-                self.deliver(start, seg.payload, u64::from(seg.missing_len), seg.at, out);
+                let missing_len = u64::from(seg.missing_len);
+                self.deliver(start, seg.payload, missing_len, seg.at, seg.spot, out);
                 self.drain(Some(seg.at), out);
             } else if claimed > 0 {
                 self.hold(start, seg, out);
@@ -444,13 +387,15 @@ impl Assembler {
         payload: &[u8],
         missing_len: u64,
         at: PacketRef,
+        spot: Option<FileSpot>,
         out: &mut impl FnMut(Delivery<'_>),
     ) {
         let skip = usize::try_from(self.next - start).unwrap_or(usize::MAX);
         if let Some(fresh) = payload.get(skip..) {
             if !fresh.is_empty() {
                 out(Delivery::Data(fresh, at));
-                self.remember(fresh);
+                let spot = spot.and_then(|s| s.advanced(skip as u64));
+                self.recent.push(self.next, fresh, spot);
             }
             self.next += fresh.len() as u64;
         }
@@ -465,42 +410,36 @@ impl Assembler {
         }
     }
 
-    /// Keeps the tail of what was just delivered for [`Self::check_overlap`].
-    fn remember(&mut self, fresh: &[u8]) {
-        self.recent.push(fresh);
-    }
-
     /// A segment at `start` re-sends bytes already delivered: compares the part we still
     /// remember and reports a conflict if they differ (the first bytes stand).
-    fn check_overlap(
-        &self,
-        start: u64,
-        payload: &[u8],
-        at: PacketRef,
-        out: &mut impl FnMut(Delivery<'_>),
-    ) {
+    fn check_overlap(&self, start: u64, seg: &Segment<'_>, out: &mut impl FnMut(Delivery<'_>)) {
         let remembered_from = self.next - self.recent.len() as u64;
         let from = start.max(remembered_from);
-        let to = (start + payload.len() as u64).min(self.next);
+        let to = (start + seg.payload.len() as u64).min(self.next);
         if from >= to {
             return;
         }
-        let (Ok(new_at), Ok(old_at), Ok(len)) = (
-            usize::try_from(from - start),
-            usize::try_from(from - remembered_from),
-            usize::try_from(to - from),
-        ) else {
+        let (Ok(new_at), Ok(len)) = (usize::try_from(from - start), usize::try_from(to - from))
+        else {
             return;
         };
-        let new = payload.get(new_at..new_at + len);
-        if let Some(new) = new {
-            if !self.recent.matches(old_at, new) {
-                out(Delivery::Conflict {
-                    offset: from,
-                    len: len as u64,
-                    at,
-                });
-            }
+        let Some(new) = seg.payload.get(new_at..new_at + len) else {
+            return;
+        };
+        let len = len as u64;
+        let at = seg.at;
+        match self.recent.compare(from, new, seg.recall) {
+            Compared::Same => {}
+            Compared::Different => out(Delivery::Conflict {
+                offset: from,
+                len,
+                at,
+            }),
+            Compared::Unread => out(Delivery::Unread {
+                offset: from,
+                len,
+                at,
+            }),
         }
     }
 
@@ -537,7 +476,7 @@ impl Assembler {
             let missing_len = run.missing_len;
             let data: &[u8] = run.data.make_contiguous();
             if let Some(at) = filled_by {
-                self.deliver(start, data, missing_len, at, out);
+                self.deliver(start, data, missing_len, at, None, out);
                 continue;
             }
             let mut marks = run.marks.iter().peekable();
@@ -549,7 +488,7 @@ impl Assembler {
                 let piece = data
                     .get((from - start) as usize..(to - start) as usize)
                     .unwrap_or_default();
-                self.deliver(from, piece, missing, at, out);
+                self.deliver(from, piece, missing, at, None, out);
             }
         }
     }
@@ -832,6 +771,7 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet_ref::NoRecall;
 
     fn at(frame: u64) -> PacketRef {
         PacketRef {
@@ -850,6 +790,7 @@ mod tests {
             Delivery::Gap { len, .. } => out.push_str(&format!("<gap {len}>")),
             Delivery::Fin(_) => out.push_str("<fin>"),
             Delivery::Conflict { len, .. } => out.push_str(&format!("<conflict {len}>")),
+            Delivery::Unread { len, .. } => out.push_str(&format!("<unread {len}>")),
         };
         for (idx, (seq, payload, syn, fin)) in segments.iter().enumerate() {
             asm.segment(
@@ -860,6 +801,8 @@ mod tests {
                     payload,
                     missing_len: 0,
                     at: at(idx as u64 + 1),
+                    spot: None,
+                    recall: &NoRecall,
                 },
                 &mut record,
             );
@@ -1004,6 +947,8 @@ mod tests {
                 payload: b"",
                 missing_len: 0,
                 at: at(1),
+                spot: None,
+                recall: &NoRecall,
             },
             &mut |_| {},
         );
@@ -1015,6 +960,8 @@ mod tests {
                 payload: b"ab",
                 missing_len: 5,
                 at: at(2),
+                spot: None,
+                recall: &NoRecall,
             },
             &mut |d| seen.push(format!("{d:?}")),
         );
@@ -1037,47 +984,6 @@ mod tests {
     }
 
     #[test]
-    fn recent_ring_compares_across_its_wrap() {
-        let mut r = Recent::default();
-        let data: Vec<u8> = (0..=255u8).cycle().take(RECENT_LEN + 1000).collect();
-        r.push(&data[..3000]);
-        r.push(&data[3000..]);
-        assert_eq!(r.len(), RECENT_LEN);
-        let held = &data[data.len() - RECENT_LEN..];
-        assert!(r.matches(0, held));
-        assert!(r.matches(100, &held[100..2000]));
-        let mut wrong = held[3000..3500].to_vec();
-        wrong[7] ^= 1;
-        assert!(!r.matches(3000, &wrong));
-    }
-
-    #[test]
-    fn recent_ring_grows_only_with_what_it_holds() {
-        let data: Vec<u8> = (0..=255u8).cycle().take(3 * RECENT_LEN).collect();
-        let mut r = Recent::default();
-        r.push(&data[..50]);
-        assert!(
-            r.buf.capacity() < RECENT_LEN,
-            "a short stream needs no full ring"
-        );
-        assert!(r.matches(10, &data[10..50]));
-        r.clear();
-        r.push(&data[50..90]);
-        assert_eq!(r.len(), 40);
-        assert!(r.matches(0, &data[50..90]));
-        // Small pushes across the point where the ring fills and wraps.
-        let mut end = 90;
-        for step in [1000, 1500, 2000, 700, 3000, 33] {
-            r.push(&data[end..end + step]);
-            end += step;
-            let held = r.len();
-            assert!(r.matches(0, &data[end - held..end]), "after {end} bytes");
-        }
-        assert_eq!(r.len(), RECENT_LEN);
-        assert_eq!(r.buf.len(), RECENT_LEN);
-    }
-
-    #[test]
     fn data_on_syn_is_delivered() {
         let s = run(1024, &[(100, b"hi", true, false), (103, b"!", false, true)]);
         assert_eq!(s, "hi!<fin>");
@@ -1094,6 +1000,8 @@ mod tests {
             payload: b"",
             missing_len: 0,
             at: at(1),
+            spot: None,
+            recall: &NoRecall,
         };
         asm.segment(seg, &mut |_| {});
         // a bare ACK for unseen bytes proves nothing yet (the data may come later)
@@ -1169,6 +1077,8 @@ mod tests {
             payload,
             missing_len: 0,
             at: at(frame),
+            spot: None,
+            recall: &NoRecall,
         };
         asm.segment(seg(0, b"", 1), &mut |_| {});
         asm.segment(seg(3, b"cd", 2), &mut |_| {});
@@ -1188,6 +1098,8 @@ mod tests {
             payload,
             missing_len: 0,
             at: at(frame),
+            spot: None,
+            recall: &NoRecall,
         }
     }
 
@@ -1337,7 +1249,7 @@ mod tests {
                     Delivery::Data(bytes, _) => delivered += bytes.len() as u64,
                     Delivery::Gap { len, .. } => delivered += len,
                     Delivery::Conflict { at, .. } => conflicts.push(at.frame),
-                    Delivery::Fin(_) => {}
+                    Delivery::Fin(_) | Delivery::Unread { .. } => {}
                 };
                 asm.segment(seg_at(0, b"", 0), &mut record);
                 let mut end = 0u64;

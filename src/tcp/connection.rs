@@ -9,7 +9,7 @@ use crate::decode::TcpSegmentView;
 use crate::diag::obs;
 use crate::diag::{Diagnostics, GivenUp, Observation};
 use crate::heap::heap_cost;
-use crate::packet_ref::PacketRef;
+use crate::packet_ref::{PacketRef, Recall};
 
 /// Times a connection's handler is asked to shed in one pass: each gives up half of what
 /// it holds.
@@ -113,10 +113,13 @@ impl<C: Default> Connection<C> {
 impl<C> Connection<C> {
     /// One segment of this connection: FINs, RST, reassembly and delivery to the
     /// handler. Returns whether the connection is now closed.
+    /// Bytes delivered earlier are read again through `recall` where they were kept by
+    /// their spot.
     pub(super) fn track<H: StreamHandler<Conn = C>>(
         &mut self,
         seg: &TcpSegmentView<'_>,
         at: PacketRef,
+        recall: &dyn Recall,
         handler: &mut H,
         diags: &mut Diagnostics,
     ) -> bool {
@@ -124,11 +127,7 @@ impl<C> Connection<C> {
         if seg.syn && !seg.ack && self.isn.is_none() {
             self.isn = Some(seg.seq); // the SYN of a connection first seen by its SYN+ACK
         }
-        let dir = if seg.src == self.info.initiator {
-            Dir::FromInitiator
-        } else {
-            Dir::FromResponder
-        };
+        let dir = self.info.dir_of(seg);
         if seg.rst && !self.rst_in_window(dir, seg, at, diags) {
             return self.closed; // not this connection's, as far as its receiver could tell
         }
@@ -145,7 +144,7 @@ impl<C> Connection<C> {
             return true;
         }
         let followed = match self.live.as_deref_mut() {
-            Some(live) => live.segment(&self.info, dir, seg, at, handler, diags),
+            Some(live) => live.segment(&self.info, seg, at, recall, handler, diags),
             None => false,
         };
         self.close_if_over(seg.rst, followed, at, handler, diags)
@@ -289,13 +288,14 @@ impl<C> Live<C> {
     fn segment<H: StreamHandler<Conn = C>>(
         &mut self,
         info: &ConnInfo,
-        dir: Dir,
         seg: &TcpSegmentView<'_>,
         at: PacketRef,
+        recall: &dyn Recall,
         handler: &mut H,
         diags: &mut Diagnostics,
     ) -> bool {
         let Self { streams, state } = self;
+        let dir = info.dir_of(seg);
         let mut followed = true;
         if seg.missing_len > 0 {
             let what = Observation::PacketTruncated(obs::PacketTruncated {
@@ -324,6 +324,8 @@ impl<C> Live<C> {
                     payload: seg.payload,
                     missing_len: seg.missing_len,
                     at,
+                    spot: seg.spot,
+                    recall,
                 },
                 &mut deliver,
             );
@@ -373,6 +375,15 @@ fn forward<H: StreamHandler>(
         Delivery::Gap { len, at } => gap_diagnostic(info, dir, len, at, diags),
         Delivery::Conflict { offset, len, at } => {
             let what = Observation::TcpOverlapConflict(obs::TcpOverlapConflict {
+                offset,
+                bytes: len,
+                from: info.source(dir),
+            });
+            diags.add(Some(info.index), at, what);
+            return;
+        }
+        Delivery::Unread { offset, len, at } => {
+            let what = Observation::TcpOverlapUnread(obs::TcpOverlapUnread {
                 offset,
                 bytes: len,
                 from: info.source(dir),

@@ -19,11 +19,13 @@ mod closed;
 mod connection;
 mod evict;
 mod pair;
+mod recent;
 pub mod seq;
 mod table;
 mod window;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use assembler::Delivery;
 use budget::Budget;
@@ -34,7 +36,7 @@ use table::Table;
 
 use crate::decode::TcpSegmentView;
 use crate::diag::Diagnostics;
-use crate::packet_ref::PacketRef;
+use crate::packet_ref::{NoRecall, PacketRef, Recall};
 
 /// Direction of a segment relative to the connection's initiator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +99,15 @@ pub struct ConnInfo {
 }
 
 impl ConnInfo {
+    /// The direction `seg` travels in.
+    pub fn dir_of(&self, seg: &TcpSegmentView<'_>) -> Dir {
+        if seg.src == self.initiator {
+            Dir::FromInitiator
+        } else {
+            Dir::FromResponder
+        }
+    }
+
     /// Source address of traffic in `dir`.
     pub fn source(&self, dir: Dir) -> SocketAddr {
         match dir {
@@ -185,6 +196,8 @@ pub struct Tracker<C> {
     evicted: u64,
     /// Connections forgotten at any limit while still followed.
     forgotten: u64,
+    /// Reads bytes kept by their spot in a capture file again.
+    recall: Arc<dyn Recall>,
 }
 
 /// Memory budget by default (`--max-memory`).
@@ -218,7 +231,15 @@ impl<C: Default> Tracker<C> {
             max_connections,
             evicted: 0,
             forgotten: 0,
+            recall: Arc::new(NoRecall),
         }
+    }
+
+    /// Reads bytes kept by their spot (segments' [`TcpSegmentView::spot`]) again through
+    /// `recall`, to compare retransmissions with: without it, every byte is copied.
+    pub fn with_recall(mut self, recall: Arc<dyn Recall>) -> Self {
+        self.recall = recall;
+        self
     }
 
     /// Sets the memory budget for what the open connections hold.
@@ -286,7 +307,14 @@ impl<C: Default> Tracker<C> {
         let key = PairKey::new(seg.src, seg.dst);
         if let Some(conn) = self.open.get_mut(&key) {
             if !starts_new(conn.isn, conn.syn_ack_ack, seg) {
-                let closed = track_charged(conn, &mut self.budget, seg, at, handler, diags);
+                let closed = track_charged(
+                    conn,
+                    &mut self.budget,
+                    seg,
+                    (at, &*self.recall),
+                    handler,
+                    diags,
+                );
                 self.settle(&key, closed, at, handler, diags);
                 return;
             }
@@ -304,7 +332,14 @@ impl<C: Default> Tracker<C> {
         let Some(conn) = self.open.get_mut(&key) else {
             return;
         };
-        let closed = track_charged(conn, &mut self.budget, seg, at, handler, diags);
+        let closed = track_charged(
+            conn,
+            &mut self.budget,
+            seg,
+            (at, &*self.recall),
+            handler,
+            diags,
+        );
         self.settle(&key, closed, at, handler, diags);
     }
 
@@ -364,11 +399,11 @@ fn track_charged<C, H: StreamHandler<Conn = C>>(
     conn: &mut Connection<C>,
     budget: &mut Budget,
     seg: &TcpSegmentView<'_>,
-    at: PacketRef,
+    (at, recall): (PacketRef, &dyn Recall),
     handler: &mut H,
     diags: &mut Diagnostics,
 ) -> bool {
-    if conn.track(seg, at, handler, diags) {
+    if conn.track(seg, at, recall, handler, diags) {
         return true;
     }
     let cost = conn.cost(handler);
@@ -379,6 +414,7 @@ fn track_charged<C, H: StreamHandler<Conn = C>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diag::Kind;
 
     /// Counts what it is handed; follows every connection.
     #[derive(Default)]
@@ -442,6 +478,7 @@ mod tests {
                 window_scale: None,
                 payload: b"",
                 missing_len: 0,
+                spot: None,
             };
             let at = PacketRef {
                 frame: self.frame,
@@ -506,6 +543,7 @@ mod tests {
                 window_scale: None,
                 payload,
                 missing_len: 0,
+                spot: None,
             };
             let at = PacketRef {
                 frame,
@@ -526,6 +564,83 @@ mod tests {
                 (Dir::FromResponder, b"server".to_vec()),
             ],
             "the server's held bytes come as the server's when the client resets"
+        );
+    }
+
+    /// Reads a stream's bytes "again" from memory, as if it lay at offset 0 of capture 0,
+    /// or fails every read.
+    #[derive(Debug)]
+    struct StreamFile(Option<Vec<u8>>);
+
+    impl Recall for StreamFile {
+        fn recall(&self, spot: crate::packet_ref::FileSpot, into: &mut [u8]) -> bool {
+            let from = spot.offset() as usize;
+            let Some(bytes) = self.0.as_ref().and_then(|b| b.get(from..from + into.len())) else {
+                return false;
+            };
+            into.copy_from_slice(bytes);
+            true
+        }
+    }
+
+    /// A stream of 8 KiB in 1 KiB segments, each with its spot in capture 0 (offset =
+    /// stream offset), then the same last segment again, through a tracker that reads
+    /// its bytes again through `recall`: the diagnostics' kinds.
+    fn resent_through(recall: StreamFile, stream: &[u8]) -> Vec<Kind> {
+        let (c, s) = (addr(1, 40000), addr(2, 9093));
+        let mut tracker: Tracker<()> =
+            Tracker::with_limits(1 << 16, 10).with_recall(Arc::new(recall));
+        let (mut handler, mut diags) = (Opened::default(), Diagnostics::default());
+        let mut send = |frame: u64, seq: u32, syn: bool, from: usize, to: usize| {
+            let seg = TcpSegmentView {
+                src: c,
+                dst: s,
+                seq,
+                ack_number: 0,
+                syn,
+                ack: false,
+                fin: false,
+                rst: false,
+                window: 0,
+                window_scale: None,
+                payload: &stream[from..to],
+                missing_len: 0,
+                spot: crate::packet_ref::FileSpot::new(0, from as u64),
+            };
+            let at = PacketRef {
+                frame,
+                ..PacketRef::default()
+            };
+            tracker.segment(&seg, at, &mut handler, &mut diags);
+        };
+        send(1, 100, true, 0, 0);
+        for (i, from) in (0..stream.len()).step_by(1024).enumerate() {
+            send(2 + i as u64, 101 + from as u32, false, from, from + 1024);
+        }
+        let last = stream.len() - 1024;
+        send(100, 101 + last as u32, false, last, stream.len());
+        let kinds = [Kind::TcpOverlapConflict, Kind::TcpOverlapUnread];
+        kinds.into_iter().filter(|k| diags.count(*k) > 0).collect()
+    }
+
+    #[test]
+    fn a_retransmission_over_bytes_that_cannot_be_read_again_is_said_not_compared() {
+        let stream: Vec<u8> = (0..8192u32).map(|i| (i % 253) as u8).collect();
+        let read = resent_through(StreamFile(Some(stream.clone())), &stream);
+        assert_eq!(read, vec![], "the same bytes, read again");
+        let mut other = stream.clone();
+        other[8000] ^= 1;
+        let changed = resent_through(StreamFile(Some(other)), &stream);
+        assert_eq!(
+            changed,
+            vec![Kind::TcpOverlapConflict],
+            "the file says otherwise"
+        );
+        let unread = resent_through(StreamFile(None), &stream);
+        assert_eq!(
+            unread,
+            vec![Kind::TcpOverlapUnread],
+            "never taken for the same"
         );
     }
 

@@ -88,6 +88,7 @@ mod tests {
             window_scale,
             payload: b"",
             missing_len: 0,
+            spot: None,
         }
     }
 

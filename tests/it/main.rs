@@ -36,6 +36,7 @@ mod producers_output;
 mod properties;
 mod regression;
 mod report_format;
+mod retransmissions;
 mod schema;
 mod serialized;
 mod snaplen;

@@ -288,6 +288,41 @@ impl fmt::Display for TcpOverlapConflict {
     }
 }
 
+/// What a [`Kind::TcpOverlapUnread`](crate::diag::Kind::TcpOverlapUnread) diagnostic says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TcpOverlapUnread {
+    /// Stream offset of the bytes not compared.
+    pub offset: u64,
+    pub bytes: u64,
+    pub from: SocketAddr,
+}
+
+impl TcpOverlapUnread {
+    /// What the sentence states, as named fields of the report.
+    pub fn facts(&self) -> Facts {
+        let Self {
+            offset,
+            bytes,
+            from,
+        } = self;
+        facts![offset, bytes, from]
+    }
+}
+
+impl fmt::Display for TcpOverlapUnread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            offset,
+            bytes,
+            from,
+        } = self;
+        write!(
+            f,
+            "a retransmission from {from} was not compared with the first copy of the {bytes} bytes at stream offset {offset}: the capture file could not be read there again; the first copy was kept"
+        )
+    }
+}
+
 /// What a [`Kind::TcpRstOutOfWindow`](crate::diag::Kind::TcpRstOutOfWindow) diagnostic says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TcpRstOutOfWindow {

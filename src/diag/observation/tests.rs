@@ -275,6 +275,19 @@ fn tcp_samples() -> Vec<Sample> {
             ],
         ),
         (
+            Observation::TcpOverlapUnread(obs::TcpOverlapUnread {
+                offset: 8192,
+                bytes: 1448,
+                from: server(),
+            }),
+            "a retransmission from 10.0.0.2:9092 was not compared with the first copy of the 1448 bytes at stream offset 8192: the capture file could not be read there again; the first copy was kept",
+            vec![
+                ("offset", Fact::Uint(8192)),
+                ("bytes", Fact::Uint(1448)),
+                ("from", text("10.0.0.2:9092")),
+            ],
+        ),
+        (
             Observation::TcpRstOutOfWindow(obs::TcpRstOutOfWindow {
                 from: client(),
                 seq: 4_000_000_000,
