@@ -45,32 +45,41 @@ impl Origin {
 
 /// Where bytes lie in a capture file that can be read again (a regular file, not inflated
 /// from gzip): the file's index in `captures[]` and the byte offset, packed in 8 bytes
-/// (16 and 48 bits). Bytes that have one need not be copied to be looked at again: TCP
-/// reassembly keeps the spot of what it delivered, not the bytes, to compare a
-/// retransmission with ([`Recall`]).
+/// (16 and 48 bits; `Option<FileSpot>` too). Bytes that have one need not be copied to be
+/// looked at again: TCP reassembly keeps the spot of what it delivered, not the bytes, to
+/// compare a retransmission with ([`Recall`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileSpot(u64);
+pub struct FileSpot(std::num::NonZeroU64);
 
 impl FileSpot {
-    /// Files past the 65,536th, or offsets past 2^48, have no spot.
+    /// Files past the 65,536th, offsets past 2^48, and the first byte of the first file
+    /// (a file header, never a packet's) have no spot.
     pub fn new(capture: usize, offset: u64) -> Option<Self> {
         let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
-        (offset >> 48 == 0).then_some(Self(capture << 48 | offset))
+        if offset >> 48 != 0 {
+            return None;
+        }
+        std::num::NonZeroU64::new(capture << 48 | offset).map(Self)
     }
 
     /// Index of the file in `captures[]`.
     pub fn capture(self) -> usize {
-        (self.0 >> 48) as usize
+        (self.0.get() >> 48) as usize
     }
 
     /// Byte offset in that file.
     pub fn offset(self) -> u64 {
-        self.0 & ((1 << 48) - 1)
+        self.0.get() & ((1 << 48) - 1)
     }
 
     /// The spot `by` bytes further on in the same file.
+    #[inline]
     pub fn advanced(self, by: u64) -> Option<Self> {
-        Self::new(self.capture(), self.offset().checked_add(by)?)
+        let offset = self.offset().checked_add(by)?;
+        if offset >> 48 != 0 {
+            return None;
+        }
+        std::num::NonZeroU64::new(self.0.get() + by).map(Self)
     }
 }
 

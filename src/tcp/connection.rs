@@ -144,7 +144,7 @@ impl<C> Connection<C> {
             return true;
         }
         let followed = match self.live.as_deref_mut() {
-            Some(live) => live.segment(&self.info, seg, at, recall, handler, diags),
+            Some(live) => live.segment((&self.info, dir), seg, at, recall, handler, diags),
             None => false,
         };
         self.close_if_over(seg.rst, followed, at, handler, diags)
@@ -287,7 +287,7 @@ impl<C> Live<C> {
     /// direction. Returns whether the handler still follows the connection.
     fn segment<H: StreamHandler<Conn = C>>(
         &mut self,
-        info: &ConnInfo,
+        (info, dir): (&ConnInfo, Dir),
         seg: &TcpSegmentView<'_>,
         at: PacketRef,
         recall: &dyn Recall,
@@ -295,7 +295,6 @@ impl<C> Live<C> {
         diags: &mut Diagnostics,
     ) -> bool {
         let Self { streams, state } = self;
-        let dir = info.dir_of(seg);
         let mut followed = true;
         if seg.missing_len > 0 {
             let what = Observation::PacketTruncated(obs::PacketTruncated {

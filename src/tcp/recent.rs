@@ -76,15 +76,22 @@ impl Recent {
         let skipped = data.len().saturating_sub(RECENT_LEN);
         let tail = data.get(skipped..).unwrap_or(data);
         self.end = start + data.len() as u64;
-        let spot = spot.filter(|_| self.buf.len() == RECENT_LEN && data.len() >= SPOT_FROM);
-        match spot.and_then(|s| s.advanced(skipped as u64)) {
+        let kept = match spot {
+            Some(spot) if data.len() >= SPOT_FROM && self.buf.len() == RECENT_LEN => {
+                spot.advanced(skipped as u64)
+            }
+            _ => None,
+        };
+        match kept {
             Some(spot) => self.keep_spot(tail.len(), spot),
             None => self.copy(tail),
         }
         self.len = (self.len + tail.len()).min(RECENT_LEN);
-        let oldest = self.end - self.len as u64;
-        while self.stretches.front().is_some_and(|s| s.end() <= oldest) {
-            self.stretches.pop_front();
+        if !self.stretches.is_empty() {
+            let oldest = self.end - self.len as u64;
+            while self.stretches.front().is_some_and(|s| s.end() <= oldest) {
+                self.stretches.pop_front();
+            }
         }
     }
 
