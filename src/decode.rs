@@ -18,7 +18,7 @@ use etherparse::{
 use pcap_parser::Linktype;
 
 use crate::capture::Packet;
-use crate::packet_ref::FileSpot;
+use crate::packet_ref::{FileSpot, SPOT_FROM};
 
 /// A TCP segment, borrowed from the packet record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +40,9 @@ pub struct TcpSegmentView<'a> {
     pub payload: &'a [u8],
     /// Payload bytes that were on the wire but not captured (snaplen).
     pub missing_len: u32,
-    /// Where the payload lies in its capture file, when it can be read again there (not
-    /// for a datagram put back together from fragments).
+    /// Where the payload lies in its capture file, when it can be read again there and
+    /// is [`SPOT_FROM`] bytes or more (not for a datagram put back together from
+    /// fragments).
     pub spot: Option<FileSpot>,
 }
 
@@ -190,7 +191,9 @@ pub fn decode<'a>(packet: &Packet<'a>) -> Decoded<'a> {
         None => decode_sliced(packet),
     };
     if let Decoded::Tcp(segment) = &mut decoded {
-        segment.spot = packet.spot_of(segment.payload);
+        if segment.payload.len() >= SPOT_FROM {
+            segment.spot = packet.spot_of(segment.payload);
+        }
     }
     decoded
 }

@@ -83,6 +83,11 @@ impl FileSpot {
     }
 }
 
+/// Bytes a payload needs to be given a spot: a shorter one is copied where it must be
+/// kept (it is read anyway, and a copy of it costs less than keeping and reading again
+/// its spot).
+pub const SPOT_FROM: usize = 512;
+
 /// Reads bytes of a capture file again at a [`FileSpot`]: how a stage that kept a spot
 /// instead of the bytes gets them back (the input implements it; a stage only asks).
 pub trait Recall: Send + Sync + std::fmt::Debug {

@@ -21,7 +21,7 @@ pub const RECENT_LEN: usize = 4096;
 /// Deliveries at least this long are kept by their spot, when they have one; shorter ones
 /// are copied (a Kafka control message is read by the decoder anyway, so its bytes are
 /// at hand, and a stretch for it would cost more than the copy).
-pub const SPOT_FROM: usize = 512;
+pub use crate::packet_ref::SPOT_FROM;
 
 /// Stretches that can lie in the ring at once: each is at least [`SPOT_FROM`] long, and
 /// the oldest may reach before the ring's start.
