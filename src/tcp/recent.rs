@@ -172,6 +172,7 @@ impl Recent {
     pub fn compare(&self, from: u64, data: &[u8], recall: &dyn Recall) -> Compared {
         let mut at = from;
         let mut rest = data;
+        // (the splits below cannot fail: each stretch met lies partly within `rest`)
         for stretch in &self.stretches {
             let rest_end = at + rest.len() as u64;
             if stretch.end() <= at {
@@ -181,14 +182,20 @@ impl Recent {
                 break;
             }
             if stretch.start > at {
-                let (before, after) = rest.split_at(span(at, stretch.start));
+                let Some((before, after)) = rest.split_at_checked(span(at, stretch.start)) else {
+                    return Compared::Unread;
+                };
                 if !self.ring_matches(at, before) {
                     return Compared::Different;
                 }
                 at = stretch.start;
                 rest = after;
             }
-            let (inside, after) = rest.split_at(span(at, stretch.end().min(rest_end)));
+            let Some((inside, after)) =
+                rest.split_at_checked(span(at, stretch.end().min(rest_end)))
+            else {
+                return Compared::Unread;
+            };
             let Some(spot) = stretch.spot.advanced(at - stretch.start) else {
                 return Compared::Unread;
             };

@@ -132,5 +132,60 @@ fn retransmissions_are_compared_with_the_bytes_read_again() {
     let stdin: Value = serde_json::from_slice(&stdin).unwrap();
     assert_eq!(conflicts(&stdin), (planted.clone(), true));
     let workers = report(&[plain, "--threads", "2"]);
-    assert_eq!(conflicts(&workers), (planted, true));
+    assert_eq!(conflicts(&workers), (planted.clone(), true));
+
+    // pcapng (its packets at other offsets in their blocks), and the second of two files
+    // (spots in capture 1)
+    let ng = dir.path().join("retransmitted.pcapng");
+    pcapng_of(&path, &ng);
+    let ng = report(&[ng.to_str().unwrap()]);
+    assert_eq!(conflicts(&ng).0, planted, "{}", ng["diagnostics"]);
+    let other = dir.path().join("other.pcap");
+    let mut w = PcapWriter::create(&other);
+    clean_exchange(&mut w);
+    w.finish();
+    let second = report(&[other.to_str().unwrap(), plain]);
+    assert_eq!(conflicts(&second).0, planted, "{}", second["diagnostics"]);
+    assert!(!kinds(&second).contains(&"tcp_overlap_unread".to_owned()));
+}
+
+/// The little-endian microsecond pcap at `pcap` written again as pcapng at `ng`: one
+/// Ethernet interface, an enhanced packet block a record, each with a comment option
+/// before its end so that packets lie at other offsets than in the pcap.
+fn pcapng_of(pcap: &std::path::Path, ng: &std::path::Path) {
+    let (_, records) = pcap_records(pcap);
+    let mut out = Vec::new();
+    let u32le = |out: &mut Vec<u8>, v: u32| out.extend(v.to_le_bytes());
+    // section header, then the interface (microsecond timestamps by default)
+    for v in [0x0a0d0d0a, 28, 0x1a2b3c4d, 1] {
+        u32le(&mut out, v);
+    }
+    out.extend((-1i64).to_le_bytes());
+    u32le(&mut out, 28);
+    for v in [1, 20, 1, 0, 20] {
+        u32le(&mut out, v);
+    }
+    for (head, data) in records {
+        let secs = u32::from_le_bytes(head[0..4].try_into().unwrap());
+        let micros = u64::from(secs) * 1_000_000
+            + u64::from(u32::from_le_bytes(head[4..8].try_into().unwrap()));
+        let padded = data.len().div_ceil(4) * 4;
+        let comment = b"resent";
+        let option = 4 + comment.len().div_ceil(4) * 4 + 4; // the comment, then opt_endofopt
+        let len = (32 + padded + option) as u32;
+        for v in [6, len, 0, (micros >> 32) as u32, micros as u32] {
+            u32le(&mut out, v);
+        }
+        u32le(&mut out, data.len() as u32);
+        u32le(&mut out, data.len() as u32);
+        out.extend(&data);
+        out.resize(out.len() + padded - data.len(), 0);
+        out.extend(1u16.to_le_bytes());
+        out.extend((comment.len() as u16).to_le_bytes());
+        out.extend(comment);
+        out.resize(out.len() + comment.len().div_ceil(4) * 4 - comment.len(), 0);
+        out.extend([0u8; 4]);
+        u32le(&mut out, len);
+    }
+    std::fs::write(ng, out).unwrap();
 }
