@@ -228,10 +228,13 @@ pub fn first_times(inputs: &[String]) -> Vec<(String, Option<Timestamp>)> {
         if path == "-" {
             return None;
         }
-        let file = File::open(path).ok()?;
-        if !file.metadata().ok()?.is_file() {
+        // stat before opening: opening a named pipe to look would pair with its writer,
+        // which then fails on the reader's close and writes no more (a hang at the real
+        // open)
+        if !std::fs::metadata(path).ok()?.is_file() {
             return None;
         }
+        let file = File::open(path).ok()?;
         let input = input::inflated(path, Box::new(file)).ok()?;
         capture::first_timestamp(input, path)
     };

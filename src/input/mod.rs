@@ -39,12 +39,17 @@ pub fn open(
             path: path.to_owned(),
             source,
         })?;
-        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        let metadata = file.metadata().ok();
+        if metadata.as_ref().is_some_and(std::fs::Metadata::is_dir) {
             return Err(Error::IsDirectory {
                 path: path.to_owned(),
             });
         }
-        again = file.try_clone().ok();
+        // only a regular file can be read again at an offset: not a named pipe, nor the
+        // /dev/fd/N of a shell's process substitution
+        if metadata.is_some_and(|m| m.is_file()) {
+            again = file.try_clone().ok();
+        }
         Box::new(file)
     };
     let raw: Box<dyn Read + Send> = match bytes_read {

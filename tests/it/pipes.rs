@@ -241,3 +241,44 @@ fn csv_committed_exits_0_with_either_stream_closed() {
         assert_eq!(out.status.code(), Some(0), "{closed:?} closed");
     }
 }
+
+/// A capture written into a named pipe (`mkfifo f; tcpdump -w f & pidshark f`) is read
+/// once, whole: opening it to look at its first packet, as a regular file is, paired with
+/// the writer, and a writer done by the time that look closed it (a capture that fits in
+/// the pipe's buffer) left the real open waiting for a writer that was gone. Several
+/// rounds, small and large, since whether the writer was done first is a race.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_is_opened_once_and_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.pcap");
+    let mut w = PcapWriter::create(&small);
+    clean_exchange(&mut w);
+    w.finish();
+    let large = dir.path().join("large.pcap");
+    apid_capture(&large, 20, 5); // over 4 MiB: far more than a pipe's buffer
+    let fifo = dir.path().join("capture.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        assert!(!ci(), "mkfifo failed");
+        eprintln!("skipped: mkfifo could not make a named pipe here");
+        return;
+    }
+    for (capture, exchanges) in [(&small, 1); 8].into_iter().chain([(&large, 100)]) {
+        let bytes = std::fs::read(capture).unwrap();
+        let into = fifo.clone();
+        let writer = std::thread::spawn(move || std::fs::write(into, bytes));
+        let out = pidshark()
+            .args([fifo.to_str().unwrap(), "--compact", "--quiet"])
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}: {out:?}", capture.display());
+        writer
+            .join()
+            .unwrap()
+            .expect("the writer's pipe stayed open");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["summary"]["exchanges"]["complete"], exchanges);
+    }
+}

@@ -133,6 +133,21 @@ fn retransmissions_are_compared_with_the_bytes_read_again() {
     assert_eq!(conflicts(&stdin), (planted.clone(), true));
     let workers = report(&[plain, "--threads", "2"]);
     assert_eq!(conflicts(&workers), (planted.clone(), true));
+    #[cfg(unix)]
+    {
+        // a named pipe (as `<(zcat capture.pcap.gz)` gives): not read again, so copied
+        let fifo = dir.path().join("retransmitted.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let bytes = std::fs::read(&path).unwrap();
+            let fifo_path = fifo.clone();
+            let writer = std::thread::spawn(move || std::fs::write(fifo_path, bytes));
+            let piped = report(&[fifo.to_str().unwrap()]);
+            writer.join().unwrap().unwrap();
+            assert_eq!(conflicts(&piped), (planted.clone(), true));
+            assert!(!kinds(&piped).contains(&"tcp_overlap_unread".to_owned()));
+        }
+    }
 
     // pcapng (its packets at other offsets in their blocks), and the second of two files
     // (spots in capture 1)
