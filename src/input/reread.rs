@@ -6,6 +6,12 @@ use std::sync::Mutex;
 
 use crate::packet_ref::{FileSpot, Recall};
 
+/// Capture files kept open to be read again at most. Each stays open to the end of the
+/// run (a connection's last bytes may lie in a file the merge has finished), so a merge
+/// of many rotated files would otherwise hold a descriptor for each, up to the process's
+/// limit; the files past these are read as before, their long deliveries copied.
+pub const MAX_KEPT: usize = 64;
+
 /// The capture files kept open to be read again, by their index in `captures[]`.
 #[derive(Debug, Default)]
 pub struct Reread {
@@ -14,12 +20,16 @@ pub struct Reread {
 
 impl Reread {
     /// Keeps `file` (capture `index`) to be read again; `false` where that cannot be done
-    /// (a platform without positioned reads), and then its bytes must not be given spots.
+    /// (a platform without positioned reads, or [`MAX_KEPT`] files kept already), and then
+    /// its bytes must not be given spots.
     pub fn keep(&self, index: usize, file: File) -> bool {
         if !cfg!(unix) {
             return false;
         }
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        if files.iter().flatten().count() >= MAX_KEPT {
+            return false;
+        }
         if files.len() <= index {
             files.resize_with(index + 1, || None);
         }
@@ -78,5 +88,15 @@ mod tests {
         assert!(!reread.recall(past, &mut got));
         let other = FileSpot::new(1, 0).expect("a spot");
         assert!(!reread.recall(other, &mut got));
+    }
+
+    #[test]
+    fn only_so_many_files_are_kept_open() {
+        let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+        let reread = Reread::default();
+        let kept = (0..MAX_KEPT + 3)
+            .filter(|i| reread.keep(*i, tmp.reopen().expect("reopened")))
+            .count();
+        assert_eq!(kept, if cfg!(unix) { MAX_KEPT } else { 0 });
     }
 }
