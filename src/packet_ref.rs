@@ -25,11 +25,7 @@ pub struct Origin(std::num::NonZeroU64);
 impl Origin {
     /// Files past the 65,536th, or packets past 2^48 in one file, have no origin.
     pub fn new(capture: usize, frame: u64) -> Option<Self> {
-        let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
-        if frame >> 48 != 0 {
-            return None;
-        }
-        std::num::NonZeroU64::new(capture << 48 | frame).map(Self)
+        pack(capture, frame).map(Self)
     }
 
     /// Index of the file in `captures[]`.
@@ -39,8 +35,21 @@ impl Origin {
 
     /// 1-based packet number inside that file.
     pub fn frame(self) -> u64 {
-        self.0.get() & ((1 << 48) - 1)
+        self.0.get() & LOW_48
     }
+}
+
+/// The low 48 bits of a [`pack`]ed number.
+const LOW_48: u64 = (1 << 48) - 1;
+
+/// A file's index in `captures[]` (at most 65,535) in the high 16 bits and `low` (below
+/// 2^48) in the others; `None` out of those ranges, or for zero.
+fn pack(capture: usize, low: u64) -> Option<std::num::NonZeroU64> {
+    let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
+    if low > LOW_48 {
+        return None;
+    }
+    std::num::NonZeroU64::new(capture << 48 | low)
 }
 
 /// Where bytes lie in a capture file that can be read again (a regular file, not inflated
@@ -55,11 +64,7 @@ impl FileSpot {
     /// Files past the 65,536th, offsets past 2^48, and the first byte of the first file
     /// (a file header, never a packet's) have no spot.
     pub fn new(capture: usize, offset: u64) -> Option<Self> {
-        let capture = u64::try_from(capture).ok().filter(|c| *c <= 0xffff)?;
-        if offset >> 48 != 0 {
-            return None;
-        }
-        std::num::NonZeroU64::new(capture << 48 | offset).map(Self)
+        pack(capture, offset).map(Self)
     }
 
     /// Index of the file in `captures[]`.
@@ -69,17 +74,13 @@ impl FileSpot {
 
     /// Byte offset in that file.
     pub fn offset(self) -> u64 {
-        self.0.get() & ((1 << 48) - 1)
+        self.0.get() & LOW_48
     }
 
     /// The spot `by` bytes further on in the same file.
     #[inline]
     pub fn advanced(self, by: u64) -> Option<Self> {
-        let offset = self.offset().checked_add(by)?;
-        if offset >> 48 != 0 {
-            return None;
-        }
-        std::num::NonZeroU64::new(self.0.get() + by).map(Self)
+        Self::new(self.capture(), self.offset().checked_add(by)?)
     }
 }
 
