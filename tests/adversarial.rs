@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::Write;
-use std::path::Path;
 
 use common::*;
 
@@ -179,33 +178,6 @@ fn sequence_numbers_jumping_by_half_the_space() {
     let (_, rss, took) = run_measured(&path, &["--port", "9093"]);
     assert!(rss < 64, "peak RSS {rss} MiB");
     assert!(took < HANG_GUARD, "{took:?}");
-}
-
-/// A pcapng section with one Ethernet interface, then `blocks`.
-fn pcapng(path: &Path, blocks: &[Vec<u8>]) {
-    let mut f = std::fs::File::create(path).unwrap();
-    let shb = [
-        0x0a0d0d0a_u32.to_le_bytes(),
-        28u32.to_le_bytes(),
-        0x1a2b3c4d_u32.to_le_bytes(),
-    ]
-    .concat();
-    f.write_all(&shb).unwrap();
-    f.write_all(&[1, 0, 0, 0]).unwrap(); // version 1.0
-    f.write_all(&(-1i64).to_le_bytes()).unwrap();
-    f.write_all(&28u32.to_le_bytes()).unwrap();
-    let idb = [
-        1u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-        1u32.to_le_bytes(),
-        0u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-    ]
-    .concat();
-    f.write_all(&idb).unwrap();
-    for b in blocks {
-        f.write_all(b).unwrap();
-    }
 }
 
 fn epb(if_id: u32, packet: &[u8], claimed_len: Option<u32>) -> Vec<u8> {

@@ -535,3 +535,30 @@ pub fn peak_mib(stderr: &str) -> u64 {
         .expect("the peak is a number of KiB");
     kib / 1024
 }
+
+/// A pcapng section with one Ethernet interface, then `blocks`.
+pub fn pcapng(path: &Path, blocks: &[Vec<u8>]) {
+    let mut f = std::fs::File::create(path).unwrap();
+    let shb = [
+        0x0a0d0d0a_u32.to_le_bytes(),
+        28u32.to_le_bytes(),
+        0x1a2b3c4d_u32.to_le_bytes(),
+    ]
+    .concat();
+    f.write_all(&shb).unwrap();
+    f.write_all(&[1, 0, 0, 0]).unwrap(); // version 1.0
+    f.write_all(&(-1i64).to_le_bytes()).unwrap();
+    f.write_all(&28u32.to_le_bytes()).unwrap();
+    let idb = [
+        1u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+        1u32.to_le_bytes(),
+        0u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+    ]
+    .concat();
+    f.write_all(&idb).unwrap();
+    for b in blocks {
+        f.write_all(b).unwrap();
+    }
+}

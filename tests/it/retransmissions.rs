@@ -169,38 +169,32 @@ fn retransmissions_are_compared_with_the_bytes_read_again() {
 /// before its end so that packets lie at other offsets than in the pcap.
 fn pcapng_of(pcap: &std::path::Path, ng: &std::path::Path) {
     let (_, records) = pcap_records(pcap);
+    let blocks: Vec<Vec<u8>> = records.iter().map(|(head, data)| epb(head, data)).collect();
+    pcapng(ng, &blocks);
+}
+
+/// An enhanced packet block on interface 0 of one pcap record, its time kept, with a
+/// comment option after the packet.
+fn epb(head: &[u8; 16], data: &[u8]) -> Vec<u8> {
+    let u32_at = |at: usize| u32::from_le_bytes(head[at..at + 4].try_into().unwrap());
+    let micros = u64::from(u32_at(0)) * 1_000_000 + u64::from(u32_at(4));
+    let padded = data.len().div_ceil(4) * 4;
+    let comment = b"resent";
+    let option = 4 + comment.len().div_ceil(4) * 4 + 4; // the comment, then opt_endofopt
+    let len = (32 + padded + option) as u32;
     let mut out = Vec::new();
-    let u32le = |out: &mut Vec<u8>, v: u32| out.extend(v.to_le_bytes());
-    // section header, then the interface (microsecond timestamps by default)
-    for v in [0x0a0d0d0a, 28, 0x1a2b3c4d, 1] {
-        u32le(&mut out, v);
+    for v in [6, len, 0, (micros >> 32) as u32, micros as u32] {
+        out.extend(v.to_le_bytes());
     }
-    out.extend((-1i64).to_le_bytes());
-    u32le(&mut out, 28);
-    for v in [1, 20, 1, 0, 20] {
-        u32le(&mut out, v);
-    }
-    for (head, data) in records {
-        let secs = u32::from_le_bytes(head[0..4].try_into().unwrap());
-        let micros = u64::from(secs) * 1_000_000
-            + u64::from(u32::from_le_bytes(head[4..8].try_into().unwrap()));
-        let padded = data.len().div_ceil(4) * 4;
-        let comment = b"resent";
-        let option = 4 + comment.len().div_ceil(4) * 4 + 4; // the comment, then opt_endofopt
-        let len = (32 + padded + option) as u32;
-        for v in [6, len, 0, (micros >> 32) as u32, micros as u32] {
-            u32le(&mut out, v);
-        }
-        u32le(&mut out, data.len() as u32);
-        u32le(&mut out, data.len() as u32);
-        out.extend(&data);
-        out.resize(out.len() + padded - data.len(), 0);
-        out.extend(1u16.to_le_bytes());
-        out.extend((comment.len() as u16).to_le_bytes());
-        out.extend(comment);
-        out.resize(out.len() + comment.len().div_ceil(4) * 4 - comment.len(), 0);
-        out.extend([0u8; 4]);
-        u32le(&mut out, len);
-    }
-    std::fs::write(ng, out).unwrap();
+    out.extend((data.len() as u32).to_le_bytes());
+    out.extend((data.len() as u32).to_le_bytes());
+    out.extend(data);
+    out.resize(out.len() + padded - data.len(), 0);
+    out.extend(1u16.to_le_bytes());
+    out.extend((comment.len() as u16).to_le_bytes());
+    out.extend(comment);
+    out.resize(out.len() + comment.len().div_ceil(4) * 4 - comment.len(), 0);
+    out.extend([0u8; 4]);
+    out.extend(len.to_le_bytes());
+    out
 }
