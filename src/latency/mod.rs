@@ -158,7 +158,8 @@ pub fn summarise(samples: &[f64]) -> Option<Summary> {
     if sorted.is_empty() {
         return None;
     }
-    sorted.sort_by(f64::total_cmp);
+    // Unstable is enough: samples equal under `total_cmp` are the same bits.
+    sorted.sort_unstable_by(f64::total_cmp);
     let count = sorted.len();
     let rank = |pct: usize| -> f64 {
         // ceil(pct/100 * count), at least 1, as an index

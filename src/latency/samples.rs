@@ -6,7 +6,7 @@
 //! every percentile stays a latency that occurred.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, Write};
+use std::io::{self, Read, Seek, Write};
 
 use super::{round3, summarise, Histogrammed, Summary};
 
@@ -96,7 +96,7 @@ impl Samples {
     /// Sorts what is held, when nothing was spilled (the summary is then direct).
     pub fn sort(&mut self) {
         if self.spilled.is_none() {
-            self.held.sort_by(f64::total_cmp);
+            self.held.sort_unstable_by(f64::total_cmp);
         }
     }
 
@@ -105,60 +105,58 @@ impl Samples {
         if let Some(file) = &self.spilled {
             let mut file = file;
             file.rewind()?;
-            let mut input = BufReader::with_capacity(1 << 16, file);
-            let mut sample = [0u8; 8];
-            for _ in 0..self.spilled_count {
-                input.read_exact(&mut sample)?;
-                each(key(f64::from_le_bytes(sample)));
+            // Read in blocks of whole samples, not 8 bytes a call.
+            let mut block = vec![0u8; 1 << 16];
+            let mut left = self.spilled_count.saturating_mul(8);
+            while left > 0 {
+                let len = left.min(block.len() as u64) as usize;
+                let part = block.get_mut(..len).unwrap_or_default();
+                file.read_exact(part)?;
+                for sample in part.chunks_exact(8) {
+                    if let Ok(sample) = <[u8; 8]>::try_from(sample) {
+                        each(key(f64::from_le_bytes(sample)));
+                    }
+                }
+                left -= len as u64;
             }
         }
         self.held.iter().for_each(|v| each(key(*v)));
         Ok(())
     }
 
-    /// The sample of 0-based rank `rank` in `total_cmp` order. `counts` is room for a
-    /// pass's buckets, kept from one selection to the next: half a mebibyte allocated
-    /// afresh each pass was mapped and faulted in afresh each time.
-    fn select(&self, mut rank: u64, counts: &mut Vec<u64>) -> io::Result<Option<f64>> {
-        let (mut prefix, mut prefix_bits) = (0u64, 0u32);
-        let matches =
-            |k: u64, prefix: u64, bits: u32| bits == 0 || k.checked_shr(64 - bits) == Some(prefix);
-        while prefix_bits < 64 {
-            let shift = 64 - prefix_bits - BUCKET_BITS;
-            counts.clear();
-            counts.resize(1 << BUCKET_BITS, 0);
+    /// The samples of 0-based ranks `ranks` in `total_cmp` order, found together: each
+    /// pass over the samples narrows every rank by the next 16 bits of its key (ranks
+    /// that share a prefix share its buckets), until a rank's bucket is small enough to
+    /// gather and sort. `first_pass` also sees every key of the first pass, so the
+    /// summary's own pass is that one. `None` for a rank past the samples.
+    fn select<const N: usize>(
+        &self,
+        ranks: [u64; N],
+        mut first_pass: impl FnMut(u64),
+    ) -> io::Result<[Option<f64>; N]> {
+        let mut hunts = ranks.map(Hunt::new);
+        let mut first = true;
+        loop {
+            let mut groups = Group::of(&hunts);
+            if groups.is_empty() {
+                break;
+            }
             self.for_each_key(|k| {
-                if matches(k, prefix, prefix_bits) {
-                    if let Some(c) = counts.get_mut(((k >> shift) & 0xffff) as usize) {
-                        *c += 1;
-                    }
+                if first {
+                    first_pass(k);
                 }
+                groups.iter_mut().for_each(|g| g.see(k));
             })?;
-            let mut below = 0u64;
-            let Some((bucket, count)) = counts.iter().enumerate().find(|(_, c)| {
-                let found = below + **c > rank;
-                if !found {
-                    below += **c;
+            first = false;
+            groups.iter_mut().for_each(Group::sort);
+            for hunt in hunts.iter_mut().filter(|h| h.found.is_none()) {
+                // Every hunt still on has its group.
+                if let Some(group) = groups.iter().find(|g| g.prefix == (hunt.prefix, hunt.bits)) {
+                    hunt.narrow(group);
                 }
-                found
-            }) else {
-                return Ok(None);
-            };
-            rank -= below;
-            prefix = (prefix << BUCKET_BITS) | bucket as u64;
-            prefix_bits += BUCKET_BITS;
-            if *count <= GATHER || prefix_bits == 64 {
-                let mut gathered = Vec::new();
-                self.for_each_key(|k| {
-                    if matches(k, prefix, prefix_bits) {
-                        gathered.push(k);
-                    }
-                })?;
-                gathered.sort_unstable();
-                return Ok(gathered.get(rank as usize).map(|k| value(*k)));
             }
         }
-        Ok(None)
+        Ok(hunts.map(|h| h.found.flatten()))
     }
 
     /// How many samples are above `us`, spilled ones read back; `None` when they do not
@@ -190,7 +188,7 @@ impl Samples {
         let (mut min, mut max) = (u64::MAX, 0u64);
         // Neumaier's compensated sum: the mean is not thrown off by the order of millions.
         let (mut sum, mut compensation) = (0.0f64, 0.0f64);
-        self.for_each_key(|k| {
+        let stats = |k: u64| {
             min = min.min(k);
             max = max.max(k);
             let v = value(k);
@@ -201,14 +199,11 @@ impl Samples {
                 (v - t) + sum
             };
             sum = t;
-        })?;
+        };
         let rank = |pct: u64| (pct * count).div_ceil(100).max(1) - 1;
-        let mut counts = Vec::new();
-        let (Some(p50), Some(p90), Some(p99)) = (
-            self.select(rank(50), &mut counts)?,
-            self.select(rank(90), &mut counts)?,
-            self.select(rank(99), &mut counts)?,
-        ) else {
+        let [Some(p50), Some(p90), Some(p99)] =
+            self.select([rank(50), rank(90), rank(99)], stats)?
+        else {
             return Ok(None);
         };
         Ok(Some(Summary {
@@ -221,6 +216,108 @@ impl Samples {
             max: value(max),
             percentiles_exact: true,
         }))
+    }
+}
+
+/// One rank being looked for: the bits of its key found so far, and its rank among the
+/// keys that start with them.
+#[derive(Debug, Clone, Copy)]
+struct Hunt {
+    rank: u64,
+    prefix: u64,
+    bits: u32,
+    /// The keys with the prefix are few enough to gather (or the prefix is whole).
+    gather: bool,
+    /// Done: the sample, or `None` when there are not enough samples.
+    found: Option<Option<f64>>,
+}
+
+impl Hunt {
+    fn new(rank: u64) -> Self {
+        Self {
+            rank,
+            prefix: 0,
+            bits: 0,
+            gather: false,
+            found: None,
+        }
+    }
+
+    /// Narrows the hunt by the pass's counts of its group, or ends it by its gathered keys.
+    fn narrow(&mut self, group: &Group) {
+        if self.gather {
+            let found = group.gathered.get(self.rank as usize).map(|k| value(*k));
+            self.found = Some(found);
+            return;
+        }
+        let mut below = 0u64;
+        let bucket = group.counts.iter().enumerate().find(|(_, c)| {
+            let found = below + **c > self.rank;
+            if !found {
+                below += **c;
+            }
+            found
+        });
+        let Some((bucket, count)) = bucket else {
+            self.found = Some(None);
+            return;
+        };
+        self.rank -= below;
+        self.prefix = (self.prefix << BUCKET_BITS) | bucket as u64;
+        self.bits += BUCKET_BITS;
+        self.gather = *count <= GATHER || self.bits == 64;
+    }
+}
+
+/// What one pass does for the keys with one prefix: counts them by their next 16 bits,
+/// or gathers them.
+struct Group {
+    prefix: (u64, u32),
+    counts: Vec<u64>,
+    gathered: Vec<u64>,
+    gather: bool,
+}
+
+impl Group {
+    /// One a distinct prefix among the hunts still on.
+    fn of(hunts: &[Hunt]) -> Vec<Self> {
+        let mut groups: Vec<Self> = Vec::new();
+        for hunt in hunts.iter().filter(|h| h.found.is_none()) {
+            let prefix = (hunt.prefix, hunt.bits);
+            if groups.iter().any(|g| g.prefix == prefix) {
+                continue;
+            }
+            groups.push(Self {
+                prefix,
+                counts: if hunt.gather {
+                    Vec::new()
+                } else {
+                    vec![0; 1 << BUCKET_BITS]
+                },
+                gathered: Vec::new(),
+                gather: hunt.gather,
+            });
+        }
+        groups
+    }
+
+    fn see(&mut self, k: u64) {
+        let (prefix, bits) = self.prefix;
+        if bits != 0 && k.checked_shr(64 - bits) != Some(prefix) {
+            return;
+        }
+        if self.gather {
+            self.gathered.push(k);
+        } else if let Some(c) = self
+            .counts
+            .get_mut(((k >> (64 - bits - BUCKET_BITS)) & 0xffff) as usize)
+        {
+            *c += 1;
+        }
+    }
+
+    fn sort(&mut self) {
+        self.gathered.sort_unstable();
     }
 }
 
