@@ -56,32 +56,72 @@ fn address(addr: SocketAddr) -> String {
     String::from_utf8(out).unwrap_or_else(|_| addr.to_string())
 }
 
-/// [`address`], appended to `out`.
+/// [`address`], appended to `out`: put together on the stack and appended at once, one
+/// length check, not one per byte.
 pub(crate) fn push_address(out: &mut Vec<u8>, addr: SocketAddr) {
     let SocketAddr::V4(v4) = addr else {
         // into a Vec, writing cannot fail
         let _ = std::io::Write::write_fmt(out, format_args!("{addr}"));
         return;
     };
+    let mut text = ShortText::<21>::default(); // 255.255.255.255:65535
     let [a, b, c, d] = v4.ip().octets();
-    push_octet(out, a);
+    text.octet(a);
     for octet in [b, c, d] {
-        out.push(b'.');
-        push_octet(out, octet);
+        text.push(b'.');
+        text.octet(octet);
     }
-    out.push(b':');
-    out.extend_from_slice(itoa::Buffer::new().format(v4.port()).as_bytes());
+    text.push(b':');
+    text.extend(itoa::Buffer::new().format(v4.port()).as_bytes());
+    out.extend_from_slice(text.as_bytes());
 }
 
-/// An address's byte in decimal.
-fn push_octet(out: &mut Vec<u8>, octet: u8) {
-    if octet >= 100 {
-        out.push(b'0' + octet / 100);
+/// At most `N` bytes of text; what would go past them is left out (callers size `N`
+/// for the longest text they make).
+struct ShortText<const N: usize> {
+    text: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Default for ShortText<N> {
+    fn default() -> Self {
+        Self {
+            text: [0; N],
+            len: 0,
+        }
     }
-    if octet >= 10 {
-        out.push(b'0' + octet / 10 % 10);
+}
+
+impl<const N: usize> ShortText<N> {
+    fn push(&mut self, byte: u8) {
+        if let Some(slot) = self.text.get_mut(self.len) {
+            *slot = byte;
+            self.len += 1;
+        }
     }
-    out.push(b'0' + octet % 10);
+
+    fn extend(&mut self, bytes: &[u8]) {
+        let end = self.len.saturating_add(bytes.len());
+        if let Some(room) = self.text.get_mut(self.len..end) {
+            room.copy_from_slice(bytes);
+            self.len = end;
+        }
+    }
+
+    /// An address's byte in decimal.
+    fn octet(&mut self, octet: u8) {
+        if octet >= 100 {
+            self.push(b'0' + octet / 100);
+        }
+        if octet >= 10 {
+            self.push(b'0' + octet / 10 % 10);
+        }
+        self.push(b'0' + octet % 10);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        self.text.get(..self.len).unwrap_or_default()
+    }
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
