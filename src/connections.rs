@@ -146,6 +146,8 @@ impl Connections {
             }
             around(closing, diags, out);
         });
+        // Counts are only reported: taken once, not after every packet.
+        pairing.counted(&mut dissector.out.counted);
         Closed {
             tcp_connections,
             forgotten_connections,
@@ -182,7 +184,6 @@ fn to_pairing(
             pairing.message(message);
         }
     }
-    pairing.counted(&mut dissector.out.counted);
     if pairing.exchanges.is_empty()
         && pairing.cluster_events.is_empty()
         && pairing.writes.is_empty()

@@ -323,22 +323,16 @@ impl Pairing {
         self.exchanges.sort_by_key(PairedExchange::sort_key);
     }
 
-    /// Takes what the Kafka stage counted rather than listed, leaving its counts at zero
-    /// (its few entries stay, not allocated again for each packet).
+    /// Adds what the Kafka stage counted rather than listed: once, at the end (the
+    /// counts are only reported).
     pub fn counted(&mut self, counted: &mut Counted) {
-        if !std::mem::take(&mut counted.pending) {
-            return;
+        let Counted { by_api, unmatched } = std::mem::take(counted);
+        for (key, [requests, responses]) in by_api {
+            let ours = self.api_counts.entry(key).or_default();
+            ours.requests += requests;
+            ours.responses += responses;
         }
-        for (key, counts) in counted.by_api.iter_mut() {
-            if let [0, 0] = counts {
-                continue;
-            }
-            let ours = self.api_counts.entry(*key).or_default();
-            ours.requests += counts[0];
-            ours.responses += counts[1];
-            *counts = [0, 0];
-        }
-        self.unmatched_responses += std::mem::take(&mut counted.unmatched);
+        self.unmatched_responses += unmatched;
     }
 
     /// Takes one message of the Kafka stage.

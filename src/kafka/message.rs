@@ -126,9 +126,6 @@ const COUNTED_ENTRY: usize = 2 * (size_of::<ApiKey>() + size_of::<[u64; 2]>()) +
 pub struct Counted {
     pub by_api: std::collections::BTreeMap<ApiKey, [u64; 2]>,
     pub unmatched: u64,
-    /// Something was counted since the counts were last taken: most packets count
-    /// nothing, and their counts are not looked through.
-    pub pending: bool,
 }
 
 impl Counted {
@@ -139,7 +136,6 @@ impl Counted {
             ours[1] += responses;
         }
         self.unmatched += other.unmatched;
-        self.pending |= other.pending;
     }
 }
 
@@ -212,7 +208,6 @@ impl Outbox {
             } => self.counted.unmatched += 1,
             _ => return false,
         }
-        self.counted.pending = true;
         true
     }
 
