@@ -198,7 +198,7 @@ fn to_pairing(
         out.push(Item::Cluster(ev));
     }
     for ex in pairing.exchanges.drain(..) {
-        out.push(Item::Exchange(ex));
+        out.push(Item::from(ex));
     }
     for ex in pairing.writes.drain(..) {
         out.push(Item::Write(ex));

@@ -61,14 +61,6 @@ pub enum Granting {
 }
 
 impl Granting {
-    /// The exchange as it was paired.
-    pub fn into_paired(self) -> PairedExchange {
-        match self {
-            Self::InitProducerId(ex) => PairedExchange::InitProducerId(ex),
-            Self::EndTxn(ex) => PairedExchange::EndTxn(ex),
-        }
-    }
-
     pub fn order(&self) -> ExchangeOrder {
         match self {
             Self::InitProducerId(ex) => ex.order(),

@@ -22,12 +22,24 @@ pub struct Finished {
     pub sink_error: Option<io::Error>,
 }
 
-/// What goes to the analysis thread.
+/// What goes to the analysis thread: each kind as the analysis and the sinks borrow it,
+/// so that it is analysed and written where it lies in its batch, never moved.
 #[derive(Debug)]
 pub enum Item {
     Cluster(ClusterEvent),
-    Exchange(PairedExchange),
+    Allocate(Exchange),
+    Granting(Granting),
     Write(WriteExchange),
+}
+
+impl From<PairedExchange> for Item {
+    fn from(ex: PairedExchange) -> Self {
+        match ex {
+            PairedExchange::Allocate(ex) => Self::Allocate(ex),
+            PairedExchange::InitProducerId(ex) => Self::Granting(Granting::InitProducerId(ex)),
+            PairedExchange::EndTxn(ex) => Self::Granting(Granting::EndTxn(ex)),
+        }
+    }
 }
 
 impl Item {
@@ -35,7 +47,9 @@ impl Item {
     pub fn endpoints_mut(&mut self) -> &mut crate::pairing::Endpoints {
         match self {
             Self::Cluster(ev) => &mut ev.endpoints,
-            Self::Exchange(ex) => ex.endpoints_mut(),
+            Self::Allocate(ex) => &mut ex.endpoints,
+            Self::Granting(Granting::InitProducerId(ex)) => &mut ex.endpoints,
+            Self::Granting(Granting::EndTxn(ex)) => &mut ex.endpoints,
             Self::Write(ex) => &mut ex.endpoints,
         }
     }
@@ -60,10 +74,10 @@ pub fn held_estimate(item: &Item) -> u64 {
     match item {
         // A few listeners or quorum entries; Metadata's broker list can be long.
         Item::Cluster(ev) => ev.meta.size.saturating_mul(2).saturating_add(256),
-        Item::Exchange(PairedExchange::Allocate(ex)) => allocate_held_estimate(ex),
+        Item::Allocate(ex) => allocate_held_estimate(ex),
         // Small and fixed but for two strings and the tagged fields, as above.
-        Item::Exchange(PairedExchange::InitProducerId(ex)) => small_held_estimate(ex),
-        Item::Exchange(PairedExchange::EndTxn(ex)) => small_held_estimate(ex),
+        Item::Granting(Granting::InitProducerId(ex)) => small_held_estimate(ex),
+        Item::Granting(Granting::EndTxn(ex)) => small_held_estimate(ex),
         // Batch headers and answers, never records: what the decoded messages hold.
         Item::Write(ex) => {
             let response = ex
@@ -219,19 +233,16 @@ impl Batcher {
 /// of them the output thread waiting on that lock; 2.1-2.2 s of wall time).
 pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Finished {
     let mut sink_error = None;
-    let mut spent = Vec::new();
-    for mut batch in rx.rx {
-        for item in batch.drain(..) {
-            let (item, written) = analyse(&mut analyzer, sink, item, sink_error.is_none());
-            spent.push(item);
+    for batch in rx.rx {
+        for item in &batch {
+            let written = analyse(&mut analyzer, sink, item, sink_error.is_none());
             if let Some(Err(e)) = written {
                 sink_error = Some(e);
                 rx.stop.store(true, Ordering::Relaxed);
             }
         }
-        // Back with what was spent, to be freed and the room reused; when the capture
-        // thread has enough, dropped here.
-        std::mem::swap(&mut batch, &mut spent);
+        // Back with the items, to be freed and the room reused; when the capture thread
+        // has enough, dropped here.
         let _ = rx.spare.try_send(batch);
     }
     Finished {
@@ -240,48 +251,29 @@ pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Fin
     }
 }
 
-/// [`analyse`] for an exchange that grants producer ids.
-fn hand_on_granting(
-    analyzer: &mut Analyzer,
-    sink: &mut dyn Sink,
-    granting: Granting,
-    write: bool,
-) -> (Item, Option<io::Result<()>>) {
-    let placed = analyzer.add_granting(&granting);
-    let written = write.then(|| sink.exchange(Analysed::Producer(&granting, &placed)));
-    (Item::Exchange(granting.into_paired()), written)
-}
-
-/// One item through the analysis and, when `write`, to the sink, which only borrows it;
-/// the item comes back, to go back to the capture thread.
+/// One item through the analysis and, when `write`, to the sink; both only borrow it.
 fn analyse(
     analyzer: &mut Analyzer,
     sink: &mut dyn Sink,
-    item: Item,
+    item: &Item,
     write: bool,
-) -> (Item, Option<io::Result<()>>) {
+) -> Option<io::Result<()>> {
     match item {
         Item::Cluster(ev) => {
-            analyzer.add_cluster(&ev);
-            let written = write.then(|| sink.cluster(&ev));
-            (Item::Cluster(ev), written)
+            analyzer.add_cluster(ev);
+            write.then(|| sink.cluster(ev))
         }
-        Item::Exchange(PairedExchange::Allocate(ex)) => {
-            let block = analyzer.add(&ex);
-            let analysed = Analysed::Allocate(&ex, block.as_ref());
-            let written = write.then(|| sink.exchange(analysed));
-            (Item::Exchange(PairedExchange::Allocate(ex)), written)
+        Item::Allocate(ex) => {
+            let block = analyzer.add(ex);
+            write.then(|| sink.exchange(Analysed::Allocate(ex, block.as_ref())))
         }
-        Item::Exchange(PairedExchange::InitProducerId(ex)) => {
-            hand_on_granting(analyzer, sink, Granting::InitProducerId(ex), write)
-        }
-        Item::Exchange(PairedExchange::EndTxn(ex)) => {
-            hand_on_granting(analyzer, sink, Granting::EndTxn(ex), write)
+        Item::Granting(granting) => {
+            let placed = analyzer.add_granting(granting);
+            write.then(|| sink.exchange(Analysed::Producer(granting, &placed)))
         }
         Item::Write(ex) => {
-            let judged = analyzer.add_write(&ex);
-            let written = write.then(|| sink.write(&ex, &judged));
-            (Item::Write(ex), written)
+            let judged = analyzer.add_write(ex);
+            write.then(|| sink.write(ex, &judged))
         }
     }
 }
@@ -298,7 +290,7 @@ mod tests {
         let (mut batcher, rx) = channel();
         for n in 1..=3 {
             let ex = exchange(n, 1, 5, Some((0, n as i64 * 1000, 1000, 2)));
-            batcher.push(Item::Exchange(PairedExchange::Allocate(ex)));
+            batcher.push(Item::Allocate(ex));
         }
         batcher.send();
         // the capture thread's end closed, its spare batches kept to look at
@@ -311,7 +303,7 @@ mod tests {
         let frames: Vec<u64> = back
             .iter()
             .filter_map(|item| match item {
-                Item::Exchange(PairedExchange::Allocate(ex)) => Some(ex.request_meta.frame),
+                Item::Allocate(ex) => Some(ex.request_meta.frame),
                 _ => None,
             })
             .collect();
