@@ -54,7 +54,7 @@ pub fn compact_typed(
 }
 
 /// Serializes `value` at depth 0 to `out`, compact or pretty.
-pub fn write(out: &mut dyn Write, value: &impl Serialize, pretty: bool) -> io::Result<()> {
+pub fn write(out: impl Write, value: &impl Serialize, pretty: bool) -> io::Result<()> {
     value.serialize(&mut Writer::new(out, pretty, 0))?;
     Ok(())
 }
