@@ -18,7 +18,7 @@ const GATHER: u64 = 1 << 16;
 const BUCKET_BITS: u32 = 16;
 
 /// The order of `f64::total_cmp` as an unsigned integer.
-fn key(value: f64) -> u64 {
+pub(super) fn key(value: f64) -> u64 {
     let bits = value.to_bits();
     if bits >> 63 == 1 {
         !bits
@@ -27,7 +27,7 @@ fn key(value: f64) -> u64 {
     }
 }
 
-fn value(key: u64) -> f64 {
+pub(super) fn value(key: u64) -> f64 {
     f64::from_bits(if key >> 63 == 1 {
         key & !(1 << 63)
     } else {
