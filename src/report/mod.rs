@@ -17,6 +17,7 @@ pub mod spill;
 pub mod text;
 pub mod tree;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -56,14 +57,30 @@ fn address(addr: SocketAddr) -> String {
     String::from_utf8(out).unwrap_or_else(|_| addr.to_string())
 }
 
-/// [`address`], appended to `out`: put together on the stack and appended at once, one
-/// length check, not one per byte.
+/// [`address`], appended to `out`. The last few IPv4 addresses' texts are kept per
+/// thread: an exchange and its block name the same two, and a capture's servers are few.
 pub(crate) fn push_address(out: &mut Vec<u8>, addr: SocketAddr) {
+    thread_local! {
+        static RECENT: RefCell<RecentAddresses> = RefCell::new(RecentAddresses::default());
+    }
     let SocketAddr::V4(v4) = addr else {
         // into a Vec, writing cannot fail
         let _ = std::io::Write::write_fmt(out, format_args!("{addr}"));
         return;
     };
+    let kept = RECENT.with(|recent| {
+        let mut recent = recent.try_borrow_mut().ok()?;
+        out.extend_from_slice(recent.text(v4));
+        Some(())
+    });
+    if kept.is_none() {
+        out.extend_from_slice(address_v4(v4).as_bytes());
+    }
+}
+
+/// An IPv4 address and port as text, put together on the stack: one length check, not
+/// one per byte.
+fn address_v4(v4: std::net::SocketAddrV4) -> ShortText<21> {
     let mut text = ShortText::<21>::default(); // 255.255.255.255:65535
     let [a, b, c, d] = v4.ip().octets();
     text.octet(a);
@@ -73,11 +90,40 @@ pub(crate) fn push_address(out: &mut Vec<u8>, addr: SocketAddr) {
     }
     text.push(b':');
     text.extend(itoa::Buffer::new().format(v4.port()).as_bytes());
-    out.extend_from_slice(text.as_bytes());
+    text
+}
+
+/// The texts of the last [`RECENT_ADDRESSES`] addresses written, replaced in turn.
+#[derive(Default)]
+struct RecentAddresses {
+    /// The address and port packed, with bit 48 set (0: an empty slot), and its text.
+    kept: [(u64, ShortText<21>); RECENT_ADDRESSES],
+    next: usize,
+}
+
+const RECENT_ADDRESSES: usize = 4;
+
+impl RecentAddresses {
+    fn text(&mut self, v4: std::net::SocketAddrV4) -> &[u8] {
+        let key = 1 << 48 | u64::from(v4.ip().to_bits()) << 16 | u64::from(v4.port());
+        let at = match self.kept.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                let at = self.next % RECENT_ADDRESSES;
+                self.next = at + 1;
+                if let Some(slot) = self.kept.get_mut(at) {
+                    *slot = (key, address_v4(v4));
+                }
+                at
+            }
+        };
+        self.kept.get(at).map_or(&[], |(_, text)| text.as_bytes())
+    }
 }
 
 /// At most `N` bytes of text; what would go past them is left out (callers size `N`
 /// for the longest text they make).
+#[derive(Clone, Copy)]
 struct ShortText<const N: usize> {
     text: [u8; N],
     len: usize,
@@ -741,5 +787,24 @@ mod tests {
             assert_eq!(address(text.parse().unwrap()), text);
         }
         assert_eq!(hex(&[0x00, 0xab, 0x0f]), "00ab0f");
+    }
+
+    /// Addresses met again, and more of them than are kept, all come out as `Display`
+    /// writes them: a kept text is never another address's.
+    #[test]
+    fn kept_address_texts_are_their_own() {
+        let addresses: Vec<SocketAddr> = (0..11u16)
+            .map(|i| SocketAddr::from(([10, 0, (i % 3) as u8, 1], 9000 + i % 5)))
+            .collect();
+        for round in 0..3 {
+            for (i, addr) in addresses.iter().enumerate() {
+                let addr = addresses
+                    .get((i * 7 + round) % addresses.len())
+                    .unwrap_or(addr);
+                let mut out = b"x".to_vec();
+                push_address(&mut out, *addr);
+                assert_eq!(out, format!("x{addr}").into_bytes());
+            }
+        }
     }
 }
