@@ -122,6 +122,9 @@ struct Generations<K> {
     current: HashMap<K, Closed, ChargedTableHasher>,
     previous: HashMap<K, Closed, ChargedTableHasher>,
     per_generation: usize,
+    /// [`Self::cost`], worked out again only where the tables' capacities can change
+    /// (an insert): the budget asks for it after every packet.
+    cost: usize,
 }
 
 impl<K: std::hash::Hash + Eq> Generations<K> {
@@ -130,6 +133,7 @@ impl<K: std::hash::Hash + Eq> Generations<K> {
             current: HashMap::default(),
             previous: HashMap::default(),
             per_generation: (max / 2).max(1),
+            cost: 0,
         }
     }
 
@@ -151,14 +155,20 @@ impl<K: std::hash::Hash + Eq> Generations<K> {
             self.previous = std::mem::take(&mut self.current);
         }
         self.current.insert(key, closed);
+        self.cost = self.tables_cost();
     }
 
     fn is_empty(&self) -> bool {
         self.current.is_empty() && self.previous.is_empty()
     }
 
-    /// What both generations' tables take, at their capacity.
+    /// What both generations' tables take, at their capacity (a removal leaves it).
     fn cost(&self) -> usize {
+        debug_assert_eq!(self.cost, self.tables_cost(), "the kept cost is current");
+        self.cost
+    }
+
+    fn tables_cost(&self) -> usize {
         table_cost(self.current.capacity(), size_of::<(K, Closed)>())
             + table_cost(self.previous.capacity(), size_of::<(K, Closed)>())
     }
