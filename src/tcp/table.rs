@@ -15,6 +15,9 @@ pub(super) struct Table<C> {
     /// connection has one current entry, the one whose frame is its `queued`; the others
     /// are stale and dropped when met or when they outnumber the open connections.
     clock: VecDeque<(PairKey, u64)>,
+    /// [`Self::cost`], worked out again only where the capacities can change (an
+    /// insert; a clock going round): the budget asks for it after every packet.
+    cost: usize,
 }
 
 impl<C> Default for Table<C> {
@@ -22,6 +25,7 @@ impl<C> Default for Table<C> {
         Self {
             conns: HashMap::default(),
             clock: VecDeque::new(),
+            cost: 0,
         }
     }
 }
@@ -54,6 +58,7 @@ impl<C> Table<C> {
         let old = self.conns.insert(key, conn);
         self.clock.push_back((key, frame));
         self.compact_clock();
+        self.cost = self.cost_at(self.conns.capacity());
         old
     }
 
@@ -77,6 +82,12 @@ impl<C> Table<C> {
     /// was queued goes round again, as does the one on `spare`. `None` only when the
     /// clock is empty, which cannot be while a connection is open.
     pub(super) fn take_least_recent(&mut self, spare: Option<&PairKey>) -> Option<Connection<C>> {
+        let taken = self.least_recent(spare);
+        self.cost = self.cost_at(self.conns.capacity());
+        taken
+    }
+
+    fn least_recent(&mut self, spare: Option<&PairKey>) -> Option<Connection<C>> {
         while let Some((key, queued)) = self.clock.pop_front() {
             let Some(conn) = self.conns.get_mut(&key) else {
                 continue; // already gone
@@ -124,9 +135,15 @@ impl<C> Table<C> {
         followed.into_iter().map(|(_, key)| key).collect()
     }
 
-    /// What the table and its clock take, at their allocated capacity.
+    /// What the table and its clock take, at their allocated capacity (a removal or
+    /// a compaction leaves it).
     pub(super) fn cost(&self) -> usize {
-        self.cost_at(self.conns.capacity())
+        debug_assert_eq!(
+            self.cost,
+            self.cost_at(self.conns.capacity()),
+            "the kept cost is current"
+        );
+        self.cost
     }
 
     /// The table at `capacity`, and its clock.
