@@ -107,6 +107,12 @@ impl ClosedRecords {
         }
     }
 
+    /// [`Self::cost`] worked out from the tables as they are now.
+    #[cfg(test)]
+    pub(super) fn cost_now(&self) -> usize {
+        self.v4.tables_cost() + self.other.tables_cost()
+    }
+
     /// Records held on IPv4 address pairs, and on others.
     #[cfg(test)]
     pub(super) fn lens(&self) -> (usize, usize) {
@@ -123,7 +129,7 @@ struct Generations<K> {
     previous: HashMap<K, Closed, ChargedTableHasher>,
     per_generation: usize,
     /// [`Self::cost`], worked out again only where the tables' capacities can change
-    /// (an insert): the budget asks for it after every packet.
+    /// (an insert, a removal): the budget asks for it after every packet.
     cost: usize,
 }
 
@@ -148,6 +154,8 @@ impl<K: std::hash::Hash + Eq> Generations<K> {
         if self.current.remove(key).is_none() {
             self.previous.remove(key);
         }
+        // The capacity a table reports drops when a removal leaves a tombstone.
+        self.cost = self.tables_cost();
     }
 
     fn insert(&mut self, key: K, closed: Closed) {
@@ -162,7 +170,7 @@ impl<K: std::hash::Hash + Eq> Generations<K> {
         self.current.is_empty() && self.previous.is_empty()
     }
 
-    /// What both generations' tables take, at their capacity (a removal leaves it).
+    /// What both generations' tables take, at their capacity.
     fn cost(&self) -> usize {
         debug_assert_eq!(self.cost, self.tables_cost(), "the kept cost is current");
         self.cost

@@ -498,6 +498,33 @@ mod tests {
         }
     }
 
+    /// The tables' kept costs are what the tables take after every packet: connections
+    /// opened (the table grows), closed (removals leave tombstones, which lower the
+    /// capacity a table reports; the closed records grow) and met again (a new SYN
+    /// forgets a closed record).
+    #[test]
+    fn the_kept_table_costs_follow_every_packet() {
+        let mut run = Run::new(100_000);
+        let check = |run: &Run| {
+            assert_eq!(run.tracker.open.cost(), run.tracker.open.cost_now());
+            assert_eq!(run.tracker.closed.cost(), run.tracker.closed.cost_now());
+        };
+        let s = addr(2, 9093);
+        for round in 0..2u32 {
+            for port in 1000..4000u16 {
+                let c = addr(1, port);
+                run.send(c, s, 100 + round * 1000, "S");
+                check(&run);
+            }
+            for port in (1000..4000u16).step_by(3) {
+                let c = addr(1, port);
+                run.send(c, s, 101 + round * 1000, "R");
+                check(&run);
+            }
+        }
+        assert!(run.tracker.closed.lens().0 > 0, "closed records were kept");
+    }
+
     /// Records which direction each delivery of data came as.
     #[derive(Default)]
     struct Directions {

@@ -15,8 +15,8 @@ pub(super) struct Table<C> {
     /// connection has one current entry, the one whose frame is its `queued`; the others
     /// are stale and dropped when met or when they outnumber the open connections.
     clock: VecDeque<(PairKey, u64)>,
-    /// [`Self::cost`], worked out again only where the capacities can change (an
-    /// insert; a clock going round): the budget asks for it after every packet.
+    /// [`Self::cost`], worked out again only where the capacities can change (an insert,
+    /// a removal, a clock going round): the budget asks for it after every packet.
     cost: usize,
 }
 
@@ -64,7 +64,10 @@ impl<C> Table<C> {
 
     /// Takes a connection out; its clock entries become stale.
     pub(super) fn remove(&mut self, key: &PairKey) -> Option<Connection<C>> {
-        self.conns.remove(key)
+        let removed = self.conns.remove(key);
+        // The capacity the table reports drops when a removal leaves a tombstone.
+        self.cost = self.cost_at(self.conns.capacity());
+        removed
     }
 
     /// Drops stale clock entries (of connections closed or replaced since) once they
@@ -135,8 +138,8 @@ impl<C> Table<C> {
         followed.into_iter().map(|(_, key)| key).collect()
     }
 
-    /// What the table and its clock take, at their allocated capacity (a removal or
-    /// a compaction leaves it).
+    /// What the table and its clock take, at their allocated capacity (a compaction
+    /// leaves it).
     pub(super) fn cost(&self) -> usize {
         debug_assert_eq!(
             self.cost,
@@ -162,6 +165,12 @@ impl<C> Table<C> {
         let slot = size_of::<(PairKey, Connection<C>)>();
         let doubling = self.cost_at(2 * capacity.max(4)) + table_cost(capacity, slot);
         doubling <= bytes
+    }
+
+    /// [`Self::cost`] worked out from the tables as they are now.
+    #[cfg(test)]
+    pub(super) fn cost_now(&self) -> usize {
+        self.cost_at(self.conns.capacity())
     }
 
     /// Entries in the clock, current and stale.
