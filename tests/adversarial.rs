@@ -329,14 +329,7 @@ fn millions_of_interface_descriptions_are_capped() {
     // capture_corrupt diagnostic, and the packet is still read.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("interfaces.pcapng");
-    let idb = [
-        1u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-        1u32.to_le_bytes(),
-        0u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-    ]
-    .concat();
+    let idb = ethernet_idb();
     let c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
     let syn = Flags {
         syn: true,

@@ -253,14 +253,7 @@ fn many_interfaces(budget: u64) {
         28u32.to_le_bytes(),
     ]
     .concat();
-    let idb = [
-        1u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-        1u32.to_le_bytes(),
-        0u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-    ]
-    .concat();
+    let idb = ethernet_idb();
     for _ in 0..64 {
         out.write_all(&shb).unwrap();
         for _ in 0..5000 {

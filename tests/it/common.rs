@@ -536,6 +536,18 @@ pub fn peak_mib(stderr: &str) -> u64 {
     kib / 1024
 }
 
+/// A pcapng interface description block: Ethernet, no snaplen, no options.
+pub fn ethernet_idb() -> Vec<u8> {
+    [
+        1u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+        1u32.to_le_bytes(),
+        0u32.to_le_bytes(),
+        20u32.to_le_bytes(),
+    ]
+    .concat()
+}
+
 /// A pcapng section with one Ethernet interface, then `blocks`.
 pub fn pcapng(path: &Path, blocks: &[Vec<u8>]) {
     let mut f = std::fs::File::create(path).unwrap();
@@ -549,15 +561,7 @@ pub fn pcapng(path: &Path, blocks: &[Vec<u8>]) {
     f.write_all(&[1, 0, 0, 0]).unwrap(); // version 1.0
     f.write_all(&(-1i64).to_le_bytes()).unwrap();
     f.write_all(&28u32.to_le_bytes()).unwrap();
-    let idb = [
-        1u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-        1u32.to_le_bytes(),
-        0u32.to_le_bytes(),
-        20u32.to_le_bytes(),
-    ]
-    .concat();
-    f.write_all(&idb).unwrap();
+    f.write_all(&ethernet_idb()).unwrap();
     for b in blocks {
         f.write_all(b).unwrap();
     }
