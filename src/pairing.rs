@@ -318,13 +318,13 @@ impl Pairing {
     /// Adds what the Kafka stage counted rather than listed: once, at the end (the
     /// counts are only reported).
     pub fn counted(&mut self, counted: &mut Counted) {
-        let Counted { by_api, unmatched } = std::mem::take(counted);
-        for (key, [requests, responses]) in by_api {
+        let counted = std::mem::take(counted);
+        for (key, [requests, responses]) in counted.by_api() {
             let ours = self.api_counts.entry(key).or_default();
             ours.requests += requests;
             ours.responses += responses;
         }
-        self.unmatched_responses += unmatched;
+        self.unmatched_responses += counted.unmatched;
     }
 
     /// Takes one message of the Kafka stage.

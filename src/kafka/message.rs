@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use super::apis::{decodes_request, decodes_response, DecodedRequest, DecodedResponse};
 use super::conn::Reading;
 use super::tables::ApiKey;
+use crate::heap::heap_cost;
 use crate::packet_ref::Origin;
 use crate::timestamp::Timestamp;
 
@@ -117,23 +118,47 @@ pub struct Outbox {
     pub readings: Vec<(u64, Reading)>,
 }
 
-/// What an API's entry in [`Counted`] takes: its key and counts, and its share of the
-/// tree's nodes (eleven entries a node at most, half full at least).
-const COUNTED_ENTRY: usize = 2 * (size_of::<ApiKey>() + size_of::<[u64; 2]>()) + 16;
+/// What an API's entry in [`Counted`] takes: its key and counts.
+const COUNTED_ENTRY: usize = size_of::<(ApiKey, [u64; 2])>();
 
 /// Requests and answered responses by API, and responses that answered no waiting request.
+///
+/// A list searched from its start, not a tree: a connection sees a handful of APIs, each
+/// message counts one, and only keys Kafka's table names are framed (fewer than a hundred
+/// and fifty), so the search stays short. The report sorts them (see `Pairing::counted`).
 #[derive(Debug, Default)]
 pub struct Counted {
-    pub by_api: std::collections::BTreeMap<ApiKey, [u64; 2]>,
+    by_api: Vec<(ApiKey, [u64; 2])>,
     pub unmatched: u64,
 }
 
 impl Counted {
+    /// Adds `requests` and `responses` to `api`'s counts.
+    fn add(&mut self, api: ApiKey, [requests, responses]: [u64; 2]) {
+        match self.by_api.iter_mut().find(|(key, _)| *key == api) {
+            Some((_, counts)) => {
+                counts[0] += requests;
+                counts[1] += responses;
+            }
+            None => self.by_api.push((api, [requests, responses])),
+        }
+    }
+
+    /// Requests and responses of `api` counted so far.
+    pub fn get(&self, api: ApiKey) -> Option<[u64; 2]> {
+        self.by_api
+            .iter()
+            .find_map(|(key, counts)| (*key == api).then_some(*counts))
+    }
+
+    /// Every API counted, with its requests and responses, in the order first seen.
+    pub fn by_api(&self) -> impl Iterator<Item = (ApiKey, [u64; 2])> + '_ {
+        self.by_api.iter().copied()
+    }
+
     fn absorb(&mut self, other: Self) {
-        for (key, [requests, responses]) in other.by_api {
-            let ours = self.by_api.entry(key).or_default();
-            ours[0] += requests;
-            ours[1] += responses;
+        for (key, counts) in other.by_api {
+            self.add(key, counts);
         }
         self.unmatched += other.unmatched;
     }
@@ -191,16 +216,12 @@ impl Outbox {
                 api_key,
                 decoded: None,
                 ..
-            } if !decodes_request(*api_key, u32::MAX) => {
-                self.counted.by_api.entry(*api_key).or_default()[0] += 1
-            }
+            } if !decodes_request(*api_key, u32::MAX) => self.counted.add(*api_key, [1, 0]),
             Message::Response {
                 answers: Some((api_key, _)),
                 decoded: None,
                 ..
-            } if !decodes_response(*api_key) => {
-                self.counted.by_api.entry(*api_key).or_default()[1] += 1
-            }
+            } if !decodes_response(*api_key) => self.counted.add(*api_key, [0, 1]),
             Message::Response {
                 answers: None,
                 decoded: None,
@@ -228,6 +249,7 @@ impl Outbox {
     /// Heap held for the messages' list (their decoded fields are charged while their
     /// requests wait, see `Waiting::held_bytes`).
     pub fn held_bytes(&self) -> usize {
-        self.messages.capacity() * size_of::<Message>() + self.counted.by_api.len() * COUNTED_ENTRY
+        self.messages.capacity() * size_of::<Message>()
+            + heap_cost(self.counted.by_api.capacity() * COUNTED_ENTRY)
     }
 }

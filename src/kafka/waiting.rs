@@ -694,7 +694,7 @@ mod tests {
         waiting.response(ends(), 1, meta(12), None, &mut out);
         waiting.response(ends(), 7, meta(13), None, &mut out);
         assert_eq!(seen(&out), ["R2"]);
-        assert_eq!(out.counted.by_api[&ApiKey::API_VERSIONS], [1, 1]);
+        assert_eq!(out.counted.get(ApiKey::API_VERSIONS).unwrap(), [1, 1]);
         assert_eq!(out.counted.unmatched, 1);
         assert_eq!(out.tally.answers, 1);
         assert_eq!(out.tally.requests, 2);
@@ -748,8 +748,8 @@ mod tests {
         request(&mut waiting, &mut out, ApiKey(2), 1, 12); // ListOffsets
         waiting.response(ends(), 1, meta(20), None, &mut out);
         waiting.response(ends(), 1, meta(21), None, &mut out);
-        assert_eq!(out.counted.by_api[&ApiKey(2)], [1, 1]);
-        assert_eq!(out.counted.by_api[&ApiKey::API_VERSIONS], [2, 0]);
+        assert_eq!(out.counted.get(ApiKey(2)).unwrap(), [1, 1]);
+        assert_eq!(out.counted.get(ApiKey::API_VERSIONS).unwrap(), [2, 0]);
         assert_eq!(out.counted.unmatched, 1);
     }
 
