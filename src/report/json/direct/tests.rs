@@ -248,3 +248,55 @@ proptest! {
         prop_assert_eq!(String::from_utf8(pushed).unwrap(), serde_json::to_string(&u).unwrap());
     }
 }
+
+/// A float written without the shortest-float search is byte for byte serde_json's.
+#[test]
+fn floats_pushed_are_what_serde_json_writes_at_the_edges() {
+    let mut values = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        505.0,
+        0.5,
+        505.25,
+        1e15,
+        -1e15,
+        1e15 - 1.0,
+        1e16,
+        1e17,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        9_007_199_254_740_993.0,
+        123_456_789_012.0,
+    ];
+    values.extend((0..16).map(|e| 10f64.powi(e)));
+    values.extend((0..16).map(|e| -(10f64.powi(e)) + 1.0));
+    for value in values {
+        let mut pushed = Vec::new();
+        push_float(&mut pushed, value);
+        assert_eq!(
+            String::from_utf8(pushed).unwrap(),
+            serde_json::to_string(&value).unwrap(),
+            "{value:?}"
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn floats_pushed_are_what_serde_json_writes(
+        whole in -2_000_000_000_000_000i64..2_000_000_000_000_000,
+        any: f64,
+    ) {
+        #[allow(clippy::cast_precision_loss)]
+        for value in [whole as f64, any] {
+            let mut pushed = Vec::new();
+            push_float(&mut pushed, value);
+            prop_assert_eq!(String::from_utf8(pushed).unwrap(), serde_json::to_string(&value).unwrap());
+        }
+    }
+}
