@@ -97,6 +97,12 @@ fn with_seconds_text<T>(secs: i64, write: impl FnOnce(&str) -> T) -> Option<T> {
     })
 }
 
+/// [`with_seconds_text`]'s text as the 19 bytes it takes in the years 0 to 9999; `None`
+/// for any other.
+pub(crate) fn seconds_text_19(secs: i64) -> Option<[u8; 19]> {
+    with_seconds_text(secs, |text| text.as_bytes().try_into().ok()).flatten()
+}
+
 /// `secs` after the epoch as `YYYY-MM-DDTHH:MM:SS`, by the `time` crate.
 fn seconds_text(secs: i64) -> Option<String> {
     const SECONDS: &[FormatItem<'_>] =

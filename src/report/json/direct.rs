@@ -271,6 +271,19 @@ impl<'a> Object<'a> {
     /// A capture time as `timestamp` (RFC 3339) and `unix_time` (seconds) fields.
     fn time(&mut self, text_name: &'static [u8], seconds_name: &'static [u8], at: Timestamp) {
         self.key(text_name);
+        if let Some(MicroTime {
+            quoted,
+            seconds,
+            len,
+        }) = MicroTime::of(at)
+        {
+            self.out.extend_from_slice(&quoted);
+            self.key(seconds_name);
+            let start = self.out.len();
+            self.out.extend_from_slice(&seconds);
+            self.out.truncate(start + len);
+            return;
+        }
         self.out.push(b'"');
         at.push_rfc3339(self.out);
         self.out.push(b'"');
@@ -334,6 +347,102 @@ impl fmt::Write for Text<'_> {
     }
 }
 
+/// A time to the microsecond, from 1 s to 2^32 s, as its two fields' values: the RFC
+/// 3339 text in quotes, and the seconds as [`push_unix_time`] writes them (`len` bytes
+/// of `seconds`). The six digits after the point are worked out once for both, and
+/// the texts of the whole second are kept from the last time (consecutive times share
+/// their second).
+struct MicroTime {
+    /// `"YYYY-MM-DDTHH:MM:SS.ffffffZ"`
+    quoted: [u8; 29],
+    /// Ten digits at most, a point, six.
+    seconds: [u8; 17],
+    len: usize,
+}
+
+impl MicroTime {
+    /// `None` for a time to the nanosecond, or one outside the range.
+    fn of(at: Timestamp) -> Option<Self> {
+        /// The last second's two texts: RFC 3339 in quotes up to the point, and the
+        /// seconds' digits and point, with their count.
+        type Second = (u64, [u8; 29], [u8; 17], usize);
+        thread_local! {
+            static LAST: Cell<Second> = const { Cell::new((0, [0; 29], [0; 17], 0)) };
+        }
+        let Timestamp { secs, nanos, nano } = at;
+        let (false, true, Ok(secs @ 1..=0xffff_ffff)) =
+            (nano, nanos < 1_000_000_000, u64::try_from(secs))
+        else {
+            return None;
+        };
+        let (_, mut quoted, mut seconds, whole) = match LAST.get() {
+            last @ (cached, ..) if cached == secs => last,
+            _ => {
+                let second = Self::second(secs)?;
+                LAST.set(second);
+                second
+            }
+        };
+        let digits = micro_digits(nanos / 1000);
+        if let Some(room) = quoted.get_mut(21..27) {
+            room.copy_from_slice(&digits);
+        }
+        if let Some(room) = seconds.get_mut(whole + 1..whole + 7) {
+            room.copy_from_slice(&digits);
+        }
+        Some(Self {
+            quoted,
+            seconds,
+            len: trimmed_len(&seconds, whole),
+        })
+    }
+
+    /// The texts of second `secs`, but for their digits after the point.
+    fn second(secs: u64) -> Option<(u64, [u8; 29], [u8; 17], usize)> {
+        let text = crate::timestamp::seconds_text_19(i64::try_from(secs).ok()?)?;
+        let mut quoted = *b"\"YYYY-MM-DDTHH:MM:SS.ffffffZ\"";
+        if let Some(room) = quoted.get_mut(1..20) {
+            room.copy_from_slice(&text);
+        }
+        let mut seconds = [b'0'; 17];
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(secs).as_bytes();
+        let whole = digits.len();
+        if let Some(room) = seconds.get_mut(..whole) {
+            room.copy_from_slice(digits);
+        }
+        if let Some(point) = seconds.get_mut(whole) {
+            *point = b'.';
+        }
+        Some((secs, quoted, seconds, whole))
+    }
+}
+
+/// `micros` (below a million) in six digits, with leading zeros.
+fn micro_digits(micros: u32) -> [u8; 6] {
+    let mut digits = [b'0'; 6];
+    let pairs = [micros / 10_000, micros / 100 % 100, micros % 100];
+    for (i, pair) in pairs.into_iter().enumerate() {
+        let from = 2 * pair as usize;
+        if let (Some(dst), Some(src)) =
+            (digits.get_mut(2 * i..2 * i + 2), PAIRS.get(from..from + 2))
+        {
+            dst.copy_from_slice(src);
+        }
+    }
+    digits
+}
+
+/// The length of seconds text `text` (`whole` digits, a point, six) with its trailing
+/// zeros trimmed, one digit after the point kept.
+fn trimmed_len(text: &[u8; 17], whole: usize) -> usize {
+    let mut len = whole + 7;
+    while len > whole + 2 && text.get(len - 1) == Some(&b'0') {
+        len -= 1;
+    }
+    len
+}
+
 /// Appends the number serde_json writes for [`UnixTime::seconds`], without formatting a
 /// float where the decimal is known: a time to the microsecond from 1 s to 2^32 s
 /// (2106) is written as its decimal, trailing zeros trimmed (`.0` when whole). The
@@ -374,20 +483,10 @@ fn push_unix_time(out: &mut Vec<u8>, at: UnixTime) {
         last.set((secs, text, whole));
         (text, whole)
     });
-    let micros = nanos / 1000;
-    let pairs = [micros / 10_000, micros / 100 % 100, micros % 100];
-    for (i, pair) in pairs.into_iter().enumerate() {
-        let from = 2 * pair as usize;
-        let at = whole + 1 + 2 * i;
-        if let (Some(dst), Some(src)) = (text.get_mut(at..at + 2), PAIRS.get(from..from + 2)) {
-            dst.copy_from_slice(src);
-        }
+    if let Some(room) = text.get_mut(whole + 1..whole + 7) {
+        room.copy_from_slice(&micro_digits(nanos / 1000));
     }
-    let mut len = whole + 7;
-    // trailing zeros trimmed, one digit kept
-    while len > whole + 2 && text.get(len - 1) == Some(&b'0') {
-        len -= 1;
-    }
+    let len = trimmed_len(&text, whole);
     let at = out.len();
     out.extend_from_slice(&text);
     out.truncate(at + len);

@@ -300,3 +300,26 @@ proptest! {
         }
     }
 }
+
+/// A time's two fields, written from the second's kept texts, are serde_json's for the
+/// model's, whether the second before was the same or another.
+#[test]
+fn times_written_are_the_models_whatever_came_before() {
+    let secs = [1, 1, 1_795_953_600, 1_795_953_600, 1_795_953_601, 1, 4_294_967_295, 0];
+    let micros = [0, 999_999, 33_973, 100_000, 5, 120_000, 1, 7];
+    for (i, (&secs, &micros)) in secs.iter().zip(&micros).enumerate() {
+        for nano in [false, true] {
+            let at = Timestamp { secs, nanos: micros * 1000 + u32::from(nano), nano };
+            let mut direct = Vec::new();
+            let mut o = Object::open(&mut direct, false, 0);
+            o.time(key!("timestamp"), key!("unix_time"), at);
+            o.close();
+            let expected = format!(
+                "{{\"timestamp\":\"{}\",\"unix_time\":{}}}",
+                at.to_rfc3339(),
+                serde_json::to_string(&UnixTime(at)).unwrap()
+            );
+            assert_eq!(String::from_utf8(direct).unwrap(), expected, "time {i} {at:?}");
+        }
+    }
+}
