@@ -105,9 +105,10 @@ impl Latencies {
     /// Like [`Self::new`], the histogram keeping `digits` significant digits (2: within
     /// 1%, a tenth of the memory; for the per-broker table).
     pub fn with_digits(exact: bool, digits: u8) -> Self {
-        match (exact, Histogrammed::new(digits)) {
-            (false, Some(histogram)) => Self::Approx(histogram),
-            _ => Self::Exact(Samples::default()),
+        // made only when wanted: a histogram is hundreds of KiB to zero
+        match (!exact).then(|| Histogrammed::new(digits)).flatten() {
+            Some(histogram) => Self::Approx(histogram),
+            None => Self::Exact(Samples::default()),
         }
     }
 
