@@ -579,8 +579,6 @@ impl Analyzer {
 
     /// Ends the analysis; findings are also pushed to `diags`.
     pub fn finish(mut self, diags: &mut Diagnostics) -> Analysis {
-        // Summarised twice (slow threshold, report): sorted once here.
-        self.totals.latencies.sort();
         let mut found = Vec::new();
         let usual_len = std::mem::take(&mut self.blocks).finish(&mut found);
         self.brokers.finish(&mut found);

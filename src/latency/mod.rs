@@ -130,14 +130,6 @@ impl Latencies {
         }
     }
 
-    /// Puts exact samples in order, once: every later summary then sorts them in
-    /// linear time.
-    pub fn sort(&mut self) {
-        if let Self::Exact(samples) = self {
-            samples.sort();
-        }
-    }
-
     /// How many samples are above `us`, when that is known exactly: not from a
     /// histogram, nor from spilled samples that did not read back.
     pub fn count_above(&self, us: f64) -> Option<u64> {
@@ -153,36 +145,72 @@ impl Latencies {
     }
 }
 
-/// Summary of `samples` (microseconds); `None` when there are none.
+/// Summary of `samples` (microseconds); `None` when there are none. The percentiles are
+/// selected, not sorted for: by their order-preserving integer keys (`total_cmp`'s
+/// order), from the highest rank down, each selection leaving the lower ranks on its left.
 pub fn summarise(samples: &[f64]) -> Option<Summary> {
-    // Sorted as `total_cmp` orders them, by their order-preserving keys: integers compare
-    // in one instruction. Unstable is enough: equal keys are the same bits.
-    let mut sorted: Vec<u64> = samples
+    let mut keys: Vec<u64> = samples
         .iter()
         .filter(|v| v.is_finite())
         .map(|v| samples::key(*v))
         .collect();
-    if sorted.is_empty() {
-        return None;
+    let (mut min, mut max) = (*keys.first()?, 0);
+    let mut sum = CompensatedSum::default();
+    for &k in &keys {
+        min = min.min(k);
+        max = max.max(k);
+        sum.add(samples::value(k));
     }
-    sorted.sort_unstable();
-    let count = sorted.len();
-    let at = |idx: usize| sorted.get(idx).map_or(f64::NAN, |k| samples::value(*k));
-    let rank = |pct: usize| -> f64 {
-        // ceil(pct/100 * count), at least 1, as an index
-        at((pct * count).div_ceil(100).max(1) - 1)
-    };
-    let sum: f64 = sorted.iter().map(|k| samples::value(*k)).sum();
+    let count = keys.len();
+    // ceil(pct/100 * count), at least 1, as an index
+    let rank = |pct: usize| (pct * count).div_ceil(100).max(1) - 1;
+    // Ranks below `count` and not rising: each is below what is left of the one before,
+    // or is that one.
+    let mut below = keys.as_mut_slice();
+    let mut last: Option<(usize, u64)> = None;
+    let [p99, p90, p50] = [rank(99), rank(90), rank(50)].map(|r| match last {
+        Some((last_rank, key)) if last_rank == r => samples::value(key),
+        _ => {
+            let (left, nth, _) = std::mem::take(&mut below).select_nth_unstable(r);
+            last = Some((r, *nth));
+            below = left;
+            samples::value(*nth)
+        }
+    });
     Some(Summary {
         count: count as u64,
-        min: at(0),
-        mean: round3(sum / count as f64),
-        p50: rank(50),
-        p90: rank(90),
-        p99: rank(99),
-        max: at(count - 1),
+        min: samples::value(min),
+        mean: round3(sum.total() / count as f64),
+        p50,
+        p90,
+        p99,
+        max: samples::value(max),
         percentiles_exact: true,
     })
+}
+
+/// Neumaier's compensated sum: a mean not thrown off by the order of millions of samples,
+/// nor by the order they come in.
+#[derive(Default)]
+struct CompensatedSum {
+    sum: f64,
+    compensation: f64,
+}
+
+impl CompensatedSum {
+    fn add(&mut self, v: f64) {
+        let t = self.sum + v;
+        self.compensation += if self.sum.abs() >= v.abs() {
+            (self.sum - t) + v
+        } else {
+            (v - t) + self.sum
+        };
+        self.sum = t;
+    }
+
+    fn total(&self) -> f64 {
+        self.sum + self.compensation
+    }
 }
 
 /// Rounds to nanosecond resolution so the mean prints without float noise.

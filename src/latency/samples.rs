@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 
-use super::{round3, summarise, Histogrammed, Summary};
+use super::{round3, summarise, CompensatedSum, Histogrammed, Summary};
 
 /// Samples held in memory before a block of them is written out.
 const HELD: usize = 8192;
@@ -91,13 +91,6 @@ impl Samples {
         self.spilled_count += self.held.len() as u64;
         self.held.clear();
         Ok(())
-    }
-
-    /// Sorts what is held, when nothing was spilled (the summary is then direct).
-    pub fn sort(&mut self) {
-        if self.spilled.is_none() {
-            self.held.sort_unstable_by(f64::total_cmp);
-        }
     }
 
     /// Calls `each` with every sample's key, spilled ones first.
@@ -186,19 +179,11 @@ impl Samples {
     fn spilled_summary(&self) -> io::Result<Option<Summary>> {
         let count = self.len();
         let (mut min, mut max) = (u64::MAX, 0u64);
-        // Neumaier's compensated sum: the mean is not thrown off by the order of millions.
-        let (mut sum, mut compensation) = (0.0f64, 0.0f64);
+        let mut sum = CompensatedSum::default();
         let stats = |k: u64| {
             min = min.min(k);
             max = max.max(k);
-            let v = value(k);
-            let t = sum + v;
-            compensation += if sum.abs() >= v.abs() {
-                (sum - t) + v
-            } else {
-                (v - t) + sum
-            };
-            sum = t;
+            sum.add(value(k));
         };
         let rank = |pct: u64| (pct * count).div_ceil(100).max(1) - 1;
         let [Some(p50), Some(p90), Some(p99)] =
@@ -209,7 +194,7 @@ impl Samples {
         Ok(Some(Summary {
             count,
             min: value(min),
-            mean: round3((sum + compensation) / count as f64),
+            mean: round3(sum.total() / count as f64),
             p50,
             p90,
             p99,
