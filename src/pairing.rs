@@ -136,7 +136,9 @@ macro_rules! paired_exchange {
                         let outcome = Outcome::without_response(unknown);
                         Some(Self::$variant(ApiExchange::of(head, *request, outcome)))
                     })*
-                    DecodedRequest::Cluster(_, _) | DecodedRequest::Produce(_) => None,
+                    DecodedRequest::Cluster(..)
+                    | DecodedRequest::BlockAsked { .. }
+                    | DecodedRequest::Produce(_) => None,
                 }
             }
         }
@@ -341,7 +343,11 @@ impl Pairing {
                 self.api_counts.entry(api_key).or_default().requests += 1;
                 match decoded {
                     Some(DecodedRequest::Cluster(fact, kept)) => {
-                        self.cluster(ends, meta, true, (fact, kept));
+                        self.cluster(ends, meta, true, (*fact, kept));
+                    }
+                    Some(DecodedRequest::BlockAsked { broker_id }) => {
+                        let fact = ClusterFact::BlockAsked { broker_id };
+                        self.cluster(ends, meta, true, (fact, None));
                     }
                     // Sent with acks 0: the broker answers nothing.
                     Some(DecodedRequest::Produce(request)) => {
@@ -366,7 +372,7 @@ impl Pairing {
                 self.api_counts.entry(api_key).or_default().responses += 1;
                 match (decoded, request) {
                     (Some(DecodedResponse::Cluster(fact, kept)), _) => {
-                        self.cluster(ends, meta, false, (fact, kept));
+                        self.cluster(ends, meta, false, (*fact, kept));
                     }
                     (Some(response), Some(request)) => {
                         self.answered(ends, correlation_id, *request, meta, response);
@@ -393,14 +399,14 @@ impl Pairing {
         ends: Endpoints,
         meta: MessageMeta,
         is_request: bool,
-        (fact, kept): (Box<ClusterFact>, Option<Box<Kept>>),
+        (fact, kept): (ClusterFact, Option<Box<Kept>>),
     ) {
         if fact.problem().is_none() {
             self.cluster_events.push(ClusterEvent {
                 endpoints: ends,
                 meta,
                 is_request,
-                fact: *fact,
+                fact,
                 kept,
             });
         }

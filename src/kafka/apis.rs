@@ -118,6 +118,10 @@ macro_rules! paired_apis {
         pub enum DecodedRequest {
             $($variant(Box<<$api as Api>::Request>),)*
             Cluster(Box<ClusterFact>, Option<Box<Kept>>),
+            /// An AllocateProducerIds request's ask, handed on at once as
+            /// [`ClusterFact::BlockAsked`] while the request waits for its answer: not
+            /// boxed, as every such request makes one.
+            BlockAsked { broker_id: Option<i32> },
             /// A Produce request, read as it passed: its batches' headers.
             Produce(Box<produce::Request>),
         }
@@ -143,6 +147,7 @@ macro_rules! paired_apis {
                 match self {
                     $(Self::$variant(r) => r.problem.as_ref(),)*
                     Self::Cluster(fact, _) => fact.problem(),
+                    Self::BlockAsked { .. } => None,
                     Self::Produce(r) => r.problem.as_ref(),
                 }
             }
@@ -153,7 +158,7 @@ macro_rules! paired_apis {
                 match self {
                     $(Self::$variant(r) => r.boxed_heap_bytes(),)*
                     // Not held while it waits: pairing hands it on at once.
-                    Self::Cluster(_, _) => 0,
+                    Self::Cluster(_, _) | Self::BlockAsked { .. } => 0,
                     Self::Produce(r) => r.boxed_heap_bytes(),
                 }
             }

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::apis::{ClusterFact, DecodedRequest, DecodedResponse};
+use super::apis::{DecodedRequest, DecodedResponse};
 use super::message::{Endpoints, HeldRequest, Message, MessageMeta, Outbox};
 use super::tables::ApiKey;
 use super::MALLOC_OVERHEAD;
@@ -69,14 +69,14 @@ fn held(
 ) -> (Option<DecodedRequest>, Option<HeldRequest>) {
     match decoded {
         None => (None, None),
-        Some(cluster @ DecodedRequest::Cluster(..)) => (Some(cluster), None),
+        Some(cluster @ (DecodedRequest::Cluster(..) | DecodedRequest::BlockAsked { .. })) => {
+            (Some(cluster), None)
+        }
         Some(request) => {
             let asked = match &request {
-                DecodedRequest::Allocate(asked) => {
-                    let broker_id = asked.broker_id;
-                    let fact = Box::new(ClusterFact::BlockAsked { broker_id });
-                    Some(DecodedRequest::Cluster(fact, None))
-                }
+                DecodedRequest::Allocate(asked) => Some(DecodedRequest::BlockAsked {
+                    broker_id: asked.broker_id,
+                }),
                 _ => None,
             };
             (asked, Some(Box::new((meta, version, request))))
