@@ -404,18 +404,25 @@ impl MicroTime {
         if let Some(room) = quoted.get_mut(1..20) {
             room.copy_from_slice(&text);
         }
-        let mut seconds = [b'0'; 17];
-        let mut digits = itoa::Buffer::new();
-        let digits = digits.format(secs).as_bytes();
-        let whole = digits.len();
-        if let Some(room) = seconds.get_mut(..whole) {
-            room.copy_from_slice(digits);
-        }
-        if let Some(point) = seconds.get_mut(whole) {
-            *point = b'.';
-        }
+        let (seconds, whole) = whole_seconds(secs);
         Some((secs, quoted, seconds, whole))
     }
+}
+
+/// `secs` (below 2^32) as the start of its seconds text: its digits and a point, in the
+/// 17 bytes that room for six more digits makes, with the count of its digits.
+fn whole_seconds(secs: u64) -> ([u8; 17], usize) {
+    let mut text = [b'0'; 17]; // ten digits, a point, six
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(secs).as_bytes();
+    let whole = digits.len();
+    if let Some(room) = text.get_mut(..whole) {
+        room.copy_from_slice(digits);
+    }
+    if let Some(point) = text.get_mut(whole) {
+        *point = b'.';
+    }
+    (text, whole)
 }
 
 /// `micros` (below a million) in six digits, with leading zeros.
@@ -470,16 +477,7 @@ fn push_unix_time(out: &mut Vec<u8>, at: UnixTime) {
         if cached == secs {
             return (text, whole);
         }
-        let mut text = [b'0'; 17]; // ten digits, a point, six
-        let mut digits = itoa::Buffer::new();
-        let digits = digits.format(secs).as_bytes();
-        let whole = digits.len();
-        if let Some(room) = text.get_mut(..whole) {
-            room.copy_from_slice(digits);
-        }
-        if let Some(point) = text.get_mut(whole) {
-            *point = b'.';
-        }
+        let (text, whole) = whole_seconds(secs);
         last.set((secs, text, whole));
         (text, whole)
     });

@@ -203,19 +203,25 @@ fn a_compact_exchange_is_serde_jsons_own() {
     );
 }
 
+/// What `push` appends for `value` is serde_json's text of it.
+fn pushed_as_serde_json<T: Serialize + fmt::Debug + Copy>(
+    push: impl Fn(&mut Vec<u8>, T),
+    value: T,
+) {
+    let mut pushed = Vec::new();
+    push(&mut pushed, value);
+    assert_eq!(
+        String::from_utf8(pushed).unwrap(),
+        serde_json::to_string(&value).unwrap(),
+        "{value:?}"
+    );
+}
+
 /// The decimal written without a float is byte for byte what serde_json writes.
 #[test]
 fn unix_time_pushed_as_json_is_what_serde_json_writes_at_the_edges() {
     let t = |secs, nanos, nano| UnixTime(Timestamp { secs, nanos, nano });
-    let same = |u: UnixTime| {
-        let mut pushed = Vec::new();
-        push_unix_time(&mut pushed, u);
-        assert_eq!(
-            String::from_utf8(pushed).unwrap(),
-            serde_json::to_string(&u).unwrap(),
-            "{u:?}"
-        );
-    };
+    let same = |u: UnixTime| pushed_as_serde_json(push_unix_time, u);
     let edges = [
         0,
         1,
@@ -276,13 +282,7 @@ fn floats_pushed_are_what_serde_json_writes_at_the_edges() {
     values.extend((0..16).map(|e| 10f64.powi(e)));
     values.extend((0..16).map(|e| -(10f64.powi(e)) + 1.0));
     for value in values {
-        let mut pushed = Vec::new();
-        push_float(&mut pushed, value);
-        assert_eq!(
-            String::from_utf8(pushed).unwrap(),
-            serde_json::to_string(&value).unwrap(),
-            "{value:?}"
-        );
+        pushed_as_serde_json(push_float, value);
     }
 }
 
@@ -305,11 +305,24 @@ proptest! {
 /// model's, whether the second before was the same or another.
 #[test]
 fn times_written_are_the_models_whatever_came_before() {
-    let secs = [1, 1, 1_795_953_600, 1_795_953_600, 1_795_953_601, 1, 4_294_967_295, 0];
+    let secs = [
+        1,
+        1,
+        1_795_953_600,
+        1_795_953_600,
+        1_795_953_601,
+        1,
+        4_294_967_295,
+        0,
+    ];
     let micros = [0, 999_999, 33_973, 100_000, 5, 120_000, 1, 7];
     for (i, (&secs, &micros)) in secs.iter().zip(&micros).enumerate() {
         for nano in [false, true] {
-            let at = Timestamp { secs, nanos: micros * 1000 + u32::from(nano), nano };
+            let at = Timestamp {
+                secs,
+                nanos: micros * 1000 + u32::from(nano),
+                nano,
+            };
             let mut direct = Vec::new();
             let mut o = Object::open(&mut direct, false, 0);
             o.time(key!("timestamp"), key!("unix_time"), at);
@@ -319,7 +332,11 @@ fn times_written_are_the_models_whatever_came_before() {
                 at.to_rfc3339(),
                 serde_json::to_string(&UnixTime(at)).unwrap()
             );
-            assert_eq!(String::from_utf8(direct).unwrap(), expected, "time {i} {at:?}");
+            assert_eq!(
+                String::from_utf8(direct).unwrap(),
+                expected,
+                "time {i} {at:?}"
+            );
         }
     }
 }
