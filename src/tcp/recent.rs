@@ -66,6 +66,9 @@ pub struct Recent {
     /// The ring's stretches kept by their spot, in stream order; allocated only once
     /// one is.
     stretches: VecDeque<Stretch>,
+    /// [`Self::cost`], kept: the budget asks after every packet, and the allocations
+    /// change only while the ring grows and when a stretch is first kept.
+    cost: usize,
 }
 
 impl Recent {
@@ -97,17 +100,34 @@ impl Recent {
 
     fn copy(&mut self, tail: &[u8]) {
         if self.buf.len() < RECENT_LEN {
-            if self.buf.capacity() == 0 {
-                // A quarter ring first: a short connection fits, a longer one grows twice.
-                self.buf.reserve_exact(RECENT_LEN / 4);
+            let room = self.buf.capacity();
+            self.grow(tail);
+            if self.buf.capacity() != room {
+                self.cost = self.allocated();
             }
-            if self.buf.len() + tail.len() <= RECENT_LEN {
-                self.buf.extend_from_slice(tail);
-                self.head = self.buf.len() % RECENT_LEN;
-                return;
-            }
-            self.buf.resize(RECENT_LEN, 0);
+            return;
         }
+        self.overwrite(tail);
+    }
+
+    /// Appends `tail` while the ring is shorter than [`RECENT_LEN`]; one that would go
+    /// past it fills the ring and goes round.
+    fn grow(&mut self, tail: &[u8]) {
+        if self.buf.capacity() == 0 {
+            // A quarter ring first: a short connection fits, a longer one grows twice.
+            self.buf.reserve_exact(RECENT_LEN / 4);
+        }
+        if self.buf.len() + tail.len() <= RECENT_LEN {
+            self.buf.extend_from_slice(tail);
+            self.head = self.buf.len() % RECENT_LEN;
+            return;
+        }
+        self.buf.resize(RECENT_LEN, 0);
+        self.overwrite(tail);
+    }
+
+    /// Writes `tail` over the full ring's oldest bytes.
+    fn overwrite(&mut self, tail: &[u8]) {
         let first = tail.len().min(RECENT_LEN - self.head);
         let (a, b) = tail.split_at(first);
         if let Some(dst) = self.buf.get_mut(self.head..self.head + a.len()) {
@@ -138,6 +158,7 @@ impl Recent {
             self.stretches.reserve_exact(MAX_STRETCHES);
         }
         self.stretches.push_back(stretch);
+        self.cost = self.allocated();
     }
 
     /// Bytes remembered, ending where the last delivery ended.
@@ -147,6 +168,12 @@ impl Recent {
 
     /// What the ring costs: its allocations, as malloc hands them out.
     pub fn cost(&self) -> usize {
+        debug_assert_eq!(self.cost, self.allocated(), "the kept cost is the ring's");
+        self.cost
+    }
+
+    /// [`Self::cost`] worked out from the allocations.
+    fn allocated(&self) -> usize {
         let stretches = match self.stretches.capacity() {
             0 => 0,
             n => heap_cost(n * size_of::<Stretch>()),
@@ -390,6 +417,38 @@ mod tests {
         r.clear();
         assert!(r.stretches.is_empty());
         assert_eq!(r.len(), 0);
+    }
+
+    /// The kept cost is the allocations' after every push: while the ring grows from a
+    /// quarter to full, as it goes round, once a stretch is kept, and after a clear and
+    /// a release.
+    #[test]
+    fn the_kept_cost_follows_the_allocations() {
+        let stream: Vec<u8> = (0..=255u8).cycle().take(8 * RECENT_LEN).collect();
+        let mut r = Recent::default();
+        let mut end = 0;
+        let steps = [
+            (10, false),
+            (900, false),
+            (300, false),
+            (2000, false),
+            (1500, true),
+        ];
+        let steps = steps
+            .into_iter()
+            .chain([(SPOT_FROM, true), (3000, false), (40, true)]);
+        for (size, spotted) in steps.chain([(SPOT_FROM + 1, true); 20]) {
+            let spot = FileSpot::new(0, end as u64).filter(|_| spotted);
+            r.push(end as u64, &stream[end..end + size], spot);
+            end += size;
+            assert_eq!(r.cost, r.allocated(), "after {end} bytes");
+        }
+        assert!(!r.stretches.is_empty(), "a stretch was kept");
+        r.clear();
+        assert_eq!(r.cost, r.allocated());
+        let held = r.allocated();
+        assert_eq!(r.release(), held);
+        assert_eq!((r.cost, r.allocated()), (0, 0));
     }
 
     #[test]
