@@ -406,7 +406,9 @@ impl FrameHandler for ResponseSide<'_> {
             missing: frame.missing,
             keep_raw: self.config.keep_raw,
         };
-        let answers = self.waiting.answered_request(correlation_id);
+        // The request stops waiting before its answer is decoded: one lookup, not two.
+        let answered = self.waiting.answered(correlation_id);
+        let answers = answered.0;
         let decoded =
             answers.and_then(|answers| DecodedResponse::decode(answers, bytes, not_read(&frame)));
         // An unsupported version was reported with the request already.
@@ -424,8 +426,8 @@ impl FrameHandler for ResponseSide<'_> {
                 problem,
             );
         }
-        self.waiting
-            .response(self.ends, correlation_id, meta, decoded, self.out);
+        let head = (self.ends, correlation_id, meta);
+        Waiting::respond(answered, head, decoded, self.out);
     }
 
     /// A plausible response head has a size Kafka accepts and a correlation id.

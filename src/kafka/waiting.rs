@@ -84,6 +84,10 @@ fn held(
     }
 }
 
+/// What a response answered: the API and version of its request, and the request when
+/// it was held (see [`Waiting::answered`]).
+pub type Answered = (Option<(ApiKey, i16)>, Option<HeldRequest>);
+
 /// Requests of one connection still waiting for their response.
 #[derive(Debug, Default)]
 pub struct Waiting {
@@ -433,6 +437,7 @@ impl Waiting {
     /// A response frame, with its decoded response when it answers a request of a
     /// decoded API: the request it answers stops waiting, and both go out as a
     /// [`Message::Response`].
+    #[cfg(test)]
     pub fn response(
         &mut self,
         ends: Endpoints,
@@ -441,7 +446,15 @@ impl Waiting {
         decoded: Option<DecodedResponse>,
         out: &mut Outbox,
     ) {
-        let (answers, request) = match self.remove(correlation_id) {
+        let answered = self.answered(correlation_id);
+        Self::respond(answered, (ends, correlation_id, meta), decoded, out);
+    }
+
+    /// A response frame's request stops waiting: the API and version it answers (of a
+    /// request waiting, or given up at the memory budget) and the request, when held.
+    /// Its answer is then decoded as that API and goes out by [`Self::respond`].
+    pub fn answered(&mut self, correlation_id: i32) -> Answered {
+        let answered = match self.remove(correlation_id) {
             Some(p) => {
                 // answered in the order asked, as Kafka answers: its entry leads the queue
                 if self.order.front() == Some(&(correlation_id, p.seq)) {
@@ -453,6 +466,17 @@ impl Waiting {
         };
         self.forget_answered();
         self.shrink_when_mostly_empty();
+        answered
+    }
+
+    /// A response frame and what it [`answered`](Self::answered) go out as a
+    /// [`Message::Response`].
+    pub fn respond(
+        (answers, request): Answered,
+        (ends, correlation_id, meta): (Endpoints, i32, MessageMeta),
+        decoded: Option<DecodedResponse>,
+        out: &mut Outbox,
+    ) {
         out.push(Message::Response {
             ends,
             correlation_id,
