@@ -145,6 +145,7 @@ impl Counted {
     }
 
     /// Requests and responses of `api` counted so far.
+    #[cfg(test)]
     pub fn get(&self, api: ApiKey) -> Option<[u64; 2]> {
         self.by_api
             .iter()

@@ -271,24 +271,17 @@ impl<'a> Object<'a> {
     /// A capture time as `timestamp` (RFC 3339) and `unix_time` (seconds) fields.
     fn time(&mut self, text_name: &'static [u8], seconds_name: &'static [u8], at: Timestamp) {
         self.key(text_name);
-        if let Some(MicroTime {
-            quoted,
-            seconds,
-            len,
-        }) = MicroTime::of(at)
-        {
-            self.out.extend_from_slice(&quoted);
-            self.key(seconds_name);
-            let start = self.out.len();
-            self.out.extend_from_slice(&seconds);
-            self.out.truncate(start + len);
-            return;
+        let micro = MicroTime::of(at);
+        match &micro {
+            Some(micro) => self.out.extend_from_slice(&micro.quoted),
+            None => {
+                self.out.push(b'"');
+                at.push_rfc3339(self.out);
+                self.out.push(b'"');
+            }
         }
-        self.out.push(b'"');
-        at.push_rfc3339(self.out);
-        self.out.push(b'"');
         self.key(seconds_name);
-        push_unix_time(self.out, UnixTime(at));
+        push_seconds(self.out, micro.as_ref(), UnixTime(at));
     }
 
     fn address(&mut self, name: &'static [u8], addr: std::net::SocketAddr) {
@@ -360,12 +353,13 @@ struct MicroTime {
     len: usize,
 }
 
+/// A second's two texts but for their digits after the point: the second, RFC 3339 in
+/// quotes, and the seconds' digits and point with their count.
+type Second = (u64, [u8; 29], [u8; 17], usize);
+
 impl MicroTime {
     /// `None` for a time to the nanosecond, or one outside the range.
     fn of(at: Timestamp) -> Option<Self> {
-        /// The last second's two texts: RFC 3339 in quotes up to the point, and the
-        /// seconds' digits and point, with their count.
-        type Second = (u64, [u8; 29], [u8; 17], usize);
         thread_local! {
             static LAST: Cell<Second> = const { Cell::new((0, [0; 29], [0; 17], 0)) };
         }
@@ -398,7 +392,7 @@ impl MicroTime {
     }
 
     /// The texts of second `secs`, but for their digits after the point.
-    fn second(secs: u64) -> Option<(u64, [u8; 29], [u8; 17], usize)> {
+    fn second(secs: u64) -> Option<Second> {
         let text = crate::timestamp::seconds_text_19(i64::try_from(secs).ok()?)?;
         let mut quoted = *b"\"YYYY-MM-DDTHH:MM:SS.ffffffZ\"";
         if let Some(room) = quoted.get_mut(1..20) {
@@ -450,44 +444,29 @@ fn trimmed_len(text: &[u8; 17], whole: usize) -> usize {
     len
 }
 
-/// Appends the number serde_json writes for [`UnixTime::seconds`], without formatting a
-/// float where the decimal is known: a time to the microsecond from 1 s to 2^32 s
-/// (2106) is written as its decimal, trailing zeros trimmed (`.0` when whole). The
-/// float is the one nearest that decimal, and below 2^32 floats lie less than a
-/// microsecond apart, so no shorter decimal comes as near: the shortest that reads
-/// back as the float, which is what serde_json writes, is that decimal. Other times
-/// are written by serde_json.
+/// Appends the number serde_json writes for [`UnixTime::seconds`].
+#[cfg(test)]
 fn push_unix_time(out: &mut Vec<u8>, at: UnixTime) {
-    let UnixTime(Timestamp { secs, nanos, nano }) = at;
-    let (false, true, Ok(secs @ 1..=0xffff_ffff)) =
-        (nano, nanos < 1_000_000_000, u64::try_from(secs))
-    else {
+    push_seconds(out, MicroTime::of(at.0).as_ref(), at);
+}
+
+/// Appends `at`'s seconds as serde_json writes [`UnixTime::seconds`], without formatting
+/// a float where the decimal is known (`micro`, the time's [`MicroTime`]): a time to the
+/// microsecond from 1 s to 2^32 s (2106) is written as its decimal, trailing zeros
+/// trimmed (`.0` when whole). The float is the one nearest that decimal, and below 2^32
+/// floats lie less than a microsecond apart, so no shorter decimal comes as near: the
+/// shortest that reads back as the float, which is what serde_json writes, is that
+/// decimal. Other times are written by serde_json.
+fn push_seconds(out: &mut Vec<u8>, micro: Option<&MicroTime>, at: UnixTime) {
+    let Some(MicroTime { seconds, len, .. }) = micro else {
         let _ = serde_json::to_writer(&mut *out, &at.seconds());
         return;
     };
-    // The text is put together in a fixed array and appended whole, then cut to
-    // length: copies of known size, not calls to `memcpy` for a few bytes. The
-    // whole seconds' digits are kept from the last time (consecutive times share
-    // their second).
-    thread_local! {
-        static LAST: Cell<(u64, [u8; 17], usize)> = const { Cell::new((0, [0; 17], 0)) };
-    }
-    let (mut text, whole) = LAST.with(|last| {
-        let (cached, text, whole) = last.get();
-        if cached == secs {
-            return (text, whole);
-        }
-        let (text, whole) = whole_seconds(secs);
-        last.set((secs, text, whole));
-        (text, whole)
-    });
-    if let Some(room) = text.get_mut(whole + 1..whole + 7) {
-        room.copy_from_slice(&micro_digits(nanos / 1000));
-    }
-    let len = trimmed_len(&text, whole);
-    let at = out.len();
-    out.extend_from_slice(&text);
-    out.truncate(at + len);
+    // appended whole, then cut to length: a copy of known size, not a call to
+    // `memcpy` for a few bytes
+    let start = out.len();
+    out.extend_from_slice(seconds);
+    out.truncate(start + len);
 }
 
 /// serde_json's text of `value`. A whole number of magnitude below 10^15 (a latency in
