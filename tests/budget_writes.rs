@@ -92,7 +92,7 @@ fn write(
     };
     let request = Request {
         header: RequestHeader {
-            client_id: Some(Some(client_id.to_owned())),
+            client_id: Some(Some(client_id.into())),
             tagged_fields: None,
         },
         transactional_id: Some(None),

@@ -329,7 +329,13 @@ impl Tracker {
                 connection: ex.endpoints.connection,
                 client: ex.endpoints.client,
                 server: ex.endpoints.server,
-                client_id: ex.request.header.client_id.clone().flatten(),
+                client_id: ex
+                    .request
+                    .header
+                    .client_id
+                    .as_ref()
+                    .and_then(Option::as_deref)
+                    .map(str::to_owned),
                 transactional_id: ex.request.transactional_id.clone().flatten(),
                 correlation_id: ex.correlation_id,
                 api_version: ex.api_version,

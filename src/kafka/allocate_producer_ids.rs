@@ -94,7 +94,7 @@ mod tests {
             req,
             Request {
                 header: RequestHeader {
-                    client_id: Some(Some(String::new())),
+                    client_id: Some(Some("".into())),
                     tagged_fields: Some(vec![]),
                 },
                 broker_id: Some(0),
@@ -192,7 +192,7 @@ mod tests {
         let mut message = SEED_REQUEST;
         message[3] = 1; // request_api_version = 1
         let req = decode_request(&message, &prefix(&message));
-        assert_eq!(req.header.client_id, Some(Some(String::new())));
+        assert_eq!(req.header.client_id, Some(Some("".into())));
         assert_eq!(req.broker_id, None);
         assert_eq!(
             req.problem,

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::client_id::ClientId;
 use super::layout::Visitor;
 use super::reader::{DecodeError, Reader, TaggedField};
 use super::tables::ApiKey;
@@ -222,8 +223,8 @@ pub fn tagged_section<V: Visitor + ?Sized>(
 }
 
 /// A nullable string as the tree shows it, with its wire length (`int16` or compact).
-pub fn show_string(s: &Option<String>, compact: bool) -> String {
-    match (s, compact) {
+pub fn show_string<T: AsRef<str>>(s: &Option<T>, compact: bool) -> String {
+    match (s.as_ref().map(AsRef::as_ref), compact) {
         (None, false) => "null (int16 len=-1)".to_owned(),
         (None, true) => "null (uvarint 0)".to_owned(),
         (Some(text), false) => format!("{text:?} (int16 len={})", text.len()),
@@ -238,7 +239,7 @@ pub fn request_header<V: Visitor + ?Sized>(
     r: &mut Reader<'_>,
     v: &mut V,
     flexible: bool,
-    (client_id, tagged): (&mut Option<Option<String>>, &mut Option<Vec<TaggedField>>),
+    (client_id, tagged): (&mut Option<Option<ClientId>>, &mut Option<Vec<TaggedField>>),
 ) -> Result<(), DecodeError> {
     let version = if flexible { "v2" } else { "v1" };
     v.open(
@@ -288,7 +289,7 @@ pub fn request_header<V: Visitor + ?Sized>(
             "nullable_string",
             "always a non-flexible int16-prefixed string",
         ),
-        |r| r.nullable_string("client_id"),
+        |r| r.nullable_client_id("client_id"),
         |s| show_string(s, false),
     )?);
     if flexible {

@@ -203,8 +203,8 @@ mod tests {
         decode_request(message, &RequestPrefix::parse(message).unwrap())
     }
 
-    fn client() -> Option<Option<String>> {
-        Some(Some(CLIENT.to_owned()))
+    fn client() -> Option<Option<crate::kafka::client_id::ClientId>> {
+        Some(Some(CLIENT.into()))
     }
 
     fn txn(id: Option<&str>) -> Option<Option<String>> {

@@ -20,6 +20,7 @@
 
 pub mod allocate_producer_ids;
 pub mod apis;
+pub mod client_id;
 pub mod cluster;
 mod conn;
 pub mod decoded;

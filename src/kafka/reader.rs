@@ -255,6 +255,25 @@ impl<'a> Reader<'a> {
         Ok(Some(text.to_owned()))
     }
 
+    /// A nullable string shared with earlier reads of the same bytes (see
+    /// [`super::client_id`]): a request header's `client_id`.
+    pub fn nullable_client_id(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<super::client_id::ClientId>, DecodeError> {
+        let start = self.pos;
+        let len = self.i16(field)?;
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = usize::try_from(len)
+            .map_err(|_| self.invalid(field, start, format!("negative length {len}")))?;
+        let bytes = self.take(field, len)?;
+        super::client_id::shared(bytes)
+            .map(Some)
+            .map_err(|e| self.invalid(field, start, format!("not UTF-8 ({e})")))
+    }
+
     /// Compact nullable string (flexible versions): uvarint length + 1 (0 = null), then
     /// UTF-8 bytes.
     pub fn compact_nullable_string(

@@ -5,6 +5,7 @@
 //! read before the cut is kept, nothing is guessed), telling a [`Visitor`] the offset
 //! and size of every field for the tree view.
 
+use super::client_id::{self, ClientId};
 use super::decoded::{partial, request_header, response_header, show_string, Undecoded};
 use super::decoded::{traced, Problem};
 use super::layout::{Ignore, Visitor};
@@ -146,7 +147,7 @@ pub trait Header: Default {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestHeader {
     /// `client_id`: `Some(None)` is a null string on the wire.
-    pub client_id: Option<Option<String>>,
+    pub client_id: Option<Option<ClientId>>,
     /// Header v2's tagged fields (flexible versions).
     pub tagged_fields: Option<Vec<TaggedField>>,
 }
@@ -166,7 +167,11 @@ impl Header for RequestHeader {
         )
     }
     fn heap_bytes(&self) -> usize {
-        let client_id = self.client_id.as_ref().map_or(0, Wire::heap_bytes);
+        let client_id = self
+            .client_id
+            .as_ref()
+            .and_then(Option::as_ref)
+            .map_or(0, client_id::heap_bytes);
         client_id + tagged_bytes(self.tagged_fields.as_ref())
     }
 }

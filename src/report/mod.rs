@@ -205,7 +205,11 @@ pub fn exchange(ex: &pairing::Exchange) -> model::Exchange {
         size: ex.request_meta.size,
         api_key: ApiKey::ALLOCATE_PRODUCER_IDS.0,
         api_version: ex.api_version,
-        client_id: req.header.client_id.clone(),
+        client_id: req
+            .header
+            .client_id
+            .as_ref()
+            .map(|id| id.as_deref().map(str::to_owned)),
         header_tagged_fields: tagged(&req.header.tagged_fields),
         broker_id: req.broker_id,
         broker_epoch: req.broker_epoch,

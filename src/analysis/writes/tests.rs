@@ -70,7 +70,7 @@ fn write(
 ) -> WriteExchange {
     let request = Request {
         header: RequestHeader {
-            client_id: Some(Some(who.client_id.to_owned())),
+            client_id: Some(Some(who.client_id.into())),
             tagged_fields: None,
         },
         transactional_id: Some(None),

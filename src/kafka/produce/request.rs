@@ -80,7 +80,8 @@ impl Request {
             .header
             .client_id
             .as_ref()
-            .map_or(0, |id| id.as_ref().map_or(0, String::capacity));
+            .and_then(Option::as_ref)
+            .map_or(0, crate::kafka::client_id::heap_bytes);
         let transactional_id = self
             .transactional_id
             .as_ref()

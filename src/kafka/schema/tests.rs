@@ -41,7 +41,7 @@ fn rows(node: &Node, out: &mut Vec<String>) {
 #[test]
 fn a_declared_message_reads_each_field_of_its_version() {
     let request = EndTxnRequest::decode(&request_v3(), 3);
-    assert_eq!(request.header.client_id, Some(Some("c".to_owned())));
+    assert_eq!(request.header.client_id, Some(Some("c".into())));
     assert_eq!(request.transactional_id.as_deref(), Some("tx-1"));
     assert_eq!(
         (

@@ -96,7 +96,7 @@ prop_compose! {
         let mut ex = test_support::exchange(u64::from(n), i32::from(broker), epoch, Some((0, 0, 1000, 2)));
         (ex.endpoints.client, ex.endpoints.server) = endpoints;
         ex.request_meta = request_meta;
-        ex.request.header.client_id = id;
+        ex.request.header.client_id = id.map(|id| id.map(Into::into));
         (ex.request.header.tagged_fields, ex.request.tagged_fields) = (tags.0, tags.1);
         ex.request.broker_id = fields.0;
         ex.request.bytes_not_captured = fields.3;

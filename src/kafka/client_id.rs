@@ -1,0 +1,101 @@
+//! Request headers' `client_id`, shared. A connection sends the same `client_id` with
+//! every request, and a controller's few brokers send a handful between them: each
+//! thread keeps the ids it read last and hands out the same string again for the same
+//! bytes, where every decoded request allocated, checked and later freed its own (about
+//! 350 instructions an exchange on the capture thread, `docs/performance.md`).
+//!
+//! What is kept is fixed and small: [`SLOTS`] ids of at most [`MAX_KEPT`] bytes a thread
+//! (about 10 KiB), within what a worker is allowed beside its connections
+//! (`shard::WORKER_OWN`); a longer id is read afresh each time.
+
+use std::cell::RefCell;
+use std::hash::BuildHasher;
+use std::str::Utf8Error;
+use std::sync::Arc;
+
+/// A `client_id` as read: one string for every request that sent the same bytes.
+pub type ClientId = Arc<str>;
+
+/// Ids kept a thread, each in the slot its bytes hash to: another id that hashes there
+/// takes its place.
+const SLOTS: usize = 64;
+/// Longest id kept.
+const MAX_KEPT: usize = 128;
+
+thread_local! {
+    static KEPT: RefCell<[Option<ClientId>; SLOTS]> =
+        const { RefCell::new([const { None }; SLOTS]) };
+}
+
+/// The id `bytes` spell, shared with the last read of the same bytes on this thread; an
+/// error when they are not UTF-8.
+pub fn shared(bytes: &[u8]) -> Result<ClientId, Utf8Error> {
+    if bytes.len() > MAX_KEPT {
+        return std::str::from_utf8(bytes).map(Arc::from);
+    }
+    let slot = slot_of(bytes);
+    KEPT.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        let Some(entry) = kept.get_mut(slot) else {
+            return std::str::from_utf8(bytes).map(Arc::from);
+        };
+        if let Some(id) = entry.as_ref().filter(|id| id.as_bytes() == bytes) {
+            return Ok(Arc::clone(id));
+        }
+        let id: ClientId = Arc::from(std::str::from_utf8(bytes)?);
+        *entry = Some(Arc::clone(&id));
+        Ok(id)
+    })
+}
+
+fn slot_of(bytes: &[u8]) -> usize {
+    let hash = foldhash::fast::FixedState::with_seed(0).hash_one(bytes);
+    (hash % SLOTS as u64) as usize
+}
+
+/// Heap an id is charged for by each request that holds it: its bytes, as when each
+/// request had a string of its own (a shared one is counted once per holder, which
+/// outweighs its two counts once two requests hold it).
+pub fn heap_bytes(id: &ClientId) -> usize {
+    id.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_bytes_give_the_same_string() {
+        let first = shared(b"broker-1-to-controller").expect("UTF-8");
+        let again = shared(b"broker-1-to-controller").expect("UTF-8");
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(&*again, "broker-1-to-controller");
+    }
+
+    #[test]
+    fn other_bytes_give_their_own_string_whichever_slot_they_share() {
+        let ids: Vec<String> = (0..4 * SLOTS).map(|n| format!("broker-{n}")).collect();
+        // every id read twice, interleaved: slots are taken over, never confused
+        for _ in 0..2 {
+            for id in &ids {
+                assert_eq!(&*shared(id.as_bytes()).expect("UTF-8"), id.as_str());
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_id_is_read_whole_and_not_kept() {
+        let long = "x".repeat(MAX_KEPT + 1);
+        let first = shared(long.as_bytes()).expect("UTF-8");
+        let again = shared(long.as_bytes()).expect("UTF-8");
+        assert_eq!(&*first, long.as_str());
+        assert!(!Arc::ptr_eq(&first, &again));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_an_error_even_after_a_kept_id() {
+        shared(b"ab").expect("UTF-8");
+        assert!(shared(b"a\xff").is_err());
+        assert!(shared(&[0xc3]).is_err());
+    }
+}
