@@ -173,6 +173,10 @@ pub struct RequestReader {
     left: Left,
     missing: u32,
     request: Request,
+    /// `request.fields_heap_bytes()`, worked out again only after a piece is read (the
+    /// only time the request changes): the budget asks after every packet, and most of a
+    /// long request's packets are records stepped over.
+    fields_heap: usize,
 }
 
 impl RequestReader {
@@ -190,6 +194,7 @@ impl RequestReader {
             left: Left::default(),
             missing: 0,
             request: Request::default(),
+            fields_heap: 0,
         }
     }
 
@@ -199,7 +204,8 @@ impl RequestReader {
             0 => 0,
             n => n + MALLOC_OVERHEAD,
         };
-        held + self.request.fields_heap_bytes()
+        debug_assert_eq!(self.fields_heap, self.request.fields_heap_bytes());
+        held + self.fields_heap
     }
 
     /// The request as read, once every byte of the message has gone by.
@@ -342,6 +348,12 @@ impl RequestReader {
     /// Reads the next piece from `bytes` (which start where it does): the bytes it took,
     /// or `None` when they run out before it ends and more of the message is to come.
     fn piece(&mut self, bytes: &[u8]) -> Option<usize> {
+        let used = self.read_piece(bytes);
+        self.fields_heap = self.request.fields_heap_bytes();
+        used
+    }
+
+    fn read_piece(&mut self, bytes: &[u8]) -> Option<usize> {
         let mut r = Reader::new(bytes);
         let result = match self.next {
             Piece::Head => self.head(&mut r),
