@@ -109,7 +109,7 @@ pub struct Args {
     #[arg(long, value_name = "MS", default_value = "1000", value_parser = clap::value_parser!(u32).range(0..=3_600_000), help_heading = "Input")]
     pub log_clock_skew: u32,
 
-    /// Write the report to FILE instead of standard output.
+    /// Write the report to FILE instead of standard output (`-`: standard output).
     #[arg(short, long, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
 
@@ -510,7 +510,8 @@ impl From<Args> for Options {
         };
         Self {
             config,
-            output: args.output,
+            // `-o -` is standard output, as `-` is standard input: not a file named `-`
+            output: args.output.filter(|path| path.as_os_str() != "-"),
             compact: args.compact,
             producer_entries: !args.no_producer_entries,
             format: args.format,

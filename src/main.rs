@@ -288,7 +288,9 @@ fn progress(options: &Options, quiet: bool) -> Option<(Progress, std::thread::Jo
         .inputs
         .iter()
         .map(|p| {
-            std::fs::metadata(p)
+            // `-` is standard input, whatever file of that name the directory holds
+            let path = Some(p).filter(|p| p.as_str() != "-")?;
+            std::fs::metadata(path)
                 .ok()
                 .filter(|m| m.is_file())
                 .map(|m| m.len())

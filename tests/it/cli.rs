@@ -209,6 +209,25 @@ fn no_capture_is_a_usage_error_that_names_both_modes() {
 }
 
 #[test]
+fn dash_as_the_output_is_standard_output_not_a_file_named_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = pidshark()
+        .current_dir(dir.path())
+        .args([
+            fixture("seed-v0.pcap").as_os_str(),
+            "-o".as_ref(),
+            "-".as_ref(),
+        ])
+        .arg("--compact")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary"]["exchanges"]["complete"], 1);
+    assert!(!dir.path().join("-").exists(), "no file named -");
+}
+
+#[test]
 fn dash_reads_standard_input_from_a_slow_pipe() {
     use std::io::Write;
     use std::process::{Command, Stdio};

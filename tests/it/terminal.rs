@@ -126,6 +126,27 @@ fn standard_input_shows_a_spinner_with_bytes_and_rate_not_a_bar() {
     );
 }
 
+#[test]
+fn standard_input_is_not_a_file_named_dash_in_the_directory() {
+    // a file named `-` where pidshark runs has a size: standard input has none
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("-"), vec![0u8; 50_000]).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("pidshark");
+    let capture = root().join("fixtures/controller-loopback.pcap");
+    let cmd = format!(
+        "cd {} && cat {} | {} - -o /dev/null",
+        dir.path().display(),
+        capture.display(),
+        bin.display()
+    );
+    let Some(out) = on_tty(&cmd, &[]) else {
+        return;
+    };
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains(" read, "), "a spinner: {out:?}");
+    assert!(!out.contains("eta"), "no bar: {out:?}");
+}
+
 /// What a terminal shows at the end of `bytes`: each line as left after carriage returns
 /// and line erasures (`\r`, `ESC[2K`), other escapes dropped.
 fn screen(bytes: &[u8]) -> Vec<String> {
