@@ -242,17 +242,7 @@ impl<'a> Reader<'a> {
 
     /// Non-compact nullable string: int16 length (-1 = null), then UTF-8 bytes.
     pub fn nullable_string(&mut self, field: &'static str) -> Result<Option<String>, DecodeError> {
-        let start = self.pos;
-        let len = self.i16(field)?;
-        if len == -1 {
-            return Ok(None);
-        }
-        let len = usize::try_from(len)
-            .map_err(|_| self.invalid(field, start, format!("negative length {len}")))?;
-        let bytes = self.take(field, len)?;
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| self.invalid(field, start, format!("not UTF-8 ({e})")))?;
-        Ok(Some(text.to_owned()))
+        self.nullable_text(field, |bytes| std::str::from_utf8(bytes).map(str::to_owned))
     }
 
     /// A nullable string shared with earlier reads of the same bytes (see
@@ -261,6 +251,15 @@ impl<'a> Reader<'a> {
         &mut self,
         field: &'static str,
     ) -> Result<Option<super::client_id::ClientId>, DecodeError> {
+        self.nullable_text(field, super::client_id::shared)
+    }
+
+    /// A non-compact nullable string's bytes, made text by `text`.
+    fn nullable_text<T>(
+        &mut self,
+        field: &'static str,
+        text: impl FnOnce(&[u8]) -> Result<T, std::str::Utf8Error>,
+    ) -> Result<Option<T>, DecodeError> {
         let start = self.pos;
         let len = self.i16(field)?;
         if len == -1 {
@@ -269,7 +268,7 @@ impl<'a> Reader<'a> {
         let len = usize::try_from(len)
             .map_err(|_| self.invalid(field, start, format!("negative length {len}")))?;
         let bytes = self.take(field, len)?;
-        super::client_id::shared(bytes)
+        text(bytes)
             .map(Some)
             .map_err(|e| self.invalid(field, start, format!("not UTF-8 ({e})")))
     }
