@@ -53,9 +53,9 @@ fn slot_of(bytes: &[u8]) -> usize {
     (hash % SLOTS as u64) as usize
 }
 
-/// Heap an id is charged for by each request that holds it: its bytes, as when each
-/// request had a string of its own (a shared one is counted once per holder, which
-/// outweighs its two counts once two requests hold it).
+/// Heap an id is charged for by each request that holds it: its bytes, as a `String` of
+/// its own was. Shared, it is counted once per holder, and its two counts (16 bytes)
+/// not at all.
 pub fn heap_bytes(id: &ClientId) -> usize {
     id.len()
 }
