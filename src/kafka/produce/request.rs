@@ -173,10 +173,17 @@ pub struct RequestReader {
     left: Left,
     missing: u32,
     request: Request,
-    /// `request.fields_heap_bytes()`, worked out again only after a piece is read (the
-    /// only time the request changes): the budget asks after every packet, and most of a
-    /// long request's packets are records stepped over.
+    /// `request.fields_heap_bytes()`, worked out again at the end of a delivery that read
+    /// a piece (the only time the request changes): the budget asks after every packet,
+    /// and most of a long request's packets are records stepped over. Once a delivery,
+    /// not once a piece: a sum over every partition after each of thousands of small
+    /// partitions in one packet would be quadratic.
     fields_heap: usize,
+    /// A piece was read since `fields_heap` was worked out.
+    piece_read: bool,
+    /// Times `fields_heap` was worked out.
+    #[cfg(test)]
+    pub(super) sums: u32,
 }
 
 impl RequestReader {
@@ -195,6 +202,9 @@ impl RequestReader {
             missing: 0,
             request: Request::default(),
             fields_heap: 0,
+            piece_read: false,
+            #[cfg(test)]
+            sums: 0,
         }
     }
 
@@ -234,7 +244,18 @@ impl RequestReader {
     }
 
     /// The message's next bytes.
-    pub fn bytes(&mut self, mut data: &[u8]) {
+    pub fn bytes(&mut self, data: &[u8]) {
+        self.read_bytes(data);
+        if std::mem::take(&mut self.piece_read) {
+            self.fields_heap = self.request.fields_heap_bytes();
+            #[cfg(test)]
+            {
+                self.sums += 1;
+            }
+        }
+    }
+
+    fn read_bytes(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
             match self.next {
                 Piece::Stopped => return,
@@ -348,9 +369,8 @@ impl RequestReader {
     /// Reads the next piece from `bytes` (which start where it does): the bytes it took,
     /// or `None` when they run out before it ends and more of the message is to come.
     fn piece(&mut self, bytes: &[u8]) -> Option<usize> {
-        let used = self.read_piece(bytes);
-        self.fields_heap = self.request.fields_heap_bytes();
-        used
+        self.piece_read = true;
+        self.read_piece(bytes)
     }
 
     fn read_piece(&mut self, bytes: &[u8]) -> Option<usize> {

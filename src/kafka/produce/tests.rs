@@ -360,6 +360,27 @@ fn a_reader_holds_its_headers_not_the_records() {
     );
 }
 
+#[test]
+fn the_heap_of_thousands_of_partitions_is_summed_once_a_delivery_not_once_a_piece() {
+    let partitions: Vec<_> = (0..3000)
+        .map(|i| (i, Some(vec![batch(7, 0, i, 1, 8)])))
+        .collect();
+    let message = request(11, &[("many", partitions)]);
+    let mut whole = RequestReader::new(11, message.len() as u32);
+    whole.bytes(&message);
+    assert_eq!(whole.sums, 1, "one delivery, one sum");
+    let mut packets = RequestReader::new(11, message.len() as u32);
+    let chunks = message.chunks(1448);
+    let deliveries = chunks.len() as u32;
+    for chunk in chunks {
+        packets.bytes(chunk);
+        let _ = packets.held_bytes(); // the kept figure is the sum (debug builds assert)
+    }
+    assert!(packets.sums <= deliveries, "{} sums", packets.sums);
+    assert_eq!(whole.held_bytes(), packets.held_bytes());
+    assert_eq!(whole.finish().batches().count(), 3000);
+}
+
 /// A topic's answers: per partition (index, error, base offset).
 type TopicAnswers<'a> = (&'a str, Vec<(i32, i16, i64)>);
 
