@@ -130,18 +130,48 @@ fn write_fraction(out: &mut impl fmt::Write, text: &[u8]) -> fmt::Result {
     out.write_str(std::str::from_utf8(text).map_err(|_| fmt::Error)?)
 }
 
-/// `value`'s last `digits.len()` decimal digits into `digits`, with leading zeros.
-fn zero_padded(digits: &mut [u8], mut value: u32) {
-    for digit in digits.iter_mut().rev() {
+/// `value`'s last `digits.len()` decimal digits into `digits`, with leading zeros: two
+/// at a time, from a table (half the divisions: every exchange's times pass here).
+pub(crate) fn zero_padded(digits: &mut [u8], mut value: u32) {
+    let mut rest = digits;
+    while rest.len() >= 2 {
+        let Some((left, pair)) = std::mem::take(&mut rest).split_last_chunk_mut::<2>() else {
+            break;
+        };
+        let from = 2 * (value % 100) as usize;
+        if let Some(src) = PAIRS.get(from..from + 2) {
+            pair.copy_from_slice(src);
+        }
+        value /= 100;
+        rest = left;
+    }
+    if let Some(digit) = rest.last_mut() {
         *digit = b'0' + (value % 10) as u8;
-        value /= 10;
     }
 }
+
+/// The two digits of every number below 100.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fmt::Write as _;
+
+    #[test]
+    fn zero_padded_gives_the_last_digits_of_any_width() {
+        for value in [0, 7, 42, 305, 999_999, 123_456_789, u32::MAX] {
+            for width in 0..=11 {
+                let mut digits = vec![b'x'; width];
+                zero_padded(&mut digits, value);
+                let text = format!("{value:0width$}");
+                let want = &text[text.len() - width..];
+                assert_eq!(digits, want.as_bytes(), "{value} in {width}");
+            }
+        }
+    }
 
     #[test]
     fn timestamps_carry_the_capture_precision() {

@@ -422,15 +422,7 @@ fn whole_seconds(secs: u64) -> ([u8; 17], usize) {
 /// `micros` (below a million) in six digits, with leading zeros.
 fn micro_digits(micros: u32) -> [u8; 6] {
     let mut digits = [b'0'; 6];
-    let pairs = [micros / 10_000, micros / 100 % 100, micros % 100];
-    for (i, pair) in pairs.into_iter().enumerate() {
-        let from = 2 * pair as usize;
-        if let (Some(dst), Some(src)) =
-            (digits.get_mut(2 * i..2 * i + 2), PAIRS.get(from..from + 2))
-        {
-            dst.copy_from_slice(src);
-        }
-    }
+    crate::timestamp::zero_padded(&mut digits, micros);
     digits
 }
 
@@ -484,11 +476,6 @@ fn push_float(out: &mut Vec<u8>, value: f64) {
     }
     let _ = serde_json::to_writer(&mut *out, &value);
 }
-
-/// The two digits of every number below 100.
-const PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
-5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
 
 #[cfg(test)]
 mod tests;
