@@ -1,6 +1,6 @@
 //! The key both directions of a connection share: its address pair, in a fixed order.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 
 /// Key of an address pair, the same for both directions: 38 bytes, where two
 /// `SocketAddr`s take 64. Every open connection has one in the table and one or two on
@@ -35,6 +35,9 @@ impl std::hash::Hash for PairKey {
 
 impl PairKey {
     pub(super) fn new(a: SocketAddr, b: SocketAddr) -> Self {
+        if let (SocketAddr::V4(a), SocketAddr::V4(b)) = (a, b) {
+            return Self::of_v4(a, b);
+        }
         let (a, b) = if a <= b { (a, b) } else { (b, a) };
         let (ip_a, v6_a) = ip_bytes(a.ip());
         let (ip_b, v6_b) = ip_bytes(b.ip());
@@ -42,6 +45,23 @@ impl PairKey {
             ips: [ip_a, ip_b],
             ports: [a.port(), b.port()],
             v6: u8::from(v6_a) | u8::from(v6_b) << 1,
+        }
+    }
+
+    /// An IPv4 pair, built once a packet: ordered as whole words, not as `SocketAddr`s
+    /// (the same order: address, then port).
+    fn of_v4(a: SocketAddrV4, b: SocketAddrV4) -> Self {
+        let word = |s: SocketAddrV4| (u32::from(*s.ip()), s.port());
+        let (a, b) = (word(a), word(b));
+        let ((ip_a, port_a), (ip_b, port_b)) = if a <= b { (a, b) } else { (b, a) };
+        let padded = |ip: u32| {
+            let [a, b, c, d] = ip.to_be_bytes();
+            [a, b, c, d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        };
+        Self {
+            ips: [padded(ip_a), padded(ip_b)],
+            ports: [port_a, port_b],
+            v6: 0,
         }
     }
 
@@ -107,5 +127,31 @@ mod tests {
         );
         assert_eq!(PairKey::new(mapped, client6).v4(), None);
         assert_eq!(size_of::<PairKey>(), 38);
+    }
+
+    /// The IPv4 shortcut orders a pair as `SocketAddr` does, whichever end is lower
+    /// and however the addresses and ports compare.
+    #[test]
+    fn an_ipv4_pair_is_keyed_as_its_socket_addresses_order_it() {
+        let ends = [
+            "10.0.0.1:9093",
+            "10.0.0.1:80",
+            "10.0.0.2:80",
+            "9.255.255.255:65535",
+        ]
+        .map(|s| s.parse::<SocketAddr>().unwrap());
+        for a in ends {
+            for b in ends {
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                let (ip_lo, _) = ip_bytes(lo.ip());
+                let (ip_hi, _) = ip_bytes(hi.ip());
+                let general = PairKey {
+                    ips: [ip_lo, ip_hi],
+                    ports: [lo.port(), hi.port()],
+                    v6: 0,
+                };
+                assert_eq!(PairKey::new(a, b), general, "{a} {b}");
+            }
+        }
     }
 }
