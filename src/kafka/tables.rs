@@ -124,7 +124,11 @@ impl ErrorCode {
 
     /// Kafka's name, when the project's table has the code.
     pub fn known_name(self) -> Option<&'static str> {
-        error_table().get(&self.0).copied()
+        match error_slot(self.0).and_then(|slot| error_by_code().get(slot)) {
+            Some(name) => *name,
+            // outside the codes the table spans: looked up all the same
+            None => error_table().get(&self.0).copied(),
+        }
     }
 
     /// Every name Kafka's table defines, by code: with `UNKNOWN(<code>)`, every name
@@ -204,6 +208,28 @@ fn api_by_key() -> &'static [Option<&'static ApiInfo>] {
 fn error_table() -> &'static HashMap<i16, &'static str> {
     static TABLE: OnceLock<HashMap<i16, &'static str>> = OnceLock::new();
     TABLE.get_or_init(|| parse_errors(ERRORS_TSV).expect("checked-in errors.tsv parses"))
+}
+
+/// The error table indexed by [`error_slot`]: looked up for every decoded response's
+/// error code, where hashing the code (SipHash) cost more than the rest of the lookup.
+fn error_by_code() -> &'static [Option<&'static str>] {
+    static BY_CODE: OnceLock<Vec<Option<&'static str>>> = OnceLock::new();
+    BY_CODE.get_or_init(|| {
+        let table = error_table();
+        let len = table.keys().filter_map(|code| error_slot(*code)).max();
+        let mut by_code = vec![None; len.map_or(0, |max| max + 1)];
+        for (code, name) in table {
+            if let Some(slot) = error_slot(*code).and_then(|slot| by_code.get_mut(slot)) {
+                *slot = Some(*name);
+            }
+        }
+        by_code
+    })
+}
+
+/// Where a code sits in [`error_by_code`]: Kafka's codes run from -1 up.
+fn error_slot(code: i16) -> Option<usize> {
+    usize::try_from(i32::from(code) + 1).ok()
 }
 
 fn data_lines(tsv: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
@@ -375,6 +401,14 @@ mod tests {
     fn the_index_by_key_finds_what_the_table_holds_and_nothing_else() {
         for key in (-3..=300).chain([i16::MIN, i16::MAX]) {
             assert_eq!(ApiKey(key).info(), api_table().get(&key), "key {key}");
+        }
+    }
+
+    #[test]
+    fn the_index_by_code_finds_what_the_table_holds_and_nothing_else() {
+        for code in (-3..=300).chain([i16::MIN, i16::MAX]) {
+            let expected = error_table().get(&code).copied();
+            assert_eq!(ErrorCode(code).known_name(), expected, "code {code}");
         }
     }
 }
