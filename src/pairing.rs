@@ -272,8 +272,7 @@ impl<A: Api> ApiExchange<A> {
 
 fn latency_us<R>(request: &MessageMeta, outcome: &Outcome<R>) -> Option<f64> {
     let (meta, _) = outcome.response()?;
-    let nanos = meta.timestamp.as_nanos() - request.timestamp.as_nanos();
-    Some(nanos as f64 / 1000.0)
+    Some(meta.timestamp.micros_since(&request.timestamp))
 }
 
 /// Per-API frame counts.

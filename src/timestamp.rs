@@ -28,6 +28,23 @@ impl Timestamp {
         i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
     }
 
+    /// Microseconds from `earlier` to this time, as `(self.as_nanos() -
+    /// earlier.as_nanos()) as f64 / 1000.0` gives them, the same bits: in 64-bit
+    /// arithmetic when it fits (every latency between two packets does), not through
+    /// `i128`'s conversion to `f64`, a call of tens of instructions, three an exchange.
+    pub fn micros_since(&self, earlier: &Self) -> f64 {
+        let nanos = self
+            .secs
+            .checked_sub(earlier.secs)
+            .and_then(|secs| secs.checked_mul(1_000_000_000))
+            .and_then(|whole| whole.checked_add(i64::from(self.nanos) - i64::from(earlier.nanos)));
+        match nanos {
+            // both round the exact integer to the nearest f64
+            Some(nanos) => nanos as f64 / 1000.0,
+            None => (self.as_nanos() - earlier.as_nanos()) as f64 / 1000.0,
+        }
+    }
+
     /// The report's form of this time (what [`Display`](fmt::Display) writes), in one
     /// allocation: the report writes one per message, block and diagnostic.
     pub fn to_rfc3339(&self) -> String {
@@ -159,6 +176,74 @@ const PAIRS: &[u8; 200] = b"\
 mod tests {
     use super::*;
     use std::fmt::Write as _;
+
+    /// The i128 formula `micros_since` stands for.
+    fn micros_by_i128(later: &Timestamp, earlier: &Timestamp) -> f64 {
+        (later.as_nanos() - earlier.as_nanos()) as f64 / 1000.0
+    }
+
+    fn at(secs: i64, nanos: u32) -> Timestamp {
+        Timestamp {
+            secs,
+            nanos,
+            nano: true,
+        }
+    }
+
+    /// The same bits as the i128 formula at the edges of `i64` nanoseconds, of `f64`'s
+    /// exact integers, and past them, where rounding decides.
+    #[test]
+    fn micros_since_gives_the_i128_formulas_bits() {
+        let max_secs = i64::MAX / 1_000_000_000;
+        let pairs = [
+            (at(0, 0), at(0, 0)),
+            (at(1_700_000_000, 1), at(1_700_000_000, 999_999_999)),
+            (at(1_700_000_001, 0), at(1_700_000_000, 999_999_999)),
+            (at(9_007_199, 254_740_993), at(0, 0)),
+            (at(max_secs, 854_775_807), at(0, 0)),
+            (at(max_secs, 854_775_808), at(0, 0)),
+            (at(0, 0), at(max_secs, 854_775_809)),
+            (at(i64::MAX, 999_999_999), at(i64::MIN, 0)),
+            (at(i64::MIN, 0), at(i64::MAX, 999_999_999)),
+        ];
+        for (later, earlier) in pairs {
+            assert_eq!(
+                later.micros_since(&earlier).to_bits(),
+                micros_by_i128(&later, &earlier).to_bits(),
+                "{later:?} since {earlier:?}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_two_times_give_the_i128_formulas_bits(
+            secs: (i64, i64),
+            nanos in (0u32..1_000_000_000, 0u32..1_000_000_000),
+        ) {
+            let (later, earlier) = (at(secs.0, nanos.0), at(secs.1, nanos.1));
+            proptest::prop_assert_eq!(
+                later.micros_since(&earlier).to_bits(),
+                micros_by_i128(&later, &earlier).to_bits()
+            );
+        }
+
+        #[test]
+        fn any_latency_gives_the_i128_formulas_bits(
+            secs in 0i64..4_000_000_000,
+            nanos in 0u32..1_000_000_000,
+            gap in 0i64..1_000_000_000_000_000,
+        ) {
+            let earlier = at(secs, nanos);
+            let later_nanos = earlier.as_nanos() + i128::from(gap);
+            let later_secs = i64::try_from(later_nanos.div_euclid(1_000_000_000)).unwrap();
+            let later = at(later_secs, u32::try_from(later_nanos.rem_euclid(1_000_000_000)).unwrap());
+            proptest::prop_assert_eq!(
+                later.micros_since(&earlier).to_bits(),
+                micros_by_i128(&later, &earlier).to_bits()
+            );
+        }
+    }
 
     #[test]
     fn zero_padded_gives_the_last_digits_of_any_width() {

@@ -397,7 +397,8 @@ impl Analyzer {
     /// Counts the latency of a complete exchange and keeps it if among the slowest.
     fn latency(&mut self, ex: &Exchange, response: &MessageMeta) {
         let latency_ns = response.timestamp.as_nanos() - ex.request_meta.timestamp.as_nanos();
-        self.totals.latencies.add(latency_ns as f64 / 1000.0);
+        let micros = response.timestamp.micros_since(&ex.request_meta.timestamp);
+        self.totals.latencies.add(micros);
         let candidate = SlowCandidate {
             latency_ns,
             request_frame: ex.request_meta.frame,
