@@ -93,7 +93,7 @@ fn on_tty(command: &str, env: &[(&str, &str)]) -> Option<Vec<u8>> {
 fn on_a_terminal_colour_is_on_unless_no_color_is_set() {
     let bin = assert_cmd::cargo::cargo_bin("pidshark");
     let cmd = format!(
-        "{} --quiet --format text fixtures/controller-loopback.pcap",
+        "'{}' --quiet --format text fixtures/controller-loopback.pcap",
         bin.display()
     );
     let escape = |out: &[u8]| out.windows(2).any(|w| w == b"\x1b[");
@@ -111,7 +111,7 @@ fn on_a_terminal_colour_is_on_unless_no_color_is_set() {
 fn standard_input_shows_a_spinner_with_bytes_and_rate_not_a_bar() {
     let bin = assert_cmd::cargo::cargo_bin("pidshark");
     let cmd = format!(
-        "cat fixtures/controller-loopback.pcap | {} - -o /dev/null",
+        "cat fixtures/controller-loopback.pcap | '{}' - -o /dev/null",
         bin.display()
     );
     let Some(out) = on_tty(&cmd, &[]) else {
@@ -134,7 +134,7 @@ fn standard_input_is_not_a_file_named_dash_in_the_directory() {
     let bin = assert_cmd::cargo::cargo_bin("pidshark");
     let capture = root().join("fixtures/controller-loopback.pcap");
     let cmd = format!(
-        "cd {} && cat {} | {} - -o /dev/null",
+        "cd '{}' && cat '{}' | '{}' - -o /dev/null",
         dir.path().display(),
         capture.display(),
         bin.display()
@@ -176,7 +176,7 @@ fn the_progress_bar_is_erased_before_the_report_reaches_the_terminal() {
     let bin = assert_cmd::cargo::cargo_bin("pidshark");
     for format in ["text", "json", "ndjson", "csv"] {
         let cmd = format!(
-            "{} --format {format} fixtures/kafka-real/4.4.0-steady.pcap.gz",
+            "'{}' --format {format} fixtures/kafka-real/4.4.0-steady.pcap.gz",
             bin.display()
         );
         let Some(out) = on_tty(&cmd, &[("NO_COLOR", "1")]) else {
