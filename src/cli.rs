@@ -511,7 +511,9 @@ impl From<Args> for Options {
         Self {
             config,
             // `-o -` is standard output, as `-` is standard input: not a file named `-`
-            output: args.output.filter(|path| path.as_os_str() != "-"),
+            output: args
+                .output
+                .filter(|path| path.as_os_str() != crate::input::STANDARD_STREAM),
             compact: args.compact,
             producer_entries: !args.no_producer_entries,
             format: args.format,

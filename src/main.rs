@@ -289,7 +289,7 @@ fn progress(options: &Options, quiet: bool) -> Option<(Progress, std::thread::Jo
         .iter()
         .map(|p| {
             // `-` is standard input, whatever file of that name the directory holds
-            let path = Some(p).filter(|p| p.as_str() != "-")?;
+            let path = Some(p).filter(|p| p.as_str() != pidshark::input::STANDARD_STREAM)?;
             std::fs::metadata(path)
                 .ok()
                 .filter(|m| m.is_file())

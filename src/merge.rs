@@ -225,7 +225,7 @@ impl<'a> Merge<'a> {
 /// same report, numbered as `mergecap` numbers them given in this order.
 pub fn first_times(inputs: &[String]) -> Vec<(String, Option<Timestamp>)> {
     let peek = |path: &str| -> Option<Timestamp> {
-        if path == "-" {
+        if path == input::STANDARD_STREAM {
             return None;
         }
         // stat before opening: opening a named pipe to look would pair with its writer,

@@ -21,6 +21,10 @@ pub use gzip::MAX_GZIP_RATIO;
 pub use readahead::{Blocks, ReadAhead, ReadBlocks};
 pub use reread::Reread;
 
+/// The path that names standard input (as an input) or standard output (as `-o`), as
+/// curl, tar and pandoc read it: never a file of that name.
+pub const STANDARD_STREAM: &str = "-";
+
 /// Opens `path` (`-`: standard input) and reads it, inflated if it is gzip, on a thread of
 /// its own: reading and inflating go on beside the parsing. `bytes_read` counts the bytes
 /// read from the file (before inflating), for a progress display; once `stop` is set the
@@ -32,7 +36,7 @@ pub fn open(
     stop: Arc<AtomicBool>,
 ) -> Result<Box<dyn Blocks>, Error> {
     let mut again = None;
-    let raw: Box<dyn Read + Send> = if path == "-" {
+    let raw: Box<dyn Read + Send> = if path == STANDARD_STREAM {
         Box::new(std::io::stdin())
     } else {
         let file = File::open(path).map_err(|source| Error::Open {
