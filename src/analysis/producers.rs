@@ -920,11 +920,11 @@ mod tests {
         let mut cut = grant(2, None, 7, 0, 30);
         if let Outcome::Complete { response, .. } = &mut cut.outcome {
             response.producer_id = None;
-            response.problem = Some(crate::kafka::decoded::Problem::NotCaptured {
+            response.problem = Some(Box::new(crate::kafka::decoded::Problem::NotCaptured {
                 len: 30,
                 captured: 15,
                 field: None,
-            });
+            }));
         }
         t.add(&cut, BROKER2, &mut found);
         assert!(

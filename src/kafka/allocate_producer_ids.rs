@@ -156,12 +156,15 @@ mod tests {
             let part = &SEED_REQUEST[..cut];
             let p = RequestPrefix::parse(&SEED_REQUEST).unwrap();
             let req = decode_request(part, &p);
-            assert!(matches!(req.problem, Some(Problem::Decode(_))), "cut {cut}");
+            assert!(
+                matches!(req.problem.as_deref(), Some(Problem::Decode(_))),
+                "cut {cut}"
+            );
         }
         for cut in 0..SEED_RESPONSE.len() {
             let resp = decode_response(&SEED_RESPONSE[..cut], 0);
             assert!(
-                matches!(resp.problem, Some(Problem::Decode(_))),
+                matches!(resp.problem.as_deref(), Some(Problem::Decode(_))),
                 "cut {cut}"
             );
         }
@@ -195,8 +198,8 @@ mod tests {
         assert_eq!(req.header.client_id, Some(Some("".into())));
         assert_eq!(req.broker_id, None);
         assert_eq!(
-            req.problem,
-            Some(Problem::UnsupportedVersion {
+            req.problem.as_deref(),
+            Some(&Problem::UnsupportedVersion {
                 api: ApiKey::ALLOCATE_PRODUCER_IDS,
                 version: 1,
                 newest: Some(0),
@@ -205,8 +208,8 @@ mod tests {
         let resp = decode_response(&SEED_RESPONSE, 1);
         assert_eq!(resp.error_code, None);
         assert_eq!(
-            resp.problem,
-            Some(Problem::UnsupportedVersion {
+            resp.problem.as_deref(),
+            Some(&Problem::UnsupportedVersion {
                 api: ApiKey::ALLOCATE_PRODUCER_IDS,
                 version: 1,
                 newest: Some(0),

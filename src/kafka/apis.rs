@@ -145,10 +145,10 @@ macro_rules! paired_apis {
 
             pub fn problem(&self) -> Option<&Problem> {
                 match self {
-                    $(Self::$variant(r) => r.problem.as_ref(),)*
+                    $(Self::$variant(r) => r.problem.as_deref(),)*
                     Self::Cluster(fact, _) => fact.problem(),
                     Self::BlockAsked { .. } => None,
-                    Self::Produce(r) => r.problem.as_ref(),
+                    Self::Produce(r) => r.problem.as_deref(),
                 }
             }
 
@@ -175,9 +175,9 @@ macro_rules! paired_apis {
 
             pub fn problem(&self) -> Option<&Problem> {
                 match self {
-                    $(Self::$variant(r) => r.problem.as_ref(),)*
+                    $(Self::$variant(r) => r.problem.as_deref(),)*
                     Self::Cluster(fact, _) => fact.problem(),
-                    Self::Produce(r) => r.problem.as_ref(),
+                    Self::Produce(r) => r.problem.as_deref(),
                 }
             }
         }
@@ -376,7 +376,7 @@ impl DecodedRequest {
         if api == ApiKey::PRODUCE {
             // Streamed when read: here only one whose bytes were not.
             let request = produce::Request {
-                problem: Some(not_read),
+                problem: Some(Box::new(not_read)),
                 ..produce::Request::default()
             };
             return Some(Self::Produce(Box::new(request)));
@@ -407,7 +407,7 @@ impl DecodedResponse {
                     produce::Response::decode_partial(message, bytes.len, bytes.missing, version)
                 }
                 None => produce::Response {
-                    problem: Some(not_read),
+                    problem: Some(Box::new(not_read)),
                     ..produce::Response::default()
                 },
             };
@@ -434,7 +434,7 @@ fn read<T: Message>(bytes: Captured<'_>, not_read: Problem, version: i16) -> Box
             *decoded.raw_mut() = message.to_vec();
         }
         Some(_) => {}
-        None => *decoded.problem_mut() = Some(not_read),
+        None => *decoded.problem_mut() = Some(Box::new(not_read)),
     }
     Box::new(decoded)
 }

@@ -47,6 +47,17 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// Heap a message's boxed problem holds: boxed, as most messages have none.
+    pub fn heap_bytes(problem: Option<&Self>) -> usize {
+        problem.map_or(0, |p| {
+            let reason = match p {
+                Self::Decode(DecodeError::Invalid { reason, .. }) => reason.capacity(),
+                _ => 0,
+            };
+            size_of::<Self>() + super::MALLOC_OVERHEAD + reason
+        })
+    }
+
     /// The problem of a message of `len` bytes of which only the first `captured` were
     /// decoded: running out of bytes there is the capture's doing, not the message's.
     /// A value that cannot be right, or a version we do not decode, stays what it is.
@@ -150,7 +161,7 @@ impl fmt::Display for Problem {
 pub trait Undecoded: Default {
     /// Why it did not decode whole, when it did not.
     fn problem(&self) -> Option<&Problem>;
-    fn problem_mut(&mut self) -> &mut Option<Problem>;
+    fn problem_mut(&mut self) -> &mut Option<Box<Problem>>;
     /// The message's bytes, when kept for the tree view (else empty).
     fn raw(&self) -> &[u8];
     fn bytes_not_captured_mut(&mut self) -> &mut Option<u32>;
@@ -162,7 +173,7 @@ pub trait Undecoded: Default {
 pub fn partial<T: Undecoded>(mut decoded: T, captured: usize, len: u32, missing: u32) -> T {
     if missing > 0 {
         let problem = decoded.problem_mut();
-        *problem = Problem::of_partial(problem.take(), captured, len);
+        *problem = Problem::of_partial(problem.take().map(|p| *p), captured, len).map(Box::new);
         *decoded.bytes_not_captured_mut() = Some(missing);
     }
     decoded
@@ -173,9 +184,9 @@ macro_rules! undecoded_fields {
     ($($message:ty),*) => {$(
         impl $crate::kafka::decoded::Undecoded for $message {
             fn problem(&self) -> Option<&$crate::kafka::decoded::Problem> {
-                self.problem.as_ref()
+                self.problem.as_deref()
             }
-            fn problem_mut(&mut self) -> &mut Option<$crate::kafka::decoded::Problem> {
+            fn problem_mut(&mut self) -> &mut Option<Box<$crate::kafka::decoded::Problem>> {
                 &mut self.problem
             }
             fn bytes_not_captured_mut(&mut self) -> &mut Option<u32> {

@@ -490,12 +490,12 @@ mod tests {
         assert_eq!(req.header.client_id, client());
         assert_eq!(req.header.tagged_fields, Some(vec![]));
         assert_eq!(req.transactional_id, None);
-        assert_eq!(req.problem, unsupported(7));
+        assert_eq!(req.problem.as_deref(), unsupported(7).as_ref());
         let message = Wire::default().response_header(8, true).bytes(&[1, 2, 3]);
         let resp = decode_response(&message.0, 7);
         assert_eq!(resp.header.tagged_fields, Some(vec![]));
         assert_eq!(resp.throttle_time_ms, None);
-        assert_eq!(resp.problem, unsupported(7));
+        assert_eq!(resp.problem.as_deref(), unsupported(7).as_ref());
         // A negative version: the rigid headers.
         let message = Wire::default().request_header(-1, 8, false).byte(0);
         let req = request(&message.0);
@@ -503,10 +503,10 @@ mod tests {
             (req.header.client_id, req.header.tagged_fields),
             (client(), None)
         );
-        assert_eq!(req.problem, unsupported(-1));
+        assert_eq!(req.problem.as_deref(), unsupported(-1).as_ref());
         let resp = decode_response(&Wire::default().response_header(8, false).0, -1);
         assert_eq!(resp.header.tagged_fields, None);
-        assert_eq!(resp.problem, unsupported(-1));
+        assert_eq!(resp.problem.as_deref(), unsupported(-1).as_ref());
     }
 
     #[test]
@@ -515,13 +515,16 @@ mod tests {
         let prefix = RequestPrefix::parse(&whole).unwrap();
         for cut in 0..whole.len() {
             let req = decode_request(&whole[..cut], &prefix);
-            assert!(matches!(req.problem, Some(Problem::Decode(_))), "cut {cut}");
+            assert!(
+                matches!(req.problem.as_deref(), Some(Problem::Decode(_))),
+                "cut {cut}"
+            );
         }
         let whole = v4_granting_response();
         for cut in 0..whole.len() {
             let resp = decode_response(&whole[..cut], 4);
             assert!(
-                matches!(resp.problem, Some(Problem::Decode(_))),
+                matches!(resp.problem.as_deref(), Some(Problem::Decode(_))),
                 "cut {cut}"
             );
         }
@@ -545,8 +548,8 @@ mod tests {
         assert_eq!(resp.producer_id, None);
         assert_eq!(resp.bytes_not_captured, Some(13));
         assert_eq!(
-            resp.problem,
-            Some(Problem::NotCaptured {
+            resp.problem.as_deref(),
+            Some(&Problem::NotCaptured {
                 len: 26,
                 captured: 13,
                 field: Some(("ProducerId", 15)),
@@ -561,7 +564,7 @@ mod tests {
         let req = request(&message);
         assert_eq!(req.tagged_fields, Some(vec![]));
         assert!(matches!(
-            req.problem,
+            req.problem.as_deref(),
             Some(Problem::Decode(DecodeError::Trailing { left: 1, .. }))
         ));
         let mut message = v4_granting_response();
@@ -569,7 +572,7 @@ mod tests {
         let resp = decode_response(&message, 4);
         assert_eq!(resp.producer_id, Some(1000));
         assert!(matches!(
-            resp.problem,
+            resp.problem.as_deref(),
             Some(Problem::Decode(DecodeError::Trailing { left: 2, .. }))
         ));
     }
@@ -624,7 +627,7 @@ mod tests {
         assert_eq!(req.enable_2pc, Some(false));
         assert_eq!(req.keep_prepared_txn, None);
         assert!(matches!(
-            req.problem,
+            req.problem.as_deref(),
             Some(Problem::Decode(DecodeError::Invalid {
                 field: "KeepPreparedTxn",
                 ..

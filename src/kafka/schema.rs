@@ -271,7 +271,8 @@ pub trait Message: Undecoded + Sized {
         if let Err(err) = &result {
             v.failed(err);
         }
-        *out.problem_mut() = Problem::of_result(result, Self::API, version, Self::NEWEST);
+        *out.problem_mut() =
+            Problem::of_result(result, Self::API, version, Self::NEWEST).map(Box::new);
         out
     }
 }
@@ -343,7 +344,7 @@ macro_rules! message {
             )*
             /// The body's tagged fields (flexible versions).
             pub tagged_fields: Option<Vec<$crate::kafka::reader::TaggedField>>,
-            pub problem: Option<$crate::kafka::decoded::Problem>,
+            pub problem: Option<Box<$crate::kafka::decoded::Problem>>,
             /// Bytes of the message that are not in the capture; `None` when it is whole.
             pub bytes_not_captured: Option<u32>,
             /// The message as captured (without its size prefix), kept for the tree view
@@ -396,6 +397,7 @@ macro_rules! message {
                     + fields
                     + $crate::kafka::schema::tagged_bytes(self.tagged_fields.as_ref())
                     + self.raw.capacity()
+                    + $crate::kafka::decoded::Problem::heap_bytes(self.problem.as_deref())
             }
         }
     };

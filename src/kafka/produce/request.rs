@@ -41,7 +41,7 @@ pub struct Request {
     pub timeout_ms: Option<i32>,
     /// `TopicData`, each as far as read.
     pub topics: Vec<TopicData>,
-    pub problem: Option<Problem>,
+    pub problem: Option<Box<Problem>>,
     /// Bytes of the message that are not in the capture; `None` when it is whole.
     pub bytes_not_captured: Option<u32>,
 }
@@ -93,6 +93,7 @@ impl Request {
             + transactional_id
             + vec_bytes(&self.topics)
             + topics
+            + Problem::heap_bytes(self.problem.as_deref())
     }
 
     /// Every batch header read, with its topic and partition.
@@ -228,7 +229,8 @@ impl RequestReader {
             self.fail(self.short_here());
         }
         if self.request.problem.is_none() && !(0..=NEWEST).contains(&self.version) {
-            self.request.problem = Problem::of_result(Ok(()), ApiKey(0), self.version, NEWEST);
+            self.request.problem =
+                Problem::of_result(Ok(()), ApiKey(0), self.version, NEWEST).map(Box::new);
         }
         self.request
     }
@@ -349,7 +351,9 @@ impl RequestReader {
 
     fn fail(&mut self, problem: Problem) {
         if self.request.problem.is_none() {
-            self.request.problem = Some(problem);
+            self.request.problem = Some(Box::new(problem));
+            // Rare: worked out again rather than kept up.
+            self.fields_heap = self.request.fields_heap_bytes();
         }
         self.next = Piece::Stopped;
         self.held = Vec::new();

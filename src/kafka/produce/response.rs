@@ -28,7 +28,7 @@ pub struct Response {
     pub topics: Vec<TopicResponse>,
     /// `ThrottleTimeMs` (v1+).
     pub throttle_time_ms: Option<i32>,
-    pub problem: Option<Problem>,
+    pub problem: Option<Box<Problem>>,
     /// Bytes of the message that are not in the capture; `None` when it is whole.
     pub bytes_not_captured: Option<u32>,
     /// The message as captured, kept for the tree view only.
@@ -91,7 +91,7 @@ impl Response {
             out.read_body(&mut r, version, flexible)?;
             r.finish()
         })();
-        out.problem = Problem::of_result(result, ApiKey(0), version, NEWEST);
+        out.problem = Problem::of_result(result, ApiKey(0), version, NEWEST).map(Box::new);
         out
     }
 
@@ -154,6 +154,7 @@ impl Response {
             + vec_bytes(&self.topics)
             + topics
             + self.raw.capacity()
+            + Problem::heap_bytes(self.problem.as_deref())
     }
 }
 

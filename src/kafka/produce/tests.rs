@@ -267,7 +267,7 @@ fn a_gap_in_records_is_stepped_over_and_one_in_the_structure_stops_reading() {
     let req = reader.finish();
     let Some(Problem::NotCaptured {
         captured, field, ..
-    }) = &req.problem
+    }) = req.problem.as_deref()
     else {
         panic!("{:?}", req.problem);
     };
@@ -291,7 +291,7 @@ fn bytes_that_cannot_be_a_produce_request_are_a_decode_error() {
     long.truncate(long.len() - 4);
     topics[1].1[1].1 = Some(vec![long]);
     let req = read_whole(&request(version, &topics), version);
-    let Some(Problem::Decode(DecodeError::Invalid { field, .. })) = &req.problem else {
+    let Some(Problem::Decode(DecodeError::Invalid { field, .. })) = req.problem.as_deref() else {
         panic!("{:?}", req.problem);
     };
     assert_eq!(*field, "batchLength");
@@ -302,7 +302,7 @@ fn bytes_that_cannot_be_a_produce_request_are_a_decode_error() {
     message.extend_from_slice(&[1, 2, 3]);
     let req = read_whole(&message, version);
     assert!(matches!(
-        req.problem,
+        req.problem.as_deref(),
         Some(Problem::Decode(DecodeError::Trailing { left: 3, .. }))
     ));
 
@@ -312,7 +312,7 @@ fn bytes_that_cannot_be_a_produce_request_are_a_decode_error() {
     message[n - 4..].copy_from_slice(&i32::MAX.to_be_bytes());
     let req = read_whole(&message, 8);
     assert!(matches!(
-        req.problem,
+        req.problem.as_deref(),
         Some(Problem::Decode(DecodeError::Invalid {
             field: "TopicData",
             ..
@@ -334,7 +334,7 @@ fn a_version_without_a_schema_here_is_read_to_its_header() {
     assert_eq!(req.header.client_id, Some(Some("producer".into())));
     assert!(req.topics.is_empty());
     assert!(matches!(
-        req.problem,
+        req.problem.as_deref(),
         Some(Problem::UnsupportedVersion { version: 14, .. })
     ));
 }
@@ -475,7 +475,10 @@ fn a_response_gives_each_partitions_error_and_base_offset() {
         1,
         "the partition read whole is kept"
     );
-    assert!(matches!(resp.problem, Some(Problem::NotCaptured { .. })));
+    assert!(matches!(
+        resp.problem.as_deref(),
+        Some(Problem::NotCaptured { .. })
+    ));
 }
 
 #[test]

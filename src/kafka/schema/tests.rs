@@ -80,7 +80,7 @@ fn a_declared_message_reads_each_field_of_its_version() {
     assert_eq!(response.problem, None);
     rigid.extend(2999_i64.to_be_bytes());
     assert!(matches!(
-        EndTxnResponse::decode(&rigid, 2).problem,
+        EndTxnResponse::decode(&rigid, 2).problem.as_deref(),
         Some(Problem::Decode(_))
     ));
 }
@@ -101,8 +101,8 @@ fn a_declared_message_cut_keeps_the_fields_before_the_cut() {
     assert_eq!(response.bytes_not_captured, Some(missing));
     // offsets in the frame: the size prefix, then the header's 5 bytes, throttle, error
     assert_eq!(
-        response.problem,
-        Some(Problem::NotCaptured {
+        response.problem.as_deref(),
+        Some(&Problem::NotCaptured {
             len,
             captured: 15,
             field: Some(("ProducerId", 4 + 11)),

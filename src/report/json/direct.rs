@@ -76,7 +76,7 @@ fn request(o: &mut Object<'_>, ex: &Exchange) {
         o,
         &req.tagged_fields,
         req.bytes_not_captured,
-        req.problem.as_ref(),
+        req.problem.as_deref(),
     );
 }
 
@@ -97,7 +97,7 @@ fn response(o: &mut Object<'_>, meta_of: &MessageMeta, resp: &Response) {
         o,
         &resp.tagged_fields,
         resp.bytes_not_captured,
-        resp.problem.as_ref(),
+        resp.problem.as_deref(),
     );
 }
 

@@ -101,7 +101,7 @@ prop_compose! {
         ex.request.broker_id = fields.0;
         ex.request.bytes_not_captured = fields.3;
         if problem {
-            ex.request.problem = Some(Problem::Shed { len: 7 });
+            ex.request.problem = Some(Box::new(Problem::Shed { len: 7 }));
         }
         ex.outcome = match outcome {
             0 => Outcome::Unanswered,
@@ -114,7 +114,7 @@ prop_compose! {
                 response.throttle_time_ms = fields.0;
                 response.bytes_not_captured = fields.3;
                 if problem {
-                    response.problem = Some(Problem::TooLarge { len: 9, limit: 8 });
+                    response.problem = Some(Box::new(Problem::TooLarge { len: 9, limit: 8 }));
                 }
                 Outcome::Complete { meta: response_meta, response }
             }
