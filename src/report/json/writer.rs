@@ -246,21 +246,27 @@ pub(super) fn needs_escape(s: &[u8]) -> bool {
     fn below(x: u64, n: u8) -> u64 {
         x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH
     }
+    let escaped = |bytes: [u8; 8]| {
+        let x = u64::from_le_bytes(bytes);
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        below(x, 0x20) | below(quote, 1) | below(backslash, 1) != 0
+    };
     let mut words = s.chunks_exact(8);
     for word in &mut words {
         let mut bytes = [0; 8];
         bytes.copy_from_slice(word);
-        let x = u64::from_le_bytes(bytes);
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        if below(x, 0x20) | below(quote, 1) | below(backslash, 1) != 0 {
+        if escaped(bytes) {
             return true;
         }
     }
-    words
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    // The last few bytes as one more word, filled out with spaces (never escaped).
+    let rest = words.remainder();
+    let mut bytes = [b' '; 8];
+    if let Some(head) = bytes.get_mut(..rest.len()) {
+        head.copy_from_slice(rest);
+    }
+    escaped(bytes)
 }
 
 /// An open object or array; `variant`: inside the object that names an enum variant.

@@ -311,11 +311,28 @@ fn strings_are_escaped_where_serde_json_escapes_them() {
         "\u{7f}\u{80}é\u{2028}",
         "1234567\"",
         "12345678\\",
+        "ab\"",
+        "0123456789\u{1}",
+        "01234567 ",
     ] {
         assert_eq!(
             needs_escape(s.as_bytes()),
             serde_json::to_string(s).unwrap() != format!("\"{s}\""),
             "{s:?}"
+        );
+    }
+}
+
+proptest! {
+    /// Any string, the bytes that need escaping anywhere in it (the last few bytes are
+    /// looked at apart from the words before them).
+    #[test]
+    fn a_string_needs_escaping_when_serde_json_escapes_it(
+        s in proptest::string::string_regex("[ -~\\x00-\\x1f\"\\\\é]{0,40}").unwrap()
+    ) {
+        prop_assert_eq!(
+            needs_escape(s.as_bytes()),
+            serde_json::to_string(&s).unwrap() != format!("\"{s}\"")
         );
     }
 }
