@@ -340,3 +340,15 @@ fn times_written_are_the_models_whatever_came_before() {
         }
     }
 }
+
+/// What [`Object::plain`] writes unescaped: every status and every error name of the
+/// project's table.
+#[test]
+fn the_names_written_as_they_are_need_no_escaping() {
+    let statuses = crate::pairing::Status::ALL.map(crate::pairing::Status::as_str);
+    let names = ErrorCode::names();
+    assert!(names.len() > 100, "{}", names.len());
+    for name in statuses.iter().chain(&names) {
+        assert!(!writer::needs_escape(name.as_bytes()), "{name}");
+    }
+}
