@@ -37,7 +37,7 @@ pub fn exchange(
 ) {
     let mut o = Object::open(out, pretty, depth);
     if let Some(kind) = lead {
-        o.text(key!("type"), kind);
+        o.plain(key!("type"), kind);
     }
     o.int(key!("connection"), ex.endpoints.connection);
     o.address(key!("client"), ex.endpoints.client);
@@ -159,7 +159,7 @@ fn tagged(o: &mut Object<'_>, name: &'static [u8], fields: &Option<Vec<TaggedFie
 pub fn block(out: &mut Vec<u8>, b: &Block, pretty: bool, depth: usize, lead: Option<&'static str>) {
     let mut o = Object::open(out, pretty, depth);
     if let Some(kind) = lead {
-        o.text(key!("type"), kind);
+        o.plain(key!("type"), kind);
     }
     o.int(key!("start"), b.start);
     o.int(key!("end"), b.end);
@@ -258,7 +258,8 @@ impl<'a> Object<'a> {
     }
 
     /// A string field of one of our own names (a status, a Kafka error's name from the
-    /// project's table), which never needs escaping: tests check every one.
+    /// project's table, an ndjson line's type), which never needs escaping: tests check
+    /// the tables, and debug builds every name written.
     #[inline(always)]
     fn plain(&mut self, name: &'static [u8], value: &'static str) {
         debug_assert!(!super::writer::needs_escape(value.as_bytes()), "{value}");
