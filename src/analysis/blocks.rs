@@ -358,20 +358,21 @@ impl Tracker {
         };
         let (block_start, frame) = key;
         let (mut start, mut end, mut first, mut last) = (block_start, b.end, frame, frame);
-        // absorb every folded range touching this one
-        let touching: Vec<i64> = self
+        // Absorb every folded range touching this one. Folded ranges neither overlap nor
+        // touch, so those are the last ones starting at most one past its end, taken from
+        // the highest down (no list of them built, once a block at long captures).
+        let reach = end.saturating_add(1);
+        while let Some((&s, &(e, f, l))) = self
             .folded
-            .range(..=end.saturating_add(1))
-            .filter(|(_, (e, _, _))| e.saturating_add(1) >= start)
-            .map(|(s, _)| *s)
-            .collect();
-        for s in touching {
-            if let Some((e, f, l)) = self.folded.remove(&s) {
-                start = start.min(s);
-                end = end.max(e);
-                first = first.min(f);
-                last = last.max(l);
-            }
+            .range(..=reach)
+            .next_back()
+            .filter(|(_, (e, _, _))| e.saturating_add(1) >= block_start)
+        {
+            self.folded.remove(&s);
+            start = start.min(s);
+            end = end.max(e);
+            first = first.min(f);
+            last = last.max(l);
         }
         self.folded.insert(start, (end, first, last));
     }
@@ -649,6 +650,46 @@ mod tests {
             "{}",
             overlaps[0].message
         );
+    }
+
+    proptest::proptest! {
+        /// Blocks in any order and overlap, folded after the last two: the folded ranges
+        /// never overlap or touch, and cover every id of every folded block and no other,
+        /// each range with the first and last response frames of its blocks.
+        #[test]
+        fn folded_ranges_are_the_folded_blocks_merged(
+            blocks in proptest::collection::vec((0i64..200, 1i32..30), 1..60)
+        ) {
+            let mut tracker = Tracker::new(2);
+            let mut findings = Vec::new();
+            for (i, &(start, len)) in blocks.iter().enumerate() {
+                let n = i as u64 + 1;
+                tracker.add(&exchange(n, 1, 5, Some((0, start, len, 1))), &mut findings);
+            }
+            let folded_blocks = blocks.len().saturating_sub(2);
+            let mut ids = BTreeMap::new();
+            for (i, &(start, len)) in blocks.iter().take(folded_blocks).enumerate() {
+                let frame = (i as u64 + 1) * 10 + 1;
+                for id in start..start + i64::from(len) {
+                    let (first, last) = ids.entry(id).or_insert((frame, frame));
+                    *first = (*first).min(frame);
+                    *last = (*last).max(frame);
+                }
+            }
+            let mut covered = std::collections::BTreeSet::new();
+            let mut previous_end = None;
+            for (&start, &(end, first, last)) in &tracker.folded {
+                proptest::prop_assert!(previous_end.is_none_or(|e: i64| e + 1 < start));
+                previous_end = Some(end);
+                let frames = (start..=end).filter_map(|id| ids.get(&id));
+                let first_seen = frames.clone().map(|&(f, _)| f).min();
+                let last_seen = frames.map(|&(_, l)| l).max();
+                proptest::prop_assert_eq!((first_seen, last_seen), (Some(first), Some(last)));
+                covered.extend(start..=end);
+            }
+            let expected: std::collections::BTreeSet<i64> = ids.keys().copied().collect();
+            proptest::prop_assert_eq!(covered, expected);
+        }
     }
 
     #[test]
