@@ -690,6 +690,42 @@ fn a_budget_the_connections_alone_fill_does_not_cost_a_pass_per_packet() {
     assert!(took < HANG_GUARD, "{took:?}");
 }
 
+/// A broker whose every request carries an epoch of its own, as no broker does: its
+/// `epochs_seen` lists the first 64 and an `analysis_limit` says more came, where the
+/// list grew with the capture.
+#[test]
+fn a_brokers_distinct_epochs_stop_at_the_analysis_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("epochs.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    for i in 0..5_000i32 {
+        let req = request(67, 0, i, true, &apid_request_body(1, i64::from(i)));
+        let resp = response(i, true, &apid_response_body(0, i64::from(i) * 1000, 1000));
+        c.send(&mut w, true, &req, 1448);
+        c.send(&mut w, false, &resp, 1448);
+    }
+    c.close(&mut w);
+    w.finish();
+    let (report, _, took) = run_measured(&path, &["--broker", "0"]);
+    assert!(took < HANG_GUARD, "{took:?}");
+    let epochs = report["summary"]["brokers"]["1"]["epochs_seen"]
+        .as_array()
+        .unwrap();
+    let expected: Vec<serde_json::Value> = (0..64).map(serde_json::Value::from).collect();
+    assert_eq!(epochs, &expected);
+    let limits: Vec<&serde_json::Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "analysis_limit")
+        .collect();
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert_eq!(limits[0]["facts"]["table"], "broker_epochs");
+    assert_eq!(limits[0]["facts"]["limit"], 64);
+}
+
 /// A capture naming a broker id and a block length of its own in every exchange, as no
 /// cluster does: the analysis's tables keyed by them stop at their limit and say so
 /// (`analysis_limit`, once per table), and memory stays bounded (without the limits the

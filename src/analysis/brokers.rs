@@ -69,7 +69,10 @@ const MAX_STREAK_FRAMES: usize = 1000;
 #[derive(Debug)]
 struct Broker {
     stats: BrokerStats,
+    /// At most [`MAX_EPOCHS_LISTED`].
     epochs: BTreeSet<i64>,
+    /// An epoch past them came.
+    epochs_unlisted: bool,
     latencies: Latencies,
     previous: Option<Previous>,
     /// The run of error responses going on, if any.
@@ -80,6 +83,11 @@ struct Broker {
 /// far fewer brokers, and each costs a row (up to 64 KiB of latencies here), so a
 /// capture naming more is hostile or broken (`analysis_limit`).
 pub const MAX_BROKERS: usize = 1024;
+
+/// Distinct epochs listed per broker: its epoch changes each time it registers again, a
+/// handful of times in a capture, so a capture with more is hostile or broken, and the
+/// list must not grow with it (`analysis_limit`).
+pub const MAX_EPOCHS_LISTED: usize = 64;
 
 /// Running state of every broker.
 #[derive(Debug, Default)]
@@ -157,6 +165,7 @@ impl Broker {
         Self {
             stats: BrokerStats::default(),
             epochs: BTreeSet::new(),
+            epochs_unlisted: false,
             // exact in every format, as the summary's
             latencies: Latencies::new(true),
             previous: None,
@@ -168,7 +177,6 @@ impl Broker {
     fn count(&mut self, ex: &Exchange) {
         self.stats.requests += 1;
         self.stats.statuses.add(ex.outcome.status());
-        self.epochs.extend(ex.request.broker_epoch);
         let Outcome::Complete { response: r, .. } = &ex.outcome else {
             return;
         };
@@ -183,6 +191,26 @@ impl Broker {
                 *self.stats.errors.entry(code).or_default() += 1;
             }
             _ => {}
+        }
+    }
+
+    /// Lists the epoch `ex`'s request carried, if new, while fewer than
+    /// [`MAX_EPOCHS_LISTED`] are; says so at the first one past them.
+    fn epoch(&mut self, id: i32, ex: &Exchange, findings: &mut Vec<Finding>) {
+        let Some(epoch) = ex.request.broker_epoch else {
+            return;
+        };
+        if self.epochs.len() < MAX_EPOCHS_LISTED {
+            self.epochs.insert(epoch);
+        } else if !self.epochs_unlisted && !self.epochs.contains(&epoch) {
+            self.epochs_unlisted = true;
+            let at = (
+                Some(id),
+                Some(ex.endpoints.connection),
+                ex.request_meta.timestamp,
+            );
+            let table = (AnalysisTable::BrokerEpochs, MAX_EPOCHS_LISTED);
+            findings.push(Finding::analysis_limit(table, ex.request_meta.frame, at));
         }
     }
 
@@ -273,6 +301,7 @@ impl Tracker {
             return;
         }
         let b = self.brokers.entry(id).or_insert_with(Broker::new);
+        b.epoch(id, ex, findings);
         b.count(ex);
         if let Some(before) = &b.previous {
             retry(id, before, ex, findings);
@@ -405,6 +434,45 @@ mod tests {
         }
         let f = run(&[first, exchange(2, 1, 5, Some((0, 0, 1000, 1)))]);
         assert!(f.is_empty(), "{f:?}");
+    }
+
+    /// A broker whose requests carry a new epoch each time (a hostile capture) has the
+    /// first [`MAX_EPOCHS_LISTED`] listed, and one `analysis_limit` at the first past them;
+    /// epochs already listed come back without one.
+    #[test]
+    fn a_broker_lists_so_many_epochs_and_says_so_once() {
+        let n = MAX_EPOCHS_LISTED as u64 + 10;
+        let mut ex: Vec<Exchange> = (1..=n)
+            .map(|i| exchange(i, 1, i as i64, Some((0, (i as i64) * 1000, 1000, 1))))
+            .collect();
+        ex.push(exchange(
+            n + 1,
+            1,
+            3,
+            Some((0, (n as i64 + 1) * 1000, 1000, 1)),
+        ));
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        for e in &ex {
+            tracker.add(e, &mut findings);
+        }
+        let limits: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.kind == Kind::AnalysisLimit)
+            .collect();
+        assert_eq!(limits.len(), 1, "{limits:?}");
+        let past = MAX_EPOCHS_LISTED as u64 + 1;
+        assert_eq!(limits[0].frames, vec![past * 10]);
+        assert!(
+            limits[0]
+                .message
+                .contains("more than 64 distinct broker epochs"),
+            "{}",
+            limits[0].message
+        );
+        let listed = &tracker.table()[&1].epochs_seen;
+        let expected: Vec<i64> = (1..=MAX_EPOCHS_LISTED as i64).collect();
+        assert_eq!(listed, &expected);
     }
 
     #[test]

@@ -223,6 +223,8 @@ kinds! {
             grants outside the blocks seen placed `unknown`, and its blocks not compared \
             with the metadata log), \
             `block_brokers` (its grants are placed `unknown`, never judged), \
+            `broker_epochs` (64 distinct epochs a broker: later ones are not listed in \
+            its `epochs_seen`; its epoch changes are still reported), \
             `block_lengths` (its blocks are not reported irregular), `coverage` (no \
             broker or controller is said missing from the capture); and the writes \
             analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
@@ -240,7 +242,7 @@ kinds! {
             producer id two producers wrote) and reported its oldest groups of refusals \
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
-        facts_doc: "`table` (`brokers`, `block_brokers`, `block_lengths`, `coverage`, \
+        facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `block_lengths`, `coverage`, \
             `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",

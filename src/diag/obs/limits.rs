@@ -123,6 +123,9 @@ crate::names::closed_set! {
         Brokers = "brokers",
         /// Per broker id granted blocks: where its grants lie among its blocks.
         BlockBrokers = "block_brokers",
+        /// Per broker id asking for blocks: the distinct epochs its requests carried
+        /// (`summary.brokers[].epochs_seen`).
+        BrokerEpochs = "broker_epochs",
         /// Per block length: the usual length, and the blocks of other lengths.
         BlockLengths = "block_lengths",
         /// Node ids seen and named in the cluster's messages: which brokers and
@@ -189,6 +192,12 @@ impl fmt::Display for AnalysisLimit {
             ),
             AnalysisTable::BlockLengths => {
                 ("block lengths were seen", "are not reported as irregular")
+            }
+            AnalysisTable::BrokerEpochs => {
+                return write!(
+                    f,
+                    "a broker's requests for blocks carried more than {limit} distinct broker epochs; from frame {frame} on, its epochs not seen before are not listed in summary.brokers[].epochs_seen (its epoch changes are still reported)"
+                );
             }
             AnalysisTable::Writes => {
                 return write!(
