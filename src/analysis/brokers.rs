@@ -204,13 +204,8 @@ impl Broker {
             self.epochs.insert(epoch);
         } else if !self.epochs_unlisted && !self.epochs.contains(&epoch) {
             self.epochs_unlisted = true;
-            let at = (
-                Some(id),
-                Some(ex.endpoints.connection),
-                ex.request_meta.timestamp,
-            );
             let table = (AnalysisTable::BrokerEpochs, MAX_EPOCHS_LISTED);
-            findings.push(Finding::analysis_limit(table, ex.request_meta.frame, at));
+            findings.push(limit_reached(table, id, ex));
         }
     }
 
@@ -279,6 +274,16 @@ fn epoch_change(id: i32, before: &Previous, ex: &Exchange, findings: &mut Vec<Fi
     ));
 }
 
+/// `analysis_limit`: `table` follows nothing new from broker `id`'s request in `ex` on.
+fn limit_reached(table: (AnalysisTable, usize), id: i32, ex: &Exchange) -> Finding {
+    let at = (
+        Some(id),
+        Some(ex.endpoints.connection),
+        ex.request_meta.timestamp,
+    );
+    Finding::analysis_limit(table, ex.request_meta.frame, at)
+}
+
 impl Tracker {
     /// One exchange of a broker, in the order exchanges complete: counted in the table,
     /// compared with the broker's previous exchange (retries, epoch changes), and added
@@ -289,13 +294,7 @@ impl Tracker {
         };
         if self.brokers.len() >= MAX_BROKERS && !self.brokers.contains_key(&id) {
             if self.unfollowed == 0 {
-                let at = (
-                    Some(id),
-                    Some(ex.endpoints.connection),
-                    ex.request_meta.timestamp,
-                );
-                let table = (AnalysisTable::Brokers, MAX_BROKERS);
-                findings.push(Finding::analysis_limit(table, ex.request_meta.frame, at));
+                findings.push(limit_reached((AnalysisTable::Brokers, MAX_BROKERS), id, ex));
             }
             self.unfollowed += 1;
             return;
