@@ -715,6 +715,7 @@ fn a_brokers_distinct_epochs_stop_at_the_analysis_limit() {
         .unwrap();
     let expected: Vec<serde_json::Value> = (0..64).map(serde_json::Value::from).collect();
     assert_eq!(epochs, &expected);
+    let unlisted_from = &report["summary"]["brokers"]["1"]["epochs_unlisted_from_frame"];
     let limits: Vec<&serde_json::Value> = report["diagnostics"]
         .as_array()
         .unwrap()
@@ -724,6 +725,18 @@ fn a_brokers_distinct_epochs_stop_at_the_analysis_limit() {
     assert_eq!(limits.len(), 1, "{limits:?}");
     assert_eq!(limits[0]["facts"]["table"], "broker_epochs");
     assert_eq!(limits[0]["facts"]["limit"], 64);
+    assert_eq!(unlisted_from, &limits[0]["frame"], "{}", limits[0]);
+    // The text and HTML summaries' epochs column says so too.
+    let more = format!("and more from frame {unlisted_from}");
+    for format in ["text", "html"] {
+        let out = pidshark()
+            .arg(&path)
+            .args(["--quiet", "--broker", "0", "--format", format])
+            .output()
+            .unwrap();
+        let page = String::from_utf8_lossy(&out.stdout);
+        assert!(page.contains(&more), "{format}: {page}");
+    }
 }
 
 /// A capture naming a broker id and a block length of its own in every exchange, as no

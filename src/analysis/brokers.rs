@@ -21,6 +21,9 @@ pub struct BrokerStats {
     /// Ids in the blocks granted to this broker.
     pub ids_granted: i64,
     pub epochs_seen: Vec<i64>,
+    /// The frame of the first request whose epoch was not listed, past
+    /// [`MAX_EPOCHS_LISTED`].
+    pub epochs_unlisted_from_frame: Option<u64>,
     /// Latency percentiles over complete exchanges, microseconds.
     pub latency_p50_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
@@ -71,8 +74,8 @@ struct Broker {
     stats: BrokerStats,
     /// At most [`MAX_EPOCHS_LISTED`].
     epochs: BTreeSet<i64>,
-    /// An epoch past them came.
-    epochs_unlisted: bool,
+    /// The frame at which an epoch past them came.
+    epochs_unlisted_from: Option<u64>,
     latencies: Latencies,
     previous: Option<Previous>,
     /// The run of error responses going on, if any.
@@ -165,7 +168,7 @@ impl Broker {
         Self {
             stats: BrokerStats::default(),
             epochs: BTreeSet::new(),
-            epochs_unlisted: false,
+            epochs_unlisted_from: None,
             // exact in every format, as the summary's
             latencies: Latencies::new(true),
             previous: None,
@@ -202,8 +205,8 @@ impl Broker {
         };
         if self.epochs.len() < MAX_EPOCHS_LISTED {
             self.epochs.insert(epoch);
-        } else if !self.epochs_unlisted && !self.epochs.contains(&epoch) {
-            self.epochs_unlisted = true;
+        } else if self.epochs_unlisted_from.is_none() && !self.epochs.contains(&epoch) {
+            self.epochs_unlisted_from = Some(ex.request_meta.frame);
             let table = (AnalysisTable::BrokerEpochs, MAX_EPOCHS_LISTED);
             findings.push(limit_reached(table, id, ex));
         }
@@ -324,6 +327,7 @@ impl Tracker {
             .map(|(id, b)| {
                 let mut stats = b.stats.clone();
                 stats.epochs_seen = b.epochs.iter().copied().collect();
+                stats.epochs_unlisted_from_frame = b.epochs_unlisted_from;
                 if let Some(l) = b.latencies.summary() {
                     stats.latency_p50_us = Some(l.p50);
                     stats.latency_p99_us = Some(l.p99);
@@ -469,9 +473,10 @@ mod tests {
             "{}",
             limits[0].message
         );
-        let listed = &tracker.table()[&1].epochs_seen;
+        let row = &tracker.table()[&1];
         let expected: Vec<i64> = (1..=MAX_EPOCHS_LISTED as i64).collect();
-        assert_eq!(listed, &expected);
+        assert_eq!(row.epochs_seen, expected);
+        assert_eq!(row.epochs_unlisted_from_frame, Some(past * 10));
     }
 
     #[test]

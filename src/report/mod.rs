@@ -640,6 +640,7 @@ fn broker(b: &BrokerStats) -> model::Broker {
         errors: by_name(&b.errors),
         ids_granted: b.ids_granted,
         epochs_seen: b.epochs_seen.clone(),
+        epochs_unlisted_from_frame: b.epochs_unlisted_from_frame,
         latency_us: b
             .latency_p50_us
             .zip(b.latency_p99_us)

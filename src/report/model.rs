@@ -827,9 +827,22 @@ pub struct Broker {
     pub errors: BTreeMap<String, u64>,
     /// Producer ids in the blocks this broker was granted.
     pub ids_granted: i64,
+    /// The distinct epochs its requests carried, ascending: the first 64 seen.
     pub epochs_seen: Vec<i64>,
+    /// Where a request first carried an epoch past those listed; absent when every
+    /// epoch is listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epochs_unlisted_from_frame: Option<u64>,
     /// Over its complete exchanges, microseconds; null when there are none.
     pub latency_us: Option<BrokerLatency>,
+}
+
+impl Broker {
+    /// What the text formats add after the epochs listed: that more came, and where.
+    pub fn more_epochs(&self) -> String {
+        self.epochs_unlisted_from_frame
+            .map_or_else(String::new, |f| format!(" and more from frame {f}"))
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, JsonSchema)]

@@ -428,6 +428,7 @@ struct Broker {
     errors: BTreeMap<String, u64>,
     ids_granted: i64,
     epochs_seen: Vec<i64>,
+    epochs_unlisted_from_frame: Option<u64>,
     latency_us: Option<BrokerLatency>,
 }
 

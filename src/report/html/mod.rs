@@ -547,7 +547,7 @@ fn brokers(page: &mut String, report: &Report, groups: &Groups) {
             b.ids_granted,
             us(b.latency_us.map(|l| l.p50)),
             us(b.latency_us.map(|l| l.p99)),
-            short_list(&epochs),
+            short_list(&epochs) + &b.more_epochs(),
             esc(&short_list(&errors)),
             findings.get(&id).copied().unwrap_or(0)
         ));

@@ -465,7 +465,7 @@ fn brokers(w: &mut dyn Write, report: &Report, chosen: &[i32]) -> io::Result<()>
             b.ids_granted,
             ms(b.latency_us.map(|l| l.p50)),
             ms(b.latency_us.map(|l| l.p99)),
-            epochs.join(",")
+            epochs.join(",") + &b.more_epochs()
         )?;
     }
     let others: Vec<&Broker> = brokers
