@@ -92,7 +92,8 @@ crate::names::closed_set! {
         /// Answered with success at the offset of another batch with the same producer
         /// id, epoch and sequences: never appended.
         NotAppended = "not_appended",
-        /// Answered with success, and not judged: no producer id, or not followed.
+        /// Answered with success, and not judged: no producer id or last sequence, or not
+        /// followed.
         Acknowledged = "acknowledged",
         /// Refused with an error.
         Rejected = "rejected",

@@ -59,10 +59,11 @@ impl BatchHeader {
 
     /// The last sequence the batch takes (`baseSequence + lastOffsetDelta`, wrapping at
     /// `i32::MAX` as Kafka's `DefaultRecordBatch.incrementSequence` does), when it has
-    /// a producer id.
+    /// a producer id. None for a negative `lastOffsetDelta`, which no batch of records
+    /// has: its last sequence is no fact to judge by.
     pub fn last_sequence(&self) -> Option<i32> {
         let (base, delta) = (self.base_sequence?, self.last_offset_delta?);
-        if base < 0 {
+        if base < 0 || delta < 0 {
             return None;
         }
         let gap = i32::MAX - delta;
@@ -190,6 +191,16 @@ pub(crate) mod tests {
         assert_eq!(batch.last_sequence(), Some(1));
         let none = read_header(&v2_header(-1, -1, -1, 4, 0)).unwrap();
         assert_eq!(none.last_sequence(), None);
+    }
+
+    /// A hostile batch's negative `lastOffsetDelta` gives no last sequence, where the
+    /// wrapping sum overflowed (a panic in a debug build, a wrong sequence in release).
+    #[test]
+    fn a_negative_last_offset_delta_gives_no_last_sequence() {
+        for (base, records) in [(5, 0), (i32::MAX, 0), (0, -100), (i32::MAX, i32::MIN + 1)] {
+            let batch = read_header(&v2_header(1, 0, base, records, 0)).unwrap();
+            assert_eq!(batch.last_sequence(), None, "{base} {records}");
+        }
     }
 
     #[test]
