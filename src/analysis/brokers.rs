@@ -60,7 +60,10 @@ struct Streak {
     len: u64,
     /// The first [`MAX_STREAK_FRAMES`] responses' frames.
     frames: Vec<u64>,
+    /// At most [`MAX_STREAK_CONNECTIONS`].
     connections: BTreeSet<u64>,
+    /// A connection past them answered in the run.
+    connections_more: bool,
     last_connection: u64,
     /// Where and when its last response came.
     last: (u64, Timestamp),
@@ -68,6 +71,11 @@ struct Streak {
 
 /// Frames of a streak listed in its finding; a longer streak is counted.
 const MAX_STREAK_FRAMES: usize = 1000;
+
+/// Distinct connections of a streak counted: a broker opens a handful while it fails, so
+/// a capture with more is hostile or broken, and the set must not grow with it (its
+/// finding says "more than").
+const MAX_STREAK_CONNECTIONS: usize = 1024;
 
 #[derive(Debug)]
 struct Broker {
@@ -123,6 +131,7 @@ impl Streak {
             len: 1,
             frames: vec![last.frame],
             connections: BTreeSet::from([ex.endpoints.connection]),
+            connections_more: false,
             last_connection: ex.endpoints.connection,
             last: (last.frame, last.timestamp),
         }
@@ -135,7 +144,12 @@ impl Streak {
         if self.frames.len() < MAX_STREAK_FRAMES {
             self.frames.push(last.frame);
         }
-        self.connections.insert(ex.endpoints.connection);
+        let connection = ex.endpoints.connection;
+        if self.connections.len() < MAX_STREAK_CONNECTIONS {
+            self.connections.insert(connection);
+        } else if !self.connections.contains(&connection) {
+            self.connections_more = true;
+        }
         self.last_connection = ex.endpoints.connection;
         self.last = (last.frame, last.timestamp);
     }
@@ -153,6 +167,7 @@ impl Streak {
             first_frame: self.frames.first().copied().unwrap_or_default(),
             last_frame: self.last.0,
             connections: self.connections.len() as u64,
+            connections_more: self.connections_more,
         });
         Some(finding(
             (broker, self.last_connection),
@@ -411,6 +426,41 @@ mod tests {
             "{}",
             streaks[0].message
         );
+    }
+
+    /// A run of errors over a new connection each time (a hostile capture) counts its
+    /// first [`MAX_STREAK_CONNECTIONS`] and says there were more.
+    #[test]
+    fn an_error_streak_counts_its_connections_up_to_a_limit() {
+        let streak = |connections: u64| {
+            let ex: Vec<Exchange> = (1..=connections + 1)
+                .map(|n| {
+                    let mut e = exchange(n, 1, 5, Some((78, -1, 0, 1)));
+                    e.endpoints.connection = n.min(connections);
+                    e
+                })
+                .collect();
+            let f = run(&ex);
+            let mut streaks = f.into_iter().filter(|f| f.kind == Kind::PidErrorStreak);
+            let streak = streaks.next().expect("one streak");
+            assert!(streaks.next().is_none());
+            streak
+        };
+        let limit = MAX_STREAK_CONNECTIONS as u64;
+        let within = streak(limit);
+        assert!(within.facts.contains(&("connections", limit.into())));
+        assert!(!within
+            .facts
+            .iter()
+            .any(|(name, _)| *name == "connections_at_least"));
+        assert!(within
+            .message
+            .contains(&format!("over {limit} connections")));
+        let past = streak(limit + 1);
+        assert!(past.facts.contains(&("connections", limit.into())));
+        assert!(past.facts.contains(&("connections_at_least", true.into())));
+        let said = format!("over more than {limit} connections");
+        assert!(past.message.contains(&said), "{}", past.message);
     }
 
     #[test]

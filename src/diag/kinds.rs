@@ -390,6 +390,7 @@ kinds! {
             broker, across connections; one finding per run",
         facts: [
             "connections": Integer,
+            "connections_at_least": Boolean,
             "count": Integer,
             "error": Text,
             "first_frame": Integer,

@@ -143,7 +143,10 @@ pub struct PidErrorStreak<'a> {
     pub first_frame: u64,
     /// Frame of the last response, where the streak shows.
     pub last_frame: u64,
+    /// Distinct connections of the run, counted up to a limit.
     pub connections: u64,
+    /// The run went over more connections than `connections`, its limit.
+    pub connections_more: bool,
 }
 
 impl PidErrorStreak<'_> {
@@ -155,8 +158,10 @@ impl PidErrorStreak<'_> {
             first_frame,
             last_frame,
             connections,
+            connections_more,
             ..
         } = self;
+        let connections_at_least = connections_more.then_some(true);
         facts![
             "frame" => last_frame,
             error,
@@ -164,6 +169,7 @@ impl PidErrorStreak<'_> {
             first_frame,
             last_frame,
             connections,
+            connections_at_least?,
         ]
     }
 }
@@ -177,10 +183,12 @@ impl fmt::Display for PidErrorStreak<'_> {
             first_frame,
             last_frame,
             connections,
+            connections_more,
         } = self;
+        let more = if *connections_more { "more than " } else { "" };
         write!(
             f,
-            "broker {broker_id} got {count} {error} responses in a row (frames {first_frame} to {last_frame}, over {connections} connection{})",
+            "broker {broker_id} got {count} {error} responses in a row (frames {first_frame} to {last_frame}, over {more}{connections} connection{})",
             if *connections == 1 { "" } else { "s" }
         )
     }

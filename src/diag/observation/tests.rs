@@ -793,6 +793,7 @@ fn broker_samples() -> Vec<Sample> {
                 first_frame: 10,
                 last_frame: 30,
                 connections: 1,
+                connections_more: false,
             }),
             "broker 1 got 3 NOT_CONTROLLER responses in a row (frames 10 to 30, over 1 connection)",
             vec![
@@ -812,6 +813,7 @@ fn broker_samples() -> Vec<Sample> {
                 first_frame: 10,
                 last_frame: 20,
                 connections: 2,
+                connections_more: false,
             }),
             "broker 1 got 2 UNKNOWN(-7) responses in a row (frames 10 to 20, over 2 connections)",
             vec![
@@ -821,6 +823,27 @@ fn broker_samples() -> Vec<Sample> {
                 ("first_frame", Fact::Uint(10)),
                 ("last_frame", Fact::Uint(20)),
                 ("connections", Fact::Uint(2)),
+            ],
+        ),
+        (
+            Observation::PidErrorStreak(obs::PidErrorStreak {
+                broker_id: 1,
+                error: "NOT_CONTROLLER",
+                count: 5000,
+                first_frame: 10,
+                last_frame: 50000,
+                connections: 1024,
+                connections_more: true,
+            }),
+            "broker 1 got 5000 NOT_CONTROLLER responses in a row (frames 10 to 50000, over more than 1024 connections)",
+            vec![
+                ("frame", Fact::Uint(50000)),
+                ("error", text("NOT_CONTROLLER")),
+                ("count", Fact::Uint(5000)),
+                ("first_frame", Fact::Uint(10)),
+                ("last_frame", Fact::Uint(50000)),
+                ("connections", Fact::Uint(1024)),
+                ("connections_at_least", Fact::Bool(true)),
             ],
         ),
         (
