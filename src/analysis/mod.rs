@@ -38,7 +38,7 @@ use crate::timestamp::Timestamp;
 
 pub use addresses::{AddressSource, BrokerAddress, Claim, Said};
 pub use blocks::MAX_TRACKED_BLOCKS;
-pub use brokers::BrokerStats;
+pub use brokers::{BrokerStats, MAX_BROKERS};
 pub use controllers::Leadership;
 pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement, PlacementName};

@@ -13,6 +13,12 @@ use crate::timestamp::Timestamp;
 /// Columns of the timeline.
 pub const COLUMNS: usize = 60;
 
+/// Brokers with a row of their own: as many as the analysis follows
+/// ([`MAX_BROKERS`](crate::analysis::MAX_BROKERS)); the blocks of brokers past
+/// them share one more row, so that a capture naming a broker id in every block does not
+/// grow the timeline with it.
+const MAX_ROWS: usize = crate::analysis::MAX_BROKERS;
+
 /// Blocks per broker and column.
 #[derive(Debug, Default)]
 pub struct Timeline {
@@ -20,6 +26,8 @@ pub struct Timeline {
     origin: i128,
     width: i128,
     rows: BTreeMap<i32, [u32; COLUMNS]>,
+    /// The blocks of brokers past [`MAX_ROWS`], once one came.
+    beyond: Option<[u32; COLUMNS]>,
     blocks: u64,
     /// The first and the last block's time, nanoseconds since the epoch.
     first: i128,
@@ -45,7 +53,11 @@ impl Timeline {
             self.widen(false);
         }
         let column = usize::try_from((at - self.origin) / self.width).unwrap_or(0);
-        let row = self.rows.entry(broker).or_insert([0; COLUMNS]);
+        let row = if self.rows.len() < MAX_ROWS || self.rows.contains_key(&broker) {
+            self.rows.entry(broker).or_insert([0; COLUMNS])
+        } else {
+            self.beyond.get_or_insert([0; COLUMNS])
+        };
         if let Some(count) = row.get_mut(column) {
             *count = count.saturating_add(1);
         }
@@ -64,7 +76,7 @@ impl Timeline {
             self.origin -= self.width * COLUMNS as i128;
         }
         self.width *= 2;
-        for row in self.rows.values_mut() {
+        for row in self.rows.values_mut().chain(&mut self.beyond) {
             let mut wider = [0u32; COLUMNS];
             for (i, count) in row.iter().enumerate() {
                 if let Some(merged) = wider.get_mut(shift + i / 2) {
@@ -118,14 +130,16 @@ impl Timeline {
             .filter(|(b, _)| !chosen.contains(b))
             .map(|(_, row)| row)
             .collect();
-        if !others.is_empty() {
+        if !others.is_empty() || self.beyond.is_some() {
             let mut sum = [0u32; COLUMNS];
-            for row in &others {
+            for row in others.iter().copied().chain(&self.beyond) {
                 for (total, n) in sum.iter_mut().zip(row.iter()) {
                     *total = total.saturating_add(*n);
                 }
             }
-            draw(w, format!("{} others", others.len()), &sum)?;
+            // past the rows kept, how many more brokers is not known: at least one
+            let more = if self.beyond.is_some() { "+" } else { "" };
+            draw(w, format!("{}{more} others", others.len()), &sum)?;
         }
         Ok(())
     }
@@ -254,6 +268,31 @@ mod tests {
             out.contains("to 2023-11-14T22:14:19.999000Z (the first"),
             "{out}"
         );
+    }
+
+    /// A capture naming a new broker id in every block (hostile) gets a row per broker
+    /// up to [`MAX_ROWS`]; the blocks of the rest share one, counted among the others.
+    #[test]
+    fn brokers_past_the_rows_kept_share_one_and_every_block_counts() {
+        let mut t = Timeline::default();
+        let brokers = MAX_ROWS as i32 + 500;
+        for broker in 0..brokers {
+            t.add(broker, at(i64::from(broker)));
+        }
+        t.add(brokers - 1, at(0));
+        assert_eq!(t.rows.len(), MAX_ROWS);
+        let total: u32 = t.rows.values().chain(&t.beyond).flatten().sum();
+        assert_eq!(total, brokers as u32 + 1);
+        let mut out = Vec::new();
+        t.write(&mut out, &[0]).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let others = out.lines().last().unwrap_or_default();
+        assert!(
+            others.starts_with(&format!("  {}+ others", MAX_ROWS - 1)),
+            "{out}"
+        );
+        let drawn: u32 = others.chars().filter_map(|c| c.to_digit(10)).sum();
+        assert!(others.contains('+') && drawn > 0, "{others}");
     }
 
     fn piece_at(leader_id: Option<i32>, n: i32, source: SourceName) -> ControllerPiece {
