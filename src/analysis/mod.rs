@@ -473,7 +473,10 @@ impl Analyzer {
             }
             _ => {}
         }
-        self.addresses.cluster(ev);
+        for table in self.addresses.cluster(ev) {
+            let at = (None, Some(ev.endpoints.connection), ev.meta.timestamp);
+            self.note(Finding::analysis_limit(table, ev.meta.frame, at));
+        }
         self.coverage.cluster(ev);
         let mut found = Vec::new();
         self.controllers.cluster(ev, &mut found);

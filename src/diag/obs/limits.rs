@@ -144,6 +144,12 @@ crate::names::closed_set! {
         WriteMemory = "write_memory",
         /// Per producer id: the frames of the answers that granted it.
         WriteGrants = "write_grants",
+        /// Broker addresses from registrations, Metadata and DescribeCluster responses
+        /// (`brokers_by_address`).
+        Addresses = "addresses",
+        /// Per broker address: the broker ids claimed for it
+        /// (`brokers_by_address[].conflicting_broker_ids`).
+        AddressBrokerIds = "address_broker_ids",
     }
 }
 
@@ -233,6 +239,18 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "more than {limit} producer ids and epochs wrote; from frame {frame} on, the writers of those not seen before are not followed (no write_shared_producer finding)"
+                );
+            }
+            AnalysisTable::Addresses => {
+                return write!(
+                    f,
+                    "more than {limit} broker addresses were named in the cluster's messages; from frame {frame} on, those not seen before are not remembered: not in brokers_by_address, and the broker on them is not known from them"
+                );
+            }
+            AnalysisTable::AddressBrokerIds => {
+                return write!(
+                    f,
+                    "a broker address was claimed for more than {limit} broker ids; from frame {frame} on, the ids not seen before for it are not listed in its conflicting_broker_ids (it is conflicting all the same)"
                 );
             }
             AnalysisTable::Coverage => {
