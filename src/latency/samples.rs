@@ -48,6 +48,10 @@ pub struct Samples {
     /// The summary once made, until the next sample: the analysis and the report both
     /// ask, and with samples spilled each summary reads the file several times.
     summary: std::cell::OnceCell<Option<Summary>>,
+    /// A spill failed (no temporary file, a full disk, no descriptor left): from then on
+    /// samples go only to `fallback`, and the summary comes from it, marked not exact,
+    /// rather than the samples growing in memory with the capture.
+    unspilled: bool,
 }
 
 impl Samples {
@@ -55,11 +59,29 @@ impl Samples {
         self.summary.take();
         if let Some(fallback) = &mut self.fallback {
             fallback.record(us);
+            if self.unspilled {
+                return;
+            }
         }
         self.held.push(us);
         if self.held.len() >= HELD && self.spill().is_err() {
-            // Without a temporary file the samples stay in memory: exact still.
-            self.held.reserve(HELD);
+            self.histogram_only();
+        }
+    }
+
+    /// After a failed spill: the samples held go to the histogram (made now if the
+    /// first spill failed), and later ones only there. Without a histogram (it could
+    /// not be made) they stay in memory: exact still.
+    fn histogram_only(&mut self) {
+        if self.fallback.is_none() {
+            self.fallback = Histogrammed::new(2).map(|mut fallback| {
+                self.held.iter().for_each(|us| fallback.record(*us));
+                fallback
+            });
+        }
+        if self.fallback.is_some() {
+            self.unspilled = true;
+            self.held = Vec::new();
         }
     }
 
@@ -167,6 +189,9 @@ impl Samples {
     }
 
     fn summarise(&self) -> Option<Summary> {
+        if self.unspilled {
+            return self.fallback.as_ref().and_then(Histogrammed::summary);
+        }
         if self.spilled.is_none() {
             return summarise(&self.held);
         }
@@ -376,5 +401,27 @@ mod tests {
         assert_eq!((approx.min, approx.max), (exact.min, exact.max));
         assert!((approx.p50 - exact.p50).abs() <= exact.p50 / 100.0 + 0.01);
         assert!((approx.p99 - exact.p99).abs() <= exact.p99 / 100.0 + 0.01);
+    }
+
+    /// Once a spill fails (here, a file that cannot be written), samples are no longer
+    /// held, however many come: the histogram counts them all, its summary approximate.
+    #[test]
+    fn a_failed_spill_keeps_samples_in_the_histogram_not_in_memory() {
+        let mut samples = Samples::default();
+        for i in 0..(HELD as u32 + 10) {
+            samples.push(f64::from(i % 1000) + 0.5);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        File::create(dir.path().join("r")).unwrap();
+        samples.spilled = Some(File::open(dir.path().join("r")).unwrap());
+        let total = 10 * HELD as u32;
+        for i in (HELD as u32 + 10)..total {
+            samples.push(f64::from(i % 1000) + 0.5);
+            assert!(samples.held.len() <= HELD, "{} held", samples.held.len());
+        }
+        let approx = samples.summary().expect("a summary from the histogram");
+        assert!(!approx.percentiles_exact);
+        assert_eq!(approx.count, u64::from(total));
+        assert!((approx.p50 - 500.0).abs() <= 6.0, "{}", approx.p50);
     }
 }
