@@ -111,6 +111,12 @@ pub struct Ordered<K> {
     open: Option<OpenRun<K>>,
     /// Runs of items that came too late for the open run, earliest arrivals first.
     runs: Vec<Run>,
+    /// The first runs of `runs` that are merges of others.
+    merged: usize,
+    /// Runs of late items at which those not merged yet are merged into one: each
+    /// holds a temporary file open until the report is written, and a capture whose
+    /// items keep coming late (a hostile one) must not use up the process's files.
+    merge_at: usize,
     count: u64,
 }
 
@@ -140,6 +146,8 @@ impl<K: OrderKey> Ordered<K> {
             spill_at: run_bytes.max(1),
             open: None,
             runs: Vec::new(),
+            merged: 0,
+            merge_at: FAN_IN,
             count: 0,
         }
     }
@@ -195,11 +203,32 @@ impl<K: OrderKey> Ordered<K> {
         if self.held >= self.spill_at {
             if self.spill(true).is_ok() {
                 self.spill_at = self.run_bytes.min(CHUNK_LEN);
+                self.merge_late_runs()?;
             } else {
                 // No room on disk (or no temporary directory): the items stay in memory,
                 // and the next try waits for twice as many. The report is still written.
                 self.spill_at = self.spill_at.saturating_mul(2);
             }
+        }
+        Ok(())
+    }
+
+    /// Merges the late runs not merged yet into one once there are [`Self::merge_at`]
+    /// of them, and the merges into one once there are as many of those: at most twice
+    /// that many files stay open. An error here loses the runs merged: the report is
+    /// not written, and says why.
+    fn merge_late_runs(&mut self) -> io::Result<()> {
+        if self.runs.len() - self.merged >= self.merge_at {
+            let unmerged = self.runs.split_off(self.merged);
+            let (run, _) = merge_into_run::<K>(unmerged)?;
+            self.runs.push(run);
+            self.merged += 1;
+        }
+        if self.merged >= self.merge_at {
+            let merges = std::mem::take(&mut self.runs);
+            let (run, _) = merge_into_run::<K>(merges)?;
+            self.runs.push(run);
+            self.merged = 1;
         }
         Ok(())
     }
@@ -689,9 +718,10 @@ mod tests {
         let mut expected = in_memory.clone();
         expected.sort();
         assert_eq!(in_memory, expected);
-        // 20,000 items of about 9 bytes in runs of 1 KiB: about 170 runs, merged in passes
+        // 20,000 items of about 9 bytes in runs of 1 KiB: about 170 runs, merged as
+        // they come, never more than two merges' worth open
         let (spilled, runs) = round_trip(1024, 20_000);
-        assert!(runs > FAN_IN, "{runs} runs");
+        assert!(runs > 1 && runs <= 2 * FAN_IN, "{runs} runs");
         assert_eq!(spilled, expected);
     }
 
@@ -842,6 +872,7 @@ mod tests {
         // a run per item
         for (items, written_again) in [(FAN_IN, 0), (91, 28), (3 * FAN_IN, 131)] {
             let mut list = Ordered::<u32>::new(1);
+            list.merge_at = usize::MAX;
             for i in 0..items as u32 {
                 // each later than every one before: a run of its own
                 list.push(items as u32 - i, |out| {
