@@ -158,7 +158,41 @@ pub struct Timeline {
 
 impl Timeline {
     /// A Vote, BeginQuorumEpoch or EndQuorumEpoch message (others are ignored).
-    pub fn cluster(&mut self, ev: &ClusterEvent, _findings: &mut Vec<Finding>) {
+    pub fn cluster(&mut self, ev: &ClusterEvent, findings: &mut Vec<Finding>) {
+        let before = self.dropped;
+        self.quorum(ev);
+        let at = (None, Some(ev.endpoints.connection), ev.meta.timestamp);
+        self.say_dropped(before, ev.meta.frame, at, findings);
+    }
+
+    /// An AllocateProducerIds exchange: its answer tells which controller acted as leader.
+    pub fn allocate(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) {
+        let before = self.dropped;
+        self.answer(ex, findings);
+        let meta = ex.last_meta();
+        let at = (
+            ex.request.broker_id,
+            Some(ex.endpoints.connection),
+            meta.timestamp,
+        );
+        self.say_dropped(before, meta.frame, at, findings);
+    }
+
+    /// `analysis_limit` at the first span dropped (`before` the message, none were).
+    fn say_dropped(
+        &self,
+        before: u64,
+        frame: u64,
+        at: (Option<i32>, Option<u64>, crate::timestamp::Timestamp),
+        findings: &mut Vec<Finding>,
+    ) {
+        if before == 0 && self.dropped > 0 {
+            let table = (obs::AnalysisTable::ControllerSpans, MAX_SPANS);
+            findings.push(Finding::analysis_limit(table, frame, at));
+        }
+    }
+
+    fn quorum(&mut self, ev: &ClusterEvent) {
         let ClusterFact::Quorum(q) = &ev.fact else {
             return;
         };
@@ -190,8 +224,7 @@ impl Timeline {
         }
     }
 
-    /// An AllocateProducerIds exchange: its answer tells which controller acted as leader.
-    pub fn allocate(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) {
+    fn answer(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) {
         let Some((meta, response)) = ex.outcome.response() else {
             return;
         };

@@ -229,7 +229,10 @@ kinds! {
             broker or controller is said missing from the capture), `addresses` (65,536 \
             broker addresses: later ones are not in `brokers_by_address`, nor is the \
             broker on them known from them), `address_broker_ids` (64 broker ids an \
-            address: later ones are not listed in its `conflicting_broker_ids`); and the writes \
+            address: later ones are not listed in its `conflicting_broker_ids`), \
+            `controller_spans` (4,096 quorum epochs, or runs of answers in no epoch \
+            shown: the earliest are dropped, and `controller_timeline` no longer shows \
+            who led before those kept); and the writes \
             analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
             a new one is counted, not judged), `write_producers` (65,536 producer ids and \
             epochs, or a quarter of the writes' share of `--max-memory`: their writers \
@@ -246,7 +249,7 @@ kinds! {
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
         facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `block_lengths`, `coverage`, \
-            `addresses`, `address_broker_ids`, `writes`, `write_producers`, `topic_names`, `write_refusals`, \
+            `addresses`, `address_broker_ids`, `controller_spans`, `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",
     }

@@ -294,13 +294,24 @@ fn a_voter_named_by_a_request_is_known_by_the_requests_server() {
 fn the_earliest_spans_are_dropped_past_the_limit() {
     let mut t = Timeline::default();
     let over = MAX_SPANS as i32 + 10;
+    let mut found = Vec::new();
     for epoch in 0..over {
         t.cluster(
             &begin(u64::from(epoch as u32), 1, epoch, LEADER_A),
-            &mut Vec::new(),
+            &mut found,
         );
     }
     assert_eq!(t.dropped, 10);
+    // said once, at the message that dropped the first
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].frames, vec![MAX_SPANS as u64]);
+    assert!(
+        found[0]
+            .facts
+            .contains(&("table", "controller_spans".into())),
+        "{:?}",
+        found[0].facts
+    );
     let timeline = t.finish().spans;
     assert_eq!(timeline.len(), MAX_SPANS);
     assert_eq!(timeline[0].epoch, 10);

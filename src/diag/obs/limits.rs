@@ -150,6 +150,9 @@ crate::names::closed_set! {
         /// Per broker address: the broker ids claimed for it
         /// (`brokers_by_address[].conflicting_broker_ids`).
         AddressBrokerIds = "address_broker_ids",
+        /// The controller timeline's epochs, and its runs of leaders' answers in no
+        /// epoch shown (`controller_timeline`).
+        ControllerSpans = "controller_spans",
     }
 }
 
@@ -251,6 +254,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "a broker address was claimed for more than {limit} broker ids; from frame {frame} on, the ids not seen before for it are not listed in its conflicting_broker_ids (it is conflicting all the same)"
+                );
+            }
+            AnalysisTable::ControllerSpans => {
+                return write!(
+                    f,
+                    "more than {limit} quorum epochs, or runs of leaders' answers in no epoch shown, were seen; from frame {frame} on, the earliest are dropped: controller_timeline no longer shows who led before those kept"
                 );
             }
             AnalysisTable::Coverage => {
