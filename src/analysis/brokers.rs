@@ -84,6 +84,8 @@ struct Broker {
     epochs: BTreeSet<i64>,
     /// The frame at which an epoch past them came.
     epochs_unlisted_from: Option<u64>,
+    /// An error code past [`MAX_ERRORS_LISTED`] came.
+    errors_unlisted: bool,
     latencies: Latencies,
     previous: Option<Previous>,
     /// The run of error responses going on, if any.
@@ -99,6 +101,10 @@ pub const MAX_BROKERS: usize = 1024;
 /// handful of times in a capture, so a capture with more is hostile or broken, and the
 /// list must not grow with it (`analysis_limit`).
 pub const MAX_EPOCHS_LISTED: usize = 64;
+
+/// Distinct error codes counted per broker: Kafka has about 130, so a capture with
+/// more is hostile or broken (each of 65,536 codes a row, for each of 1,024 brokers).
+pub const MAX_ERRORS_LISTED: usize = 256;
 
 /// Running state of every broker.
 #[derive(Debug, Default)]
@@ -184,6 +190,7 @@ impl Broker {
             stats: BrokerStats::default(),
             epochs: BTreeSet::new(),
             epochs_unlisted_from: None,
+            errors_unlisted: false,
             // exact in every format, as the summary's
             latencies: Latencies::new(true),
             previous: None,
@@ -192,7 +199,7 @@ impl Broker {
     }
 
     /// Counts `ex` in the broker's row of the table.
-    fn count(&mut self, ex: &Exchange) {
+    fn count(&mut self, id: i32, ex: &Exchange, findings: &mut Vec<Finding>) {
         self.stats.requests += 1;
         self.stats.statuses.add(ex.outcome.status());
         let Outcome::Complete { response: r, .. } = &ex.outcome else {
@@ -205,10 +212,21 @@ impl Broker {
             (Some(ErrorCode::NONE), Some(start), Some(len)) if start >= 0 && len > 0 => {
                 self.stats.ids_granted = self.stats.ids_granted.saturating_add(i64::from(len));
             }
-            (Some(code), _, _) if code.is_error() => {
-                *self.stats.errors.entry(code).or_default() += 1;
-            }
+            (Some(code), _, _) if code.is_error() => self.error(id, code, ex, findings),
             _ => {}
+        }
+    }
+
+    /// Counts an error response by its code while fewer than [`MAX_ERRORS_LISTED`]
+    /// codes are; says so at the first code past them.
+    fn error(&mut self, id: i32, code: ErrorCode, ex: &Exchange, findings: &mut Vec<Finding>) {
+        let errors = &mut self.stats.errors;
+        if errors.len() < MAX_ERRORS_LISTED || errors.contains_key(&code) {
+            *errors.entry(code).or_default() += 1;
+        } else if !self.errors_unlisted {
+            self.errors_unlisted = true;
+            let table = (AnalysisTable::BrokerErrors, MAX_ERRORS_LISTED);
+            findings.push(limit_reached(table, id, ex));
         }
     }
 
@@ -319,7 +337,7 @@ impl Tracker {
         }
         let b = self.brokers.entry(id).or_insert_with(Broker::new);
         b.epoch(id, ex, findings);
-        b.count(ex);
+        b.count(id, ex, findings);
         if let Some(before) = &b.previous {
             retry(id, before, ex, findings);
             epoch_change(id, before, ex, findings);
@@ -527,6 +545,33 @@ mod tests {
         let expected: Vec<i64> = (1..=MAX_EPOCHS_LISTED as i64).collect();
         assert_eq!(row.epochs_seen, expected);
         assert_eq!(row.epochs_unlisted_from_frame, Some(past * 10));
+    }
+
+    /// A broker answered with a new error code each time (a hostile capture) has the
+    /// first [`MAX_ERRORS_LISTED`] codes counted, and one `analysis_limit` at the first
+    /// past them; codes already counted go on being counted.
+    #[test]
+    fn a_broker_counts_so_many_error_codes_and_says_so_once() {
+        let n = MAX_ERRORS_LISTED as u64 + 10;
+        let mut ex: Vec<Exchange> = (1..=n)
+            .map(|i| exchange(i, 1, 5, Some((1000 + i as i16, -1, 0, 1))))
+            .collect();
+        ex.push(exchange(n + 1, 1, 5, Some((1001, -1, 0, 1))));
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        for e in &ex {
+            tracker.add(e, &mut findings);
+        }
+        let limits: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.kind == Kind::AnalysisLimit)
+            .collect();
+        assert_eq!(limits.len(), 1, "{limits:?}");
+        assert_eq!(limits[0].frames, vec![(MAX_ERRORS_LISTED as u64 + 1) * 10]);
+        assert!(limits[0].facts.contains(&("table", "broker_errors".into())));
+        let errors = &tracker.table()[&1].errors;
+        assert_eq!(errors.len(), MAX_ERRORS_LISTED);
+        assert_eq!(errors[&ErrorCode(1001)], 2);
     }
 
     #[test]

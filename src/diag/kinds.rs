@@ -225,6 +225,8 @@ kinds! {
             `block_brokers` (its grants are placed `unknown`, never judged), \
             `broker_epochs` (64 distinct epochs a broker: later ones are not listed in \
             its `epochs_seen`; its epoch changes are still reported), \
+            `broker_errors` (256 distinct error codes a broker: later ones are not counted \
+            in its `errors`, only in its complete exchanges and `summary.error_codes`), \
             `block_lengths` (its blocks are not reported irregular), `coverage` (no \
             broker or controller is said missing from the capture), `addresses` (65,536 \
             broker addresses: later ones are not in `brokers_by_address`, nor is the \
@@ -248,8 +250,8 @@ kinds! {
             producer id two producers wrote) and reported its oldest groups of refusals \
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
-        facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `block_lengths`, `coverage`, \
-            `addresses`, `address_broker_ids`, `controller_spans`, `writes`, `write_producers`, `topic_names`, `write_refusals`, \
+        facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `broker_errors`, `block_lengths`, \
+            `coverage`, `addresses`, `address_broker_ids`, `controller_spans`, `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",
     }

@@ -126,6 +126,9 @@ crate::names::closed_set! {
         /// Per broker id asking for blocks: the distinct epochs its requests carried
         /// (`summary.brokers[].epochs_seen`).
         BrokerEpochs = "broker_epochs",
+        /// Per broker id asking for blocks: its error responses by code
+        /// (`summary.brokers[].errors`).
+        BrokerErrors = "broker_errors",
         /// Per block length: the usual length, and the blocks of other lengths.
         BlockLengths = "block_lengths",
         /// Node ids seen and named in the cluster's messages: which brokers and
@@ -206,6 +209,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "a broker's requests for blocks carried more than {limit} distinct broker epochs; from frame {frame} on, its epochs not seen before are not listed in summary.brokers[].epochs_seen (its epoch changes are still reported)"
+                );
+            }
+            AnalysisTable::BrokerErrors => {
+                return write!(
+                    f,
+                    "a broker was answered with more than {limit} distinct error codes; from frame {frame} on, its error responses of codes not seen before are not counted in summary.brokers[].errors (they are counted in its complete exchanges and in summary.error_codes)"
                 );
             }
             AnalysisTable::Writes => {
