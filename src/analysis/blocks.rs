@@ -69,6 +69,11 @@ fn granted(ex: &Exchange) -> Granted {
 
 /// Blocks compared one by one before they are folded into ranges.
 pub const MAX_TRACKED_BLOCKS: usize = 65_536;
+/// Overlaps found for one block: a controller that lost its state grants ids again, each
+/// new block sharing them with one earlier block or a few, so a block sharing ids with
+/// more is of a hostile or broken capture, where finding them all costs a finding per
+/// pair of blocks (`analysis_limit`).
+const MAX_OVERLAPS_PER_BLOCK: usize = 16;
 /// Blocks of one unusual length listed as irregular; more are only counted.
 const MAX_LEN_SAMPLES: usize = 1000;
 /// Samples kept over all lengths past each length's first: a block is some hundred bytes.
@@ -113,7 +118,9 @@ struct LenStats {
 ///
 /// The most recent [`MAX_TRACKED_BLOCKS`] are kept whole; older ones are folded into
 /// merged id ranges that remember the frames of their first and last block, so memory
-/// stays bounded however many blocks a capture holds.
+/// stays bounded however many blocks a capture holds. At most
+/// [`MAX_OVERLAPS_PER_BLOCK`] of a block's overlaps are found (said once,
+/// `analysis_limit`).
 #[derive(Debug)]
 pub struct Tracker {
     /// Blocks kept whole before folding.
@@ -128,6 +135,8 @@ pub struct Tracker {
     folded: BTreeMap<i64, (i64, u64, u64)>,
     /// Longest block seen, to bound searches by start.
     longest: i64,
+    /// Whether a block had more overlaps than are found (said once).
+    cut: Cut,
     /// The block reaching highest so far.
     furthest: Option<Block>,
     lens: BTreeMap<i32, LenStats>,
@@ -141,6 +150,12 @@ pub struct Tracker {
     /// Answers the capture does not show whole (lost, given up at a limit, cut): any may
     /// have granted the ids of a gap.
     answers_not_read: u64,
+}
+
+/// Which of the tracker's bounds were reached.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cut {
+    overlaps: bool,
 }
 
 /// What an earlier block is compared by, beside its key's start and response frame.
@@ -165,6 +180,7 @@ impl Tracker {
             arrival: VecDeque::new(),
             folded: BTreeMap::new(),
             longest: 0,
+            cut: Cut::default(),
             furthest: None,
             lens: BTreeMap::new(),
             lens_unfollowed: false,
@@ -214,18 +230,46 @@ impl Tracker {
         Some(block)
     }
 
-    /// Every earlier block sharing ids with `b`: one finding per pair.
-    fn overlaps(&self, b: &Block, findings: &mut Vec<Finding>) {
+    /// Says, the first time, that `b` reached one of the tracker's bounds.
+    fn say_cut(&mut self, cut: Cut, b: &Block, findings: &mut Vec<Finding>) {
+        let at = (Some(b.broker_id), Some(b.connection), b.timestamp);
+        let bounds = [(
+            cut.overlaps,
+            &mut self.cut.overlaps,
+            obs::AnalysisTable::BlockOverlaps,
+            MAX_OVERLAPS_PER_BLOCK,
+        )];
+        for (now, said, table, limit) in bounds {
+            if now && !std::mem::replace(said, true) {
+                findings.push(Finding::analysis_limit(
+                    (table, limit),
+                    b.response_frame,
+                    at,
+                ));
+            }
+        }
+    }
+
+    /// Every earlier block sharing ids with `b`, and the highest range of folded ones:
+    /// one finding per pair, up to [`MAX_OVERLAPS_PER_BLOCK`] of them.
+    fn overlaps(&mut self, b: &Block, findings: &mut Vec<Finding>) {
         // Above every earlier block, as a healthy controller grants: none to search.
         if self.furthest.as_ref().is_none_or(|f| b.start > f.end) {
             return;
         }
+        let mut cut = Cut::default();
+        let mut found = 0;
         let lowest_start = b.start.saturating_sub(self.longest);
         let earlier_blocks = self.recent.range((lowest_start, 0), (b.end, u64::MAX));
         for (&(earlier_start, earlier_frame), earlier) in earlier_blocks {
             if earlier.end < b.start {
                 continue;
             }
+            if found == MAX_OVERLAPS_PER_BLOCK {
+                cut.overlaps = true;
+                break;
+            }
+            found += 1;
             let (from, to) = (b.start.max(earlier_start), b.end.min(earlier.end));
             let overlap = Overlap::Block {
                 frame: b.response_frame,
@@ -246,7 +290,10 @@ impl Tracker {
             .range(..=b.end)
             .next_back()
             .filter(|(_, (end, _, _))| *end >= b.start);
-        if let Some((start, (end, first, last))) = folded {
+        if folded.is_some() && found == MAX_OVERLAPS_PER_BLOCK {
+            cut.overlaps = true;
+        }
+        if let Some((start, (end, first, last))) = folded.filter(|_| !cut.overlaps) {
             let (from, to) = (b.start.max(*start), b.end.min(*end));
             let overlap = Overlap::Folded {
                 frame: b.response_frame,
@@ -262,6 +309,7 @@ impl Tracker {
                 Observation::PidBlockOverlap(overlap),
             ));
         }
+        self.say_cut(cut, b, findings);
     }
 
     /// Regressions and gaps against the block reaching highest so far. A block below it
@@ -649,6 +697,64 @@ mod tests {
                 .starts_with("ids 55..=64 given to broker 2"),
             "{}",
             overlaps[0].message
+        );
+    }
+
+    /// The `analysis_limit` findings, by table and frame.
+    fn limits(findings: &[Finding]) -> Vec<(String, Vec<u64>)> {
+        findings
+            .iter()
+            .filter(|f| f.kind == Kind::AnalysisLimit)
+            .filter_map(|f| match f.facts.first() {
+                Some(("table", crate::diag::Fact::Text(table))) => {
+                    Some((table.clone(), f.frames.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The response frame of exchange `n` of [`exchange`].
+    fn frame(n: u64) -> u64 {
+        n * 10 + 1
+    }
+
+    /// Blocks granting the same ids again and again: each overlaps at most
+    /// [`MAX_OVERLAPS_PER_BLOCK`] earlier ones (a finding built per pair made a capture
+    /// of 65,536 such blocks cost two billion findings), and the first block with more
+    /// says so, once.
+    #[test]
+    fn a_block_overlapping_more_blocks_than_are_found_says_so_once() {
+        let ex: Vec<Exchange> = (1..=40)
+            .map(|n| exchange(n, 1, 5, Some((0, 0, 1000, 1))))
+            .collect();
+        let (_, f) = run(&ex);
+        let overlaps: Vec<&Finding> = f
+            .iter()
+            .filter(|f| f.kind == Kind::PidBlockOverlap)
+            .collect();
+        // block n overlaps the n - 1 before it, up to 16
+        let expected: usize = (0..40).map(|n: usize| n.min(MAX_OVERLAPS_PER_BLOCK)).sum();
+        assert_eq!(overlaps.len(), expected);
+        for n in 1..=40u64 {
+            let of_n = overlaps
+                .iter()
+                .filter(|o| o.frames.last() == Some(&frame(n)));
+            assert!(of_n.count() <= MAX_OVERLAPS_PER_BLOCK);
+        }
+        // the first block with 17 before it
+        let limit = MAX_OVERLAPS_PER_BLOCK as u64 + 2;
+        assert_eq!(
+            limits(&f),
+            vec![("block_overlaps".to_owned(), vec![frame(limit)])]
+        );
+        let said = f
+            .iter()
+            .find(|f| f.kind == Kind::AnalysisLimit)
+            .map(|f| f.message.as_str());
+        assert_eq!(
+            said,
+            Some("a block shared ids with more than 16 earlier blocks or ranges of folded blocks; from frame 181 on, a block's overlaps past the first 16 found are neither listed nor counted (pid_block_overlap counts at most 16 a block)")
         );
     }
 

@@ -217,8 +217,9 @@ kinds! {
     AnalysisLimit "analysis_limit" Warning {
         meaning: "more distinct broker ids, block lengths or node ids than one of the \
             analysis's tables follows (1,024 broker ids or block lengths, 65,536 node \
-            ids): from the frame named, what is new is counted in the totals and \
-            listed, but not followed in that table: `brokers` (no row in \
+            ids), or a bound of the comparison of blocks reached: from the frame \
+            named, what is new is counted in the totals and listed, but not followed in \
+            that table: `brokers` (no row in \
             `summary.brokers`, no error streak, retry or epoch change of that broker, its \
             grants outside the blocks seen placed `unknown`, and its blocks not compared \
             with the metadata log), \
@@ -226,7 +227,9 @@ kinds! {
             `broker_epochs` (64 distinct epochs a broker: later ones are not listed in \
             its `epochs_seen`; its epoch changes are still reported), \
             `block_lengths` (its blocks are not reported irregular), `coverage` (no \
-            broker or controller is said missing from the capture); and the writes \
+            broker or controller is said missing from the capture); the comparison of \
+            blocks, from the frame named: `block_overlaps` (16 overlaps a block: those past the \
+            first 16 found are neither listed nor counted); and the writes \
             analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
             a new one is counted, not judged), `write_producers` (65,536 producer ids and \
             epochs, or a quarter of the writes' share of `--max-memory`: their writers \
@@ -242,7 +245,8 @@ kinds! {
             producer id two producers wrote) and reported its oldest groups of refusals \
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
-        facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `block_lengths`, `coverage`, \
+        facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `block_lengths`, \
+            `block_overlaps`, `coverage`, \
             `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",

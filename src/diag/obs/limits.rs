@@ -128,6 +128,9 @@ crate::names::closed_set! {
         BrokerEpochs = "broker_epochs",
         /// Per block length: the usual length, and the blocks of other lengths.
         BlockLengths = "block_lengths",
+        /// Per block: the earlier blocks (or ranges of folded ones) sharing its ids, each
+        /// a `pid_block_overlap`.
+        BlockOverlaps = "block_overlaps",
         /// Node ids seen and named in the cluster's messages: which brokers and
         /// controllers the capture shows.
         Coverage = "coverage",
@@ -192,6 +195,12 @@ impl fmt::Display for AnalysisLimit {
             ),
             AnalysisTable::BlockLengths => {
                 ("block lengths were seen", "are not reported as irregular")
+            }
+            AnalysisTable::BlockOverlaps => {
+                return write!(
+                    f,
+                    "a block shared ids with more than {limit} earlier blocks or ranges of folded blocks; from frame {frame} on, a block's overlaps past the first {limit} found are neither listed nor counted (pid_block_overlap counts at most {limit} a block)"
+                );
             }
             AnalysisTable::BrokerEpochs => {
                 return write!(
