@@ -74,6 +74,10 @@ pub const MAX_TRACKED_BLOCKS: usize = 65_536;
 /// more is of a hostile or broken capture, where finding them all costs a finding per
 /// pair of blocks (`analysis_limit`).
 const MAX_OVERLAPS_PER_BLOCK: usize = 16;
+/// Earlier blocks kept whole compared with one block: those starting within the longest
+/// kept block's length below it, a few in a real capture, all of them in a hostile one
+/// (`analysis_limit`).
+const MAX_COMPARED_PER_BLOCK: usize = 1024;
 /// Blocks of one unusual length listed as irregular; more are only counted.
 const MAX_LEN_SAMPLES: usize = 1000;
 /// Samples kept over all lengths past each length's first: a block is some hundred bytes.
@@ -118,9 +122,10 @@ struct LenStats {
 ///
 /// The most recent [`MAX_TRACKED_BLOCKS`] are kept whole; older ones are folded into
 /// merged id ranges that remember the frames of their first and last block, so memory
-/// stays bounded however many blocks a capture holds. At most
-/// [`MAX_OVERLAPS_PER_BLOCK`] of a block's overlaps are found (said once,
-/// `analysis_limit`).
+/// stays bounded however many blocks a capture holds. A block is compared with at most
+/// [`MAX_COMPARED_PER_BLOCK`] kept blocks, and at most [`MAX_OVERLAPS_PER_BLOCK`] of its
+/// overlaps are found, so the work a block costs is bounded too; each bound reached is
+/// said once (`analysis_limit`).
 #[derive(Debug)]
 pub struct Tracker {
     /// Blocks kept whole before folding.
@@ -133,9 +138,11 @@ pub struct Tracker {
     arrival: VecDeque<(i64, u64)>,
     /// Folded ranges: start -> (end, first response frame, last response frame).
     folded: BTreeMap<i64, (i64, u64, u64)>,
-    /// Longest block seen, to bound searches by start.
-    longest: i64,
-    /// Whether a block had more overlaps than are found (said once).
+    /// Blocks of `recent` by length (how many of each), to bound searches by start by
+    /// the longest of them: a long block no longer widens them once folded.
+    kept_lens: BTreeMap<i64, u32>,
+    /// Whether a block had more overlaps than are found, or more kept blocks to compare
+    /// with than are (each said once).
     cut: Cut,
     /// The block reaching highest so far.
     furthest: Option<Block>,
@@ -156,6 +163,7 @@ pub struct Tracker {
 #[derive(Debug, Clone, Copy, Default)]
 struct Cut {
     overlaps: bool,
+    comparisons: bool,
 }
 
 /// What an earlier block is compared by, beside its key's start and response frame.
@@ -179,7 +187,7 @@ impl Tracker {
             recent: NearlySorted::default(),
             arrival: VecDeque::new(),
             folded: BTreeMap::new(),
-            longest: 0,
+            kept_lens: BTreeMap::new(),
             cut: Cut::default(),
             furthest: None,
             lens: BTreeMap::new(),
@@ -216,13 +224,15 @@ impl Tracker {
         self.seen += 1;
         self.close_gaps(self.seen.saturating_sub(MAX_BLOCKS_TO_FILL_A_GAP), findings);
         self.count_len(&block, findings);
-        self.longest = self.longest.max(i64::from(block.len));
         let key = (block.start, block.response_frame);
         let recent = Recent {
             end: block.end,
             broker_id: block.broker_id,
         };
-        self.recent.insert(key, recent);
+        if let Some(replaced) = self.recent.insert(key, recent) {
+            self.unkeep_len(block.start, replaced.end);
+        }
+        *self.kept_lens.entry(i64::from(block.len)).or_default() += 1;
         self.arrival.push_back(key);
         while self.recent.len() > self.max_recent {
             self.fold_oldest();
@@ -230,15 +240,39 @@ impl Tracker {
         Some(block)
     }
 
+    /// The longest block of `recent`: none starts further below an id it holds.
+    fn longest_kept(&self) -> i64 {
+        self.kept_lens.last_key_value().map_or(0, |(len, _)| *len)
+    }
+
+    /// A block `start..=end` is no longer in `recent`.
+    fn unkeep_len(&mut self, start: i64, end: i64) {
+        let len = end.saturating_sub(start).saturating_add(1);
+        if let Some(count) = self.kept_lens.get_mut(&len) {
+            *count -= 1;
+            if *count == 0 {
+                self.kept_lens.remove(&len);
+            }
+        }
+    }
+
     /// Says, the first time, that `b` reached one of the tracker's bounds.
     fn say_cut(&mut self, cut: Cut, b: &Block, findings: &mut Vec<Finding>) {
         let at = (Some(b.broker_id), Some(b.connection), b.timestamp);
-        let bounds = [(
-            cut.overlaps,
-            &mut self.cut.overlaps,
-            obs::AnalysisTable::BlockOverlaps,
-            MAX_OVERLAPS_PER_BLOCK,
-        )];
+        let bounds = [
+            (
+                cut.overlaps,
+                &mut self.cut.overlaps,
+                obs::AnalysisTable::BlockOverlaps,
+                MAX_OVERLAPS_PER_BLOCK,
+            ),
+            (
+                cut.comparisons,
+                &mut self.cut.comparisons,
+                obs::AnalysisTable::BlockComparisons,
+                MAX_COMPARED_PER_BLOCK,
+            ),
+        ];
         for (now, said, table, limit) in bounds {
             if now && !std::mem::replace(said, true) {
                 findings.push(Finding::analysis_limit(
@@ -251,7 +285,8 @@ impl Tracker {
     }
 
     /// Every earlier block sharing ids with `b`, and the highest range of folded ones:
-    /// one finding per pair, up to [`MAX_OVERLAPS_PER_BLOCK`] of them.
+    /// one finding per pair, up to [`MAX_OVERLAPS_PER_BLOCK`] of them, among the first
+    /// [`MAX_COMPARED_PER_BLOCK`] blocks kept that may share ids with it (by first id).
     fn overlaps(&mut self, b: &Block, findings: &mut Vec<Finding>) {
         // Above every earlier block, as a healthy controller grants: none to search.
         if self.furthest.as_ref().is_none_or(|f| b.start > f.end) {
@@ -259,9 +294,13 @@ impl Tracker {
         }
         let mut cut = Cut::default();
         let mut found = 0;
-        let lowest_start = b.start.saturating_sub(self.longest);
+        let lowest_start = b.start.saturating_sub(self.longest_kept());
         let earlier_blocks = self.recent.range((lowest_start, 0), (b.end, u64::MAX));
-        for (&(earlier_start, earlier_frame), earlier) in earlier_blocks {
+        for (compared, (&(earlier_start, earlier_frame), earlier)) in earlier_blocks.enumerate() {
+            if compared == MAX_COMPARED_PER_BLOCK {
+                cut.comparisons = true;
+                break;
+            }
             if earlier.end < b.start {
                 continue;
             }
@@ -405,6 +444,7 @@ impl Tracker {
             return;
         };
         let (block_start, frame) = key;
+        self.unkeep_len(block_start, b.end);
         let (mut start, mut end, mut first, mut last) = (block_start, b.end, frame, frame);
         // Absorb every folded range touching this one. Folded ranges neither overlap nor
         // touch, so those are the last ones starting at most one past its end, taken from
@@ -756,6 +796,63 @@ mod tests {
             said,
             Some("a block shared ids with more than 16 earlier blocks or ranges of folded blocks; from frame 181 on, a block's overlaps past the first 16 found are neither listed nor counted (pid_block_overlap counts at most 16 a block)")
         );
+    }
+
+    /// A block that may share ids with more kept blocks than are compared with it (a
+    /// long block kept brings every block starting within its length below it in
+    /// reach) is compared with the first of them only, and says that an overlap may go
+    /// unfound.
+    #[test]
+    fn a_block_compared_with_fewer_blocks_than_may_overlap_it_says_so() {
+        let mut ex = vec![
+            // the highest, so that every block after is searched
+            exchange(1, 1, 5, Some((0, 1 << 40, 1000, 1))),
+            exchange(2, 1, 5, Some((0, 0, 100_000, 1))),
+        ];
+        let past = MAX_COMPARED_PER_BLOCK as u64 + 10;
+        for n in 3..3 + past {
+            ex.push(exchange(n, 1, 5, Some((0, 100_000 + n as i64 * 10, 10, 1))));
+        }
+        let (_, f) = run(&ex);
+        assert!(f.iter().all(|f| f.kind != Kind::PidBlockOverlap));
+        // the first block with 1,025 small ones in reach below it
+        let n = 4 + MAX_COMPARED_PER_BLOCK as u64;
+        assert_eq!(
+            limits(&f),
+            vec![("block_comparisons".to_owned(), vec![frame(n)])]
+        );
+    }
+
+    /// A long block, once folded, no longer widens the search of every later block
+    /// through every block kept: blocks given again overlap the blocks they repeat, all
+    /// found, with no limit reached.
+    #[test]
+    fn a_long_block_folded_no_longer_widens_the_search() {
+        let kept = MAX_COMPARED_PER_BLOCK as u64 * 2;
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::new(kept as usize);
+        tracker.add(&exchange(1, 1, 5, Some((0, 1, i32::MAX, 1))), &mut findings);
+        let above = 1i64 << 31;
+        let start = |k: u64| above + k as i64 * 1000;
+        for k in 0..kept {
+            tracker.add(
+                &exchange(2 + k, 1, 5, Some((0, start(k), 1000, 1))),
+                &mut findings,
+            );
+        }
+        assert!(findings.is_empty(), "{findings:?}");
+        // the same blocks again, each overlapping the one it repeats, still kept
+        for k in 0..kept {
+            let n = 2 + kept + k;
+            tracker.add(
+                &exchange(n, 2, 5, Some((0, start(k), 1000, 1))),
+                &mut findings,
+            );
+        }
+        let overlaps = findings.iter().filter(|f| f.kind == Kind::PidBlockOverlap);
+        assert_eq!(overlaps.count() as u64, kept);
+        assert_eq!(limits(&findings), vec![]);
+        assert_eq!(tracker.longest_kept(), 1000);
     }
 
     proptest::proptest! {

@@ -229,7 +229,9 @@ kinds! {
             `block_lengths` (its blocks are not reported irregular), `coverage` (no \
             broker or controller is said missing from the capture); the comparison of \
             blocks, from the frame named: `block_overlaps` (16 overlaps a block: those past the \
-            first 16 found are neither listed nor counted); and the writes \
+            first 16 found are neither listed nor counted), `block_comparisons` (1,024 \
+            earlier blocks kept whole compared with one block, the first by their first \
+            id: an overlap with the others goes unfound); and the writes \
             analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
             a new one is counted, not judged), `write_producers` (65,536 producer ids and \
             epochs, or a quarter of the writes' share of `--max-memory`: their writers \
@@ -246,7 +248,7 @@ kinds! {
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
         facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `block_lengths`, \
-            `block_overlaps`, `coverage`, \
+            `block_overlaps`, `block_comparisons`, `coverage`, \
             `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",

@@ -131,6 +131,8 @@ crate::names::closed_set! {
         /// Per block: the earlier blocks (or ranges of folded ones) sharing its ids, each
         /// a `pid_block_overlap`.
         BlockOverlaps = "block_overlaps",
+        /// Per block: the earlier blocks kept whole whose ids it is compared with.
+        BlockComparisons = "block_comparisons",
         /// Node ids seen and named in the cluster's messages: which brokers and
         /// controllers the capture shows.
         Coverage = "coverage",
@@ -200,6 +202,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "a block shared ids with more than {limit} earlier blocks or ranges of folded blocks; from frame {frame} on, a block's overlaps past the first {limit} found are neither listed nor counted (pid_block_overlap counts at most {limit} a block)"
+                );
+            }
+            AnalysisTable::BlockComparisons => {
+                return write!(
+                    f,
+                    "a block could share ids with more than {limit} earlier blocks kept whole; from frame {frame} on, such a block is compared with the first {limit} of them only (by first id), and an overlap with the others goes unfound"
                 );
             }
             AnalysisTable::BrokerEpochs => {
