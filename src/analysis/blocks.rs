@@ -69,6 +69,10 @@ fn granted(ex: &Exchange) -> Granted {
 
 /// Blocks compared one by one before they are folded into ranges.
 pub const MAX_TRACKED_BLOCKS: usize = 65_536;
+/// Ranges of folded blocks kept: blocks granted in order fold into one, so a capture
+/// leaving more apart is hostile or broken, and each costs a map entry; past them the
+/// lowest are forgotten (`analysis_limit`).
+const MAX_FOLDED_RANGES: usize = 65_536;
 /// Overlaps found for one block: a controller that lost its state grants ids again, each
 /// new block sharing them with one earlier block or a few, so a block sharing ids with
 /// more is of a hostile or broken capture, where finding them all costs a finding per
@@ -121,11 +125,11 @@ struct LenStats {
 /// Blocks seen so far, compared with each new one.
 ///
 /// The most recent [`MAX_TRACKED_BLOCKS`] are kept whole; older ones are folded into
-/// merged id ranges that remember the frames of their first and last block, so memory
-/// stays bounded however many blocks a capture holds. A block is compared with at most
-/// [`MAX_COMPARED_PER_BLOCK`] kept blocks, and at most [`MAX_OVERLAPS_PER_BLOCK`] of its
-/// overlaps are found, so the work a block costs is bounded too; each bound reached is
-/// said once (`analysis_limit`).
+/// merged id ranges that remember the frames of their first and last block, at most
+/// [`MAX_FOLDED_RANGES`] of them, so memory stays bounded however many blocks a capture
+/// holds. A block is compared with at most [`MAX_COMPARED_PER_BLOCK`] kept blocks, and
+/// at most [`MAX_OVERLAPS_PER_BLOCK`] of its overlaps are found, so the work a block
+/// costs is bounded too; each bound reached is said once (`analysis_limit`).
 #[derive(Debug)]
 pub struct Tracker {
     /// Blocks kept whole before folding.
@@ -141,8 +145,8 @@ pub struct Tracker {
     /// Blocks of `recent` by length (how many of each), to bound searches by start by
     /// the longest of them: a long block no longer widens them once folded.
     kept_lens: BTreeMap<i64, u32>,
-    /// Whether a block had more overlaps than are found, or more kept blocks to compare
-    /// with than are (each said once).
+    /// Whether a block had more overlaps than are found, more kept blocks to compare
+    /// with than are, or the folded ranges more than are kept (each said once).
     cut: Cut,
     /// The block reaching highest so far.
     furthest: Option<Block>,
@@ -164,6 +168,7 @@ pub struct Tracker {
 struct Cut {
     overlaps: bool,
     comparisons: bool,
+    folded: bool,
 }
 
 /// What an earlier block is compared by, beside its key's start and response frame.
@@ -235,7 +240,7 @@ impl Tracker {
         *self.kept_lens.entry(i64::from(block.len)).or_default() += 1;
         self.arrival.push_back(key);
         while self.recent.len() > self.max_recent {
-            self.fold_oldest();
+            self.fold_oldest(&block, findings);
         }
         Some(block)
     }
@@ -271,6 +276,12 @@ impl Tracker {
                 &mut self.cut.comparisons,
                 obs::AnalysisTable::BlockComparisons,
                 MAX_COMPARED_PER_BLOCK,
+            ),
+            (
+                cut.folded,
+                &mut self.cut.folded,
+                obs::AnalysisTable::FoldedBlocks,
+                MAX_FOLDED_RANGES,
             ),
         ];
         for (now, said, table, limit) in bounds {
@@ -435,8 +446,9 @@ impl Tracker {
         }
     }
 
-    /// Folds the oldest recent block into the merged ranges.
-    fn fold_oldest(&mut self) {
+    /// Folds the oldest recent block into the merged ranges, as `new` arrives; past
+    /// [`MAX_FOLDED_RANGES`], forgets the lowest range.
+    fn fold_oldest(&mut self, new: &Block, findings: &mut Vec<Finding>) {
         let Some(key) = self.arrival.pop_front() else {
             return;
         };
@@ -463,6 +475,14 @@ impl Tracker {
             last = last.max(l);
         }
         self.folded.insert(start, (end, first, last));
+        if self.folded.len() > MAX_FOLDED_RANGES {
+            self.folded.pop_first();
+            let cut = Cut {
+                folded: true,
+                ..Cut::default()
+            };
+            self.say_cut(cut, new, findings);
+        }
     }
 
     /// Counts `block` under its length, with a sample of each length's blocks; a length
@@ -853,6 +873,43 @@ mod tests {
         assert_eq!(overlaps.count() as u64, kept);
         assert_eq!(limits(&findings), vec![]);
         assert_eq!(tracker.longest_kept(), 1000);
+    }
+
+    /// Blocks one id apart fold into ranges that do not touch: past
+    /// [`MAX_FOLDED_RANGES`] the lowest are forgotten, said once, and never merged
+    /// with a range they do not touch (that would make ids never granted overlap).
+    #[test]
+    fn folded_ranges_past_the_limit_forget_the_lowest_and_say_so() {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::new(1);
+        let blocks = MAX_FOLDED_RANGES as u64 + 10;
+        for k in 0..blocks {
+            let start = k as i64 * 1001;
+            tracker.add(
+                &exchange(k + 1, 1, 5, Some((0, start, 1000, 1))),
+                &mut findings,
+            );
+        }
+        assert_eq!(tracker.folded.len(), MAX_FOLDED_RANGES);
+        // the ranges left are the highest folded, whole
+        let lowest = (blocks - 1 - MAX_FOLDED_RANGES as u64) as i64 * 1001;
+        assert_eq!(
+            tracker.folded.first_key_value(),
+            Some((
+                &lowest,
+                &(
+                    lowest + 999,
+                    frame(blocks - MAX_FOLDED_RANGES as u64),
+                    frame(blocks - MAX_FOLDED_RANGES as u64)
+                )
+            ))
+        );
+        // the block whose arrival folded one range too many
+        let n = MAX_FOLDED_RANGES as u64 + 2;
+        assert_eq!(
+            limits(&findings),
+            vec![("folded_blocks".to_owned(), vec![frame(n)])]
+        );
     }
 
     proptest::proptest! {

@@ -231,7 +231,9 @@ kinds! {
             blocks, from the frame named: `block_overlaps` (16 overlaps a block: those past the \
             first 16 found are neither listed nor counted), `block_comparisons` (1,024 \
             earlier blocks kept whole compared with one block, the first by their first \
-            id: an overlap with the others goes unfound); and the writes \
+            id: an overlap with the others goes unfound), `folded_blocks` (65,536 ranges \
+            of ids of the blocks no longer kept whole, past 65,536 blocks: the lowest \
+            are forgotten, and an overlap with them goes unfound); and the writes \
             analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
             a new one is counted, not judged), `write_producers` (65,536 producer ids and \
             epochs, or a quarter of the writes' share of `--max-memory`: their writers \
@@ -248,7 +250,7 @@ kinds! {
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
         facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `block_lengths`, \
-            `block_overlaps`, `block_comparisons`, `coverage`, \
+            `block_overlaps`, `block_comparisons`, `folded_blocks`, `coverage`, \
             `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",

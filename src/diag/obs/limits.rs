@@ -133,6 +133,8 @@ crate::names::closed_set! {
         BlockOverlaps = "block_overlaps",
         /// Per block: the earlier blocks kept whole whose ids it is compared with.
         BlockComparisons = "block_comparisons",
+        /// The id ranges of the blocks no longer kept whole, merged where they touch.
+        FoldedBlocks = "folded_blocks",
         /// Node ids seen and named in the cluster's messages: which brokers and
         /// controllers the capture shows.
         Coverage = "coverage",
@@ -208,6 +210,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "a block could share ids with more than {limit} earlier blocks kept whole; from frame {frame} on, such a block is compared with the first {limit} of them only (by first id), and an overlap with the others goes unfound"
+                );
+            }
+            AnalysisTable::FoldedBlocks => {
+                return write!(
+                    f,
+                    "the blocks no longer kept whole folded into more than {limit} ranges of ids that do not touch; from frame {frame} on, the ranges of the lowest ids are forgotten, and an overlap with the blocks folded into them goes unfound"
                 );
             }
             AnalysisTable::BrokerEpochs => {
