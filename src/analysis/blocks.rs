@@ -295,8 +295,8 @@ impl Tracker {
         }
     }
 
-    /// Every earlier block sharing ids with `b`, and the highest range of folded ones:
-    /// one finding per pair, up to [`MAX_OVERLAPS_PER_BLOCK`] of them, among the first
+    /// Every earlier block sharing ids with `b`, and every range of folded ones: one
+    /// finding per pair, up to [`MAX_OVERLAPS_PER_BLOCK`] of them, among the first
     /// [`MAX_COMPARED_PER_BLOCK`] blocks kept that may share ids with it (by first id).
     fn overlaps(&mut self, b: &Block, findings: &mut Vec<Finding>) {
         // Above every earlier block, as a healthy controller grants: none to search.
@@ -335,15 +335,23 @@ impl Tracker {
                 Observation::PidBlockOverlap(overlap),
             ));
         }
-        let folded = self
+        // Folded ranges neither overlap nor touch, so their ends rise with their starts:
+        // those sharing ids with `b` are the last starting at most at its end, down to
+        // the first ending below its start. Listed lowest first.
+        let room = MAX_OVERLAPS_PER_BLOCK.saturating_sub(found);
+        let mut folded: Vec<_> = self
             .folded
             .range(..=b.end)
-            .next_back()
-            .filter(|(_, (end, _, _))| *end >= b.start);
-        if folded.is_some() && found == MAX_OVERLAPS_PER_BLOCK {
+            .rev()
+            .take_while(|(_, (end, _, _))| *end >= b.start)
+            .take(room.saturating_add(1))
+            .collect();
+        if cut.overlaps || folded.len() > room {
             cut.overlaps = true;
+            folded.truncate(room);
         }
-        if let Some((start, (end, first, last))) = folded.filter(|_| !cut.overlaps) {
+        folded.reverse();
+        for (start, (end, first, last)) in folded {
             let (from, to) = (b.start.max(*start), b.end.min(*end));
             let overlap = Overlap::Folded {
                 frame: b.response_frame,
@@ -873,6 +881,25 @@ mod tests {
         assert_eq!(overlaps.count() as u64, kept);
         assert_eq!(limits(&findings), vec![]);
         assert_eq!(tracker.longest_kept(), 1000);
+    }
+
+    /// A block over several folded ranges overlaps each of them, lowest first.
+    #[test]
+    fn a_block_over_several_folded_ranges_overlaps_each() {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::new(1);
+        for (n, start) in [(1, 0), (2, 20), (3, 40), (4, 100)] {
+            tracker.add(&exchange(n, 1, 5, Some((0, start, 10, 1))), &mut findings);
+        }
+        assert_eq!(tracker.folded.len(), 3);
+        findings.clear();
+        tracker.add(&exchange(5, 2, 5, Some((0, 5, 41, 1))), &mut findings);
+        let ids: Vec<(i64, i64)> = findings
+            .iter()
+            .filter(|f| f.kind == Kind::PidBlockOverlap)
+            .filter_map(|f| f.ids.map(|ids| (ids.start, ids.end)))
+            .collect();
+        assert_eq!(ids, [(5, 9), (20, 29), (40, 45)]);
     }
 
     /// Blocks one id apart fold into ranges that do not touch: past
