@@ -779,3 +779,54 @@ fn distinct_broker_ids_and_block_lengths_stop_at_the_analysis_limit() {
     assert_eq!(limits, ["block_brokers", "block_lengths", "brokers"]);
     assert!(rss < 64, "peak RSS {rss} MiB");
 }
+
+/// A capture of 20,000 AllocateProducerIds answers all granting ids 0..=999, as no
+/// controller does: each block overlaps every one before it, and a finding built per
+/// pair made it two hundred million findings (and 65,536 such blocks two billion, tens
+/// of minutes). A block's overlaps stop at the first 16 found, said once
+/// (`analysis_limit`, table `block_overlaps`, at the first block with more).
+#[test]
+fn blocks_all_granting_the_same_ids_stop_at_the_overlaps_a_block_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("same_ids.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    let blocks = 20_000i32;
+    for i in 0..blocks {
+        let req = request(67, 0, i, true, &apid_request_body(1, 5));
+        let resp = response(i, true, &apid_response_body(0, 0, 1000));
+        c.send(&mut w, true, &req, 1448);
+        c.send(&mut w, false, &resp, 1448);
+    }
+    c.close(&mut w);
+    w.finish();
+    let (report, _, took) = run_measured(&path, &["--broker", "0"]);
+    assert!(took < HANG_GUARD, "{took:?}");
+    assert_eq!(report["summary"]["exchanges"]["total"], blocks);
+    // block i overlaps the i before it, up to 16: counted, the first 1,000 listed
+    let per_block = 16u64;
+    let expected: u64 = (0..blocks as u64).map(|i| i.min(per_block)).sum();
+    assert_eq!(
+        report["summary"]["diagnostics"]["pid_block_overlap"],
+        expected
+    );
+    let diagnostics = report["diagnostics"].as_array().unwrap();
+    let listed = diagnostics
+        .iter()
+        .filter(|d| d["kind"] == "pid_block_overlap")
+        .count();
+    assert_eq!(listed, 1000);
+    let limits: Vec<&serde_json::Value> = diagnostics
+        .iter()
+        .filter(|d| d["kind"] == "analysis_limit")
+        .collect();
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert_eq!(limits[0]["facts"]["table"], "block_overlaps");
+    assert_eq!(limits[0]["facts"]["limit"], per_block);
+    // the handshake's two frames, then a request and a response a block: the 18th
+    // block's response, the first with 17 blocks before it
+    assert_eq!(limits[0]["frame"], 2 + 2 * 18);
+    assert_eq!(report["verdict"]["code"], "duplicate_producer_ids");
+    assert_eq!(report["verdict"]["facts"]["overlaps"], expected);
+}

@@ -69,6 +69,19 @@ fn granted(ex: &Exchange) -> Granted {
 
 /// Blocks compared one by one before they are folded into ranges.
 pub const MAX_TRACKED_BLOCKS: usize = 65_536;
+/// Ranges of folded blocks kept: blocks granted in order fold into one, so a capture
+/// leaving more apart is hostile or broken, and each costs a map entry; past them the
+/// lowest are forgotten (`analysis_limit`).
+const MAX_FOLDED_RANGES: usize = 65_536;
+/// Overlaps found for one block: a controller that lost its state grants ids again, each
+/// new block sharing them with one earlier block or a few, so a block sharing ids with
+/// more is of a hostile or broken capture, where finding them all costs a finding per
+/// pair of blocks (`analysis_limit`).
+const MAX_OVERLAPS_PER_BLOCK: usize = 16;
+/// Earlier blocks kept whole compared with one block: those starting within the longest
+/// kept block's length below it, a few in a real capture, all of them in a hostile one
+/// (`analysis_limit`).
+const MAX_COMPARED_PER_BLOCK: usize = 1024;
 /// Blocks of one unusual length listed as irregular; more are only counted.
 const MAX_LEN_SAMPLES: usize = 1000;
 /// Samples kept over all lengths past each length's first: a block is some hundred bytes.
@@ -112,8 +125,11 @@ struct LenStats {
 /// Blocks seen so far, compared with each new one.
 ///
 /// The most recent [`MAX_TRACKED_BLOCKS`] are kept whole; older ones are folded into
-/// merged id ranges that remember the frames of their first and last block, so memory
-/// stays bounded however many blocks a capture holds.
+/// merged id ranges that remember the frames of their first and last block, at most
+/// [`MAX_FOLDED_RANGES`] of them, so memory stays bounded however many blocks a capture
+/// holds. A block is compared with at most [`MAX_COMPARED_PER_BLOCK`] kept blocks, and
+/// at most [`MAX_OVERLAPS_PER_BLOCK`] of its overlaps are found, so the work a block
+/// costs is bounded too; each bound reached is said once (`analysis_limit`).
 #[derive(Debug)]
 pub struct Tracker {
     /// Blocks kept whole before folding.
@@ -126,8 +142,12 @@ pub struct Tracker {
     arrival: VecDeque<(i64, u64)>,
     /// Folded ranges: start -> (end, first response frame, last response frame).
     folded: BTreeMap<i64, (i64, u64, u64)>,
-    /// Longest block seen, to bound searches by start.
-    longest: i64,
+    /// Blocks of `recent` by length (how many of each), to bound searches by start by
+    /// the longest of them: a long block no longer widens them once folded.
+    kept_lens: BTreeMap<i64, u32>,
+    /// Whether a block had more overlaps than are found, more kept blocks to compare
+    /// with than are, or the folded ranges more than are kept (each said once).
+    cut: Cut,
     /// The block reaching highest so far.
     furthest: Option<Block>,
     lens: BTreeMap<i32, LenStats>,
@@ -141,6 +161,14 @@ pub struct Tracker {
     /// Answers the capture does not show whole (lost, given up at a limit, cut): any may
     /// have granted the ids of a gap.
     answers_not_read: u64,
+}
+
+/// Which of the tracker's bounds were reached.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cut {
+    overlaps: bool,
+    comparisons: bool,
+    folded: bool,
 }
 
 /// What an earlier block is compared by, beside its key's start and response frame.
@@ -164,7 +192,8 @@ impl Tracker {
             recent: NearlySorted::default(),
             arrival: VecDeque::new(),
             folded: BTreeMap::new(),
-            longest: 0,
+            kept_lens: BTreeMap::new(),
+            cut: Cut::default(),
             furthest: None,
             lens: BTreeMap::new(),
             lens_unfollowed: false,
@@ -200,32 +229,97 @@ impl Tracker {
         self.seen += 1;
         self.close_gaps(self.seen.saturating_sub(MAX_BLOCKS_TO_FILL_A_GAP), findings);
         self.count_len(&block, findings);
-        self.longest = self.longest.max(i64::from(block.len));
         let key = (block.start, block.response_frame);
         let recent = Recent {
             end: block.end,
             broker_id: block.broker_id,
         };
-        self.recent.insert(key, recent);
+        if let Some(replaced) = self.recent.insert(key, recent) {
+            self.unkeep_len(block.start, replaced.end);
+        }
+        *self.kept_lens.entry(i64::from(block.len)).or_default() += 1;
         self.arrival.push_back(key);
         while self.recent.len() > self.max_recent {
-            self.fold_oldest();
+            self.fold_oldest(&block, findings);
         }
         Some(block)
     }
 
-    /// Every earlier block sharing ids with `b`: one finding per pair.
-    fn overlaps(&self, b: &Block, findings: &mut Vec<Finding>) {
+    /// The longest block of `recent`: none starts further below an id it holds.
+    fn longest_kept(&self) -> i64 {
+        self.kept_lens.last_key_value().map_or(0, |(len, _)| *len)
+    }
+
+    /// A block `start..=end` is no longer in `recent`.
+    fn unkeep_len(&mut self, start: i64, end: i64) {
+        let len = end.saturating_sub(start).saturating_add(1);
+        if let Some(count) = self.kept_lens.get_mut(&len) {
+            *count -= 1;
+            if *count == 0 {
+                self.kept_lens.remove(&len);
+            }
+        }
+    }
+
+    /// Says, the first time, that `b` reached one of the tracker's bounds.
+    fn say_cut(&mut self, cut: Cut, b: &Block, findings: &mut Vec<Finding>) {
+        let at = (Some(b.broker_id), Some(b.connection), b.timestamp);
+        let bounds = [
+            (
+                cut.overlaps,
+                &mut self.cut.overlaps,
+                obs::AnalysisTable::BlockOverlaps,
+                MAX_OVERLAPS_PER_BLOCK,
+            ),
+            (
+                cut.comparisons,
+                &mut self.cut.comparisons,
+                obs::AnalysisTable::BlockComparisons,
+                MAX_COMPARED_PER_BLOCK,
+            ),
+            (
+                cut.folded,
+                &mut self.cut.folded,
+                obs::AnalysisTable::FoldedBlocks,
+                MAX_FOLDED_RANGES,
+            ),
+        ];
+        for (now, said, table, limit) in bounds {
+            if now && !std::mem::replace(said, true) {
+                findings.push(Finding::analysis_limit(
+                    (table, limit),
+                    b.response_frame,
+                    at,
+                ));
+            }
+        }
+    }
+
+    /// Every earlier block sharing ids with `b`, and every range of folded ones: one
+    /// finding per pair, up to [`MAX_OVERLAPS_PER_BLOCK`] of them, among the first
+    /// [`MAX_COMPARED_PER_BLOCK`] blocks kept that may share ids with it (by first id).
+    fn overlaps(&mut self, b: &Block, findings: &mut Vec<Finding>) {
         // Above every earlier block, as a healthy controller grants: none to search.
         if self.furthest.as_ref().is_none_or(|f| b.start > f.end) {
             return;
         }
-        let lowest_start = b.start.saturating_sub(self.longest);
+        let mut cut = Cut::default();
+        let mut found = 0;
+        let lowest_start = b.start.saturating_sub(self.longest_kept());
         let earlier_blocks = self.recent.range((lowest_start, 0), (b.end, u64::MAX));
-        for (&(earlier_start, earlier_frame), earlier) in earlier_blocks {
+        for (compared, (&(earlier_start, earlier_frame), earlier)) in earlier_blocks.enumerate() {
+            if compared == MAX_COMPARED_PER_BLOCK {
+                cut.comparisons = true;
+                break;
+            }
             if earlier.end < b.start {
                 continue;
             }
+            if found == MAX_OVERLAPS_PER_BLOCK {
+                cut.overlaps = true;
+                break;
+            }
+            found += 1;
             let (from, to) = (b.start.max(earlier_start), b.end.min(earlier.end));
             let overlap = Overlap::Block {
                 frame: b.response_frame,
@@ -241,12 +335,23 @@ impl Tracker {
                 Observation::PidBlockOverlap(overlap),
             ));
         }
-        let folded = self
+        // Folded ranges neither overlap nor touch, so their ends rise with their starts:
+        // those sharing ids with `b` are the last starting at most at its end, down to
+        // the first ending below its start. Listed lowest first.
+        let room = MAX_OVERLAPS_PER_BLOCK.saturating_sub(found);
+        let mut folded: Vec<_> = self
             .folded
             .range(..=b.end)
-            .next_back()
-            .filter(|(_, (end, _, _))| *end >= b.start);
-        if let Some((start, (end, first, last))) = folded {
+            .rev()
+            .take_while(|(_, (end, _, _))| *end >= b.start)
+            .take(room.saturating_add(1))
+            .collect();
+        if cut.overlaps || folded.len() > room {
+            cut.overlaps = true;
+            folded.truncate(room);
+        }
+        folded.reverse();
+        for (start, (end, first, last)) in folded {
             let (from, to) = (b.start.max(*start), b.end.min(*end));
             let overlap = Overlap::Folded {
                 frame: b.response_frame,
@@ -262,6 +367,7 @@ impl Tracker {
                 Observation::PidBlockOverlap(overlap),
             ));
         }
+        self.say_cut(cut, b, findings);
     }
 
     /// Regressions and gaps against the block reaching highest so far. A block below it
@@ -348,8 +454,9 @@ impl Tracker {
         }
     }
 
-    /// Folds the oldest recent block into the merged ranges.
-    fn fold_oldest(&mut self) {
+    /// Folds the oldest recent block into the merged ranges, as `new` arrives; past
+    /// [`MAX_FOLDED_RANGES`], forgets the lowest range.
+    fn fold_oldest(&mut self, new: &Block, findings: &mut Vec<Finding>) {
         let Some(key) = self.arrival.pop_front() else {
             return;
         };
@@ -357,6 +464,7 @@ impl Tracker {
             return;
         };
         let (block_start, frame) = key;
+        self.unkeep_len(block_start, b.end);
         let (mut start, mut end, mut first, mut last) = (block_start, b.end, frame, frame);
         // Absorb every folded range touching this one. Folded ranges neither overlap nor
         // touch, so those are the last ones starting at most one past its end, taken from
@@ -375,6 +483,14 @@ impl Tracker {
             last = last.max(l);
         }
         self.folded.insert(start, (end, first, last));
+        if self.folded.len() > MAX_FOLDED_RANGES {
+            self.folded.pop_first();
+            let cut = Cut {
+                folded: true,
+                ..Cut::default()
+            };
+            self.say_cut(cut, new, findings);
+        }
     }
 
     /// Counts `block` under its length, with a sample of each length's blocks; a length
@@ -649,6 +765,177 @@ mod tests {
                 .starts_with("ids 55..=64 given to broker 2"),
             "{}",
             overlaps[0].message
+        );
+    }
+
+    /// The `analysis_limit` findings, by table and frame.
+    fn limits(findings: &[Finding]) -> Vec<(String, Vec<u64>)> {
+        findings
+            .iter()
+            .filter(|f| f.kind == Kind::AnalysisLimit)
+            .filter_map(|f| match f.facts.first() {
+                Some(("table", crate::diag::Fact::Text(table))) => {
+                    Some((table.clone(), f.frames.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The response frame of exchange `n` of [`exchange`].
+    fn frame(n: u64) -> u64 {
+        n * 10 + 1
+    }
+
+    /// Blocks granting the same ids again and again: each overlaps at most
+    /// [`MAX_OVERLAPS_PER_BLOCK`] earlier ones (a finding built per pair made a capture
+    /// of 65,536 such blocks cost two billion findings), and the first block with more
+    /// says so, once.
+    #[test]
+    fn a_block_overlapping_more_blocks_than_are_found_says_so_once() {
+        let ex: Vec<Exchange> = (1..=40)
+            .map(|n| exchange(n, 1, 5, Some((0, 0, 1000, 1))))
+            .collect();
+        let (_, f) = run(&ex);
+        let overlaps: Vec<&Finding> = f
+            .iter()
+            .filter(|f| f.kind == Kind::PidBlockOverlap)
+            .collect();
+        // block n overlaps the n - 1 before it, up to 16
+        let expected: usize = (0..40).map(|n: usize| n.min(MAX_OVERLAPS_PER_BLOCK)).sum();
+        assert_eq!(overlaps.len(), expected);
+        for n in 1..=40u64 {
+            let of_n = overlaps
+                .iter()
+                .filter(|o| o.frames.last() == Some(&frame(n)));
+            assert!(of_n.count() <= MAX_OVERLAPS_PER_BLOCK);
+        }
+        // the first block with 17 before it
+        let limit = MAX_OVERLAPS_PER_BLOCK as u64 + 2;
+        assert_eq!(
+            limits(&f),
+            vec![("block_overlaps".to_owned(), vec![frame(limit)])]
+        );
+        let said = f
+            .iter()
+            .find(|f| f.kind == Kind::AnalysisLimit)
+            .map(|f| f.message.as_str());
+        assert_eq!(
+            said,
+            Some("a block shared ids with more than 16 earlier blocks or ranges of folded blocks; from frame 181 on, a block's overlaps past the first 16 found are neither listed nor counted (pid_block_overlap counts at most 16 a block)")
+        );
+    }
+
+    /// A block that may share ids with more kept blocks than are compared with it (a
+    /// long block kept brings every block starting within its length below it in
+    /// reach) is compared with the first of them only, and says that an overlap may go
+    /// unfound.
+    #[test]
+    fn a_block_compared_with_fewer_blocks_than_may_overlap_it_says_so() {
+        let mut ex = vec![
+            // the highest, so that every block after is searched
+            exchange(1, 1, 5, Some((0, 1 << 40, 1000, 1))),
+            exchange(2, 1, 5, Some((0, 0, 100_000, 1))),
+        ];
+        let past = MAX_COMPARED_PER_BLOCK as u64 + 10;
+        for n in 3..3 + past {
+            ex.push(exchange(n, 1, 5, Some((0, 100_000 + n as i64 * 10, 10, 1))));
+        }
+        let (_, f) = run(&ex);
+        assert!(f.iter().all(|f| f.kind != Kind::PidBlockOverlap));
+        // the first block with 1,025 small ones in reach below it
+        let n = 4 + MAX_COMPARED_PER_BLOCK as u64;
+        assert_eq!(
+            limits(&f),
+            vec![("block_comparisons".to_owned(), vec![frame(n)])]
+        );
+    }
+
+    /// A long block, once folded, no longer widens the search of every later block
+    /// through every block kept: blocks given again overlap the blocks they repeat, all
+    /// found, with no limit reached.
+    #[test]
+    fn a_long_block_folded_no_longer_widens_the_search() {
+        let kept = MAX_COMPARED_PER_BLOCK as u64 * 2;
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::new(kept as usize);
+        tracker.add(&exchange(1, 1, 5, Some((0, 1, i32::MAX, 1))), &mut findings);
+        let above = 1i64 << 31;
+        let start = |k: u64| above + k as i64 * 1000;
+        for k in 0..kept {
+            tracker.add(
+                &exchange(2 + k, 1, 5, Some((0, start(k), 1000, 1))),
+                &mut findings,
+            );
+        }
+        assert!(findings.is_empty(), "{findings:?}");
+        // the same blocks again, each overlapping the one it repeats, still kept
+        for k in 0..kept {
+            let n = 2 + kept + k;
+            tracker.add(
+                &exchange(n, 2, 5, Some((0, start(k), 1000, 1))),
+                &mut findings,
+            );
+        }
+        let overlaps = findings.iter().filter(|f| f.kind == Kind::PidBlockOverlap);
+        assert_eq!(overlaps.count() as u64, kept);
+        assert_eq!(limits(&findings), vec![]);
+        assert_eq!(tracker.longest_kept(), 1000);
+    }
+
+    /// A block over several folded ranges overlaps each of them, lowest first.
+    #[test]
+    fn a_block_over_several_folded_ranges_overlaps_each() {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::new(1);
+        for (n, start) in [(1, 0), (2, 20), (3, 40), (4, 100)] {
+            tracker.add(&exchange(n, 1, 5, Some((0, start, 10, 1))), &mut findings);
+        }
+        assert_eq!(tracker.folded.len(), 3);
+        findings.clear();
+        tracker.add(&exchange(5, 2, 5, Some((0, 5, 41, 1))), &mut findings);
+        let ids: Vec<(i64, i64)> = findings
+            .iter()
+            .filter(|f| f.kind == Kind::PidBlockOverlap)
+            .filter_map(|f| f.ids.map(|ids| (ids.start, ids.end)))
+            .collect();
+        assert_eq!(ids, [(5, 9), (20, 29), (40, 45)]);
+    }
+
+    /// Blocks one id apart fold into ranges that do not touch: past
+    /// [`MAX_FOLDED_RANGES`] the lowest are forgotten, said once, and never merged
+    /// with a range they do not touch (that would make ids never granted overlap).
+    #[test]
+    fn folded_ranges_past_the_limit_forget_the_lowest_and_say_so() {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::new(1);
+        let blocks = MAX_FOLDED_RANGES as u64 + 10;
+        for k in 0..blocks {
+            let start = k as i64 * 1001;
+            tracker.add(
+                &exchange(k + 1, 1, 5, Some((0, start, 1000, 1))),
+                &mut findings,
+            );
+        }
+        assert_eq!(tracker.folded.len(), MAX_FOLDED_RANGES);
+        // the ranges left are the highest folded, whole
+        let lowest = (blocks - 1 - MAX_FOLDED_RANGES as u64) as i64 * 1001;
+        assert_eq!(
+            tracker.folded.first_key_value(),
+            Some((
+                &lowest,
+                &(
+                    lowest + 999,
+                    frame(blocks - MAX_FOLDED_RANGES as u64),
+                    frame(blocks - MAX_FOLDED_RANGES as u64)
+                )
+            ))
+        );
+        // the block whose arrival folded one range too many
+        let n = MAX_FOLDED_RANGES as u64 + 2;
+        assert_eq!(
+            limits(&findings),
+            vec![("folded_blocks".to_owned(), vec![frame(n)])]
         );
     }
 

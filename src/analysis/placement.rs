@@ -357,7 +357,10 @@ pub struct Blocks {
     max_blocks: usize,
     /// Per broker, the ids of the blocks forgotten to stay within `max_blocks`.
     forgotten: BTreeMap<i32, (i64, i64)>,
-    longest: i64,
+    /// The blocks of `blocks` by their last id's distance from their first (how many
+    /// of each), to bound searches by start by the longest of them: a long block no
+    /// longer widens them once forgotten.
+    spans: BTreeMap<i64, u32>,
     brokers: BTreeMap<i32, Broker>,
     /// Whether a broker past [`MAX_BROKERS`] was granted a block: a broker without blocks
     /// may then be one, not one whose blocks came before the capture.
@@ -380,7 +383,7 @@ impl Blocks {
             max_blocks: max_blocks.max(1),
             forgotten: BTreeMap::new(),
             unfollowed: false,
-            longest: 0,
+            spans: BTreeMap::new(),
             brokers: BTreeMap::new(),
             asking: BTreeMap::new(),
             asking_full: false,
@@ -441,14 +444,16 @@ impl Blocks {
     /// A block granted in the capture. Returns whether its broker is the first past
     /// [`MAX_BROKERS`], whose blocks are not followed per broker (but still hold ids).
     pub fn add(&mut self, r: BlockRef) -> bool {
-        self.longest = self.longest.max(r.end.saturating_sub(r.start));
         let key = (r.start, r.response_frame);
-        if self.blocks.insert(key, r).is_none() {
-            self.order.push_back(key);
+        match self.blocks.insert(key, r) {
+            Some(replaced) => self.unspan(replaced),
+            None => self.order.push_back(key),
         }
+        *self.spans.entry(r.end.saturating_sub(r.start)).or_default() += 1;
         if self.blocks.len() > self.max_blocks {
             let oldest = self.order.pop_front();
             if let Some(old) = oldest.and_then(|key| self.blocks.remove(&key)) {
+                self.unspan(old);
                 self.forget(old);
             }
         }
@@ -474,6 +479,23 @@ impl Blocks {
         false
     }
 
+    /// `old` is no longer in `blocks`.
+    fn unspan(&mut self, old: BlockRef) {
+        let span = old.end.saturating_sub(old.start);
+        if let Some(count) = self.spans.get_mut(&span) {
+            *count -= 1;
+            if *count == 0 {
+                self.spans.remove(&span);
+            }
+        }
+    }
+
+    /// The longest block's last id's distance from its first, of those remembered: none
+    /// starts further below an id it holds.
+    fn longest(&self) -> i64 {
+        self.spans.last_key_value().map_or(0, |(span, _)| *span)
+    }
+
     /// A block no longer remembered whole: its broker remembers the ids it spanned, and
     /// forgets its first grant (only a remembered block is compared with it).
     fn forget(&mut self, old: BlockRef) {
@@ -497,7 +519,7 @@ impl Blocks {
 
     /// The latest block granted before `frame` holding `id`, of `broker` when given.
     fn holding(&self, id: i64, frame: u64, broker: Option<i32>) -> Option<BlockRef> {
-        let lowest = id.saturating_sub(self.longest);
+        let lowest = id.saturating_sub(self.longest());
         self.blocks
             .range((lowest, 0), (id, u64::MAX))
             .map(|(_, b)| *b)
@@ -678,7 +700,51 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use super::Awaited;
+    use super::{Awaited, BlockRef, Blocks};
+
+    /// A block of broker 1 granted in the response of `frame`.
+    fn block(start: i64, end: i64, frame: u64) -> BlockRef {
+        BlockRef {
+            start,
+            end,
+            broker_id: 1,
+            response_frame: frame,
+        }
+    }
+
+    /// A block as long as a block can be, once forgotten, no longer widens the search
+    /// for the block holding an id: every later grant would go through every block
+    /// remembered.
+    #[test]
+    fn a_long_block_forgotten_no_longer_widens_the_search() {
+        let mut blocks = Blocks::new(4, 0);
+        let long = block(0, i64::from(i32::MAX) - 1, 1);
+        blocks.add(long);
+        assert_eq!(blocks.holding(7, 2, None), Some(long));
+        assert_eq!(blocks.longest(), i64::from(i32::MAX) - 1);
+        let above = 1i64 << 40;
+        for k in 0..4u64 {
+            let start = above + k as i64 * 1000;
+            blocks.add(block(start, start + 999, 10 + k));
+        }
+        assert_eq!(blocks.holding(7, 100, None), None, "forgotten");
+        assert_eq!(blocks.longest(), 999);
+        assert_eq!(
+            blocks.holding(above + 3500, 100, Some(1)),
+            Some(block(above + 3000, above + 3999, 13))
+        );
+        // a block in the place of another (same first id and frame) counts once
+        blocks.add(block(above + 3000, above + 3009, 13));
+        assert_eq!(blocks.longest(), 999);
+        for k in 0..3u64 {
+            blocks.add(block(
+                above + 10_000 + k as i64,
+                above + 10_000 + k as i64,
+                20 + k,
+            ));
+        }
+        assert_eq!(blocks.longest(), 9, "{:?}", blocks.spans);
+    }
 
     #[derive(Debug, Clone)]
     enum Op {

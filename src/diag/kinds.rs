@@ -217,8 +217,9 @@ kinds! {
     AnalysisLimit "analysis_limit" Warning {
         meaning: "more distinct broker ids, block lengths or node ids than one of the \
             analysis's tables follows (1,024 broker ids or block lengths, 65,536 node \
-            ids): from the frame named, what is new is counted in the totals and \
-            listed, but not followed in that table: `brokers` (no row in \
+            ids), or a bound of the comparison of blocks reached: from the frame \
+            named, what is new is counted in the totals and listed, but not followed in \
+            that table: `brokers` (no row in \
             `summary.brokers`, no error streak, retry or epoch change of that broker, its \
             grants outside the blocks seen placed `unknown`, and its blocks not compared \
             with the metadata log), \
@@ -234,7 +235,13 @@ kinds! {
             address: later ones are not listed in its `conflicting_broker_ids`), \
             `controller_spans` (4,096 quorum epochs, or runs of answers in no epoch \
             shown: the earliest are dropped, and `controller_timeline` no longer shows \
-            who led before those kept); and the writes \
+            who led before those kept); the comparison of \
+            blocks, from the frame named: `block_overlaps` (16 overlaps a block: those past the \
+            first 16 found are neither listed nor counted), `block_comparisons` (1,024 \
+            earlier blocks kept whole compared with one block, the first by their first \
+            id: an overlap with the others goes unfound), `folded_blocks` (65,536 ranges \
+            of ids of the blocks no longer kept whole, past 65,536 blocks: the lowest \
+            are forgotten, and an overlap with them goes unfound); and the writes \
             analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
             a new one is counted, not judged), `write_producers` (65,536 producer ids and \
             epochs, or a quarter of the writes' share of `--max-memory`: their writers \
@@ -250,8 +257,10 @@ kinds! {
             producer id two producers wrote) and reported its oldest groups of refusals \
             at once, so a batch never appended among the forgotten may go unfound",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
-        facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `broker_errors`, `block_lengths`, \
-            `coverage`, `addresses`, `address_broker_ids`, `controller_spans`, `writes`, `write_producers`, `topic_names`, `write_refusals`, \
+        facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `broker_errors`, \
+            `block_lengths`, `block_overlaps`, `block_comparisons`, `folded_blocks`, \
+            `coverage`, `addresses`, `address_broker_ids`, `controller_spans`, \
+            `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
             `frame` (the first message past it)",
     }

@@ -131,6 +131,13 @@ crate::names::closed_set! {
         BrokerErrors = "broker_errors",
         /// Per block length: the usual length, and the blocks of other lengths.
         BlockLengths = "block_lengths",
+        /// Per block: the earlier blocks (or ranges of folded ones) sharing its ids, each
+        /// a `pid_block_overlap`.
+        BlockOverlaps = "block_overlaps",
+        /// Per block: the earlier blocks kept whole whose ids it is compared with.
+        BlockComparisons = "block_comparisons",
+        /// The id ranges of the blocks no longer kept whole, merged where they touch.
+        FoldedBlocks = "folded_blocks",
         /// Node ids seen and named in the cluster's messages: which brokers and
         /// controllers the capture shows.
         Coverage = "coverage",
@@ -204,6 +211,24 @@ impl fmt::Display for AnalysisLimit {
             ),
             AnalysisTable::BlockLengths => {
                 ("block lengths were seen", "are not reported as irregular")
+            }
+            AnalysisTable::BlockOverlaps => {
+                return write!(
+                    f,
+                    "a block shared ids with more than {limit} earlier blocks or ranges of folded blocks; from frame {frame} on, a block's overlaps past the first {limit} found are neither listed nor counted (pid_block_overlap counts at most {limit} a block)"
+                );
+            }
+            AnalysisTable::BlockComparisons => {
+                return write!(
+                    f,
+                    "a block could share ids with more than {limit} earlier blocks kept whole; from frame {frame} on, such a block is compared with the first {limit} of them only (by first id), and an overlap with the others goes unfound"
+                );
+            }
+            AnalysisTable::FoldedBlocks => {
+                return write!(
+                    f,
+                    "the blocks no longer kept whole folded into more than {limit} ranges of ids that do not touch; from frame {frame} on, the ranges of the lowest ids are forgotten, and an overlap with the blocks folded into them goes unfound"
+                );
             }
             AnalysisTable::BrokerEpochs => {
                 return write!(
