@@ -829,4 +829,8 @@ fn blocks_all_granting_the_same_ids_stop_at_the_overlaps_a_block_lists() {
     assert_eq!(limits[0]["frame"], 2 + 2 * 18);
     assert_eq!(report["verdict"]["code"], "duplicate_producer_ids");
     assert_eq!(report["verdict"]["facts"]["overlaps"], expected);
+    // the verdict's count is a floor, and says so
+    let said = report["verdict"]["headline"].as_str().unwrap_or_default();
+    let floor = format!("(at least {expected} in all)");
+    assert!(said.contains(&floor), "{said}");
 }

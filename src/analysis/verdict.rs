@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use super::controllers::pieces::Piece;
 use super::{BrokerStats, Finding, ProducerIdCounts, Totals};
 use crate::capture::CaptureInfo;
-use crate::diag::{Diagnostics, Facts, Kind, Severity};
+use crate::diag::{obs, Diagnostics, Facts, Kind, Severity};
 use crate::kafka::tables::ErrorCode;
 use crate::pairing::Status;
 
@@ -567,6 +567,7 @@ fn finding(e: &Evidence<'_>, kind: Kind) -> Option<String> {
     let message = first.map_or_else(|| counted(total, kind.as_str()), |f| f.message.clone());
     let message = match total {
         1 => message,
+        n if counted_in_part(e, kind) => format!("{message} (at least {n} in all)"),
         n => format!("{message} ({n} in all)"),
     };
     Some(match first.map(|f| same_fault(e.findings, f)) {
@@ -578,6 +579,16 @@ fn finding(e: &Evidence<'_>, kind: Kind) -> Option<String> {
         }
         _ => message,
     })
+}
+
+/// Whether the findings of `kind` were counted only in part: overlaps past the first
+/// found for a block are not (`analysis_limit` of table `block_overlaps`).
+fn counted_in_part(e: &Evidence<'_>, kind: Kind) -> bool {
+    let table = obs::AnalysisTable::BlockOverlaps.as_str();
+    kind == Kind::PidBlockOverlap
+        && e.findings
+            .iter()
+            .any(|f| f.kind == Kind::AnalysisLimit && f.facts.contains(&("table", table.into())))
 }
 
 /// The other listed findings linked to `finding`'s fault: `a pid_block_regression (frame
