@@ -566,14 +566,8 @@ impl Analyzer {
                 .push(("affected_producers", affected.producers.into()));
             f.facts
                 .push(("affected_hosts", affected.hosts.clone().into()));
-            f.message.push_str(&format!(
-                "; {} producer{} on {} hold{} producer id {}",
-                affected.holders_of_id,
-                if affected.holders_of_id == 1 { "" } else { "s" },
-                and_list(&affected.hosts),
-                if affected.holders_of_id == 1 { "s" } else { "" },
-                affected.producer_id
-            ));
+            f.message.push_str("; ");
+            f.message.push_str(&affected.sentence());
             f.detail = Some(Detail::Holders(affected));
         }
     }

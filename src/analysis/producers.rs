@@ -96,9 +96,44 @@ pub struct Affected {
     /// Producers holding an id of the overlap, and their distinct client hosts.
     pub producers: u64,
     pub hosts: Vec<String>,
-    /// The lowest id of the overlap held, and by how many producers.
+    /// The lowest id of the overlap held, by how many producers, and their distinct
+    /// client hosts.
     pub producer_id: i64,
     pub holders_of_id: u64,
+    pub id_hosts: Vec<String>,
+}
+
+impl Affected {
+    /// What the overlap's message adds: `2 producers on 10.0.3.7 and 10.0.3.9 hold
+    /// producer id 5000`, the holders of its lowest id held; and when the producers
+    /// holding its other ids sit on other hosts too, the overlap's totals, so that the
+    /// hosts named are those of the producers they are said to be.
+    pub fn sentence(&self) -> String {
+        let (s, verb) = plural(self.holders_of_id);
+        let mut sentence = format!(
+            "{} producer{s} on {} {verb} producer id {}",
+            self.holders_of_id,
+            super::and_list(&self.id_hosts),
+            self.producer_id
+        );
+        if self.hosts != self.id_hosts {
+            let (s, verb) = plural(self.producers);
+            sentence.push_str(&format!(
+                "; {} producer{s} on {} {verb} ids of the overlap",
+                self.producers,
+                super::and_list(&self.hosts)
+            ));
+        }
+        sentence
+    }
+}
+
+/// The noun's ending and the verb for `n` producers.
+fn plural(n: u64) -> (&'static str, &'static str) {
+    match n {
+        1 => ("", "holds"),
+        _ => ("s", "hold"),
+    }
 }
 
 /// Counts over every InitProducerId exchange of the capture (whatever the filters).
@@ -432,7 +467,7 @@ impl Tracker {
     pub fn affected(&self, ids_start: i64, ids_end: i64) -> Option<Affected> {
         let mut producers = 0;
         let mut hosts: Vec<String> = Vec::new();
-        let mut first: Option<(i64, u64)> = None;
+        let mut first: Option<(i64, u64, Vec<String>)> = None;
         for ((id, _), holders) in self
             .grants
             .range((ids_start, i16::MIN)..=(ids_end, i16::MAX))
@@ -444,19 +479,26 @@ impl Tracker {
                     hosts.push(host);
                 }
             }
-            match &mut first {
-                Some((first_id, count)) if first_id == id => *count += holders.len() as u64,
-                None => first = Some((*id, holders.len() as u64)),
-                Some(_) => {}
+            let (first_id, count, id_hosts) = first.get_or_insert_with(|| (*id, 0, Vec::new()));
+            if first_id == id {
+                *count += holders.len() as u64;
+                for h in holders {
+                    let host = h.client.ip().to_string();
+                    if !id_hosts.contains(&host) {
+                        id_hosts.push(host);
+                    }
+                }
             }
         }
-        let (producer_id, holders_of_id) = first?;
+        let (producer_id, holders_of_id, mut id_hosts) = first?;
         hosts.sort();
+        id_hosts.sort();
         Some(Affected {
             producers,
             hosts,
             producer_id,
             holders_of_id,
+            id_hosts,
         })
     }
 }
@@ -785,6 +827,37 @@ mod tests {
         let affected = t.affected(11, 11).unwrap();
         assert_eq!((affected.producers, affected.holders_of_id), (2, 2));
         assert_eq!(affected.hosts, ["10.0.3.3", "10.0.3.4"]);
+        assert_eq!(
+            affected.sentence(),
+            "2 producers on 10.0.3.3 and 10.0.3.4 hold producer id 11"
+        );
+    }
+
+    /// The hosts the overlap's sentence names for the holders of its lowest id are
+    /// theirs, not those of every producer of the overlap, whose totals it says apart.
+    #[test]
+    fn the_hosts_named_for_an_id_are_those_of_its_holders() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.add(&grant(1, None, 10, 0, 10), None, &mut found);
+        t.add(&grant(2, None, 12, 0, 20), None, &mut found);
+        t.add(&grant(3, None, 13, 0, 30), None, &mut found);
+        let affected = t.affected(10, 13).unwrap();
+        assert_eq!((affected.producer_id, affected.holders_of_id), (10, 1));
+        assert_eq!(affected.id_hosts, ["10.0.3.1"]);
+        assert_eq!(affected.hosts, ["10.0.3.1", "10.0.3.2", "10.0.3.3"]);
+        assert_eq!(
+            affected.sentence(),
+            "1 producer on 10.0.3.1 holds producer id 10; \
+             3 producers on 10.0.3.1, 10.0.3.2 and 10.0.3.3 hold ids of the overlap"
+        );
+        // the range's other ids held on the same host: the sentence as before
+        t.add(&grant(3, None, 14, 0, 40), None, &mut found);
+        let same_host = t.affected(13, 14).unwrap();
+        assert_eq!(
+            same_host.sentence(),
+            "1 producer on 10.0.3.3 holds producer id 13"
+        );
     }
 
     /// An EndTxn version 5 answer on `connection`: `txn` ended its transaction with `id`

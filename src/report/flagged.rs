@@ -267,6 +267,7 @@ mod tests {
                 hosts: vec!["10.0.0.1".to_owned()],
                 producer_id: start,
                 holders_of_id: 1,
+                id_hosts: vec!["10.0.0.1".to_owned()],
             })),
         }
     }
