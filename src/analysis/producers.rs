@@ -9,7 +9,7 @@
 //! the report says so.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -90,17 +90,22 @@ fn keeps_id(requested: Option<i64>, (id, epoch): (i64, i16)) -> bool {
     requested.map_or(epoch > 0, |requested| requested == id)
 }
 
+/// Distinct client hosts an overlap's finding names; the others are counted.
+pub const HOSTS_LISTED: usize = 16;
+/// Distinct client hosts counted exactly; past them, "at least" one more.
+pub const HOSTS_COUNTED: usize = 64;
+
 /// Producers holding ids of one overlap, for its finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Affected {
     /// Producers holding an id of the overlap, and their distinct client hosts.
     pub producers: u64,
-    pub hosts: Vec<String>,
+    pub hosts: Hosts,
     /// The lowest id of the overlap held, by how many producers, and their distinct
     /// client hosts.
     pub producer_id: i64,
     pub holders_of_id: u64,
-    pub id_hosts: Vec<String>,
+    pub id_hosts: Hosts,
 }
 
 impl Affected {
@@ -113,15 +118,17 @@ impl Affected {
         let mut sentence = format!(
             "{} producer{s} on {} {verb} producer id {}",
             self.holders_of_id,
-            super::and_list(&self.id_hosts),
+            self.id_hosts.and_list(),
             self.producer_id
         );
-        if self.hosts != self.id_hosts {
+        // the id's hosts are among the overlap's: told apart by their count, unless
+        // both are past the count
+        if self.hosts.count > self.id_hosts.count || self.hosts.at_least {
             let (s, verb) = plural(self.producers);
             sentence.push_str(&format!(
                 "; {} producer{s} on {} {verb} ids of the overlap",
                 self.producers,
-                super::and_list(&self.hosts)
+                self.hosts.and_list()
             ));
         }
         sentence
@@ -133,6 +140,116 @@ fn plural(n: u64) -> (&'static str, &'static str) {
     match n {
         1 => ("", "holds"),
         _ => ("s", "hold"),
+    }
+}
+
+/// Distinct client hosts of some producers, as a finding names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosts {
+    /// The lowest [`HOSTS_LISTED`] addresses, in the order of their text.
+    pub listed: Vec<String>,
+    /// How many there are: exact up to [`HOSTS_COUNTED`]; past it, one more and
+    /// `at_least`.
+    pub count: u64,
+    pub at_least: bool,
+}
+
+impl Hosts {
+    fn of(set: &HostSet) -> Self {
+        let mut listed: Vec<String> = (set.0.iter().take(HOSTS_LISTED))
+            .map(ToString::to_string)
+            .collect();
+        listed.sort();
+        Self {
+            listed,
+            count: set.0.len() as u64,
+            at_least: set.0.len() > HOSTS_COUNTED,
+        }
+    }
+
+    /// `a`, `a and b`, `a, b and c`, and past those listed `a, b and 3 other hosts`.
+    pub fn and_list(&self) -> String {
+        match self.unlisted() {
+            None => super::and_list(&self.listed),
+            Some(more) => format!("{}{more}", self.listed.join(", ")),
+        }
+    }
+
+    /// ` and 3 other hosts`, ` and at least 49 other hosts`: those not listed, if any.
+    pub fn unlisted(&self) -> Option<String> {
+        let more = self.count.saturating_sub(self.listed.len() as u64);
+        let at_least = if self.at_least { "at least " } else { "" };
+        let s = if more == 1 { "" } else { "s" };
+        (more > 0).then(|| format!(" and {at_least}{more} other host{s}"))
+    }
+}
+
+/// Distinct addresses, the lowest [`HOSTS_COUNTED`] and one more kept in order: a
+/// union's are the lowest of the lowest of its parts, and a set holding one more than
+/// [`HOSTS_COUNTED`] has at least that many.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct HostSet(Vec<IpAddr>);
+
+impl HostSet {
+    const KEPT: usize = HOSTS_COUNTED + 1;
+
+    fn insert(&mut self, ip: IpAddr) {
+        if let Err(at) = self.0.binary_search(&ip) {
+            if at < Self::KEPT {
+                self.0.insert(at, ip);
+                self.0.truncate(Self::KEPT);
+            }
+        }
+    }
+
+    /// Adds `other`'s, merging the two orders: at most [`Self::KEPT`] steps.
+    fn union(&mut self, other: &Self) {
+        if other.0.is_empty() {
+            return;
+        }
+        let mut merged = Vec::with_capacity(Self::KEPT);
+        let (mut a, mut b) = (self.0.iter().peekable(), other.0.iter().peekable());
+        while merged.len() < Self::KEPT {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x < y => a.next(),
+                (Some(x), Some(y)) if y < x => b.next(),
+                (Some(_), Some(_)) => {
+                    b.next();
+                    a.next()
+                }
+                (Some(_), None) => a.next(),
+                (None, _) => b.next(),
+            };
+            let Some(ip) = next else { break };
+            merged.push(*ip);
+        }
+        self.0 = merged;
+    }
+}
+
+/// The producers holding ids of a stretch of ids that no overlap's bounds cut: the
+/// holders of its lowest id apart.
+#[derive(Debug, Clone, Default)]
+struct Piece {
+    producers: u64,
+    hosts: HostSet,
+    first: Option<(i64, u64, HostSet)>,
+}
+
+impl Piece {
+    fn add(&mut self, id: i64, holders: &[Holder]) {
+        self.producers += holders.len() as u64;
+        for h in holders {
+            self.hosts.insert(h.client.ip());
+        }
+        let (first_id, count, hosts) =
+            (self.first).get_or_insert_with(|| (id, 0, HostSet::default()));
+        if *first_id == id {
+            *count += holders.len() as u64;
+            for h in holders {
+                hosts.insert(h.client.ip());
+            }
+        }
     }
 }
 
@@ -463,43 +580,55 @@ impl Tracker {
         Some(earlier.response_frame)
     }
 
-    /// The producers holding ids in `ids_start..=ids_end`.
-    pub fn affected(&self, ids_start: i64, ids_end: i64) -> Option<Affected> {
-        let mut producers = 0;
-        let mut hosts: Vec<String> = Vec::new();
-        let mut first: Option<(i64, u64, Vec<String>)> = None;
-        for ((id, _), holders) in self
-            .grants
-            .range((ids_start, i16::MIN)..=(ids_end, i16::MAX))
-        {
-            producers += holders.len() as u64;
-            for h in holders {
-                let host = h.client.ip().to_string();
-                if !hosts.contains(&host) {
-                    hosts.push(host);
-                }
+    /// The producers holding ids of each of `spans` (`start..=end`), `None` for a span
+    /// whose ids none holds. One walk of the grants kept, whatever the spans' lengths,
+    /// then, for each span, one step per stretch of ids the spans' bounds cut: the work
+    /// is bounded by the grants kept and the square of the spans' count, never their
+    /// lengths, and the hosts kept per stretch by [`HOSTS_COUNTED`].
+    pub fn affected(&self, spans: &[(i64, i64)]) -> Vec<Option<Affected>> {
+        // the stretches between the bounds lie each wholly in or out of every span
+        let mut bounds: Vec<i64> = (spans.iter())
+            .flat_map(|&(start, end)| [Some(start), end.checked_add(1)])
+            .flatten()
+            .collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut pieces = vec![Piece::default(); bounds.len()];
+        let (Some(&low), Some(high)) = (bounds.first(), spans.iter().map(|s| s.1).max()) else {
+            return Vec::new();
+        };
+        for ((id, _), holders) in self.grants.range((low, i16::MIN)..) {
+            if *id > high {
+                break;
             }
-            let (first_id, count, id_hosts) = first.get_or_insert_with(|| (*id, 0, Vec::new()));
-            if first_id == id {
-                *count += holders.len() as u64;
-                for h in holders {
-                    let host = h.client.ip().to_string();
-                    if !id_hosts.contains(&host) {
-                        id_hosts.push(host);
-                    }
-                }
+            let at = bounds.partition_point(|b| b <= id).checked_sub(1);
+            if let Some(piece) = at.and_then(|at| pieces.get_mut(at)) {
+                piece.add(*id, holders);
             }
         }
-        let (producer_id, holders_of_id, mut id_hosts) = first?;
-        hosts.sort();
-        id_hosts.sort();
-        Some(Affected {
-            producers,
-            hosts,
-            producer_id,
-            holders_of_id,
-            id_hosts,
-        })
+        let of = |&(start, end): &(i64, i64)| {
+            let from = bounds.partition_point(|b| *b < start);
+            let to = end
+                .checked_add(1)
+                .map_or(bounds.len(), |after| bounds.partition_point(|b| *b < after));
+            let mut producers = 0;
+            let mut hosts = HostSet::default();
+            let mut first = None;
+            for piece in pieces.get(from..to).unwrap_or_default() {
+                producers += piece.producers;
+                hosts.union(&piece.hosts);
+                first = first.or(piece.first.as_ref());
+            }
+            let (producer_id, holders_of_id, id_hosts) = first?;
+            Some(Affected {
+                producers,
+                hosts: Hosts::of(&hosts),
+                producer_id: *producer_id,
+                holders_of_id: *holders_of_id,
+                id_hosts: Hosts::of(id_hosts),
+            })
+        };
+        spans.iter().map(of).collect()
     }
 }
 
@@ -580,6 +709,11 @@ mod tests {
         frame: u64,
     ) -> ProducerIdExchange {
         grant_at(connection, txn, id, epoch, (frame - 1, frame))
+    }
+
+    /// The producers holding ids in `start..=end`.
+    fn held_in(t: &Tracker, start: i64, end: i64) -> Option<Affected> {
+        t.affected(&[(start, end)]).pop().flatten()
     }
 
     const BROKER1: Option<(i32, crate::analysis::AddressSource)> =
@@ -824,9 +958,9 @@ mod tests {
         assert_eq!(dup.duplicate_of, Some(30));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].frames, [30, 40]);
-        let affected = t.affected(11, 11).unwrap();
+        let affected = held_in(&t, 11, 11).unwrap();
         assert_eq!((affected.producers, affected.holders_of_id), (2, 2));
-        assert_eq!(affected.hosts, ["10.0.3.3", "10.0.3.4"]);
+        assert_eq!(affected.hosts.listed, ["10.0.3.3", "10.0.3.4"]);
         assert_eq!(
             affected.sentence(),
             "2 producers on 10.0.3.3 and 10.0.3.4 hold producer id 11"
@@ -842,10 +976,10 @@ mod tests {
         t.add(&grant(1, None, 10, 0, 10), None, &mut found);
         t.add(&grant(2, None, 12, 0, 20), None, &mut found);
         t.add(&grant(3, None, 13, 0, 30), None, &mut found);
-        let affected = t.affected(10, 13).unwrap();
+        let affected = held_in(&t, 10, 13).unwrap();
         assert_eq!((affected.producer_id, affected.holders_of_id), (10, 1));
-        assert_eq!(affected.id_hosts, ["10.0.3.1"]);
-        assert_eq!(affected.hosts, ["10.0.3.1", "10.0.3.2", "10.0.3.3"]);
+        assert_eq!(affected.id_hosts.listed, ["10.0.3.1"]);
+        assert_eq!(affected.hosts.listed, ["10.0.3.1", "10.0.3.2", "10.0.3.3"]);
         assert_eq!(
             affected.sentence(),
             "1 producer on 10.0.3.1 holds producer id 10; \
@@ -853,11 +987,163 @@ mod tests {
         );
         // the range's other ids held on the same host: the sentence as before
         t.add(&grant(3, None, 14, 0, 40), None, &mut found);
-        let same_host = t.affected(13, 14).unwrap();
+        let same_host = held_in(&t, 13, 14).unwrap();
         assert_eq!(
             same_host.sentence(),
             "1 producer on 10.0.3.3 holds producer id 13"
         );
+    }
+
+    /// A grant of `id` at epoch 0 to a producer on `host`, on a connection of its own.
+    fn grant_on(host: u32, id: i64, frame: u64) -> ProducerIdExchange {
+        let mut g = grant(1, None, id, 0, frame);
+        let ip = std::net::Ipv4Addr::from(0x0a00_0000 + host);
+        g.endpoints.client = SocketAddr::new(ip.into(), 5000);
+        g.endpoints.connection = frame;
+        g
+    }
+
+    /// Past [`HOSTS_LISTED`] hosts the lowest are named and the others counted, exactly
+    /// up to [`HOSTS_COUNTED`], then as "at least".
+    #[test]
+    fn an_overlap_names_a_few_hosts_and_counts_the_others() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        // 40 hosts hold 100..=139; id 100 held on two of them
+        for n in 0..40u32 {
+            t.add(
+                &grant_on(n, 100 + i64::from(n), u64::from(n) + 10),
+                None,
+                &mut found,
+            );
+        }
+        t.add(&grant_on(39, 100, 99), None, &mut found);
+        let forty = held_in(&t, 100, 139).unwrap();
+        assert_eq!((forty.producers, forty.holders_of_id), (41, 2));
+        assert_eq!((forty.hosts.count, forty.hosts.at_least), (40, false));
+        let mut lowest: Vec<String> = (0..16).map(|n| format!("10.0.0.{n}")).collect();
+        lowest.sort();
+        assert_eq!(forty.hosts.listed, lowest);
+        assert_eq!(forty.id_hosts.listed, ["10.0.0.0", "10.0.0.39"]);
+        let sentence = forty.sentence();
+        assert!(
+            sentence.starts_with(
+                "2 producers on 10.0.0.0 and 10.0.0.39 hold producer id 100; \
+                 41 producers on 10.0.0.0, 10.0.0.1, 10.0.0.10"
+            ),
+            "{sentence}"
+        );
+        assert!(
+            sentence.ends_with(", 10.0.0.9 and 24 other hosts hold ids of the overlap"),
+            "{sentence}"
+        );
+        for n in 40..100u32 {
+            t.add(
+                &grant_on(n, 100 + i64::from(n), u64::from(n) + 10),
+                None,
+                &mut found,
+            );
+        }
+        let hundred = held_in(&t, 100, 199).unwrap();
+        assert_eq!((hundred.hosts.count, hundred.hosts.at_least), (65, true));
+        assert_eq!(hundred.hosts.listed, lowest);
+        assert!(
+            hundred
+                .sentence()
+                .ends_with(" and at least 49 other hosts hold ids of the overlap"),
+            "{}",
+            hundred.sentence()
+        );
+    }
+
+    /// Many overlaps of many producers, nested and crossing: each gets what a walk of
+    /// its own ids finds, from one walk of them all.
+    #[test]
+    fn overlaps_crossing_each_other_each_get_their_own_holders() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let mut x = 7u64;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 33) % m
+        };
+        for frame in 0..3_000u64 {
+            let (id, host) = (next(2_000) as i64, next(120) as u32);
+            t.add(&grant_on(host, id, frame + 10), None, &mut found);
+        }
+        // every holder kept, walked whole
+        let held: Vec<(i64, IpAddr)> = (t.grants.iter())
+            .flat_map(|((id, _), holders)| holders.iter().map(|h| (*id, h.client.ip())))
+            .collect();
+        assert!(held.len() > 3_000 / 2, "{}", held.len());
+        let spans: Vec<(i64, i64)> = (0..200)
+            .map(|_| {
+                let a = next(2_100) as i64 - 50;
+                (a, a + next(600) as i64)
+            })
+            .chain([(i64::MIN, i64::MAX), (5, 4), (3_000, 4_000)])
+            .collect();
+        let got = t.affected(&spans);
+        for (&(start, end), got) in spans.iter().zip(got) {
+            let within: Vec<&(i64, IpAddr)> = held
+                .iter()
+                .filter(|(id, _)| (start..=end).contains(id))
+                .collect();
+            let Some(&&(first, _)) = within.iter().min() else {
+                assert_eq!(got, None, "{start}..={end}");
+                continue;
+            };
+            let got = got.unwrap();
+            let hosts = |of: &mut dyn Iterator<Item = &&(i64, IpAddr)>| {
+                let all: std::collections::BTreeSet<IpAddr> = of.map(|(_, ip)| *ip).collect();
+                let mut listed: Vec<String> = all
+                    .iter()
+                    .take(HOSTS_LISTED)
+                    .map(|ip| ip.to_string())
+                    .collect();
+                listed.sort();
+                Hosts {
+                    listed,
+                    count: all.len().min(HOSTS_COUNTED + 1) as u64,
+                    at_least: all.len() > HOSTS_COUNTED,
+                }
+            };
+            assert_eq!(got.producers, within.len() as u64);
+            assert_eq!(got.hosts, hosts(&mut within.iter()));
+            assert_eq!(got.producer_id, first);
+            let of_first = || within.iter().filter(|(id, _)| *id == first);
+            assert_eq!(got.holders_of_id, of_first().count() as u64);
+            assert_eq!(got.id_hosts, hosts(&mut of_first()));
+        }
+    }
+
+    /// A thousand overlaps of the same quarter of a million ids, each held by a producer
+    /// on a host of its own: one walk of the grants, not one per overlap, and a few hosts
+    /// named each (a walk per overlap naming every host took days and tens of GB).
+    #[test]
+    fn a_thousand_overlaps_of_many_hosts_are_named_in_one_walk() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let ids = MAX_TRACKED_GRANTS as u32;
+        for n in 0..ids {
+            t.add(
+                &grant_on(n, i64::from(n), u64::from(n) + 10),
+                None,
+                &mut found,
+            );
+        }
+        let spans = vec![(0, i64::from(ids)); 1000];
+        let started = std::time::Instant::now();
+        let got = t.affected(&spans);
+        let took = started.elapsed();
+        assert_eq!(got.len(), 1000);
+        for a in got {
+            let a = a.unwrap();
+            assert_eq!(a.producers, u64::from(ids));
+            assert_eq!((a.hosts.listed.len(), a.hosts.count), (HOSTS_LISTED, 65));
+            assert_eq!(a.id_hosts.listed, ["10.0.0.0"]);
+        }
+        assert!(took < std::time::Duration::from_secs(60), "{took:?}");
     }
 
     /// An EndTxn version 5 answer on `connection`: `txn` ended its transaction with `id`
@@ -972,7 +1258,7 @@ mod tests {
         let dup = t.add(&end_txn(4, "tx-2", (5, 2), (5, 3), 60), BROKER2, &mut found);
         assert_eq!(dup.duplicate_of, Some(40));
         assert_eq!(found.len(), 1);
-        assert_eq!(t.affected(5, 5).map(|a| a.producers), Some(2));
+        assert_eq!(held_in(&t, 5, 5).map(|a| a.producers), Some(2));
     }
 
     /// An answer read whole of a version that grants nothing (EndTxn before 5) counts

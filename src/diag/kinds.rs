@@ -335,6 +335,8 @@ kinds! {
     PidBlockOverlap "pid_block_overlap" Error {
         meaning: "two blocks share producer ids: duplicate producer ids were handed out",
         facts: [
+            "affected_host_count": Integer,
+            "affected_host_count_at_least": Boolean,
             "affected_hosts": Texts,
             "affected_producers": Integer,
             "fault_frame": Integer,

@@ -229,6 +229,7 @@ pub fn affected(f: &PidFinding) -> Option<&Affected> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Hosts;
     use crate::diag::{IdSpan, Severity};
     use crate::report::model::UnixTime;
     use crate::timestamp::Timestamp;
@@ -249,6 +250,14 @@ mod tests {
         }
     }
 
+    fn host() -> Hosts {
+        Hosts {
+            listed: vec!["10.0.0.1".to_owned()],
+            count: 1,
+            at_least: false,
+        }
+    }
+
     fn overlap(start: i64, end: i64, affected: u64) -> PidFinding {
         PidFinding {
             severity: Severity::Error,
@@ -264,10 +273,10 @@ mod tests {
             fault: None,
             detail: Some(Detail::Holders(Affected {
                 producers: affected,
-                hosts: vec!["10.0.0.1".to_owned()],
+                hosts: host(),
                 producer_id: start,
                 holders_of_id: 1,
-                id_hosts: vec!["10.0.0.1".to_owned()],
+                id_hosts: host(),
             })),
         }
     }

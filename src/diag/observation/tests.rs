@@ -1394,7 +1394,13 @@ fn every_kind_has_an_observation() {
 #[test]
 fn every_fact_is_declared_for_its_kind() {
     use crate::diag::facts::FactType;
-    const ADDED_BY_ANALYSIS: [&str; 3] = ["fault_frame", "affected_producers", "affected_hosts"];
+    const ADDED_BY_ANALYSIS: [&str; 5] = [
+        "fault_frame",
+        "affected_producers",
+        "affected_hosts",
+        "affected_host_count",
+        "affected_host_count_at_least",
+    ];
     let samples = samples();
     for (what, _, facts) in &samples {
         let kind = what.kind();

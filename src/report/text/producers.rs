@@ -189,9 +189,10 @@ fn overlap_line(f: &PidFinding, affected: &Affected) -> String {
     let producers = affected.producers;
     let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
     format!(
-        "overlap: {} on {} hold{} {ids}, given twice (frames {})",
+        "overlap: {} on {}{} hold{} {ids}, given twice (frames {})",
         counted(producers, "producer"),
-        affected.hosts.join(", "),
+        affected.hosts.listed.join(", "),
+        affected.hosts.unlisted().unwrap_or_default(),
         if producers == 1 { "s" } else { "" },
         frames.join(", ")
     )
