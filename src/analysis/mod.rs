@@ -14,6 +14,7 @@ mod brokers;
 pub mod committed;
 pub mod controllers;
 mod coverage;
+pub mod kept_id;
 pub mod look;
 mod nearly_sorted;
 mod placement;

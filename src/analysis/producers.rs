@@ -14,6 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::kept_id::KeptId;
 use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
 use super::{Block, Finding, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
@@ -48,7 +49,7 @@ struct Holder {
     connection: u64,
     client: SocketAddr,
     /// `Some(None)` for an idempotent producer; `None` when its request was not read.
-    transactional_id: Option<Option<String>>,
+    transactional_id: Option<Option<KeptId>>,
     response_frame: u64,
 }
 
@@ -60,7 +61,7 @@ impl Holder {
     fn surely_other(&self, other: &Self) -> bool {
         match (&self.transactional_id, &other.transactional_id) {
             (None, _) | (_, None) => false,
-            (Some(Some(a)), Some(Some(b))) => a != b,
+            (Some(Some(a)), Some(Some(b))) => a.differs(b),
             (Some(None), Some(None)) => self.connection != other.connection,
             _ => true,
         }
@@ -70,15 +71,15 @@ impl Holder {
     /// or the same connection of an idempotent producer.
     fn surely_same(&self, other: &Self) -> bool {
         match (&self.transactional_id, &other.transactional_id) {
-            (Some(Some(a)), Some(Some(b))) => a == b,
+            (Some(Some(a)), Some(Some(b))) => !a.differs(b),
             (Some(None), Some(None)) => self.connection == other.connection,
             _ => false,
         }
     }
 
     /// The holder's transactional id, when it has one and it was read.
-    fn transactional_id(&self) -> Option<&str> {
-        self.transactional_id.as_ref().and_then(Option::as_deref)
+    fn transactional_id(&self) -> Option<&KeptId> {
+        self.transactional_id.as_ref().and_then(Option::as_ref)
     }
 }
 
@@ -488,7 +489,7 @@ impl Tracker {
         let holder = Holder {
             connection: ex.endpoints.connection,
             client: ex.endpoints.client,
-            transactional_id: transactional_id.map(|t| t.map(str::to_owned)),
+            transactional_id: transactional_id.map(|t| t.map(|t| self.kept(t, id))),
             response_frame: meta.frame,
         };
         placed.duplicate_of = self.hold(
@@ -564,20 +565,34 @@ impl Tracker {
         }
         let earlier = earlier?;
         self.totals_mut(api).duplicates += 1;
+        let (this, other) = (holder.transactional_id(), earlier.transactional_id());
+        let (text, other_text) = (this.map(KeptId::text), other.map(KeptId::text));
         let what = Observation::PidDuplicateGrant(obs::PidDuplicateGrant {
             frame: holder.response_frame,
             producer_id: id,
             producer_epoch: epoch,
             client: holder.client,
-            transactional_id: holder.transactional_id(),
+            transactional_id: text.as_deref(),
+            transactional_id_len: this.and_then(KeptId::cut_from),
             other_frame: earlier.response_frame,
             other_client: earlier.client,
-            other_transactional_id: earlier.transactional_id(),
+            other_transactional_id: other_text.as_deref(),
+            other_transactional_id_len: other.and_then(KeptId::cut_from),
         });
         let frames = vec![earlier.response_frame, holder.response_frame];
         let where_ = (None, Some(holder.connection), at);
         findings.push(Finding::new(what, where_, frames));
         Some(earlier.response_frame)
+    }
+
+    /// `transactional_id` as kept for a holder of `id`, sharing the text of the same id
+    /// held at the same producer id before (a transactional producer keeps its id as
+    /// its epoch is bumped, at every transaction's end with transactions v2).
+    fn kept(&self, transactional_id: &str, id: i64) -> KeptId {
+        let known = (self.grants.range((id, i16::MIN)..=(id, i16::MAX)).rev())
+            .take(2)
+            .flat_map(|(_, holders)| holders.iter().filter_map(Holder::transactional_id));
+        KeptId::like(transactional_id, known)
     }
 
     /// The producers holding ids of each of `spans` (`start..=end`), `None` for a span
@@ -1259,6 +1274,77 @@ mod tests {
         assert_eq!(dup.duplicate_of, Some(40));
         assert_eq!(found.len(), 1);
         assert_eq!(held_in(&t, 5, 5).map(|a| a.producers), Some(2));
+    }
+
+    /// A transactional id of a mebibyte is kept as its first bytes, its length and a
+    /// hash: a duplicate's finding shows it cut, never as the whole id, and ids alike in
+    /// their first bytes and length are still told apart.
+    #[test]
+    fn a_long_transactional_id_is_kept_cut_and_said_cut() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let base = "t".repeat(1 << 20);
+        let (a, b) = (format!("{base}-a"), format!("{base}-b"));
+        t.add(&grant(1, Some(&a), 11, 0, 10), None, &mut found);
+        // the same producer back on another connection: the same id, not a duplicate
+        t.add(&grant(2, Some(&a), 11, 0, 20), None, &mut found);
+        assert!(found.is_empty(), "{found:?}");
+        let kept: Vec<usize> = (t.grants.values().flatten())
+            .filter_map(Holder::transactional_id)
+            .map(KeptId::heap_bytes)
+            .collect();
+        assert_eq!(kept, [crate::analysis::kept_id::MAX_KEPT_LEN]);
+        // another id of the same length and first mebibyte
+        let dup = t.add(&grant(3, Some(&b), 11, 0, 30), None, &mut found);
+        assert_eq!(dup.duplicate_of, Some(10));
+        let [f] = &found[..] else {
+            panic!("{found:?}");
+        };
+        let shown = format!("{}…", &base[..256]);
+        assert!(f
+            .facts
+            .contains(&("transactional_id", shown.as_str().into())));
+        assert!(f
+            .facts
+            .contains(&("transactional_id_len", (a.len() as u64).into())));
+        assert!(f
+            .facts
+            .contains(&("other_transactional_id", shown.as_str().into())));
+        assert!(f
+            .facts
+            .contains(&("other_transactional_id_len", (a.len() as u64).into())));
+        assert!(
+            f.message.contains(&format!(
+                "(transactional id \"{shown}\" cut from {} bytes)",
+                a.len()
+            )),
+            "{}",
+            f.message
+        );
+        assert!(f.message.len() < 1000, "{}", f.message.len());
+    }
+
+    /// A transactional producer's id, bumped at every transaction's end, is one text
+    /// shared by its grants, not a copy each.
+    #[test]
+    fn a_transactional_id_held_at_many_epochs_is_kept_once() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.add(&grant(1, Some("tx-1"), 5, 0, 20), None, &mut found);
+        for epoch in 0..10 {
+            let frame = 30 + u64::from(epoch as u16) * 10;
+            t.add(
+                &end_txn(1, "tx-1", (5, epoch), (5, epoch + 1), frame),
+                None,
+                &mut found,
+            );
+        }
+        let ids: Vec<&KeptId> = (t.grants.values().flatten())
+            .filter_map(Holder::transactional_id)
+            .collect();
+        assert_eq!(ids.len(), 11);
+        assert!(ids.iter().all(|id| id.shares(ids[0])));
+        assert!(found.is_empty(), "{found:?}");
     }
 
     /// An answer read whole of a version that grants nothing (EndTxn before 5) counts

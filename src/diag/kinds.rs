@@ -433,9 +433,11 @@ kinds! {
             "other_client": Text,
             "other_frame": Integer,
             "other_transactional_id": Text,
+            "other_transactional_id_len": Integer,
             "producer_epoch": Integer,
             "producer_id": Integer,
             "transactional_id": Text,
+            "transactional_id_len": Integer,
         ],
     }
     PidOutsideBlocks "pid_outside_blocks" Error {
