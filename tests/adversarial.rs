@@ -834,3 +834,145 @@ fn blocks_all_granting_the_same_ids_stop_at_the_overlaps_a_block_lists() {
     let floor = format!("(at least {expected} in all)");
     assert!(said.contains(&floor), "{said}");
 }
+
+/// An InitProducerId version 4 request body: `transactional_id` (null: idempotent), no
+/// producer id to keep.
+fn init_pid_request_body(transactional_id: Option<&[u8]>) -> Vec<u8> {
+    let mut body = Vec::new();
+    match transactional_id {
+        Some(id) => {
+            uvarint(id.len() as u64 + 1, &mut body);
+            body.extend(id);
+        }
+        None => body.push(0),
+    }
+    body.extend(60_000i32.to_be_bytes());
+    body.extend((-1i64).to_be_bytes());
+    body.extend((-1i16).to_be_bytes());
+    body.push(0);
+    body
+}
+
+/// Its answer: NONE, granting `producer_id` at epoch 0.
+fn init_pid_response_body(producer_id: i64) -> Vec<u8> {
+    let mut body = 0i32.to_be_bytes().to_vec();
+    body.extend(0i16.to_be_bytes());
+    body.extend(producer_id.to_be_bytes());
+    body.extend(0i16.to_be_bytes());
+    body.push(0);
+    body
+}
+
+/// One InitProducerId exchange on `c`, granting `producer_id`.
+fn init_pid(w: &mut PcapWriter, c: &mut Conn, corr: i32, txn: Option<&[u8]>, producer_id: i64) {
+    let req = request(22, 4, corr, true, &init_pid_request_body(txn));
+    let resp = response(corr, true, &init_pid_response_body(producer_id));
+    c.send(w, true, &req, 60_000);
+    c.send(w, false, &resp, 1448);
+}
+
+/// 20,000 producers, each on a host of its own, granted ids 0..20,000, then eighty
+/// blocks all granting those ids: a thousand overlaps listed (a block's first 16 found),
+/// each naming its producers. Each
+/// walked every grant of its ids and named every host (a quadratic search over them):
+/// hours of CPU and gigabytes for these; now one walk, sixteen hosts named a finding.
+#[test]
+fn a_thousand_overlaps_of_producers_on_many_hosts_name_a_few_hosts_each() {
+    const PRODUCERS: u32 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlaps.pcap");
+    let mut w = PcapWriter::create(&path);
+    for i in 0..PRODUCERS {
+        let client = format!(
+            "10.{}.{}.{}:40000",
+            1 + i / 65_536,
+            (i / 256) % 256,
+            i % 256
+        );
+        let mut c = Conn::new(&client, "10.0.0.2:9092");
+        c.handshake(&mut w);
+        init_pid(&mut w, &mut c, 1, None, i64::from(i));
+        c.close(&mut w);
+    }
+    let mut controller = Conn::new("10.0.0.1:40000", "10.0.0.3:9093");
+    controller.handshake(&mut w);
+    for corr in 0..80 {
+        let req = request(67, 0, corr, true, &apid_request_body(1, 7));
+        let resp = response(corr, true, &apid_response_body(0, 0, PRODUCERS as i32));
+        controller.send(&mut w, true, &req, 1448);
+        controller.send(&mut w, false, &resp, 1448);
+    }
+    controller.close(&mut w);
+    w.finish();
+    let (report, rss, took) = run_measured(&path, &[]);
+    assert!(took < HANG_GUARD, "{took:?}");
+    let overlaps: Vec<&serde_json::Value> = report["producer_id_blocks"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "pid_block_overlap")
+        .collect();
+    assert_eq!(overlaps.len(), 1000);
+    for f in overlaps {
+        let facts = &f["facts"];
+        assert_eq!(facts["affected_producers"], PRODUCERS, "{f}");
+        assert_eq!(facts["affected_hosts"].as_array().unwrap().len(), 16, "{f}");
+        assert_eq!(facts["affected_host_count"], 65, "{f}");
+        assert_eq!(facts["affected_host_count_at_least"], true, "{f}");
+        let message = f["message"].as_str().unwrap();
+        assert!(
+            message.contains("1 producer on 10.1.0.0 holds producer id 0; 20000 producers on "),
+            "{message}"
+        );
+        assert!(
+            message.ends_with(" and at least 49 other hosts hold ids of the overlap"),
+            "{message}"
+        );
+    }
+    assert!(rss < 64, "peak RSS {rss} MiB");
+}
+
+/// Producers naming themselves with transactional ids of nearly a mebibyte each, every
+/// one another id: what the analysis keeps of each is its first 256 bytes, and a
+/// duplicate's finding says the ids it shows are cut (each id was kept whole, to the
+/// end: 200 MiB here).
+#[test]
+fn transactional_ids_of_a_mebibyte_are_kept_cut() {
+    const PRODUCERS: u32 = 200;
+    const LEN: usize = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long-ids.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9092");
+    c.handshake(&mut w);
+    let mut id = vec![b't'; LEN];
+    for i in 0..=PRODUCERS {
+        // ids alike but in their last bytes; the last one granted the first one's id
+        id.splice(LEN - 8.., u64::from(i).to_be_bytes().map(|b| b'a' + b % 16));
+        let granted = i64::from(i % PRODUCERS);
+        init_pid(&mut w, &mut c, i as i32, Some(&id), granted);
+    }
+    c.close(&mut w);
+    w.finish();
+    let (report, rss, took) = run_measured(&path, &[]);
+    assert!(took < HANG_GUARD, "{took:?}");
+    assert!(rss < 64, "peak RSS {rss} MiB");
+    assert_eq!(report["producer_ids"]["summary"]["granted"], PRODUCERS + 1);
+    let dups: Vec<&serde_json::Value> = report["producer_id_blocks"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "pid_duplicate_grant")
+        .collect();
+    assert_eq!(dups.len(), 1);
+    // (a failure would print a mebibyte of id)
+    let facts = &dups[0]["facts"];
+    let shown = format!("{}…", "t".repeat(256));
+    assert!(facts["transactional_id"] == shown.as_str(), "not cut");
+    assert_eq!(facts["transactional_id_len"], LEN);
+    assert!(facts["other_transactional_id"] == shown.as_str(), "not cut");
+    assert_eq!(facts["other_transactional_id_len"], LEN);
+    let message = dups[0]["message"].as_str().unwrap();
+    let said = format!("(transactional id \"{shown}\" cut from {LEN} bytes)");
+    assert!(message.contains(&said), "{}", message.len());
+}

@@ -14,6 +14,7 @@ mod brokers;
 pub mod committed;
 pub mod controllers;
 mod coverage;
+pub mod kept_id;
 pub mod look;
 mod nearly_sorted;
 mod placement;
@@ -42,7 +43,7 @@ pub use brokers::{BrokerStats, MAX_BROKERS};
 pub use controllers::Leadership;
 pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement, PlacementName};
-pub use producers::{Affected, Placed, ProducerIdCounts, MAX_TRACKED_GRANTS};
+pub use producers::{Affected, Hosts, Placed, ProducerIdCounts, MAX_TRACKED_GRANTS};
 
 /// Broker ids the capture knows from elsewhere than their controller connections: the
 /// addresses' claims (conflicting ones too).
@@ -558,25 +559,29 @@ impl Analyzer {
 
     /// Names, in each listed overlap's finding, the producers holding its ids.
     fn name_affected_producers(&mut self) {
-        for f in &mut self.findings {
-            let (Kind::PidBlockOverlap, Some(ids)) = (f.kind, f.ids) else {
-                continue;
-            };
-            let Some(affected) = self.producers.affected(ids.start, ids.end) else {
+        let overlaps: Vec<(usize, (i64, i64))> = (self.findings.iter().enumerate())
+            .filter(|(_, f)| f.kind == Kind::PidBlockOverlap)
+            .filter_map(|(at, f)| Some((at, (f.ids?.start, f.ids?.end))))
+            .collect();
+        let spans: Vec<(i64, i64)> = overlaps.iter().map(|(_, span)| *span).collect();
+        let affected = self.producers.affected(&spans);
+        for ((at, _), affected) in overlaps.into_iter().zip(affected) {
+            let (Some(f), Some(affected)) = (self.findings.get_mut(at), affected) else {
                 continue;
             };
             f.facts
                 .push(("affected_producers", affected.producers.into()));
             f.facts
-                .push(("affected_hosts", affected.hosts.clone().into()));
-            f.message.push_str(&format!(
-                "; {} producer{} on {} hold{} producer id {}",
-                affected.holders_of_id,
-                if affected.holders_of_id == 1 { "" } else { "s" },
-                and_list(&affected.hosts),
-                if affected.holders_of_id == 1 { "s" } else { "" },
-                affected.producer_id
-            ));
+                .push(("affected_hosts", affected.hosts.listed.clone().into()));
+            if affected.hosts.unlisted().is_some() {
+                f.facts
+                    .push(("affected_host_count", affected.hosts.count.into()));
+            }
+            if affected.hosts.at_least {
+                f.facts.push(("affected_host_count_at_least", true.into()));
+            }
+            f.message.push_str("; ");
+            f.message.push_str(&affected.sentence());
             f.detail = Some(Detail::Holders(affected));
         }
     }

@@ -9,11 +9,12 @@
 //! the report says so.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::kept_id::KeptId;
 use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
 use super::{Block, Finding, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
@@ -48,7 +49,7 @@ struct Holder {
     connection: u64,
     client: SocketAddr,
     /// `Some(None)` for an idempotent producer; `None` when its request was not read.
-    transactional_id: Option<Option<String>>,
+    transactional_id: Option<Option<KeptId>>,
     response_frame: u64,
 }
 
@@ -60,7 +61,7 @@ impl Holder {
     fn surely_other(&self, other: &Self) -> bool {
         match (&self.transactional_id, &other.transactional_id) {
             (None, _) | (_, None) => false,
-            (Some(Some(a)), Some(Some(b))) => a != b,
+            (Some(Some(a)), Some(Some(b))) => a.differs(b),
             (Some(None), Some(None)) => self.connection != other.connection,
             _ => true,
         }
@@ -70,15 +71,15 @@ impl Holder {
     /// or the same connection of an idempotent producer.
     fn surely_same(&self, other: &Self) -> bool {
         match (&self.transactional_id, &other.transactional_id) {
-            (Some(Some(a)), Some(Some(b))) => a == b,
+            (Some(Some(a)), Some(Some(b))) => !a.differs(b),
             (Some(None), Some(None)) => self.connection == other.connection,
             _ => false,
         }
     }
 
     /// The holder's transactional id, when it has one and it was read.
-    fn transactional_id(&self) -> Option<&str> {
-        self.transactional_id.as_ref().and_then(Option::as_deref)
+    fn transactional_id(&self) -> Option<&KeptId> {
+        self.transactional_id.as_ref().and_then(Option::as_ref)
     }
 }
 
@@ -90,15 +91,167 @@ fn keeps_id(requested: Option<i64>, (id, epoch): (i64, i16)) -> bool {
     requested.map_or(epoch > 0, |requested| requested == id)
 }
 
+/// Distinct client hosts an overlap's finding names; the others are counted.
+pub const HOSTS_LISTED: usize = 16;
+/// Distinct client hosts counted exactly; past them, "at least" one more.
+pub const HOSTS_COUNTED: usize = 64;
+
 /// Producers holding ids of one overlap, for its finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Affected {
     /// Producers holding an id of the overlap, and their distinct client hosts.
     pub producers: u64,
-    pub hosts: Vec<String>,
-    /// The lowest id of the overlap held, and by how many producers.
+    pub hosts: Hosts,
+    /// The lowest id of the overlap held, by how many producers, and their distinct
+    /// client hosts.
     pub producer_id: i64,
     pub holders_of_id: u64,
+    pub id_hosts: Hosts,
+}
+
+impl Affected {
+    /// What the overlap's message adds: `2 producers on 10.0.3.7 and 10.0.3.9 hold
+    /// producer id 5000`, the holders of its lowest id held; and when the producers
+    /// holding its other ids sit on other hosts too, the overlap's totals, so that the
+    /// hosts named are those of the producers they are said to be.
+    pub fn sentence(&self) -> String {
+        let (s, verb) = plural(self.holders_of_id);
+        let mut sentence = format!(
+            "{} producer{s} on {} {verb} producer id {}",
+            self.holders_of_id,
+            self.id_hosts.and_list(),
+            self.producer_id
+        );
+        // the id's hosts are among the overlap's: told apart by their count, unless
+        // both are past the count
+        if self.hosts.count > self.id_hosts.count || self.hosts.at_least {
+            let (s, verb) = plural(self.producers);
+            sentence.push_str(&format!(
+                "; {} producer{s} on {} {verb} ids of the overlap",
+                self.producers,
+                self.hosts.and_list()
+            ));
+        }
+        sentence
+    }
+}
+
+/// The noun's ending and the verb for `n` producers.
+fn plural(n: u64) -> (&'static str, &'static str) {
+    match n {
+        1 => ("", "holds"),
+        _ => ("s", "hold"),
+    }
+}
+
+/// Distinct client hosts of some producers, as a finding names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosts {
+    /// The lowest [`HOSTS_LISTED`] addresses, in the order of their text.
+    pub listed: Vec<String>,
+    /// How many there are: exact up to [`HOSTS_COUNTED`]; past it, one more and
+    /// `at_least`.
+    pub count: u64,
+    pub at_least: bool,
+}
+
+impl Hosts {
+    fn of(set: &HostSet) -> Self {
+        let mut listed: Vec<String> = (set.0.iter().take(HOSTS_LISTED))
+            .map(ToString::to_string)
+            .collect();
+        listed.sort();
+        Self {
+            listed,
+            count: set.0.len() as u64,
+            at_least: set.0.len() > HOSTS_COUNTED,
+        }
+    }
+
+    /// `a`, `a and b`, `a, b and c`, and past those listed `a, b and 3 other hosts`.
+    pub fn and_list(&self) -> String {
+        match self.unlisted() {
+            None => super::and_list(&self.listed),
+            Some(more) => format!("{}{more}", self.listed.join(", ")),
+        }
+    }
+
+    /// ` and 3 other hosts`, ` and at least 49 other hosts`: those not listed, if any.
+    pub fn unlisted(&self) -> Option<String> {
+        let more = self.count.saturating_sub(self.listed.len() as u64);
+        let at_least = if self.at_least { "at least " } else { "" };
+        let s = if more == 1 { "" } else { "s" };
+        (more > 0).then(|| format!(" and {at_least}{more} other host{s}"))
+    }
+}
+
+/// Distinct addresses, the lowest [`HOSTS_COUNTED`] and one more kept in order: a
+/// union's are the lowest of the lowest of its parts, and a set holding one more than
+/// [`HOSTS_COUNTED`] has at least that many.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct HostSet(Vec<IpAddr>);
+
+impl HostSet {
+    const KEPT: usize = HOSTS_COUNTED + 1;
+
+    fn insert(&mut self, ip: IpAddr) {
+        if let Err(at) = self.0.binary_search(&ip) {
+            if at < Self::KEPT {
+                self.0.insert(at, ip);
+                self.0.truncate(Self::KEPT);
+            }
+        }
+    }
+
+    /// Adds `other`'s, merging the two orders: at most [`Self::KEPT`] steps.
+    fn union(&mut self, other: &Self) {
+        if other.0.is_empty() {
+            return;
+        }
+        let mut merged = Vec::with_capacity(Self::KEPT);
+        let (mut a, mut b) = (self.0.iter().peekable(), other.0.iter().peekable());
+        while merged.len() < Self::KEPT {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x < y => a.next(),
+                (Some(x), Some(y)) if y < x => b.next(),
+                (Some(_), Some(_)) => {
+                    b.next();
+                    a.next()
+                }
+                (Some(_), None) => a.next(),
+                (None, _) => b.next(),
+            };
+            let Some(ip) = next else { break };
+            merged.push(*ip);
+        }
+        self.0 = merged;
+    }
+}
+
+/// The producers holding ids of a stretch of ids that no overlap's bounds cut: the
+/// holders of its lowest id apart.
+#[derive(Debug, Clone, Default)]
+struct Piece {
+    producers: u64,
+    hosts: HostSet,
+    first: Option<(i64, u64, HostSet)>,
+}
+
+impl Piece {
+    fn add(&mut self, id: i64, holders: &[Holder]) {
+        self.producers += holders.len() as u64;
+        for h in holders {
+            self.hosts.insert(h.client.ip());
+        }
+        let (first_id, count, hosts) =
+            (self.first).get_or_insert_with(|| (id, 0, HostSet::default()));
+        if *first_id == id {
+            *count += holders.len() as u64;
+            for h in holders {
+                hosts.insert(h.client.ip());
+            }
+        }
+    }
 }
 
 /// Counts over every InitProducerId exchange of the capture (whatever the filters).
@@ -336,7 +489,7 @@ impl Tracker {
         let holder = Holder {
             connection: ex.endpoints.connection,
             client: ex.endpoints.client,
-            transactional_id: transactional_id.map(|t| t.map(str::to_owned)),
+            transactional_id: transactional_id.map(|t| t.map(|t| self.kept(t, id))),
             response_frame: meta.frame,
         };
         placed.duplicate_of = self.hold(
@@ -412,15 +565,19 @@ impl Tracker {
         }
         let earlier = earlier?;
         self.totals_mut(api).duplicates += 1;
+        let (this, other) = (holder.transactional_id(), earlier.transactional_id());
+        let (text, other_text) = (this.map(KeptId::text), other.map(KeptId::text));
         let what = Observation::PidDuplicateGrant(obs::PidDuplicateGrant {
             frame: holder.response_frame,
             producer_id: id,
             producer_epoch: epoch,
             client: holder.client,
-            transactional_id: holder.transactional_id(),
+            transactional_id: text.as_deref(),
+            transactional_id_len: this.and_then(KeptId::cut_from),
             other_frame: earlier.response_frame,
             other_client: earlier.client,
-            other_transactional_id: earlier.transactional_id(),
+            other_transactional_id: other_text.as_deref(),
+            other_transactional_id_len: other.and_then(KeptId::cut_from),
         });
         let frames = vec![earlier.response_frame, holder.response_frame];
         let where_ = (None, Some(holder.connection), at);
@@ -428,36 +585,65 @@ impl Tracker {
         Some(earlier.response_frame)
     }
 
-    /// The producers holding ids in `ids_start..=ids_end`.
-    pub fn affected(&self, ids_start: i64, ids_end: i64) -> Option<Affected> {
-        let mut producers = 0;
-        let mut hosts: Vec<String> = Vec::new();
-        let mut first: Option<(i64, u64)> = None;
-        for ((id, _), holders) in self
-            .grants
-            .range((ids_start, i16::MIN)..=(ids_end, i16::MAX))
-        {
-            producers += holders.len() as u64;
-            for h in holders {
-                let host = h.client.ip().to_string();
-                if !hosts.contains(&host) {
-                    hosts.push(host);
-                }
+    /// `transactional_id` as kept for a holder of `id`, sharing the text of the same id
+    /// held at the same producer id before (a transactional producer keeps its id as
+    /// its epoch is bumped, at every transaction's end with transactions v2).
+    fn kept(&self, transactional_id: &str, id: i64) -> KeptId {
+        let known = (self.grants.range((id, i16::MIN)..=(id, i16::MAX)).rev())
+            .take(2)
+            .flat_map(|(_, holders)| holders.iter().filter_map(Holder::transactional_id));
+        KeptId::like(transactional_id, known)
+    }
+
+    /// The producers holding ids of each of `spans` (`start..=end`), `None` for a span
+    /// whose ids none holds. One walk of the grants kept, whatever the spans' lengths,
+    /// then, for each span, one step per stretch of ids the spans' bounds cut: the work
+    /// is bounded by the grants kept and the square of the spans' count, never their
+    /// lengths, and the hosts kept per stretch by [`HOSTS_COUNTED`].
+    pub fn affected(&self, spans: &[(i64, i64)]) -> Vec<Option<Affected>> {
+        // the stretches between the bounds lie each wholly in or out of every span
+        let mut bounds: Vec<i64> = (spans.iter())
+            .flat_map(|&(start, end)| [Some(start), end.checked_add(1)])
+            .flatten()
+            .collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut pieces = vec![Piece::default(); bounds.len()];
+        let (Some(&low), Some(high)) = (bounds.first(), spans.iter().map(|s| s.1).max()) else {
+            return Vec::new();
+        };
+        for ((id, _), holders) in self.grants.range((low, i16::MIN)..) {
+            if *id > high {
+                break;
             }
-            match &mut first {
-                Some((first_id, count)) if first_id == id => *count += holders.len() as u64,
-                None => first = Some((*id, holders.len() as u64)),
-                Some(_) => {}
+            let at = bounds.partition_point(|b| b <= id).checked_sub(1);
+            if let Some(piece) = at.and_then(|at| pieces.get_mut(at)) {
+                piece.add(*id, holders);
             }
         }
-        let (producer_id, holders_of_id) = first?;
-        hosts.sort();
-        Some(Affected {
-            producers,
-            hosts,
-            producer_id,
-            holders_of_id,
-        })
+        let of = |&(start, end): &(i64, i64)| {
+            let from = bounds.partition_point(|b| *b < start);
+            let to = end
+                .checked_add(1)
+                .map_or(bounds.len(), |after| bounds.partition_point(|b| *b < after));
+            let mut producers = 0;
+            let mut hosts = HostSet::default();
+            let mut first = None;
+            for piece in pieces.get(from..to).unwrap_or_default() {
+                producers += piece.producers;
+                hosts.union(&piece.hosts);
+                first = first.or(piece.first.as_ref());
+            }
+            let (producer_id, holders_of_id, id_hosts) = first?;
+            Some(Affected {
+                producers,
+                hosts: Hosts::of(&hosts),
+                producer_id: *producer_id,
+                holders_of_id: *holders_of_id,
+                id_hosts: Hosts::of(id_hosts),
+            })
+        };
+        spans.iter().map(of).collect()
     }
 }
 
@@ -538,6 +724,11 @@ mod tests {
         frame: u64,
     ) -> ProducerIdExchange {
         grant_at(connection, txn, id, epoch, (frame - 1, frame))
+    }
+
+    /// The producers holding ids in `start..=end`.
+    fn held_in(t: &Tracker, start: i64, end: i64) -> Option<Affected> {
+        t.affected(&[(start, end)]).pop().flatten()
     }
 
     const BROKER1: Option<(i32, crate::analysis::AddressSource)> =
@@ -782,9 +973,192 @@ mod tests {
         assert_eq!(dup.duplicate_of, Some(30));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].frames, [30, 40]);
-        let affected = t.affected(11, 11).unwrap();
+        let affected = held_in(&t, 11, 11).unwrap();
         assert_eq!((affected.producers, affected.holders_of_id), (2, 2));
-        assert_eq!(affected.hosts, ["10.0.3.3", "10.0.3.4"]);
+        assert_eq!(affected.hosts.listed, ["10.0.3.3", "10.0.3.4"]);
+        assert_eq!(
+            affected.sentence(),
+            "2 producers on 10.0.3.3 and 10.0.3.4 hold producer id 11"
+        );
+    }
+
+    /// The hosts the overlap's sentence names for the holders of its lowest id are
+    /// theirs, not those of every producer of the overlap, whose totals it says apart.
+    #[test]
+    fn the_hosts_named_for_an_id_are_those_of_its_holders() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.add(&grant(1, None, 10, 0, 10), None, &mut found);
+        t.add(&grant(2, None, 12, 0, 20), None, &mut found);
+        t.add(&grant(3, None, 13, 0, 30), None, &mut found);
+        let affected = held_in(&t, 10, 13).unwrap();
+        assert_eq!((affected.producer_id, affected.holders_of_id), (10, 1));
+        assert_eq!(affected.id_hosts.listed, ["10.0.3.1"]);
+        assert_eq!(affected.hosts.listed, ["10.0.3.1", "10.0.3.2", "10.0.3.3"]);
+        assert_eq!(
+            affected.sentence(),
+            "1 producer on 10.0.3.1 holds producer id 10; \
+             3 producers on 10.0.3.1, 10.0.3.2 and 10.0.3.3 hold ids of the overlap"
+        );
+        // the range's other ids held on the same host: the sentence as before
+        t.add(&grant(3, None, 14, 0, 40), None, &mut found);
+        let same_host = held_in(&t, 13, 14).unwrap();
+        assert_eq!(
+            same_host.sentence(),
+            "1 producer on 10.0.3.3 holds producer id 13"
+        );
+    }
+
+    /// A grant of `id` at epoch 0 to a producer on `host`, on a connection of its own.
+    fn grant_on(host: u32, id: i64, frame: u64) -> ProducerIdExchange {
+        let mut g = grant(1, None, id, 0, frame);
+        let ip = std::net::Ipv4Addr::from(0x0a00_0000 + host);
+        g.endpoints.client = SocketAddr::new(ip.into(), 5000);
+        g.endpoints.connection = frame;
+        g
+    }
+
+    /// Past [`HOSTS_LISTED`] hosts the lowest are named and the others counted, exactly
+    /// up to [`HOSTS_COUNTED`], then as "at least".
+    #[test]
+    fn an_overlap_names_a_few_hosts_and_counts_the_others() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        // 40 hosts hold 100..=139; id 100 held on two of them
+        for n in 0..40u32 {
+            t.add(
+                &grant_on(n, 100 + i64::from(n), u64::from(n) + 10),
+                None,
+                &mut found,
+            );
+        }
+        t.add(&grant_on(39, 100, 99), None, &mut found);
+        let forty = held_in(&t, 100, 139).unwrap();
+        assert_eq!((forty.producers, forty.holders_of_id), (41, 2));
+        assert_eq!((forty.hosts.count, forty.hosts.at_least), (40, false));
+        let mut lowest: Vec<String> = (0..16).map(|n| format!("10.0.0.{n}")).collect();
+        lowest.sort();
+        assert_eq!(forty.hosts.listed, lowest);
+        assert_eq!(forty.id_hosts.listed, ["10.0.0.0", "10.0.0.39"]);
+        let sentence = forty.sentence();
+        assert!(
+            sentence.starts_with(
+                "2 producers on 10.0.0.0 and 10.0.0.39 hold producer id 100; \
+                 41 producers on 10.0.0.0, 10.0.0.1, 10.0.0.10"
+            ),
+            "{sentence}"
+        );
+        assert!(
+            sentence.ends_with(", 10.0.0.9 and 24 other hosts hold ids of the overlap"),
+            "{sentence}"
+        );
+        for n in 40..100u32 {
+            t.add(
+                &grant_on(n, 100 + i64::from(n), u64::from(n) + 10),
+                None,
+                &mut found,
+            );
+        }
+        let hundred = held_in(&t, 100, 199).unwrap();
+        assert_eq!((hundred.hosts.count, hundred.hosts.at_least), (65, true));
+        assert_eq!(hundred.hosts.listed, lowest);
+        assert!(
+            hundred
+                .sentence()
+                .ends_with(" and at least 49 other hosts hold ids of the overlap"),
+            "{}",
+            hundred.sentence()
+        );
+    }
+
+    /// Many overlaps of many producers, nested and crossing: each gets what a walk of
+    /// its own ids finds, from one walk of them all.
+    #[test]
+    fn overlaps_crossing_each_other_each_get_their_own_holders() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let mut x = 7u64;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 33) % m
+        };
+        for frame in 0..3_000u64 {
+            let (id, host) = (next(2_000) as i64, next(120) as u32);
+            t.add(&grant_on(host, id, frame + 10), None, &mut found);
+        }
+        // every holder kept, walked whole
+        let held: Vec<(i64, IpAddr)> = (t.grants.iter())
+            .flat_map(|((id, _), holders)| holders.iter().map(|h| (*id, h.client.ip())))
+            .collect();
+        assert!(held.len() > 3_000 / 2, "{}", held.len());
+        let spans: Vec<(i64, i64)> = (0..200)
+            .map(|_| {
+                let a = next(2_100) as i64 - 50;
+                (a, a + next(600) as i64)
+            })
+            .chain([(i64::MIN, i64::MAX), (5, 4), (3_000, 4_000)])
+            .collect();
+        let got = t.affected(&spans);
+        for (&(start, end), got) in spans.iter().zip(got) {
+            let within: Vec<&(i64, IpAddr)> = held
+                .iter()
+                .filter(|(id, _)| (start..=end).contains(id))
+                .collect();
+            let Some(&&(first, _)) = within.iter().min() else {
+                assert_eq!(got, None, "{start}..={end}");
+                continue;
+            };
+            let got = got.unwrap();
+            let hosts = |of: &mut dyn Iterator<Item = &&(i64, IpAddr)>| {
+                let all: std::collections::BTreeSet<IpAddr> = of.map(|(_, ip)| *ip).collect();
+                let mut listed: Vec<String> = all
+                    .iter()
+                    .take(HOSTS_LISTED)
+                    .map(|ip| ip.to_string())
+                    .collect();
+                listed.sort();
+                Hosts {
+                    listed,
+                    count: all.len().min(HOSTS_COUNTED + 1) as u64,
+                    at_least: all.len() > HOSTS_COUNTED,
+                }
+            };
+            assert_eq!(got.producers, within.len() as u64);
+            assert_eq!(got.hosts, hosts(&mut within.iter()));
+            assert_eq!(got.producer_id, first);
+            let of_first = || within.iter().filter(|(id, _)| *id == first);
+            assert_eq!(got.holders_of_id, of_first().count() as u64);
+            assert_eq!(got.id_hosts, hosts(&mut of_first()));
+        }
+    }
+
+    /// A thousand overlaps of the same quarter of a million ids, each held by a producer
+    /// on a host of its own: one walk of the grants, not one per overlap, and a few hosts
+    /// named each (a walk per overlap naming every host took days and tens of GB).
+    #[test]
+    fn a_thousand_overlaps_of_many_hosts_are_named_in_one_walk() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let ids = MAX_TRACKED_GRANTS as u32;
+        for n in 0..ids {
+            t.add(
+                &grant_on(n, i64::from(n), u64::from(n) + 10),
+                None,
+                &mut found,
+            );
+        }
+        let spans = vec![(0, i64::from(ids)); 1000];
+        let started = std::time::Instant::now();
+        let got = t.affected(&spans);
+        let took = started.elapsed();
+        assert_eq!(got.len(), 1000);
+        for a in got {
+            let a = a.unwrap();
+            assert_eq!(a.producers, u64::from(ids));
+            assert_eq!((a.hosts.listed.len(), a.hosts.count), (HOSTS_LISTED, 65));
+            assert_eq!(a.id_hosts.listed, ["10.0.0.0"]);
+        }
+        assert!(took < std::time::Duration::from_secs(60), "{took:?}");
     }
 
     /// An EndTxn version 5 answer on `connection`: `txn` ended its transaction with `id`
@@ -899,7 +1273,78 @@ mod tests {
         let dup = t.add(&end_txn(4, "tx-2", (5, 2), (5, 3), 60), BROKER2, &mut found);
         assert_eq!(dup.duplicate_of, Some(40));
         assert_eq!(found.len(), 1);
-        assert_eq!(t.affected(5, 5).map(|a| a.producers), Some(2));
+        assert_eq!(held_in(&t, 5, 5).map(|a| a.producers), Some(2));
+    }
+
+    /// A transactional id of a mebibyte is kept as its first bytes, its length and a
+    /// hash: a duplicate's finding shows it cut, never as the whole id, and ids alike in
+    /// their first bytes and length are still told apart.
+    #[test]
+    fn a_long_transactional_id_is_kept_cut_and_said_cut() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        let base = "t".repeat(1 << 20);
+        let (a, b) = (format!("{base}-a"), format!("{base}-b"));
+        t.add(&grant(1, Some(&a), 11, 0, 10), None, &mut found);
+        // the same producer back on another connection: the same id, not a duplicate
+        t.add(&grant(2, Some(&a), 11, 0, 20), None, &mut found);
+        assert!(found.is_empty(), "{found:?}");
+        let kept: Vec<usize> = (t.grants.values().flatten())
+            .filter_map(Holder::transactional_id)
+            .map(KeptId::heap_bytes)
+            .collect();
+        assert_eq!(kept, [crate::analysis::kept_id::MAX_KEPT_LEN]);
+        // another id of the same length and first mebibyte
+        let dup = t.add(&grant(3, Some(&b), 11, 0, 30), None, &mut found);
+        assert_eq!(dup.duplicate_of, Some(10));
+        let [f] = &found[..] else {
+            panic!("{found:?}");
+        };
+        let shown = format!("{}…", &base[..256]);
+        assert!(f
+            .facts
+            .contains(&("transactional_id", shown.as_str().into())));
+        assert!(f
+            .facts
+            .contains(&("transactional_id_len", (a.len() as u64).into())));
+        assert!(f
+            .facts
+            .contains(&("other_transactional_id", shown.as_str().into())));
+        assert!(f
+            .facts
+            .contains(&("other_transactional_id_len", (a.len() as u64).into())));
+        assert!(
+            f.message.contains(&format!(
+                "(transactional id \"{shown}\" cut from {} bytes)",
+                a.len()
+            )),
+            "{}",
+            f.message
+        );
+        assert!(f.message.len() < 1000, "{}", f.message.len());
+    }
+
+    /// A transactional producer's id, bumped at every transaction's end, is one text
+    /// shared by its grants, not a copy each.
+    #[test]
+    fn a_transactional_id_held_at_many_epochs_is_kept_once() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.add(&grant(1, Some("tx-1"), 5, 0, 20), None, &mut found);
+        for epoch in 0..10 {
+            let frame = 30 + u64::from(epoch as u16) * 10;
+            t.add(
+                &end_txn(1, "tx-1", (5, epoch), (5, epoch + 1), frame),
+                None,
+                &mut found,
+            );
+        }
+        let ids: Vec<&KeptId> = (t.grants.values().flatten())
+            .filter_map(Holder::transactional_id)
+            .collect();
+        assert_eq!(ids.len(), 11);
+        assert!(ids.iter().all(|id| id.shares(ids[0])));
+        assert!(found.is_empty(), "{found:?}");
     }
 
     /// An answer read whole of a version that grants nothing (EndTxn before 5) counts

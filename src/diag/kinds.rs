@@ -352,6 +352,8 @@ kinds! {
     PidBlockOverlap "pid_block_overlap" Error {
         meaning: "two blocks share producer ids: duplicate producer ids were handed out",
         facts: [
+            "affected_host_count": Integer,
+            "affected_host_count_at_least": Boolean,
             "affected_hosts": Texts,
             "affected_producers": Integer,
             "fault_frame": Integer,
@@ -449,9 +451,11 @@ kinds! {
             "other_client": Text,
             "other_frame": Integer,
             "other_transactional_id": Text,
+            "other_transactional_id_len": Integer,
             "producer_epoch": Integer,
             "producer_id": Integer,
             "transactional_id": Text,
+            "transactional_id_len": Integer,
         ],
     }
     PidOutsideBlocks "pid_outside_blocks" Error {

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::analysis::kept_id::KeptId;
 use crate::analysis::{Affected, Detail, PlacementName};
 use crate::diag::Kind;
 use crate::report::model::{BlockRef, PidFinding, ProducerIdEntry};
@@ -25,8 +26,11 @@ pub struct Grant {
     pub producer_id: i64,
     pub epoch: i16,
     pub client: String,
-    pub client_id: Option<String>,
-    pub transactional_id: Option<String>,
+    /// The names its request gave, kept to a few hundred bytes (`analysis::kept_id`):
+    /// up to [`MAX_HELD`] grants are kept, and a request may name itself with a
+    /// mebibyte.
+    pub client_id: Option<KeptId>,
+    pub transactional_id: Option<KeptId>,
     pub broker: Option<i32>,
     pub request_frame: u64,
     pub response_frame: u64,
@@ -42,8 +46,8 @@ impl Grant {
             producer_id: e.producer_id?,
             epoch: e.producer_epoch?,
             client: e.client.clone(),
-            client_id: e.client_id.clone().flatten(),
-            transactional_id: e.transactional_id.clone().flatten(),
+            client_id: kept(e.client_id.as_ref()),
+            transactional_id: kept(e.transactional_id.as_ref()),
             broker: e.broker_id,
             request_frame: e.request_frame,
             response_frame: e.response_frame?,
@@ -67,13 +71,18 @@ impl Grant {
     pub fn who(&self) -> String {
         let mut who = self.client.clone();
         if let Some(id) = &self.client_id {
-            who += &format!(" client_id {id:?}");
+            who += &format!(" client_id {}", id.quoted());
         }
         if let Some(id) = &self.transactional_id {
-            who += &format!(" transactional id {id:?}");
+            who += &format!(" transactional id {}", id.quoted());
         }
         who
     }
+}
+
+/// A name an entry gives, as kept.
+fn kept(name: Option<&Option<String>>) -> Option<KeptId> {
+    name.and_then(Option::as_deref).map(KeptId::new)
 }
 
 /// The grants the table may list, gathered as exchanges complete.
@@ -229,6 +238,7 @@ pub fn affected(f: &PidFinding) -> Option<&Affected> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Hosts;
     use crate::diag::{IdSpan, Severity};
     use crate::report::model::UnixTime;
     use crate::timestamp::Timestamp;
@@ -249,6 +259,14 @@ mod tests {
         }
     }
 
+    fn host() -> Hosts {
+        Hosts {
+            listed: vec!["10.0.0.1".to_owned()],
+            count: 1,
+            at_least: false,
+        }
+    }
+
     fn overlap(start: i64, end: i64, affected: u64) -> PidFinding {
         PidFinding {
             severity: Severity::Error,
@@ -264,9 +282,10 @@ mod tests {
             fault: None,
             detail: Some(Detail::Holders(Affected {
                 producers: affected,
-                hosts: vec!["10.0.0.1".to_owned()],
+                hosts: host(),
                 producer_id: start,
                 holders_of_id: 1,
+                id_hosts: host(),
             })),
         }
     }
@@ -319,11 +338,39 @@ mod tests {
     fn a_producer_is_named_by_address_and_port_then_the_names_its_request_gave() {
         let mut g = grant(1999, 57, None);
         assert_eq!(g.who(), "10.0.0.1:40057");
-        g.client_id = Some("app \"one\"".into());
-        g.transactional_id = Some("tx-1".into());
+        g.client_id = Some(KeptId::new("app \"one\""));
+        g.transactional_id = Some(KeptId::new("tx-1"));
         assert_eq!(
             g.who(),
             r#"10.0.0.1:40057 client_id "app \"one\"" transactional id "tx-1""#
+        );
+    }
+
+    /// The names an entry gives are kept to a few hundred bytes, said cut when they
+    /// are: thousands of grants are held to the end, each request's names up to a
+    /// mebibyte.
+    #[test]
+    fn a_long_name_is_held_cut_and_named_cut() {
+        use crate::analysis::kept_id::MAX_KEPT_LEN;
+        let long = "n".repeat(1 << 20);
+        let mut g = grant(1999, 57, None);
+        g.client_id = kept(Some(&Some(long.clone())));
+        g.transactional_id = kept(Some(&Some(format!("tx-{long}"))));
+        let (client_id, txn) = (
+            g.client_id.as_ref().unwrap(),
+            g.transactional_id.as_ref().unwrap(),
+        );
+        assert!(client_id.heap_bytes() <= MAX_KEPT_LEN);
+        assert!(txn.heap_bytes() <= MAX_KEPT_LEN);
+        let kept = &long[..MAX_KEPT_LEN];
+        assert_eq!(
+            g.who(),
+            format!(
+                "10.0.0.1:40057 client_id \"{kept}…\" cut from {} bytes transactional id \"tx-{}…\" cut from {} bytes",
+                long.len(),
+                &long[..MAX_KEPT_LEN - 3],
+                long.len() + 3
+            )
         );
     }
 

@@ -339,10 +339,14 @@ pub struct PidDuplicateGrant<T> {
     pub producer_epoch: i16,
     pub client: SocketAddr,
     pub transactional_id: Option<T>,
+    /// The whole transactional id's length in bytes when `transactional_id` is only its
+    /// first bytes followed by `…` (see `analysis::kept_id`).
+    pub transactional_id_len: Option<u64>,
     /// The earlier grant's.
     pub other_frame: u64,
     pub other_client: SocketAddr,
     pub other_transactional_id: Option<T>,
+    pub other_transactional_id_len: Option<u64>,
 }
 
 impl PidDuplicateGrant<&str> {
@@ -356,8 +360,10 @@ impl PidDuplicateGrant<&str> {
             producer_id: self.producer_id,
             producer_epoch: self.producer_epoch,
             client: self.client,
+            transactional_id_len: self.transactional_id_len,
             other_frame: self.other_frame,
             other_client: self.other_client,
+            other_transactional_id_len: self.other_transactional_id_len,
         }
     }
 }
@@ -371,9 +377,11 @@ impl<T: AsRef<str>> PidDuplicateGrant<T> {
             producer_epoch,
             client,
             transactional_id,
+            transactional_id_len,
             other_frame,
             other_client,
             other_transactional_id,
+            other_transactional_id_len,
         } = self;
         let (transactional_id, other_transactional_id) = (
             transactional_id.as_ref().map(AsRef::as_ref),
@@ -387,8 +395,31 @@ impl<T: AsRef<str>> PidDuplicateGrant<T> {
             other_frame,
             other_client,
             transactional_id?,
+            transactional_id_len?,
             other_transactional_id?,
+            other_transactional_id_len?,
         ]
+    }
+
+    /// The later grant's transactional id in quotes, said cut when it is.
+    pub fn quoted(&self) -> Option<String> {
+        let id = self.transactional_id.as_ref()?;
+        Some(quoted(id.as_ref(), self.transactional_id_len))
+    }
+
+    /// The earlier grant's.
+    pub fn other_quoted(&self) -> Option<String> {
+        let id = self.other_transactional_id.as_ref()?;
+        Some(quoted(id.as_ref(), self.other_transactional_id_len))
+    }
+}
+
+/// `"tx-1"`, or a cut id's first bytes (followed by `…`) and its whole length: `"tx-…"
+/// cut from 1048576 bytes`.
+pub fn quoted(text: &str, cut_from: Option<u64>) -> String {
+    match cut_from {
+        Some(len) => format!("{text:?} cut from {len} bytes"),
+        None => format!("{text:?}"),
     }
 }
 
@@ -399,20 +430,19 @@ impl<T: AsRef<str>> fmt::Display for PidDuplicateGrant<T> {
             producer_id,
             producer_epoch,
             client,
-            transactional_id,
             other_frame,
             other_client,
-            other_transactional_id,
+            ..
         } = self;
-        let who = |client: &SocketAddr, id: &Option<T>| match id.as_ref().map(AsRef::as_ref) {
-            Some(id) => format!("{client} (transactional id {id:?})"),
+        let who = |client: &SocketAddr, id: Option<String>| match id {
+            Some(id) => format!("{client} (transactional id {id})"),
             None => client.to_string(),
         };
         write!(
             f,
             "producer id {producer_id} epoch {producer_epoch} was granted to {} (frame {frame}) after {} got it (frame {other_frame}): two producers hold the same id and epoch",
-            who(client, transactional_id),
-            who(other_client, other_transactional_id)
+            who(client, self.quoted()),
+            who(other_client, self.other_quoted())
         )
     }
 }

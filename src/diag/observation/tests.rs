@@ -905,6 +905,12 @@ fn broker_samples() -> Vec<Sample> {
 }
 
 fn producer_samples() -> Vec<Sample> {
+    let mut samples = duplicate_grant_samples();
+    samples.extend(outside_block_samples());
+    samples
+}
+
+fn duplicate_grant_samples() -> Vec<Sample> {
     let client = |port| SocketAddr::from(([10, 0, 3, 7], port));
     vec![
         (
@@ -914,9 +920,11 @@ fn producer_samples() -> Vec<Sample> {
                 producer_epoch: 0,
                 client: client(40002),
                 transactional_id: None,
+                transactional_id_len: None,
                 other_frame: 20,
                 other_client: client(40001),
                 other_transactional_id: Some("tx-1"),
+                other_transactional_id_len: None,
             }),
             "producer id 1999 epoch 0 was granted to 10.0.3.7:40002 (frame 30) after 10.0.3.7:40001 (transactional id \"tx-1\") got it (frame 20): two producers hold the same id and epoch",
             vec![
@@ -936,9 +944,11 @@ fn producer_samples() -> Vec<Sample> {
                 producer_epoch: 0,
                 client: client(40003),
                 transactional_id: Some("tx-2"),
+                transactional_id_len: None,
                 other_frame: 20,
                 other_client: client(40001),
                 other_transactional_id: None,
+                other_transactional_id_len: None,
             }),
             "producer id 1999 epoch 0 was granted to 10.0.3.7:40003 (transactional id \"tx-2\") (frame 31) after 10.0.3.7:40001 got it (frame 20): two producers hold the same id and epoch",
             vec![
@@ -951,6 +961,38 @@ fn producer_samples() -> Vec<Sample> {
                 ("transactional_id", text("tx-2")),
             ],
         ),
+        (
+            Observation::PidDuplicateGrant(obs::PidDuplicateGrant {
+                frame: 32,
+                producer_id: 1999,
+                producer_epoch: 0,
+                client: client(40004),
+                transactional_id: Some("tx-a…"),
+                transactional_id_len: Some(1_048_576),
+                other_frame: 20,
+                other_client: client(40001),
+                other_transactional_id: Some("tx-b…"),
+                other_transactional_id_len: Some(300),
+            }),
+            "producer id 1999 epoch 0 was granted to 10.0.3.7:40004 (transactional id \"tx-a…\" cut from 1048576 bytes) (frame 32) after 10.0.3.7:40001 (transactional id \"tx-b…\" cut from 300 bytes) got it (frame 20): two producers hold the same id and epoch",
+            vec![
+                ("frame", Fact::Uint(32)),
+                ("producer_id", Fact::Int(1999)),
+                ("producer_epoch", Fact::Int(0)),
+                ("client", text("10.0.3.7:40004")),
+                ("other_frame", Fact::Uint(20)),
+                ("other_client", text("10.0.3.7:40001")),
+                ("transactional_id", text("tx-a…")),
+                ("transactional_id_len", Fact::Uint(1_048_576)),
+                ("other_transactional_id", text("tx-b…")),
+                ("other_transactional_id_len", Fact::Uint(300)),
+            ],
+        ),
+    ]
+}
+
+fn outside_block_samples() -> Vec<Sample> {
+    vec![
         (
             Observation::PidOutsideBlocks(obs::PidOutsideBlocks {
                 frame: 40,
@@ -1417,7 +1459,13 @@ fn every_kind_has_an_observation() {
 #[test]
 fn every_fact_is_declared_for_its_kind() {
     use crate::diag::facts::FactType;
-    const ADDED_BY_ANALYSIS: [&str; 3] = ["fault_frame", "affected_producers", "affected_hosts"];
+    const ADDED_BY_ANALYSIS: [&str; 5] = [
+        "fault_frame",
+        "affected_producers",
+        "affected_hosts",
+        "affected_host_count",
+        "affected_host_count_at_least",
+    ];
     let samples = samples();
     for (what, _, facts) in &samples {
         let kind = what.kind();

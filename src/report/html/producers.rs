@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::esc;
+use crate::analysis::kept_id::KeptId;
 use crate::report::flagged::{FlaggedProducers, Row, MAX_FLAGGED};
 use crate::report::model::{ProducerIdCounts, Report};
 
@@ -83,7 +84,7 @@ pub fn html(
 
 fn row_html(row: &Row<'_>, linked: bool, listed: &BTreeSet<u64>) -> String {
     let g = row.grant;
-    let text = |v: &Option<String>| v.as_deref().map_or("-".to_owned(), esc);
+    let text = |v: &Option<KeptId>| v.as_ref().map_or("-".to_owned(), |v| esc(&v.plain()));
     let block = match g.block {
         Some(b) if linked => format!(
             "<a href=\"#block-{0}\">{1}..{2} (frame {0})</a>",

@@ -127,27 +127,23 @@ fn placements(s: &ProducerIdCounts) -> String {
 }
 
 /// `127.0.0.1:40178 client_id "app" (frame 57)`: the grant of `producer_id` answered in
-/// `frame` as kept, else the finding's own client and transactional id.
+/// `frame` as kept, else the finding's own client and transactional id (quoted).
 fn holder(
     producer_id: i64,
     flagged: &FlaggedProducers,
-    (client, transactional_id, frame): (std::net::SocketAddr, Option<&str>, u64),
+    (client, transactional_id, frame): (std::net::SocketAddr, Option<String>, u64),
 ) -> String {
     let who = match (flagged.grant(producer_id, frame), transactional_id) {
         (Some(grant), _) => grant.who(),
-        (None, Some(id)) => format!("{client} transactional id {id:?}"),
+        (None, Some(id)) => format!("{client} transactional id {id}"),
         (None, None) => client.to_string(),
     };
     format!("{who} (frame {frame})")
 }
 
 fn duplicate_line(g: &obs::PidDuplicateGrant<String>, flagged: &FlaggedProducers) -> String {
-    let earlier = (
-        g.other_client,
-        g.other_transactional_id.as_deref(),
-        g.other_frame,
-    );
-    let later = (g.client, g.transactional_id.as_deref(), g.frame);
+    let earlier = (g.other_client, g.other_quoted(), g.other_frame);
+    let later = (g.client, g.quoted(), g.frame);
     format!(
         "duplicate: producer id {} epoch {} to {}, then to {}",
         g.producer_id,
@@ -189,9 +185,10 @@ fn overlap_line(f: &PidFinding, affected: &Affected) -> String {
     let producers = affected.producers;
     let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
     format!(
-        "overlap: {} on {} hold{} {ids}, given twice (frames {})",
+        "overlap: {} on {}{} hold{} {ids}, given twice (frames {})",
         counted(producers, "producer"),
-        affected.hosts.join(", "),
+        affected.hosts.listed.join(", "),
+        affected.hosts.unlisted().unwrap_or_default(),
         if producers == 1 { "s" } else { "" },
         frames.join(", ")
     )
