@@ -238,17 +238,53 @@ struct Piece {
 }
 
 impl Piece {
-    fn add(&mut self, id: i64, holders: &[Holder]) {
-        self.producers += holders.len() as u64;
-        for h in holders {
-            self.hosts.insert(h.client.ip());
+    /// A holder of `id`: its host counted.
+    fn holder(&mut self, id: i64, h: &Holder) {
+        self.hosts.insert(h.client.ip());
+        let (first_id, _, hosts) = self.first_of(id);
+        if first_id == id {
+            hosts.insert(h.client.ip());
         }
+    }
+
+    /// `n` producers hold `id`.
+    fn producers(&mut self, id: i64, n: u64) {
+        self.producers += n;
+        let (first_id, count, _) = self.first_of(id);
+        if first_id == id {
+            *count += n;
+        }
+    }
+
+    fn first_of(&mut self, id: i64) -> (i64, &mut u64, &mut HostSet) {
         let (first_id, count, hosts) =
             (self.first).get_or_insert_with(|| (id, 0, HostSet::default()));
-        if *first_id == id {
-            *count += holders.len() as u64;
-            for h in holders {
-                hosts.insert(h.client.ip());
+        (*first_id, count, hosts)
+    }
+}
+
+/// Producers told apart per id, at most: past them a holder is counted as another
+/// producer unless it is one of these (a hostile capture only).
+const PRODUCERS_TOLD_APART: usize = 64;
+
+/// The producers holding one id, over its epochs: a holder is another producer only
+/// when it is surely other than each one counted, so a transactional producer whose
+/// epoch is bumped at every transaction's end (transactions v2) counts once.
+#[derive(Debug, Default)]
+struct Distinct<'a> {
+    id: Option<i64>,
+    /// Which piece the id's ids fall in.
+    piece: Option<usize>,
+    told_apart: Vec<&'a Holder>,
+    count: u64,
+}
+
+impl<'a> Distinct<'a> {
+    fn add(&mut self, h: &'a Holder) {
+        if self.told_apart.iter().all(|other| h.surely_other(other)) {
+            self.count += 1;
+            if self.told_apart.len() < PRODUCERS_TOLD_APART {
+                self.told_apart.push(h);
             }
         }
     }
@@ -612,15 +648,34 @@ impl Tracker {
         let (Some(&low), Some(high)) = (bounds.first(), spans.iter().map(|s| s.1).max()) else {
             return Vec::new();
         };
+        let mut of_id = Distinct::default();
+        let counted = |of_id: &Distinct<'_>, pieces: &mut Vec<Piece>| {
+            let at = of_id.piece.and_then(|at| pieces.get_mut(at));
+            if let (Some(piece), Some(id)) = (at, of_id.id) {
+                piece.producers(id, of_id.count);
+            }
+        };
         for ((id, _), holders) in self.grants.range((low, i16::MIN)..) {
             if *id > high {
                 break;
             }
-            let at = bounds.partition_point(|b| b <= id).checked_sub(1);
-            if let Some(piece) = at.and_then(|at| pieces.get_mut(at)) {
-                piece.add(*id, holders);
+            if of_id.id != Some(*id) {
+                counted(&of_id, &mut pieces);
+                let piece = bounds.partition_point(|b| b <= id).checked_sub(1);
+                of_id = Distinct {
+                    id: Some(*id),
+                    piece,
+                    ..Distinct::default()
+                };
+            }
+            for h in holders {
+                if let Some(piece) = of_id.piece.and_then(|at| pieces.get_mut(at)) {
+                    piece.holder(*id, h);
+                }
+                of_id.add(h);
             }
         }
+        counted(&of_id, &mut pieces);
         let of = |&(start, end): &(i64, i64)| {
             let from = bounds.partition_point(|b| *b < start);
             let to = end
@@ -1016,6 +1071,31 @@ mod tests {
         g.endpoints.client = SocketAddr::new(ip.into(), 5000);
         g.endpoints.connection = frame;
         g
+    }
+
+    /// A transactional producer's epoch is bumped at every transaction's end
+    /// (transactions v2): holding its id at many epochs, it is one producer, and an
+    /// overlap counts it once beside another producer given the same id.
+    #[test]
+    fn a_producer_holding_its_id_at_many_epochs_counts_once() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        for epoch in 0..6i16 {
+            let frame = 10 + 10 * epoch as u64;
+            t.add(&grant(1, Some("tx-a"), 500, epoch, frame), None, &mut found);
+        }
+        t.add(&grant(2, Some("tx-b"), 500, 0, 200), None, &mut found);
+        t.add(&grant(3, None, 501, 0, 210), None, &mut found);
+        t.add(&grant(3, None, 501, 1, 220), None, &mut found);
+        let held = held_in(&t, 500, 501).unwrap();
+        assert_eq!((held.producers, held.holders_of_id), (3, 2));
+        assert!(
+            held.sentence().starts_with(
+                "2 producers on 10.0.3.1 and 10.0.3.2 hold producer id 500; 3 producers on "
+            ),
+            "{}",
+            held.sentence()
+        );
     }
 
     /// Past [`HOSTS_LISTED`] hosts the lowest are named and the others counted, exactly
