@@ -435,6 +435,11 @@ fn within_budget(conns: u32, each: impl Fn(&mut Conn, &mut PcapWriter)) -> serde
     report
 }
 
+/// The `i`th client host of a capture of many, from 10.1.0.0 on.
+fn host_of(i: u32) -> String {
+    format!("10.{}.{}.{}", 1 + i / 65_536, (i / 256) % 256, i % 256)
+}
+
 /// [`within_budget`] at `budget_mib`, without asking for anything to be shed.
 fn under_budget(
     budget_mib: u64,
@@ -445,13 +450,7 @@ fn under_budget(
     let path = dir.path().join("budget.pcap");
     let mut w = PcapWriter::create(&path);
     for i in 0..conns {
-        let client = format!(
-            "10.{}.{}.{}:{}",
-            1 + i / 65_536,
-            (i / 256) % 256,
-            i % 256,
-            40_000 + i % 20_000
-        );
+        let client = format!("{}:{}", host_of(i), 40_000 + i % 20_000);
         let mut c = Conn::new(&client, "10.0.0.2:9093");
         each(&mut c, &mut w);
     }
@@ -883,12 +882,7 @@ fn a_thousand_overlaps_of_producers_on_many_hosts_name_a_few_hosts_each() {
     let path = dir.path().join("overlaps.pcap");
     let mut w = PcapWriter::create(&path);
     for i in 0..PRODUCERS {
-        let client = format!(
-            "10.{}.{}.{}:40000",
-            1 + i / 65_536,
-            (i / 256) % 256,
-            i % 256
-        );
+        let client = format!("{}:40000", host_of(i));
         let mut c = Conn::new(&client, "10.0.0.2:9092");
         c.handshake(&mut w);
         init_pid(&mut w, &mut c, 1, None, i64::from(i));

@@ -391,6 +391,17 @@ mod tests {
         f.iter().map(|f| f.kind.as_str()).collect()
     }
 
+    /// The tracker after `ex`, and its `analysis_limit` findings.
+    fn limits_after(ex: &[Exchange]) -> (Tracker, Vec<Finding>) {
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        for e in ex {
+            tracker.add(e, &mut findings);
+        }
+        findings.retain(|f| f.kind == Kind::AnalysisLimit);
+        (tracker, findings)
+    }
+
     /// A capture naming more broker ids than a cluster has keeps a row for the first
     /// [`MAX_BROKERS`], follows those on, and says once from which frame it stopped.
     #[test]
@@ -522,15 +533,7 @@ mod tests {
             3,
             Some((0, (n as i64 + 1) * 1000, 1000, 1)),
         ));
-        let mut findings = Vec::new();
-        let mut tracker = Tracker::default();
-        for e in &ex {
-            tracker.add(e, &mut findings);
-        }
-        let limits: Vec<&Finding> = findings
-            .iter()
-            .filter(|f| f.kind == Kind::AnalysisLimit)
-            .collect();
+        let (tracker, limits) = limits_after(&ex);
         assert_eq!(limits.len(), 1, "{limits:?}");
         let past = MAX_EPOCHS_LISTED as u64 + 1;
         assert_eq!(limits[0].frames, vec![past * 10]);
@@ -557,15 +560,7 @@ mod tests {
             .map(|i| exchange(i, 1, 5, Some((1000 + i as i16, -1, 0, 1))))
             .collect();
         ex.push(exchange(n + 1, 1, 5, Some((1001, -1, 0, 1))));
-        let mut findings = Vec::new();
-        let mut tracker = Tracker::default();
-        for e in &ex {
-            tracker.add(e, &mut findings);
-        }
-        let limits: Vec<&Finding> = findings
-            .iter()
-            .filter(|f| f.kind == Kind::AnalysisLimit)
-            .collect();
+        let (tracker, limits) = limits_after(&ex);
         assert_eq!(limits.len(), 1, "{limits:?}");
         assert_eq!(limits[0].frames, vec![(MAX_ERRORS_LISTED as u64 + 1) * 10]);
         assert!(limits[0].facts.contains(&("table", "broker_errors".into())));
