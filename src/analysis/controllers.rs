@@ -161,21 +161,25 @@ impl Timeline {
     pub fn cluster(&mut self, ev: &ClusterEvent, findings: &mut Vec<Finding>) {
         let before = self.dropped;
         self.quorum(ev);
-        let at = (None, Some(ev.endpoints.connection), ev.meta.timestamp);
-        self.say_dropped(before, ev.meta.frame, at, findings);
+        if self.dropped != before {
+            let at = (None, Some(ev.endpoints.connection), ev.meta.timestamp);
+            self.say_dropped(before, ev.meta.frame, at, findings);
+        }
     }
 
     /// An AllocateProducerIds exchange: its answer tells which controller acted as leader.
     pub fn allocate(&mut self, ex: &Exchange, findings: &mut Vec<Finding>) {
         let before = self.dropped;
         self.answer(ex, findings);
-        let meta = ex.last_meta();
-        let at = (
-            ex.request.broker_id,
-            Some(ex.endpoints.connection),
-            meta.timestamp,
-        );
-        self.say_dropped(before, meta.frame, at, findings);
+        if self.dropped != before {
+            let meta = ex.last_meta();
+            let at = (
+                ex.request.broker_id,
+                Some(ex.endpoints.connection),
+                meta.timestamp,
+            );
+            self.say_dropped(before, meta.frame, at, findings);
+        }
     }
 
     /// `analysis_limit` at the first span dropped (`before` the message, none were).
