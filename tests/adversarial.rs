@@ -9,6 +9,12 @@ use std::io::Write;
 
 use common::*;
 
+/// The diagnostics of `kind` the report lists.
+fn listed<'a>(r: &'a serde_json::Value, kind: &str) -> Vec<&'a serde_json::Value> {
+    let all = r["diagnostics"].as_array().expect("a diagnostics array");
+    all.iter().filter(|d| d["kind"] == kind).collect()
+}
+
 fn kinds(r: &serde_json::Value) -> Vec<String> {
     r["summary"]["diagnostics"]
         .as_object()
@@ -715,12 +721,7 @@ fn a_brokers_distinct_epochs_stop_at_the_analysis_limit() {
     let expected: Vec<serde_json::Value> = (0..64).map(serde_json::Value::from).collect();
     assert_eq!(epochs, &expected);
     let unlisted_from = &report["summary"]["brokers"]["1"]["epochs_unlisted_from_frame"];
-    let limits: Vec<&serde_json::Value> = report["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["kind"] == "analysis_limit")
-        .collect();
+    let limits = listed(&report, "analysis_limit");
     assert_eq!(limits.len(), 1, "{limits:?}");
     assert_eq!(limits[0]["facts"]["table"], "broker_epochs");
     assert_eq!(limits[0]["facts"]["limit"], 64);
@@ -767,11 +768,8 @@ fn distinct_broker_ids_and_block_lengths_stop_at_the_analysis_limit() {
         report["summary"]["brokers"].as_object().unwrap().len(),
         1024
     );
-    let mut limits: Vec<&str> = report["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["kind"] == "analysis_limit")
+    let mut limits: Vec<&str> = listed(&report, "analysis_limit")
+        .into_iter()
         .map(|d| d["facts"]["table"].as_str().unwrap())
         .collect();
     limits.sort_unstable();
@@ -810,16 +808,8 @@ fn blocks_all_granting_the_same_ids_stop_at_the_overlaps_a_block_lists() {
         report["summary"]["diagnostics"]["pid_block_overlap"],
         expected
     );
-    let diagnostics = report["diagnostics"].as_array().unwrap();
-    let listed = diagnostics
-        .iter()
-        .filter(|d| d["kind"] == "pid_block_overlap")
-        .count();
-    assert_eq!(listed, 1000);
-    let limits: Vec<&serde_json::Value> = diagnostics
-        .iter()
-        .filter(|d| d["kind"] == "analysis_limit")
-        .collect();
+    assert_eq!(listed(&report, "pid_block_overlap").len(), 1000);
+    let limits = listed(&report, "analysis_limit");
     assert_eq!(limits.len(), 1, "{limits:?}");
     assert_eq!(limits[0]["facts"]["table"], "block_overlaps");
     assert_eq!(limits[0]["facts"]["limit"], per_block);
