@@ -6,6 +6,7 @@
 mod common;
 
 use std::io::Write;
+use std::path::Path;
 
 use common::*;
 
@@ -727,16 +728,56 @@ fn a_brokers_distinct_epochs_stop_at_the_analysis_limit() {
     assert_eq!(limits[0]["facts"]["limit"], 64);
     assert_eq!(unlisted_from, &limits[0]["frame"], "{}", limits[0]);
     // The text and HTML summaries' epochs column says so too.
-    let more = format!("and more from frame {unlisted_from}");
+    assert_pages_say(&path, &format!("and more from frame {unlisted_from}"));
+}
+
+/// The text and HTML reports of `path` (the broker id read from the request) both say
+/// `said`.
+fn assert_pages_say(path: &Path, said: &str) {
     for format in ["text", "html"] {
         let out = pidshark()
-            .arg(&path)
+            .arg(path)
             .args(["--quiet", "--broker", "0", "--format", format])
             .output()
             .unwrap();
         let page = String::from_utf8_lossy(&out.stdout);
-        assert!(page.contains(&more), "{format}: {page}");
+        assert!(page.contains(said), "{format}: {page}");
     }
+}
+
+/// A broker answered with an error code of its own each time, as no controller does:
+/// its `errors` count the first 256 codes, and the responses of the others are counted
+/// apart and said in every format, where the text and HTML tables left them out.
+#[test]
+fn a_brokers_error_codes_past_the_limit_are_counted_apart_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("errors.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    for i in 0..300i32 {
+        let req = request(67, 0, i, true, &apid_request_body(1, 7));
+        let code = 1000 + i as i16;
+        let resp = response(i, true, &apid_response_body(code, -1, 0));
+        c.send(&mut w, true, &req, 1448);
+        c.send(&mut w, false, &resp, 1448);
+    }
+    c.close(&mut w);
+    w.finish();
+    let (report, _, took) = run_measured(&path, &["--broker", "0"]);
+    assert!(took < HANG_GUARD, "{took:?}");
+    let broker = &report["summary"]["brokers"]["1"];
+    assert_eq!(broker["errors"].as_object().unwrap().len(), 256);
+    assert_eq!(broker["errors_uncounted"], 44);
+    let limits = listed(&report, "analysis_limit");
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert_eq!(limits[0]["facts"]["table"], "broker_errors");
+    let from = &broker["errors_unlisted_from_frame"];
+    assert_eq!(from, &limits[0]["frame"], "{}", limits[0]);
+    assert_pages_say(
+        &path,
+        &format!("and 44 more of other codes from frame {from}"),
+    );
 }
 
 /// A capture naming a broker id and a block length of its own in every exchange, as no

@@ -24,6 +24,10 @@ pub struct BrokerStats {
     /// The frame of the first request whose epoch was not listed, past
     /// [`MAX_EPOCHS_LISTED`].
     pub epochs_unlisted_from_frame: Option<u64>,
+    /// Error responses of codes past the [`MAX_ERRORS_LISTED`] counted in `errors`, and
+    /// the request frame of the first.
+    pub errors_uncounted: u64,
+    pub errors_unlisted_from_frame: Option<u64>,
     /// Latency percentiles over complete exchanges, microseconds.
     pub latency_p50_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
@@ -84,8 +88,6 @@ struct Broker {
     epochs: BTreeSet<i64>,
     /// The frame at which an epoch past them came.
     epochs_unlisted_from: Option<u64>,
-    /// An error code past [`MAX_ERRORS_LISTED`] came.
-    errors_unlisted: bool,
     latencies: Latencies,
     previous: Option<Previous>,
     /// The run of error responses going on, if any.
@@ -190,7 +192,6 @@ impl Broker {
             stats: BrokerStats::default(),
             epochs: BTreeSet::new(),
             epochs_unlisted_from: None,
-            errors_unlisted: false,
             // exact in every format, as the summary's
             latencies: Latencies::new(true),
             previous: None,
@@ -220,11 +221,14 @@ impl Broker {
     /// Counts an error response by its code while fewer than [`MAX_ERRORS_LISTED`]
     /// codes are; says so at the first code past them.
     fn error(&mut self, id: i32, code: ErrorCode, ex: &Exchange, findings: &mut Vec<Finding>) {
-        let errors = &mut self.stats.errors;
-        if errors.len() < MAX_ERRORS_LISTED || errors.contains_key(&code) {
-            *errors.entry(code).or_default() += 1;
-        } else if !self.errors_unlisted {
-            self.errors_unlisted = true;
+        let stats = &mut self.stats;
+        if stats.errors.len() < MAX_ERRORS_LISTED || stats.errors.contains_key(&code) {
+            *stats.errors.entry(code).or_default() += 1;
+            return;
+        }
+        stats.errors_uncounted += 1;
+        if stats.errors_unlisted_from_frame.is_none() {
+            stats.errors_unlisted_from_frame = Some(ex.request_meta.frame);
             let table = (AnalysisTable::BrokerErrors, MAX_ERRORS_LISTED);
             findings.push(limit_reached(table, id, ex));
         }
@@ -567,6 +571,12 @@ mod tests {
         let errors = &tracker.table()[&1].errors;
         assert_eq!(errors.len(), MAX_ERRORS_LISTED);
         assert_eq!(errors[&ErrorCode(1001)], 2);
+        let row = &tracker.table()[&1];
+        assert_eq!(row.errors_uncounted, 10);
+        assert_eq!(
+            row.errors_unlisted_from_frame,
+            limits[0].frames.first().copied()
+        );
     }
 
     #[test]

@@ -641,6 +641,8 @@ fn broker(b: &BrokerStats) -> model::Broker {
         ids_granted: b.ids_granted,
         epochs_seen: b.epochs_seen.clone(),
         epochs_unlisted_from_frame: b.epochs_unlisted_from_frame,
+        errors_uncounted: (b.errors_uncounted > 0).then_some(b.errors_uncounted),
+        errors_unlisted_from_frame: b.errors_unlisted_from_frame,
         latency_us: b
             .latency_p50_us
             .zip(b.latency_p99_us)

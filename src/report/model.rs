@@ -833,6 +833,12 @@ pub struct Broker {
     /// epoch is listed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epochs_unlisted_from_frame: Option<u64>,
+    /// Error responses of codes past the 256 counted in `errors`, and where the first
+    /// was asked for; both absent when every code is counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_uncounted: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_unlisted_from_frame: Option<u64>,
     /// Over its complete exchanges, microseconds; null when there are none.
     pub latency_us: Option<BrokerLatency>,
 }
@@ -842,6 +848,20 @@ impl Broker {
     pub fn more_epochs(&self) -> String {
         self.epochs_unlisted_from_frame
             .map_or_else(String::new, |f| format!(" and more from frame {f}"))
+    }
+
+    /// What the text formats add after the errors counted: how many responses of
+    /// other codes were not, and from where.
+    pub fn more_errors(&self) -> String {
+        match (self.errors_uncounted, self.errors_unlisted_from_frame) {
+            (Some(n), Some(f)) => format!(" and {n} more of other codes from frame {f}"),
+            _ => String::new(),
+        }
+    }
+
+    /// Its error responses, those whose code was not counted included.
+    pub fn error_responses(&self) -> u64 {
+        self.errors.values().sum::<u64>() + self.errors_uncounted.unwrap_or(0)
     }
 }
 

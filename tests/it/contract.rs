@@ -429,6 +429,8 @@ struct Broker {
     ids_granted: i64,
     epochs_seen: Vec<i64>,
     epochs_unlisted_from_frame: Option<u64>,
+    errors_uncounted: Option<u64>,
+    errors_unlisted_from_frame: Option<u64>,
     latency_us: Option<BrokerLatency>,
 }
 

@@ -58,7 +58,7 @@ impl Groups {
             .brokers
             .iter()
             .map(|(id, b)| {
-                let errors: u64 = b.errors.values().sum();
+                let errors = b.error_responses();
                 let faults = errors
                     + b.unanswered
                     + b.response_unknown

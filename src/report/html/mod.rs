@@ -548,7 +548,7 @@ fn brokers(page: &mut String, report: &Report, groups: &Groups) {
             us(b.latency_us.map(|l| l.p50)),
             us(b.latency_us.map(|l| l.p99)),
             short_list(&epochs) + &b.more_epochs(),
-            esc(&short_list(&errors)),
+            esc(&(short_list(&errors) + &b.more_errors())),
             findings.get(&id).copied().unwrap_or(0)
         ));
     }

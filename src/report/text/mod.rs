@@ -404,7 +404,7 @@ const MAX_BROKERS: usize = 12;
 
 /// A broker's trouble: error responses and requests without an answer.
 fn trouble(b: &Broker) -> u64 {
-    b.errors.values().sum::<u64>() + b.unanswered + b.response_unknown
+    b.error_responses() + b.unanswered + b.response_unknown
 }
 
 /// The brokers the table and the timeline draw: all in id order when there are at most
@@ -453,7 +453,7 @@ fn brokers(w: &mut dyn Write, report: &Report, chosen: &[i32]) -> io::Result<()>
         let errors = if errors.is_empty() {
             String::new()
         } else {
-            format!("; {}", errors.join(", "))
+            format!("; {}{}", errors.join(", "), b.more_errors())
         };
         writeln!(
             w,
