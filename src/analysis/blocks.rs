@@ -15,6 +15,13 @@ enum Granted {
     Block(Block),
     /// A NONE response whose start or length cannot be a block.
     Irregular(Irregular),
+    /// A NONE response granting ids `start..=end` to a request whose broker id or epoch
+    /// was not read (cut by the snaplen, lost): a block of no known broker, which fills
+    /// gaps but is not compared.
+    Uncompared {
+        start: i64,
+        end: i64,
+    },
     /// An error response, an unanswered request, or fields we could not read.
     Nothing,
 }
@@ -23,14 +30,22 @@ fn granted(ex: &Exchange) -> Granted {
     let Some((meta, resp)) = ex.outcome.response() else {
         return Granted::Nothing;
     };
-    let (Some(ErrorCode::NONE), Some(start), Some(len), Some(broker_id), Some(broker_epoch)) = (
+    let (Some(ErrorCode::NONE), Some(start), Some(len)) = (
         resp.error_code,
         resp.producer_id_start,
         resp.producer_id_len,
-        ex.request.broker_id,
-        ex.request.broker_epoch,
     ) else {
         return Granted::Nothing;
+    };
+    let (Some(broker_id), Some(broker_epoch)) = (ex.request.broker_id, ex.request.broker_epoch)
+    else {
+        let end = i64::from(len)
+            .checked_sub(1)
+            .and_then(|n| start.checked_add(n));
+        return match end {
+            Some(end) if start >= 0 && len > 0 => Granted::Uncompared { start, end },
+            _ => Granted::Nothing,
+        };
     };
     let irregular = |why| {
         Granted::Irregular(Irregular::Response {
@@ -161,6 +176,8 @@ pub struct Tracker {
     /// Answers the capture does not show whole (lost, given up at a limit, cut): any may
     /// have granted the ids of a gap.
     answers_not_read: u64,
+    /// Blocks granted to requests whose broker id or epoch was not read.
+    uncompared: u64,
 }
 
 /// Which of the tracker's bounds were reached.
@@ -201,7 +218,15 @@ impl Tracker {
             seen: 0,
             open_gaps: BTreeMap::new(),
             answers_not_read: 0,
+            uncompared: 0,
         }
+    }
+
+    /// Blocks granted to requests whose broker id or epoch was not read: their ids fill
+    /// gaps, but they are compared with no block, so an overlap or a regression among
+    /// them goes unfound.
+    pub fn uncompared(&self) -> u64 {
+        self.uncompared
     }
 
     /// Takes one exchange; returns its block if it granted one.
@@ -220,6 +245,11 @@ impl Tracker {
                 let what = Observation::PidBlockIrregular(irregular);
                 let at = (ex.request.broker_id, Some(ex.endpoints.connection), at);
                 findings.push(Finding::new(what, at, vec![ex.request_meta.frame, frame]));
+                return None;
+            }
+            Granted::Uncompared { start, end } => {
+                self.uncompared += 1;
+                self.fill_gaps(start, end);
                 return None;
             }
             Granted::Nothing => return None,
@@ -375,7 +405,7 @@ impl Tracker {
     /// together, they may reach the capture in either order, and the lower one fills
     /// the gap that the higher one seemed to open.
     fn order(&mut self, b: &Block, findings: &mut Vec<Finding>) {
-        self.fill_gaps(b);
+        self.fill_gaps(b.start, b.end);
         if let Some(f) = &self.furthest {
             if b.start <= f.end && b.request_frame > f.response_frame {
                 let what = Observation::PidBlockRegression(obs::PidBlockRegression {
@@ -402,27 +432,27 @@ impl Tracker {
         }
     }
 
-    /// Takes the ids of `b` out of the open gaps.
-    fn fill_gaps(&mut self, b: &Block) {
+    /// Takes the ids `start..=end` out of the open gaps.
+    fn fill_gaps(&mut self, start: i64, end: i64) {
         let touched: Vec<i64> = self
             .open_gaps
-            .range(..=b.end)
-            .filter(|(_, gap)| gap.to >= b.start)
+            .range(..=end)
+            .filter(|(_, gap)| gap.to >= start)
             .map(|(from, _)| *from)
             .collect();
         for from in touched {
             let Some(gap) = self.open_gaps.remove(&from) else {
                 continue;
             };
-            if from < b.start {
+            if from < start {
                 let below = OpenGap {
-                    to: b.start - 1,
+                    to: start - 1,
                     ..gap.clone()
                 };
                 self.open_gaps.insert(from, below);
             }
-            if gap.to > b.end {
-                self.open_gaps.insert(b.end + 1, gap);
+            if gap.to > end {
+                self.open_gaps.insert(end + 1, gap);
             }
         }
     }
@@ -628,6 +658,26 @@ mod tests {
             "{}",
             f[0].message
         );
+    }
+
+    /// A block granted to a request whose broker id was not read (cut by the snaplen) is
+    /// compared with none, but its ids are granted: they fill the gap they lie in.
+    #[test]
+    fn a_block_of_a_request_not_read_fills_a_gap_and_is_counted_uncompared() {
+        let mut cut = exchange(2, 2, 5, Some((0, 1000, 1000, 1)));
+        cut.request.broker_id = None;
+        let ex = [
+            exchange(1, 1, 5, Some((0, 0, 1000, 1))),
+            exchange(3, 1, 5, Some((0, 2000, 1000, 1))),
+            cut,
+        ];
+        let mut findings = Vec::new();
+        let mut tracker = Tracker::default();
+        let blocks = ex.iter().filter_map(|e| tracker.add(e, &mut findings));
+        assert_eq!(blocks.count(), 2);
+        assert_eq!(tracker.uncompared(), 1);
+        tracker.finish(&mut findings);
+        assert_eq!(kinds(&findings), Vec::<&str>::new());
     }
 
     #[test]

@@ -259,6 +259,9 @@ pub struct Totals {
     pub latencies: Latencies,
     /// Blocks granted.
     pub blocks: u64,
+    /// Blocks granted to requests whose broker id or epoch was not read: not compared
+    /// (see [`blocks::Tracker::uncompared`]).
+    pub blocks_uncompared: u64,
     /// Ids between blocks granted that no block of the capture holds (`pid_block_gap`):
     /// granted to requests the capture does not show.
     pub skipped_ids: u64,
@@ -341,6 +344,7 @@ impl Analyzer {
                 error_codes: BTreeMap::new(),
                 latencies: Latencies::new(true),
                 blocks: 0,
+                blocks_uncompared: 0,
                 skipped_ids: 0,
             },
             producers: producers::Tracker::new(
@@ -436,6 +440,7 @@ impl Analyzer {
         self.controllers.allocate(ex, &mut found);
         let block = self.blocks.add(ex, &mut found);
         self.totals.blocks += u64::from(block.is_some());
+        self.totals.blocks_uncompared = self.blocks.uncompared();
         if let Some(block) = &block {
             self.producers.block(block, &mut found);
         }

@@ -441,8 +441,13 @@ impl Tracker {
     /// the capture may hold unread may have granted a block.
     pub fn answered(&mut self, ex: &crate::pairing::Exchange) {
         let read = match &ex.outcome {
+            // a block granted to a request whose broker id or epoch was not read is kept
+            // by no tracker: its ids are as unknown as an answer not read
             Outcome::Complete { response, .. } => {
-                response.problem.is_none() && response.error_code.is_some()
+                response.problem.is_none()
+                    && response.error_code.is_some()
+                    && (response.error_code != Some(ErrorCode::NONE)
+                        || (ex.request.broker_id.is_some() && ex.request.broker_epoch.is_some()))
             }
             // none came on this connection; Kafka's broker sends the request again,
             // maybe to a controller the capture does not watch
@@ -929,6 +934,23 @@ mod tests {
         let beyond = t.add(&grant(4, None, 3000, 0, 40), BROKER2, &mut found);
         assert_eq!(beyond.placement.map(|p| p.as_str()), Some("unknown"));
         assert!(beyond.reason.unwrap().contains("(frame 35)"));
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// A block granted to a request whose epoch was cut (the snaplen) is kept by no
+    /// tracker: a grant from its ids is unknown, as from an answer not read, never
+    /// outside its broker's blocks.
+    #[test]
+    fn a_grant_from_a_block_whose_request_was_cut_is_unknown_not_outside() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.block(&block(2, 0, 20), &mut Vec::new());
+        let mut cut = crate::analysis::test_support::exchange(3, 2, 5, Some((0, 1000, 1000, 1)));
+        cut.request.broker_epoch = None;
+        t.asked(Some(2), cut.request_meta.frame);
+        t.answered(&cut);
+        let grant = t.add(&grant(4, None, 1500, 0, 40), BROKER2, &mut found);
+        assert_eq!(grant.placement.map(|p| p.as_str()), Some("unknown"));
         assert!(found.is_empty(), "{found:?}");
     }
 

@@ -309,6 +309,17 @@ crate::names::closed_set! {
         IdsNotSeen = "ids_not_seen",
         ControllersKnown = "controllers_known",
         ControllersSeen = "controllers_seen",
+        /// Blocks granted to requests whose broker id or epoch was not read, compared
+        /// with none: listed only when there are some.
+        BlocksUncompared = "blocks_uncompared",
+    }
+}
+
+impl VerdictFact {
+    /// Whether the fact is given only when it counts some: one that only a damaged
+    /// capture has, so that a whole capture's facts stay as they were.
+    pub fn only_when_some(self) -> bool {
+        matches!(self, Self::BlocksUncompared)
     }
 }
 
@@ -341,9 +352,13 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
             VerdictFact::IdsNotSeen => t.skipped_ids,
             VerdictFact::ControllersKnown => e.coverage.controllers_known.len() as u64,
             VerdictFact::ControllersSeen => e.coverage.controllers_seen.len() as u64,
+            VerdictFact::BlocksUncompared => t.blocks_uncompared,
         };
-        (fact.as_str(), n.into())
+        (fact, n)
     });
+    let counts = counts
+        .filter(|&(fact, n)| !fact.only_when_some() || n > 0)
+        .map(|(fact, n)| (fact.as_str(), n.into()));
     let mut facts: Facts = counts.collect();
     facts.extend(Status::ALL.map(|status| (status.as_str(), t.statuses.of(status).into())));
     let lost = limits.iter().any(|l| l.damage || l.own);
@@ -424,7 +439,7 @@ fn decide(
             return (code, text);
         }
     }
-    let granted = granted(t.blocks, brokers_granted, t.total);
+    let granted = granted(t, brokers_granted);
     // the capture's damage first, then what pidshark gave up at its own limits
     for (code, given) in [
         (Code::IncompleteCapture, &damage),
@@ -441,7 +456,7 @@ fn decide(
             return (code, format!("{text}; in what was read, {granted}"));
         }
     }
-    if t.blocks == 0 {
+    if t.blocks == 0 && t.blocks_uncompared == 0 {
         let text = format!(
             "{}, none granted a block: answered {}",
             counted(t.total, "request"),
@@ -461,6 +476,10 @@ fn decide(
             Code::CorrectAsFarAsCaptured,
             format!("{granted}, but {}", doubts.join(", ")),
         );
+    }
+    if t.blocks_uncompared > 0 {
+        // what was compared is right; the rest was not looked at
+        return (Code::CorrectAsFarAsCaptured, granted);
     }
     let warnings = of_severity(e, Severity::Warning);
     if !warnings.is_empty() {
@@ -610,17 +629,32 @@ fn same_fault(findings: &[Finding], finding: &Finding) -> Vec<String> {
         .collect()
 }
 
-/// "9 blocks granted to 3 brokers without overlap or regression", or "no block granted
-/// to any of 11 requests".
-fn granted(blocks: u64, brokers: usize, requests: u64) -> String {
-    if blocks == 0 {
-        return format!("no block was granted to {}", counted(requests, "request"));
+/// "9 blocks granted to 3 brokers without overlap or regression", or "no block was
+/// granted to 11 requests"; then the blocks granted to requests whose broker id or epoch
+/// was not read, which were compared with no other.
+fn granted(t: &Totals, brokers: usize) -> String {
+    let uncompared = t.blocks_uncompared;
+    let compared = match t.blocks {
+        0 if uncompared > 0 => None,
+        0 => return format!("no block was granted to {}", counted(t.total, "request")),
+        n => Some(format!(
+            "{} granted to {} without overlap or regression",
+            counted(n, "block"),
+            counted(brokers as u64, "broker")
+        )),
+    };
+    let (more, were) = match uncompared {
+        0 => return compared.unwrap_or_default(),
+        1 => ("", "was"),
+        _ => ("s", "were"),
+    };
+    let not_read = format!(
+        "granted to requests whose broker id or epoch was not read {were} compared with no other, so an overlap or a regression with them goes unfound"
+    );
+    match compared {
+        Some(compared) => format!("{compared}, and {uncompared} more block{more} {not_read}"),
+        None => format!("{uncompared} block{more} {not_read}"),
     }
-    format!(
-        "{} granted to {} without overlap or regression",
-        counted(blocks, "block"),
-        counted(brokers as u64, "broker")
-    )
 }
 
 /// How the requests were answered, adding up to all of them.
@@ -668,6 +702,7 @@ fn doubts(e: &Evidence<'_>, unreadable: &[&Limit]) -> Vec<String> {
     if s.unanswered > 0 {
         doubts.push(format!("{} unanswered", counted(s.unanswered, "request")));
     }
+
     doubts.extend(unreadable.iter().map(|l| l.text.clone()));
     doubts.extend(writes_cost(e));
     doubts.extend(of_severity(e, Severity::Error));

@@ -159,11 +159,18 @@ fn error_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::Schema::from(schema)
 }
 
-/// The verdict's facts: each count it rests on, always all of them.
+/// The verdict's facts: each count it rests on, all of them but those given only when
+/// there are some.
 fn verdict_facts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     use crate::analysis::verdict::VerdictFact;
     let names: Vec<&str> = VerdictFact::ALL
         .iter()
+        .map(|f| f.as_str())
+        .chain(Status::ALL.map(Status::as_str))
+        .collect();
+    let required: Vec<&str> = VerdictFact::ALL
+        .iter()
+        .filter(|f| !f.only_when_some())
         .map(|f| f.as_str())
         .chain(Status::ALL.map(Status::as_str))
         .collect();
@@ -175,7 +182,7 @@ fn verdict_facts_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
         "properties": properties,
-        "required": names,
+        "required": required,
         "additionalProperties": false
     })
 }

@@ -258,6 +258,58 @@ fn incident_real_midstream_matches_truth() {
     check(FIXTURES[3].0, FIXTURES[3].1);
 }
 
+/// Every block the truth says a knowable response granted is counted
+/// by the verdict: compared when its request's broker id and epoch were read, else said
+/// to be compared with no other. The verdict once said "no block was granted to 11
+/// requests" of the `-s 96` capture, whose responses grant nine.
+#[test]
+fn the_verdict_counts_every_block_granted_whole_when_its_request_was_cut() {
+    for (name, file) in FIXTURES {
+        let truth = truth(name);
+        let granted: Vec<&Value> = truth["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                let fields = &e["response"]["fields"];
+                e["knowable"] == true
+                    && fields["error_code"] == 0
+                    && fields["producer_id_len"].is_i64()
+            })
+            .collect();
+        let absent = |e: &Value, field: &str| {
+            e["request"]["absent"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|f| f == field))
+        };
+        let cut = granted
+            .iter()
+            .filter(|e| absent(e, "broker_id") || absent(e, "broker_epoch"))
+            .count() as u64;
+        let path = fixture(&format!("incident/{file}"));
+        let report = report(&[path.to_str().unwrap()]);
+        let facts = &report["verdict"]["facts"];
+        let uncompared = facts["blocks_uncompared"].as_u64().unwrap_or(0);
+        assert_eq!(uncompared, cut, "{name}: {facts}");
+        assert_eq!(
+            facts["blocks"].as_u64().unwrap() + uncompared,
+            granted.len() as u64,
+            "{name}: {facts}"
+        );
+        let headline = report["verdict"]["headline"].as_str().unwrap();
+        if cut > 0 {
+            assert!(
+                headline.contains("compared with no other"),
+                "{name}: {headline}"
+            );
+        }
+        assert!(
+            !headline.contains("no block was granted"),
+            "{name}: {headline}"
+        );
+    }
+}
+
 /// The fixtures hold what they were made to hold: frames over 64 KiB, cut packets in the
 /// snaplen captures, a capture that starts inside big frames, and long client ids.
 #[test]

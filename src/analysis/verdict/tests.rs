@@ -283,3 +283,25 @@ fn the_writes_tell_what_a_producer_id_held_twice_cost() {
         v.headline
     );
 }
+
+/// A block granted to a request whose broker id was not read keeps a whole capture's
+/// verdict from `correct`: it was compared with no other, and the headline says so.
+#[test]
+fn a_block_granted_to_a_request_not_read_is_said_compared_with_none() {
+    let mut cut = exchange(2, 2, 5, Some((0, 1000, 1000, 1)));
+    cut.request.broker_id = None;
+    let v = judged(&[exchange(1, 1, 5, Some((0, 0, 1000, 1))), cut], &[]);
+    assert_eq!(v.code, Code::CorrectAsFarAsCaptured, "{}", v.headline);
+    assert!(
+        v.headline.ends_with(
+            "1 block granted to 1 broker without overlap or regression, and 1 more block granted to requests whose broker id or epoch was not read was compared with no other, so an overlap or a regression with them goes unfound"
+        ),
+        "{}",
+        v.headline
+    );
+    assert!(
+        v.facts.contains(&("blocks_uncompared", 1u64.into())),
+        "{:?}",
+        v.facts
+    );
+}
