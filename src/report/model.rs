@@ -354,6 +354,35 @@ pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+impl Report {
+    /// The findings' true counts by severity (errors, warnings, info): the report lists
+    /// at most 1,000 of a kind, and the summary counts them all.
+    pub fn finding_totals(&self) -> [u64; 3] {
+        let findings = &self.producer_id_blocks.findings;
+        let kinds: std::collections::BTreeSet<Kind> = findings.iter().map(|f| f.kind).collect();
+        [Severity::Error, Severity::Warning, Severity::Info].map(|sev| {
+            kinds
+                .iter()
+                .filter(|k| k.severity() == sev)
+                .map(|k| {
+                    self.summary
+                        .diagnostics
+                        .get(k.as_str())
+                        .copied()
+                        .unwrap_or(0)
+                })
+                .sum()
+        })
+    }
+
+    /// The findings listed, errors first, then warnings, then info, each in packet order.
+    pub fn findings_by_severity(&self) -> Vec<&PidFinding> {
+        let mut sorted: Vec<&PidFinding> = self.producer_id_blocks.findings.iter().collect();
+        sorted.sort_by_key(|f| std::cmp::Reverse(f.severity)); // stable
+        sorted
+    }
+}
+
 /// What the metadata logs given hold, and how their committed blocks stand against the
 /// capture.
 #[derive(Debug, Clone, Serialize, PartialEq, JsonSchema)]

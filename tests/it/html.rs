@@ -459,3 +459,85 @@ fn html_counts_slow_exchanges_past_its_candidates_as_a_floor() {
     assert_eq!(html.matches("slow (above 500000 µs)").count(), 50);
     assert!(out("text").contains("(first 20 of 1100 worth a look;"));
 }
+
+/// More findings than the page lists: the table starts with the errors the verdict
+/// names (it listed the first 500 in packet order, 500 `pid_retry` infos here, and left
+/// the overlap out), and its heading gives the true count, not the listed one.
+#[test]
+fn the_findings_table_lists_errors_first_under_their_true_count() {
+    use crate::common::{apid_request_body, apid_response_body, request, response, Conn};
+    use crate::common::{report, PcapWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("retries.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut one = Conn::new("10.0.0.1:40000", "10.0.0.9:9093");
+    one.handshake(&mut w);
+    for i in 0..600 {
+        let req = request(67, 0, i, true, &apid_request_body(1, 5));
+        let resp = response(i, true, &apid_response_body(41, -1, 0)); // NOT_CONTROLLER
+        one.send(&mut w, true, &req, 1448);
+        one.send(&mut w, false, &resp, 1448);
+    }
+    let req = request(67, 0, 600, true, &apid_request_body(1, 5));
+    one.send(&mut w, true, &req, 1448);
+    one.send(
+        &mut w,
+        false,
+        &response(600, true, &apid_response_body(0, 0, 1000)),
+        1448,
+    );
+    let mut two = Conn::new("10.0.0.2:40000", "10.0.0.9:9093");
+    two.handshake(&mut w);
+    two.send(
+        &mut w,
+        true,
+        &request(67, 0, 1, true, &apid_request_body(2, 5)),
+        1448,
+    );
+    two.send(
+        &mut w,
+        false,
+        &response(1, true, &apid_response_body(0, 500, 1000)),
+        1448,
+    );
+    w.finish();
+    let path = path.to_str().unwrap();
+    let json = report(&[path]);
+    let listed = json["producer_id_blocks"]["findings"].as_array().unwrap();
+    let total: u64 = listed
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect::<std::collections::BTreeSet<_>>()
+        .iter()
+        .map(|k| json["summary"]["diagnostics"][k].as_u64().unwrap())
+        .sum();
+    assert!(total > 500, "{total}");
+    let html = page(path);
+    assert!(
+        html.contains(&format!("<h2>Findings ({total})</h2>")),
+        "{total}"
+    );
+    let rows: Vec<&str> = html.split("<tr class=\"finding ").skip(1).collect();
+    assert_eq!(rows.len(), 500);
+    assert!(rows[0].starts_with("error"), "{}", rows[0]);
+    assert!(html.contains(">pid_block_overlap<"));
+}
+
+/// Under a filter the page speaks of the exchanges shown: broker 3's of this capture
+/// were all answered NONE, but others were answered NOT_CONTROLLER, and the page once
+/// said every exchange was answered NONE.
+#[test]
+fn under_a_filter_no_exchange_worth_a_look_is_said_of_those_shown() {
+    let path = root().join("fixtures/analysis/failover-regression.pcap");
+    let out = pidshark()
+        .arg(&path)
+        .args(["--format", "html", "--broker", "3"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let html = String::from_utf8(out).unwrap();
+    assert!(!html.contains("every exchange was answered NONE"));
+    assert!(html.contains("None of the exchanges shown: each was answered NONE"));
+}

@@ -27,6 +27,7 @@ use crate::analysis::look::{self, Gist, Why};
 use crate::analysis::verdict::VerdictFact;
 use crate::analysis::{Block, Placed};
 use crate::diag::Fact;
+use crate::diag::MAX_LISTED_PER_KIND;
 use crate::pairing::{self, Granting};
 use groups::Groups;
 use svg::{Chart, Drawn, Mark};
@@ -292,7 +293,13 @@ impl Sink for HtmlSink {
         metadata_log::html(&mut page, report);
         findings(&mut page, report);
         self.add_slow_rows(report.producer_id_blocks.slow_threshold_us);
-        worth_a_look(&mut page, &self.rows, self.more_rows, self.more_at_least);
+        let filtered = report.filters.is_some();
+        worth_a_look(
+            &mut page,
+            &self.rows,
+            (self.more_rows, self.more_at_least),
+            filtered,
+        );
         page.push_str("</main>\n</body>\n</html>\n");
         self.out.write_all(page.as_bytes())?;
         self.out.flush()
@@ -581,17 +588,20 @@ fn short_list(items: &[String]) -> String {
     text
 }
 
+/// The findings, errors first (the verdict names them), each severity in packet order,
+/// under their true count.
 fn findings(page: &mut String, report: &Report) {
-    let findings = &report.producer_id_blocks.findings;
-    page.push_str(&format!("<h2>Findings ({})</h2>\n", findings.len()));
+    let findings = report.findings_by_severity();
+    let total: u64 = report.finding_totals().iter().sum();
+    page.push_str(&format!("<h2>Findings ({total})</h2>\n"));
     if findings.is_empty() {
         page.push_str("<p>None.</p>\n");
         return;
     }
-    if findings.len() > MAX_FINDINGS {
+    let shown = findings.len().min(MAX_FINDINGS) as u64;
+    if total > shown {
         page.push_str(&format!(
-            "<p id=\"findings-listed\">First {MAX_FINDINGS} of {} findings, in packet order; the JSON report lists every one.</p>\n",
-            findings.len()
+            "<p id=\"findings-listed\">First {shown} of {total} findings, errors first, then warnings, then info, each in packet order; the JSON report lists up to {MAX_LISTED_PER_KIND} of each kind, and its summary counts them all.</p>\n"
         ));
     }
     page.push_str("<div class=\"wide\"><table id=\"findings\">\n<tr><th>severity</th><th>kind</th><th>time</th><th>what</th><th>Wireshark filter</th></tr>\n");
@@ -609,13 +619,16 @@ fn findings(page: &mut String, report: &Report) {
     page.push_str("</table></div>\n");
 }
 
-/// The exchanges worth a look: `rows`, and `more` not listed (at least, `at_least`).
-fn worth_a_look(page: &mut String, rows: &[Row], more: u64, at_least: bool) {
+/// The exchanges worth a look: `rows`, and `more` not listed (at least, `at_least`), of
+/// those the filters let through when `filtered`.
+fn worth_a_look(page: &mut String, rows: &[Row], (more, at_least): (u64, bool), filtered: bool) {
     page.push_str("<h2>Exchanges worth a look</h2>\n");
     if rows.is_empty() {
-        page.push_str(
-            "<p>None: every exchange was answered NONE with a block, and none was slow.</p>\n",
-        );
+        let none = match filtered {
+            true => "None of the exchanges shown: each was answered NONE with a block, and none was slow.",
+            false => "None: every exchange was answered NONE with a block, and none was slow.",
+        };
+        page.push_str(&format!("<p>{none}</p>\n"));
         return;
     }
     if more > 0 {

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use anstyle::{AnsiColor, Style};
 
 use super::flagged::{FlaggedProducers, Grant};
-use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, PidFinding, Report};
+use super::model::{ApiKeyCount, Broker, Diagnostic, Exchange, Report};
 use super::sink::{Analysed, Needs, Sink};
 use super::spill::{Ordered, DEFAULT_RUN_BYTES};
 use crate::analysis::look::{self, Gist, Why};
@@ -328,26 +328,7 @@ fn rank(severity: Severity) -> std::cmp::Reverse<Severity> {
 /// 1,000 of a kind; the summary counts them all), then the first few.
 fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     let findings = &report.producer_id_blocks.findings;
-    let kinds: std::collections::BTreeSet<Kind> = findings.iter().map(|f| f.kind).collect();
-    let total_of = |sev: Severity| -> u64 {
-        kinds
-            .iter()
-            .filter(|k| k.severity() == sev)
-            .map(|k| {
-                report
-                    .summary
-                    .diagnostics
-                    .get(k.as_str())
-                    .copied()
-                    .unwrap_or(0)
-            })
-            .sum()
-    };
-    let (errors, warnings, info) = (
-        total_of(Severity::Error),
-        total_of(Severity::Warning),
-        total_of(Severity::Info),
-    );
+    let [errors, warnings, info] = report.finding_totals();
     let total = errors + warnings + info;
     if total == 0 {
         return Ok(());
@@ -370,8 +351,7 @@ fn findings(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             counted(warnings, "warning"),
         ),
     )?;
-    let mut sorted: Vec<&PidFinding> = findings.iter().collect();
-    sorted.sort_by_key(|f| rank(f.severity)); // stable: packet order within a severity
+    let sorted = report.findings_by_severity();
     for f in sorted.iter().take(MAX_LISTED) {
         let style = severity_style(f.severity);
         writeln!(
@@ -628,11 +608,9 @@ fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
         )?;
     }
     if s.unmatched_responses > 0 {
-        writeln!(
-            w,
-            "  {} responses matched no captured request",
-            s.unmatched_responses
-        )?;
+        let n = s.unmatched_responses;
+        let noun = if n == 1 { "response" } else { "responses" };
+        writeln!(w, "  {n} {noun} matched no captured request")?;
     }
     Ok(())
 }
