@@ -175,6 +175,10 @@ fn the_writes_analysis_is_charged_what_it_holds() {
         let mut findings = Vec::with_capacity(1000);
         let before = held_now();
         let mut tracker = Tracker::default();
+        for i in 0..producers {
+            // each producer id granted as it is in a capture, before it writes
+            assert_eq!(tracker.granted(1000 + i64::from(i), u64::from(i)), None);
+        }
         for w in &writes {
             drop(tracker.add(w, &mut findings));
         }

@@ -506,6 +506,19 @@ fn producers_of_interest_list_their_writers_partitions_and_grants() {
     );
 }
 
+/// At the default `--max-memory` (256 MiB), the writers' part of the share holds the
+/// grants of the busiest real capture's producer ids (3.9.1-steady: 42,000, each granted
+/// once).
+#[test]
+fn the_grants_of_a_busy_cluster_fit_the_writers_part_of_the_default_share() {
+    let mut tracker = Tracker::default();
+    tracker.set_max_bytes(share_of(256 << 20));
+    for id in 0..42_000i64 {
+        assert_eq!(tracker.granted(id, 10 + id as u64), None, "{id}");
+    }
+    assert!(tracker.writers_bytes() <= share_of(256 << 20) / 4);
+}
+
 /// Grants are remembered for at most [`MAX_PRODUCERS`] producer ids: the first refused
 /// says how many are held, once; grants of ids already held still count.
 #[test]
