@@ -321,7 +321,7 @@ fn writes_over_budget(budget_mib: u64) {
         .take(2)
         .collect();
     assert!(forgot > 0, "{:?} {nk:?}", report["summary"]["diagnostics"]);
-    let share = (budget_mib << 20) / 8;
+    let share = (budget_mib << 20) / 16;
     assert!(diagnostics
         .iter()
         .any(|d| d["facts"]["table"] == "write_memory" && d["facts"]["limit"] == share));

@@ -405,7 +405,7 @@ fn past_its_share_the_least_recently_written_states_are_forgotten() {
         .collect();
     assert!(!forgot.is_empty(), "{:?}", kinds(&findings));
     assert!(forgot.iter().all(|f| f.kind == Kind::AnalysisLimit));
-    assert!(forgot[0].message.contains("(262144 bytes, an eighth)"));
+    assert!(forgot[0].message.contains("(262144 bytes, a sixteenth)"));
     // the shared producer's state was kept: B's batch at A's offset is found
     let late = write(B, 9000, 0, batch(2999, 0, 0, 0xb0), (0, 100));
     let judged = tracker.add(&late, &mut findings);
