@@ -79,9 +79,9 @@ impl Connections {
         let max_connections = (config.max_connections / share).max(1);
         let mut tracker =
             Tracker::with_limits(config.max_held_len, max_connections).with_recall(recall);
-        // an eighth of the budget is the writes analysis's (see analysis::writes::memory)
-        let writes = crate::analysis::writes::share_of(config.max_memory);
-        let connections = (config.max_memory - writes).saturating_sub(reserved) / share;
+        // an eighth of the budget is the analysis's (the writes', the granted ids')
+        let analysis = crate::analysis::share_of(config.max_memory);
+        let connections = (config.max_memory - analysis).saturating_sub(reserved) / share;
         tracker.set_max_memory_of(connections, config.max_memory);
         tracker.watch_resident(resident::resident_bytes, resident::give_back);
         Self {

@@ -187,7 +187,7 @@ fn process(
         config.max_recent_blocks,
     )
     .with_clock_skew(config.clock_skew_ns)
-    .with_writes_share(analysis::writes::share_of(config.max_memory));
+    .with_share_of(config.max_memory);
     // The controllers' log is small beside a capture: read whole first, then compared
     // with each exchange as it completes.
     let metadata_log = match config.metadata_logs.is_empty() {

@@ -379,14 +379,6 @@ fn millions_of_interface_descriptions_are_capped() {
     assert!(took < HANG_GUARD, "{took:?}");
 }
 
-fn uvarint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 #[test]
 fn megabytes_of_tagged_field_data_are_kept_as_a_kilobyte() {
     // 40 unanswered AllocateProducerIds requests, each with a tagged field of almost
@@ -863,42 +855,6 @@ fn blocks_all_granting_the_same_ids_stop_at_the_overlaps_a_block_lists() {
     let said = report["verdict"]["headline"].as_str().unwrap_or_default();
     let floor = format!("(at least {expected} in all)");
     assert!(said.contains(&floor), "{said}");
-}
-
-/// An InitProducerId version 4 request body: `transactional_id` (null: idempotent), no
-/// producer id to keep.
-fn init_pid_request_body(transactional_id: Option<&[u8]>) -> Vec<u8> {
-    let mut body = Vec::new();
-    match transactional_id {
-        Some(id) => {
-            uvarint(id.len() as u64 + 1, &mut body);
-            body.extend(id);
-        }
-        None => body.push(0),
-    }
-    body.extend(60_000i32.to_be_bytes());
-    body.extend((-1i64).to_be_bytes());
-    body.extend((-1i16).to_be_bytes());
-    body.push(0);
-    body
-}
-
-/// Its answer: NONE, granting `producer_id` at epoch 0.
-fn init_pid_response_body(producer_id: i64) -> Vec<u8> {
-    let mut body = 0i32.to_be_bytes().to_vec();
-    body.extend(0i16.to_be_bytes());
-    body.extend(producer_id.to_be_bytes());
-    body.extend(0i16.to_be_bytes());
-    body.push(0);
-    body
-}
-
-/// One InitProducerId exchange on `c`, granting `producer_id`.
-fn init_pid(w: &mut PcapWriter, c: &mut Conn, corr: i32, txn: Option<&[u8]>, producer_id: i64) {
-    let req = request(22, 4, corr, true, &init_pid_request_body(txn));
-    let resp = response(corr, true, &init_pid_response_body(producer_id));
-    c.send(w, true, &req, 60_000);
-    c.send(w, false, &resp, 1448);
 }
 
 /// 20,000 producers, each on a host of its own, granted ids 0..20,000, then eighty

@@ -102,6 +102,16 @@ impl KeptId {
         self.kept.len()
     }
 
+    /// What its text takes on the heap (with its `Arc`'s counts) when no other name
+    /// shares it, else nothing: what a new one adds, and what dropping the last gives
+    /// back.
+    pub fn heap_alone(&self) -> usize {
+        match Arc::strong_count(&self.kept) {
+            1 => crate::heap::heap_cost(2 * size_of::<usize>() + self.kept.len()),
+            _ => 0,
+        }
+    }
+
     /// Whether the two share their kept text.
     #[cfg(test)]
     pub fn shares(&self, other: &Self) -> bool {

@@ -18,7 +18,7 @@ pub mod kept_id;
 pub mod look;
 mod nearly_sorted;
 mod placement;
-mod producers;
+pub mod producers;
 pub mod verdict;
 pub mod writes;
 
@@ -44,6 +44,13 @@ pub use controllers::Leadership;
 pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement, PlacementName};
 pub use producers::{Affected, Hosts, Placed, ProducerIdCounts, MAX_TRACKED_GRANTS};
+
+/// The analysis's share of `--max-memory`: an eighth of it (the connections' budget is the
+/// rest), half for the writes analysis ([`writes::share_of`]), half for the granted ids'
+/// table ([`producers::share_of`]).
+pub const fn share_of(max_memory: usize) -> usize {
+    max_memory / 8
+}
 
 /// Broker ids the capture knows from elsewhere than their controller connections: the
 /// addresses' claims (conflicting ones too).
@@ -366,9 +373,12 @@ impl Analyzer {
         self
     }
 
-    /// What the writes analysis may hold: its share of `--max-memory`.
-    pub fn with_writes_share(mut self, max_bytes: usize) -> Self {
-        self.writes.set_max_bytes(max_bytes);
+    /// What the analysis may hold of `max_memory` (`--max-memory`): its share
+    /// ([`share_of`]), half for the writes analysis, half for the granted ids' table.
+    pub fn with_share_of(mut self, max_memory: usize) -> Self {
+        self.writes.set_max_bytes(writes::share_of(max_memory));
+        self.producers
+            .set_max_bytes(producers::share_of(max_memory));
         self
     }
 

@@ -1,12 +1,14 @@
 //! InitProducerId grants: each granted producer id placed among its broker's blocks as
-//! Kafka's producer-id manager uses them ([`placement`](super::placement)), the same id
-//! and epoch granted to two producers, and the producers that hold ids a block overlap
-//! covers.
+//! Kafka's producer-id manager uses them (`analysis::placement`), the same id and epoch
+//! granted to two producers, and the producers that hold ids a block overlap covers.
 //!
 //! In: the blocks the capture shows granted, then InitProducerId exchanges, in the order
-//! they complete. Memory is bounded: [`MAX_TRACKED_BLOCKS`](super::MAX_TRACKED_BLOCKS)
-//! blocks and [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest are forgotten and
-//! the report says so.
+//! they complete. Memory is bounded: [`MAX_TRACKED_BLOCKS`] blocks and
+//! [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest are forgotten and the report
+//! says so. The granted ids' holders are charged at what they take against their share
+//! of `--max-memory` ([`share_of`]): past it, those of the lowest ids are forgotten until
+//! three quarters of it is held (`analysis_limit`, table `grant_memory`, said once; each
+//! forgotten counted in `grants_forgotten`).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -19,6 +21,7 @@ use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
 use super::{Block, Finding, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
 use crate::diag::Observation;
+use crate::heap::heap_cost;
 use crate::kafka::decoded::Undecoded;
 use crate::kafka::tables::ErrorCode;
 use crate::kafka::tables::{error_counts, error_counts_schema};
@@ -29,6 +32,38 @@ use crate::timestamp::Timestamp;
 pub const MAX_TRACKED_GRANTS: usize = 1 << 18;
 /// Holders remembered per id and epoch: the first, and the next few who also got it.
 const MAX_HOLDERS: usize = 4;
+
+/// The granted ids' table's share of `--max-memory`: a sixteenth, the half of the
+/// analysis's eighth ([`super::share_of`]) that the writes analysis does not hold.
+pub const fn share_of(max_memory: usize) -> usize {
+    super::share_of(max_memory).saturating_sub(super::writes::share_of(max_memory))
+}
+
+/// What an id and epoch's entry takes in the table's B-tree: its part of a leaf of 11
+/// entries (every leaf but the root at least 5 full) and of the inner nodes above (each
+/// with at least 6 children: at most one for every 5 leaves, over all levels).
+const GRANT_ENTRY: usize = {
+    let leaf = 11 * size_of::<((i64, i16), Vec<Holder>)>() + 16;
+    let inner = leaf + 12 * size_of::<usize>();
+    heap_cost(leaf) / 5 + heap_cost(inner) / 25
+};
+
+/// What a list of holders of `capacity` takes on the heap.
+const fn holders_heap(capacity: usize) -> usize {
+    heap_cost(capacity * size_of::<Holder>())
+}
+
+/// What the granted ids' table is charged, and may be.
+#[derive(Debug)]
+struct Charge {
+    /// Its share of `--max-memory`.
+    max_bytes: usize,
+    /// What the lists of holders and their transactional ids take; the entries are
+    /// charged [`GRANT_ENTRY`] each.
+    holders: usize,
+    /// Whether the share was found full: said once.
+    said: bool,
+}
 
 /// What the analysis knows of an InitProducerId exchange.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -405,6 +440,7 @@ impl ProducerIdCounts {
 pub struct Tracker {
     blocks: Blocks,
     grants: BTreeMap<(i64, i16), Vec<Holder>>,
+    memory: Charge,
     /// InitProducerId's counts, and EndTxn's.
     pub totals: ProducerIdCounts,
     pub end_txn_totals: ProducerIdCounts,
@@ -423,6 +459,11 @@ impl Tracker {
         Self {
             blocks: Blocks::new(max_blocks, clock_skew_ns),
             grants: BTreeMap::new(),
+            memory: Charge {
+                max_bytes: usize::MAX,
+                holders: 0,
+                said: false,
+            },
             totals: ProducerIdCounts::default(),
             end_txn_totals: ProducerIdCounts::default(),
         }
@@ -430,6 +471,16 @@ impl Tracker {
 
     pub fn set_clock_skew(&mut self, clock_skew_ns: u64) {
         self.blocks.set_clock_skew(clock_skew_ns);
+    }
+
+    /// Charges the granted ids' holders against `max_bytes` (see [`share_of`]).
+    pub fn set_max_bytes(&mut self, max_bytes: usize) {
+        self.memory.max_bytes = max_bytes;
+    }
+
+    /// What the granted ids' table is charged now.
+    pub fn held_bytes(&self) -> usize {
+        self.grants.len() * GRANT_ENTRY + self.memory.holders
     }
 
     /// `broker` (`None`: not read) asked for a block in the request of `frame`.
@@ -533,12 +584,16 @@ impl Tracker {
             transactional_id: transactional_id.map(|t| t.map(|t| self.kept(t, id))),
             response_frame: meta.frame,
         };
+        // a text new to the table is charged once, whatever holders share it later
+        let text = holder.transactional_id().map_or(0, KeptId::heap_alone);
         placed.duplicate_of = self.hold(
             (id, epoch),
-            holder,
+            (holder, text),
             (meta.timestamp, A::GRANTED_BY),
             findings,
         );
+        let at = (meta.frame, ex.endpoints.connection, meta.timestamp);
+        self.keep_to_share(A::GRANTED_BY, at, findings);
         placed
     }
 
@@ -580,29 +635,33 @@ impl Tracker {
         Finding::new(what, at, frames)
     }
 
-    /// Remembers who holds `id` at `epoch`; the frame of an earlier grant of it to
-    /// another producer, with its finding.
+    /// Remembers who holds `id` at `epoch`, charging what that takes (`text`: its
+    /// transactional id's, when new); the frame of an earlier grant of it to another
+    /// producer, with its finding.
     fn hold(
         &mut self,
         (id, epoch): (i64, i16),
-        holder: Holder,
+        (holder, text): (Holder, usize),
         (at, api): (Timestamp, GrantedBy),
         findings: &mut Vec<Finding>,
     ) -> Option<u64> {
         let holders = self.grants.entry((id, epoch)).or_default();
         let earlier = holders.iter().find(|h| h.surely_other(&holder)).cloned();
-        if holder.transactional_id.is_some() {
+        let capacity = holders.capacity();
+        let kept = if holder.transactional_id.is_some() {
             // a holder whose request was not read may have been this one
             holders.retain(|h| h.transactional_id.is_some());
-            if holders.len() < MAX_HOLDERS && !holders.iter().any(|h| h.surely_same(&holder)) {
-                holders.push(holder.clone());
-            }
-        } else if holders.is_empty() {
+            holders.len() < MAX_HOLDERS && !holders.iter().any(|h| h.surely_same(&holder))
+        } else {
+            holders.is_empty()
+        };
+        if kept {
+            // room for those held only: most ids have one holder, and a first push
+            // makes room for four (352 bytes, where one takes 88)
+            holders.reserve_exact(1);
             holders.push(holder.clone());
-        }
-        if self.grants.len() > MAX_TRACKED_GRANTS {
-            self.grants.pop_first();
-            self.totals_mut(api).grants_forgotten += 1;
+            let grown = holders_heap(holders.capacity()).saturating_sub(holders_heap(capacity));
+            self.memory.holders += text + grown;
         }
         let earlier = earlier?;
         self.totals_mut(api).duplicates += 1;
@@ -624,6 +683,50 @@ impl Tracker {
         let where_ = (None, Some(holder.connection), at);
         findings.push(Finding::new(what, where_, frames));
         Some(earlier.response_frame)
+    }
+
+    /// After a grant at `at` (frame, connection, time): forgets the lowest ids and epochs
+    /// held past [`MAX_TRACKED_GRANTS`], and past the share until three quarters of it is
+    /// held, saying so the first time. A few additions a grant until then.
+    fn keep_to_share(
+        &mut self,
+        api: GrantedBy,
+        (frame, connection, at): (u64, u64, Timestamp),
+        findings: &mut Vec<Finding>,
+    ) {
+        while self.grants.len() > MAX_TRACKED_GRANTS {
+            self.forget_first(api);
+        }
+        let max = self.memory.max_bytes;
+        if self.held_bytes() <= max {
+            return;
+        }
+        while self.held_bytes() > max - max / 4 && self.forget_first(api) {}
+        if !self.memory.said {
+            self.memory.said = true;
+            let limit = (obs::AnalysisTable::GrantMemory, max);
+            findings.push(Finding::analysis_limit(
+                limit,
+                frame,
+                (None, Some(connection), at),
+            ));
+        }
+    }
+
+    /// Forgets the holders of the lowest id and epoch held, giving back what they took;
+    /// whether there were any.
+    fn forget_first(&mut self, api: GrantedBy) -> bool {
+        let Some((_, holders)) = self.grants.pop_first() else {
+            return false;
+        };
+        let mut freed = holders_heap(holders.capacity());
+        // each dropped in turn: a text another holder still shares is not given back
+        for h in holders {
+            freed += h.transactional_id().map_or(0, KeptId::heap_alone);
+        }
+        self.memory.holders = self.memory.holders.saturating_sub(freed);
+        self.totals_mut(api).grants_forgotten += 1;
+        true
     }
 
     /// `transactional_id` as kept for a holder of `id`, sharing the text of the same id
@@ -711,6 +814,7 @@ impl Tracker {
 mod tests {
     use super::*;
     use crate::analysis::Detail;
+    use crate::diag::Kind;
     use crate::kafka::init_producer_id as init;
     use crate::pairing::ProducerIdExchange;
     use crate::pairing::{Endpoints, MessageMeta};
@@ -1504,5 +1608,104 @@ mod tests {
         };
         assert_eq!(outside.block, Some((1000, 1999, 1)));
         assert_eq!(outside.placement, "another_brokers_block");
+    }
+
+    /// What the table holds, counted again from its contents: its entries, its lists'
+    /// allocations, and each text once, however many holders share it.
+    fn recount(t: &Tracker) -> usize {
+        let mut texts: Vec<&KeptId> = Vec::new();
+        let mut held = t.grants.len() * GRANT_ENTRY;
+        for holders in t.grants.values() {
+            held += holders_heap(holders.capacity());
+            for id in holders.iter().filter_map(Holder::transactional_id) {
+                if !texts.iter().any(|known| known.shares(id)) {
+                    texts.push(id);
+                    held += heap_cost(16 + id.heap_bytes());
+                }
+            }
+        }
+        held
+    }
+
+    /// Past its share of `--max-memory`, the table forgets the holders of its lowest ids
+    /// until three quarters of it is held, counts each forgotten, and says so once; a
+    /// duplicate of an id still held is found, one of a forgotten id is not.
+    #[test]
+    fn past_its_share_the_lowest_granted_ids_are_forgotten_and_said_once() {
+        let share = 64 << 10;
+        let mut t = Tracker::default();
+        t.set_max_bytes(share);
+        let mut found = Vec::new();
+        for i in 0..2_000u32 {
+            // a transactional id of 256 bytes of its own, two producers an id
+            let txn = format!("{i:08}{}", "t".repeat(248));
+            let frame = 10 + u64::from(i);
+            let id = i64::from(i / 2);
+            t.add(
+                &grant(u64::from(i % 200), Some(&txn), id, 0, frame),
+                None,
+                &mut found,
+            );
+            assert!(t.held_bytes() <= share, "{i}: {}", t.held_bytes());
+            assert_eq!(t.held_bytes(), recount(&t), "{i}");
+        }
+        let held = t.grants.len() as u64;
+        assert!(held > 10 && held < 100, "{held}");
+        assert_eq!(t.totals.grants_forgotten, 1000 - held);
+        assert_eq!(t.totals.duplicates, 1000);
+        let limits: Vec<&Finding> = (found.iter())
+            .filter(|f| f.kind == Kind::AnalysisLimit)
+            .collect();
+        let [limit] = &limits[..] else {
+            panic!("{limits:?}");
+        };
+        assert!(limit.facts.contains(&("table", "grant_memory".into())));
+        assert!(limit.facts.contains(&("limit", (share as u64).into())));
+        assert!(limit.message.contains("(65536 bytes, a sixteenth)"));
+        // the first id forgotten, the last still held
+        let forgotten = t.add(&grant(1, Some("other"), 0, 0, 5000), None, &mut found);
+        assert_eq!(forgotten.duplicate_of, None);
+        let last = t.add(&grant(2, Some("other"), 999, 0, 5001), None, &mut found);
+        assert_eq!(last.duplicate_of, Some(2008));
+        assert_eq!(t.held_bytes(), recount(&t));
+    }
+
+    /// The charge follows what the table holds, each text once: a transactional
+    /// producer's id held at many epochs, idempotent producers, holders whose request was
+    /// not read, ids held by several producers, and the lowest forgotten at the share.
+    #[test]
+    fn the_charge_is_what_the_holders_take_counted_again() {
+        let mut t = Tracker::default();
+        t.set_max_bytes(16 << 10);
+        let mut found = Vec::new();
+        let long = "x".repeat(300);
+        for round in 0..40u32 {
+            let base = i64::from(round) * 10;
+            let frame = 100 * u64::from(round);
+            let txn = format!("tx-{round}{long}");
+            for epoch in 0..6i16 {
+                let f = frame + 10 + epoch as u64;
+                t.add(&grant(1, Some(&txn), base, epoch, f), None, &mut found);
+                assert_eq!(t.held_bytes(), recount(&t), "{round}/{epoch}");
+            }
+            let bumped = end_txn(1, &txn, (base, 5), (base, 6), frame + 20);
+            t.add(&bumped, None, &mut found);
+            t.add(&grant(2, None, base + 1, 0, frame + 30), None, &mut found);
+            t.add(&grant(3, None, base + 1, 0, frame + 31), None, &mut found);
+            let mut unread = grant(4, None, base + 1, 0, frame + 32);
+            unread.request.transactional_id = None;
+            t.add(&unread, None, &mut found);
+            for n in 0..6u64 {
+                let other = format!("other-{n}");
+                t.add(
+                    &grant(5 + n, Some(&other), base + 2, 0, frame + 40 + n),
+                    None,
+                    &mut found,
+                );
+                assert_eq!(t.held_bytes(), recount(&t), "{round}/{n}");
+            }
+        }
+        assert!(t.totals.grants_forgotten > 0);
+        assert!(t.held_bytes() <= 16 << 10);
     }
 }

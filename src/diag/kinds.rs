@@ -252,16 +252,23 @@ kinds! {
             their grants are not remembered, and `grant_frames` of such an id is \
             empty), and \
             `write_memory`, said each time the writes analysis held more than its share \
-            (an eighth of `--max-memory`, the `limit` in bytes): it forgot the \
+            (a sixteenth of `--max-memory`, the `limit` in bytes): it forgot the \
             partition-and-producer states written least recently (but those of a \
             producer id two producers wrote) and reported its oldest groups of refusals \
-            at once, so a batch never appended among the forgotten may go unfound",
+            at once, so a batch never appended among the forgotten may go unfound; and \
+            `grant_memory`, said once, when the holders of granted producer ids (262,144 \
+            ids and epochs, 4 holders each) first took more than their share (a \
+            sixteenth of `--max-memory`, the `limit` in bytes): those of the lowest ids \
+            are forgotten until three quarters of it is held, each time it fills, and \
+            counted in `producer_ids.summary.grants_forgotten`: a duplicate grant of a \
+            forgotten id goes unfound, and an overlap of blocks does not count its holders",
         facts: ["frame": Integer, "limit": Integer, "table": Text],
         facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `broker_errors`, \
             `block_lengths`, `block_overlaps`, `block_comparisons`, `folded_blocks`, \
             `coverage`, `addresses`, `address_broker_ids`, `controller_spans`, \
             `writes`, `write_producers`, `topic_names`, `write_refusals`, \
-            `write_grants` or `write_memory`), `limit` (entries, or bytes for `write_memory`), \
+            `write_grants`, `write_memory` or `grant_memory`), `limit` (entries, or bytes \
+            for `write_memory` and `grant_memory`), \
             `frame` (the first message past it)",
     }
     MemoryLimit "memory_limit" Warning {

@@ -212,6 +212,51 @@ pub fn apid_response_body(error: i16, start: i64, len: i32) -> Vec<u8> {
     body
 }
 
+/// `v` as an unsigned varint (the lengths of Kafka's flexible versions).
+pub fn uvarint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// An InitProducerId version 4 request body: `transactional_id` (null: idempotent), no
+/// producer id to keep.
+pub fn init_pid_request_body(transactional_id: Option<&[u8]>) -> Vec<u8> {
+    let mut body = Vec::new();
+    match transactional_id {
+        Some(id) => {
+            uvarint(id.len() as u64 + 1, &mut body);
+            body.extend(id);
+        }
+        None => body.push(0),
+    }
+    body.extend(60_000i32.to_be_bytes());
+    body.extend((-1i64).to_be_bytes());
+    body.extend((-1i16).to_be_bytes());
+    body.push(0);
+    body
+}
+
+/// Its answer: NONE, granting `producer_id` at epoch 0.
+pub fn init_pid_response_body(producer_id: i64) -> Vec<u8> {
+    let mut body = 0i32.to_be_bytes().to_vec();
+    body.extend(0i16.to_be_bytes());
+    body.extend(producer_id.to_be_bytes());
+    body.extend(0i16.to_be_bytes());
+    body.push(0);
+    body
+}
+
+/// One InitProducerId exchange on `c`, granting `producer_id`.
+pub fn init_pid(w: &mut PcapWriter, c: &mut Conn, corr: i32, txn: Option<&[u8]>, producer_id: i64) {
+    let req = request(22, 4, corr, true, &init_pid_request_body(txn));
+    let resp = response(corr, true, &init_pid_response_body(producer_id));
+    c.send(w, true, &req, 60_000);
+    c.send(w, false, &resp, 1448);
+}
+
 /// Writes a pcap, one packet per record, straight to a file so large captures never
 /// sit in memory. Little-endian microseconds unless told otherwise.
 pub struct PcapWriter {

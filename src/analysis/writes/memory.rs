@@ -1,18 +1,19 @@
 //! What the writes analysis holds, charged against its share of `--max-memory`, and what
 //! it gives up first when that share is full.
 //!
-//! The share is an eighth of `--max-memory` ([`share_of`]); the connections' budget is
-//! the rest. Each table is charged at its capacity (see [`crate::heap`]) and each entry
-//! at what its text and kept batches take. The writers of each producer id and epoch,
-//! the topic names and the batches listed for the report each stop growing at a part of
-//! the share (new ones are then counted, not followed, with an `analysis_limit`); past
-//! the whole share, the partition-and-producer states written least recently are
-//! forgotten, then the oldest groups of refusals are reported at once, until three
-//! quarters of it is held (`analysis_limit`, table `write_memory`). The states of a
-//! producer id already found written by two producers are kept: they are what a
-//! post-mortem looks for. A batch written to a forgotten state is judged against what
-//! is known, as at the capture's start: a retry of one forgotten is taken as appended,
-//! and a batch never appended among them goes unfound.
+//! The share is a sixteenth of `--max-memory` ([`share_of`]): half the analysis's eighth
+//! ([`crate::analysis::share_of`]), the granted ids' table holding the other half; the
+//! connections' budget is the rest. Each table is charged at its capacity (see
+//! [`crate::heap`]) and each entry at what its text and kept batches take. The writers of
+//! each producer id and epoch, the topic names and the batches listed for the report each
+//! stop growing at a part of the share (new ones are then counted, not followed, with an
+//! `analysis_limit`); past the whole share, the partition-and-producer states written
+//! least recently are forgotten, then the oldest groups of refusals are reported at once,
+//! until three quarters of it is held (`analysis_limit`, table `write_memory`). The states
+//! of a producer id already found written by two producers are kept: they are what a
+//! post-mortem looks for. A batch written to a forgotten state is judged against what is
+//! known, as at the capture's start: a retry of one forgotten is taken as appended, and a
+//! batch never appended among them goes unfound.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -23,9 +24,9 @@ use crate::heap::{heap_cost, table_cost};
 use crate::kafka::tables::ErrorCode;
 use crate::timestamp::Timestamp;
 
-/// The writes analysis's share of `--max-memory`: an eighth of it.
+/// The writes analysis's share of `--max-memory`: a sixteenth of it, half the analysis's.
 pub const fn share_of(max_memory: usize) -> usize {
-    max_memory / 8
+    max_memory / 16
 }
 
 /// What a B-tree entry of the refusal groups takes: its part of a node of 11 (at least

@@ -108,6 +108,8 @@ pub struct PartitionWrites {
 #[derive(Debug, Default)]
 pub(super) struct Interest {
     grants: HashMap<i64, Vec<u64>>,
+    /// What the grants' lists of frames take on the heap.
+    grants_heap: usize,
     grants_full: bool,
     /// By producer id and epoch: batches never appended, and refused.
     marked: HashMap<(i64, i16), (u64, u64)>,
@@ -117,7 +119,7 @@ impl Interest {
     /// What it holds on the heap.
     pub(super) fn heap(&self) -> usize {
         table_cost(self.grants.capacity(), size_of::<(i64, Vec<u64>)>())
-            + self.grants.len() * heap_cost(MAX_GRANTS * 8)
+            + self.grants_heap
             + table_cost(
                 self.marked.capacity(),
                 size_of::<((i64, i16), (u64, u64))>(),
@@ -138,13 +140,15 @@ impl Tracker {
             self.interest.grants_full = true;
             return first.then_some(self.interest.grants.len());
         }
-        let frames = self
-            .interest
-            .grants
-            .entry(producer_id)
-            .or_insert_with(|| Vec::with_capacity(MAX_GRANTS));
+        let frames = self.interest.grants.entry(producer_id).or_default();
         if frames.len() < MAX_GRANTS && !frames.contains(&frame) {
+            // room for the frames kept only: most ids are granted once, and room for
+            // all would take 80 bytes an id where one takes 32
+            let capacity = frames.capacity();
+            frames.reserve_exact(1);
             frames.push(frame);
+            let grown = heap_cost(frames.capacity() * 8).saturating_sub(heap_cost(capacity * 8));
+            self.interest.grants_heap += grown;
         }
         None
     }

@@ -405,7 +405,7 @@ fn past_its_share_the_least_recently_written_states_are_forgotten() {
         .collect();
     assert!(!forgot.is_empty(), "{:?}", kinds(&findings));
     assert!(forgot.iter().all(|f| f.kind == Kind::AnalysisLimit));
-    assert!(forgot[0].message.contains("(262144 bytes, an eighth)"));
+    assert!(forgot[0].message.contains("(262144 bytes, a sixteenth)"));
     // the shared producer's state was kept: B's batch at A's offset is found
     let late = write(B, 9000, 0, batch(2999, 0, 0, 0xb0), (0, 100));
     let judged = tracker.add(&late, &mut findings);
@@ -504,6 +504,19 @@ fn producers_of_interest_list_their_writers_partitions_and_grants() {
         (b.partitions[0].batches, b.partitions[0].not_appended),
         (1, 1)
     );
+}
+
+/// At the default `--max-memory` (256 MiB), the writers' part of the share holds the
+/// grants of the busiest real capture's producer ids (3.9.1-steady: 42,000, each granted
+/// once).
+#[test]
+fn the_grants_of_a_busy_cluster_fit_the_writers_part_of_the_default_share() {
+    let mut tracker = Tracker::default();
+    tracker.set_max_bytes(share_of(256 << 20));
+    for id in 0..42_000i64 {
+        assert_eq!(tracker.granted(id, 10 + id as u64), None, "{id}");
+    }
+    assert!(tracker.writers_bytes() <= share_of(256 << 20) / 4);
 }
 
 /// Grants are remembered for at most [`MAX_PRODUCERS`] producer ids: the first refused

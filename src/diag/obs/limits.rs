@@ -154,6 +154,9 @@ crate::names::closed_set! {
         WriteMemory = "write_memory",
         /// Per producer id: the frames of the answers that granted it.
         WriteGrants = "write_grants",
+        /// Per producer id and epoch granted: its holders, against the granted ids' share
+        /// of `--max-memory`.
+        GrantMemory = "grant_memory",
         /// Broker addresses from registrations, Metadata and DescribeCluster responses
         /// (`brokers_by_address`).
         Addresses = "addresses",
@@ -257,7 +260,13 @@ impl fmt::Display for AnalysisLimit {
             AnalysisTable::WriteMemory => {
                 return write!(
                     f,
-                    "the writes analysis held more than its share of --max-memory ({limit} bytes, an eighth) at frame {frame}; it forgot the partition-and-producer states written least recently (but those of a producer id written by two producers) and reported its oldest groups of refusals at once: a batch written to a forgotten state is judged as at the capture's start, so a batch never appended among them may go unfound (run again with a larger --max-memory)"
+                    "the writes analysis held more than its share of --max-memory ({limit} bytes, a sixteenth) at frame {frame}; it forgot the partition-and-producer states written least recently (but those of a producer id written by two producers) and reported its oldest groups of refusals at once: a batch written to a forgotten state is judged as at the capture's start, so a batch never appended among them may go unfound (run again with a larger --max-memory)"
+                );
+            }
+            AnalysisTable::GrantMemory => {
+                return write!(
+                    f,
+                    "the holders of granted producer ids took more than their share of --max-memory ({limit} bytes, a sixteenth) at frame {frame}; those of the lowest ids were forgotten until three quarters of it was held, and are again whenever it fills: a duplicate grant of a forgotten id goes unfound, and an overlap of blocks does not count its holders (producer_ids.summary.grants_forgotten counts them; run again with a larger --max-memory)"
                 );
             }
             AnalysisTable::WriteGrants => {
