@@ -152,6 +152,9 @@ pub struct Timeline {
     by_address: BTreeMap<SocketAddr, Serving>,
     /// Answers in no epoch shown, oldest first, at most [`MAX_SPANS`].
     unplaced: VecDeque<AnswerRun>,
+    /// The last run's server answered NOT_CONTROLLER since: its next answer as leader
+    /// starts a run of its own, so that no run spans a moment it did not lead.
+    unplaced_ended: bool,
     /// Spans dropped past [`MAX_SPANS`].
     pub dropped: u64,
 }
@@ -232,10 +235,13 @@ impl Timeline {
         let Some((meta, response)) = ex.outcome.response() else {
             return;
         };
+        let server = ex.endpoints.server;
+        if response.error_code == Some(ErrorCode::NOT_CONTROLLER) {
+            self.unplaced_ended |= self.unplaced.back().is_some_and(|r| r.server == server);
+        }
         if response.error_code != Some(ErrorCode::NONE) {
             return;
         }
-        let server = ex.endpoints.server;
         let Some(controller) = self.by_address.get(&server).and_then(|s| s.id) else {
             self.unplaced_answer(server, meta);
             return;
@@ -297,15 +303,17 @@ impl Timeline {
     }
 
     /// An answer as leader by `server` in no epoch shown: it joins the last run when that
-    /// is the same address's and no epoch was shown since.
+    /// is the same address's, no epoch was shown since, and it answered NOT_CONTROLLER
+    /// in none of them.
     fn unplaced_answer(&mut self, server: SocketAddr, meta: &MessageMeta) {
         let how = Evidence::AllocateProducerIds;
-        if let Some(run) = self.unplaced.back_mut() {
+        if let Some(run) = self.unplaced.back_mut().filter(|_| !self.unplaced_ended) {
             if run.server == server && run.after_epoch == self.latest {
                 run.proven.extend(meta, how);
                 return;
             }
         }
+        self.unplaced_ended = false;
         self.unplaced.push_back(AnswerRun {
             server,
             controller_id: None,

@@ -108,6 +108,8 @@ pub struct ErrorCode(pub i16);
 
 impl ErrorCode {
     pub const NONE: Self = Self(0);
+    /// A controller that is not the active one answers so.
+    pub const NOT_CONTROLLER: Self = Self(41);
 
     /// Anything but NONE: the request failed.
     pub fn is_error(self) -> bool {

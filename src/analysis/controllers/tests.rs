@@ -373,3 +373,24 @@ fn answers_before_any_epoch_is_shown_are_kept_as_runs_of_one_controller() {
     );
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// A controller that answered NOT_CONTROLLER between two answers as leader did not lead
+/// all along: its answers make two runs, not one that spans the moment it refused.
+#[test]
+fn a_not_controller_answer_ends_the_run_of_its_server() {
+    let mut t = Timeline::default();
+    let mut found = Vec::new();
+    for (n, error) in [(1, 0), (2, 41), (3, 0), (4, 0)] {
+        t.allocate(&grant(n, LEADER_A, error, n as i64 * 1000), &mut found);
+    }
+    // another server's refusal leaves A's run as it is
+    t.allocate(&grant(5, LEADER_B, 41, 0), &mut found);
+    t.allocate(&grant(6, LEADER_A, 0, 6000), &mut found);
+    let runs: Vec<(u64, u64)> = t
+        .finish()
+        .unplaced
+        .iter()
+        .map(|r| (r.proven.first.0.frame, r.proven.last.0.frame))
+        .collect();
+    assert_eq!(runs, [(11, 11), (31, 61)]);
+}
