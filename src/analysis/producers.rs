@@ -15,7 +15,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kept_id::KeptId;
-use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
+use super::placement::{
+    BlockRef, Blocks, Grant, Placement, PlacementName, UnknownWhy, MAX_SEARCHED_PER_GRANT,
+};
 use super::{Block, Finding, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
 use crate::diag::Observation;
@@ -408,6 +410,9 @@ pub struct Tracker {
     /// InitProducerId's counts, and EndTxn's.
     pub totals: ProducerIdCounts,
     pub end_txn_totals: ProducerIdCounts,
+    /// Whether a grant was placed `unknown` for more blocks that could hold it than are
+    /// searched (said once).
+    search_cut: bool,
 }
 
 impl Default for Tracker {
@@ -425,6 +430,7 @@ impl Tracker {
             grants: BTreeMap::new(),
             totals: ProducerIdCounts::default(),
             end_txn_totals: ProducerIdCounts::default(),
+            search_cut: false,
         }
     }
 
@@ -516,6 +522,12 @@ impl Tracker {
             false => self.blocks.place(&grant, broker_id),
         };
         let reason = placement.reason(broker_id);
+        let not_searched = Placement::Unknown(UnknownWhy::BlocksNotSearched);
+        if placement == not_searched && !std::mem::replace(&mut self.search_cut, true) {
+            let table = (obs::AnalysisTable::PlacementBlocks, MAX_SEARCHED_PER_GRANT);
+            let at = (broker_id, Some(ex.endpoints.connection), meta.timestamp);
+            findings.push(Finding::analysis_limit(table, meta.frame, at));
+        }
         if let (Some(broker_id), true) = (broker_id, placement.is_fault()) {
             findings.push(self.fault(&placement, reason.as_deref(), broker_id, id, meta));
         }
@@ -964,9 +976,7 @@ mod tests {
         );
         assert_eq!(
             none.placement,
-            Some(Placement::Unknown(
-                crate::analysis::placement::UnknownWhy::NotFollowed
-            ))
+            Some(Placement::Unknown(UnknownWhy::NotFollowed))
         );
         let followed = t.add(&grant(3, None, 1_500, 0, 50), broker(1), &mut found);
         assert!(matches!(followed.placement, Some(Placement::InBlock(b)) if b.start == 1000));
@@ -991,9 +1001,7 @@ mod tests {
         let beyond = t.add(&grant(1, None, 3000, 0, 40), BROKER2, &mut found);
         assert_eq!(
             beyond.placement,
-            Some(Placement::Unknown(
-                crate::analysis::placement::UnknownWhy::NotFollowed
-            ))
+            Some(Placement::Unknown(UnknownWhy::NotFollowed))
         );
         assert!(found.is_empty(), "{found:?}");
     }

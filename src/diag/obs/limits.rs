@@ -138,6 +138,9 @@ crate::names::closed_set! {
         BlockComparisons = "block_comparisons",
         /// The id ranges of the blocks no longer kept whole, merged where they touch.
         FoldedBlocks = "folded_blocks",
+        /// Per granted producer id: the blocks kept that could hold it, searched for the
+        /// latest that does.
+        PlacementBlocks = "placement_blocks",
         /// Node ids seen and named in the cluster's messages: which brokers and
         /// controllers the capture shows.
         Coverage = "coverage",
@@ -222,6 +225,12 @@ impl fmt::Display for AnalysisLimit {
                 return write!(
                     f,
                     "a block could share ids with more than {limit} earlier blocks kept whole; from frame {frame} on, such a block is compared with the first {limit} of them only (by first id), and an overlap with the others goes unfound"
+                );
+            }
+            AnalysisTable::PlacementBlocks => {
+                return write!(
+                    f,
+                    "more than {limit} blocks kept whole could hold a granted producer id (they start within the longest one's length below it); from frame {frame} on, the latest block holding such an id is not searched for: its grant is placed unknown, never judged a fault"
                 );
             }
             AnalysisTable::FoldedBlocks => {
