@@ -103,11 +103,14 @@ pub const HOSTS_COUNTED: usize = 64;
 pub struct Affected {
     /// Producers holding an id of the overlap, and their distinct client hosts.
     pub producers: u64,
+    /// Whether `producers` is a floor: some holders of an id were not told apart.
+    pub producers_at_least: bool,
     pub hosts: Hosts,
-    /// The lowest id of the overlap held, by how many producers, and their distinct
-    /// client hosts.
+    /// The lowest id of the overlap held, by how many producers (a floor when
+    /// `holders_of_id_at_least`), and their distinct client hosts.
     pub producer_id: i64,
     pub holders_of_id: u64,
+    pub holders_of_id_at_least: bool,
     pub id_hosts: Hosts,
 }
 
@@ -119,7 +122,8 @@ impl Affected {
     pub fn sentence(&self) -> String {
         let (s, verb) = plural(self.holders_of_id);
         let mut sentence = format!(
-            "{} producer{s} on {} {verb} producer id {}",
+            "{}{} producer{s} on {} {verb} producer id {}",
+            at_least(self.holders_of_id_at_least),
             self.holders_of_id,
             self.id_hosts.and_list(),
             self.producer_id
@@ -129,12 +133,22 @@ impl Affected {
         if self.hosts.count > self.id_hosts.count || self.hosts.at_least {
             let (s, verb) = plural(self.producers);
             sentence.push_str(&format!(
-                "; {} producer{s} on {} {verb} ids of the overlap",
+                "; {}{} producer{s} on {} {verb} ids of the overlap",
+                at_least(self.producers_at_least),
                 self.producers,
                 self.hosts.and_list()
             ));
         }
         sentence
+    }
+}
+
+/// `at least ` before a count that is a floor.
+fn at_least(floor: bool) -> &'static str {
+    if floor {
+        "at least "
+    } else {
+        ""
     }
 }
 
@@ -234,9 +248,24 @@ impl HostSet {
 /// holders of its lowest id apart.
 #[derive(Debug, Clone, Default)]
 struct Piece {
-    producers: u64,
+    /// How many hold its ids, a floor when `at_least`.
+    producers: Count,
     hosts: HostSet,
-    first: Option<(i64, u64, HostSet)>,
+    first: Option<(i64, Count, HostSet)>,
+}
+
+/// Producers counted, and whether that is a floor.
+#[derive(Debug, Clone, Copy, Default)]
+struct Count {
+    n: u64,
+    at_least: bool,
+}
+
+impl Count {
+    fn add(&mut self, other: Self) {
+        self.n += other.n;
+        self.at_least |= other.at_least;
+    }
 }
 
 impl Piece {
@@ -250,23 +279,23 @@ impl Piece {
     }
 
     /// `n` producers hold `id`.
-    fn producers(&mut self, id: i64, n: u64) {
-        self.producers += n;
+    fn producers(&mut self, id: i64, n: Count) {
+        self.producers.add(n);
         let (first_id, count, _) = self.first_of(id);
         if first_id == id {
-            *count += n;
+            count.add(n);
         }
     }
 
-    fn first_of(&mut self, id: i64) -> (i64, &mut u64, &mut HostSet) {
+    fn first_of(&mut self, id: i64) -> (i64, &mut Count, &mut HostSet) {
         let (first_id, count, hosts) =
-            (self.first).get_or_insert_with(|| (id, 0, HostSet::default()));
+            (self.first).get_or_insert_with(|| (id, Count::default(), HostSet::default()));
         (*first_id, count, hosts)
     }
 }
 
-/// Producers told apart per id, at most: past them a holder is counted as another
-/// producer unless it is one of these (a hostile capture only).
+/// Producers told apart per id, at most (a hostile capture has more): past them, one
+/// more surely other than each of them is counted, and the count is a floor.
 const PRODUCERS_TOLD_APART: usize = 64;
 
 /// The producers holding one id, over its epochs: a holder is another producer only
@@ -278,16 +307,28 @@ struct Distinct<'a> {
     /// Which piece the id's ids fall in.
     piece: Option<usize>,
     told_apart: Vec<&'a Holder>,
-    count: u64,
+    /// Whether a holder surely other than each of those told apart came past
+    /// [`PRODUCERS_TOLD_APART`] of them: not kept, it could not be told from the
+    /// next such, so neither is counted beyond it.
+    more: bool,
 }
 
 impl<'a> Distinct<'a> {
     fn add(&mut self, h: &'a Holder) {
         if self.told_apart.iter().all(|other| h.surely_other(other)) {
-            self.count += 1;
-            if self.told_apart.len() < PRODUCERS_TOLD_APART {
-                self.told_apart.push(h);
+            match self.told_apart.len() < PRODUCERS_TOLD_APART {
+                true => self.told_apart.push(h),
+                false => self.more = true,
             }
+        }
+    }
+
+    /// How many producers hold the id: exact up to [`PRODUCERS_TOLD_APART`], past them
+    /// one more, at least.
+    fn count(&self) -> Count {
+        Count {
+            n: self.told_apart.len() as u64 + u64::from(self.more),
+            at_least: self.more,
         }
     }
 }
@@ -664,7 +705,7 @@ impl Tracker {
         let counted = |of_id: &Distinct<'_>, pieces: &mut Vec<Piece>| {
             let at = of_id.piece.and_then(|at| pieces.get_mut(at));
             if let (Some(piece), Some(id)) = (at, of_id.id) {
-                piece.producers(id, of_id.count);
+                piece.producers(id, of_id.count());
             }
         };
         for ((id, _), holders) in self.grants.range((low, i16::MIN)..) {
@@ -693,20 +734,22 @@ impl Tracker {
             let to = end
                 .checked_add(1)
                 .map_or(bounds.len(), |after| bounds.partition_point(|b| *b < after));
-            let mut producers = 0;
+            let mut producers = Count::default();
             let mut hosts = HostSet::default();
             let mut first = None;
             for piece in pieces.get(from..to).unwrap_or_default() {
-                producers += piece.producers;
+                producers.add(piece.producers);
                 hosts.union(&piece.hosts);
                 first = first.or(piece.first.as_ref());
             }
             let (producer_id, holders_of_id, id_hosts) = first?;
             Some(Affected {
-                producers,
+                producers: producers.n,
+                producers_at_least: producers.at_least,
                 hosts: Hosts::of(&hosts),
                 producer_id: *producer_id,
-                holders_of_id: *holders_of_id,
+                holders_of_id: holders_of_id.n,
+                holders_of_id_at_least: holders_of_id.at_least,
                 id_hosts: Hosts::of(id_hosts),
             })
         };
@@ -1104,6 +1147,82 @@ mod tests {
             "{}",
             held.sentence()
         );
+    }
+
+    /// 64 idempotent producers, each on a connection of its own, hold `id` at an epoch
+    /// each, then one more holds it at `more` epochs.
+    fn held_past_those_told_apart(more: i16) -> Tracker {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        for c in 0..PRODUCERS_TOLD_APART as u64 {
+            t.add(&grant(c + 1, None, 7, c as i16, 10 + c), None, &mut found);
+        }
+        for e in 0..more {
+            let (epoch, frame) = (64 + e, 200 + e as u64);
+            t.add(&grant(200, None, 7, epoch, frame), None, &mut found);
+        }
+        assert!(found.is_empty(), "{found:?}");
+        t
+    }
+
+    /// Past [`PRODUCERS_TOLD_APART`] producers of one id, a holder surely other than
+    /// each of them is not kept, so it cannot be told from the next such: the count
+    /// stops at one more and says "at least" (counted each time, one producer holding
+    /// the id at 36 epochs made 36 producers).
+    #[test]
+    fn past_the_producers_told_apart_an_ids_count_is_a_floor() {
+        let t = held_past_those_told_apart(36);
+        let held = held_in(&t, 7, 7).unwrap();
+        assert_eq!((held.producers, held.producers_at_least), (65, true));
+        assert_eq!(
+            (held.holders_of_id, held.holders_of_id_at_least),
+            (65, true)
+        );
+        let sentence = held.sentence();
+        assert!(
+            sentence.starts_with("at least 65 producers on 10.0.3.1, 10.0.3.10, "),
+            "{sentence}"
+        );
+        // as many as are told apart: counted exactly, said as before
+        let t = held_past_those_told_apart(0);
+        let held = held_in(&t, 7, 7).unwrap();
+        assert_eq!((held.producers, held.producers_at_least), (64, false));
+        assert_eq!(
+            (held.holders_of_id, held.holders_of_id_at_least),
+            (64, false)
+        );
+        let sentence = held.sentence();
+        assert!(
+            sentence.starts_with("64 producers on 10.0.3.1, 10.0.3.10, "),
+            "{sentence}"
+        );
+    }
+
+    /// An overlap whose count of producers is a floor says so in its message and its
+    /// facts (`affected_producers_at_least`); one counted exactly has no such fact.
+    #[test]
+    fn an_overlaps_finding_says_its_count_of_producers_is_a_floor() {
+        use crate::analysis::test_support::exchange;
+        use crate::analysis::{Analyzer, SlowRule};
+        use crate::diag::{Diagnostics, Kind};
+        for (more, said, floor) in [
+            (36, "; at least 65 producers on ", true),
+            (0, "; 64 producers on ", false),
+        ] {
+            let mut a = Analyzer::new(SlowRule::Default, false, MAX_TRACKED_BLOCKS);
+            a.add(&exchange(1, 1, 5, Some((0, 0, 1000, 2))));
+            a.add(&exchange(2, 2, 5, Some((0, 0, 1000, 2))));
+            a.producers = held_past_those_told_apart(more);
+            let analysis = a.finish(&mut Diagnostics::default());
+            let overlap = analysis
+                .findings
+                .iter()
+                .find(|f| f.kind == Kind::PidBlockOverlap)
+                .unwrap();
+            assert!(overlap.message.contains(said), "{}", overlap.message);
+            let fact = ("affected_producers_at_least", true.into());
+            assert_eq!(overlap.facts.contains(&fact), floor, "{:?}", overlap.facts);
+        }
     }
 
     /// Past [`HOSTS_LISTED`] hosts the lowest are named and the others counted, exactly

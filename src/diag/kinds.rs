@@ -360,6 +360,7 @@ kinds! {
             "affected_host_count_at_least": Boolean,
             "affected_hosts": Texts,
             "affected_producers": Integer,
+            "affected_producers_at_least": Boolean,
             "fault_frame": Integer,
             "frame": Integer,
             "ids_end": Integer,
