@@ -85,6 +85,18 @@ impl Holder {
     }
 }
 
+/// The producers granted one id at one epoch.
+#[derive(Debug, Clone, Default)]
+struct Holders {
+    /// The first, and the next few who also got it, surely not one of those before.
+    kept: Vec<Holder>,
+    /// The hosts of the holders let go that may be producers other than those kept:
+    /// one whose request was not read, with others there, or one kept so until a
+    /// holder whose request was read came (either may have been the other). None
+    /// (no room taken) unless one was.
+    let_go: Option<Box<HostSet>>,
+}
+
 /// Whether an epoch-bumping grant (EndTxn) of `id` at `epoch` kept its producer's id.
 /// Kafka (`TransactionMetadata.prepareAbortOrCommit` and `prepareComplete`) keeps the id
 /// and bumps the epoch, or, the epoch used up, draws a new id at epoch 0; so when the
@@ -278,6 +290,15 @@ impl Piece {
         }
     }
 
+    /// Holders of `id` on `hosts`.
+    fn hosts(&mut self, id: i64, hosts: &HostSet) {
+        self.hosts.union(hosts);
+        let (first_id, _, of_id) = self.first_of(id);
+        if first_id == id {
+            of_id.union(hosts);
+        }
+    }
+
     /// `n` producers hold `id`.
     fn producers(&mut self, id: i64, n: Count) {
         self.producers.add(n);
@@ -300,7 +321,10 @@ const PRODUCERS_TOLD_APART: usize = 64;
 
 /// The producers holding one id, over its epochs: a holder is another producer only
 /// when it is surely other than each one counted, so a transactional producer whose
-/// epoch is bumped at every transaction's end (transactions v2) counts once.
+/// epoch is bumped at every transaction's end (transactions v2) counts once. A holder
+/// whose request was not read may be any producer, counted or not: it makes the count
+/// a floor (compared with the others, it would be surely other than none of them and
+/// hide every one after it).
 #[derive(Debug, Default)]
 struct Distinct<'a> {
     id: Option<i64>,
@@ -311,10 +335,25 @@ struct Distinct<'a> {
     /// [`PRODUCERS_TOLD_APART`] of them: not kept, it could not be told from the
     /// next such, so neither is counted beyond it.
     more: bool,
+    /// Whether a holder may be a producer not counted: its request was not read, or
+    /// it was let go ([`Holders::let_go`]).
+    untold: bool,
 }
 
 impl<'a> Distinct<'a> {
+    /// The holders of the id at one epoch.
+    fn add_all(&mut self, holders: &'a Holders) {
+        self.untold |= holders.let_go.is_some();
+        for h in &holders.kept {
+            self.add(h);
+        }
+    }
+
     fn add(&mut self, h: &'a Holder) {
+        if h.transactional_id.is_none() {
+            self.untold = true;
+            return;
+        }
         if self.told_apart.iter().all(|other| h.surely_other(other)) {
             match self.told_apart.len() < PRODUCERS_TOLD_APART {
                 true => self.told_apart.push(h),
@@ -324,11 +363,13 @@ impl<'a> Distinct<'a> {
     }
 
     /// How many producers hold the id: exact up to [`PRODUCERS_TOLD_APART`], past them
-    /// one more, at least.
+    /// one more, at least; at least one when none was told apart (every holder's
+    /// request not read).
     fn count(&self) -> Count {
+        let told = self.told_apart.len() as u64 + u64::from(self.more);
         Count {
-            n: self.told_apart.len() as u64 + u64::from(self.more),
-            at_least: self.more,
+            n: told.max(u64::from(self.untold)),
+            at_least: self.more || self.untold,
         }
     }
 }
@@ -447,7 +488,7 @@ impl ProducerIdCounts {
 #[derive(Debug)]
 pub struct Tracker {
     blocks: Blocks,
-    grants: BTreeMap<(i64, i16), Vec<Holder>>,
+    grants: BTreeMap<(i64, i16), Holders>,
     /// InitProducerId's counts, and EndTxn's.
     pub totals: ProducerIdCounts,
     pub end_txn_totals: ProducerIdCounts,
@@ -638,15 +679,30 @@ impl Tracker {
         findings: &mut Vec<Finding>,
     ) -> Option<u64> {
         let holders = self.grants.entry((id, epoch)).or_default();
-        let earlier = holders.iter().find(|h| h.surely_other(&holder)).cloned();
+        let earlier = holders
+            .kept
+            .iter()
+            .find(|h| h.surely_other(&holder))
+            .cloned();
+        let Holders { kept, let_go } = holders;
+        let mut let_go_host = |h: &Holder| let_go.get_or_insert_default().insert(h.client.ip());
         if holder.transactional_id.is_some() {
-            // a holder whose request was not read may have been this one
-            holders.retain(|h| h.transactional_id.is_some());
-            if holders.len() < MAX_HOLDERS && !holders.iter().any(|h| h.surely_same(&holder)) {
-                holders.push(holder.clone());
+            // a holder whose request was not read may have been this one, or another
+            kept.retain(|h| {
+                let read = h.transactional_id.is_some();
+                if !read {
+                    let_go_host(h);
+                }
+                read
+            });
+            if kept.len() < MAX_HOLDERS && !kept.iter().any(|h| h.surely_same(&holder)) {
+                kept.push(holder.clone());
             }
-        } else if holders.is_empty() {
-            holders.push(holder.clone());
+        } else if kept.is_empty() {
+            kept.push(holder.clone());
+        } else {
+            // one of those kept, or another
+            let_go_host(&holder);
         }
         if self.grants.len() > MAX_TRACKED_GRANTS {
             self.grants.pop_first();
@@ -680,7 +736,7 @@ impl Tracker {
     fn kept(&self, transactional_id: &str, id: i64) -> KeptId {
         let known = (self.grants.range((id, i16::MIN)..=(id, i16::MAX)).rev())
             .take(2)
-            .flat_map(|(_, holders)| holders.iter().filter_map(Holder::transactional_id));
+            .flat_map(|(_, holders)| holders.kept.iter().filter_map(Holder::transactional_id));
         KeptId::like(transactional_id, known)
     }
 
@@ -721,12 +777,15 @@ impl Tracker {
                     ..Distinct::default()
                 };
             }
-            for h in holders {
-                if let Some(piece) = of_id.piece.and_then(|at| pieces.get_mut(at)) {
+            if let Some(piece) = of_id.piece.and_then(|at| pieces.get_mut(at)) {
+                for h in &holders.kept {
                     piece.holder(*id, h);
                 }
-                of_id.add(h);
+                if let Some(hosts) = &holders.let_go {
+                    piece.hosts(*id, hosts);
+                }
             }
+            of_id.add_all(holders);
         }
         counted(&of_id, &mut pieces);
         let of = |&(start, end): &(i64, i64)| {
@@ -1225,6 +1284,96 @@ mod tests {
         }
     }
 
+    /// A grant of `id` at `epoch` on `connection` whose request was not read.
+    fn unread(connection: u64, id: i64, epoch: i16, frame: u64) -> ProducerIdExchange {
+        let mut g = grant(connection, None, id, epoch, frame);
+        g.request.transactional_id = None;
+        g
+    }
+
+    /// The count of the producers holding `id` and whether it is a floor, as said.
+    fn count_of(t: &Tracker, id: i64) -> (u64, bool, String) {
+        let held = held_in(t, id, id).unwrap();
+        assert_eq!(held.producers, held.holders_of_id);
+        let said = held.sentence();
+        (held.producers, held.producers_at_least, said)
+    }
+
+    /// A holder whose request was not read may be any producer: the count of the
+    /// producers holding its id is a floor, said "at least". Taken for one counted, it
+    /// hid every producer after it (one holder counted of three) or was taken for one
+    /// before it (one of two).
+    #[test]
+    fn a_holder_whose_request_was_not_read_makes_the_count_a_floor() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        // first, then two transactional producers at later epochs
+        t.add(&unread(1, 500, 0, 10), None, &mut found);
+        t.add(&grant(2, Some("tx-a"), 500, 1, 20), None, &mut found);
+        t.add(&grant(3, Some("tx-b"), 500, 2, 30), None, &mut found);
+        assert_eq!(
+            count_of(&t, 500),
+            (
+                2,
+                true,
+                "at least 2 producers on 10.0.3.1, 10.0.3.2 and 10.0.3.3 hold producer id 500"
+                    .to_owned()
+            )
+        );
+        // after a producer, at an epoch of its own
+        t.add(&grant(2, Some("tx-a"), 501, 0, 40), None, &mut found);
+        t.add(&unread(4, 501, 1, 50), None, &mut found);
+        assert_eq!(
+            count_of(&t, 501),
+            (
+                1,
+                true,
+                "at least 1 producer on 10.0.3.2 and 10.0.3.4 holds producer id 501".to_owned()
+            )
+        );
+        // alone: still one producer, at least
+        t.add(&unread(5, 502, 0, 60), None, &mut found);
+        let (n, floor, _) = count_of(&t, 502);
+        assert_eq!((n, floor), (1, true));
+        // a producer read whole, none unread: exact
+        t.add(&grant(2, Some("tx-a"), 503, 0, 70), None, &mut found);
+        assert_eq!(
+            count_of(&t, 503),
+            (
+                1,
+                false,
+                "1 producer on 10.0.3.2 holds producer id 503".to_owned()
+            )
+        );
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// A holder whose request was not read, at the id and epoch of one read whole, is
+    /// not kept beside it (either may have been the other), but the count it was let
+    /// out of is a floor, and its host is named.
+    #[test]
+    fn a_holder_not_read_let_go_beside_one_read_makes_the_count_a_floor() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        // not read, then read: the first let go
+        t.add(&unread(1, 600, 0, 10), None, &mut found);
+        t.add(&grant(2, Some("tx-a"), 600, 0, 20), None, &mut found);
+        // read, then not read: the second let go
+        t.add(&grant(2, Some("tx-a"), 601, 0, 30), None, &mut found);
+        t.add(&unread(3, 601, 0, 40), None, &mut found);
+        for id in [600, 601] {
+            assert_eq!(t.grants[&(id, 0)].kept.len(), 1);
+            let (n, floor, said) = count_of(&t, id);
+            assert_eq!((n, floor), (1, true), "{id}");
+            let on = match id {
+                600 => "at least 1 producer on 10.0.3.1 and 10.0.3.2 holds ",
+                _ => "at least 1 producer on 10.0.3.2 and 10.0.3.3 holds ",
+            };
+            assert!(said.starts_with(on), "{said}");
+        }
+        assert!(found.is_empty(), "{found:?}");
+    }
+
     /// Past [`HOSTS_LISTED`] hosts the lowest are named and the others counted, exactly
     /// up to [`HOSTS_COUNTED`], then as "at least".
     #[test]
@@ -1295,7 +1444,7 @@ mod tests {
         }
         // every holder kept, walked whole
         let held: Vec<(i64, IpAddr)> = (t.grants.iter())
-            .flat_map(|((id, _), holders)| holders.iter().map(|h| (*id, h.client.ip())))
+            .flat_map(|((id, _), holders)| holders.kept.iter().map(|h| (*id, h.client.ip())))
             .collect();
         assert!(held.len() > 3_000 / 2, "{}", held.len());
         let spans: Vec<(i64, i64)> = (0..200)
@@ -1496,7 +1645,7 @@ mod tests {
         // the same producer back on another connection: the same id, not a duplicate
         t.add(&grant(2, Some(&a), 11, 0, 20), None, &mut found);
         assert!(found.is_empty(), "{found:?}");
-        let kept: Vec<usize> = (t.grants.values().flatten())
+        let kept: Vec<usize> = (t.grants.values().flat_map(|h| &h.kept))
             .filter_map(Holder::transactional_id)
             .map(KeptId::heap_bytes)
             .collect();
@@ -1546,7 +1695,7 @@ mod tests {
                 &mut found,
             );
         }
-        let ids: Vec<&KeptId> = (t.grants.values().flatten())
+        let ids: Vec<&KeptId> = (t.grants.values().flat_map(|h| &h.kept))
             .filter_map(Holder::transactional_id)
             .collect();
         assert_eq!(ids.len(), 11);
