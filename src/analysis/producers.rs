@@ -5,8 +5,8 @@
 //!
 //! In: the blocks the capture shows granted, then InitProducerId exchanges, in the order
 //! they complete. Memory is bounded: [`MAX_TRACKED_BLOCKS`](super::MAX_TRACKED_BLOCKS)
-//! blocks and [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest are forgotten and
-//! the report says so.
+//! blocks and [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest blocks and the
+//! lowest ids are forgotten and the report says so.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -495,6 +495,9 @@ pub struct Tracker {
     /// Whether a grant was placed `unknown` for more blocks that could hold it than are
     /// searched (said once).
     search_cut: bool,
+    /// The highest id of the grants forgotten ([`MAX_TRACKED_GRANTS`], lowest first):
+    /// the holders of an id up to it may be more than those kept.
+    forgotten_to: Option<i64>,
 }
 
 impl Default for Tracker {
@@ -513,6 +516,7 @@ impl Tracker {
             totals: ProducerIdCounts::default(),
             end_txn_totals: ProducerIdCounts::default(),
             search_cut: false,
+            forgotten_to: None,
         }
     }
 
@@ -709,7 +713,9 @@ impl Tracker {
             let_go_host(&holder);
         }
         if self.grants.len() > MAX_TRACKED_GRANTS {
-            self.grants.pop_first();
+            if let Some(((forgotten, _), _)) = self.grants.pop_first() {
+                self.forgotten_to = self.forgotten_to.max(Some(forgotten));
+            }
             self.totals_mut(api).grants_forgotten += 1;
         }
         let earlier = earlier?;
@@ -806,13 +812,15 @@ impl Tracker {
                 first = first.or(piece.first.as_ref());
             }
             let (producer_id, holders_of_id, id_hosts) = first?;
+            // grants of ids up to the highest forgotten may be gone
+            let forgotten = |id: i64| self.forgotten_to.is_some_and(|to| id <= to);
             Some(Affected {
                 producers: producers.n,
-                producers_at_least: producers.at_least,
+                producers_at_least: producers.at_least || forgotten(start),
                 hosts: Hosts::of(&hosts),
                 producer_id: *producer_id,
                 holders_of_id: holders_of_id.n,
-                holders_of_id_at_least: holders_of_id.at_least,
+                holders_of_id_at_least: holders_of_id.at_least || forgotten(*producer_id),
                 id_hosts: Hosts::of(id_hosts),
             })
         };
@@ -1558,6 +1566,33 @@ mod tests {
             assert_eq!(a.id_hosts.listed, ["10.0.0.0"]);
         }
         assert!(took < std::time::Duration::from_secs(60), "{took:?}");
+    }
+
+    /// Past [`MAX_TRACKED_GRANTS`] granted ids the lowest are forgotten: a count of the
+    /// producers holding ids up to the highest forgotten is a floor, said "at least" (the
+    /// producer holding id 0 at epoch 0, forgotten, went uncounted without a word).
+    #[test]
+    fn a_count_over_grants_forgotten_is_a_floor() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.add(&grant(1, None, 0, 0, 10), None, &mut found);
+        t.add(&grant(2, None, 0, 1, 20), None, &mut found);
+        for n in 1..MAX_TRACKED_GRANTS as u64 {
+            t.add(&grant_on(n as u32, n as i64, n + 100), None, &mut found);
+        }
+        assert_eq!(t.totals.grants_forgotten, 1);
+        assert_eq!(
+            count_of(&t, 0),
+            (
+                1,
+                true,
+                "at least 1 producer on 10.0.3.2 holds producer id 0".to_owned()
+            )
+        );
+        let above = held_in(&t, 1, 2).unwrap();
+        assert_eq!((above.producers, above.producers_at_least), (2, false));
+        let across = held_in(&t, 0, 2).unwrap();
+        assert_eq!((across.producers, across.producers_at_least), (3, true));
     }
 
     /// An EndTxn version 5 answer on `connection`: `txn` ended its transaction with `id`
