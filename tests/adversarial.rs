@@ -957,3 +957,88 @@ fn transactional_ids_of_a_mebibyte_are_kept_cut() {
     let said = format!("(transactional id \"{shown}\" cut from {LEN} bytes)");
     assert!(message.contains(&said), "{}", message.len());
 }
+
+/// A BrokerRegistration v0 request body: `broker_id` listening (PLAINTEXT) on `host:port`.
+fn broker_registration_body(broker_id: i32, host: &str, port: u16) -> Vec<u8> {
+    let mut body = broker_id.to_be_bytes().to_vec();
+    let string = |s: &str, body: &mut Vec<u8>| {
+        uvarint(s.len() as u64 + 1, body);
+        body.extend(s.as_bytes());
+    };
+    string("cluster", &mut body);
+    body.extend([0xab; 16]); // IncarnationId
+    uvarint(2, &mut body); // one listener
+    string("PLAINTEXT", &mut body);
+    string(host, &mut body);
+    body.extend(port.to_be_bytes());
+    body.extend(0i16.to_be_bytes());
+    body.push(0);
+    uvarint(1, &mut body); // no features
+    body.push(0); // no rack
+    body.push(0);
+    body
+}
+
+/// 20,000 AllocateProducerIds answers all granting ids 0..=999, one to broker 1 (in the
+/// middle) and the rest to broker 2, as no controller does; then broker 1, known by its
+/// registration, grants 2,000 of those ids. Each grant went through every block three
+/// times (a million grants of a capture of 65,536 such blocks took hours); now through at
+/// most 1,024, said once (`analysis_limit`, table `placement_blocks`), and each is placed
+/// `unknown`: never `another_brokers_block`, since broker 1's own block is among those
+/// not searched.
+#[test]
+fn grants_in_more_blocks_than_are_searched_are_unknown_not_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("same_ids_granted.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut controller = Conn::new("10.0.0.1:40000", "10.0.0.3:9093");
+    controller.handshake(&mut w);
+    let listening = broker_registration_body(1, "10.0.0.2", 9092);
+    let register = request(62, 0, 0, true, &listening);
+    controller.send(&mut w, true, &register, 1448);
+    let mut registered = 0i32.to_be_bytes().to_vec();
+    registered.extend(0i16.to_be_bytes());
+    registered.extend(5i64.to_be_bytes());
+    registered.push(0);
+    controller.send(&mut w, false, &response(0, true, &registered), 1448);
+    let blocks = 20_000i32;
+    for i in 1..=blocks {
+        let broker = if i == blocks / 2 { 1 } else { 2 };
+        let req = request(67, 0, i, true, &apid_request_body(broker, 5));
+        let resp = response(i, true, &apid_response_body(0, 0, 1000));
+        controller.send(&mut w, true, &req, 1448);
+        controller.send(&mut w, false, &resp, 1448);
+    }
+    controller.close(&mut w);
+    let mut producer = Conn::new("10.0.3.1:5000", "10.0.0.2:9092");
+    producer.handshake(&mut w);
+    let grants = 2_000i32;
+    for i in 0..grants {
+        init_pid(&mut w, &mut producer, i, None, i64::from(i % 1000));
+    }
+    producer.close(&mut w);
+    w.finish();
+    let (report, _, took) = run_measured(&path, &["--broker", "1"]);
+    assert!(took < HANG_GUARD, "{took:?}");
+    let summary = &report["producer_ids"]["summary"];
+    assert_eq!(summary["granted"], grants, "{summary}");
+    assert_eq!(summary["unknown"], grants, "{summary}");
+    assert_eq!(summary["another_brokers_block"], 0, "{summary}");
+    assert!(listed(&report, "pid_outside_blocks").is_empty());
+    let entries = report["producer_ids"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), grants as usize);
+    for e in entries {
+        // the broker is known: the fault's path was open
+        assert_eq!(e["broker_id"], 1, "{e}");
+        let reason = e["placement_reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("(analysis_limit)"), "{e}");
+    }
+    let limits: Vec<&serde_json::Value> = listed(&report, "analysis_limit")
+        .into_iter()
+        .filter(|d| d["facts"]["table"] == "placement_blocks")
+        .collect();
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert_eq!(limits[0]["facts"]["limit"], 1024);
+    // said at the first grant
+    assert_eq!(limits[0]["frame"], entries[0]["response_frame"]);
+}

@@ -144,8 +144,9 @@ fn the_granted_ids_are_charged_what_they_hold() {
         );
         assert_eq!(tracker.totals.grants_forgotten, 0);
         // an id held by one producer: room for one holder, not the four of a first push
+        // (482 bytes a grant)
         if holders == 1 {
-            assert!(each <= 256, "{shape}: {each} a grant");
+            assert!(each <= 300, "{shape}: {each} a grant");
         }
         assert!(
             charged >= taken,

@@ -586,6 +586,9 @@ impl Analyzer {
             };
             f.facts
                 .push(("affected_producers", affected.producers.into()));
+            if affected.producers_at_least {
+                f.facts.push(("affected_producers_at_least", true.into()));
+            }
             f.facts
                 .push(("affected_hosts", affected.hosts.listed.clone().into()));
             if affected.hosts.unlisted().is_some() {

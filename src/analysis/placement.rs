@@ -40,6 +40,13 @@ const RECENT_PER_BROKER: usize = 4;
 /// next few above it (a broker switches to them in order), so that a grant from an old
 /// block costs the same however many blocks came after it.
 const NEWER_CHECKED: usize = 8;
+/// Kept blocks looked at for the one holding a granted id: those starting within the
+/// longest kept block's length below it, one or two in a real capture (a controller's
+/// blocks do not overlap), every block in a hostile one granting the same ids again and
+/// again, where a million grants each going through 65,536 blocks took hours. Past them
+/// the grant is `unknown` (`analysis_limit`). The bound of a block's comparisons with
+/// earlier ones (`blocks::MAX_COMPARED_PER_BLOCK`), for the same reason.
+pub const MAX_SEARCHED_PER_GRANT: usize = 1024;
 
 /// A broker's requests for a block whose answers the capture has not shown.
 #[derive(Debug, Default, Clone)]
@@ -130,6 +137,10 @@ pub enum UnknownWhy {
     /// or none came on that connection, when Kafka's broker retries the request
     /// elsewhere): the block holding the id may be in it.
     AnswerNotRead(u64),
+    /// More kept blocks could hold the id than are searched
+    /// ([`MAX_SEARCHED_PER_GRANT`]): the latest holding it, its broker's or another's,
+    /// may be among those not looked at.
+    BlocksNotSearched,
 }
 
 /// Where a granted producer id stands among the blocks of the capture.
@@ -299,6 +310,9 @@ impl Placement {
             Self::Unknown(UnknownWhy::AnswerNotRead(frame)) => format!(
                 "in none of {who}'s blocks seen, but its request for a block (frame {frame}) got no answer the capture shows whole (Kafka's broker retries it, maybe on a connection not captured): that block may hold the id"
             ),
+            Self::Unknown(UnknownWhy::BlocksNotSearched) => format!(
+                "more blocks of the capture could hold the id than the {MAX_SEARCHED_PER_GRANT} searched for a grant (analysis_limit): the latest holding it, {who}'s or another broker's, is not known"
+            ),
         })
     }
 }
@@ -373,7 +387,22 @@ pub struct Blocks {
     asking_full: bool,
     /// How far apart two files' clocks may be (`--clock-skew`).
     clock_skew_ns: i128,
+    /// Kept blocks looked at by [`Self::holding`], for the tests of its bound.
+    #[cfg(test)]
+    searched: std::cell::Cell<usize>,
 }
+
+/// The latest blocks granted before a grant that hold its id: of any broker, and of the
+/// broker asked about.
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    any: Option<BlockRef>,
+    own: Option<BlockRef>,
+}
+
+/// More kept blocks could hold an id than [`MAX_SEARCHED_PER_GRANT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct NotSearched;
 
 impl Blocks {
     pub fn new(max_blocks: usize, clock_skew_ns: u64) -> Self {
@@ -388,6 +417,8 @@ impl Blocks {
             asking: BTreeMap::new(),
             asking_full: false,
             clock_skew_ns: i128::from(clock_skew_ns),
+            #[cfg(test)]
+            searched: std::cell::Cell::new(0),
         }
     }
 
@@ -517,41 +548,71 @@ impl Blocks {
             .map_or((0, None), |b| (b.blocks, b.newest()))
     }
 
-    /// The latest block granted before `frame` holding `id`, of `broker` when given.
-    fn holding(&self, id: i64, frame: u64, broker: Option<i32>) -> Option<BlockRef> {
+    /// The latest block granted before `frame` holding `id`, of any broker and of
+    /// `broker`, in one walk of the kept blocks that may hold it; `Err` when there are
+    /// more than [`MAX_SEARCHED_PER_GRANT`]: whichever order they are walked in, one not
+    /// looked at may hold it and be the latest.
+    fn holding(&self, id: i64, frame: u64, broker: Option<i32>) -> Result<Held, NotSearched> {
         let lowest = id.saturating_sub(self.longest());
-        self.blocks
-            .range((lowest, 0), (id, u64::MAX))
-            .map(|(_, b)| *b)
-            .filter(|b| b.holds(id) && b.response_frame < frame)
-            .filter(|b| broker.is_none_or(|broker| broker == b.broker_id))
-            .max_by_key(|b| b.response_frame)
+        let mut held = Held::default();
+        let candidates = self.blocks.range((lowest, 0), (id, u64::MAX));
+        for (searched, (_, b)) in candidates.enumerate() {
+            if searched == MAX_SEARCHED_PER_GRANT {
+                return Err(NotSearched);
+            }
+            #[cfg(test)]
+            self.searched.set(self.searched.get() + 1);
+            if !b.holds(id) || b.response_frame >= frame {
+                continue;
+            }
+            // the last of equal frames, in key order, as `max_by_key` keeps it
+            let later =
+                |kept: Option<BlockRef>| kept.is_none_or(|k| b.response_frame >= k.response_frame);
+            if later(held.any) {
+                held.any = Some(*b);
+            }
+            if broker == Some(b.broker_id) && later(held.own) {
+                held.own = Some(*b);
+            }
+        }
+        Ok(held)
     }
 
     /// Where a grant lies that kept the producer id its request named, bumping the
-    /// epoch (EndTxn): never judged, Kafka keeps the id wherever it was drawn.
+    /// epoch (EndTxn): never judged, Kafka keeps the id wherever it was drawn. With the
+    /// search cut short `unknown`: an `epoch_bump` without a block says none of the
+    /// capture holds the id.
     pub fn bumped(&self, grant: &Grant<'_>) -> Placement {
-        Placement::EpochBump(self.holding(grant.producer_id, grant.response.frame, None))
+        match self.holding(grant.producer_id, grant.response.frame, None) {
+            Ok(held) => Placement::EpochBump(held.any),
+            Err(NotSearched) => Placement::Unknown(UnknownWhy::BlocksNotSearched),
+        }
     }
 
     /// Where `grant` lies, answered by `broker` when known.
     pub fn place(&mut self, grant: &Grant<'_>, broker: Option<i32>) -> Placement {
         let (id, frame) = (grant.producer_id, grant.response.frame);
+        // Every answer below rests on the latest blocks holding the id: with some not
+        // looked at, an own block among them would make any of them wrong (a fault
+        // above all, `another_brokers_block`).
+        let Ok(held) = self.holding(id, frame, broker) else {
+            return Placement::Unknown(UnknownWhy::BlocksNotSearched);
+        };
         let Some(broker_id) = broker else {
             // the block that holds it names a broker that may have granted it; no fault
             // is judged on a guess
-            return match self.holding(id, frame, None) {
+            return match held.any {
                 Some(held) => self.among_own(grant, held, false),
                 None => Placement::Unknown(UnknownWhy::BrokerUnknown),
             };
         };
-        if let Some(held) = self.holding(id, frame, Some(broker_id)) {
-            return self.among_own(grant, held, true);
+        if let Some(own) = held.own {
+            return self.among_own(grant, own, true);
         }
         if grant.kept() {
-            return Placement::KeptByTransactionalId(self.holding(id, frame, None));
+            return Placement::KeptByTransactionalId(held.any);
         }
-        if let Some(other) = self.holding(id, frame, None) {
+        if let Some(other) = held.any {
             return Placement::AnotherBrokersBlock { other };
         }
         if self
@@ -700,7 +761,8 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use super::{Awaited, BlockRef, Blocks};
+    use super::{Awaited, BlockRef, Blocks, Grant, Placement, UnknownWhy, MAX_SEARCHED_PER_GRANT};
+    use crate::pairing::MessageMeta;
 
     /// A block of broker 1 granted in the response of `frame`.
     fn block(start: i64, end: i64, frame: u64) -> BlockRef {
@@ -720,18 +782,22 @@ mod tests {
         let mut blocks = Blocks::new(4, 0);
         let long = block(0, i64::from(i32::MAX) - 1, 1);
         blocks.add(long);
-        assert_eq!(blocks.holding(7, 2, None), Some(long));
+        assert_eq!(blocks.holding(7, 2, None).map(|h| h.any), Ok(Some(long)));
         assert_eq!(blocks.longest(), i64::from(i32::MAX) - 1);
         let above = 1i64 << 40;
         for k in 0..4u64 {
             let start = above + k as i64 * 1000;
             blocks.add(block(start, start + 999, 10 + k));
         }
-        assert_eq!(blocks.holding(7, 100, None), None, "forgotten");
+        assert_eq!(
+            blocks.holding(7, 100, None).map(|h| h.any),
+            Ok(None),
+            "forgotten"
+        );
         assert_eq!(blocks.longest(), 999);
         assert_eq!(
-            blocks.holding(above + 3500, 100, Some(1)),
-            Some(block(above + 3000, above + 3999, 13))
+            blocks.holding(above + 3500, 100, Some(1)).map(|h| h.own),
+            Ok(Some(block(above + 3000, above + 3999, 13)))
         );
         // a block in the place of another (same first id and frame) counts once
         blocks.add(block(above + 3000, above + 3009, 13));
@@ -744,6 +810,89 @@ mod tests {
             ));
         }
         assert_eq!(blocks.longest(), 9, "{:?}", blocks.spans);
+    }
+
+    fn meta(frame: u64) -> MessageMeta {
+        MessageMeta {
+            frame,
+            first_frame: frame,
+            timestamp: crate::timestamp::Timestamp::default(),
+            size: 40,
+            origin: None,
+        }
+    }
+
+    /// `blocks` blocks all granting ids 0..=999, answered in frames 10 on: broker 2's,
+    /// but for the one in the middle, broker 1's (so that a walk by first id cut short
+    /// meets it from neither end, past twice the blocks searched).
+    fn the_same_ids_granted(blocks: usize) -> Blocks {
+        let mut kept = Blocks::new(blocks + 1, 0);
+        for k in 0..blocks {
+            let broker_id = if k == blocks / 2 { 1 } else { 2 };
+            kept.add(BlockRef {
+                broker_id,
+                ..block(0, 999, 10 + k as u64)
+            });
+        }
+        kept
+    }
+
+    /// A hostile capture granting the same ids in more blocks than a grant's search
+    /// looks at: each grant holding one of them looks at [`MAX_SEARCHED_PER_GRANT`]
+    /// blocks at most (every kept block, three times, took hours over a million
+    /// grants), and is placed `unknown`, never guessed: not `another_brokers_block`,
+    /// which its broker's own block among those not looked at would make false.
+    #[test]
+    fn a_grant_in_more_blocks_than_are_searched_is_unknown_after_a_bounded_search() {
+        let blocks = the_same_ids_granted(2 * MAX_SEARCHED_PER_GRANT + 100);
+        let (request, response) = (meta(99_999), meta(100_000));
+        let fresh = Grant {
+            producer_id: 500,
+            epoch: 0,
+            transactional_id: Some(None),
+            request: &request,
+            response: &response,
+        };
+        let kept = Grant {
+            epoch: 3,
+            transactional_id: Some(Some("t")),
+            ..fresh
+        };
+        let not_searched = Placement::Unknown(UnknownWhy::BlocksNotSearched);
+        let mut blocks = blocks;
+        for (grant, broker) in [
+            (&fresh, Some(1)),
+            (&fresh, Some(3)),
+            (&fresh, None),
+            (&kept, Some(1)),
+            (&kept, Some(3)),
+        ] {
+            blocks.searched.set(0);
+            assert_eq!(blocks.place(grant, broker), not_searched, "{broker:?}");
+            assert!(blocks.searched.get() <= MAX_SEARCHED_PER_GRANT);
+        }
+        blocks.searched.set(0);
+        assert_eq!(blocks.bumped(&kept), not_searched);
+        assert!(blocks.searched.get() <= MAX_SEARCHED_PER_GRANT);
+        let reason = not_searched.reason(Some(1)).unwrap_or_default();
+        assert_eq!(
+            reason,
+            "more blocks of the capture could hold the id than the 1024 searched for a grant (analysis_limit): the latest holding it, broker 1's or another broker's, is not known"
+        );
+        // as many as are searched: each looked at, the grant placed
+        let mut blocks = the_same_ids_granted(MAX_SEARCHED_PER_GRANT);
+        let last = 10 + MAX_SEARCHED_PER_GRANT as u64 - 1;
+        let own = block(0, 999, 10 + MAX_SEARCHED_PER_GRANT as u64 / 2);
+        assert_eq!(blocks.place(&fresh, Some(1)), Placement::InBlock(own));
+        let other = BlockRef {
+            broker_id: 2,
+            ..block(0, 999, last)
+        };
+        assert_eq!(
+            blocks.place(&fresh, Some(3)),
+            Placement::AnotherBrokersBlock { other }
+        );
+        assert_eq!(blocks.bumped(&kept), Placement::EpochBump(Some(other)));
     }
 
     #[derive(Debug, Clone)]

@@ -4,11 +4,11 @@
 //!
 //! In: the blocks the capture shows granted, then InitProducerId exchanges, in the order
 //! they complete. Memory is bounded: [`MAX_TRACKED_BLOCKS`] blocks and
-//! [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest are forgotten and the report
-//! says so. The granted ids' holders are charged at what they take against their share
-//! of `--max-memory` ([`share_of`]): past it, those of the lowest ids are forgotten until
-//! three quarters of it is held (`analysis_limit`, table `grant_memory`, said once; each
-//! forgotten counted in `grants_forgotten`).
+//! [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest blocks and the lowest ids
+//! are forgotten and the report says so. The granted ids' holders are charged at what
+//! they take against their share of `--max-memory` ([`share_of`]): past it, those of the
+//! lowest ids are forgotten until three quarters of it is held (`analysis_limit`, table
+//! `grant_memory`, said once; each forgotten counted in `grants_forgotten`).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -17,7 +17,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kept_id::KeptId;
-use super::placement::{BlockRef, Blocks, Grant, Placement, PlacementName};
+use super::placement::{
+    BlockRef, Blocks, Grant, Placement, PlacementName, UnknownWhy, MAX_SEARCHED_PER_GRANT,
+};
 use super::{Block, Finding, MAX_TRACKED_BLOCKS};
 use crate::diag::obs;
 use crate::diag::Observation;
@@ -43,7 +45,7 @@ pub const fn share_of(max_memory: usize) -> usize {
 /// entries (every leaf but the root at least 5 full) and of the inner nodes above (each
 /// with at least 6 children: at most one for every 5 leaves, over all levels).
 const GRANT_ENTRY: usize = {
-    let leaf = 11 * size_of::<((i64, i16), Vec<Holder>)>() + 16;
+    let leaf = 11 * size_of::<((i64, i16), Holders)>() + 16;
     let inner = leaf + 12 * size_of::<usize>();
     heap_cost(leaf) / 5 + heap_cost(inner) / 25
 };
@@ -118,6 +120,28 @@ impl Holder {
     }
 }
 
+/// The producers granted one id at one epoch.
+#[derive(Debug, Clone, Default)]
+struct Holders {
+    /// The first, and the next few who also got it, surely not one of those before.
+    kept: Vec<Holder>,
+    /// The hosts of the holders let go that may be producers other than those kept:
+    /// one past [`MAX_HOLDERS`], one whose request was not read, with others there,
+    /// or one kept so until a holder whose request was read came (either may have
+    /// been the other). None (no room taken) unless one was.
+    let_go: Option<Box<HostSet>>,
+}
+
+impl Holders {
+    /// What they take on the heap: the list's room, and the hosts let go.
+    fn heap(&self) -> usize {
+        holders_heap(self.kept.capacity())
+            + self.let_go.as_ref().map_or(0, |set| {
+                heap_cost(size_of::<HostSet>()) + heap_cost(set.0.capacity() * size_of::<IpAddr>())
+            })
+    }
+}
+
 /// Whether an epoch-bumping grant (EndTxn) of `id` at `epoch` kept its producer's id.
 /// Kafka (`TransactionMetadata.prepareAbortOrCommit` and `prepareComplete`) keeps the id
 /// and bumps the epoch, or, the epoch used up, draws a new id at epoch 0; so when the
@@ -136,11 +160,14 @@ pub const HOSTS_COUNTED: usize = 64;
 pub struct Affected {
     /// Producers holding an id of the overlap, and their distinct client hosts.
     pub producers: u64,
+    /// Whether `producers` is a floor: some holders of an id were not told apart.
+    pub producers_at_least: bool,
     pub hosts: Hosts,
-    /// The lowest id of the overlap held, by how many producers, and their distinct
-    /// client hosts.
+    /// The lowest id of the overlap held, by how many producers (a floor when
+    /// `holders_of_id_at_least`), and their distinct client hosts.
     pub producer_id: i64,
     pub holders_of_id: u64,
+    pub holders_of_id_at_least: bool,
     pub id_hosts: Hosts,
 }
 
@@ -152,7 +179,8 @@ impl Affected {
     pub fn sentence(&self) -> String {
         let (s, verb) = plural(self.holders_of_id);
         let mut sentence = format!(
-            "{} producer{s} on {} {verb} producer id {}",
+            "{}{} producer{s} on {} {verb} producer id {}",
+            at_least(self.holders_of_id_at_least),
             self.holders_of_id,
             self.id_hosts.and_list(),
             self.producer_id
@@ -162,12 +190,22 @@ impl Affected {
         if self.hosts.count > self.id_hosts.count || self.hosts.at_least {
             let (s, verb) = plural(self.producers);
             sentence.push_str(&format!(
-                "; {} producer{s} on {} {verb} ids of the overlap",
+                "; {}{} producer{s} on {} {verb} ids of the overlap",
+                at_least(self.producers_at_least),
                 self.producers,
                 self.hosts.and_list()
             ));
         }
         sentence
+    }
+}
+
+/// `at least ` before a count that is a floor.
+fn at_least(floor: bool) -> &'static str {
+    if floor {
+        "at least "
+    } else {
+        ""
     }
 }
 
@@ -267,9 +305,24 @@ impl HostSet {
 /// holders of its lowest id apart.
 #[derive(Debug, Clone, Default)]
 struct Piece {
-    producers: u64,
+    /// How many hold its ids, a floor when `at_least`.
+    producers: Count,
     hosts: HostSet,
-    first: Option<(i64, u64, HostSet)>,
+    first: Option<(i64, Count, HostSet)>,
+}
+
+/// Producers counted, and whether that is a floor.
+#[derive(Debug, Clone, Copy, Default)]
+struct Count {
+    n: u64,
+    at_least: bool,
+}
+
+impl Count {
+    fn add(&mut self, other: Self) {
+        self.n += other.n;
+        self.at_least |= other.at_least;
+    }
 }
 
 impl Piece {
@@ -282,45 +335,86 @@ impl Piece {
         }
     }
 
-    /// `n` producers hold `id`.
-    fn producers(&mut self, id: i64, n: u64) {
-        self.producers += n;
-        let (first_id, count, _) = self.first_of(id);
+    /// Holders of `id` on `hosts`.
+    fn hosts(&mut self, id: i64, hosts: &HostSet) {
+        self.hosts.union(hosts);
+        let (first_id, _, of_id) = self.first_of(id);
         if first_id == id {
-            *count += n;
+            of_id.union(hosts);
         }
     }
 
-    fn first_of(&mut self, id: i64) -> (i64, &mut u64, &mut HostSet) {
+    /// `n` producers hold `id`.
+    fn producers(&mut self, id: i64, n: Count) {
+        self.producers.add(n);
+        let (first_id, count, _) = self.first_of(id);
+        if first_id == id {
+            count.add(n);
+        }
+    }
+
+    fn first_of(&mut self, id: i64) -> (i64, &mut Count, &mut HostSet) {
         let (first_id, count, hosts) =
-            (self.first).get_or_insert_with(|| (id, 0, HostSet::default()));
+            (self.first).get_or_insert_with(|| (id, Count::default(), HostSet::default()));
         (*first_id, count, hosts)
     }
 }
 
-/// Producers told apart per id, at most: past them a holder is counted as another
-/// producer unless it is one of these (a hostile capture only).
+/// Producers told apart per id, at most (a hostile capture has more): past them, one
+/// more surely other than each of them is counted, and the count is a floor.
 const PRODUCERS_TOLD_APART: usize = 64;
 
 /// The producers holding one id, over its epochs: a holder is another producer only
 /// when it is surely other than each one counted, so a transactional producer whose
-/// epoch is bumped at every transaction's end (transactions v2) counts once.
+/// epoch is bumped at every transaction's end (transactions v2) counts once. A holder
+/// whose request was not read may be any producer, counted or not: it makes the count
+/// a floor (compared with the others, it would be surely other than none of them and
+/// hide every one after it).
 #[derive(Debug, Default)]
 struct Distinct<'a> {
     id: Option<i64>,
     /// Which piece the id's ids fall in.
     piece: Option<usize>,
     told_apart: Vec<&'a Holder>,
-    count: u64,
+    /// Whether a holder surely other than each of those told apart came past
+    /// [`PRODUCERS_TOLD_APART`] of them: not kept, it could not be told from the
+    /// next such, so neither is counted beyond it.
+    more: bool,
+    /// Whether a holder may be a producer not counted: its request was not read, or
+    /// it was let go ([`Holders::let_go`]).
+    untold: bool,
 }
 
 impl<'a> Distinct<'a> {
+    /// The holders of the id at one epoch.
+    fn add_all(&mut self, holders: &'a Holders) {
+        self.untold |= holders.let_go.is_some();
+        for h in &holders.kept {
+            self.add(h);
+        }
+    }
+
     fn add(&mut self, h: &'a Holder) {
+        if h.transactional_id.is_none() {
+            self.untold = true;
+            return;
+        }
         if self.told_apart.iter().all(|other| h.surely_other(other)) {
-            self.count += 1;
-            if self.told_apart.len() < PRODUCERS_TOLD_APART {
-                self.told_apart.push(h);
+            match self.told_apart.len() < PRODUCERS_TOLD_APART {
+                true => self.told_apart.push(h),
+                false => self.more = true,
             }
+        }
+    }
+
+    /// How many producers hold the id: exact up to [`PRODUCERS_TOLD_APART`], past them
+    /// one more, at least; at least one when none was told apart (every holder's
+    /// request not read).
+    fn count(&self) -> Count {
+        let told = self.told_apart.len() as u64 + u64::from(self.more);
+        Count {
+            n: told.max(u64::from(self.untold)),
+            at_least: self.more || self.untold,
         }
     }
 }
@@ -439,11 +533,17 @@ impl ProducerIdCounts {
 #[derive(Debug)]
 pub struct Tracker {
     blocks: Blocks,
-    grants: BTreeMap<(i64, i16), Vec<Holder>>,
+    grants: BTreeMap<(i64, i16), Holders>,
     memory: Charge,
     /// InitProducerId's counts, and EndTxn's.
     pub totals: ProducerIdCounts,
     pub end_txn_totals: ProducerIdCounts,
+    /// Whether a grant was placed `unknown` for more blocks that could hold it than are
+    /// searched (said once).
+    search_cut: bool,
+    /// The highest id of the grants forgotten ([`MAX_TRACKED_GRANTS`], lowest first):
+    /// the holders of an id up to it may be more than those kept.
+    forgotten_to: Option<i64>,
 }
 
 impl Default for Tracker {
@@ -466,6 +566,8 @@ impl Tracker {
             },
             totals: ProducerIdCounts::default(),
             end_txn_totals: ProducerIdCounts::default(),
+            search_cut: false,
+            forgotten_to: None,
         }
     }
 
@@ -572,6 +674,12 @@ impl Tracker {
             false => self.blocks.place(&grant, broker_id),
         };
         let reason = placement.reason(broker_id);
+        let not_searched = Placement::Unknown(UnknownWhy::BlocksNotSearched);
+        if placement == not_searched && !std::mem::replace(&mut self.search_cut, true) {
+            let table = (obs::AnalysisTable::PlacementBlocks, MAX_SEARCHED_PER_GRANT);
+            let at = (broker_id, Some(ex.endpoints.connection), meta.timestamp);
+            findings.push(Finding::analysis_limit(table, meta.frame, at));
+        }
         if let (Some(broker_id), true) = (broker_id, placement.is_fault()) {
             findings.push(self.fault(&placement, reason.as_deref(), broker_id, id, meta));
         }
@@ -646,23 +754,46 @@ impl Tracker {
         findings: &mut Vec<Finding>,
     ) -> Option<u64> {
         let holders = self.grants.entry((id, epoch)).or_default();
-        let earlier = holders.iter().find(|h| h.surely_other(&holder)).cloned();
-        let capacity = holders.capacity();
-        let kept = if holder.transactional_id.is_some() {
-            // a holder whose request was not read may have been this one
-            holders.retain(|h| h.transactional_id.is_some());
-            holders.len() < MAX_HOLDERS && !holders.iter().any(|h| h.surely_same(&holder))
-        } else {
-            holders.is_empty()
-        };
-        if kept {
+        let earlier = holders
+            .kept
+            .iter()
+            .find(|h| h.surely_other(&holder))
+            .cloned();
+        let before = holders.heap();
+        let Holders { kept, let_go } = &mut *holders;
+        let mut let_go_host = |h: &Holder| let_go.get_or_insert_default().insert(h.client.ip());
+        let keep = |kept: &mut Vec<Holder>| {
             // room for those held only: most ids have one holder, and a first push
             // makes room for four (352 bytes, where one takes 88)
-            holders.reserve_exact(1);
-            holders.push(holder.clone());
-            let grown = holders_heap(holders.capacity()).saturating_sub(holders_heap(capacity));
-            self.memory.holders += text + grown;
+            kept.reserve_exact(1);
+            kept.push(holder.clone());
+            text
+        };
+        let mut charged = 0;
+        if holder.transactional_id.is_some() {
+            // a holder whose request was not read may have been this one, or another
+            kept.retain(|h| {
+                let read = h.transactional_id.is_some();
+                if !read {
+                    let_go_host(h);
+                }
+                read
+            });
+            if !kept.iter().any(|h| h.surely_same(&holder)) {
+                match kept.len() < MAX_HOLDERS {
+                    true => charged = keep(kept),
+                    // surely another producer than those kept
+                    false => let_go_host(&holder),
+                }
+            }
+        } else if kept.is_empty() {
+            charged = keep(kept);
+        } else {
+            // one of those kept, or another
+            let_go_host(&holder);
         }
+        let grown = holders.heap().saturating_sub(before);
+        self.memory.holders += charged + grown;
         let earlier = earlier?;
         self.totals_mut(api).duplicates += 1;
         let (this, other) = (holder.transactional_id(), earlier.transactional_id());
@@ -716,12 +847,13 @@ impl Tracker {
     /// Forgets the holders of the lowest id and epoch held, giving back what they took;
     /// whether there were any.
     fn forget_first(&mut self, api: GrantedBy) -> bool {
-        let Some((_, holders)) = self.grants.pop_first() else {
+        let Some(((id, _), holders)) = self.grants.pop_first() else {
             return false;
         };
-        let mut freed = holders_heap(holders.capacity());
+        self.forgotten_to = self.forgotten_to.max(Some(id));
+        let mut freed = holders.heap();
         // each dropped in turn: a text another holder still shares is not given back
-        for h in holders {
+        for h in holders.kept {
             freed += h.transactional_id().map_or(0, KeptId::heap_alone);
         }
         self.memory.holders = self.memory.holders.saturating_sub(freed);
@@ -735,7 +867,7 @@ impl Tracker {
     fn kept(&self, transactional_id: &str, id: i64) -> KeptId {
         let known = (self.grants.range((id, i16::MIN)..=(id, i16::MAX)).rev())
             .take(2)
-            .flat_map(|(_, holders)| holders.iter().filter_map(Holder::transactional_id));
+            .flat_map(|(_, holders)| holders.kept.iter().filter_map(Holder::transactional_id));
         KeptId::like(transactional_id, known)
     }
 
@@ -760,7 +892,7 @@ impl Tracker {
         let counted = |of_id: &Distinct<'_>, pieces: &mut Vec<Piece>| {
             let at = of_id.piece.and_then(|at| pieces.get_mut(at));
             if let (Some(piece), Some(id)) = (at, of_id.id) {
-                piece.producers(id, of_id.count);
+                piece.producers(id, of_id.count());
             }
         };
         for ((id, _), holders) in self.grants.range((low, i16::MIN)..) {
@@ -776,12 +908,15 @@ impl Tracker {
                     ..Distinct::default()
                 };
             }
-            for h in holders {
-                if let Some(piece) = of_id.piece.and_then(|at| pieces.get_mut(at)) {
+            if let Some(piece) = of_id.piece.and_then(|at| pieces.get_mut(at)) {
+                for h in &holders.kept {
                     piece.holder(*id, h);
                 }
-                of_id.add(h);
+                if let Some(hosts) = &holders.let_go {
+                    piece.hosts(*id, hosts);
+                }
             }
+            of_id.add_all(holders);
         }
         counted(&of_id, &mut pieces);
         let of = |&(start, end): &(i64, i64)| {
@@ -789,20 +924,24 @@ impl Tracker {
             let to = end
                 .checked_add(1)
                 .map_or(bounds.len(), |after| bounds.partition_point(|b| *b < after));
-            let mut producers = 0;
+            let mut producers = Count::default();
             let mut hosts = HostSet::default();
             let mut first = None;
             for piece in pieces.get(from..to).unwrap_or_default() {
-                producers += piece.producers;
+                producers.add(piece.producers);
                 hosts.union(&piece.hosts);
                 first = first.or(piece.first.as_ref());
             }
             let (producer_id, holders_of_id, id_hosts) = first?;
+            // grants of ids up to the highest forgotten may be gone
+            let forgotten = |id: i64| self.forgotten_to.is_some_and(|to| id <= to);
             Some(Affected {
-                producers,
+                producers: producers.n,
+                producers_at_least: producers.at_least || forgotten(start),
                 hosts: Hosts::of(&hosts),
                 producer_id: *producer_id,
-                holders_of_id: *holders_of_id,
+                holders_of_id: holders_of_id.n,
+                holders_of_id_at_least: holders_of_id.at_least || forgotten(*producer_id),
                 id_hosts: Hosts::of(id_hosts),
             })
         };
@@ -1090,9 +1229,7 @@ mod tests {
         );
         assert_eq!(
             none.placement,
-            Some(Placement::Unknown(
-                crate::analysis::placement::UnknownWhy::NotFollowed
-            ))
+            Some(Placement::Unknown(UnknownWhy::NotFollowed))
         );
         let followed = t.add(&grant(3, None, 1_500, 0, 50), broker(1), &mut found);
         assert!(matches!(followed.placement, Some(Placement::InBlock(b)) if b.start == 1000));
@@ -1117,9 +1254,7 @@ mod tests {
         let beyond = t.add(&grant(1, None, 3000, 0, 40), BROKER2, &mut found);
         assert_eq!(
             beyond.placement,
-            Some(Placement::Unknown(
-                crate::analysis::placement::UnknownWhy::NotFollowed
-            ))
+            Some(Placement::Unknown(UnknownWhy::NotFollowed))
         );
         assert!(found.is_empty(), "{found:?}");
     }
@@ -1224,6 +1359,198 @@ mod tests {
         );
     }
 
+    /// 64 idempotent producers, each on a connection of its own, hold `id` at an epoch
+    /// each, then one more holds it at `more` epochs.
+    fn held_past_those_told_apart(more: i16) -> Tracker {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        for c in 0..PRODUCERS_TOLD_APART as u64 {
+            t.add(&grant(c + 1, None, 7, c as i16, 10 + c), None, &mut found);
+        }
+        for e in 0..more {
+            let (epoch, frame) = (64 + e, 200 + e as u64);
+            t.add(&grant(200, None, 7, epoch, frame), None, &mut found);
+        }
+        assert!(found.is_empty(), "{found:?}");
+        t
+    }
+
+    /// Past [`PRODUCERS_TOLD_APART`] producers of one id, a holder surely other than
+    /// each of them is not kept, so it cannot be told from the next such: the count
+    /// stops at one more and says "at least" (counted each time, one producer holding
+    /// the id at 36 epochs made 36 producers).
+    #[test]
+    fn past_the_producers_told_apart_an_ids_count_is_a_floor() {
+        let t = held_past_those_told_apart(36);
+        let held = held_in(&t, 7, 7).unwrap();
+        assert_eq!((held.producers, held.producers_at_least), (65, true));
+        assert_eq!(
+            (held.holders_of_id, held.holders_of_id_at_least),
+            (65, true)
+        );
+        let sentence = held.sentence();
+        assert!(
+            sentence.starts_with("at least 65 producers on 10.0.3.1, 10.0.3.10, "),
+            "{sentence}"
+        );
+        // as many as are told apart: counted exactly, said as before
+        let t = held_past_those_told_apart(0);
+        let held = held_in(&t, 7, 7).unwrap();
+        assert_eq!((held.producers, held.producers_at_least), (64, false));
+        assert_eq!(
+            (held.holders_of_id, held.holders_of_id_at_least),
+            (64, false)
+        );
+        let sentence = held.sentence();
+        assert!(
+            sentence.starts_with("64 producers on 10.0.3.1, 10.0.3.10, "),
+            "{sentence}"
+        );
+    }
+
+    /// An overlap whose count of producers is a floor says so in its message and its
+    /// facts (`affected_producers_at_least`); one counted exactly has no such fact.
+    #[test]
+    fn an_overlaps_finding_says_its_count_of_producers_is_a_floor() {
+        use crate::analysis::test_support::exchange;
+        use crate::analysis::{Analyzer, SlowRule};
+        use crate::diag::{Diagnostics, Kind};
+        for (more, said, floor) in [
+            (36, "; at least 65 producers on ", true),
+            (0, "; 64 producers on ", false),
+        ] {
+            let mut a = Analyzer::new(SlowRule::Default, false, MAX_TRACKED_BLOCKS);
+            a.add(&exchange(1, 1, 5, Some((0, 0, 1000, 2))));
+            a.add(&exchange(2, 2, 5, Some((0, 0, 1000, 2))));
+            a.producers = held_past_those_told_apart(more);
+            let analysis = a.finish(&mut Diagnostics::default());
+            let overlap = analysis
+                .findings
+                .iter()
+                .find(|f| f.kind == Kind::PidBlockOverlap)
+                .unwrap();
+            assert!(overlap.message.contains(said), "{}", overlap.message);
+            let fact = ("affected_producers_at_least", true.into());
+            assert_eq!(overlap.facts.contains(&fact), floor, "{:?}", overlap.facts);
+        }
+    }
+
+    /// A grant of `id` at `epoch` on `connection` whose request was not read.
+    fn unread(connection: u64, id: i64, epoch: i16, frame: u64) -> ProducerIdExchange {
+        let mut g = grant(connection, None, id, epoch, frame);
+        g.request.transactional_id = None;
+        g
+    }
+
+    /// The count of the producers holding `id` and whether it is a floor, as said.
+    fn count_of(t: &Tracker, id: i64) -> (u64, bool, String) {
+        let held = held_in(t, id, id).unwrap();
+        assert_eq!(held.producers, held.holders_of_id);
+        let said = held.sentence();
+        (held.producers, held.producers_at_least, said)
+    }
+
+    /// A holder whose request was not read may be any producer: the count of the
+    /// producers holding its id is a floor, said "at least". Taken for one counted, it
+    /// hid every producer after it (one holder counted of three) or was taken for one
+    /// before it (one of two).
+    #[test]
+    fn a_holder_whose_request_was_not_read_makes_the_count_a_floor() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        // first, then two transactional producers at later epochs
+        t.add(&unread(1, 500, 0, 10), None, &mut found);
+        t.add(&grant(2, Some("tx-a"), 500, 1, 20), None, &mut found);
+        t.add(&grant(3, Some("tx-b"), 500, 2, 30), None, &mut found);
+        assert_eq!(
+            count_of(&t, 500),
+            (
+                2,
+                true,
+                "at least 2 producers on 10.0.3.1, 10.0.3.2 and 10.0.3.3 hold producer id 500"
+                    .to_owned()
+            )
+        );
+        // after a producer, at an epoch of its own
+        t.add(&grant(2, Some("tx-a"), 501, 0, 40), None, &mut found);
+        t.add(&unread(4, 501, 1, 50), None, &mut found);
+        assert_eq!(
+            count_of(&t, 501),
+            (
+                1,
+                true,
+                "at least 1 producer on 10.0.3.2 and 10.0.3.4 holds producer id 501".to_owned()
+            )
+        );
+        // alone: still one producer, at least
+        t.add(&unread(5, 502, 0, 60), None, &mut found);
+        let (n, floor, _) = count_of(&t, 502);
+        assert_eq!((n, floor), (1, true));
+        // a producer read whole, none unread: exact
+        t.add(&grant(2, Some("tx-a"), 503, 0, 70), None, &mut found);
+        assert_eq!(
+            count_of(&t, 503),
+            (
+                1,
+                false,
+                "1 producer on 10.0.3.2 holds producer id 503".to_owned()
+            )
+        );
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// A holder whose request was not read, at the id and epoch of one read whole, is
+    /// not kept beside it (either may have been the other), but the count it was let
+    /// out of is a floor, and its host is named.
+    #[test]
+    fn a_holder_not_read_let_go_beside_one_read_makes_the_count_a_floor() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        // not read, then read: the first let go
+        t.add(&unread(1, 600, 0, 10), None, &mut found);
+        t.add(&grant(2, Some("tx-a"), 600, 0, 20), None, &mut found);
+        // read, then not read: the second let go
+        t.add(&grant(2, Some("tx-a"), 601, 0, 30), None, &mut found);
+        t.add(&unread(3, 601, 0, 40), None, &mut found);
+        for id in [600, 601] {
+            assert_eq!(t.grants[&(id, 0)].kept.len(), 1);
+            let (n, floor, said) = count_of(&t, id);
+            assert_eq!((n, floor), (1, true), "{id}");
+            let on = match id {
+                600 => "at least 1 producer on 10.0.3.1 and 10.0.3.2 holds ",
+                _ => "at least 1 producer on 10.0.3.2 and 10.0.3.3 holds ",
+            };
+            assert!(said.starts_with(on), "{said}");
+        }
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// More producers granted one id at one epoch than are kept ([`MAX_HOLDERS`]), as
+    /// a controller granting one block to many brokers makes: the count of those
+    /// holding it is a floor, said "at least", and every one's host is named (the
+    /// count stopped at those kept, said as exact).
+    #[test]
+    fn more_holders_of_an_id_and_epoch_than_are_kept_make_the_count_a_floor() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        for c in 1..=MAX_HOLDERS as u64 + 2 {
+            t.add(&grant(c, None, 800, 0, 10 * c), None, &mut found);
+        }
+        assert_eq!(t.grants[&(800, 0)].kept.len(), MAX_HOLDERS);
+        assert_eq!(
+            count_of(&t, 800),
+            (
+                4,
+                true,
+                "at least 4 producers on 10.0.3.1, 10.0.3.2, 10.0.3.3, 10.0.3.4, 10.0.3.5 \
+                 and 10.0.3.6 hold producer id 800"
+                    .to_owned()
+            )
+        );
+        // each a duplicate of the first
+        assert_eq!(found.len(), MAX_HOLDERS + 1);
+    }
+
     /// Past [`HOSTS_LISTED`] hosts the lowest are named and the others counted, exactly
     /// up to [`HOSTS_COUNTED`], then as "at least".
     #[test]
@@ -1288,15 +1615,17 @@ mod tests {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
             (x >> 33) % m
         };
+        // every grant to a producer of its own (a connection each)
+        let mut held: Vec<(i64, IpAddr)> = Vec::new();
         for frame in 0..3_000u64 {
             let (id, host) = (next(2_000) as i64, next(120) as u32);
-            t.add(&grant_on(host, id, frame + 10), None, &mut found);
+            let g = grant_on(host, id, frame + 10);
+            held.push((id, g.endpoints.client.ip()));
+            t.add(&g, None, &mut found);
         }
-        // every holder kept, walked whole
-        let held: Vec<(i64, IpAddr)> = (t.grants.iter())
-            .flat_map(|((id, _), holders)| holders.iter().map(|h| (*id, h.client.ip())))
-            .collect();
-        assert!(held.len() > 3_000 / 2, "{}", held.len());
+        // some ids granted more often than their holders are kept
+        let let_go = t.grants.values().filter(|h| h.let_go.is_some()).count();
+        assert!(let_go > 0);
         let spans: Vec<(i64, i64)> = (0..200)
             .map(|_| {
                 let a = next(2_100) as i64 - 50;
@@ -1329,11 +1658,22 @@ mod tests {
                     at_least: all.len() > HOSTS_COUNTED,
                 }
             };
-            assert_eq!(got.producers, within.len() as u64);
+            // the holders of an id counted up to those kept, a floor past them
+            let counted = |of: &mut dyn Iterator<Item = &&(i64, IpAddr)>| {
+                let mut per_id = BTreeMap::new();
+                for (id, _) in of {
+                    *per_id.entry(*id).or_insert(0u64) += 1;
+                }
+                let kept = per_id.values().map(|n| (*n).min(MAX_HOLDERS as u64)).sum();
+                (kept, per_id.values().any(|n| *n > MAX_HOLDERS as u64))
+            };
+            let got_count = (got.producers, got.producers_at_least);
+            assert_eq!(got_count, counted(&mut within.iter()));
             assert_eq!(got.hosts, hosts(&mut within.iter()));
             assert_eq!(got.producer_id, first);
             let of_first = || within.iter().filter(|(id, _)| *id == first);
-            assert_eq!(got.holders_of_id, of_first().count() as u64);
+            let got_count = (got.holders_of_id, got.holders_of_id_at_least);
+            assert_eq!(got_count, counted(&mut of_first()));
             assert_eq!(got.id_hosts, hosts(&mut of_first()));
         }
     }
@@ -1365,6 +1705,33 @@ mod tests {
             assert_eq!(a.id_hosts.listed, ["10.0.0.0"]);
         }
         assert!(took < std::time::Duration::from_secs(60), "{took:?}");
+    }
+
+    /// Past [`MAX_TRACKED_GRANTS`] granted ids the lowest are forgotten: a count of the
+    /// producers holding ids up to the highest forgotten is a floor, said "at least" (the
+    /// producer holding id 0 at epoch 0, forgotten, went uncounted without a word).
+    #[test]
+    fn a_count_over_grants_forgotten_is_a_floor() {
+        let mut t = Tracker::default();
+        let mut found = Vec::new();
+        t.add(&grant(1, None, 0, 0, 10), None, &mut found);
+        t.add(&grant(2, None, 0, 1, 20), None, &mut found);
+        for n in 1..MAX_TRACKED_GRANTS as u64 {
+            t.add(&grant_on(n as u32, n as i64, n + 100), None, &mut found);
+        }
+        assert_eq!(t.totals.grants_forgotten, 1);
+        assert_eq!(
+            count_of(&t, 0),
+            (
+                1,
+                true,
+                "at least 1 producer on 10.0.3.2 holds producer id 0".to_owned()
+            )
+        );
+        let above = held_in(&t, 1, 2).unwrap();
+        assert_eq!((above.producers, above.producers_at_least), (2, false));
+        let across = held_in(&t, 0, 2).unwrap();
+        assert_eq!((across.producers, across.producers_at_least), (3, true));
     }
 
     /// An EndTxn version 5 answer on `connection`: `txn` ended its transaction with `id`
@@ -1495,7 +1862,7 @@ mod tests {
         // the same producer back on another connection: the same id, not a duplicate
         t.add(&grant(2, Some(&a), 11, 0, 20), None, &mut found);
         assert!(found.is_empty(), "{found:?}");
-        let kept: Vec<usize> = (t.grants.values().flatten())
+        let kept: Vec<usize> = (t.grants.values().flat_map(|h| &h.kept))
             .filter_map(Holder::transactional_id)
             .map(KeptId::heap_bytes)
             .collect();
@@ -1545,7 +1912,7 @@ mod tests {
                 &mut found,
             );
         }
-        let ids: Vec<&KeptId> = (t.grants.values().flatten())
+        let ids: Vec<&KeptId> = (t.grants.values().flat_map(|h| &h.kept))
             .filter_map(Holder::transactional_id)
             .collect();
         assert_eq!(ids.len(), 11);
@@ -1616,8 +1983,8 @@ mod tests {
         let mut texts: Vec<&KeptId> = Vec::new();
         let mut held = t.grants.len() * GRANT_ENTRY;
         for holders in t.grants.values() {
-            held += holders_heap(holders.capacity());
-            for id in holders.iter().filter_map(Holder::transactional_id) {
+            held += holders.heap();
+            for id in holders.kept.iter().filter_map(Holder::transactional_id) {
                 if !texts.iter().any(|known| known.shares(id)) {
                     texts.push(id);
                     held += heap_cost(16 + id.heap_bytes());

@@ -564,14 +564,14 @@ fn missing_ids(log: &super::committed::LogAnalysis) -> String {
             ranges.join(", ")
         ),
         n => format!(
-            "; no record of the logs read commits ids {} and {} more ranges",
+            "; no record of the logs read commits ids {} and {}",
             ranges
                 .iter()
                 .take(LISTED)
                 .cloned()
                 .collect::<Vec<_>>()
                 .join(", "),
-            n - LISTED
+            counted((n - LISTED) as u64, "more range")
         ),
     }
 }

@@ -241,7 +241,11 @@ kinds! {
             earlier blocks kept whole compared with one block, the first by their first \
             id: an overlap with the others goes unfound), `folded_blocks` (65,536 ranges \
             of ids of the blocks no longer kept whole, past 65,536 blocks: the lowest \
-            are forgotten, and an overlap with them goes unfound); and the writes \
+            are forgotten, and an overlap with them goes unfound), `placement_blocks` \
+            (1,024 blocks kept whole that could hold a granted producer id, those \
+            starting within the longest one's length below it: the latest holding it \
+            is not searched for, and the grant is placed `unknown`, never judged a \
+            fault); and the writes \
             analysis's tables: `writes` (65,536 partition-and-producer states: a batch of \
             a new one is counted, not judged), `write_producers` (65,536 producer ids and \
             epochs, or a quarter of the writes' share of `--max-memory`: their writers \
@@ -265,7 +269,7 @@ kinds! {
         facts: ["frame": Integer, "limit": Integer, "table": Text],
         facts_doc: "`table` (`brokers`, `block_brokers`, `broker_epochs`, `broker_errors`, \
             `block_lengths`, `block_overlaps`, `block_comparisons`, `folded_blocks`, \
-            `coverage`, `addresses`, `address_broker_ids`, `controller_spans`, \
+            `placement_blocks`, `coverage`, `addresses`, `address_broker_ids`, `controller_spans`, \
             `writes`, `write_producers`, `topic_names`, `write_refusals`, \
             `write_grants`, `write_memory` or `grant_memory`), `limit` (entries, or bytes \
             for `write_memory` and `grant_memory`), \
@@ -363,6 +367,7 @@ kinds! {
             "affected_host_count_at_least": Boolean,
             "affected_hosts": Texts,
             "affected_producers": Integer,
+            "affected_producers_at_least": Boolean,
             "fault_frame": Integer,
             "frame": Integer,
             "ids_end": Integer,

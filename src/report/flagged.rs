@@ -282,9 +282,11 @@ mod tests {
             fault: None,
             detail: Some(Detail::Holders(Affected {
                 producers: affected,
+                producers_at_least: false,
                 hosts: host(),
                 producer_id: start,
                 holders_of_id: 1,
+                holders_of_id_at_least: false,
                 id_hosts: host(),
             })),
         }

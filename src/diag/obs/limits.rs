@@ -138,6 +138,9 @@ crate::names::closed_set! {
         BlockComparisons = "block_comparisons",
         /// The id ranges of the blocks no longer kept whole, merged where they touch.
         FoldedBlocks = "folded_blocks",
+        /// Per granted producer id: the blocks kept that could hold it, searched for the
+        /// latest that does.
+        PlacementBlocks = "placement_blocks",
         /// Node ids seen and named in the cluster's messages: which brokers and
         /// controllers the capture shows.
         Coverage = "coverage",
@@ -203,6 +206,12 @@ impl fmt::Display for AnalysisLimit {
             limit,
             frame,
         } = self;
+        // a sentence of its own, not the shape most tables share
+        macro_rules! whole {
+            ($text:literal) => {
+                return write!(f, $text)
+            };
+        }
         let (named, unfollowed) = match table {
             AnalysisTable::Brokers => (
                 "broker ids asked for blocks",
@@ -215,102 +224,23 @@ impl fmt::Display for AnalysisLimit {
             AnalysisTable::BlockLengths => {
                 ("block lengths were seen", "are not reported as irregular")
             }
-            AnalysisTable::BlockOverlaps => {
-                return write!(
-                    f,
-                    "a block shared ids with more than {limit} earlier blocks or ranges of folded blocks; from frame {frame} on, a block's overlaps past the first {limit} found are neither listed nor counted (pid_block_overlap counts at most {limit} a block)"
-                );
-            }
-            AnalysisTable::BlockComparisons => {
-                return write!(
-                    f,
-                    "a block could share ids with more than {limit} earlier blocks kept whole; from frame {frame} on, such a block is compared with the first {limit} of them only (by first id), and an overlap with the others goes unfound"
-                );
-            }
-            AnalysisTable::FoldedBlocks => {
-                return write!(
-                    f,
-                    "the blocks no longer kept whole folded into more than {limit} ranges of ids that do not touch; from frame {frame} on, the ranges of the lowest ids are forgotten, and an overlap with the blocks folded into them goes unfound"
-                );
-            }
-            AnalysisTable::BrokerEpochs => {
-                return write!(
-                    f,
-                    "a broker's requests for blocks carried more than {limit} distinct broker epochs; from frame {frame} on, its epochs not seen before are not listed in summary.brokers[].epochs_seen (its epoch changes are still reported)"
-                );
-            }
-            AnalysisTable::BrokerErrors => {
-                return write!(
-                    f,
-                    "a broker was answered with more than {limit} distinct error codes; from frame {frame} on, its error responses of codes not seen before are not counted in summary.brokers[].errors (they are counted in its complete exchanges and in summary.error_codes)"
-                );
-            }
-            AnalysisTable::Writes => {
-                return write!(
-                    f,
-                    "more than {limit} partitions and producer ids were written to; from frame {frame} on, the batches of those not seen before are counted but not judged (no write_not_appended finding)"
-                );
-            }
-            AnalysisTable::WriteRefusals => {
-                return write!(
-                    f,
-                    "more than {limit} producer ids, epochs and errors were refused writes; from frame {frame} on, the refusals of those not seen before are counted in writes.errors but not grouped into findings"
-                );
-            }
-            AnalysisTable::WriteMemory => {
-                return write!(
-                    f,
-                    "the writes analysis held more than its share of --max-memory ({limit} bytes, a sixteenth) at frame {frame}; it forgot the partition-and-producer states written least recently (but those of a producer id written by two producers) and reported its oldest groups of refusals at once: a batch written to a forgotten state is judged as at the capture's start, so a batch never appended among them may go unfound (run again with a larger --max-memory)"
-                );
-            }
-            AnalysisTable::GrantMemory => {
-                return write!(
-                    f,
-                    "the holders of granted producer ids took more than their share of --max-memory ({limit} bytes, a sixteenth) at frame {frame}; those of the lowest ids were forgotten until three quarters of it was held, and are again whenever it fills: a duplicate grant of a forgotten id goes unfound, and an overlap of blocks does not count its holders (producer_ids.summary.grants_forgotten counts them; run again with a larger --max-memory)"
-                );
-            }
-            AnalysisTable::WriteGrants => {
-                return write!(
-                    f,
-                    "more than {limit} producer ids were granted while the writes analysis followed their grants; from frame {frame} on, the grants of those not seen before are not remembered, and writes.producers_of_interest[].grant_frames of such an id is empty"
-                );
-            }
-            AnalysisTable::TopicNames => {
-                return write!(
-                    f,
-                    "more than {limit} topic ids were named in Metadata responses; from frame {frame} on, those not seen before are not remembered, and writes to them name the topic by its id"
-                );
-            }
-            AnalysisTable::WriteProducers => {
-                return write!(
-                    f,
-                    "more than {limit} producer ids and epochs wrote; from frame {frame} on, the writers of those not seen before are not followed (no write_shared_producer finding)"
-                );
-            }
-            AnalysisTable::Addresses => {
-                return write!(
-                    f,
-                    "more than {limit} broker addresses were named in the cluster's messages; from frame {frame} on, those not seen before are not remembered: not in brokers_by_address, and the broker on them is not known from them"
-                );
-            }
-            AnalysisTable::AddressBrokerIds => {
-                return write!(
-                    f,
-                    "a broker address was claimed for more than {limit} broker ids; from frame {frame} on, the ids not seen before for it are not listed in its conflicting_broker_ids (it is conflicting all the same)"
-                );
-            }
-            AnalysisTable::ControllerSpans => {
-                return write!(
-                    f,
-                    "more than {limit} quorum epochs, or runs of leaders' answers in no epoch shown, were seen; from frame {frame} on, the earliest are dropped: controller_timeline no longer shows who led before those kept"
-                );
-            }
-            AnalysisTable::Coverage => {
-                return write!(
-                    f,
-                    "more than {limit} node ids were named in the cluster's messages; from frame {frame} on, those not seen before are not remembered, and no broker or controller is said missing from the capture"
-                );
-            }
+            AnalysisTable::BlockOverlaps => whole!("a block shared ids with more than {limit} earlier blocks or ranges of folded blocks; from frame {frame} on, a block's overlaps past the first {limit} found are neither listed nor counted (pid_block_overlap counts at most {limit} a block)"),
+            AnalysisTable::BlockComparisons => whole!("a block could share ids with more than {limit} earlier blocks kept whole; from frame {frame} on, such a block is compared with the first {limit} of them only (by first id), and an overlap with the others goes unfound"),
+            AnalysisTable::PlacementBlocks => whole!("more than {limit} blocks kept whole could hold a granted producer id (they start within the longest one's length below it); from frame {frame} on, the latest block holding such an id is not searched for: its grant is placed unknown, never judged a fault"),
+            AnalysisTable::FoldedBlocks => whole!("the blocks no longer kept whole folded into more than {limit} ranges of ids that do not touch; from frame {frame} on, the ranges of the lowest ids are forgotten, and an overlap with the blocks folded into them goes unfound"),
+            AnalysisTable::BrokerEpochs => whole!("a broker's requests for blocks carried more than {limit} distinct broker epochs; from frame {frame} on, its epochs not seen before are not listed in summary.brokers[].epochs_seen (its epoch changes are still reported)"),
+            AnalysisTable::BrokerErrors => whole!("a broker was answered with more than {limit} distinct error codes; from frame {frame} on, its error responses of codes not seen before are not counted in summary.brokers[].errors but in its errors_uncounted (and in its complete exchanges and summary.error_codes)"),
+            AnalysisTable::Writes => whole!("more than {limit} partitions and producer ids were written to; from frame {frame} on, the batches of those not seen before are counted but not judged (no write_not_appended finding)"),
+            AnalysisTable::WriteRefusals => whole!("more than {limit} producer ids, epochs and errors were refused writes; from frame {frame} on, the refusals of those not seen before are counted in writes.errors but not grouped into findings"),
+            AnalysisTable::WriteMemory => whole!("the writes analysis held more than its share of --max-memory ({limit} bytes, a sixteenth) at frame {frame}; it forgot the partition-and-producer states written least recently (but those of a producer id written by two producers) and reported its oldest groups of refusals at once: a batch written to a forgotten state is judged as at the capture's start, so a batch never appended among them may go unfound (run again with a larger --max-memory)"),
+            AnalysisTable::GrantMemory => whole!("the holders of granted producer ids took more than their share of --max-memory ({limit} bytes, a sixteenth) at frame {frame}; those of the lowest ids were forgotten until three quarters of it was held, and are again whenever it fills: a duplicate grant of a forgotten id goes unfound, and an overlap of blocks does not count its holders (producer_ids.summary.grants_forgotten counts them; run again with a larger --max-memory)"),
+            AnalysisTable::WriteGrants => whole!("more than {limit} producer ids were granted while the writes analysis followed their grants; from frame {frame} on, the grants of those not seen before are not remembered, and writes.producers_of_interest[].grant_frames of such an id is empty"),
+            AnalysisTable::TopicNames => whole!("more than {limit} topic ids were named in Metadata responses; from frame {frame} on, those not seen before are not remembered, and writes to them name the topic by its id"),
+            AnalysisTable::WriteProducers => whole!("more than {limit} producer ids and epochs wrote; from frame {frame} on, the writers of those not seen before are not followed (no write_shared_producer finding)"),
+            AnalysisTable::Addresses => whole!("more than {limit} broker addresses were named in the cluster's messages; from frame {frame} on, those not seen before are not remembered: not in brokers_by_address, and the broker on them is not known from them"),
+            AnalysisTable::AddressBrokerIds => whole!("a broker address was claimed for more than {limit} broker ids; from frame {frame} on, the ids not seen before for it are not listed in its conflicting_broker_ids (it is conflicting all the same)"),
+            AnalysisTable::ControllerSpans => whole!("more than {limit} quorum epochs, or runs of leaders' answers in no epoch shown, were seen; from frame {frame} on, the earliest are dropped: controller_timeline no longer shows who led before those kept"),
+            AnalysisTable::Coverage => whole!("more than {limit} node ids were named in the cluster's messages; from frame {frame} on, those not seen before are not remembered, and no broker or controller is said missing from the capture"),
         };
         write!(
             f,

@@ -1459,9 +1459,10 @@ fn every_kind_has_an_observation() {
 #[test]
 fn every_fact_is_declared_for_its_kind() {
     use crate::diag::facts::FactType;
-    const ADDED_BY_ANALYSIS: [&str; 5] = [
+    const ADDED_BY_ANALYSIS: [&str; 6] = [
         "fault_frame",
         "affected_producers",
+        "affected_producers_at_least",
         "affected_hosts",
         "affected_host_count",
         "affected_host_count_at_least",

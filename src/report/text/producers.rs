@@ -170,8 +170,16 @@ fn overlap_lines(f: &PidFinding, affected: &Affected, flagged: &FlaggedProducers
         );
     }
     let named = holders.len().min(MAX_HOLDERS) as u64;
+    let at_least = if affected.producers_at_least {
+        "at least "
+    } else {
+        ""
+    };
     if affected.producers > named {
-        lines += &format!("\n    and {} more", affected.producers - named);
+        lines += &format!("\n    and {at_least}{} more", affected.producers - named);
+    } else if affected.producers_at_least {
+        // the count is a floor: others may hold them
+        lines += "\n    and maybe more";
     }
     lines
 }
@@ -183,9 +191,14 @@ fn overlap_line(f: &PidFinding, affected: &Affected) -> String {
         None => "ids ?".to_owned(),
     };
     let producers = affected.producers;
+    let at_least = if affected.producers_at_least {
+        "at least "
+    } else {
+        ""
+    };
     let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
     format!(
-        "overlap: {} on {}{} hold{} {ids}, given twice (frames {})",
+        "overlap: {at_least}{} on {}{} hold{} {ids}, given twice (frames {})",
         counted(producers, "producer"),
         affected.hosts.listed.join(", "),
         affected.hosts.unlisted().unwrap_or_default(),
@@ -213,4 +226,83 @@ fn outside_line(g: &obs::PidOutsideBlocks<String>, flagged: &FlaggedProducers) -
         g.last_start,
         g.last_end,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::analysis::Hosts;
+    use crate::diag::{IdSpan, Severity};
+    use crate::report::model::UnixTime;
+    use crate::timestamp::Timestamp;
+
+    /// An overlap of ids 5..=9 held by `producers`, a floor when `at_least`.
+    fn overlap(producers: u64, at_least: bool) -> (PidFinding, Affected) {
+        let hosts = Hosts {
+            listed: vec!["10.0.0.1".to_owned()],
+            count: 1,
+            at_least: false,
+        };
+        let affected = Affected {
+            producers,
+            producers_at_least: at_least,
+            hosts: hosts.clone(),
+            producer_id: 5,
+            holders_of_id: 1,
+            holders_of_id_at_least: false,
+            id_hosts: hosts,
+        };
+        let finding = PidFinding {
+            severity: Severity::Error,
+            kind: Kind::PidBlockOverlap,
+            broker_id: Some(1),
+            connection: None,
+            frames: vec![19, 59],
+            timestamp: String::new(),
+            unix_time: UnixTime(Timestamp::default()),
+            facts: BTreeMap::new(),
+            message: String::new(),
+            ids: Some(IdSpan { start: 5, end: 9 }),
+            fault: None,
+            detail: Some(Detail::Holders(affected.clone())),
+        };
+        (finding, affected)
+    }
+
+    /// A count of producers that is a floor is said "at least", above and under the
+    /// overlap; an exact one as before.
+    #[test]
+    fn an_overlaps_count_of_producers_that_is_a_floor_says_at_least() {
+        let flagged = FlaggedProducers::default();
+        let (f, affected) = overlap(65, true);
+        assert_eq!(
+            overlap_lines(&f, &affected, &flagged),
+            "overlap: at least 65 producers on 10.0.0.1 hold ids 5..9, given twice (frames 19, 59)\n    and at least 65 more"
+        );
+        // as many as are named: others may hold them
+        let mut one = FlaggedProducers::default();
+        one.add(crate::report::flagged::Grant {
+            producer_id: 5,
+            epoch: 0,
+            client: "10.0.0.1:40000".to_owned(),
+            client_id: None,
+            transactional_id: None,
+            broker: Some(1),
+            request_frame: 29,
+            response_frame: 30,
+            placement: crate::analysis::PlacementName::InBlock,
+            block: None,
+            duplicate_of: None,
+        });
+        let (f, affected) = overlap(1, true);
+        let lines = overlap_lines(&f, &affected, &one);
+        assert!(lines.ends_with("(frame 30)\n    and maybe more"), "{lines}");
+        let (f, affected) = overlap(65, false);
+        assert_eq!(
+            overlap_lines(&f, &affected, &flagged),
+            "overlap: 65 producers on 10.0.0.1 hold ids 5..9, given twice (frames 19, 59)\n    and 65 more"
+        );
+    }
 }
