@@ -176,6 +176,9 @@ pub struct Tracker {
     /// Answers the capture does not show whole (lost, given up at a limit, cut): any may
     /// have granted the ids of a gap.
     answers_not_read: u64,
+    /// Requests never answered: a controller can grant a block and fail before its
+    /// answer goes out, so any may hold the ids of a gap.
+    requests_unanswered: u64,
     /// Blocks granted to requests whose broker id or epoch was not read.
     uncompared: u64,
 }
@@ -218,6 +221,7 @@ impl Tracker {
             seen: 0,
             open_gaps: BTreeMap::new(),
             answers_not_read: 0,
+            requests_unanswered: 0,
             uncompared: 0,
         }
     }
@@ -237,6 +241,8 @@ impl Tracker {
             crate::pairing::Outcome::Unanswered => false,
         };
         self.answers_not_read += u64::from(not_read);
+        let unanswered = matches!(ex.outcome, crate::pairing::Outcome::Unanswered);
+        self.requests_unanswered += u64::from(unanswered);
         let block = match granted(ex) {
             Granted::Block(block) => block,
             Granted::Irregular(irregular) => {
@@ -479,6 +485,7 @@ impl Tracker {
                 other_broker_id: f.broker_id,
                 other_frame: f.response_frame,
                 answers_not_read: self.answers_not_read,
+                requests_unanswered: self.requests_unanswered,
             });
             findings.push(finding(b, vec![f.response_frame, b.response_frame], what));
         }
@@ -717,7 +724,8 @@ mod tests {
     }
 
     /// A gap with an answer the capture does not show whole (given up at the memory
-    /// budget, lost) says that answer may hold its ids; an unanswered request does not.
+    /// budget, lost) says that answer may hold its ids, and so may a request never
+    /// answered (its controller may have granted the block and failed).
     #[test]
     fn a_gap_with_answers_not_read_says_they_may_hold_its_ids() {
         let mut lost = exchange(2, 1, 5, None);
@@ -731,12 +739,13 @@ mod tests {
         assert_eq!(kinds(&f), vec!["pid_block_gap"]);
         assert!(
             f[0].message.ends_with(
-                "unless the one answer not read whole (lost, given up at a limit, or cut) granted them"
+                "unless one of 1 answer not read whole (lost, given up at a limit, or cut) or 1 request never answered got them (a controller can grant a block and fail before answering)"
             ),
             "{}",
             f[0].message
         );
         assert!(f[0].facts.contains(&("answers_not_read", 1u64.into())));
+        assert!(f[0].facts.contains(&("requests_unanswered", 1u64.into())));
     }
 
     #[test]

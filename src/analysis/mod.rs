@@ -272,6 +272,9 @@ pub struct Totals {
     /// Ids between blocks granted that no block of the capture holds (`pid_block_gap`):
     /// granted to requests the capture does not show.
     pub skipped_ids: u64,
+    /// Whether a gap had answers not read whole or requests never answered, any of
+    /// which may hold its ids.
+    pub skipped_ids_unsure: bool,
 }
 
 /// Everything the analysis found.
@@ -353,6 +356,7 @@ impl Analyzer {
                 blocks: 0,
                 blocks_uncompared: 0,
                 skipped_ids: 0,
+                skipped_ids_unsure: false,
             },
             producers: producers::Tracker::new(
                 max_recent_blocks,
@@ -401,6 +405,10 @@ impl Analyzer {
             let skipped = i128::from(ids.end) - i128::from(ids.start) + 1;
             let skipped = u64::try_from(skipped.max(0)).unwrap_or(u64::MAX);
             self.totals.skipped_ids = self.totals.skipped_ids.saturating_add(skipped);
+            self.totals.skipped_ids_unsure |= finding
+                .facts
+                .iter()
+                .any(|(name, _)| matches!(*name, "answers_not_read" | "requests_unanswered"));
         }
         let count = self.finding_counts.entry(finding.kind).or_default();
         *count += 1;

@@ -1107,8 +1107,12 @@ fn unseen_limits(e: &Evidence<'_>, found: &mut Found) {
         n,
         false,
         format!(
-            "{} between the blocks captured granted to no request the capture shows (pid_block_gap)",
-            counted(n, "id")
+            "{} between the blocks captured granted to no request the capture shows{} (pid_block_gap)",
+            counted(n, "id"),
+            match e.totals.skipped_ids_unsure {
+                true => ", unless requests never answered or whose answers were not read whole got them",
+                false => "",
+            }
         ),
         Some("capture where every broker's AllocateProducerIds passes (the controllers' hosts): the blocks holding them may overlap"),
     );

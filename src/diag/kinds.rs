@@ -393,7 +393,7 @@ kinds! {
     PidBlockGap "pid_block_gap" Info {
         meaning: "producer ids that no block in the capture holds, between two blocks \
             (not filled by the next 64 blocks); says how many, and how many answers \
-            not read whole may have granted them",
+            not read whole and requests never answered may have granted them",
         facts: [
             "answers_not_read": Integer,
             "count": Integer,
@@ -402,6 +402,7 @@ kinds! {
             "ids_start": Integer,
             "other_broker_id": Integer,
             "other_frame": Integer,
+            "requests_unanswered": Integer,
         ],
     }
     PidBlockIrregular "pid_block_irregular" Warning {

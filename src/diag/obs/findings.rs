@@ -79,6 +79,9 @@ pub struct PidBlockGap {
     /// AllocateProducerIds answers the capture does not show whole: any may have
     /// granted the ids.
     pub answers_not_read: u64,
+    /// AllocateProducerIds requests never answered in the capture: a controller can
+    /// commit a block and fail, or lose its connection, before its answer goes out.
+    pub requests_unanswered: u64,
 }
 
 impl PidBlockGap {
@@ -91,9 +94,11 @@ impl PidBlockGap {
             other_broker_id,
             other_frame,
             answers_not_read,
+            requests_unanswered,
             ..
         } = self;
         let answers_not_read = Some(answers_not_read).filter(|n| **n > 0);
+        let requests_unanswered = Some(requests_unanswered).filter(|n| **n > 0);
         facts![
             frame,
             ids_start,
@@ -102,6 +107,7 @@ impl PidBlockGap {
             other_broker_id,
             other_frame,
             answers_not_read?,
+            requests_unanswered?,
         ]
     }
 }
@@ -116,7 +122,10 @@ impl fmt::Display for PidBlockGap {
             other_broker_id,
             other_frame,
             answers_not_read,
+            requests_unanswered,
         } = self;
+        let why = "(lost, given up at a limit, or cut)";
+        let never = "(a controller can grant a block and fail before answering)";
         write!(
             f,
             "{} skipped between the block for broker {other_broker_id} (frame {other_frame}) and the next, for broker {broker_id} (frame {frame}){}",
@@ -124,10 +133,17 @@ impl fmt::Display for PidBlockGap {
                 1 => format!("id {ids_start} was"),
                 n => format!("{n} ids ({ids_start}..={ids_end}) were"),
             },
-            match answers_not_read {
-                0 => String::new(),
-                1 => ", unless the one answer not read whole (lost, given up at a limit, or cut) granted them".to_owned(),
-                n => format!(", unless one of the {n} answers not read whole (lost, given up at a limit, or cut) granted them"),
+            match (answers_not_read, requests_unanswered) {
+                (0, 0) => String::new(),
+                (1, 0) => format!(", unless the one answer not read whole {why} granted them"),
+                (n, 0) => format!(", unless one of the {n} answers not read whole {why} granted them"),
+                (0, 1) => format!(", unless the one request never answered got them {never}"),
+                (0, m) => format!(", unless one of the {m} requests never answered got them {never}"),
+                (n, m) => format!(
+                    ", unless one of {} not read whole {why} or {} never answered got them {never}",
+                    plural(*n, "answer"),
+                    plural(*m, "request"),
+                ),
             },
         )
     }
@@ -591,5 +607,13 @@ impl fmt::Display for PidStaleController {
             f,
             "controller {controller_id} ({controller}) granted {len} producer ids from {start} (frame {frame}) after controller {leader_seen} was seen leading epoch {leader_seen_epoch} (frame {leader_seen_frame}); {led}: a stale controller handed out a block"
         )
+    }
+}
+
+/// `1 answer`, `2 answers`.
+fn plural(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
     }
 }

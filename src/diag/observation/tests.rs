@@ -659,6 +659,7 @@ fn block_samples() -> Vec<Sample> {
                 other_broker_id: 1,
                 other_frame: 21,
                 answers_not_read: 0,
+                requests_unanswered: 0,
             }),
             "1000 ids (2000..=2999) were skipped between the block for broker 1 (frame 21) and the next, for broker 2 (frame 51)",
             vec![
@@ -739,6 +740,7 @@ fn block_finding_samples() -> Vec<Sample> {
                 other_broker_id: 1,
                 other_frame: 59,
                 answers_not_read: 3,
+                requests_unanswered: 0,
             }),
             "id 3999 was skipped between the block for broker 1 (frame 59) and the next, for broker 2 (frame 71), unless one of the 3 answers not read whole (lost, given up at a limit, or cut) granted them",
             vec![
