@@ -7,39 +7,15 @@
 
 #[path = "it/common.rs"]
 mod common;
+#[path = "support/counting.rs"]
+mod counting;
 
 use common::*;
+use counting::held_now;
 use std::path::Path;
 
 use pidshark::kafka::waiting::table_bytes;
 use pidshark::kafka::MALLOC_OVERHEAD;
-
-/// Counts the bytes this thread holds on the heap, so a test measures what one structure
-/// costs while other tests run in other threads.
-struct Counting;
-
-thread_local! {
-    static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
-}
-
-#[allow(unsafe_code)] // a global allocator is an unsafe trait: System's, counted
-unsafe impl std::alloc::GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let _ = HELD.try_with(|h| h.set(h.get() + layout.size() as isize));
-        unsafe { std::alloc::System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        let _ = HELD.try_with(|h| h.set(h.get() - layout.size() as isize));
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static COUNTING: Counting = Counting;
-
-fn held_now() -> isize {
-    HELD.with(|h| h.get())
-}
 
 #[test]
 fn a_hash_table_costs_what_table_bytes_says() {

@@ -6,8 +6,11 @@
 
 #[path = "it/common.rs"]
 mod common;
+#[path = "support/counting.rs"]
+mod counting;
 
 use common::*;
+use counting::held_now;
 use std::path::Path;
 
 use pidshark::analysis::writes::Tracker;
@@ -18,38 +21,6 @@ use pidshark::kafka::schema::{RequestHeader, ResponseHeader};
 use pidshark::kafka::tables::ErrorCode;
 use pidshark::pairing::{Endpoints, MessageMeta, Outcome, WriteExchange};
 use pidshark::timestamp::Timestamp;
-
-/// Counts the bytes this thread holds on the heap, so a test measures what one structure
-/// costs while other tests run in other threads.
-struct Counting;
-
-thread_local! {
-    static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
-}
-
-#[allow(unsafe_code)] // a global allocator is an unsafe trait: System's, counted
-unsafe impl std::alloc::GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let _ = HELD.try_with(|h| h.set(h.get() + layout.size() as isize));
-        unsafe { std::alloc::System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        let _ = HELD.try_with(|h| h.set(h.get() - layout.size() as isize));
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        let grown = new_size as isize - layout.size() as isize;
-        let _ = HELD.try_with(|h| h.set(h.get() + grown));
-        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static COUNTING: Counting = Counting;
-
-fn held_now() -> isize {
-    HELD.with(|h| h.get())
-}
 
 /// What pidshark holds beyond the budget: README "Hostile input".
 const BEYOND_BUDGET_MIB: u64 = 32;
