@@ -695,17 +695,11 @@ fn a_budget_the_connections_alone_fill_does_not_cost_a_pass_per_packet() {
 fn a_brokers_distinct_epochs_stop_at_the_analysis_limit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("epochs.pcap");
-    let mut w = PcapWriter::create(&path);
-    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
-    c.handshake(&mut w);
-    for i in 0..5_000i32 {
+    one_broker(&path, 5_000, |i| {
         let req = request(67, 0, i, true, &apid_request_body(1, i64::from(i)));
         let resp = response(i, true, &apid_response_body(0, i64::from(i) * 1000, 1000));
-        c.send(&mut w, true, &req, 1448);
-        c.send(&mut w, false, &resp, 1448);
-    }
-    c.close(&mut w);
-    w.finish();
+        (req, resp)
+    });
     let (report, _, took) = run_measured(&path, &["--broker", "0"]);
     assert!(took < HANG_GUARD, "{took:?}");
     let epochs = report["summary"]["brokers"]["1"]["epochs_seen"]
@@ -721,6 +715,21 @@ fn a_brokers_distinct_epochs_stop_at_the_analysis_limit() {
     assert_eq!(unlisted_from, &limits[0]["frame"], "{}", limits[0]);
     // The text and HTML summaries' epochs column says so too.
     assert_pages_say(&path, &format!("and more from frame {unlisted_from}"));
+}
+
+/// A capture at `path` of `n` AllocateProducerIds exchanges over one connection, the
+/// `i`th `exchange(i)`'s request and response.
+fn one_broker(path: &Path, n: i32, exchange: impl Fn(i32) -> (Vec<u8>, Vec<u8>)) {
+    let mut w = PcapWriter::create(path);
+    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
+    c.handshake(&mut w);
+    for i in 0..n {
+        let (req, resp) = exchange(i);
+        c.send(&mut w, true, &req, 1448);
+        c.send(&mut w, false, &resp, 1448);
+    }
+    c.close(&mut w);
+    w.finish();
 }
 
 /// The text and HTML reports of `path` (the broker id read from the request) both say
@@ -744,18 +753,11 @@ fn assert_pages_say(path: &Path, said: &str) {
 fn a_brokers_error_codes_past_the_limit_are_counted_apart_and_said() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("errors.pcap");
-    let mut w = PcapWriter::create(&path);
-    let mut c = Conn::new("10.0.0.1:40000", "10.0.0.2:9093");
-    c.handshake(&mut w);
-    for i in 0..300i32 {
+    one_broker(&path, 300, |i| {
         let req = request(67, 0, i, true, &apid_request_body(1, 7));
         let code = 1000 + i as i16;
-        let resp = response(i, true, &apid_response_body(code, -1, 0));
-        c.send(&mut w, true, &req, 1448);
-        c.send(&mut w, false, &resp, 1448);
-    }
-    c.close(&mut w);
-    w.finish();
+        (req, response(i, true, &apid_response_body(code, -1, 0)))
+    });
     let (report, _, took) = run_measured(&path, &["--broker", "0"]);
     assert!(took < HANG_GUARD, "{took:?}");
     let broker = &report["summary"]["brokers"]["1"];

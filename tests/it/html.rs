@@ -7,8 +7,14 @@ use serde_json::Value;
 use crate::common::{pidshark, root};
 
 fn page(pcap: &str) -> String {
+    page_with(pcap, &[])
+}
+
+/// The page of `pcap` with more arguments.
+fn page_with(pcap: &str, args: &[&str]) -> String {
     let out = pidshark()
         .args([pcap, "--format", "html"])
+        .args(args)
         .assert()
         .success()
         .get_output()
@@ -529,15 +535,7 @@ fn the_findings_table_lists_errors_first_under_their_true_count() {
 #[test]
 fn under_a_filter_no_exchange_worth_a_look_is_said_of_those_shown() {
     let path = root().join("fixtures/analysis/failover-regression.pcap");
-    let out = pidshark()
-        .arg(&path)
-        .args(["--format", "html", "--broker", "3"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let html = String::from_utf8(out).unwrap();
+    let html = page_with(path.to_str().unwrap(), &["--broker", "3"]);
     assert!(!html.contains("every exchange was answered NONE"));
     assert!(html.contains("None of the exchanges shown: each was answered NONE"));
 }
