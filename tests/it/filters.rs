@@ -200,3 +200,26 @@ fn every_format_shows_the_filtered_exchanges() {
     );
     assert!(one.contains("frame 50"), "{one}");
 }
+
+/// The text report's counts beside a filtered list are the whole capture's, and it says
+/// so: it once gave "the 2 shown of 9 (9 complete, ...)" and "over 9" as if of the 2.
+#[test]
+fn the_text_reports_whole_capture_counts_beside_a_filtered_list_say_so() {
+    let out = pidshark()
+        .arg(FIXTURE)
+        .args(["--format", "text", "--all", "--broker", "3"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("the 2 shown of 9 (of all, 9 complete,"),
+        "{text}"
+    );
+    assert!(
+        text.contains("over 9 (all the capture's complete exchanges)"),
+        "{text}"
+    );
+}

@@ -496,9 +496,15 @@ fn exchanges(
         Some(_) => format!("the {shown} shown of {}", s.exchanges.total),
         None => s.exchanges.total.to_string(),
     };
+    // the counts are the whole capture's, whatever the filters let through
+    let of_all = if report.filters.is_some() {
+        "of all, "
+    } else {
+        ""
+    };
     let title = if all {
         format!(
-            "AllocateProducerIds exchanges: {total} ({} complete, {} unanswered, {} response unknown)",
+            "AllocateProducerIds exchanges: {total} ({of_all}{} complete, {} unanswered, {} response unknown)",
             s.exchanges.complete, s.exchanges.unanswered, s.exchanges.response_unknown
         )
     } else {
@@ -533,11 +539,15 @@ fn exchanges(
     if let Some(l) = &s.latency_us {
         writeln!(
             w,
-            "  latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms over {}",
+            "  latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms over {}{}",
             l.p50 / 1000.0,
             l.p99 / 1000.0,
             l.max / 1000.0,
-            l.count
+            l.count,
+            match report.filters {
+                Some(_) => " (all the capture's complete exchanges)",
+                None => "",
+            }
         )?;
     }
     Ok(())
