@@ -754,6 +754,28 @@ fn block_finding_samples() -> Vec<Sample> {
             ],
         ),
         (
+            Observation::PidBlockGap(obs::PidBlockGap {
+                frame: 71,
+                broker_id: 2,
+                ids_start: 3000,
+                ids_end: 3999,
+                other_broker_id: 1,
+                other_frame: 59,
+                answers_not_read: 0,
+                requests_unanswered: 2,
+            }),
+            "1000 ids (3000..=3999) were skipped between the block for broker 1 (frame 59) and the next, for broker 2 (frame 71), unless one of the 2 requests never answered got them (a controller can grant a block and fail before answering)",
+            vec![
+                ("frame", Fact::Uint(71)),
+                ("ids_start", Fact::Int(3000)),
+                ("ids_end", Fact::Int(3999)),
+                ("count", Fact::Int(1000)),
+                ("other_broker_id", Fact::Int(1)),
+                ("other_frame", Fact::Uint(59)),
+                ("requests_unanswered", Fact::Uint(2)),
+            ],
+        ),
+        (
             response(-1, 1000, BadGrant::NegativeStart),
             "a NONE response to broker 2 gives producer id start -1 (correlation id 4); it is not counted as a block",
             response_facts(-1, 1000),
