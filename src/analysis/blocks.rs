@@ -181,6 +181,9 @@ pub struct Tracker {
     requests_unanswered: u64,
     /// Blocks granted to requests whose broker id or epoch was not read.
     uncompared: u64,
+    /// A gap was reported with answers not read or requests never answered, any of which
+    /// may hold its ids.
+    gaps_unsure: bool,
 }
 
 /// Which of the tracker's bounds were reached.
@@ -223,6 +226,7 @@ impl Tracker {
             answers_not_read: 0,
             requests_unanswered: 0,
             uncompared: 0,
+            gaps_unsure: false,
         }
     }
 
@@ -231,6 +235,12 @@ impl Tracker {
     /// them goes unfound.
     pub fn uncompared(&self) -> u64 {
         self.uncompared
+    }
+
+    /// Whether a gap was reported that answers not read or requests never answered may
+    /// have filled.
+    pub fn gaps_unsure(&self) -> bool {
+        self.gaps_unsure
     }
 
     /// Takes one exchange; returns its block if it granted one.
@@ -476,6 +486,7 @@ impl Tracker {
             let Some(gap) = self.open_gaps.remove(&from) else {
                 continue;
             };
+            self.gaps_unsure |= self.answers_not_read + self.requests_unanswered > 0;
             let (f, b) = (&gap.before, &gap.after);
             let what = Observation::PidBlockGap(obs::PidBlockGap {
                 frame: b.response_frame,
@@ -560,7 +571,7 @@ impl Tracker {
 
     /// Ends the analysis: blocks whose length is not the usual one are irregular.
     /// Returns the usual length (the most common; on a tie, the one seen first).
-    pub fn finish(mut self, findings: &mut Vec<Finding>) -> Option<i32> {
+    pub fn finish(&mut self, findings: &mut Vec<Finding>) -> Option<i32> {
         self.close_gaps(u64::MAX, findings);
         let usual = self
             .lens

@@ -405,10 +405,6 @@ impl Analyzer {
             let skipped = i128::from(ids.end) - i128::from(ids.start) + 1;
             let skipped = u64::try_from(skipped.max(0)).unwrap_or(u64::MAX);
             self.totals.skipped_ids = self.totals.skipped_ids.saturating_add(skipped);
-            self.totals.skipped_ids_unsure |= finding
-                .facts
-                .iter()
-                .any(|(name, _)| matches!(*name, "answers_not_read" | "requests_unanswered"));
         }
         let count = self.finding_counts.entry(finding.kind).or_default();
         *count += 1;
@@ -458,7 +454,6 @@ impl Analyzer {
         self.controllers.allocate(ex, &mut found);
         let block = self.blocks.add(ex, &mut found);
         self.totals.blocks += u64::from(block.is_some());
-        self.totals.blocks_uncompared = self.blocks.uncompared();
         if let Some(block) = &block {
             self.producers.block(block, &mut found);
         }
@@ -615,7 +610,11 @@ impl Analyzer {
     /// Ends the analysis; findings are also pushed to `diags`.
     pub fn finish(mut self, diags: &mut Diagnostics) -> Analysis {
         let mut found = Vec::new();
-        let usual_len = std::mem::take(&mut self.blocks).finish(&mut found);
+        let mut blocks = std::mem::take(&mut self.blocks);
+        let usual_len = blocks.finish(&mut found);
+        self.totals.blocks_uncompared = blocks.uncompared();
+        self.totals.skipped_ids_unsure = blocks.gaps_unsure();
+        drop(blocks);
         self.brokers.finish(&mut found);
         let (slow_threshold_us, slow_unlisted) = self.slow_findings(&mut found);
         let metadata_log = self.committed.take().map(|c| c.finish(&mut found));
