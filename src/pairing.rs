@@ -296,6 +296,8 @@ pub struct Pairing {
     pub cluster_events: Vec<ClusterEvent>,
     pub api_counts: BTreeMap<ApiKey, ApiCounts>,
     pub unmatched_responses: u64,
+    /// Of those, responses that read as an answer granting a block would.
+    pub unmatched_like_blocks: u64,
 }
 
 impl Pairing {
@@ -308,6 +310,7 @@ impl Pairing {
             ours.responses += counts.responses;
         }
         self.unmatched_responses += other.unmatched_responses;
+        self.unmatched_like_blocks += other.unmatched_like_blocks;
     }
 
     /// Puts exchanges in report order: by request frame, then connection, then
@@ -326,6 +329,7 @@ impl Pairing {
             ours.responses += responses;
         }
         self.unmatched_responses += counted.unmatched;
+        self.unmatched_like_blocks += counted.unmatched_like_blocks;
     }
 
     /// Takes one message of the Kafka stage.

@@ -257,6 +257,8 @@ pub struct Evidence<'a> {
     pub controllers: &'a [Piece],
     /// Responses whose request was not read.
     pub unmatched_responses: u64,
+    /// Of those, responses that read as an answer granting a block would.
+    pub unmatched_like_blocks: u64,
     /// The producer ids and epochs of interest to the writes analysis.
     pub writes_producers: &'a [crate::analysis::writes::ProducerWrites],
 }
@@ -312,6 +314,9 @@ crate::names::closed_set! {
         /// Blocks granted to requests whose broker id or epoch was not read, compared
         /// with none: listed only when there are some.
         BlocksUncompared = "blocks_uncompared",
+        /// Responses to requests not read whose bytes read as a block's grant: listed
+        /// only when there are some.
+        UnmatchedLikeBlocks = "unmatched_like_blocks",
     }
 }
 
@@ -319,7 +324,7 @@ impl VerdictFact {
     /// Whether the fact is given only when it counts some: one that only a damaged
     /// capture has, so that a whole capture's facts stay as they were.
     pub fn only_when_some(self) -> bool {
-        matches!(self, Self::BlocksUncompared)
+        matches!(self, Self::BlocksUncompared | Self::UnmatchedLikeBlocks)
     }
 }
 
@@ -353,6 +358,7 @@ pub fn judge(e: &Evidence<'_>) -> Verdict {
             VerdictFact::ControllersKnown => e.coverage.controllers_known.len() as u64,
             VerdictFact::ControllersSeen => e.coverage.controllers_seen.len() as u64,
             VerdictFact::BlocksUncompared => t.blocks_uncompared,
+            VerdictFact::UnmatchedLikeBlocks => e.unmatched_like_blocks,
         };
         (fact, n)
     });
@@ -400,6 +406,9 @@ fn decide(
                 "{none}, where {} {were} not read as Kafka (each not_kafka diagnostic says why)",
                 counted(not_kafka, "TCP connection")
             );
+        }
+        if let Some(like) = like_blocks(e) {
+            none = format!("{none}, but {like}");
         }
         if let Some(log) = e.log {
             none = format!("{none}; {}", log_sentence(log));
@@ -457,11 +466,14 @@ fn decide(
         }
     }
     if t.blocks == 0 && t.blocks_uncompared == 0 {
-        let text = format!(
+        let mut text = format!(
             "{}, none granted a block: answered {}",
             counted(t.total, "request"),
             answers(t)
         );
+        if let Some(like) = like_blocks(e) {
+            text = format!("{text}; but {like}");
+        }
         return (
             Code::NoProducerIdsGranted,
             match unreadable.is_empty() {
@@ -703,10 +715,39 @@ fn doubts(e: &Evidence<'_>, unreadable: &[&Limit]) -> Vec<String> {
         doubts.push(format!("{} unanswered", counted(s.unanswered, "request")));
     }
 
+    doubts.extend(like_blocks(e));
     doubts.extend(unreadable.iter().map(|l| l.text.clone()));
     doubts.extend(writes_cost(e));
     doubts.extend(of_severity(e, Severity::Error));
     doubts
+}
+
+/// "1 response to a request not read has the bytes of an AllocateProducerIds answer
+/// granting a block ...": blocks a mid-stream start (or a lost request) may hide, which
+/// were compared with no other.
+fn like_blocks(e: &Evidence<'_>) -> Option<String> {
+    let n = e.unmatched_like_blocks;
+    let (responses, answers, those) = match n {
+        0 => return None,
+        1 => (
+            "1 response to a request",
+            "has the bytes of an AllocateProducerIds answer",
+            "that block, if it is one, was",
+        ),
+        _ => (
+            "responses to requests",
+            "have the bytes of AllocateProducerIds answers",
+            "those blocks, if they are, were",
+        ),
+    };
+    let count = if n == 1 {
+        String::new()
+    } else {
+        format!("{n} ")
+    };
+    Some(format!(
+        "{count}{responses} not read {answers} granting a block (unmatched_like_blocks): {those} compared with no other"
+    ))
 }
 
 /// What the producers' writes show a producer id held twice cost: the producer ids and

@@ -45,6 +45,24 @@ impl Api for AllocateProducerIds {
     type Response = Response;
 }
 
+/// The longest response frame [`reads_as_block`] is asked about: a version 0 answer is
+/// 24 bytes, and tagged fields a newer Kafka adds would be few.
+pub const LONGEST_BLOCK_ANSWER: u32 = 256;
+
+/// Whether `message` (a response frame without its size prefix, of no known request)
+/// reads whole as an AllocateProducerIds answer granting a block would: version 0, every
+/// byte used, no error, a start of at least 0 and ids in the block. It says what the
+/// bytes could be, never what they are: a response of another API can read so too.
+pub fn reads_as_block(message: &[u8]) -> bool {
+    use super::schema::Message;
+    let r = Response::decode(message, 0);
+    r.problem.is_none()
+        && r.throttle_time_ms.is_some_and(|t| t >= 0)
+        && r.error_code == Some(ErrorCode::NONE)
+        && r.producer_id_start.is_some_and(|s| s >= 0)
+        && r.producer_id_len.is_some_and(|n| n > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +123,24 @@ mod tests {
                 raw: vec![],
             }
         );
+    }
+
+    #[test]
+    fn a_response_granting_a_block_reads_as_one_and_others_do_not() {
+        let mut grant = SEED_RESPONSE;
+        grant[21] = 0x03; // ProducerIdLen = 1000
+        grant[22] = 0xe8;
+        assert!(reads_as_block(&grant));
+        assert!(!reads_as_block(&SEED_RESPONSE), "no ids in the block");
+        let mut refused = grant;
+        refused[10] = 41; // NOT_CONTROLLER
+        assert!(!reads_as_block(&refused), "an error grants nothing");
+        assert!(!reads_as_block(&grant[..23]), "cut short");
+        let longer = [&grant[..], &[0]].concat();
+        assert!(!reads_as_block(&longer), "a byte past its end");
+        // a BrokerHeartbeat answer (version 1): throttle, error, three flags, tags
+        let heartbeat = [0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+        assert!(!reads_as_block(&heartbeat));
     }
 
     #[test]

@@ -130,6 +130,11 @@ const COUNTED_ENTRY: usize = size_of::<(ApiKey, [u64; 2])>();
 pub struct Counted {
     by_api: Vec<(ApiKey, [u64; 2])>,
     pub unmatched: u64,
+    /// Responses that answered no request read and read whole as an AllocateProducerIds
+    /// answer granting a block would (see
+    /// [`reads_as_block`](super::allocate_producer_ids::reads_as_block)): counted whether
+    /// or not every message is listed.
+    pub unmatched_like_blocks: u64,
 }
 
 impl Counted {
@@ -162,6 +167,7 @@ impl Counted {
             self.add(key, counts);
         }
         self.unmatched += other.unmatched;
+        self.unmatched_like_blocks += other.unmatched_like_blocks;
     }
 }
 

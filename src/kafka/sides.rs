@@ -4,6 +4,7 @@
 //! every finished frame in the connection's outbox, as a
 //! [`Message`](super::message::Message).
 
+use super::allocate_producer_ids::{reads_as_block, LONGEST_BLOCK_ANSWER};
 use super::apis::{decodes_request, decodes_response, Captured, DecodedRequest, DecodedResponse};
 use super::conn::Stage;
 use super::decoded::Problem;
@@ -386,13 +387,18 @@ impl FrameHandler for ResponseSide<'_> {
         }
     }
 
-    /// Answers to requests of decoded APIs, small enough to decode.
+    /// Answers to requests of decoded APIs, small enough to decode; and answers to no
+    /// request read that are as short as a block's, to tell whether they read as one.
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
+        let Ok(len) = u32::try_from(len) else {
+            return false;
+        };
         header::response_correlation_id(prefix).is_ok_and(|corr| {
-            self.waiting
-                .answered_request(corr)
-                .is_some_and(|(api, _)| decodes_response(api))
-        }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
+            match self.waiting.answered_request(corr) {
+                Some((api, _)) => decodes_response(api) && len <= MAX_DECODED_LEN,
+                None => len <= LONGEST_BLOCK_ANSWER,
+            }
+        })
     }
 
     fn frame(&mut self, frame: Frame<'_, RequestReader>) {
@@ -409,6 +415,9 @@ impl FrameHandler for ResponseSide<'_> {
         // The request stops waiting before its answer is decoded: one lookup, not two.
         let answered = self.waiting.answered(correlation_id);
         let answers = answered.0;
+        if answers.is_none() && frame.missing == 0 && frame.message.is_some_and(reads_as_block) {
+            self.out.counted.unmatched_like_blocks += 1;
+        }
         let decoded =
             answers.and_then(|answers| DecodedResponse::decode(answers, bytes, not_read(&frame)));
         // An unsupported version was reported with the request already.

@@ -528,6 +528,7 @@ pub fn build(mut findings: Findings) -> model::Report {
         producers: &analysis.producers,
         controllers: &timeline,
         unmatched_responses: findings.pairing.unmatched_responses,
+        unmatched_like_blocks: findings.pairing.unmatched_like_blocks,
         writes_producers: &analysis.writes_producers.0,
     }));
     let producer_id_blocks = model::ProducerIdBlocks {
@@ -617,6 +618,7 @@ fn summary(findings: &Findings) -> model::Summary {
             response_unknown: totals.statuses.response_unknown,
         },
         unmatched_responses: findings.pairing.unmatched_responses,
+        unmatched_like_blocks: Some(findings.pairing.unmatched_like_blocks).filter(|&n| n > 0),
         error_codes: by_name(&totals.error_codes),
         latency_us: totals.latencies.summary().map(Into::into),
         diagnostics: findings.diagnostics.counts(),

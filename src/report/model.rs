@@ -838,6 +838,11 @@ pub struct Summary {
     pub api_keys: BTreeMap<String, ApiKeyCount>,
     pub exchanges: ExchangeCounts,
     pub unmatched_responses: u64,
+    /// Of `unmatched_responses`, those whose bytes read whole as an AllocateProducerIds
+    /// answer granting a block would: blocks perhaps granted whose requests were not
+    /// read. Absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmatched_like_blocks: Option<u64>,
     #[schemars(schema_with = "error_counts_schema")]
     pub error_codes: BTreeMap<String, u64>,
     pub latency_us: Option<Latency>,

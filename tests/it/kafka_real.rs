@@ -535,3 +535,59 @@ fn reports_equal_their_goldens() {
         );
     }
 }
+
+/// A capture started after a broker asked for a block and before the controller answered
+/// (the mid-stream start of an incident's capture): the answer matches no request read,
+/// so its block is not known. Its bytes read as a block's grant, and the verdict says
+/// that block was compared with no other instead of calling the capture correct. The
+/// block is one the controllers committed (truth from their metadata log).
+#[test]
+fn a_capture_started_between_a_block_request_and_its_answer_doubts_that_block() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in all().iter().filter(|f| f.name.ends_with("-steady")) {
+        let blocks = f.report["producer_id_blocks"]["blocks"].as_array().unwrap();
+        let frame = |b: &Value, side: &str| b[format!("{side}_frame")].as_u64().unwrap();
+        let cut_after = frame(&blocks[blocks.len() / 2], "request");
+        let orphans: Vec<&Value> = blocks
+            .iter()
+            .filter(|b| frame(b, "request") <= cut_after && frame(b, "response") > cut_after)
+            .collect();
+        let committed: Vec<BlockKey> = f.truth["committed_blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .collect();
+        for b in &orphans {
+            assert!(committed.contains(&key(b)), "{}: {b} committed", f.name);
+        }
+        let file = f.capture.to_str().unwrap();
+        let whole = crate::common::gunzipped(file, dir.path(), "whole.pcap");
+        let cut = dir.path().join("cut.pcap");
+        let skip = usize::try_from(cut_after).unwrap();
+        std::fs::write(&cut, crate::cut_sweep::cut_at(&whole, skip)).unwrap();
+        let r = report(&[cut.to_str().unwrap(), "--compact", "--quiet"]);
+        let n = orphans.len() as u64;
+        assert_eq!(r["summary"]["unmatched_like_blocks"], n, "{}", f.name);
+        assert_eq!(
+            r["verdict"]["facts"]["unmatched_like_blocks"], n,
+            "{}",
+            f.name
+        );
+        assert_eq!(
+            r["verdict"]["code"], "correct_as_far_as_captured",
+            "{}: {}",
+            f.name, r["verdict"]["headline"]
+        );
+        let headline = r["verdict"]["headline"].as_str().unwrap();
+        assert!(
+            headline.contains("not read has the bytes of an AllocateProducerIds answer")
+                || headline.contains("not read have the bytes of AllocateProducerIds answers"),
+            "{}: {headline}",
+            f.name
+        );
+        let cut_blocks = r["producer_id_blocks"]["blocks"].as_array().unwrap().len();
+        let after = blocks.iter().filter(|b| frame(b, "request") > cut_after);
+        assert_eq!(cut_blocks, after.count(), "{}", f.name);
+    }
+}

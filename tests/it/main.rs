@@ -11,7 +11,7 @@ mod contract;
 mod controller_timeline;
 mod controllers;
 mod coverage;
-mod cut_sweep;
+pub mod cut_sweep;
 mod faults;
 mod filters;
 mod formats;

@@ -21,15 +21,16 @@ fn judged_seeing(
     extra: &[(Kind, u64)],
     coverage: Option<crate::analysis::Coverage>,
 ) -> Verdict {
-    judged_unmatched(exchanges, extra, coverage, 0)
+    judged_unmatched(exchanges, extra, coverage, [0, 0])
 }
 
-/// [`judged_seeing`], with `unmatched` responses whose request was not read.
+/// [`judged_seeing`], with `unmatched` responses whose request was not read, and how
+/// many of them read as blocks.
 fn judged_unmatched(
     exchanges: &[crate::pairing::Exchange],
     extra: &[(Kind, u64)],
     coverage: Option<crate::analysis::Coverage>,
-    unmatched: u64,
+    [unmatched, like_blocks]: [u64; 2],
 ) -> Verdict {
     let mut diags = Diagnostics::default();
     let analysis = analyse(exchanges, SlowRule::Default, &mut diags);
@@ -44,6 +45,7 @@ fn judged_unmatched(
         producers: &analysis.producers,
         controllers: &timeline,
         unmatched_responses: unmatched,
+        unmatched_like_blocks: like_blocks,
         writes_producers: &[],
         totals: &analysis.totals,
         brokers: &analysis.brokers,
@@ -238,9 +240,9 @@ fn a_capture_that_misses_known_controllers_names_them() {
 
 #[test]
 fn what_was_lost_is_said_as_what_the_answer_lacks_and_only_then() {
-    let whole = judged_unmatched(&healthy(), &[], None, 7);
+    let whole = judged_unmatched(&healthy(), &[], None, [7, 0]);
     assert!(whole.cost.is_empty(), "{:?}", whole.cost);
-    let cut = judged_unmatched(&healthy(), &[(Kind::PacketTruncated, 3)], None, 7);
+    let cut = judged_unmatched(&healthy(), &[(Kind::PacketTruncated, 3)], None, [7, 0]);
     assert_eq!(cut.code, Code::IncompleteCapture);
     let kinds: Vec<(&str, u64)> = cut
         .cost
@@ -304,4 +306,31 @@ fn a_block_granted_to_a_request_not_read_is_said_compared_with_none() {
         "{:?}",
         v.facts
     );
+}
+
+#[test]
+fn an_answer_read_as_a_block_without_its_request_keeps_the_verdict_from_correct() {
+    let v = judged_unmatched(&healthy(), &[], None, [4, 1]);
+    assert_eq!(v.code, Code::CorrectAsFarAsCaptured, "{}", v.headline);
+    assert_eq!(
+        v.headline,
+        "CORRECT AS FAR AS CAPTURED: 3 blocks granted to 2 brokers without overlap or regression, but 1 response to a request not read has the bytes of an AllocateProducerIds answer granting a block (unmatched_like_blocks): that block, if it is one, was compared with no other"
+    );
+    assert!(v.facts.contains(&("unmatched_like_blocks", 1u64.into())));
+    let none = judged_unmatched(&[], &[], None, [2, 2]);
+    assert_eq!(none.code, Code::NoExchanges);
+    assert!(
+        none.headline.ends_with(
+            "none in 100 packets, but 2 responses to requests not read have the bytes of AllocateProducerIds answers granting a block (unmatched_like_blocks): those blocks, if they are, were compared with no other"
+        ),
+        "{}",
+        none.headline
+    );
+    // a response of another API, as most unmatched ones are, changes nothing
+    let other = judged_unmatched(&healthy(), &[], None, [4, 0]);
+    assert_eq!(other.code, Code::Correct);
+    assert!(!other
+        .facts
+        .iter()
+        .any(|(f, _)| *f == "unmatched_like_blocks"));
 }

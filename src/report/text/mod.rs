@@ -620,7 +620,12 @@ fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     if s.unmatched_responses > 0 {
         let n = s.unmatched_responses;
         let noun = if n == 1 { "response" } else { "responses" };
-        writeln!(w, "  {n} {noun} matched no captured request")?;
+        let like = match s.unmatched_like_blocks {
+            Some(1) => " (1 reads as a block's grant: see the verdict)".to_owned(),
+            Some(k) => format!(" ({k} read as blocks' grants: see the verdict)"),
+            None => String::new(),
+        };
+        writeln!(w, "  {n} {noun} matched no captured request{like}")?;
     }
     Ok(())
 }
