@@ -362,6 +362,18 @@ pub struct ResponseSide<'a> {
     pub resynced_at: Option<u64>,
 }
 
+impl ResponseSide<'_> {
+    /// Counts an answer to no request read whose bytes read as a block's grant: rare
+    /// (a capture's start), so kept off the path of every answer.
+    #[cold]
+    #[inline(never)]
+    fn count_if_like_block(&mut self, frame: &Frame<'_, RequestReader>) {
+        if frame.missing == 0 && frame.message.is_some_and(reads_as_block) {
+            self.out.counted.unmatched_like_blocks += 1;
+        }
+    }
+}
+
 impl FrameHandler for ResponseSide<'_> {
     /// Never used: responses are not streamed.
     type Reader = RequestReader;
@@ -415,8 +427,8 @@ impl FrameHandler for ResponseSide<'_> {
         // The request stops waiting before its answer is decoded: one lookup, not two.
         let answered = self.waiting.answered(correlation_id);
         let answers = answered.0;
-        if answers.is_none() && frame.missing == 0 && frame.message.is_some_and(reads_as_block) {
-            self.out.counted.unmatched_like_blocks += 1;
+        if answers.is_none() {
+            self.count_if_like_block(&frame);
         }
         let decoded =
             answers.and_then(|answers| DecodedResponse::decode(answers, bytes, not_read(&frame)));
