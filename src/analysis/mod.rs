@@ -43,7 +43,7 @@ pub use brokers::{BrokerStats, MAX_BROKERS};
 pub use controllers::Leadership;
 pub use coverage::Coverage;
 pub use placement::{BlockRef, Placement, PlacementName};
-pub use producers::{Affected, Hosts, Placed, ProducerIdCounts, MAX_TRACKED_GRANTS};
+pub use producers::{Affected, Hosts, Placed, ProducerIdCounts};
 
 /// The analysis's share of `--max-memory`: an eighth of it (the connections' budget is the
 /// rest), half for the writes analysis ([`writes::share_of`]), half for the granted ids'

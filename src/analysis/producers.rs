@@ -3,12 +3,12 @@
 //! granted to two producers, and the producers that hold ids a block overlap covers.
 //!
 //! In: the blocks the capture shows granted, then InitProducerId exchanges, in the order
-//! they complete. Memory is bounded: [`MAX_TRACKED_BLOCKS`] blocks and
-//! [`MAX_TRACKED_GRANTS`] granted ids; past those the oldest blocks and the lowest ids
+//! they complete. Memory is bounded: [`MAX_TRACKED_BLOCKS`] blocks, past which the oldest
 //! are forgotten and the report says so. The granted ids' holders are charged at what
 //! they take against their share of `--max-memory` ([`share_of`]): past it, those of the
 //! lowest ids are forgotten until three quarters of it is held (`analysis_limit`, table
-//! `grant_memory`, said once; each forgotten counted in `grants_forgotten`).
+//! `grant_memory`, said once; each forgotten counted in `grants_forgotten`). The share is
+//! their only bound, so that no grant is forgotten without the report saying so.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -30,8 +30,6 @@ use crate::kafka::tables::{error_counts, error_counts_schema};
 use crate::pairing::{ApiExchange, GrantedBy, GrantsProducerIds, Outcome, Status};
 use crate::timestamp::Timestamp;
 
-/// Granted ids whose holders are remembered, to find an id granted twice.
-pub const MAX_TRACKED_GRANTS: usize = 1 << 18;
 /// Holders remembered per id and epoch: the first, and the next few who also got it.
 const MAX_HOLDERS: usize = 4;
 
@@ -541,7 +539,7 @@ pub struct Tracker {
     /// Whether a grant was placed `unknown` for more blocks that could hold it than are
     /// searched (said once).
     search_cut: bool,
-    /// The highest id of the grants forgotten ([`MAX_TRACKED_GRANTS`], lowest first):
+    /// The highest id of the grants forgotten (past the share, lowest first):
     /// the holders of an id up to it may be more than those kept.
     forgotten_to: Option<i64>,
 }
@@ -817,17 +815,14 @@ impl Tracker {
     }
 
     /// After a grant at `at` (frame, connection, time): forgets the lowest ids and epochs
-    /// held past [`MAX_TRACKED_GRANTS`], and past the share until three quarters of it is
-    /// held, saying so the first time. A few additions a grant until then.
+    /// held past the share until three quarters of it is held, saying so the first time.
+    /// A few additions a grant until then.
     fn keep_to_share(
         &mut self,
         api: GrantedBy,
         (frame, connection, at): (u64, u64, Timestamp),
         findings: &mut Vec<Finding>,
     ) {
-        while self.grants.len() > MAX_TRACKED_GRANTS {
-            self.forget_first(api);
-        }
         let max = self.memory.max_bytes;
         if self.held_bytes() <= max {
             return;
@@ -1685,7 +1680,7 @@ mod tests {
     fn a_thousand_overlaps_of_many_hosts_are_named_in_one_walk() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
-        let ids = MAX_TRACKED_GRANTS as u32;
+        let ids = 1 << 18;
         for n in 0..ids {
             t.add(
                 &grant_on(n, i64::from(n), u64::from(n) + 10),
@@ -1707,31 +1702,35 @@ mod tests {
         assert!(took < std::time::Duration::from_secs(60), "{took:?}");
     }
 
-    /// Past [`MAX_TRACKED_GRANTS`] granted ids the lowest are forgotten: a count of the
-    /// producers holding ids up to the highest forgotten is a floor, said "at least" (the
-    /// producer holding id 0 at epoch 0, forgotten, went uncounted without a word).
+    /// Past the share the lowest granted ids are forgotten, and the report says so: a
+    /// count of the producers holding ids up to the highest forgotten is a floor, said
+    /// "at least" (a producer holding a forgotten id went uncounted without a word).
     #[test]
     fn a_count_over_grants_forgotten_is_a_floor() {
         let mut t = Tracker::default();
         let mut found = Vec::new();
         t.add(&grant(1, None, 0, 0, 10), None, &mut found);
         t.add(&grant(2, None, 0, 1, 20), None, &mut found);
-        for n in 1..MAX_TRACKED_GRANTS as u64 {
+        for n in 1..100 {
             t.add(&grant_on(n as u32, n as i64, n + 100), None, &mut found);
         }
-        assert_eq!(t.totals.grants_forgotten, 1);
-        assert_eq!(
-            count_of(&t, 0),
-            (
-                1,
-                true,
-                "at least 1 producer on 10.0.3.2 holds producer id 0".to_owned()
-            )
+        t.set_max_bytes(t.held_bytes());
+        t.add(&grant_on(100, 100, 200), None, &mut found);
+        assert!(
+            t.totals.grants_forgotten >= 2,
+            "{}",
+            t.totals.grants_forgotten
         );
-        let above = held_in(&t, 1, 2).unwrap();
+        let said = found.iter().filter(|f| f.kind == Kind::AnalysisLimit);
+        assert_eq!(said.count(), 1, "the forgetting is said");
+        let to = t.forgotten_to.expect("some forgotten");
+        assert_eq!(held_in(&t, 0, to), None, "none left to name");
+        let above = held_in(&t, to + 1, to + 2).unwrap();
         assert_eq!((above.producers, above.producers_at_least), (2, false));
-        let across = held_in(&t, 0, 2).unwrap();
-        assert_eq!((across.producers, across.producers_at_least), (3, true));
+        let across = held_in(&t, to, to + 2).unwrap();
+        assert_eq!((across.producers, across.producers_at_least), (2, true));
+        let (n, at_least, sentence) = count_of(&t, to + 1);
+        assert_eq!((n, at_least), (1, false), "{sentence}");
     }
 
     /// An EndTxn version 5 answer on `connection`: `txn` ended its transaction with `id`
