@@ -49,6 +49,9 @@
 // (tests may); arithmetic on input values is checked or saturating where it could
 // overflow (see README "Hostile input").
 #![forbid(unsafe_code)]
+// The crate's docs are read with its private items (`cargo doc --document-private-items`),
+// where links to them resolve.
+#![allow(rustdoc::private_intra_doc_links)]
 // issue 41: no function in src/ over 120 lines (clippy.toml sets the bound)
 #![warn(clippy::too_many_lines)]
 #![cfg_attr(

@@ -128,7 +128,7 @@ pub enum UnknownWhy {
     /// The broker's blocks that could hold it were forgotten to bound memory.
     Forgotten,
     /// More broker ids were granted blocks, or asked for them, than are followed
-    /// ([`MAX_BROKERS`](super::brokers::MAX_BROKERS)), and this one is not.
+    /// ([`MAX_BROKERS`]), and this one is not.
     NotFollowed,
     /// The broker had asked for a block (the request of this frame) and no answer to it
     /// had been seen: the block holding the id may be in it.

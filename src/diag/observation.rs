@@ -3,7 +3,7 @@
 //! inside it where the kind's sentence depends on the cause) beside which both its
 //! sentence ([`Display`](fmt::Display)) and its facts are written from its fields, so the
 //! two cannot disagree; a new kind is a struct the compiler asks a sentence and facts of,
-//! and one line in [`observations!`].
+//! and one line in `observations!`.
 //!
 //! Fields are the values themselves (numbers, addresses, names); the types of the stages
 //! that raise them stay in those stages, which pass their names or descriptions here.

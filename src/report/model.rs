@@ -207,7 +207,7 @@ fn tool_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 /// Describes the `facts` of a diagnostic and of a finding for each kind (see
-/// [`crate::diag::facts::declared`]): `if` the kind is this one, `then` its facts are
+/// [`crate::diag::Kind::declared_facts`]): `if` the kind is this one, `then` its facts are
 /// these and no others.
 fn facts_by_kind(defs: &mut serde_json::Value) {
     use crate::diag::Kind;

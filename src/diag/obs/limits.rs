@@ -7,7 +7,7 @@ use crate::diag::observation::UNDECODED_KINDS;
 use crate::diag::parts::{ConnectionEnds, GivenUp};
 use crate::diag::{Facts, Kind, MAX_LISTED_PER_KIND};
 
-/// More of `kind` than [`MAX_LISTED_PER_KIND`](MAX_LISTED_PER_KIND) were found
+/// More of `kind` than [`MAX_LISTED_PER_KIND`] were found
 /// (of one API, for the kinds of messages not read: so that a flood of one API's does
 /// not hide another's).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,7 +55,7 @@ impl fmt::Display for DiagnosticsLimited {
     }
 }
 
-/// What a [`Kind::ConnectionLimit`](crate::diag::Kind::ConnectionLimit) diagnostic says.
+/// What a [`Kind::ConnectionLimit`] diagnostic says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConnectionLimit {
     /// Connections open at once.
@@ -89,7 +89,7 @@ impl fmt::Display for ConnectionLimit {
     }
 }
 
-/// What a [`Kind::MemoryLimit`](crate::diag::Kind::MemoryLimit) diagnostic says.
+/// What a [`Kind::MemoryLimit`] diagnostic says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryLimit<'a> {
     pub connection: ConnectionEnds,
@@ -178,7 +178,7 @@ impl crate::diag::facts::IntoFact for AnalysisTable {
     }
 }
 
-/// What a [`Kind::AnalysisLimit`](crate::diag::Kind::AnalysisLimit) diagnostic says.
+/// What a [`Kind::AnalysisLimit`] diagnostic says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnalysisLimit {
     pub table: AnalysisTable,

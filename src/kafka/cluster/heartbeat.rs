@@ -3,8 +3,8 @@
 //! heartbeats shows its controller connection was captured.
 //!
 //! Request: BrokerId int32, BrokerEpoch int64, CurrentMetadataOffset int64, WantFence bool,
-//! WantShutDown bool; OfflineLogDirs [uuid] in tagged field 0 (v1+) and CordonedLogDirs
-//! [uuid] in tagged field 1 (v2+, Kafka 4.4.0's `BrokerHeartbeatRequest.json`), passed over.
+//! WantShutDown bool; OfflineLogDirs \[uuid\] in tagged field 0 (v1+) and CordonedLogDirs
+//! \[uuid\] in tagged field 1 (v2+, Kafka 4.4.0's `BrokerHeartbeatRequest.json`), passed over.
 
 use super::{Wire, BROKER_HEARTBEAT};
 use crate::kafka::reader::DecodeError;

@@ -9,7 +9,7 @@
 //!   VoterDirectoryId uuid (v1+), LastOffsetEpoch int32, LastOffset int64, PreVote bool (v2+).
 //! - BeginQuorumEpoch: PartitionIndex, VoterDirectoryId uuid (v1+), LeaderId, LeaderEpoch;
 //!   after Topics, LeaderEndpoints [{Name, Host, Port uint16}] (v1+).
-//! - EndQuorumEpoch: PartitionIndex, LeaderId, LeaderEpoch, PreferredSuccessors [int32]
+//! - EndQuorumEpoch: PartitionIndex, LeaderId, LeaderEpoch, PreferredSuccessors \[int32\]
 //!   (v0 only), PreferredCandidates [{CandidateId int32, CandidateDirectoryId uuid}] (v1+);
 //!   after Topics, LeaderEndpoints as BeginQuorumEpoch's.
 //!

@@ -353,7 +353,7 @@ impl fmt::Write for Text<'_> {
 }
 
 /// A time to the microsecond, from 1 s to 2^32 s, as its two fields' values: the RFC
-/// 3339 text in quotes, and the seconds as [`push_unix_time`] writes them (`len` bytes
+/// 3339 text in quotes, and the seconds as `push_unix_time` writes them (`len` bytes
 /// of `seconds`). The six digits after the point are worked out once for both, and
 /// the texts of the whole second are kept from the last time (consecutive times share
 /// their second).
