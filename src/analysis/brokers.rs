@@ -31,6 +31,9 @@ pub struct BrokerStats {
     /// Latency percentiles over complete exchanges, microseconds.
     pub latency_p50_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
+    /// False when those come from the fallback histogram (see
+    /// [`crate::latency::Summary::percentiles_exact`]).
+    pub latency_exact: bool,
 }
 
 /// What the previous exchange of a broker left behind.
@@ -95,7 +98,7 @@ struct Broker {
 }
 
 /// Broker ids followed, by each table of the analysis keyed by broker id: a cluster has
-/// far fewer brokers, and each costs a row (up to 64 KiB of latencies here), so a
+/// far fewer brokers, and each costs a row (up to 14 KiB of latencies here), so a
 /// capture naming more is hostile or broken (`analysis_limit`).
 pub const MAX_BROKERS: usize = 1024;
 
@@ -193,7 +196,7 @@ impl Broker {
             epochs: BTreeSet::new(),
             epochs_unlisted_from: None,
             // exact in every format, as the summary's
-            latencies: Latencies::new(true),
+            latencies: Latencies::in_a_row(),
             previous: None,
             streak: None,
         }
@@ -368,6 +371,7 @@ impl Tracker {
                 if let Some(l) = b.latencies.summary() {
                     stats.latency_p50_us = Some(l.p50);
                     stats.latency_p99_us = Some(l.p99);
+                    stats.latency_exact = l.percentiles_exact;
                 }
                 (*id, stats)
             })

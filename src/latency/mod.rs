@@ -112,6 +112,12 @@ impl Latencies {
         }
     }
 
+    /// Exact samples for one row of a table with a row per broker (see
+    /// [`Samples::in_a_row`]): the same percentiles in a tenth of the memory.
+    pub fn in_a_row() -> Self {
+        Self::Exact(Samples::in_a_row())
+    }
+
     pub fn add(&mut self, us: f64) {
         if !us.is_finite() {
             return;

@@ -648,7 +648,11 @@ fn broker(b: &BrokerStats) -> model::Broker {
         latency_us: b
             .latency_p50_us
             .zip(b.latency_p99_us)
-            .map(|(p50, p99)| model::BrokerLatency { p50, p99 }),
+            .map(|(p50, p99)| model::BrokerLatency {
+                p50,
+                p99,
+                percentiles_exact: (!b.latency_exact).then_some(false),
+            }),
     }
 }
 

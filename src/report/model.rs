@@ -910,6 +910,11 @@ impl Broker {
 pub struct BrokerLatency {
     pub p50: f64,
     pub p99: f64,
+    /// `false` when the broker's latencies went to a temporary file that could not be
+    /// made, written or read back, and these come from a histogram within 10%; absent
+    /// when exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles_exact: Option<bool>,
 }
 
 /// Every block of producer ids granted, and what is wrong with them.
