@@ -58,6 +58,8 @@ pub struct Samples {
     /// samples go only to `fallback`, and the summary comes from it, marked not exact,
     /// rather than the samples growing in memory with the capture.
     unspilled: bool,
+    /// A spill of a row failed: it holds up to [`HELD`], exact, before trying again.
+    spill_failed: bool,
 }
 
 impl Default for Samples {
@@ -71,6 +73,7 @@ impl Default for Samples {
             fallback: None,
             summary: std::cell::OnceCell::new(),
             unspilled: false,
+            spill_failed: false,
         }
     }
 }
@@ -95,8 +98,17 @@ impl Samples {
             }
         }
         self.held.push(us);
-        if self.held.len() >= self.held_max && self.spill().is_err() {
-            self.histogram_only();
+        // a row whose spill failed holds on, as the others do, before giving up
+        let held_max = if self.spill_failed {
+            HELD
+        } else {
+            self.held_max
+        };
+        if self.held.len() >= held_max && self.spill().is_err() {
+            match self.held.len() >= HELD {
+                true => self.histogram_only(),
+                false => self.spill_failed = true,
+            }
         }
     }
 
