@@ -408,7 +408,7 @@ fn decide(
             );
         }
         if let Some(like) = like_blocks(e) {
-            none = format!("{none}, but {like}");
+            none = format!("{none}; {like}");
         }
         if let Some(log) = e.log {
             none = format!("{none}; {}", log_sentence(log));
@@ -472,7 +472,7 @@ fn decide(
             answers(t)
         );
         if let Some(like) = like_blocks(e) {
-            text = format!("{text}; but {like}");
+            text = format!("{text}; {like}");
         }
         return (
             Code::NoProducerIdsGranted,
@@ -726,27 +726,13 @@ fn doubts(e: &Evidence<'_>, unreadable: &[&Limit]) -> Vec<String> {
 /// granting a block ...": blocks a mid-stream start (or a lost request) may hide, which
 /// were compared with no other.
 fn like_blocks(e: &Evidence<'_>) -> Option<String> {
-    let n = e.unmatched_like_blocks;
-    let (responses, answers, those) = match n {
+    let text = match e.unmatched_like_blocks {
         0 => return None,
-        1 => (
-            "1 response to a request",
-            "has the bytes of an AllocateProducerIds answer",
-            "that block, if it is one, was",
-        ),
-        _ => (
-            "responses to requests",
-            "have the bytes of AllocateProducerIds answers",
-            "those blocks, if they are, were",
-        ),
-    };
-    let count = if n == 1 {
-        String::new()
-    } else {
-        format!("{n} ")
+        1 => "1 response to a request not read has the bytes of an AllocateProducerIds answer granting a block".to_owned(),
+        n => format!("{n} responses to requests not read have the bytes of AllocateProducerIds answers granting blocks"),
     };
     Some(format!(
-        "{count}{responses} not read {answers} granting a block (unmatched_like_blocks): {those} compared with no other"
+        "{text}, compared with no other block (unmatched_like_blocks)"
     ))
 }
 

@@ -260,8 +260,8 @@ kinds! {
             partition-and-producer states written least recently (but those of a \
             producer id two producers wrote) and reported its oldest groups of refusals \
             at once, so a batch never appended among the forgotten may go unfound; and \
-            `grant_memory`, said once, when the holders of granted producer ids (262,144 \
-            ids and epochs, 4 holders each) first took more than their share (a \
+            `grant_memory`, said once, when the holders of granted producer ids (4 \
+            holders an id and epoch) first took more than their share (a \
             sixteenth of `--max-memory`, the `limit` in bytes): those of the lowest ids \
             are forgotten until three quarters of it is held, each time it fills, and \
             counted in `producer_ids.summary.grants_forgotten`: a duplicate grant of a \

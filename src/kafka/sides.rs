@@ -363,6 +363,14 @@ pub struct ResponseSide<'a> {
 }
 
 impl ResponseSide<'_> {
+    /// An answer to no request read, as short as a block's: kept, to tell whether its
+    /// bytes read as one ([`reads_as_block`]).
+    fn may_answer_for_a_block(&self, len: i32, prefix: &[u8]) -> bool {
+        u32::try_from(len).is_ok_and(|l| l <= LONGEST_BLOCK_ANSWER)
+            && header::response_correlation_id(prefix)
+                .is_ok_and(|corr| self.waiting.answered_request(corr).is_none())
+    }
+
     /// Counts an answer to no request read whose bytes read as a block's grant: rare
     /// (a capture's start), so kept off the path of every answer.
     #[cold]
@@ -392,25 +400,22 @@ impl FrameHandler for ResponseSide<'_> {
         if header::response_correlation_id(prefix).is_err() {
             return Decision::Reject;
         }
-        if self.would_keep(len, prefix) {
+        if self.would_keep(len, prefix) || self.may_answer_for_a_block(len, prefix) {
             Decision::Keep
         } else {
             Decision::Skip
         }
     }
 
-    /// Answers to requests of decoded APIs, small enough to decode; and answers to no
-    /// request read that are as short as a block's, to tell whether they read as one.
+    /// Answers to requests of decoded APIs, small enough to decode. (Answers to no
+    /// request are also kept when met in framing, see [`Self::may_answer_for_a_block`];
+    /// a search carries them by their heads as before, and their bytes go unread.)
     fn would_keep(&mut self, len: i32, prefix: &[u8]) -> bool {
-        let Ok(len) = u32::try_from(len) else {
-            return false;
-        };
         header::response_correlation_id(prefix).is_ok_and(|corr| {
-            match self.waiting.answered_request(corr) {
-                Some((api, _)) => decodes_response(api) && len <= MAX_DECODED_LEN,
-                None => len <= LONGEST_BLOCK_ANSWER,
-            }
-        })
+            self.waiting
+                .answered_request(corr)
+                .is_some_and(|(api, _)| decodes_response(api))
+        }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
     }
 
     fn frame(&mut self, frame: Frame<'_, RequestReader>) {

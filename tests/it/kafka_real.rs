@@ -581,8 +581,8 @@ fn a_capture_started_between_a_block_request_and_its_answer_doubts_that_block() 
         );
         let headline = r["verdict"]["headline"].as_str().unwrap();
         assert!(
-            headline.contains("not read has the bytes of an AllocateProducerIds answer")
-                || headline.contains("not read have the bytes of AllocateProducerIds answers"),
+            headline.contains("not read has the bytes of an AllocateProducerIds answer granting a block, compared with no other block (unmatched_like_blocks)")
+                || headline.contains("not read have the bytes of AllocateProducerIds answers granting blocks, compared with no other block (unmatched_like_blocks)"),
             "{}: {headline}",
             f.name
         );

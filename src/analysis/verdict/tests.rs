@@ -314,14 +314,14 @@ fn an_answer_read_as_a_block_without_its_request_keeps_the_verdict_from_correct(
     assert_eq!(v.code, Code::CorrectAsFarAsCaptured, "{}", v.headline);
     assert_eq!(
         v.headline,
-        "CORRECT AS FAR AS CAPTURED: 3 blocks granted to 2 brokers without overlap or regression, but 1 response to a request not read has the bytes of an AllocateProducerIds answer granting a block (unmatched_like_blocks): that block, if it is one, was compared with no other"
+        "CORRECT AS FAR AS CAPTURED: 3 blocks granted to 2 brokers without overlap or regression, but 1 response to a request not read has the bytes of an AllocateProducerIds answer granting a block, compared with no other block (unmatched_like_blocks)"
     );
     assert!(v.facts.contains(&("unmatched_like_blocks", 1u64.into())));
     let none = judged_unmatched(&[], &[], None, [2, 2]);
     assert_eq!(none.code, Code::NoExchanges);
     assert!(
         none.headline.ends_with(
-            "none in 100 packets, but 2 responses to requests not read have the bytes of AllocateProducerIds answers granting a block (unmatched_like_blocks): those blocks, if they are, were compared with no other"
+            "none in 100 packets; 2 responses to requests not read have the bytes of AllocateProducerIds answers granting blocks, compared with no other block (unmatched_like_blocks)"
         ),
         "{}",
         none.headline

@@ -621,8 +621,8 @@ fn captures(w: &mut dyn Write, report: &Report) -> io::Result<()> {
         let n = s.unmatched_responses;
         let noun = if n == 1 { "response" } else { "responses" };
         let like = match s.unmatched_like_blocks {
-            Some(1) => " (1 reads as a block's grant: see the verdict)".to_owned(),
-            Some(k) => format!(" ({k} read as blocks' grants: see the verdict)"),
+            Some(1) => " (1 reads as a block's grant, unmatched_like_blocks)".to_owned(),
+            Some(k) => format!(" ({k} read as blocks' grants, unmatched_like_blocks)"),
             None => String::new(),
         };
         writeln!(w, "  {n} {noun} matched no captured request{like}")?;
