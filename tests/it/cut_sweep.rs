@@ -400,3 +400,44 @@ fn cut_inside_frames_larger_than_the_search_window() {
         faults.join("\n")
     );
 }
+
+/// A capture that starts before an answer to a request it does not hold (256 bytes, as
+/// short as the answers read for a block's bytes), with a hole through that answer: the
+/// framer's search carries it by its head past the hole, and it is counted as unmatched,
+/// not passed over as resynchronised bytes (keeping such answers for their bytes once
+/// made the search wait for bytes the hole lost).
+#[test]
+fn an_unmatched_answer_with_a_hole_through_it_is_still_counted() {
+    use crate::common::{apid_pair, framed, Conn, PcapWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hole.pcap");
+    let mut w = PcapWriter::create(&path);
+    let mut c = Conn::new("10.0.0.2:40000", "10.0.0.1:9092");
+    let mut body = 4i32.to_be_bytes().to_vec();
+    body.resize(252, 0);
+    let orphan = framed(&body);
+    assert_eq!(orphan.len(), 256);
+    c.send(&mut w, false, &orphan[..24], 1500);
+    c.server_seq = c.server_seq.wrapping_add(10); // lost
+    let (request, response) = apid_pair(5, 2, 3000);
+    c.send(&mut w, true, &request, 1500);
+    c.send(
+        &mut w,
+        false,
+        &[&orphan[34..], &response[..]].concat(),
+        1500,
+    );
+    let (request, response) = apid_pair(6, 2, 4000);
+    c.send(&mut w, true, &request, 1500);
+    c.send(&mut w, false, &response, 1500);
+    w.finish();
+    let r = report(&[
+        path.to_str().unwrap(),
+        "--port",
+        "9092",
+        "--compact",
+        "--quiet",
+    ]);
+    assert_eq!(r["summary"]["unmatched_responses"], 1, "{}", r["verdict"]);
+    assert_eq!(r["exchanges"].as_array().unwrap().len(), 2);
+}
