@@ -123,6 +123,16 @@ fn key(b: &Value) -> BlockKey {
     (n("broker_id"), n("broker_epoch"), n("start"), n("len"))
 }
 
+/// The blocks the controllers committed (their metadata log's `ProducerIdsRecord`s).
+fn committed_blocks(truth: &Value) -> Vec<BlockKey> {
+    truth["committed_blocks"]
+        .as_array()
+        .expect("committed_blocks")
+        .iter()
+        .map(key)
+        .collect()
+}
+
 /// Starts of the committed blocks the capture cannot hold, with the reason for each.
 fn lost(truth: &Value) -> BTreeMap<i64, String> {
     truth["lost_in_capture"]
@@ -199,12 +209,7 @@ fn reported_blocks_are_the_committed_ones() {
 fn every_producer_id_a_client_got_lies_in_one_block_of_its_broker() {
     for f in all() {
         let lost = lost(&f.truth);
-        let committed: Vec<BlockKey> = f.truth["committed_blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(key)
-            .collect();
+        let committed = committed_blocks(&f.truth);
         let blocks = reported_blocks(f);
         let mut faults = Vec::new();
         for given in f.truth["client_producer_ids"].as_array().unwrap() {
@@ -429,12 +434,7 @@ fn client_grants(truth: &Value) -> BTreeMap<(u64, i64), (i64, i64, i64)> {
 #[test]
 fn every_producer_id_the_load_got_is_an_entry_in_its_brokers_block() {
     for f in all() {
-        let committed: Vec<BlockKey> = f.truth["committed_blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(key)
-            .collect();
+        let committed = committed_blocks(&f.truth);
         let lost = lost(&f.truth);
         let grants = client_grants(&f.truth);
         assert!(
@@ -552,12 +552,7 @@ fn a_capture_started_between_a_block_request_and_its_answer_doubts_that_block() 
             .iter()
             .filter(|b| frame(b, "request") <= cut_after && frame(b, "response") > cut_after)
             .collect();
-        let committed: Vec<BlockKey> = f.truth["committed_blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(key)
-            .collect();
+        let committed = committed_blocks(&f.truth);
         for b in &orphans {
             assert!(committed.contains(&key(b)), "{}: {b} committed", f.name);
         }
