@@ -56,16 +56,15 @@ pub fn pidshark() -> assert_cmd::Command {
     cmd
 }
 
+/// Runs pidshark on `args`, which must succeed: its standard output.
+pub fn stdout_text(args: &[&str]) -> String {
+    let out = pidshark().args(args).assert().success();
+    String::from_utf8(out.get_output().stdout.clone()).expect("UTF-8 output")
+}
+
 /// Runs pidshark on `args` and parses its report.
 pub fn report(args: &[&str]) -> serde_json::Value {
-    let out = pidshark()
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).expect("report is JSON")
+    serde_json::from_str(&stdout_text(args)).expect("report is JSON")
 }
 
 /// The fixtures with several exchanges, all little-endian microsecond pcap: what the cut

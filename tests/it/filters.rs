@@ -205,15 +205,7 @@ fn every_format_shows_the_filtered_exchanges() {
 /// so: it once gave "the 2 shown of 9 (9 complete, ...)" and "over 9" as if of the 2.
 #[test]
 fn the_text_reports_whole_capture_counts_beside_a_filtered_list_say_so() {
-    let out = pidshark()
-        .arg(FIXTURE)
-        .args(["--format", "text", "--all", "--broker", "3"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = crate::common::stdout_text(&[FIXTURE, "--format", "text", "--all", "--broker", "3"]);
     assert!(
         text.contains("the 2 shown of 9 (of all, 9 complete,"),
         "{text}"
