@@ -363,12 +363,16 @@ pub struct ResponseSide<'a> {
 }
 
 impl ResponseSide<'_> {
+    /// An answer of `len` bytes to a request of `api` is decoded: an API decoded, and
+    /// small enough.
+    fn decodes((api, _): (ApiKey, i16), len: i32) -> bool {
+        decodes_response(api) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
+    }
+
     /// An answer to no request read, as short as a block's: kept, to tell whether its
     /// bytes read as one ([`reads_as_block`]).
-    fn may_answer_for_a_block(&self, len: i32, prefix: &[u8]) -> bool {
+    fn may_answer_for_a_block(len: i32) -> bool {
         u32::try_from(len).is_ok_and(|l| l <= LONGEST_BLOCK_ANSWER)
-            && header::response_correlation_id(prefix)
-                .is_ok_and(|corr| self.waiting.answered_request(corr).is_none())
     }
 
     /// Counts an answer to no request read whose bytes read as a block's grant: rare
@@ -397,10 +401,16 @@ impl FrameHandler for ResponseSide<'_> {
             self.diags.add(Some(self.ends.connection), at, what);
             return Decision::Reject;
         }
-        if header::response_correlation_id(prefix).is_err() {
+        let Ok(corr) = header::response_correlation_id(prefix) else {
             return Decision::Reject;
-        }
-        if self.would_keep(len, prefix) || self.may_answer_for_a_block(len, prefix) {
+        };
+        // one lookup: an answer to a decoded API, or one to no request (see
+        // [`Self::may_answer_for_a_block`])
+        let keep = match self.waiting.answered_request(corr) {
+            Some(answers) => Self::decodes(answers, len),
+            None => Self::may_answer_for_a_block(len),
+        };
+        if keep {
             Decision::Keep
         } else {
             Decision::Skip
@@ -414,8 +424,8 @@ impl FrameHandler for ResponseSide<'_> {
         header::response_correlation_id(prefix).is_ok_and(|corr| {
             self.waiting
                 .answered_request(corr)
-                .is_some_and(|(api, _)| decodes_response(api))
-        }) && u32::try_from(len).is_ok_and(|l| l <= MAX_DECODED_LEN)
+                .is_some_and(|answers| Self::decodes(answers, len))
+        })
     }
 
     fn frame(&mut self, frame: Frame<'_, RequestReader>) {
