@@ -15,8 +15,9 @@
 
 use std::num::NonZeroU64;
 
+use super::allocate_producer_ids::{reads_as_block, LONGEST_BLOCK_ANSWER};
 use super::framing::{Framer, MAX_HEAD_LEN};
-use super::header::{REQUEST_HEAD_PREFIX_LEN, RESPONSE_PREFIX_LEN};
+use super::header::{response_correlation_id, REQUEST_HEAD_PREFIX_LEN, RESPONSE_PREFIX_LEN};
 use super::message::Outbox;
 use super::tables::ApiKey;
 use super::trial::Trial;
@@ -421,6 +422,51 @@ impl KafkaConn {
             size_of::<Trial>() + MALLOC_OVERHEAD + t.out.held_bytes()
         });
         streams.held_bytes() + trial
+    }
+
+    /// Answers the connection holds that read as a block's grant (see
+    /// [`reads_as_block`]) and would go with its state, given up or at its end: a
+    /// trial's, framed but held out of the report, and those held unframed while framing
+    /// was searched for (a capture's last answer on a connection picked up mid-stream is
+    /// confirmed by nothing after it). Not answers to requests still waiting. Both
+    /// directions while the client is not known.
+    pub(super) fn like_blocks_held(&self) -> u64 {
+        let (streams, client, trial) = match &self.state {
+            State::Searching { streams, trial, .. } => (streams, None, Some(trial)),
+            State::Probing {
+                client,
+                streams,
+                trial,
+                ..
+            }
+            | State::OnTrial {
+                client,
+                streams,
+                trial,
+                ..
+            } => (streams, Some(*client), Some(trial)),
+            State::Kafka {
+                client, streams, ..
+            } => (streams, Some(*client), None),
+            State::Unknown | State::NotKafka | State::Encrypted => return 0,
+        };
+        let framed = trial.map_or(0, |t| t.out.counted.unmatched_like_blocks);
+        let servers = match client {
+            Some(client) => [Some(client.reverse()), None],
+            None => [Some(Dir::FromInitiator), Some(Dir::FromResponder)],
+        };
+        let held = servers
+            .into_iter()
+            .flatten()
+            .filter_map(|dir| streams.framers.get(dir.idx()))
+            .flat_map(|framer| framer.held_whole_frames(LONGEST_BLOCK_ANSWER as usize))
+            .filter(|frame| {
+                let waited_for = response_correlation_id(frame)
+                    .is_ok_and(|corr| streams.pending.request_frame(corr).is_some());
+                !waited_for && reads_as_block(frame)
+            })
+            .count();
+        framed + held as u64
     }
 
     /// Mid-stream probing gives up once every direction tried as the client has passed

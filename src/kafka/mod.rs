@@ -301,9 +301,20 @@ impl Dissector {
         why: NotKafka,
         diags: &mut Diagnostics,
     ) -> bool {
+        self.keep_like_blocks(conn);
         conn.move_to_not_kafka();
         self.not_kafka(info, at, why, diags);
         false
+    }
+
+    /// Before a connection's state goes, given up or at its end: the answers it holds
+    /// that read as a block's grant are counted as unmatched ones (see
+    /// [`KafkaConn::like_blocks_held`]), so a block the capture holds is never dropped
+    /// without a word.
+    fn keep_like_blocks(&mut self, conn: &KafkaConn) {
+        let held = conn.like_blocks_held();
+        self.out.counted.unmatched += held;
+        self.out.counted.unmatched_like_blocks += held;
     }
 
     /// Says why a connection is not Kafka, with the `--port` that would read it anyway
@@ -415,6 +426,7 @@ impl StreamHandler for Dissector {
             State::Kafka { apis, .. } => !apis.carried_no_producer_ids(),
             _ => true,
         };
+        self.keep_like_blocks(&conn);
         match conn.into_state() {
             State::Searching { .. } | State::Probing { .. } => {
                 self.not_kafka(info, at, NotKafka::Undecided, diags);

@@ -48,23 +48,30 @@ fn keyed(report: &Value, shift: u64) -> BTreeMap<(String, String, i64), Value> {
 }
 
 /// The AllocateProducerIds responses of the whole report: (client, server, request's
-/// first frame, response's first frame).
-fn responses(report: &Value) -> Vec<(Value, Value, u64, u64)> {
+/// first frame, response's first frame, whether it grants a block: see [`grants`]).
+fn responses(report: &Value) -> Vec<Answer> {
     responses_where(report, |_| true)
+}
+
+/// (client, server, request's first frame, response's first frame, whether it grants a
+/// block): two answers in one frame are told apart by the last.
+type Answer = (Value, Value, u64, u64, bool);
+
+/// Whether a response grants a block whole: no error, a start of at least 0, ids in it.
+fn grants_a_block(response: &Value) -> bool {
+    response["error_code"] == 0
+        && response["producer_id_start"].as_i64() >= Some(0)
+        && response["producer_id_len"].as_i64() > Some(0)
 }
 
 /// [`responses`] of those that grant a block whole: no error, a start of at least 0, ids
 /// in the block.
-fn grants(report: &Value) -> Vec<(Value, Value, u64, u64)> {
-    responses_where(report, |response| {
-        response["error_code"] == 0
-            && response["producer_id_start"].as_i64() >= Some(0)
-            && response["producer_id_len"].as_i64() > Some(0)
-    })
+fn grants(report: &Value) -> Vec<Answer> {
+    responses_where(report, grants_a_block)
 }
 
 /// [`responses`] of those whose response `keep` says yes to.
-fn responses_where(report: &Value, keep: impl Fn(&Value) -> bool) -> Vec<(Value, Value, u64, u64)> {
+fn responses_where(report: &Value, keep: impl Fn(&Value) -> bool) -> Vec<Answer> {
     report["exchanges"]
         .as_array()
         .unwrap()
@@ -76,6 +83,7 @@ fn responses_where(report: &Value, keep: impl Fn(&Value) -> bool) -> Vec<(Value,
                 ex["server"].clone(),
                 ex["request"]["first_frame"].as_u64().unwrap(),
                 ex["response"]["first_frame"].as_u64().unwrap(),
+                grants_a_block(&ex["response"]),
             )
         })
         .collect()
@@ -87,10 +95,12 @@ fn responses_where(report: &Value, keep: impl Fn(&Value) -> bool) -> Vec<(Value,
 /// connection is Kafka in the cut: always with `--port` (`ports_given`), where a lone
 /// answer with nothing after it but the FIN is confirmed by the stream's end; without
 /// it, when the connection carries an AllocateProducerIds request after the cut (that
-/// proves it Kafka), and never on one whose requests all lie before the cut (the
-/// server's lone answers do not make it Kafka: a Thrift-framed server looks the same;
-/// the connection is given up as `not_kafka`). On a connection with other APIs, other
-/// requests after the cut may prove it or not, and other answers may be orphans too.
+/// proves it Kafka), or when it grants a block (its bytes read as one wherever they
+/// stand, even on a connection given up), and never otherwise on one whose requests all
+/// lie before the cut (the server's lone answers do not make it Kafka: a Thrift-framed
+/// server looks the same; the connection is given up as `not_kafka`). On a connection
+/// with other APIs, other requests after the cut may prove it or not, and other answers
+/// may be orphans too.
 fn unmatched_bounds(whole: &Value, first: u64, ports_given: bool) -> (u64, u64) {
     orphan_bounds(
         whole,
@@ -116,7 +126,7 @@ fn like_block_bounds(whole: &Value, first: u64, ports_given: bool) -> (u64, u64)
 /// capture's, and the responses of `all` whose request lies before the cut.
 fn orphan_bounds(
     whole: &Value,
-    all: Vec<(Value, Value, u64, u64)>,
+    all: Vec<Answer>,
     (first, ports_given): (u64, bool),
     field: &str,
 ) -> (u64, u64) {
@@ -130,11 +140,11 @@ fn orphan_bounds(
     };
     let orphans: Vec<_> = all
         .iter()
-        .filter(|(_, _, req, resp)| *req < first && *resp >= first)
+        .filter(|(_, _, req, resp, _)| *req < first && *resp >= first)
         .collect();
     let sure = orphans
         .iter()
-        .filter(|(c, s, _, _)| ports_given || carries_request_after(c, s))
+        .filter(|(c, s, _, _, grant)| ports_given || carries_request_after(c, s) || *grant)
         .count() as u64;
     let other_apis: u64 = whole["summary"]["api_keys"]
         .as_object()

@@ -280,6 +280,17 @@ impl<R: Streamed> Framer<R> {
         matches!(self.state, State::Resync(_))
     }
 
+    /// While searching: the frames of at most `max_len` bytes its held bytes read as
+    /// whole, for what a connection given up or ended holds unframed (see
+    /// [`Window::whole_frames`](search::Window::whole_frames)). None otherwise: with
+    /// framing known, every whole frame was handed over.
+    pub fn held_whole_frames(&self, max_len: usize) -> Vec<&[u8]> {
+        match &self.state {
+            State::Resync(w) => w.whole_frames(max_len),
+            _ => Vec::new(),
+        }
+    }
+
     /// Bytes held while searching.
     pub fn resync_window_len(&self) -> usize {
         match &self.state {

@@ -726,6 +726,54 @@ fn the_end_of_the_stream_confirms_what_ends_with_it() {
     );
 }
 
+/// What a search holds unframed when its connection is given up or ends without a FIN:
+/// the whole frames of its bytes that nothing after them refutes (a run of heads to the
+/// end, or past it), for the Kafka stage to tell whether one is a block's answer.
+#[test]
+fn the_frames_a_search_holds_whole_are_those_run_to_its_end() {
+    let rec = || Recorder {
+        confirm: true,
+        anchor_key: Some(9),
+        ..Default::default()
+    };
+    let held = |data: &[u8], max_len: usize| -> Vec<Vec<u8>> {
+        let mut framer = Framer::<NoStream>::resyncing(4);
+        framer.push(data, at(1), &mut rec());
+        framer
+            .held_whole_frames(max_len)
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let (a, b) = (vec![7, 0, 0, 1, 2], vec![7, 0, 0, 2, 3, 4]);
+    let mut data = vec![0xaa; 2];
+    data.extend(frame_bytes(&a));
+    assert_eq!(held(&data, 256), vec![a.clone()], "a lone frame at the end");
+    data.extend(frame_bytes(&b));
+    assert_eq!(
+        held(&data, 256),
+        vec![a.clone(), b.clone()],
+        "two, one after the other"
+    );
+    assert_eq!(held(&data, 5), vec![a.clone()], "longer than asked for");
+    let mut cut = frame_bytes(&a);
+    cut.extend(&frame_bytes(&b)[..7]);
+    assert_eq!(
+        held(&cut, 256),
+        vec![a.clone()],
+        "followed by a frame cut by the end"
+    );
+    let mut refuted = frame_bytes(&a);
+    refuted.extend([0, 0, 0, 0, 1]);
+    assert!(held(&refuted, 256).is_empty(), "followed by a size of 0");
+    let mut framer = Framer::<NoStream>::new(4);
+    framer.push(&frame_bytes(&a)[..6], at(1), &mut rec());
+    assert!(
+        framer.held_whole_frames(256).is_empty(),
+        "framing known: nothing held"
+    );
+}
+
 /// A streamed message's reader: what it was given.
 #[derive(Debug, Default)]
 struct Tape {
