@@ -663,8 +663,9 @@ impl Tracker {
             let writers = self.writers.entry(key).or_default();
             let before = memory::writers_heap(writers, writers.capacity());
             if writers.capacity() == 0 {
-                // one is the usual; a second is what is looked for
-                writers.reserve_exact(2);
+                // one is the usual (a transactional producer has one an epoch, thousands
+                // of them); a second, what is looked for, is rare enough to grow for
+                writers.reserve_exact(1);
             }
             let index = match writers
                 .iter()

@@ -197,6 +197,11 @@ impl Tracker {
             {
                 Some(i) => writer.spans.get_mut(i),
                 None if writer.spans.len() < MAX_SPANS => {
+                    if writer.spans.capacity() == 0 {
+                        // most write one partition an epoch (a transaction's few): room
+                        // for four would take 240 bytes where one takes 72
+                        writer.spans.reserve_exact(1);
+                    }
                     writer.spans.push(Span {
                         topic,
                         partition,
