@@ -698,3 +698,50 @@ fn a_healthy_transactional_capture_is_followed_whole_at_a_third_of_the_default_b
         assert_eq!(r["verdict"]["code"], "correct", "{}", c.name);
     }
 }
+
+/// Seen from a capture point that sees one direction only (the servers' answers), every
+/// connection is searched for framing to its end, and an answer's bytes hold heads of
+/// every size (a correlation id of 24 reads as a 24-byte frame): 35 whole block-shaped
+/// frames in five thousand of the 4.4.0 transactional capture's servers' packets, each
+/// followed by a head that ran past the end. Only a run of whole frames to exactly the
+/// end makes one count, and the like-blocks are then the blocks that the controllers'
+/// answers among those packets grant (2, as the whole capture reads them; 28-byte
+/// segments, by tshark too).
+#[test]
+fn one_direction_of_a_busy_capture_holds_no_false_like_block() {
+    let c = all()
+        .iter()
+        .find(|c| c.name == "4.4.0-transactions")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let files = capture_files(&c.truth);
+    let whole = crate::common::gunzipped(&files[0], dir.path(), "whole.pcap");
+    let (mut out, records) = crate::common::pcap_records(&whole);
+    // Ethernet, IPv4: the servers listen below 32768, the clients' ports are above
+    let from_server = |bytes: &[u8]| {
+        let tcp = 14 + usize::from(bytes[14] & 0x0f) * 4;
+        u16::from_be_bytes([bytes[tcp], bytes[tcp + 1]]) < 32768
+    };
+    // the servers' packets 2,703 to 7,703, with their frame numbers in the whole capture
+    let kept: Vec<(u64, &(_, Vec<u8>))> = (1u64..)
+        .zip(&records)
+        .filter(|(_, (_, bytes))| from_server(bytes))
+        .skip(2702)
+        .take(5001)
+        .collect();
+    let frames: BTreeSet<u64> = kept.iter().map(|(frame, _)| *frame).collect();
+    let blocks = c.report["producer_id_blocks"]["blocks"].as_array().unwrap();
+    let granted = blocks
+        .iter()
+        .filter(|b| frames.contains(&b["response_frame"].as_u64().unwrap()))
+        .count();
+    assert_eq!(granted, 2);
+    for (_, (head, bytes)) in kept {
+        out.extend_from_slice(head);
+        out.extend_from_slice(bytes);
+    }
+    let cut = dir.path().join("servers.pcap");
+    std::fs::write(&cut, out).unwrap();
+    let r = report(&[cut.to_str().unwrap(), "--compact", "--quiet"]);
+    assert_eq!(r["summary"]["unmatched_like_blocks"], 2);
+}

@@ -128,31 +128,28 @@ impl Window {
     }
 
     /// The frames of at most `max_len` bytes that the bytes held from `base` read as
-    /// whole, each followed by nothing or by a run of heads of positive size, each where
-    /// the one before ends, to where the bytes end or past it: what the stream may have
-    /// held whole had it ended here. In stream order, without their size prefixes. One
-    /// walk back over the bytes: a hostile window costs its length, not its square.
+    /// whole, each followed by nothing or by a run of whole frames, each where the one
+    /// before ends, to exactly where the bytes end: what the stream may have held whole
+    /// had it ended here. Not one followed by a head that runs past the end: inside the
+    /// zeros of a long message, heads of made-up sizes are met at every byte. In stream
+    /// order, without their size prefixes. One walk back over the bytes: a hostile
+    /// window costs its length, not its square.
     pub(super) fn whole_frames(&self, max_len: usize) -> Vec<&[u8]> {
         let (base, len) = (self.base, self.bytes.len());
-        // runs_on[i]: the heads from `base + i` run to the end, or past it
-        let mut runs_on = vec![false; len.saturating_sub(base)];
+        // to_end[i]: whole frames from `base + i` reach exactly the end
+        let mut to_end = vec![false; len.saturating_sub(base)];
         let mut frames = Vec::new();
         for offset in (base..len).rev() {
-            let runs = match head_at(&self.bytes, offset, 0) {
-                None => true, // a head cut by the end
-                Some((size, _)) if size <= 0 => false,
-                Some((size, _)) => {
-                    let next = offset + SIZE_LEN + size as usize;
-                    let rest_runs =
-                        next >= len || runs_on.get(next - base).copied().unwrap_or(false);
-                    if rest_runs && next <= len && size as usize <= max_len {
-                        frames.extend(self.bytes.get(offset + SIZE_LEN..next));
-                    }
-                    rest_runs
-                }
+            let Some((size, _)) = head_at(&self.bytes, offset, 0).filter(|(s, _)| *s > 0) else {
+                continue;
             };
-            if let Some(slot) = runs_on.get_mut(offset - base) {
-                *slot = runs;
+            let next = offset + SIZE_LEN + size as usize;
+            let reaches = next == len || to_end.get(next - base).copied().unwrap_or(false);
+            if reaches && size as usize <= max_len {
+                frames.extend(self.bytes.get(offset + SIZE_LEN..next));
+            }
+            if let Some(slot) = to_end.get_mut(offset - base) {
+                *slot = reaches;
             }
         }
         frames.reverse();
