@@ -662,17 +662,18 @@ impl Tracker {
             let frame = ex.request_meta.frame;
             let writers = self.writers.entry(key).or_default();
             let before = memory::writers_heap(writers, writers.capacity());
-            if writers.capacity() == 0 {
-                // one is the usual (a transactional producer has one an epoch, thousands
-                // of them); a second, what is looked for, is rare enough to grow for
-                writers.reserve_exact(1);
-            }
             let index = match writers
                 .iter()
                 .position(|w| w.connection == ex.endpoints.connection)
             {
                 Some(i) => i,
                 None if writers.len() < MAX_WRITERS => {
+                    if writers.len() == writers.capacity() {
+                        // one is the usual (a transactional producer has one an epoch,
+                        // thousands of them); a second, what is looked for, is rare: room
+                        // doubles from one (a Vec's own growth would jump to four)
+                        writers.reserve_exact(writers.len().max(1));
+                    }
                     writers.push(Writer {
                         connection: ex.endpoints.connection,
                         client: ex.endpoints.client,

@@ -197,10 +197,10 @@ impl Tracker {
             {
                 Some(i) => writer.spans.get_mut(i),
                 None if writer.spans.len() < MAX_SPANS => {
-                    if writer.spans.capacity() == 0 {
+                    if writer.spans.len() == writer.spans.capacity() {
                         // most write one partition an epoch (a transaction's few): room
-                        // for four would take 240 bytes where one takes 72
-                        writer.spans.reserve_exact(1);
+                        // for four would take 240 bytes where one takes 72; it doubles
+                        writer.spans.reserve_exact(writer.spans.len().max(1));
                     }
                     writer.spans.push(Span {
                         topic,
