@@ -309,8 +309,7 @@ impl Dissector {
 
     /// Before a connection's state goes, given up or at its end: the answers it holds
     /// that read as a block's grant are counted as unmatched ones (see
-    /// [`KafkaConn::like_blocks_held`]), so a block the capture holds is never dropped
-    /// without a word.
+    /// [`KafkaConn::like_blocks_held`]), not dropped with it unsaid.
     fn keep_like_blocks(&mut self, conn: &KafkaConn) {
         let held = conn.like_blocks_held();
         self.out.counted.unmatched += held;
