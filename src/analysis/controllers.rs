@@ -1,14 +1,15 @@
 //! Who led the KRaft controller quorum when, as far as the capture shows, and blocks
-//! granted by a controller that was no longer leading.
+//! granted by a controller asked after it no longer led.
 //!
 //! Evidence, strongest first: a BeginQuorumEpoch request (sent by the new leader to each
 //! voter as its epoch starts) or an EndQuorumEpoch request (a leader resigning its epoch)
 //! names its sender as leader of its epoch; a response to either, or to a Vote, names whom
 //! the answering voter takes for leader (-1: nobody yet); a controller answering
 //! AllocateProducerIds with NONE acted as leader, of an epoch whose leader the quorum's
-//! messages did not name. Weaker evidence starts a span only where no stronger evidence
-//! for its epoch came first. Vote requests are candidacies, not leadership: they only show
-//! that an epoch began (a PreVote does not even do that).
+//! messages did not name, when it was asked in that epoch (it answers once the block is
+//! committed: late on the wire, that may be an epoch before). Weaker evidence starts a span
+//! only where no stronger evidence for its epoch came first. Vote requests are candidacies,
+//! not leadership: they only show that an epoch began (a PreVote does not even do that).
 //!
 //! A span lasts from the first message that shows its leader in its epoch to the first
 //! that shows a later epoch. A message about an epoch older than one already shown starts
@@ -145,8 +146,9 @@ struct Serving {
 pub struct Timeline {
     /// By epoch: Raft has at most one leader per epoch.
     spans: BTreeMap<i32, Span>,
-    /// The highest epoch any message showed.
+    /// The highest epoch any message showed, and the first message that showed it.
     latest: Option<i32>,
+    latest_from: Option<MessageMeta>,
     /// The highest epoch each controller is known to have led.
     led: BTreeMap<i32, i32>,
     by_address: BTreeMap<SocketAddr, Serving>,
@@ -246,8 +248,9 @@ impl Timeline {
             self.unplaced_answer(server, meta);
             return;
         };
+        let asked = ex.request_meta.frame;
         let Some((&top_epoch, top)) = self.spans.last_key_value() else {
-            if self.latest.is_some() {
+            if self.asked_in_latest(asked) {
                 self.answered_as_leader(controller, meta);
             } else {
                 self.unplaced_answer(server, meta);
@@ -262,7 +265,9 @@ impl Timeline {
         }
         if self.latest > Some(top_epoch) {
             // an epoch whose leader the quorum's messages did not name: this one
-            self.answered_as_leader(controller, meta);
+            if self.asked_in_latest(asked) {
+                self.answered_as_leader(controller, meta);
+            }
             return;
         }
         let (Some(start), Some(len)) = (response.producer_id_start, response.producer_id_len)
@@ -272,24 +277,52 @@ impl Timeline {
         if start < 0 || len <= 0 {
             return;
         }
+        // A KRaft controller answers NONE only once the block's record is committed, and a
+        // majority that elected another leader replicates from it no more: a block asked
+        // for after that cannot be committed. One asked for before may be, its answer sent
+        // late (a pause, a slow path): not stale.
+        let Some(lead) = self.took_over_before(controller, asked) else {
+            return;
+        };
         let what = Observation::PidStaleController(obs::PidStaleController {
             frame: meta.frame,
             controller: server,
             controller_id: controller,
             controller_led_epoch: self.led.get(&controller).copied(),
-            leader_seen: top.lead.leader_id,
-            leader_seen_epoch: top_epoch,
-            leader_seen_frame: top.lead.from.frame,
+            leader_seen: lead.leader_id,
+            leader_seen_epoch: lead.epoch,
+            leader_seen_frame: lead.from.frame,
             start,
             len,
         });
-        let frames = vec![ex.request_meta.frame, top.lead.from.frame, meta.frame];
+        let frames = vec![asked, lead.from.frame, meta.frame];
         let at = (
             ex.request.broker_id,
             Some(ex.endpoints.connection),
             meta.timestamp,
         );
         findings.push(Finding::new(what, at, frames));
+    }
+
+    /// Whether a request at frame `asked` came after the latest epoch was shown: only then
+    /// does its answer as leader show who led that epoch (an answer sent late may be of an
+    /// earlier one).
+    fn asked_in_latest(&self, asked: u64) -> bool {
+        self.latest_from.is_some_and(|from| from.frame < asked)
+    }
+
+    /// The first span shown before frame `asked` of a leader other than `controller` in
+    /// an epoch later than any `controller` was seen leading.
+    fn took_over_before(&self, controller: i32, asked: u64) -> Option<&Leadership> {
+        let after = self
+            .led
+            .get(&controller)
+            .map_or(i32::MIN, |led| led.saturating_add(1));
+        self.spans
+            .range(after..)
+            .map(|(_, span)| &span.lead)
+            .filter(|lead| lead.leader_id != controller && lead.from.frame < asked)
+            .min_by_key(|lead| lead.from.frame)
     }
 
     /// A message that `epoch`'s leader sent as leader.
@@ -344,6 +377,7 @@ impl Timeline {
             return;
         }
         self.latest = Some(epoch);
+        self.latest_from = Some(*meta);
         for span in self.spans.range_mut(..epoch).rev() {
             if span.1.lead.to.is_some() {
                 break;

@@ -491,9 +491,11 @@ kinds! {
     }
     PidStaleController "pid_stale_controller" Error {
         meaning: "a controller granted a block (an AllocateProducerIds response with \
-            `NONE`) after the capture showed another controller leading a later \
+            `NONE`) asked for after the capture showed another controller leading a later \
             epoch than any it was seen leading (see `controllers[]`): a stale \
-            controller handed out producer ids the leader may hand out too",
+            controller handed out producer ids the leader may hand out too. A block asked \
+            for before that and answered after it is not one: KRaft answers `NONE` only \
+            once the block is committed",
         facts: [
             "controller": Text,
             "controller_id": Integer,

@@ -244,3 +244,67 @@ fn two_hosts_leaders_are_the_ones_the_controllers_logged() {
     };
     assert_eq!(epochs(&report_views), epochs(&report_full));
 }
+
+/// `scripts/kafka/rig --scenario paused-controller`, both releases: the active controller's
+/// way to broker 1 goes dark before broker 1 asks for its next block, the controller is
+/// paused once the block is committed, the others elect a new leader, and the kernel's
+/// retransmission puts the answer on the wire after the new leader's BeginQuorumEpoch. A
+/// KRaft controller answers NONE only once the block's record is committed: the block is in
+/// the metadata log, in the paused leader's epoch, and the new leader granted past it. Late,
+/// not stale.
+#[test]
+fn a_committed_block_answered_after_a_takeover_is_not_stale() {
+    let dir = root().join("fixtures/kafka-real");
+    for release in ["3.9.1", "4.4.0"] {
+        let name = format!("{release}-paused-controller");
+        let truth = read_json(&dir.join(format!("{name}.truth.json")));
+        assert_eq!(truth["controller_leaders_check"], "ok", "{name}");
+        let paused = truth["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["event"] == "active controller paused")
+            .map(|e| e["leader"][0].as_i64().unwrap())
+            .expect("a paused controller");
+        let file = truth["fixture"].as_str().expect("capture");
+        let report = report(&[&format!("fixtures/kafka-real/{file}"), "--quiet"]);
+        // the spans are the logged leaders', and no grant is called stale
+        assert_eq!(check_leaders(&name, &truth, &report, true), 2, "{name}");
+        let taken_at = report["controllers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["leader_id"] != paused)
+            .map(|s| s["from_frame"].as_u64().unwrap())
+            .expect("the new leader's span");
+        let address = truth["host_addresses"][paused.to_string()]
+            .as_str()
+            .unwrap();
+        let late: Vec<i64> = report["producer_id_blocks"]["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| {
+                b["server"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{address}:"))
+            })
+            .filter(|b| b["response_frame"].as_u64().unwrap() > taken_at)
+            .map(|b| b["start"].as_i64().unwrap())
+            .collect();
+        assert!(!late.is_empty(), "{name}: no answer after the takeover");
+        let committed_by = |start: i64| {
+            truth["committed_blocks_granted_by"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["start"] == start)
+                .map(|b| b["controller_id"].as_i64().unwrap())
+        };
+        for start in late {
+            assert_eq!(committed_by(start), Some(paused), "{name}: block {start}");
+        }
+        assert_eq!(report["verdict"]["facts"]["overlaps"], 0, "{name}");
+    }
+}

@@ -185,6 +185,73 @@ fn a_grant_from_the_leader_of_an_older_epoch_is_stale() {
     assert_eq!(f.facts, what.facts());
 }
 
+/// [`grant`], its request seen in frame `asked`.
+fn asked_at(asked: u64, mut ex: Exchange) -> Exchange {
+    ex.request_meta = meta(asked);
+    ex
+}
+
+#[test]
+fn a_block_asked_for_before_a_takeover_and_answered_after_it_is_not_stale() {
+    // committed before the election (KRaft answers NONE only then), its answer late
+    let (timeline, found) = run(
+        vec![begin(4, 1, 4, LEADER_A), begin(18, 2, 5, LEADER_B)],
+        vec![asked_at(15, grant(2, LEADER_A, 0, 2000))],
+    );
+    assert!(found.is_empty(), "{found:?}");
+    assert_eq!(
+        spans(&timeline),
+        vec![
+            (1, 4, 4, Some(18), "begin_quorum_epoch"),
+            (2, 5, 18, None, "begin_quorum_epoch"),
+        ]
+    );
+}
+
+#[test]
+fn a_stale_grant_names_the_first_takeover_before_its_request() {
+    let (_, found) = run(
+        vec![
+            begin(4, 1, 4, LEADER_A),
+            begin(18, 2, 5, LEADER_B),
+            begin(28, 3, 6, "10.0.0.3:9093"),
+        ],
+        vec![asked_at(20, grant(3, LEADER_A, 0, 2000))],
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].frames, vec![18, 20, 31]);
+    let facts = &found[0].facts;
+    let fact = |name: &str| {
+        facts
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(fact("leader_seen"), Some(2.into()), "{facts:?}");
+    assert_eq!(fact("leader_seen_epoch"), Some(5.into()), "{facts:?}");
+}
+
+#[test]
+fn an_answer_asked_for_before_an_unwon_election_does_not_name_its_leader() {
+    let (timeline, found) = run(
+        vec![
+            begin(2, 1, 3, LEADER_A),
+            begin(12, 2, 4, LEADER_B),
+            vote_request(16, 1, 5, false),
+        ],
+        // asked of epoch 3's leader before epoch 4 began: its answer is of epoch 3
+        vec![asked_at(10, grant(2, LEADER_A, 0, 1000))],
+    );
+    assert_eq!(
+        spans(&timeline),
+        vec![
+            (1, 3, 2, Some(12), "begin_quorum_epoch"),
+            (2, 4, 12, Some(16), "begin_quorum_epoch"),
+        ]
+    );
+    assert!(found.is_empty(), "{found:?}");
+}
+
 #[test]
 fn a_controller_at_an_unknown_address_or_one_two_claim_is_not_judged() {
     let mut claimed_twice = begin(18, 2, 5, LEADER_B);
