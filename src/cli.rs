@@ -87,7 +87,8 @@ pub struct Args {
     ///
     /// Several files are merged by time, as mergecap merges them; a packet found in two
     /// of them (same connection, sequence numbers, flags and bytes) within MS of each
-    /// other is read once and counted in `duplicate_packets`.
+    /// other is read once and counted in `duplicate_packets`. Across files, a message is
+    /// taken to come after another only when later by more than MS.
     #[arg(long, value_name = "MS", default_value = "5", value_parser = parse_clock_skew, help_heading = "Input")]
     pub clock_skew: u64,
 

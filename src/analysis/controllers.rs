@@ -159,6 +159,8 @@ pub struct Timeline {
     unplaced_ended: bool,
     /// Spans dropped past [`MAX_SPANS`].
     pub dropped: u64,
+    /// How far apart two files' clocks may be (`--clock-skew`).
+    clock_skew_ns: i128,
 }
 
 impl Timeline {
@@ -248,7 +250,7 @@ impl Timeline {
             self.unplaced_answer(server, meta);
             return;
         };
-        let asked = ex.request_meta.frame;
+        let asked = &ex.request_meta;
         let Some((&top_epoch, top)) = self.spans.last_key_value() else {
             if self.asked_in_latest(asked) {
                 self.answered_as_leader(controller, meta);
@@ -295,7 +297,7 @@ impl Timeline {
             start,
             len,
         });
-        let frames = vec![asked, lead.from.frame, meta.frame];
+        let frames = vec![asked.frame, lead.from.frame, meta.frame];
         let at = (
             ex.request.broker_id,
             Some(ex.endpoints.connection),
@@ -304,16 +306,29 @@ impl Timeline {
         findings.push(Finding::new(what, at, frames));
     }
 
-    /// Whether a request at frame `asked` came after the latest epoch was shown: only then
-    /// does its answer as leader show who led that epoch (an answer sent late may be of an
-    /// earlier one).
-    fn asked_in_latest(&self, asked: u64) -> bool {
-        self.latest_from.is_some_and(|from| from.frame < asked)
+    pub fn set_clock_skew(&mut self, clock_skew_ns: u64) {
+        self.clock_skew_ns = i128::from(clock_skew_ns);
     }
 
-    /// The first span shown before frame `asked` of a leader other than `controller` in
-    /// an epoch later than any `controller` was seen leading.
-    fn took_over_before(&self, controller: i32, asked: u64) -> Option<&Leadership> {
+    /// Whether `later` provably came after `earlier`: a later frame of the same file, or
+    /// of another file by more than the clock skew.
+    fn came_after(&self, earlier: &MessageMeta, later: &MessageMeta) -> bool {
+        let file = |m: &MessageMeta| m.origin.map(|o| o.capture());
+        let by = later.timestamp.as_nanos() - earlier.timestamp.as_nanos();
+        earlier.frame < later.frame && (file(earlier) == file(later) || by > self.clock_skew_ns)
+    }
+
+    /// Whether a request `asked` came after the latest epoch was shown: only then does its
+    /// answer as leader show who led that epoch (an answer sent late may be of an earlier
+    /// one).
+    fn asked_in_latest(&self, asked: &MessageMeta) -> bool {
+        self.latest_from
+            .is_some_and(|from| self.came_after(&from, asked))
+    }
+
+    /// The first span shown before the request `asked` of a leader other than
+    /// `controller` in an epoch later than any `controller` was seen leading.
+    fn took_over_before(&self, controller: i32, asked: &MessageMeta) -> Option<&Leadership> {
         let after = self
             .led
             .get(&controller)
@@ -321,7 +336,7 @@ impl Timeline {
         self.spans
             .range(after..)
             .map(|(_, span)| &span.lead)
-            .filter(|lead| lead.leader_id != controller && lead.from.frame < asked)
+            .filter(|lead| lead.leader_id != controller && self.came_after(&lead.from, asked))
             .min_by_key(|lead| lead.from.frame)
     }
 

@@ -374,6 +374,7 @@ impl Analyzer {
     /// packets of different files is judged only past it.
     pub fn with_clock_skew(mut self, clock_skew_ns: u64) -> Self {
         self.producers.set_clock_skew(clock_skew_ns);
+        self.controllers.set_clock_skew(clock_skew_ns);
         self
     }
 

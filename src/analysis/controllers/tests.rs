@@ -209,6 +209,33 @@ fn a_block_asked_for_before_a_takeover_and_answered_after_it_is_not_stale() {
 }
 
 #[test]
+fn a_request_from_another_file_is_after_a_takeover_only_by_more_than_the_clock_skew() {
+    // the takeover in file 1 at second 18, the request in file 0: 2 ms or 2 s later
+    let in_file = |capture: usize, mut m: MessageMeta| {
+        m.origin = crate::packet_ref::Origin::new(capture, m.frame);
+        m
+    };
+    for (late_ms, stale) in [(2, false), (2000, true)] {
+        let mut takeover = begin(18, 2, 5, LEADER_B);
+        takeover.meta = in_file(1, takeover.meta);
+        let mut ex = asked_at(19, grant(2, LEADER_A, 0, 2000));
+        ex.request_meta = in_file(0, meta(19));
+        ex.request_meta.timestamp = takeover.meta.timestamp;
+        ex.request_meta.timestamp.secs += i64::from(late_ms / 1000);
+        ex.request_meta.timestamp.nanos = late_ms % 1000 * 1_000_000;
+        let mut items = vec![begin(4, 1, 4, LEADER_A), takeover];
+        let mut t = Timeline::default();
+        t.set_clock_skew(5_000_000);
+        let mut found = Vec::new();
+        for ev in items.drain(..) {
+            t.cluster(&ev, &mut found);
+        }
+        t.allocate(&ex, &mut found);
+        assert_eq!(found.len(), usize::from(stale), "{late_ms} ms: {found:?}");
+    }
+}
+
+#[test]
 fn a_stale_grant_names_the_first_takeover_before_its_request() {
     let (_, found) = run(
         vec![
