@@ -1014,7 +1014,9 @@ def stale_controller(out: Path) -> dict:
          "frame": b5["frame"]},
     ]
     blocks = truth["blocks"]
-    stale = [b for b in blocks if b["controller_id"] == 3001 and b["response_frame"] > b5["frame"]]
+    # stale: asked for after 3002 began epoch 5 (asked before and answered after would be a
+    # block 3001 committed, its answer late)
+    stale = [b for b in blocks if b["controller_id"] == 3001 and b["request_frame"] > b5["frame"]]
     assert [b["start"] for b in stale] == [2000]
     truth["expected"]["stale_controller_grants"] = [
         dict(b, leader_seen=3002, leader_seen_epoch=5, leader_seen_frame=b5["frame"]) for b in stale]
