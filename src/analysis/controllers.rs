@@ -252,10 +252,11 @@ impl Timeline {
         };
         let asked = &ex.request_meta;
         let Some((&top_epoch, top)) = self.spans.last_key_value() else {
-            if self.asked_in_latest(asked) {
-                self.answered_as_leader(controller, meta);
-            } else {
-                self.unplaced_answer(server, meta);
+            match self.latest {
+                // asked before the latest epoch was shown: of an earlier one, not placed
+                Some(_) if !self.asked_in_latest(asked) => {}
+                Some(_) => self.answered_as_leader(controller, meta),
+                None => self.unplaced_answer(server, meta),
             }
             return;
         };
@@ -288,6 +289,7 @@ impl Timeline {
         };
         let what = Observation::PidStaleController(obs::PidStaleController {
             frame: meta.frame,
+            request_frame: asked.frame,
             controller: server,
             controller_id: controller,
             controller_led_epoch: self.led.get(&controller).copied(),

@@ -505,6 +505,7 @@ kinds! {
             "leader_seen_epoch": Integer,
             "leader_seen_frame": Integer,
             "len": Integer,
+            "request_frame": Integer,
             "start": Integer,
         ],
     }

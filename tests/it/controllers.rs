@@ -97,6 +97,7 @@ fn stale_controller_grant_is_the_one_planted_with_its_facts() {
     for (f, p) in found.iter().zip(planted) {
         let facts = &f["facts"];
         assert_eq!(facts["frame"], p["response_frame"], "{f}");
+        assert_eq!(facts["request_frame"], p["request_frame"], "{f}");
         assert_eq!(facts["controller"], p["server"], "{f}");
         assert_eq!(facts["controller_id"], p["controller_id"], "{f}");
         let by_address = addresses.iter().find(|a| a["address"] == p["server"]);

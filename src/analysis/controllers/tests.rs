@@ -173,6 +173,7 @@ fn a_grant_from_the_leader_of_an_older_epoch_is_stale() {
     assert_eq!(f.frames, vec![18, 20, 21]);
     let what = Observation::PidStaleController(obs::PidStaleController {
         frame: 21,
+        request_frame: 20,
         controller: LEADER_A.parse().unwrap(),
         controller_id: 1,
         controller_led_epoch: Some(4),
@@ -382,6 +383,28 @@ fn a_voter_named_by_a_request_is_known_by_the_requests_server() {
         "{}",
         found[0].message
     );
+}
+
+#[test]
+fn an_answer_asked_for_before_the_only_epoch_shown_is_placed_nowhere() {
+    // B is known by a Vote request naming it; epoch 5 shown at 16 by a candidacy only
+    let mut q = message(VOTE, true, vec![]);
+    q.voter_id = Some(2);
+    let mut t = Timeline::default();
+    let mut found = Vec::new();
+    t.cluster(&event(1, LEADER_B, q), &mut found);
+    t.cluster(&vote_request(16, 1, 5, false), &mut found);
+    // asked at 10, before epoch 5 began: of an earlier epoch, answered late
+    t.allocate(&asked_at(10, grant(2, LEADER_B, 0, 1000)), &mut found);
+    // asked at 25: 2 answered as the leader of epoch 5
+    t.allocate(&asked_at(25, grant(3, LEADER_B, 0, 2000)), &mut found);
+    let leaders = t.finish();
+    assert!(leaders.unplaced.is_empty(), "{:?}", leaders.unplaced);
+    assert_eq!(
+        spans(&leaders.spans),
+        vec![(2, 5, 31, None, "allocate_producer_ids")]
+    );
+    assert!(found.is_empty(), "{found:?}");
 }
 
 #[test]

@@ -539,18 +539,20 @@ impl<T: AsRef<str>> fmt::Display for PidOutsideBlocks<T> {
     }
 }
 
-/// An AllocateProducerIds response granted a block from a controller after the
+/// An AllocateProducerIds response granted a block from a controller asked for after the
 /// capture showed another controller leading a later epoch than any it led.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PidStaleController {
-    /// The response granting the block.
+    /// The response granting the block, and the request that asked for it.
     pub frame: u64,
+    pub request_frame: u64,
     /// The connection's server, and the controller serving there.
     pub controller: SocketAddr,
     pub controller_id: i32,
     /// The highest epoch it is known to have led.
     pub controller_led_epoch: Option<i32>,
-    /// The leader of the latest epoch, and the first message that showed it.
+    /// The first leader of a later epoch shown before the request, and the first message
+    /// that showed it.
     pub leader_seen: i32,
     pub leader_seen_epoch: i32,
     pub leader_seen_frame: u64,
@@ -563,6 +565,7 @@ impl PidStaleController {
     pub fn facts(&self) -> Facts {
         let Self {
             frame,
+            request_frame,
             controller,
             controller_id,
             controller_led_epoch,
@@ -574,6 +577,7 @@ impl PidStaleController {
         } = self;
         facts![
             frame,
+            request_frame,
             controller,
             controller_id,
             controller_led_epoch?,
@@ -590,6 +594,7 @@ impl fmt::Display for PidStaleController {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             frame,
+            request_frame,
             controller,
             controller_id,
             controller_led_epoch,
@@ -605,7 +610,7 @@ impl fmt::Display for PidStaleController {
         };
         write!(
             f,
-            "controller {controller_id} ({controller}) granted {len} producer ids from {start} (frame {frame}) after controller {leader_seen} was seen leading epoch {leader_seen_epoch} (frame {leader_seen_frame}); {led}: a stale controller handed out a block"
+            "controller {controller_id} ({controller}) granted {len} producer ids from {start} (frame {frame}) asked for in frame {request_frame}, after controller {leader_seen} was seen leading epoch {leader_seen_epoch} (frame {leader_seen_frame}); {led}: a stale controller handed out a block"
         )
     }
 }

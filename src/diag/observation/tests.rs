@@ -1045,6 +1045,7 @@ fn outside_block_samples() -> Vec<Sample> {
         (
             Observation::PidStaleController(obs::PidStaleController {
                 frame: 23,
+                request_frame: 22,
                 controller: addr("127.0.0.1:19093"),
                 controller_id: 3001,
                 controller_led_epoch: Some(4),
@@ -1054,9 +1055,10 @@ fn outside_block_samples() -> Vec<Sample> {
                 start: 2000,
                 len: 1000,
             }),
-            "controller 3001 (127.0.0.1:19093) granted 1000 producer ids from 2000 (frame 23) after controller 3002 was seen leading epoch 5 (frame 18); the last epoch it was seen leading is 4: a stale controller handed out a block",
+            "controller 3001 (127.0.0.1:19093) granted 1000 producer ids from 2000 (frame 23) asked for in frame 22, after controller 3002 was seen leading epoch 5 (frame 18); the last epoch it was seen leading is 4: a stale controller handed out a block",
             vec![
                 ("frame", Fact::Uint(23)),
+                ("request_frame", Fact::Uint(22)),
                 ("controller", text("127.0.0.1:19093")),
                 ("controller_id", Fact::Int(3001)),
                 ("controller_led_epoch", Fact::Int(4)),
