@@ -495,7 +495,9 @@ kinds! {
             epoch than any it was seen leading (see `controllers[]`): a stale \
             controller handed out producer ids the leader may hand out too. A block asked \
             for before that and answered after it is not one: KRaft answers `NONE` only \
-            once the block is committed",
+            once the block is committed. When the request and the message that showed the \
+            other leader come from different files, the request must come later by more \
+            than `--clock-skew`",
         facts: [
             "controller": Text,
             "controller_id": Integer,
