@@ -16,6 +16,17 @@ pub struct PacketRef {
     pub origin: Option<Origin>,
 }
 
+impl PacketRef {
+    /// Whether this packet surely came after `earlier`: later in the merged order, and in
+    /// the same file or later in time by more than `clock_skew_ns`. Merged files' clocks
+    /// may be that far apart, so their packets' order is known only past it.
+    pub fn surely_after(&self, earlier: &Self, clock_skew_ns: i128) -> bool {
+        let file = |p: &Self| p.origin.map(Origin::capture);
+        let by = self.timestamp.as_nanos() - earlier.timestamp.as_nanos();
+        earlier.frame < self.frame && (file(earlier) == file(self) || by > clock_skew_ns)
+    }
+}
+
 /// A packet's place in the capture file it came from, when several are merged: the file's
 /// index in `captures[]` (the order given) and the packet's 1-based number inside it,
 /// packed in 8 bytes (16 and 48 bits), for every held segment keeps a [`PacketRef`].

@@ -315,9 +315,7 @@ impl Timeline {
     /// Whether `later` provably came after `earlier`: a later frame of the same file, or
     /// of another file by more than the clock skew.
     fn came_after(&self, earlier: &MessageMeta, later: &MessageMeta) -> bool {
-        let file = |m: &MessageMeta| m.origin.map(|o| o.capture());
-        let by = later.timestamp.as_nanos() - earlier.timestamp.as_nanos();
-        earlier.frame < later.frame && (file(earlier) == file(later) || by > self.clock_skew_ns)
+        later.at().surely_after(&earlier.at(), self.clock_skew_ns)
     }
 
     /// Whether a request `asked` came after the latest epoch was shown: only then does its

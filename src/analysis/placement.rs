@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::brokers::MAX_BROKERS;
 use super::nearly_sorted::NearlySorted;
+use crate::packet_ref::PacketRef;
 use crate::pairing::MessageMeta;
-use crate::timestamp::Timestamp;
 
 /// Blocks whose first grant is remembered per broker, for the order of grants.
 const MAX_FIRST_GRANTS: usize = 4096;
@@ -113,10 +113,9 @@ impl BlockRef {
 /// every older block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FirstGrant {
-    pub frame: u64,
+    /// The response that made it.
+    pub at: PacketRef,
     pub producer_id: i64,
-    timestamp: Timestamp,
-    capture: Option<u32>,
 }
 
 /// Why a grant could not be placed.
@@ -288,7 +287,7 @@ impl Placement {
                 held.map_or_else(|| "the block held before the capture".to_owned(), |b| range(&b)),
                 newer_grant.producer_id,
                 range(newer),
-                newer_grant.frame
+                newer_grant.at.frame
             ),
             Self::OutsideBlocks { blocks, last } => format!(
                 "in none of the {blocks} block{} {who} was granted in the capture (the last {}), and above the first of them",
@@ -710,13 +709,11 @@ impl Blocks {
             return;
         };
         let first = FirstGrant {
-            frame: grant.response.frame,
+            at: grant.response.at(),
             producer_id: grant.producer_id,
-            timestamp: grant.response.timestamp,
-            capture: grant.response.origin.map(|o| o.capture()),
         };
         let entry = b.first_grants.entry(held.start).or_insert(first);
-        if first.frame < entry.frame {
+        if first.at.frame < entry.at.frame {
             *entry = first;
         }
         if b.first_grants.len() > MAX_FIRST_GRANTS {
@@ -735,17 +732,13 @@ impl Blocks {
         held_start: i64,
     ) -> Option<(BlockRef, FirstGrant)> {
         let b = self.brokers.get(&broker)?;
-        let request = grant.request;
-        let capture = request.origin.map(|o| o.capture());
+        let request = grant.request.at();
         let (&start, &first) = b
             .first_grants
             .range(held_start.saturating_add(1)..)
             .take(NEWER_CHECKED)
-            .filter(|(_, g)| {
-                let after = request.timestamp.as_nanos() - g.timestamp.as_nanos();
-                g.frame < request.frame && (g.capture == capture || after > self.clock_skew_ns)
-            })
-            .min_by_key(|(_, g)| g.frame)?;
+            .filter(|(_, g)| request.surely_after(&g.at, self.clock_skew_ns))
+            .min_by_key(|(_, g)| g.at.frame)?;
         let newer = self
             .blocks
             .range((start, 0), (start, u64::MAX))

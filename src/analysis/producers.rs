@@ -735,7 +735,7 @@ impl Tracker {
         let mut frames = vec![response.frame];
         frames.extend(placement.block().map(|b| b.response_frame));
         if let Placement::OlderBlock { newer_grant, .. } = placement {
-            frames.push(newer_grant.frame);
+            frames.push(newer_grant.at.frame);
         }
         let at = (Some(broker_id), None, response.timestamp);
         Finding::new(what, at, frames)
