@@ -272,9 +272,12 @@ fn a_real_capture_cut_at_128_bytes_names_each_cut_message_by_its_api() {
 }
 
 /// Frames the snaplen cut in `capture`, by tshark: captured shorter than on the wire.
+/// Only the frame's own fields are asked for: with Ethernet's dissector (and so all above
+/// it) turned off, tshark reads a cut capture ten times faster, to the same frames.
 fn tshark_cut_frames(capture: &Path) -> std::collections::BTreeSet<u64> {
     let out = std::process::Command::new("tshark")
         .args(["-r", capture.to_str().unwrap(), "-n"])
+        .args(["--disable-protocol", "eth"])
         .args([
             "-Y",
             "frame.cap_len < frame.len",
