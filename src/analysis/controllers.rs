@@ -133,10 +133,6 @@ enum Strength {
 struct Span {
     lead: Leadership,
     strength: Strength,
-    /// The first message that named a leader of this epoch, whoever it named: from then
-    /// on a majority had left the epochs before (a voter names a leader only once one is
-    /// elected), even when a stronger message later names another.
-    elected: MessageMeta,
 }
 
 /// A controller address and who serves on it.
@@ -288,7 +284,7 @@ impl Timeline {
         // majority that elected another leader replicates from it no more: a block asked
         // for after that cannot be committed. One asked for before may be, its answer sent
         // late (a pause, a slow path): not stale.
-        let Some((lead, elected)) = self.took_over_before(controller, asked) else {
+        let Some(lead) = self.took_over_before(controller, asked) else {
             return;
         };
         let what = Observation::PidStaleController(obs::PidStaleController {
@@ -299,11 +295,11 @@ impl Timeline {
             controller_led_epoch: self.led.get(&controller).copied(),
             leader_seen: lead.leader_id,
             leader_seen_epoch: lead.epoch,
-            leader_seen_frame: elected.frame,
+            leader_seen_frame: lead.from.frame,
             start,
             len,
         });
-        let frames = vec![asked.frame, elected.frame, meta.frame];
+        let frames = vec![asked.frame, lead.from.frame, meta.frame];
         let at = (
             ex.request.broker_id,
             Some(ex.endpoints.connection),
@@ -331,23 +327,17 @@ impl Timeline {
     }
 
     /// The first span shown before the request `asked` of a leader other than
-    /// `controller` in an epoch later than any `controller` was seen leading, and the
-    /// first message that named a leader of that epoch.
-    fn took_over_before(
-        &self,
-        controller: i32,
-        asked: &MessageMeta,
-    ) -> Option<(&Leadership, MessageMeta)> {
+    /// `controller` in an epoch later than any `controller` was seen leading.
+    fn took_over_before(&self, controller: i32, asked: &MessageMeta) -> Option<&Leadership> {
         let after = self
             .led
             .get(&controller)
             .map_or(i32::MIN, |led| led.saturating_add(1));
         self.spans
             .range(after..)
-            .map(|(_, span)| span)
-            .filter(|s| s.lead.leader_id != controller && self.came_after(&s.elected, asked))
-            .min_by_key(|s| s.elected.frame)
-            .map(|s| (&s.lead, s.elected))
+            .map(|(_, span)| &span.lead)
+            .filter(|lead| lead.leader_id != controller && self.came_after(&lead.from, asked))
+            .min_by_key(|lead| lead.from.frame)
     }
 
     /// A message that `epoch`'s leader sent as leader.
@@ -442,22 +432,11 @@ impl Timeline {
             // a stronger message names another leader: a voter's belief was wrong
             Some(span) => {
                 let wrong = span.lead.leader_id;
-                let elected = span.elected;
-                *span = Span {
-                    lead,
-                    strength,
-                    elected,
-                };
+                *span = Span { lead, strength };
                 self.relearn_led(wrong);
             }
             None => {
-                let elected = *meta;
-                let span = Span {
-                    lead,
-                    strength,
-                    elected,
-                };
-                self.spans.insert(epoch, span);
+                self.spans.insert(epoch, Span { lead, strength });
                 if self.spans.len() > MAX_SPANS {
                     self.spans.pop_first();
                     self.dropped += 1;

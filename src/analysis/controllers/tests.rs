@@ -331,39 +331,6 @@ fn a_leaders_own_request_corrects_a_wrong_belief() {
 }
 
 #[test]
-fn a_grant_asked_after_a_voter_named_a_new_epochs_leader_is_stale_even_if_it_named_another() {
-    // A voter names 3 leader of epoch 5 in frame 12; 2's own request says it led epoch 5
-    // (frame 25). Epoch 5 was won by frame 12: a block asked for in frame 20 from epoch
-    // 4's leader cannot have been committed.
-    let (timeline, found) = run(
-        vec![
-            begin(4, 1, 4, LEADER_A),
-            belief(12, BEGIN_QUORUM_EPOCH, 3, 5),
-            begin(25, 2, 5, LEADER_B),
-        ],
-        vec![asked_at(20, grant(3, LEADER_A, 0, 2000))],
-    );
-    assert_eq!(
-        spans(&timeline),
-        vec![
-            (1, 4, 4, Some(12), "begin_quorum_epoch"),
-            (2, 5, 25, None, "begin_quorum_epoch"),
-        ]
-    );
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].frames, vec![12, 20, 31]);
-    let facts = &found[0].facts;
-    let fact = |name: &str| {
-        facts
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.clone())
-    };
-    assert_eq!(fact("leader_seen"), Some(2.into()), "{facts:?}");
-    assert_eq!(fact("leader_seen_frame"), Some(12u64.into()), "{facts:?}");
-}
-
-#[test]
 fn candidacies_end_a_span_but_start_none_and_pre_votes_do_neither() {
     let (timeline, _) = run(
         vec![

@@ -610,7 +610,7 @@ impl fmt::Display for PidStaleController {
         };
         write!(
             f,
-            "controller {controller_id} ({controller}) granted {len} producer ids from {start} (frame {frame}) asked for in frame {request_frame}, after frame {leader_seen_frame} showed epoch {leader_seen_epoch} won, by controller {leader_seen}; {led}: a stale controller handed out a block"
+            "controller {controller_id} ({controller}) granted {len} producer ids from {start} (frame {frame}) asked for in frame {request_frame}, after controller {leader_seen} was seen leading epoch {leader_seen_epoch} (frame {leader_seen_frame}); {led}: a stale controller handed out a block"
         )
     }
 }

@@ -1055,7 +1055,7 @@ fn outside_block_samples() -> Vec<Sample> {
                 start: 2000,
                 len: 1000,
             }),
-            "controller 3001 (127.0.0.1:19093) granted 1000 producer ids from 2000 (frame 23) asked for in frame 22, after frame 18 showed epoch 5 won, by controller 3002; the last epoch it was seen leading is 4: a stale controller handed out a block",
+            "controller 3001 (127.0.0.1:19093) granted 1000 producer ids from 2000 (frame 23) asked for in frame 22, after controller 3002 was seen leading epoch 5 (frame 18); the last epoch it was seen leading is 4: a stale controller handed out a block",
             vec![
                 ("frame", Fact::Uint(23)),
                 ("request_frame", Fact::Uint(22)),
