@@ -449,6 +449,7 @@ fn readme_help_and_docs_name_the_same_options_and_formats() {
 
 /// Options of other programs (cargo, the scripts, jq) the documents show in their commands.
 const FOREIGN_OPTIONS: &[&str] = &[
+    "bench",
     "benches",
     "brokers",
     "check",
