@@ -3,10 +3,12 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use etherparse::PacketBuilder;
@@ -20,14 +22,7 @@ pub fn root() -> PathBuf {
 /// says what is missing and how to install it. When `CI` is set a missing program fails the
 /// test instead, so CI can never go green by skipping.
 pub fn have_program(program: &str, needed_for: &str, install: &str) -> bool {
-    let runs = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if runs {
+    if runs(program) {
         return true;
     }
     assert!(
@@ -38,6 +33,24 @@ pub fn have_program(program: &str, needed_for: &str, install: &str) -> bool {
     // Written to the file descriptor itself: libtest captures only the print macros.
     let _ = std::io::stderr().write_all(line.as_bytes());
     false
+}
+
+/// Whether `program --version` starts, asked once a test run per program: tshark's takes
+/// half a second, and some thirty tests ask.
+fn runs(program: &str) -> bool {
+    static SEEN: Mutex<BTreeMap<String, bool>> = Mutex::new(BTreeMap::new());
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *seen.entry(program.to_owned()).or_insert_with(|| {
+        Command::new(program)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    })
 }
 
 /// Whether this run is CI's (`CI` set, as `.ci/run` sets it, and not `false` or `0`).
@@ -494,7 +507,7 @@ pub fn apid_capture(path: &Path, connections: u32, per_connection: u32) {
 /// A writer that counts the bytes written and keeps the last 64, for tests of output too
 /// big to keep.
 #[derive(Clone, Default)]
-pub struct Counted(pub std::sync::Arc<std::sync::Mutex<(u64, Vec<u8>)>>);
+pub struct Counted(pub std::sync::Arc<Mutex<(u64, Vec<u8>)>>);
 
 impl Counted {
     /// Bytes written so far, and the last of them.

@@ -190,7 +190,11 @@ fn every_piece_led_is_a_leader_of_the_controllers_logs_while_it_led() {
     for (name, truth) in truths() {
         for capture in captures(&name, &truth) {
             for with_log in [false, true] {
-                let mut args = vec![capture.clone(), "--quiet".to_owned()];
+                let mut args = vec![
+                    capture.clone(),
+                    "--quiet".to_owned(),
+                    "--no-producer-entries".to_owned(),
+                ];
                 if with_log {
                     args.extend(log_args(&truth));
                 }
@@ -223,7 +227,11 @@ fn a_killed_leader_is_never_drawn_past_its_death() {
             .find(|e| e["event"] == "kill -9 active controller")
             .expect("a kill");
         let (killed, epoch) = (kill["leader"][0].as_i64(), kill["leader"][1].as_i64());
-        let r = report(&[&format!("fixtures/kafka-real/{name}.pcap.gz"), "--quiet"]);
+        let r = report(&[
+            &format!("fixtures/kafka-real/{name}.pcap.gz"),
+            "--quiet",
+            "--no-producer-entries",
+        ]);
         let pieces = r["controller_timeline"].as_array().unwrap();
         let at = pieces
             .iter()
@@ -240,7 +248,7 @@ fn a_killed_leader_is_never_drawn_past_its_death() {
 #[test]
 fn text_and_html_draw_the_same_pieces() {
     let capture = "fixtures/kafka-real/4.4.0-controller-kill.pcap.gz";
-    let r = report(&[capture, "--quiet"]);
+    let r = report(&[capture, "--quiet", "--no-producer-entries"]);
     let pieces = r["controller_timeline"].as_array().unwrap();
     let count = |state: &str| pieces.iter().filter(|p| p["state"] == state).count();
     let (led, unknown) = (count("led"), count("unknown"));

@@ -25,7 +25,7 @@ fn producers_fixture(name: &str) -> (Value, Value) {
         .iter()
         .map(|p| format!("--port={p}"))
         .collect();
-    let mut args = vec![path.as_str(), "--quiet"];
+    let mut args = vec![path.as_str(), "--quiet", "--no-producer-entries"];
     args.extend(ports.iter().map(String::as_str));
     let report = report(&args);
     (truth, report)
@@ -203,7 +203,11 @@ fn real_leaders_are_the_ones_the_controllers_logged_and_none_is_stale() {
             let truth = read_json(&dir.join(format!("{name}.truth.json")));
             assert_eq!(truth["controller_leaders_check"], "ok", "{name}");
             let file = truth["fixture"].as_str().expect("capture");
-            let report = report(&[&format!("fixtures/kafka-real/{file}"), "--quiet"]);
+            let report = report(&[
+                &format!("fixtures/kafka-real/{file}"),
+                "--quiet",
+                "--no-producer-entries",
+            ]);
             let n = check_leaders(&name, &truth, &report, true);
             if scenario == "controller-kill" {
                 // the killed leader's successor, in the capture
@@ -220,7 +224,7 @@ fn two_hosts_leaders_are_the_ones_the_controllers_logged() {
     let dir = "fixtures/kafka-real";
     let truth = read_json(&root().join(format!("{dir}/4.4.0-two-hosts.truth.json")));
     let full = format!("{dir}/{}", truth["fixture"].as_str().expect("capture"));
-    let report_full = report(&[&full, "--quiet"]);
+    let report_full = report(&[&full, "--quiet", "--no-producer-entries"]);
     // both controllers killed in turn: three leaders, all in the capture
     assert_eq!(check_leaders("two-hosts", &truth, &report_full, true), 3);
     // the hosts' own captures merged: the controllers' starts after epoch 1 began, so
@@ -268,7 +272,11 @@ fn a_committed_block_answered_after_a_takeover_is_not_stale() {
             .map(|e| e["leader"][0].as_i64().unwrap())
             .expect("a paused controller");
         let file = truth["fixture"].as_str().expect("capture");
-        let report = report(&[&format!("fixtures/kafka-real/{file}"), "--quiet"]);
+        let report = report(&[
+            &format!("fixtures/kafka-real/{file}"),
+            "--quiet",
+            "--no-producer-entries",
+        ]);
         // the spans are the logged leaders', and no grant is called stale
         assert_eq!(check_leaders(&name, &truth, &report, true), 2, "{name}");
         let taken_at = report["controllers"]

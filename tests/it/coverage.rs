@@ -22,6 +22,7 @@ fn truth(name: &str) -> Value {
 /// The report of `path` read with the controllers' metadata logs of its `truth`.
 fn report_with_logs(truth: &Value, path: &str) -> Value {
     let mut args = vec![path.to_owned(), "--quiet".to_owned()];
+    args.push("--no-producer-entries".to_owned());
     for d in truth["metadata_log_dirs"].as_array().unwrap() {
         args.push("--metadata-log".to_owned());
         args.push(format!("{DIR}/{}", d.as_str().unwrap()));
@@ -58,7 +59,7 @@ fn a_full_capture_sees_every_broker_of_the_cluster() {
         };
         for file in files {
             let path = format!("{DIR}/{file}");
-            let r = report(&[&path, "--quiet"]);
+            let r = report(&[&path, "--quiet", "--no-producer-entries"]);
             let facts = &r["verdict"]["facts"];
             assert_eq!(facts["brokers_seen_at_controllers"], brokers, "{file}");
             assert_eq!(facts["brokers_known"], brokers, "{file}");
@@ -107,7 +108,7 @@ fn ids_of_others_between(truth: &Value, id: i64, first: i64, last: i64) -> u64 {
 fn a_capture_of_one_brokers_host_names_what_it_cannot_see() {
     let truth = truth("4.4.0-two-hosts");
     let path = format!("{DIR}/4.4.0-two-hosts.broker-1.pcap.gz");
-    let r = report(&[&path, "--quiet"]);
+    let r = report(&[&path, "--quiet", "--no-producer-entries"]);
     let blocks: Vec<i64> = r["producer_id_blocks"]["blocks"]
         .as_array()
         .unwrap()

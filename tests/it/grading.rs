@@ -85,23 +85,30 @@ fn a_message_cut_of_an_api_not_known_still_grades() {
         .code(1);
 }
 
-/// The request tshark sees on `stream` with `correlation_id`: its API key.
+/// The request tshark sees on `stream` with `correlation_id`: its API key (from the
+/// capture's one tshark run, [`crate::wireshark::tshark_kafka_lines`]).
 fn tshark_request_key(capture: &str, ports: &[u16], stream: u64, correlation_id: i64) -> i64 {
-    let filter = format!(
-        "tcp.stream=={stream} && kafka.request_key && kafka.correlation_id=={correlation_id}"
+    let lines = crate::wireshark::tshark_kafka_lines(capture, ports);
+    let mut keys = Vec::new();
+    for line in lines.lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [_, their_stream, their_keys, corrs, _] = cols[..] else {
+            panic!("unexpected tshark line {line:?}");
+        };
+        if their_stream.parse::<u64>() != Ok(stream) || their_keys.is_empty() {
+            continue;
+        }
+        for (key, corr) in their_keys.split(';').zip(corrs.split(';')) {
+            if corr.parse::<i64>() == Ok(correlation_id) {
+                keys.push(key.parse::<i64>().unwrap());
+            }
+        }
+    }
+    assert_eq!(
+        keys.len(),
+        1,
+        "{capture}: stream {stream}, correlation id {correlation_id}: {keys:?}"
     );
-    let out = Command::new("tshark")
-        .args(["-r", capture, "-n"])
-        .args(crate::wireshark::decode_as(ports))
-        .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
-        .args(["-Y", &filter, "-T", "fields", "-e", "kafka.request_key"])
-        .output()
-        .expect("tshark runs");
-    let keys: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split(',').next()?.trim().parse().ok())
-        .collect();
-    assert_eq!(keys.len(), 1, "{capture}: {filter}: {keys:?}");
     keys[0]
 }
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::common::{report, root};
-use crate::wireshark::{have_tshark, ours, tshark_frames_of_keys, Messages};
+use crate::wireshark::{have_tshark, ours, tshark_frames_of_keys, tshark_kafka_lines, Messages};
 
 /// The releases and scenarios that must be committed.
 const RELEASES: [&str; 2] = ["3.9.1", "4.4.0"];
@@ -353,29 +353,15 @@ fn wireshark_agrees_on_every_allocate_and_init_producer_id_message() {
 
 /// Requests per API key as tshark counts them on the fixture's Kafka ports.
 fn tshark_request_counts(f: &Fixture) -> BTreeMap<i64, u64> {
-    let decode_as: Vec<String> = ports(&f.truth)
-        .iter()
-        .flat_map(|p| ["-d".to_owned(), format!("tcp.port=={p},kafka")])
-        .collect();
-    let out = std::process::Command::new("tshark")
-        .args(["-r", f.capture.to_str().unwrap(), "-n"])
-        .args(&decode_as)
-        .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
-        .args([
-            "-Y",
-            "kafka.request_key",
-            "-T",
-            "fields",
-            "-e",
-            "kafka.request_key",
-        ])
-        .args(["-E", "aggregator=;"])
-        .output()
-        .expect("tshark runs");
+    let lines = tshark_kafka_lines(f.capture.to_str().unwrap(), &ports(&f.truth));
     let mut counts = BTreeMap::new();
-    for key in String::from_utf8(out.stdout).unwrap().split(['\n', ';']) {
-        if let Ok(key) = key.trim().parse::<i64>() {
-            *counts.entry(key).or_insert(0) += 1;
+    for line in lines.lines() {
+        // frame, tcp.stream, then the requests' API keys
+        let keys = line.split('\t').nth(2).unwrap_or_default();
+        for key in keys.split(';') {
+            if let Ok(key) = key.trim().parse::<i64>() {
+                *counts.entry(key).or_insert(0) += 1;
+            }
         }
     }
     counts
@@ -604,7 +590,12 @@ fn cut_after_a_block_request(f: &Fixture, cut_after: u64, dir: &std::path::Path)
     let cut = dir.join("cut.pcap");
     let skip = usize::try_from(cut_after).unwrap();
     std::fs::write(&cut, crate::cut_sweep::cut_at(&whole, skip)).unwrap();
-    let r = report(&[cut.to_str().unwrap(), "--compact", "--quiet"]);
+    let r = report(&[
+        cut.to_str().unwrap(),
+        "--compact",
+        "--quiet",
+        "--no-producer-entries",
+    ]);
     let (n, place) = (
         orphans.len() as u64,
         format!("{} cut after {cut_after}", f.name),

@@ -5,8 +5,9 @@
 //! Wireshark 4.0 (Debian 12) decodes Kafka headers up to the correlation id for every API
 //! key, even the ones it does not know (67 shows as "Unknown 67"), which is all we compare.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -54,6 +55,30 @@ pub fn tshark_frames_of_keys(
     ports: &[u16],
     keys: &[&str],
 ) -> Vec<(Messages, Messages)> {
+    let text = tshark_kafka_lines(capture, ports);
+    keys.iter().map(|key| of_key(&text, key)).collect()
+}
+
+/// tshark's line for each of `capture`'s frames that holds Kafka on `ports`: frame number,
+/// `tcp.stream`, then each message's request API key (empty in a response), correlation id
+/// and, in a response, its request's frame, `;` between a frame's messages. One run of
+/// tshark a capture and set of ports for the whole test run: several tests ask the same of
+/// the real captures, a few seconds of tshark each.
+pub fn tshark_kafka_lines(capture: &str, ports: &[u16]) -> Arc<String> {
+    type Runs = Mutex<BTreeMap<(String, Vec<u16>), Arc<OnceLock<Arc<String>>>>>;
+    static RUNS: Runs = Mutex::new(BTreeMap::new());
+    let run = RUNS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry((capture.to_owned(), ports.to_vec()))
+        .or_default()
+        .clone();
+    // tests asking for the same capture at once wait for the first one's run
+    run.get_or_init(|| Arc::new(run_tshark_kafka_lines(capture, ports)))
+        .clone()
+}
+
+fn run_tshark_kafka_lines(capture: &str, ports: &[u16]) -> String {
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
         .args(decode_as(ports))
@@ -85,8 +110,7 @@ pub fn tshark_frames_of_keys(
         out.status.success() || stderr.contains("cut short"),
         "tshark failed: {stderr}"
     );
-    let text = String::from_utf8(out.stdout).unwrap();
-    keys.iter().map(|key| of_key(&text, key)).collect()
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Requests of API key `key` in tshark's lines, and the responses to them.
@@ -121,9 +145,7 @@ fn of_key(text: &str, key: &str) -> (Messages, Messages) {
     }
     let responses = responses
         .into_iter()
-        .filter(|(_, stream, corr, req_frame)| {
-            requests.iter().any(|r| *r == (*req_frame, *stream, *corr))
-        })
+        .filter(|(_, stream, corr, req_frame)| requests.contains(&(*req_frame, *stream, *corr)))
         .map(|(frame, stream, corr, _)| (frame, stream, corr))
         .collect();
     (requests, responses)
@@ -261,7 +283,7 @@ fn every_time_in_the_report_is_wiresharks_time_of_its_frame() {
             .current_dir(root())
             .output()
             .expect("tshark runs");
-        let epoch: std::collections::BTreeMap<u64, f64> = String::from_utf8_lossy(&out.stdout)
+        let epoch: BTreeMap<u64, f64> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| {
                 let (n, t) = l.split_once('\t')?;
@@ -455,7 +477,7 @@ fn init_producer_id_errors_by_name_are_wiresharks() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let mut wireshark: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut wireshark: BTreeMap<String, u64> = Default::default();
     for line in String::from_utf8(out.stdout).unwrap().lines() {
         let (keys, errors) = line.split_once('\t').unwrap_or((line, ""));
         let errors: Vec<&str> = errors.split(',').collect();
@@ -479,7 +501,7 @@ fn init_producer_id_errors_by_name_are_wiresharks() {
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
-    let ours: std::collections::BTreeMap<String, u64> =
+    let ours: BTreeMap<String, u64> =
         serde_json::from_value(report["producer_ids"]["summary"]["error_codes"].clone()).unwrap();
     assert_eq!(ours, wireshark);
     let text = crate::common::pidshark()
@@ -523,7 +545,7 @@ fn wireshark_kafka_fields(
     capture: &str,
     ports: &[u16],
     filter: &str,
-) -> std::collections::BTreeMap<u64, std::collections::BTreeMap<String, (i64, i64, String)>> {
+) -> BTreeMap<u64, BTreeMap<String, (i64, i64, String)>> {
     let out = Command::new("tshark")
         .args(["-r", capture, "-n"])
         .args(decode_as(ports))
@@ -536,9 +558,9 @@ fn wireshark_kafka_fields(
         let len = line[start..].find('"')?;
         Some(line[start..start + len].to_owned())
     };
-    let mut frames = std::collections::BTreeMap::new();
+    let mut frames = BTreeMap::new();
     for packet in pdml.split("<packet>").skip(1) {
-        let mut fields = std::collections::BTreeMap::new();
+        let mut fields = BTreeMap::new();
         let mut frame = 0;
         for line in packet.lines().map(str::trim) {
             let Some(name) = attr(line, "name") else {
@@ -687,7 +709,7 @@ fn the_tree_of_a_cluster_message_covers_its_bytes_with_wiresharks_header() {
     let wireshark = wireshark_kafka_fields(path.to_str().unwrap(), &[19091, 19092, 19093], filter);
     // the first few of each API and side Wireshark shows
     let mut chosen: Vec<u64> = Vec::new();
-    let mut seen = std::collections::BTreeMap::new();
+    let mut seen = BTreeMap::new();
     for (frame, fields) in &wireshark {
         let key = fields.get("kafka.api_key").map(|f| f.2.clone());
         let request = fields.contains_key("kafka.client_id");
