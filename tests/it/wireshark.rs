@@ -63,14 +63,21 @@ pub fn tshark_frames_of_keys(
 /// `tcp.stream`, then each message's request API key (empty in a response), correlation id
 /// and, in a response, its request's frame, `;` between a frame's messages. One run of
 /// tshark a capture and set of ports for the whole test run: several tests ask the same of
-/// the real captures, a few seconds of tshark each.
+/// the real captures, a few seconds of tshark each. A file rewritten at the same path
+/// (its length or time changed) is read again.
 pub fn tshark_kafka_lines(capture: &str, ports: &[u16]) -> Arc<String> {
-    type Runs = Mutex<BTreeMap<(String, Vec<u16>), Arc<OnceLock<Arc<String>>>>>;
-    static RUNS: Runs = Mutex::new(BTreeMap::new());
+    type Key = (String, u64, Option<std::time::SystemTime>, Vec<u16>);
+    static RUNS: Mutex<BTreeMap<Key, Arc<OnceLock<Arc<String>>>>> = Mutex::new(BTreeMap::new());
+    let file = std::fs::metadata(capture).unwrap_or_else(|e| panic!("{capture}: {e}"));
     let run = RUNS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .entry((capture.to_owned(), ports.to_vec()))
+        .entry((
+            capture.to_owned(),
+            file.len(),
+            file.modified().ok(),
+            ports.to_vec(),
+        ))
         .or_default()
         .clone();
     // tests asking for the same capture at once wait for the first one's run
