@@ -89,21 +89,15 @@ fn a_message_cut_of_an_api_not_known_still_grades() {
 /// capture's one tshark run, [`crate::wireshark::tshark_kafka_lines`]).
 fn tshark_request_key(capture: &str, ports: &[u16], stream: u64, correlation_id: i64) -> i64 {
     let lines = crate::wireshark::tshark_kafka_lines(capture, ports);
-    let mut keys = Vec::new();
-    for line in lines.lines() {
-        let cols: Vec<&str> = line.split('\t').collect();
-        let [_, their_stream, their_keys, corrs, _] = cols[..] else {
-            panic!("unexpected tshark line {line:?}");
-        };
-        if their_stream.parse::<u64>() != Ok(stream) || their_keys.is_empty() {
-            continue;
-        }
-        for (key, corr) in their_keys.split(';').zip(corrs.split(';')) {
-            if corr.parse::<i64>() == Ok(correlation_id) {
-                keys.push(key.parse::<i64>().unwrap());
-            }
-        }
-    }
+    let keys: Vec<i64> = crate::wireshark::kafka_frames(&lines)
+        .filter(|f| f.stream == stream)
+        .flat_map(|f| {
+            f.requests()
+                .filter(|(_, corr)| *corr == correlation_id)
+                .map(|(key, _)| key.parse::<i64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
     assert_eq!(
         keys.len(),
         1,

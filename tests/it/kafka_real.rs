@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::common::{report, root};
-use crate::wireshark::{have_tshark, ours, tshark_frames_of_keys, tshark_kafka_lines, Messages};
+use crate::wireshark::{
+    have_tshark, kafka_frames, ours, tshark_frames_of_keys, tshark_kafka_lines, Messages,
+};
 
 /// The releases and scenarios that must be committed.
 const RELEASES: [&str; 2] = ["3.9.1", "4.4.0"];
@@ -355,10 +357,8 @@ fn wireshark_agrees_on_every_allocate_and_init_producer_id_message() {
 fn tshark_request_counts(f: &Fixture) -> BTreeMap<i64, u64> {
     let lines = tshark_kafka_lines(f.capture.to_str().unwrap(), &ports(&f.truth));
     let mut counts = BTreeMap::new();
-    for line in lines.lines() {
-        // frame, tcp.stream, then the requests' API keys
-        let keys = line.split('\t').nth(2).unwrap_or_default();
-        for key in keys.split(';') {
+    for frame in kafka_frames(&lines) {
+        for key in frame.keys.split(';') {
             if let Ok(key) = key.trim().parse::<i64>() {
                 *counts.entry(key).or_insert(0) += 1;
             }

@@ -120,32 +120,62 @@ fn run_tshark_kafka_lines(capture: &str, ports: &[u16]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Requests of API key `key` in tshark's lines, and the responses to them.
-fn of_key(text: &str, key: &str) -> (Messages, Messages) {
-    let mut requests = BTreeSet::new();
-    let mut responses = Vec::new();
-    for line in text.lines() {
+/// One of [`tshark_kafka_lines`]'s lines: a frame's Kafka messages.
+pub struct KafkaFrame<'a> {
+    pub frame: u64,
+    pub stream: u64,
+    /// Its requests' API keys, `;` between them; empty in a frame of responses.
+    pub keys: &'a str,
+    /// Each message's correlation id.
+    pub correlation_ids: Vec<i64>,
+    /// In a frame of responses, each one's request frame, `;` between them.
+    pub request_frames: &'a str,
+}
+
+impl KafkaFrame<'_> {
+    /// (API key, correlation id) of each request of the frame.
+    pub fn requests(&self) -> impl Iterator<Item = (&str, i64)> + '_ {
+        let keys = self.keys.split(';').filter(|_| !self.keys.is_empty());
+        keys.zip(self.correlation_ids.iter().copied())
+    }
+}
+
+/// [`tshark_kafka_lines`]'s lines, read.
+pub fn kafka_frames(text: &str) -> impl Iterator<Item = KafkaFrame<'_>> {
+    text.lines().map(|line| {
         let cols: Vec<&str> = line.split('\t').collect();
         let [frame, stream, keys, corrs, request_frames] = cols[..] else {
             panic!("unexpected tshark line {line:?}");
         };
-        let frame: u64 = frame.parse().unwrap();
-        let stream: u64 = stream.parse().unwrap();
-        let corrs: Vec<i64> = corrs
-            .split(';')
-            .filter(|c| !c.is_empty())
-            .map(|c| c.parse().unwrap())
-            .collect();
-        if !keys.is_empty() {
-            for (their_key, corr) in keys.split(';').zip(&corrs) {
+        KafkaFrame {
+            frame: frame.parse().unwrap(),
+            stream: stream.parse().unwrap(),
+            keys,
+            correlation_ids: corrs
+                .split(';')
+                .filter(|c| !c.is_empty())
+                .map(|c| c.parse().unwrap())
+                .collect(),
+            request_frames,
+        }
+    })
+}
+
+/// Requests of API key `key` in tshark's lines, and the responses to them.
+fn of_key(text: &str, key: &str) -> (Messages, Messages) {
+    let mut requests = BTreeSet::new();
+    let mut responses = Vec::new();
+    for f in kafka_frames(text) {
+        if !f.keys.is_empty() {
+            for (their_key, corr) in f.requests() {
                 if their_key == key {
-                    requests.insert((frame, stream, *corr));
+                    requests.insert((f.frame, f.stream, corr));
                 }
             }
         } else {
-            for (req_frame, corr) in request_frames.split(';').zip(&corrs) {
+            for (req_frame, corr) in f.request_frames.split(';').zip(&f.correlation_ids) {
                 if let Ok(req_frame) = req_frame.parse::<u64>() {
-                    responses.push((frame, stream, *corr, req_frame));
+                    responses.push((f.frame, f.stream, *corr, req_frame));
                 }
             }
         }
