@@ -352,3 +352,43 @@ fn the_names_written_as_they_are_need_no_escaping() {
         assert!(!writer::needs_escape(name.as_bytes()), "{name}");
     }
 }
+
+/// Every integer type the writer takes, at its edges and where a digit is added.
+#[test]
+fn integers_pushed_are_what_itoa_writes_at_the_edges() {
+    fn check(value: impl Decimal + itoa::Integer) {
+        let mut out = b"x".to_vec();
+        push_decimal(&mut out, value);
+        let want = format!("x{}", itoa::Buffer::new().format(value));
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+    let mut powers = vec![0u64, u64::MAX];
+    for exp in 0..20 {
+        let p = 10u64.pow(exp);
+        powers.extend([p - 1, p, p + 1]);
+    }
+    for &v in &powers {
+        check(v);
+        check(v as u32);
+        check(v as u16);
+        check(v as i64);
+        check(-(v as i64));
+        check(v as i32);
+        check(-(v as i32));
+        check(v as i16);
+    }
+    check(i64::MIN);
+    check(i32::MIN);
+    check(i16::MIN);
+}
+
+proptest! {
+    #[test]
+    fn integers_pushed_are_what_itoa_writes(v in any::<i64>(), u in any::<u64>()) {
+        let mut out = Vec::new();
+        push_decimal(&mut out, v);
+        push_decimal(&mut out, u);
+        let want = format!("{v}{u}");
+        prop_assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+}
