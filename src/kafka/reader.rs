@@ -313,6 +313,13 @@ impl<'a> Reader<'a> {
         &mut self,
         mut each: impl FnMut(&TaggedField, (usize, usize)),
     ) -> Result<Vec<TaggedField>, DecodeError> {
+        // The usual section holds no field: its one zero byte is read here, not through
+        // the general path (four sections an exchange). The tree's recorded reads take
+        // the general path.
+        if self.bytes.get(self.pos) == Some(&0) && !trace::is_recording() {
+            self.pos += 1;
+            return Ok(Vec::new());
+        }
         let count_at = self.pos;
         let uvarint = ("tagged field count", "uvarint");
         let count = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
@@ -466,6 +473,13 @@ impl<'a> Reader<'a> {
         &mut self,
         mut each: impl FnMut(u32, &'a [u8], usize) -> Result<(), DecodeError>,
     ) -> Result<(), DecodeError> {
+        // The usual section holds no field: its one zero byte is read here, not through
+        // the general path (four sections an exchange). The tree's recorded reads take
+        // the general path.
+        if self.bytes.get(self.pos) == Some(&0) && !trace::is_recording() {
+            self.pos += 1;
+            return Ok(());
+        }
         let count_at = self.pos;
         let uvarint = ("tagged field count", "uvarint");
         let count = trace::read(self, uvarint, |r| r.uvarint(uvarint.0))?;
@@ -508,6 +522,26 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The empty section's short path reads what the general path reads, and the tree's
+    /// recording still sees its count.
+    #[test]
+    fn an_empty_tagged_section_reads_the_same_recorded_or_not() {
+        let bytes = [0x00, 0x2a];
+        let mut quick = Reader::new(&bytes);
+        assert_eq!(quick.tagged_fields_with(|_, _| {}), Ok(vec![]));
+        assert_eq!(quick.position(), 1);
+        let (read, reads) = trace::recording(|| {
+            let mut r = Reader::new(&bytes);
+            (r.tagged_fields_with(|_, _| {}), r.position())
+        });
+        assert_eq!(read, (Ok(vec![]), 1));
+        assert_eq!(reads.len(), 1);
+        assert_eq!(reads[0].field, "tagged field count");
+        let mut slices = Reader::new(&bytes);
+        assert_eq!(slices.tagged_slices(|_, _, _| Ok(())), Ok(()));
+        assert_eq!(slices.position(), 1);
+    }
 
     #[test]
     fn compact_strings_count_one_more_than_their_length() {

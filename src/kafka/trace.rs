@@ -37,6 +37,11 @@ pub fn recording<T>(decode: impl FnOnce() -> T) -> (T, Vec<Read>) {
     (out, reads)
 }
 
+/// Whether a [`recording`] runs on this thread.
+pub fn is_recording() -> bool {
+    RECORDING.with(Cell::get)
+}
+
 /// `read` on `r`, recorded as `field` of wire type `wire` when a [`recording`] runs on
 /// this thread.
 pub fn read<'a, T: fmt::Debug>(
@@ -44,7 +49,7 @@ pub fn read<'a, T: fmt::Debug>(
     (field, wire): (&'static str, &'static str),
     read: impl FnOnce(&mut Reader<'a>) -> Result<T, DecodeError>,
 ) -> Result<T, DecodeError> {
-    if !RECORDING.with(Cell::get) {
+    if !is_recording() {
         return read(r);
     }
     let (at, start) = (r.address(), r.position());
