@@ -97,9 +97,9 @@ struct Args {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=60000))]
     brokers: Option<u16>,
     /// How long control connections last, as a multiple of the default's 0.4 s to 8 s
-    /// (control only): the same packets and exchanges, with more connections open at once
+    /// (control only): as many packets and exchanges, with more connections open at once
     /// (about 2,200 at 1 on 2 M packets, 260 at 0.1, 21,000 at 10). The work per packet is
-    /// the same; the state the packets touch is not.
+    /// about the same; the state the packets touch is not.
     #[arg(long, value_parser = parse_span_scale)]
     span_scale: Option<f64>,
     /// Seed of every random choice.

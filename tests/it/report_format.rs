@@ -455,6 +455,7 @@ const FOREIGN_OPTIONS: &[&str] = &[
     "check",
     "quick",
     "shape",
+    "span-scale",
     "release",
     "locked",
     "path",
