@@ -1601,7 +1601,7 @@ fn run(args: &Args) -> Result<(), String> {
             .collect();
         let frames = serde_json::to_string(&frames).map_err(|e| e.to_string())?;
         let end = format!(
-            "\n  ],\n  \"packets\": {},\n  \"connections\": {connections},\n  \"sequence_wraps\": {},\n  \"api_frames\": {frames}\n}}\n",
+            "\n  ],\n  \"packets\": {},\n  \"connections\": {connections},\n  \"open_at_most\": {max_open},\n  \"sequence_wraps\": {},\n  \"api_frames\": {frames}\n}}\n",
             g.packets, g.wrapped_connections
         );
         truth

@@ -224,6 +224,55 @@ fn control_capture_matches_its_truth() {
     assert!(truth["api_frames"]["Heartbeat"]["requests"].as_u64() > Some(3000));
 }
 
+/// `--span-scale` holds each control connection open longer or shorter: as many packets,
+/// connections and exchanges, more or fewer of the connections open at once, and pidshark
+/// still reads every exchange as the truth has it.
+#[test]
+fn connections_held_open_longer_keep_the_traffic_and_its_truth() {
+    let args = ["--shape", "control", "--packets", "20000", "--seed", "3"];
+    let truths: Vec<Value> = ["0.1", "1", "10"]
+        .iter()
+        .map(|scale| {
+            let mut all = args.to_vec();
+            all.extend(["--span-scale", scale]);
+            check(&format!("spans-{scale}"), &all)
+        })
+        .collect();
+    let counts = |t: &Value| {
+        (
+            t["packets"].as_u64(),
+            t["connections"].as_u64(),
+            t["exchanges"].as_array().map(Vec::len),
+        )
+    };
+    assert_eq!(counts(&truths[0]), counts(&truths[1]));
+    assert_eq!(counts(&truths[2]), counts(&truths[1]));
+    let open: Vec<u64> = truths
+        .iter()
+        .map(|t| t["open_at_most"].as_u64().unwrap())
+        .collect();
+    // 20 k packets make 380 connections, nearly all open at once from 1 on
+    assert!(
+        open[0] * 3 < open[1] * 2 && open[1] <= open[2],
+        "connections open at once at 0.1, 1 and 10: {open:?}"
+    );
+}
+
+#[test]
+fn bulk_refuses_span_scale() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = Command::new(env!("CARGO"))
+        .args(["run", "--quiet", "--example", "gen_capture", "--"])
+        .args(["--shape", "bulk", "--size", "1M", "--span-scale", "2", "-o"])
+        .arg(dir.path().join("bulk.pcap"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--span-scale"), "{stderr}");
+}
+
 #[test]
 fn same_seed_same_bytes() {
     let dir = tempfile::tempdir().expect("temporary directory");
