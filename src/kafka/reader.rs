@@ -307,17 +307,25 @@ impl<'a> Reader<'a> {
         self.tagged_fields_with(|_, _| {})
     }
 
+    /// Reads a tagged-field section holding no field, the usual one: its one zero byte,
+    /// not through the general path (four sections an exchange). Nothing is read, and
+    /// `false` returned, for any other section, or while the tree's reads are recorded
+    /// (they take the general path, which records the count).
+    fn empty_section(&mut self) -> bool {
+        let empty = self.bytes.get(self.pos) == Some(&0) && !trace::is_recording();
+        if empty {
+            self.pos += 1;
+        }
+        empty
+    }
+
     /// [`Self::tagged_fields`], telling `each` where every field sat: `(offset, size)` of
     /// its tag, size and data.
     pub fn tagged_fields_with(
         &mut self,
         mut each: impl FnMut(&TaggedField, (usize, usize)),
     ) -> Result<Vec<TaggedField>, DecodeError> {
-        // The usual section holds no field: its one zero byte is read here, not through
-        // the general path (four sections an exchange). The tree's recorded reads take
-        // the general path.
-        if self.bytes.get(self.pos) == Some(&0) && !trace::is_recording() {
-            self.pos += 1;
+        if self.empty_section() {
             return Ok(Vec::new());
         }
         let count_at = self.pos;
@@ -473,11 +481,7 @@ impl<'a> Reader<'a> {
         &mut self,
         mut each: impl FnMut(u32, &'a [u8], usize) -> Result<(), DecodeError>,
     ) -> Result<(), DecodeError> {
-        // The usual section holds no field: its one zero byte is read here, not through
-        // the general path (four sections an exchange). The tree's recorded reads take
-        // the general path.
-        if self.bytes.get(self.pos) == Some(&0) && !trace::is_recording() {
-            self.pos += 1;
+        if self.empty_section() {
             return Ok(());
         }
         let count_at = self.pos;

@@ -505,7 +505,6 @@ macro_rules! decimal {
     ($($t:ty),*) => {$(
         impl Decimal for $t {
             #[inline(always)]
-            #[allow(unused_comparisons)]
             fn sign_and_magnitude(self) -> (bool, u64) {
                 (self < 0, u64::from(self.unsigned_abs()))
             }
