@@ -10,8 +10,11 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analyzer;
+use crate::kafka::allocate_producer_ids;
+use crate::kafka::client_id::ClientId;
+use crate::kafka::schema::Message;
 use crate::pairing::{
-    Api, ApiExchange, ClusterEvent, Exchange, Granting, PairedExchange, WriteExchange,
+    Api, ApiExchange, ClusterEvent, Exchange, Granting, Outcome, PairedExchange, WriteExchange,
 };
 use crate::report::sink::{Analysed, Sink};
 
@@ -43,6 +46,28 @@ impl From<PairedExchange> for Item {
 }
 
 impl Item {
+    /// Takes out what it holds on the heap into `spent`, where it can, and says whether
+    /// it still holds some: then the item itself goes back to the thread that allocated
+    /// it (see [`consume`]). Cautious: only the kinds that control traffic sends by the
+    /// thousand are looked into.
+    fn hand_back(&mut self, spent: &mut Spent) -> bool {
+        match self {
+            Self::Cluster(ev) => ev.kept.is_some() || ev.fact.holds_heap(),
+            Self::Allocate(ex) => {
+                if let Some(Some(id)) = ex.request.header.client_id.take() {
+                    spent.client_ids.push(id);
+                }
+                if let Outcome::Complete { response, .. } =
+                    std::mem::replace(&mut ex.outcome, Outcome::Unanswered)
+                {
+                    spent.responses.push(response);
+                }
+                ex.request.fields_heap_bytes() > 0
+            }
+            Self::Granting(_) | Self::Write(_) => true,
+        }
+    }
+
     /// Its connection's ends (and number).
     pub fn endpoints_mut(&mut self) -> &mut crate::pairing::Endpoints {
         match self {
@@ -122,14 +147,44 @@ fn allocate_held_estimate(ex: &Exchange) -> u64 {
         .saturating_add(fields.saturating_mul(PER_TAGGED_FIELD))
 }
 
+/// Exchanges on their way to the output thread; on the way back, what they held that
+/// the capture thread allocated, to be freed there (see [`consume`]), and the room.
+struct Batch {
+    items: Vec<Item>,
+    spent: Spent,
+}
+
+/// What the output thread took out of the items it dropped.
+#[derive(Default)]
+struct Spent {
+    // boxed as the Kafka stage decoded them: they come back to be freed, not moved
+    #[allow(clippy::vec_box)]
+    responses: Vec<Box<allocate_producer_ids::Response>>,
+    client_ids: Vec<ClientId>,
+}
+
+impl Batch {
+    fn with_capacity(items: usize) -> Self {
+        Self {
+            items: Vec::with_capacity(items),
+            spent: Spent::default(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+        self.spent.responses.clear();
+        self.spent.client_ids.clear();
+    }
+}
+
 /// The capture thread's end: collects exchanges into batches.
 pub struct Batcher {
-    tx: mpsc::SyncSender<Vec<Item>>,
-    /// Batches coming back with the items the output thread is done with, so that both
-    /// are freed or reused here, not freed on one thread and allocated again on the
-    /// other.
-    spare: mpsc::Receiver<Vec<Item>>,
-    batch: Vec<Item>,
+    tx: mpsc::SyncSender<Batch>,
+    /// Batches coming back with what the output thread is done with, so that both are
+    /// freed or reused here, not freed on one thread and allocated again on the other.
+    spare: mpsc::Receiver<Batch>,
+    batch: Batch,
     /// Set by the output thread when its output failed: reading can stop.
     stop: Arc<AtomicBool>,
     /// [`held_estimate`] of the exchanges in `batch`.
@@ -140,8 +195,8 @@ pub struct Batcher {
 
 /// The analysis thread's end, for [`consume`].
 pub struct Receiver {
-    rx: mpsc::Receiver<Vec<Item>>,
-    spare: mpsc::SyncSender<Vec<Item>>,
+    rx: mpsc::Receiver<Batch>,
+    spare: mpsc::SyncSender<Batch>,
     stop: Arc<AtomicBool>,
 }
 
@@ -155,7 +210,7 @@ pub fn channel() -> (Batcher, Receiver) {
         stop: Arc::clone(&stop),
         tx,
         spare: spare_rx,
-        batch: Vec::with_capacity(BATCH),
+        batch: Batch::with_capacity(BATCH),
         batch_bytes: 0,
         started: None,
         ticks: 0,
@@ -181,12 +236,13 @@ impl Batcher {
     }
 
     pub fn push(&mut self, item: Item) {
-        if self.batch.is_empty() {
+        let items = &mut self.batch.items;
+        if items.is_empty() {
             self.started = Some(Instant::now());
         }
         self.batch_bytes = self.batch_bytes.saturating_add(held_estimate(&item));
-        self.batch.push(item);
-        if self.batch.len() >= BATCH || self.batch_bytes >= BATCH_BYTES {
+        items.push(item);
+        if items.len() >= BATCH || self.batch_bytes >= BATCH_BYTES {
             self.send();
         }
     }
@@ -204,7 +260,7 @@ impl Batcher {
     fn send(&mut self) {
         self.started = None;
         self.batch_bytes = 0;
-        if self.batch.is_empty() {
+        if self.batch.items.is_empty() {
             return;
         }
         // Batches come back with what the output thread spent: freed here, on the thread
@@ -214,7 +270,7 @@ impl Batcher {
             spare.clear();
             next.get_or_insert(spare);
         }
-        let next = next.unwrap_or_else(|| Vec::with_capacity(BATCH));
+        let next = next.unwrap_or_else(|| Batch::with_capacity(BATCH));
         let batch = std::mem::replace(&mut self.batch, next);
         // The receiver only goes away after this end is dropped, unless it panicked,
         // which the join reports.
@@ -229,23 +285,27 @@ impl Batcher {
 
 /// The analysis thread's loop: every exchange through the analysis, then to the sink.
 ///
-/// What the sink only borrows goes back to the capture thread in the emptied batch, to
-/// be freed there: glibc's free of a block another thread allocated waits on that
-/// thread's arena lock, and with the capture thread allocating every decoded message,
-/// the two threads took turns at it (control, 2 M packets: 37,776 context switches, 84%
-/// of them the output thread waiting on that lock; 2.1-2.2 s of wall time).
+/// What the items hold on the heap goes back to the capture thread to be freed there,
+/// taken out of them or with them: glibc's free of a block another thread allocated
+/// waits on that thread's arena lock, and with the capture thread allocating every
+/// decoded message, the two threads took turns at it (control, 2 M packets: 37,776
+/// context switches, 84% of them the output thread waiting on that lock; 2.1-2.2 s of
+/// wall time). The rest of each item is dropped here as soon as it is written, still in
+/// this thread's cache: returned whole, the capture thread read every item again from
+/// memory to drop it (cachegrind: a tenth of the run's last-level read misses).
 pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Finished {
     let mut sink_error = None;
-    for batch in rx.rx {
-        for item in &batch {
+    for mut batch in rx.rx {
+        let Batch { items, spent } = &mut batch;
+        items.retain_mut(|item| {
             let written = analyse(&mut analyzer, sink, item, sink_error.is_none());
             if let Some(Err(e)) = written {
                 sink_error = Some(e);
                 rx.stop.store(true, Ordering::Relaxed);
             }
-        }
-        // Back with the items, to be freed and the room reused; when the capture thread
-        // has enough, dropped here.
+            item.hand_back(spent)
+        });
+        // when the capture thread has batches enough, dropped here
         let _ = rx.spare.try_send(batch);
     }
     Finished {
@@ -288,28 +348,106 @@ mod tests {
     use crate::analysis::SlowRule;
     use crate::report::sink::Collect;
 
-    #[test]
-    fn what_the_output_thread_is_done_with_comes_back_to_the_capture_thread() {
+    /// A cluster event as every AllocateProducerIds request sends one, with its bytes
+    /// kept when `kept`.
+    fn block_asked(frame: u64, kept: bool) -> Item {
+        let ex = exchange(frame, 1, 5, None);
+        Item::Cluster(ClusterEvent {
+            endpoints: ex.endpoints,
+            meta: ex.request_meta,
+            is_request: true,
+            fact: crate::kafka::apis::ClusterFact::BlockAsked { broker_id: Some(1) },
+            kept: kept.then(|| {
+                Box::new(crate::kafka::apis::Kept {
+                    api: crate::kafka::tables::ApiKey::ALLOCATE_PRODUCER_IDS,
+                    version: 0,
+                    is_request: true,
+                    bytes: vec![0; 16],
+                })
+            }),
+        })
+    }
+
+    /// The blocks' starts of the exchanges the sink was handed, as it saw them.
+    #[derive(Default)]
+    struct Starts(Vec<Option<i64>>);
+
+    impl Sink for Starts {
+        fn needs(&self) -> crate::report::sink::Needs {
+            Collect::default().needs()
+        }
+
+        fn exchange(&mut self, analysed: Analysed<'_>) -> io::Result<()> {
+            if let Analysed::Allocate(ex, _) = analysed {
+                let start = ex.outcome.response().and_then(|(_, r)| r.producer_id_start);
+                self.0.push(start);
+            }
+            Ok(())
+        }
+
+        fn finish(&mut self, _: &mut crate::report::model::Report) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What comes back after the output thread is done with `items`.
+    fn handed_back(items: Vec<Item>) -> (Batch, Starts) {
         let (mut batcher, rx) = channel();
-        for n in 1..=3 {
-            let ex = exchange(n, 1, 5, Some((0, n as i64 * 1000, 1000, 2)));
-            batcher.push(Item::Allocate(ex));
+        for item in items {
+            batcher.push(item);
         }
         batcher.send();
         // the capture thread's end closed, its spare batches kept to look at
         let Batcher { tx, spare, .. } = batcher;
         drop(tx);
-        let mut sink = Collect::default();
+        let mut sink = Starts::default();
         let finished = consume(rx, Analyzer::new(SlowRule::Default, true, 16), &mut sink);
         assert!(finished.sink_error.is_none());
-        let back = spare.try_recv().expect("the batch came back");
-        let frames: Vec<u64> = back
+        (spare.try_recv().expect("the batch came back"), sink)
+    }
+
+    #[test]
+    fn what_the_capture_thread_allocated_comes_back_to_it_and_nothing_else() {
+        let mut items = Vec::new();
+        for n in 1..=3 {
+            let mut ex = exchange(n, 1, 5, Some((0, n as i64 * 1000, 1000, 2)));
+            ex.request.header.client_id = Some(Some(ClientId::from("broker-1")));
+            if n == 3 {
+                // a tagged field the request holds: the whole exchange goes back
+                ex.request.tagged_fields = Some(vec![crate::kafka::reader::TaggedField {
+                    tag: 7,
+                    data: vec![1, 2, 3],
+                    cut: None,
+                }]);
+            }
+            items.push(Item::Allocate(ex));
+        }
+        items.push(block_asked(40, false));
+        items.push(block_asked(50, true));
+        items.push(Item::Allocate(exchange(6, 1, 5, None)));
+        let (back, sink) = handed_back(items);
+        // every exchange was analysed and written whole before anything was taken out
+        assert_eq!(sink.0, vec![Some(1000), Some(2000), Some(3000), None]);
+        // the boxes and ids the capture thread allocated, taken out of the exchanges
+        let starts: Vec<Option<i64>> = back
+            .spent
+            .responses
             .iter()
-            .filter_map(|item| match item {
-                Item::Allocate(ex) => Some(ex.request_meta.frame),
-                _ => None,
+            .map(|r| r.producer_id_start)
+            .collect();
+        assert_eq!(starts, vec![Some(1000), Some(2000), Some(3000)]);
+        assert_eq!(back.spent.client_ids.len(), 3);
+        // whole: what still holds heap (the tagged field, the kept bytes); the event
+        // without bytes and the exchanges with nothing left were dropped there
+        let frames: Vec<u64> = back
+            .items
+            .iter()
+            .map(|item| match item {
+                Item::Allocate(ex) => ex.request_meta.frame,
+                Item::Cluster(ev) => ev.meta.frame,
+                _ => 0,
             })
             .collect();
-        assert_eq!(frames, vec![10, 20, 30]);
+        assert_eq!(frames, vec![30, 500]);
     }
 }

@@ -262,6 +262,12 @@ pub enum ClusterFact {
 }
 
 impl ClusterFact {
+    /// Whether it holds anything on the heap. Cautious: `true` but for the fact every
+    /// AllocateProducerIds request states.
+    pub fn holds_heap(&self) -> bool {
+        !matches!(self, Self::BlockAsked { .. })
+    }
+
     fn of_request(head: &RequestPrefix, bytes: Captured<'_>, not_read: Problem) -> Self {
         let Some(message) = bytes.message else {
             return Self::Undecoded(not_read);
