@@ -26,7 +26,7 @@ pub struct Finished {
 }
 
 /// What goes to the analysis thread: each kind as the analysis and the sinks borrow it,
-/// so that it is analysed and written where it lies in its batch, never moved.
+/// so that it is analysed and written where it lies in its batch, not moved before.
 #[derive(Debug)]
 pub enum Item {
     Cluster(ClusterEvent),
@@ -47,9 +47,11 @@ impl From<PairedExchange> for Item {
 
 impl Item {
     /// Takes out what it holds on the heap into `spent`, where it can, and says whether
-    /// it still holds some: then the item itself goes back to the thread that allocated
-    /// it (see [`consume`]). Cautious: only the kinds that control traffic sends by the
-    /// thousand are looked into.
+    /// it still holds some: then the item goes back too, with the rest of its heap, to
+    /// the thread that allocated it (see [`consume`]). Cautious: only the kinds that
+    /// control traffic sends by the thousand are looked into. A request's
+    /// `fields_heap_bytes` counts every block it owns (its tagged fields, a problem's
+    /// box, raw bytes) once the client id, whose count is its length, is taken out.
     fn hand_back(&mut self, spent: &mut Spent) -> bool {
         match self {
             Self::Cluster(ev) => ev.kept.is_some() || ev.fact.holds_heap(),
@@ -154,7 +156,9 @@ struct Batch {
     spent: Spent,
 }
 
-/// What the output thread took out of the items it dropped.
+/// What the output thread took out of the items it dropped. The vectors themselves grow
+/// on the output thread: a spare batch the capture thread has no use for frees them
+/// there, two blocks a batch at most.
 #[derive(Default)]
 struct Spent {
     // boxed as the Kafka stage decoded them: they come back to be freed, not moved
@@ -285,14 +289,16 @@ impl Batcher {
 
 /// The analysis thread's loop: every exchange through the analysis, then to the sink.
 ///
-/// What the items hold on the heap goes back to the capture thread to be freed there,
-/// taken out of them or with them: glibc's free of a block another thread allocated
-/// waits on that thread's arena lock, and with the capture thread allocating every
-/// decoded message, the two threads took turns at it (control, 2 M packets: 37,776
-/// context switches, 84% of them the output thread waiting on that lock; 2.1-2.2 s of
-/// wall time). The rest of each item is dropped here as soon as it is written, still in
-/// this thread's cache: returned whole, the capture thread read every item again from
-/// memory to drop it (cachegrind: a tenth of the run's last-level read misses).
+/// What the items hold on the heap goes back to the capture thread to be freed there
+/// (with `--threads` above 1, to the merger thread, which runs the [`Batcher`]), taken
+/// out of them or with them: glibc's free of a block another thread allocated waits on
+/// that thread's arena lock, and with the capture thread allocating every decoded
+/// message, the two threads took turns at it (control, 2 M packets: 37,776 context
+/// switches, 84% of them the output thread waiting on that lock; 2.1-2.2 s of wall
+/// time). The rest of each item is dropped here as soon as it is written, still in this
+/// thread's cache: returned whole, the capture thread read every item again from memory
+/// to drop it (cachegrind, 200 k control packets: 2.91 M last-level read misses then,
+/// 2.67 M now).
 pub fn consume(rx: Receiver, mut analyzer: Analyzer, sink: &mut dyn Sink) -> Finished {
     let mut sink_error = None;
     for mut batch in rx.rx {
@@ -425,9 +431,28 @@ mod tests {
         items.push(block_asked(40, false));
         items.push(block_asked(50, true));
         items.push(Item::Allocate(exchange(6, 1, 5, None)));
+        // each other block a request can own sends it back whole too
+        let mut raw = exchange(7, 1, 5, None);
+        raw.request.raw = vec![0; 8];
+        let mut problem = exchange(8, 1, 5, None);
+        problem.request.problem = Some(Box::new(crate::kafka::decoded::Problem::Shed { len: 9 }));
+        let mut header = exchange(9, 1, 5, None);
+        header.request.header.tagged_fields = Some(vec![crate::kafka::reader::TaggedField {
+            tag: 1,
+            data: vec![],
+            cut: None,
+        }]);
+        items.extend([raw, problem, header].map(Item::Allocate));
+        let id = ClientId::from("broker-1");
+        if let Some(Item::Allocate(ex)) = items.first_mut() {
+            ex.request.header.client_id = Some(Some(Arc::clone(&id)));
+        }
         let (back, sink) = handed_back(items);
         // every exchange was analysed and written whole before anything was taken out
-        assert_eq!(sink.0, vec![Some(1000), Some(2000), Some(3000), None]);
+        assert_eq!(
+            sink.0,
+            vec![Some(1000), Some(2000), Some(3000), None, None, None, None]
+        );
         // the boxes and ids the capture thread allocated, taken out of the exchanges
         let starts: Vec<Option<i64>> = back
             .spent
@@ -437,6 +462,11 @@ mod tests {
             .collect();
         assert_eq!(starts, vec![Some(1000), Some(2000), Some(3000)]);
         assert_eq!(back.spent.client_ids.len(), 3);
+        assert!(back
+            .spent
+            .client_ids
+            .iter()
+            .any(|back| Arc::ptr_eq(back, &id)));
         // whole: what still holds heap (the tagged field, the kept bytes); the event
         // without bytes and the exchanges with nothing left were dropped there
         let frames: Vec<u64> = back
@@ -448,6 +478,6 @@ mod tests {
                 _ => 0,
             })
             .collect();
-        assert_eq!(frames, vec![30, 500]);
+        assert_eq!(frames, vec![30, 500, 70, 80, 90]);
     }
 }

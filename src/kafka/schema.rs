@@ -21,7 +21,8 @@ pub trait Wire: Sized {
     fn read(r: &mut Reader<'_>, field: &'static str, flexible: bool) -> Result<Self, DecodeError>;
     /// The value as the tree shows it.
     fn show(&self, flexible: bool) -> String;
-    /// Heap it holds.
+    /// Heap it holds: more than 0 whenever it owns a block, which the output thread
+    /// relies on to know what to free where (`worker::Item::hand_back`).
     fn heap_bytes(&self) -> usize {
         0
     }

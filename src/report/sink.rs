@@ -30,8 +30,8 @@ pub struct Needs {
 #[derive(Debug, Clone)]
 pub enum Analysed<'a> {
     /// An AllocateProducerIds exchange and the block it granted, if it granted one. Lent,
-    /// not given: the exchange goes back to the capture thread, which allocated it, to be
-    /// freed there (see [`crate::worker::consume`]).
+    /// not given: what it holds on the heap goes back to the capture thread, which
+    /// allocated it, to be freed there (see [`crate::worker::consume`]).
     Allocate(&'a Exchange, Option<&'a Block>),
     /// An exchange that may grant a producer id and epoch (InitProducerId, EndTxn) and
     /// what the analysis knows of the id it granted. Formats that do not list producers
