@@ -64,8 +64,10 @@ pub struct Recent {
     /// Stream offset just past the last byte remembered.
     end: u64,
     /// The ring's stretches kept by their spot, in stream order; allocated only once
-    /// one is.
-    stretches: VecDeque<Stretch>,
+    /// one is, and boxed: most rings keep none, and every byte of a ring's fields is a
+    /// byte more of the connection's state that each packet's first touch brings in.
+    #[allow(clippy::box_collection)] // 8 bytes in the ring, not the deque's 32
+    stretches: Option<Box<VecDeque<Stretch>>>,
     /// [`Self::cost`], kept: the budget asks after every packet, and the allocations
     /// change only while the ring grows and when a stretch is first kept.
     cost: usize,
@@ -90,10 +92,10 @@ impl Recent {
             None => self.copy(tail),
         }
         self.len = (self.len + tail.len()).min(RECENT_LEN);
-        if !self.stretches.is_empty() {
+        if let Some(stretches) = self.stretches.as_deref_mut() {
             let oldest = self.end - self.len as u64;
-            while self.stretches.front().is_some_and(|s| s.end() <= oldest) {
-                self.stretches.pop_front();
+            while stretches.front().is_some_and(|s| s.end() <= oldest) {
+                stretches.pop_front();
             }
         }
     }
@@ -147,17 +149,17 @@ impl Recent {
             len: len as u64,
             spot,
         };
-        if let Some(last) = self.stretches.back_mut() {
+        let stretches = self
+            .stretches
+            .get_or_insert_with(|| Box::new(VecDeque::with_capacity(MAX_STRETCHES)));
+        if let Some(last) = stretches.back_mut() {
             // the next bytes of the same file (a segment split in two deliveries)
             if last.end() == stretch.start && last.spot.advanced(last.len) == Some(spot) {
                 last.len += stretch.len;
                 return;
             }
         }
-        if self.stretches.capacity() == 0 {
-            self.stretches.reserve_exact(MAX_STRETCHES);
-        }
-        self.stretches.push_back(stretch);
+        stretches.push_back(stretch);
         self.cost = self.allocated();
     }
 
@@ -174,10 +176,10 @@ impl Recent {
 
     /// [`Self::cost`] worked out from the allocations.
     fn allocated(&self) -> usize {
-        let stretches = match self.stretches.capacity() {
-            0 => 0,
-            n => heap_cost(n * size_of::<Stretch>()),
-        };
+        let stretches = self.stretches.as_deref().map_or(0, |s| {
+            heap_cost(size_of::<VecDeque<Stretch>>())
+                + heap_cost(s.capacity() * size_of::<Stretch>())
+        });
         heap_cost(self.buf.capacity()) + stretches
     }
 
@@ -191,7 +193,9 @@ impl Recent {
     /// Forgets what it holds (a gap: what comes next does not follow it).
     pub fn clear(&mut self) {
         self.len = 0;
-        self.stretches.clear();
+        if let Some(stretches) = self.stretches.as_deref_mut() {
+            stretches.clear();
+        }
     }
 
     /// Whether `data` equals the remembered bytes from stream offset `from` on (all of
@@ -200,7 +204,7 @@ impl Recent {
         let mut at = from;
         let mut rest = data;
         // (the splits below cannot fail: each stretch met lies partly within `rest`)
-        for stretch in &self.stretches {
+        for stretch in self.stretches.iter().flat_map(|s| s.iter()) {
             let rest_end = at + rest.len() as u64;
             if stretch.end() <= at {
                 continue;
@@ -272,6 +276,13 @@ fn span(from: u64, to: u64) -> usize {
 mod tests {
     use super::*;
     use crate::packet_ref::NoRecall;
+
+    /// The ring's stretches and their room.
+    fn stretches(r: &Recent) -> (usize, usize) {
+        r.stretches
+            .as_deref()
+            .map_or((0, 0), |s| (s.len(), s.capacity()))
+    }
 
     /// Recalls from a file's bytes in memory (capture 0).
     #[derive(Debug)]
@@ -374,7 +385,7 @@ mod tests {
             (1448, true),
         ];
         let (r, end) = pushed(&stream, &sizes, 100);
-        assert_eq!(r.stretches.len(), 3, "{:?}", r.stretches);
+        assert_eq!(stretches(&r).0, 3, "{:?}", r.stretches);
         let oldest = end - RECENT_LEN;
         // every window of the remembered bytes, across stretches and copies
         for (from, to) in [(oldest, end), (oldest + 3, end - 5), (end - 1448, end)] {
@@ -406,8 +417,9 @@ mod tests {
         sizes.extend(std::iter::repeat_n((SPOT_FROM, true), 60));
         sizes.extend(std::iter::repeat_n((SPOT_FROM + 1, false), 3));
         let (mut r, end) = pushed(&stream, &sizes, 0);
-        assert!(r.stretches.len() <= MAX_STRETCHES);
-        assert!(r.stretches.capacity() <= MAX_STRETCHES + 1, "never grown");
+        let (len, capacity) = stretches(&r);
+        assert!(len <= MAX_STRETCHES);
+        assert!(capacity <= MAX_STRETCHES + 1, "never grown");
         let recall = InMemory(stream.clone());
         let from = end - RECENT_LEN;
         assert_eq!(
@@ -415,7 +427,7 @@ mod tests {
             Compared::Same
         );
         r.clear();
-        assert!(r.stretches.is_empty());
+        assert_eq!(stretches(&r).0, 0);
         assert_eq!(r.len(), 0);
     }
 
@@ -443,7 +455,7 @@ mod tests {
             end += size;
             assert_eq!(r.cost, r.allocated(), "after {end} bytes");
         }
-        assert!(!r.stretches.is_empty(), "a stretch was kept");
+        assert!(stretches(&r).0 > 0, "a stretch was kept");
         r.clear();
         assert_eq!(r.cost, r.allocated());
         let held = r.allocated();
@@ -456,7 +468,7 @@ mod tests {
         let stream: Vec<u8> = (0..=255u8).cycle().take(3 * RECENT_LEN).collect();
         let sizes = [(RECENT_LEN, true), (SPOT_FROM, true), (SPOT_FROM, true)];
         let (r, end) = pushed(&stream, &sizes, 7);
-        assert_eq!(r.stretches.len(), 1);
+        assert_eq!(stretches(&r).0, 1);
         let recall = {
             let mut file = vec![0; 7];
             file.extend_from_slice(&stream);
