@@ -418,7 +418,7 @@ mod tests {
         sizes.extend(std::iter::repeat_n((SPOT_FROM + 1, false), 3));
         let (mut r, end) = pushed(&stream, &sizes, 0);
         let (len, capacity) = stretches(&r);
-        assert!(len <= MAX_STRETCHES);
+        assert!(len > 0 && len <= MAX_STRETCHES);
         assert!(capacity <= MAX_STRETCHES + 1, "never grown");
         let recall = InMemory(stream.clone());
         let from = end - RECENT_LEN;
@@ -449,15 +449,25 @@ mod tests {
         let steps = steps
             .into_iter()
             .chain([(SPOT_FROM, true), (3000, false), (40, true)]);
+        // the first stretch kept brings the box of stretches and their room, each as
+        // malloc hands it out
+        let first_stretch = heap_cost(size_of::<VecDeque<Stretch>>())
+            + heap_cost(MAX_STRETCHES * size_of::<Stretch>());
         for (size, spotted) in steps.chain([(SPOT_FROM + 1, true); 20]) {
             let spot = FileSpot::new(0, end as u64).filter(|_| spotted);
+            let (before, had_stretches) = (r.allocated(), r.stretches.is_some());
             r.push(end as u64, &stream[end..end + size], spot);
             end += size;
             assert_eq!(r.cost, r.allocated(), "after {end} bytes");
+            if !had_stretches && r.stretches.is_some() {
+                assert_eq!(r.allocated(), before + first_stretch, "after {end} bytes");
+            }
         }
         assert!(stretches(&r).0 > 0, "a stretch was kept");
+        let kept = r.cost;
         r.clear();
         assert_eq!(r.cost, r.allocated());
+        assert_eq!(r.cost, kept, "a clear keeps the room");
         let held = r.allocated();
         assert_eq!(r.release(), held);
         assert_eq!((r.cost, r.allocated()), (0, 0));
@@ -479,5 +489,13 @@ mod tests {
             r.compare(from as u64, &stream[from..end], &recall),
             Compared::Same
         );
+    }
+
+    /// Every connection holds two rings from its first packet, most of which never keep
+    /// a stretch by its spot: those stay out of the ring, in a box of their own.
+    #[test]
+    fn a_ring_without_stretches_stays_small() {
+        let size = size_of::<Recent>();
+        assert!(size <= 64, "a ring takes {size} bytes");
     }
 }
