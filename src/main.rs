@@ -25,6 +25,7 @@ use pidshark::report::csv::CsvSink;
 use pidshark::report::html::HtmlSink;
 use pidshark::report::json::{JsonSink, NdjsonSink};
 use pidshark::report::model;
+use pidshark::report::out::ReportOut;
 use pidshark::report::sink::Sink;
 use pidshark::report::text::TextSink;
 use pidshark::report::tree::TreeSink;
@@ -51,8 +52,8 @@ fn say_line(line: fmt::Arguments<'_>) {
 const OUTPUT_BUFFER: usize = 256 << 10;
 
 /// Where the output goes: the `-o` file or standard output, [`Gated`] when a gate is set.
-fn open_output(options: &Options, progress: Option<&Progress>) -> (Box<dyn Write + Send>, PathBuf) {
-    let (out, path): (Box<dyn Write + Send>, PathBuf) = match &options.output {
+fn open_output(options: &Options, progress: Option<&Progress>) -> (Box<dyn ReportOut>, PathBuf) {
+    let (out, path): (Box<dyn ReportOut>, PathBuf) = match &options.output {
         Some(path) => (Box::new(LazyFile::new(path.clone())), path.clone()),
         // Not locked: the report is written from the output thread.
         None => {
@@ -80,7 +81,7 @@ fn open_output(options: &Options, progress: Option<&Progress>) -> (Box<dyn Write
 /// that holds into exit 0. Without a gate the closed pipe is the sink's error and ends
 /// the run early, with exit 0.
 struct Gated {
-    out: Box<dyn Write + Send>,
+    out: Box<dyn ReportOut>,
     /// The reader has gone: nothing more is written.
     closed: bool,
 }
@@ -118,6 +119,21 @@ impl Write for Gated {
     }
 }
 
+impl ReportOut for Gated {
+    fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.out.copy_from(file, len) {
+            Err(e) if is_closed_pipe(&e) => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
 /// The `-o` file, created when the first byte is written: a run that fails before it
 /// writes anything leaves no empty report behind.
 struct LazyFile {
@@ -141,6 +157,12 @@ impl LazyFile {
     }
 }
 
+impl ReportOut for LazyFile {
+    fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
+        self.file()?.copy_from(file, len)
+    }
+}
+
 impl Write for LazyFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.file()?.write(buf)
@@ -156,11 +178,11 @@ impl Write for LazyFile {
 
 /// The sink for the format asked for. With `--expect` the exchanges are kept to be
 /// compared, so JSON is written from the whole report (the same bytes).
-fn sink_for(options: &Options, out: Box<dyn Write + Send>) -> Box<dyn Sink> {
+fn sink_for(options: &Options, out: Box<dyn ReportOut>) -> Box<dyn Sink> {
     match options.format {
         Format::Ndjson => Box::new(NdjsonSink::new(out).producer_entries(options.producer_entries)),
         Format::Json => Box::new(
-            JsonSink::new(!options.compact, out).producer_entries(options.producer_entries),
+            JsonSink::to_output(!options.compact, out).producer_entries(options.producer_entries),
         ),
         Format::Tree => Box::new(TreeSink::new(out).only_frame(options.config.filter.frame)),
         Format::Csv => Box::new(CsvSink::exchanges(out)),
@@ -333,7 +355,7 @@ fn progress(options: &Options, quiet: bool) -> Option<(Progress, std::thread::Jo
 /// Standard output on the terminal that shows the progress display: the display is
 /// erased before the report's first byte, so that the two never share a line.
 struct ClearsProgress {
-    out: Box<dyn Write + Send>,
+    out: Box<dyn ReportOut>,
     progress: Option<Progress>,
 }
 
@@ -342,7 +364,7 @@ struct ClearsProgress {
 /// buffer written for its last newline, some 4% of a control capture's instructions with
 /// `--compact`, and the `BufWriter` in front of it buffers already; a sink that streams
 /// (ndjson) flushes it itself.
-fn unbuffered_stdout() -> Box<dyn Write + Send> {
+fn unbuffered_stdout() -> Box<dyn ReportOut> {
     #[cfg(unix)]
     {
         use std::os::fd::AsFd;
@@ -351,6 +373,15 @@ fn unbuffered_stdout() -> Box<dyn Write + Send> {
         }
     }
     Box::new(io::stdout())
+}
+
+impl ReportOut for ClearsProgress {
+    fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
+        if let Some(progress) = self.progress.take() {
+            progress.clear();
+        }
+        self.out.copy_from(file, len)
+    }
 }
 
 impl Write for ClearsProgress {

@@ -12,6 +12,7 @@ mod flagged;
 pub mod html;
 pub mod json;
 pub mod model;
+pub mod out;
 pub mod sink;
 pub mod spill;
 pub mod text;

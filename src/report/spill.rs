@@ -10,12 +10,20 @@
 //! those starts a run of its own. A capture of control traffic makes one run, not one per
 //! few megabytes: nothing is merged into longer runs at the end, and the one chunk held
 //! between spills is filled again, not allocated anew.
+//!
+//! A run is a file of segments, each a head (its items' count and the length of their
+//! text), an index (each item's key and length) and the items' text as the report lays
+//! it out: each item but the run's first after the separator the list puts between two
+//! items ([`Ordered::between`]). So the text of a list that is one run is the run's text
+//! segments one after another, which the output copies whole ([`WholeRun`]); the index
+//! serves only to merge runs.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IoSlice, Read, Seek, Write};
+use std::io::{self, BufRead, BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 
+use super::out::ReportOut;
 use crate::analysis::BlockOrder;
 use crate::pairing::ExchangeOrder;
 use crate::timestamp::Timestamp;
@@ -118,6 +126,9 @@ pub struct Ordered<K> {
     /// items keep coming late (a hostile one) must not use up the process's files.
     merge_at: usize,
     count: u64,
+    /// What the list puts between two items: written before each item of a run but its
+    /// first.
+    between: Vec<u8>,
 }
 
 /// A temporary file of items in key order, and how many bytes of it are whole items.
@@ -149,7 +160,14 @@ impl<K: OrderKey> Ordered<K> {
             merged: 0,
             merge_at: FAN_IN,
             count: 0,
+            between: Vec::new(),
         }
+    }
+
+    /// With `between` put between two items in the runs, as the list written will have
+    /// it: a run's text is then the list's.
+    pub fn between(self, between: Vec<u8>) -> Self {
+        Self { between, ..self }
     }
 
     /// Items taken.
@@ -220,13 +238,13 @@ impl<K: OrderKey> Ordered<K> {
     fn merge_late_runs(&mut self) -> io::Result<()> {
         if self.runs.len() - self.merged >= self.merge_at {
             let unmerged = self.runs.split_off(self.merged);
-            let (run, _) = merge_into_run::<K>(unmerged)?;
+            let (run, _) = merge_into_run::<K>(unmerged, &self.between)?;
             self.runs.push(run);
             self.merged += 1;
         }
         if self.merged >= self.merge_at {
             let merges = std::mem::take(&mut self.runs);
-            let (run, _) = merge_into_run::<K>(merges)?;
+            let (run, _) = merge_into_run::<K>(merges, &self.between)?;
             self.runs.push(run);
             self.merged = 1;
         }
@@ -294,9 +312,12 @@ impl<K: OrderKey> Ordered<K> {
         let late_run = match too_late {
             [] => None,
             items => {
-                let mut file = tempfile::tempfile()?;
-                let len = write_items(&mut file, 0, items, &self.chunks)?;
-                Some(Run { file, len })
+                let mut run = Run {
+                    file: tempfile::tempfile()?,
+                    len: 0,
+                };
+                run.len = write_items(&mut run, items, &self.chunks, &self.between)?;
+                Some(run)
             }
         };
         if let Some(&(last, ..)) = in_order.last() {
@@ -310,7 +331,7 @@ impl<K: OrderKey> Ordered<K> {
                     None,
                 ),
             };
-            match write_items(&mut run.file, run.len, in_order, &self.chunks) {
+            match write_items(&mut run, in_order, &self.chunks, &self.between) {
                 Ok(len) => {
                     run.len += len;
                     self.open = Some(OpenRun { run, last });
@@ -396,53 +417,134 @@ impl<K: OrderKey> Ordered<K> {
         }
         let open = self.open.take().map(|open| open.run);
         let runs: Vec<Run> = open.into_iter().chain(self.runs.drain(..)).collect();
+        let between = std::mem::take(&mut self.between);
         drop(self); // the chunks' memory, before the merge's buffers
-        let (runs, _) = fewer_runs::<K>(runs)?;
+        let (runs, _) = fewer_runs::<K>(runs, &between)?;
         let mut index = 0u64;
-        merge::<K>(runs, |_, item| {
+        merge::<K>(runs, between.len(), |_, item| {
             let result = each(index, item);
             index += 1;
             result
         })
     }
+
+    /// The items as one run, when they went to the disk in key order (the usual case
+    /// past the bound): its text is the list's, to be copied whole. Otherwise the list
+    /// back, for [`Self::write_each`]: held in memory, or in runs to merge.
+    pub fn into_one_run(mut self) -> io::Result<Result<WholeRun, Self>> {
+        if self.open.is_none() && self.runs.is_empty() {
+            return Ok(Err(self));
+        }
+        if !self.entries.is_empty() {
+            self.spill(false)?;
+        }
+        match self.open.take() {
+            Some(OpenRun { run, .. }) if self.runs.is_empty() => Ok(Ok(WholeRun {
+                run,
+                index_entry: K::LEN + 4,
+            })),
+            open => {
+                self.open = open;
+                Ok(Err(self))
+            }
+        }
+    }
 }
 
-/// Writes `items` (held in `chunks`) into `file` from byte `at`, each as its key, its
-/// length and its bytes; returns the bytes written, all on the file when it returns. The
+/// A list's items in one run, in key order: its segments' text is the list's text.
+#[derive(Debug)]
+pub struct WholeRun {
+    run: Run,
+    /// Bytes of an item's entry in a segment's index.
+    index_entry: usize,
+}
+
+impl WholeRun {
+    /// Copies the list's text (every item, separators between them) into `out`, a
+    /// segment's text at a time, past their heads and indexes.
+    pub fn copy_into(self, out: &mut dyn ReportOut) -> io::Result<()> {
+        let Run { mut file, len } = self.run;
+        file.rewind()?;
+        let mut at = 0;
+        while at < len {
+            let mut head = [0u8; SEGMENT_HEAD];
+            file.read_exact(&mut head)?;
+            let (items, text_len) = segment_head(&head);
+            let index_len = u64::from(items) * self.index_entry as u64;
+            let skip = i64::try_from(index_len).map_err(io::Error::other)?;
+            file.seek(SeekFrom::Current(skip))?;
+            out.copy_from(&mut file, text_len)?;
+            at += SEGMENT_HEAD as u64 + index_len + text_len;
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of a segment's head: its items' count (`u32`) and their text's length (`u64`),
+/// little-endian.
+const SEGMENT_HEAD: usize = 12;
+
+/// The items' count and text length a segment's head holds.
+fn segment_head(head: &[u8; SEGMENT_HEAD]) -> (u32, u64) {
+    (
+        u32::from_le_bytes(field(head, 0)),
+        u64::from_le_bytes(field(head, 4)),
+    )
+}
+
+/// Appends `items` (held in `chunks`) to `run` as segments, each item after `between`
+/// but the run's first; returns the bytes written, all on the file when it returns. The
 /// items go from the chunks to the file as they lie, gathered by `write_vectored`, not
 /// copied into a buffer first.
 fn write_items<K: OrderKey>(
-    file: &mut File,
-    at: u64,
+    run: &mut Run,
     items: &[(K, u32, u32, u32)],
     chunks: &[Vec<u8>],
+    between: &[u8],
 ) -> io::Result<u64> {
-    file.seek(io::SeekFrom::Start(at))?;
-    let head_len = K::LEN + 4;
-    let mut heads = Vec::with_capacity(head_len * items.len().min(GATHERED));
+    run.file.seek(SeekFrom::Start(run.len))?;
+    let entry = K::LEN + 4;
+    let mut head = Vec::with_capacity(SEGMENT_HEAD + entry * items.len().min(GATHERED));
     let mut written = 0;
     for batch in items.chunks(GATHERED) {
-        heads.clear();
-        for (key, chunk, start, end) in batch {
-            key.put(&mut heads);
-            let len = item_len(item_in(chunks, *chunk, *start, *end))?;
-            heads.extend(len.to_le_bytes());
-        }
-        let mut slices = Vec::with_capacity(2 * batch.len());
-        for ((_, chunk, start, end), head) in batch.iter().zip(heads.chunks(head_len)) {
+        let first_of_run = run.len + written == 0;
+        let lead = |i: usize| {
+            if first_of_run && i == 0 {
+                0
+            } else {
+                between.len()
+            }
+        };
+        let mut text_len = 0;
+        head.clear();
+        head.extend((batch.len() as u32).to_le_bytes());
+        head.extend([0; 8]); // the text's length, known below
+        for (i, (key, chunk, start, end)) in batch.iter().enumerate() {
             let item = item_in(chunks, *chunk, *start, *end);
-            written += (head.len() + item.len()) as u64;
-            slices.push(IoSlice::new(head));
-            slices.push(IoSlice::new(item));
+            key.put(&mut head);
+            head.extend(item_len(item)?.to_le_bytes());
+            text_len += (lead(i) + item.len()) as u64;
         }
-        write_all_gathered(file, &mut slices)?;
+        if let Some(len) = head.get_mut(4..SEGMENT_HEAD) {
+            len.copy_from_slice(&text_len.to_le_bytes());
+        }
+        let mut slices = Vec::with_capacity(1 + 2 * batch.len());
+        slices.push(IoSlice::new(&head));
+        for (i, (_, chunk, start, end)) in batch.iter().enumerate() {
+            if lead(i) > 0 {
+                slices.push(IoSlice::new(between));
+            }
+            slices.push(IoSlice::new(item_in(chunks, *chunk, *start, *end)));
+        }
+        write_all_gathered(&mut run.file, &mut slices)?;
+        written += head.len() as u64 + text_len;
     }
     Ok(written)
 }
 
-/// Items written by one `write_vectored` at most: two slices each, within Linux's
-/// `IOV_MAX` of 1,024.
-const GATHERED: usize = 512;
+/// Items in one segment at most: with the head and a separator each, within Linux's
+/// `IOV_MAX` of 1,024 slices for one `write_vectored`.
+const GATHERED: usize = 511;
 
 /// Writes every byte of `slices`, as `Write::write_all` does for one buffer.
 fn write_all_gathered(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
@@ -466,20 +568,69 @@ fn item_in(chunks: &[Vec<u8>], chunk: u32, start: u32, end: u32) -> &[u8] {
         .unwrap_or_default()
 }
 
-/// Writes one item into a run as its key, its length and its bytes (`head` is room for
-/// the first two); returns the bytes written.
-fn write_item<K: OrderKey>(
-    run: &mut impl Write,
-    head: &mut Vec<u8>,
-    key: K,
-    item: &[u8],
-) -> io::Result<u64> {
-    head.clear();
-    key.put(head);
-    head.extend(item_len(item)?.to_le_bytes());
-    run.write_all(head)?;
-    run.write_all(item)?;
-    Ok((head.len() + item.len()) as u64)
+/// A run written an item at a time (a merge's), in segments of about [`RUN_BUFFER`]
+/// bytes of text (or [`GATHERED`] items) held until they are written.
+struct SegmentWriter<'a> {
+    run: Run,
+    between: &'a [u8],
+    items: u32,
+    index: Vec<u8>,
+    text: Vec<u8>,
+}
+
+impl<'a> SegmentWriter<'a> {
+    fn new(between: &'a [u8]) -> io::Result<Self> {
+        Ok(Self {
+            run: Run {
+                file: tempfile::tempfile()?,
+                len: 0,
+            },
+            between,
+            items: 0,
+            index: Vec::new(),
+            text: Vec::with_capacity(RUN_BUFFER + RUN_BUFFER / 8),
+        })
+    }
+
+    fn push<K: OrderKey>(&mut self, key: K, item: &[u8]) -> io::Result<()> {
+        if self.run.len > 0 || self.items > 0 {
+            self.text.extend_from_slice(self.between);
+        }
+        key.put(&mut self.index);
+        self.index.extend(item_len(item)?.to_le_bytes());
+        self.text.extend_from_slice(item);
+        self.items += 1;
+        if self.text.len() >= RUN_BUFFER || self.items as usize >= GATHERED {
+            self.write_segment()?;
+        }
+        Ok(())
+    }
+
+    fn write_segment(&mut self) -> io::Result<()> {
+        if self.items == 0 {
+            return Ok(());
+        }
+        let mut head = [0u8; SEGMENT_HEAD];
+        let (count, text_len) = head.split_at_mut(4);
+        count.copy_from_slice(&self.items.to_le_bytes());
+        text_len.copy_from_slice(&(self.text.len() as u64).to_le_bytes());
+        let mut slices = [
+            IoSlice::new(&head),
+            IoSlice::new(&self.index),
+            IoSlice::new(&self.text),
+        ];
+        write_all_gathered(&mut self.run.file, &mut slices)?;
+        self.run.len += (SEGMENT_HEAD + self.index.len() + self.text.len()) as u64;
+        self.items = 0;
+        self.index.clear();
+        self.text.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<Run> {
+        self.write_segment()?;
+        Ok(self.run)
+    }
 }
 
 /// At most [`FAN_IN`] runs, for one merge to take: as few runs as that needs are merged,
@@ -487,7 +638,7 @@ fn write_item<K: OrderKey>(
 /// place (so ties keep the runs' order). Only their items are written again: a pass
 /// merging every run in groups of `FAN_IN` wrote them all (of 91 runs, 91 items against
 /// 28; of 192, 192 against 131). Returns the runs and the items written again.
-fn fewer_runs<K: OrderKey>(mut runs: Vec<Run>) -> io::Result<(Vec<Run>, u64)> {
+fn fewer_runs<K: OrderKey>(mut runs: Vec<Run>, between: &[u8]) -> io::Result<(Vec<Run>, u64)> {
     let mut written_again = 0;
     // the runs before this one are merges already
     let mut unmerged_from = 0;
@@ -501,7 +652,7 @@ fn fewer_runs<K: OrderKey>(mut runs: Vec<Run>) -> io::Result<(Vec<Run>, u64)> {
         };
         let mut merging = runs.split_off(from);
         let rest = merging.split_off(group);
-        let (merged, items) = merge_into_run::<K>(merging)?;
+        let (merged, items) = merge_into_run::<K>(merging, between)?;
         written_again += items;
         runs.push(merged);
         unmerged_from = runs.len();
@@ -512,20 +663,14 @@ fn fewer_runs<K: OrderKey>(mut runs: Vec<Run>) -> io::Result<(Vec<Run>, u64)> {
 
 /// Merges `runs` into one run of their items in order; returns it and how many items it
 /// holds.
-fn merge_into_run<K: OrderKey>(runs: Vec<Run>) -> io::Result<(Run, u64)> {
-    let mut merged = BufWriter::with_capacity(RUN_BUFFER, tempfile::tempfile()?);
-    let mut head = Vec::with_capacity(K::LEN + 4);
+fn merge_into_run<K: OrderKey>(runs: Vec<Run>, between: &[u8]) -> io::Result<(Run, u64)> {
+    let mut merged = SegmentWriter::new(between)?;
     let mut items = 0;
-    let mut len = 0;
-    merge::<K>(runs, |key, item| {
+    merge::<K>(runs, between.len(), |key, item| {
         items += 1;
-        len += write_item(&mut merged, &mut head, key, item)?;
-        Ok(())
+        merged.push(key, item)
     })?;
-    let file = merged
-        .into_inner()
-        .map_err(io::IntoInnerError::into_error)?;
-    Ok((Run { file, len }, items))
+    Ok((merged.finish()?, items))
 }
 
 /// An item's length as a run records it (items are far below 4 GiB: see `push`).
@@ -533,38 +678,46 @@ fn item_len(item: &[u8]) -> io::Result<u32> {
     u32::try_from(item.len()).map_err(|_| io::Error::other("one item of the report past 4 GiB"))
 }
 
-/// Longest head of an item in a run: its key and length.
-const MAX_HEAD: usize = 64;
-
 /// One run being read back: its next item, if any.
 struct RunReader<K> {
     input: BufReader<io::Take<File>>,
     key: Option<K>,
-    /// Where the current item lies: in `input`'s buffer (after its head, not yet
+    /// Where the current item lies: in `input`'s buffer (after its separator, not yet
     /// consumed), or, when it did not lie whole there, copied into `item`.
     place: Place,
     item: Vec<u8>,
+    /// The current segment's index, and the next entry of it to read.
+    index: Vec<(K, u32)>,
+    next: usize,
+    /// The separator's length, and whether no item was read yet (the run's first has none).
+    between: usize,
+    first: bool,
 }
 
 /// Where a run's current item is held.
 #[derive(Debug, Clone, Copy)]
 enum Place {
-    /// In the reader's buffer: the head and the item, `head + len` bytes from its start.
+    /// In the reader's buffer: the separator and the item, `lead + len` bytes from its
+    /// start.
     Buffered {
-        head: usize,
+        lead: usize,
         len: usize,
     },
     Copied,
 }
 
 impl<K: OrderKey> RunReader<K> {
-    fn new(Run { mut file, len }: Run) -> io::Result<Self> {
+    fn new(Run { mut file, len }: Run, between: usize) -> io::Result<Self> {
         file.rewind()?;
         let mut run = Self {
             input: BufReader::with_capacity(RUN_BUFFER, file.take(len)),
             key: None,
             place: Place::Copied,
             item: Vec::new(),
+            index: Vec::new(),
+            next: 0,
+            between,
+            first: true,
         };
         run.advance()?;
         Ok(run)
@@ -573,10 +726,10 @@ impl<K: OrderKey> RunReader<K> {
     /// The current item (empty at the run's end).
     fn item(&self) -> &[u8] {
         match self.place {
-            Place::Buffered { head, len } => self
+            Place::Buffered { lead, len } => self
                 .input
                 .buffer()
-                .get(head..head + len)
+                .get(lead..lead + len)
                 .unwrap_or_default(),
             Place::Copied => &self.item,
         }
@@ -585,59 +738,72 @@ impl<K: OrderKey> RunReader<K> {
     /// Reads the next item; `key` is `None` at the run's end. An item that lies whole in
     /// the read buffer is handed out from there, not copied.
     fn advance(&mut self) -> io::Result<()> {
-        if let Place::Buffered { head, len } = self.place {
-            self.input.consume(head + len);
+        if let Place::Buffered { lead, len } = self.place {
+            self.input.consume(lead + len);
             self.place = Place::Copied;
         }
-        let head_len = K::LEN + 4;
-        let buffered = self.input.fill_buf()?;
-        if let Some(head) = buffered.get(..head_len) {
-            let len = u32::from_le_bytes(field(head, K::LEN)) as usize;
-            if buffered.len() >= head_len + len {
-                self.key = Some(K::get(head.get(..K::LEN).unwrap_or_default()));
-                self.place = Place::Buffered {
-                    head: head_len,
-                    len,
-                };
-                return Ok(());
-            }
+        let Some((key, len)) = self.next_entry()? else {
+            self.key = None;
+            self.item.clear();
+            return Ok(());
+        };
+        let lead = match std::mem::take(&mut self.first) {
+            true => 0,
+            false => self.between,
+        };
+        let len = len as usize;
+        self.key = Some(key);
+        if self.input.fill_buf()?.len() >= lead + len {
+            self.place = Place::Buffered { lead, len };
+            return Ok(());
         }
-        self.read_copied()
+        // across the read buffer's end: the separator read past, then the item copied
+        self.item.resize(lead, 0);
+        self.input.read_exact(&mut self.item)?;
+        self.item.resize(len, 0);
+        self.input.read_exact(&mut self.item)
     }
 
-    /// Reads the next item (its head and bytes) across the read buffer's end, into
-    /// `item`.
-    fn read_copied(&mut self) -> io::Result<()> {
-        // the key and the item's length, on the stack
-        let mut head_bytes = [0u8; MAX_HEAD];
-        let Some(head) = head_bytes.get_mut(..K::LEN + 4) else {
-            return Err(io::Error::other("a sort key longer than a run's head"));
-        };
-        match self.input.read_exact(head) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                self.key = None;
-                self.item.clear();
-                return Ok(());
+    /// The next item's key and length, from the next segment's index when this one's is
+    /// read through; `None` at the run's end.
+    fn next_entry(&mut self) -> io::Result<Option<(K, u32)>> {
+        while self.next == self.index.len() {
+            let mut head = [0u8; SEGMENT_HEAD];
+            match self.input.read_exact(&mut head) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
+            let (items, _) = segment_head(&head);
+            if items as usize > GATHERED {
+                return Err(io::Error::other("a spilled run of the report is damaged"));
+            }
+            let entry = K::LEN + 4;
+            let mut bytes = vec![0; items as usize * entry];
+            self.input.read_exact(&mut bytes)?;
+            self.index.clear();
+            self.next = 0;
+            for e in bytes.chunks_exact(entry) {
+                let key = K::get(e.get(..K::LEN).unwrap_or_default());
+                self.index.push((key, u32::from_le_bytes(field(e, K::LEN))));
+            }
         }
-        let len = u32::from_le_bytes(field(head, K::LEN)) as usize;
-        self.item.resize(len, 0);
-        self.input.read_exact(&mut self.item)?;
-        self.key = Some(K::get(head.get(..K::LEN).unwrap_or_default()));
-        Ok(())
+        let entry = self.index.get(self.next).copied();
+        self.next += 1;
+        Ok(entry)
     }
 }
 
-/// Merges sorted runs: `each` gets every item in key order, ties to the earlier run.
+/// Merges sorted runs (each item but a run's first after a separator `between` bytes
+/// long): `each` gets every item in key order, ties to the earlier run.
 fn merge<K: OrderKey>(
     runs: Vec<Run>,
+    between: usize,
     mut each: impl FnMut(K, &[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut readers = runs
         .into_iter()
-        .map(RunReader::<K>::new)
+        .map(|run| RunReader::<K>::new(run, between))
         .collect::<io::Result<Vec<_>>>()?;
     if let [only] = readers.as_mut_slice() {
         // one run (items that came in order): read through, no heap
@@ -737,7 +903,7 @@ mod tests {
         };
         let item = |i: u32| -> Vec<u8> { (0..len_of(i)).map(|b| (b as u32 ^ i) as u8).collect() };
         for scrambled in [false, true] {
-            let mut list = Ordered::<u32>::new(256 << 10);
+            let mut list = Ordered::<u32>::new(256 << 10).between(b",\n      ".to_vec());
             let key_of = |i: u32| if scrambled { (i * 37) % 101 } else { i };
             for i in 0..300 {
                 list.push(key_of(i), |out| {
@@ -884,10 +1050,69 @@ mod tests {
             assert_eq!(list.runs(), items);
             let open = list.open.take().map(|open| open.run);
             let runs = open.into_iter().chain(list.runs.drain(..)).collect();
-            let (runs, again) = fewer_runs::<u32>(runs).unwrap();
+            let (runs, again) = fewer_runs::<u32>(runs, b"").unwrap();
             assert!(runs.len() <= FAN_IN, "{} runs left", runs.len());
             assert_eq!(again, written_again, "{items} runs");
         }
+    }
+
+    /// Items that came in key order lie in one run whose text is the list's: every item,
+    /// each after the separator but the first, copied out past the segments' heads.
+    #[test]
+    fn a_list_in_one_run_is_copied_out_as_its_text() {
+        let text_of = |i: u32| format!("{{\"item\": {i}}}");
+        let mut list = Ordered::<u32>::new(4096).between(b",\n    ".to_vec());
+        for i in 0..3000 {
+            list.push(i, |out| {
+                out.extend(text_of(i).as_bytes());
+                Ok(())
+            })
+            .unwrap();
+        }
+        assert_eq!(list.runs(), 1);
+        let Ok(run) = list.into_one_run().unwrap() else {
+            panic!("not one run");
+        };
+        let mut out = tempfile::tempfile().unwrap();
+        run.copy_into(&mut out).unwrap();
+        out.rewind().unwrap();
+        let mut copied = String::new();
+        out.read_to_string(&mut copied).unwrap();
+        let expected: Vec<String> = (0..3000).map(text_of).collect();
+        assert_eq!(copied, expected.join(",\n    "));
+    }
+
+    /// Held in memory, or with items too late for the open run in runs of their own, a
+    /// list is not one run: it is written an item at a time, each without a separator.
+    #[test]
+    fn a_list_in_memory_or_in_runs_to_merge_is_not_one_run() {
+        let push_all = |list: &mut Ordered<u32>, keys: &[u32]| {
+            for &key in keys {
+                list.push(key, |out| {
+                    out.extend(key.to_string().as_bytes());
+                    Ok(())
+                })
+                .unwrap();
+            }
+        };
+        let mut in_memory = Ordered::<u32>::new(usize::MAX).between(b",".to_vec());
+        push_all(&mut in_memory, &[2, 1, 3]);
+        assert!(in_memory.into_one_run().unwrap().is_err());
+
+        let mut late = Ordered::<u32>::new(8).between(b", ".to_vec());
+        let keys: Vec<u32> = (0..2000).map(|i| (i * 7919) % 1000).collect();
+        push_all(&mut late, &keys);
+        assert!(late.runs() > 1);
+        let late = late.into_one_run().unwrap().expect_err("runs to merge");
+        let mut seen = Vec::new();
+        late.write_each(|_, item| {
+            seen.push(std::str::from_utf8(item).unwrap().parse::<u32>().unwrap());
+            Ok(())
+        })
+        .unwrap();
+        let mut expected = keys;
+        expected.sort();
+        assert_eq!(seen, expected);
     }
 
     #[test]

@@ -520,8 +520,9 @@ fn help_points_to_the_report_format_document() {
 }
 
 /// The JSON report of more exchanges than it holds in memory goes through temporary
-/// files; without a usable temporary directory it is held in memory instead, and the
-/// report is the same byte for byte.
+/// files, copied whole into the output (a pipe here, a file with `-o`); without a usable
+/// temporary directory it is held in memory instead, and the report is the same byte for
+/// byte.
 #[test]
 fn the_json_report_is_written_whole_without_a_temporary_directory() {
     let dir = tempfile::tempdir().unwrap();
@@ -542,6 +543,17 @@ fn the_json_report_is_written_whole_without_a_temporary_directory() {
     let in_memory = report(&dir.path().join("no-such-directory"));
     assert!(spilled.len() > 8 << 20, "{} bytes", spilled.len());
     assert!(spilled == in_memory, "the reports differ");
+    let into_file = dir.path().join("report.json");
+    pidshark()
+        .arg(&path)
+        .arg("-o")
+        .arg(&into_file)
+        .env("TMPDIR", dir.path())
+        .assert()
+        .success()
+        .stderr("");
+    let written = std::fs::read(&into_file).unwrap();
+    assert!(written == in_memory, "the report written with -o differs");
     let parsed: serde_json::Value = serde_json::from_slice(&spilled).unwrap();
     assert_eq!(parsed["exchanges"].as_array().unwrap().len(), 8000);
 }

@@ -4,7 +4,7 @@
 //! capture, whether its lists stayed in memory or went through temporary files: any
 //! field added to the report but not to the split writer shows up here.
 
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -58,6 +58,21 @@ fn json_of(config: &pidshark::Config, pretty: bool, run_bytes: usize) -> Vec<u8>
     bytes
 }
 
+/// What `--format json` writes into a file (as with `-o`), with lists held in memory up
+/// to `run_bytes`: a list spilled in one run is copied into it by the kernel.
+fn json_into_file(config: &pidshark::Config, pretty: bool, run_bytes: usize) -> Vec<u8> {
+    let file = tempfile::tempfile().unwrap();
+    let out = Box::new(file.try_clone().unwrap());
+    let mut sink = JsonSink::output_with_run_bytes(pretty, out, run_bytes);
+    pidshark::run(config, &mut sink).unwrap();
+    drop(sink);
+    let mut file = file;
+    file.seek(SeekFrom::Start(0)).unwrap();
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).unwrap();
+    bytes
+}
+
 /// What serde writes for the whole report, with the newline the binary adds.
 fn serde_of(whole: &pidshark::report::model::Report, pretty: bool) -> Vec<u8> {
     let mut expected = if pretty {
@@ -86,7 +101,12 @@ fn serialized_exchanges_write_the_same_report_as_serde() {
         if !whole.exchanges.is_empty() {
             with_exchanges += 1;
         }
-        for (pretty, run_bytes) in [(false, 8 << 20), (true, 8 << 20), (true, 1024)] {
+        for (pretty, run_bytes) in [
+            (false, 8 << 20),
+            (true, 8 << 20),
+            (true, 1024),
+            (false, 1024),
+        ] {
             let expected = serde_of(&whole, pretty);
             let actual = json_of(&config, pretty, run_bytes);
             if actual != expected {
@@ -157,6 +177,11 @@ fn many_interleaved_exchanges_write_the_same_report_as_serde() {
             assert!(
                 actual == expected,
                 "pretty: {pretty}, runs of {run_bytes}: the reports differ"
+            );
+            let into_file = json_into_file(&config, pretty, run_bytes);
+            assert!(
+                into_file == expected,
+                "pretty: {pretty}, runs of {run_bytes}, into a file: the reports differ"
             );
         }
     }

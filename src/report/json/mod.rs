@@ -15,9 +15,10 @@ use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 use super::model::{ProducerIdBlocks, ProducerIds, Report};
+use super::out::{Plain, ReportOut};
 use super::producer_id_entry;
 use super::sink::{Analysed, Needs, Sink};
-use super::spill::{OrderKey, Ordered, DEFAULT_RUN_BYTES};
+use super::spill::{OrderKey, Ordered, WholeRun, DEFAULT_RUN_BYTES};
 use crate::analysis::{Block, BlockOrder, Placed};
 use crate::pairing::{Exchange, ExchangeOrder, Granting};
 use writer::Raw;
@@ -44,7 +45,7 @@ pub struct JsonSink {
     producers: Ordered<ExchangeOrder>,
     /// Whether `producer_ids.entries` is written (`--no-producer-entries`).
     producer_entries: bool,
-    out: Box<dyn Write + Send>,
+    out: Box<dyn ReportOut>,
 }
 
 impl JsonSink {
@@ -53,13 +54,24 @@ impl JsonSink {
         Self::with_run_bytes(pretty, out, DEFAULT_RUN_BYTES)
     }
 
+    /// Into an output that takes the lists spilled to the disk whole (a file, a pipe:
+    /// see [`ReportOut`]).
+    pub fn to_output(pretty: bool, out: Box<dyn ReportOut>) -> Self {
+        Self::output_with_run_bytes(pretty, out, DEFAULT_RUN_BYTES)
+    }
+
     /// Holding at most `run_bytes` of each list in memory (see [`Ordered`]).
     pub fn with_run_bytes(pretty: bool, out: Box<dyn Write + Send>, run_bytes: usize) -> Self {
+        Self::output_with_run_bytes(pretty, Box::new(Plain(out)), run_bytes)
+    }
+
+    /// Into `out`, holding at most `run_bytes` of each list in memory.
+    pub fn output_with_run_bytes(pretty: bool, out: Box<dyn ReportOut>, run_bytes: usize) -> Self {
         Self {
             pretty,
-            exchanges: Ordered::new(run_bytes),
-            blocks: Ordered::new(run_bytes),
-            producers: Ordered::new(run_bytes),
+            exchanges: list_at(EXCHANGE_DEPTH, pretty, run_bytes),
+            blocks: list_at(BLOCK_DEPTH, pretty, run_bytes),
+            producers: list_at(ENTRY_DEPTH, pretty, run_bytes),
             producer_entries: true,
             out,
         }
@@ -99,6 +111,11 @@ impl JsonSink {
     }
 }
 
+/// A list whose items sit `depth` deep in the report, held up to `run_bytes`.
+fn list_at<K: OrderKey>(depth: usize, pretty: bool, run_bytes: usize) -> Ordered<K> {
+    Ordered::new(run_bytes).between(writer::between_items(pretty, depth))
+}
+
 impl Sink for JsonSink {
     fn needs(&self) -> Needs {
         Needs::STREAMED
@@ -115,10 +132,13 @@ impl Sink for JsonSink {
         let exchanges = std::mem::replace(&mut self.exchanges, Ordered::new(1));
         let blocks = std::mem::replace(&mut self.blocks, Ordered::new(1));
         let producers = std::mem::replace(&mut self.producers, Ordered::new(1));
+        let whole = Cell::new(None);
         let lists = Lists {
-            exchanges: Spilled::new(exchanges),
-            blocks: Spilled::new(blocks),
-            producers: self.producer_entries.then(|| Spilled::new(producers)),
+            exchanges: Spilled::new(exchanges, &whole),
+            blocks: Spilled::new(blocks, &whole),
+            producers: self
+                .producer_entries
+                .then(|| Spilled::new(producers, &whole)),
         };
         let written = Written {
             report,
@@ -127,12 +147,50 @@ impl Sink for JsonSink {
         // The lists' hundreds of thousands of small writes land in a buffer of this
         // writer's own, not each through the output's `dyn Write`; a full buffer goes on
         // whole, past the output's own buffer.
-        let mut out = io::BufWriter::with_capacity(FINISH_BUFFER, &mut self.out);
+        let mut out = FinishOut {
+            buffer: io::BufWriter::with_capacity(FINISH_BUFFER, &mut *self.out),
+            whole: &whole,
+        };
         writer::write(&mut out, &written, self.pretty)?;
         out.write_all(b"\n")?;
         out.flush()?;
         drop(out);
         self.out.flush()
+    }
+}
+
+/// The end of the report on its way out: through a buffer, and with a list's run
+/// ([`Spilled`] leaves it in `whole`) copied whole by the output after the bytes written
+/// before it and before those written after.
+struct FinishOut<'a> {
+    buffer: io::BufWriter<&'a mut dyn ReportOut>,
+    whole: &'a Cell<Option<WholeRun>>,
+}
+
+impl FinishOut<'_> {
+    fn copy_whole(&mut self) -> io::Result<()> {
+        if let Some(run) = self.whole.take() {
+            self.buffer.flush()?;
+            run.copy_into(*self.buffer.get_mut())?;
+        }
+        Ok(())
+    }
+}
+
+impl Write for FinishOut<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.copy_whole()?;
+        self.buffer.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.copy_whole()?;
+        self.buffer.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.copy_whole()?;
+        self.buffer.flush()
     }
 }
 
@@ -240,30 +298,49 @@ impl Sink for NdjsonSink {
 }
 
 /// The ordered arrays of the JSON report, each serialized once, from where it is held.
-struct Lists {
-    exchanges: Spilled<ExchangeOrder>,
-    blocks: Spilled<BlockOrder>,
+struct Lists<'a> {
+    exchanges: Spilled<'a, ExchangeOrder>,
+    blocks: Spilled<'a, BlockOrder>,
     /// `None` with `--no-producer-entries`: no `entries` key.
-    producers: Option<Spilled<ExchangeOrder>>,
+    producers: Option<Spilled<'a, ExchangeOrder>>,
 }
 
 /// A list of items held as JSON text, written as an array of [`Raw`] items in key
 /// order. Its items were written for the depth it sits at; it can be written once.
-struct Spilled<K>(Cell<Option<Ordered<K>>>);
+/// When they lie in one run, the run is left in `whole` for the output to copy
+/// ([`FinishOut`]) rather than read back here.
+struct Spilled<'a, K> {
+    list: Cell<Option<Ordered<K>>>,
+    whole: &'a Cell<Option<WholeRun>>,
+}
 
-impl<K> Spilled<K> {
-    fn new(list: Ordered<K>) -> Self {
-        Self(Cell::new(Some(list)))
+impl<'a, K> Spilled<'a, K> {
+    fn new(list: Ordered<K>, whole: &'a Cell<Option<WholeRun>>) -> Self {
+        Self {
+            list: Cell::new(Some(list)),
+            whole,
+        }
     }
 }
 
-impl<K: OrderKey> Serialize for Spilled<K> {
+impl<K: OrderKey> Serialize for Spilled<'_, K> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Some(list) = self.0.take() else {
+        let Some(list) = self.list.take() else {
             return Err(S::Error::custom("a spilled list is written once"));
         };
         let len = usize::try_from(list.len()).ok();
         let mut seq = serializer.serialize_seq(len)?;
+        let list = match list.into_one_run().map_err(S::Error::custom)? {
+            Ok(run) => {
+                // What goes before the first item, then the run's text: every item, each
+                // later one after its separator, copied in by the output before the
+                // list's end is written.
+                seq.serialize_element(&Raw(b""))?;
+                self.whole.set(Some(run));
+                return seq.end();
+            }
+            Err(list) => list,
+        };
         let mut failed = None;
         let read = list.write_each(|_, item| {
             seq.serialize_element(&Raw(item)).map_err(|e| {
@@ -283,7 +360,7 @@ impl<K: OrderKey> Serialize for Spilled<K> {
 /// ignored); without them, with neither key (the last line of ndjson).
 struct Written<'a> {
     report: &'a Report,
-    lists: Option<Lists>,
+    lists: Option<Lists<'a>>,
 }
 
 impl Serialize for Written<'_> {
@@ -352,7 +429,7 @@ impl Serialize for Written<'_> {
 /// `producer_id_blocks`, with `blocks` in place of its own (none without them).
 struct BlocksPart<'a> {
     part: &'a ProducerIdBlocks,
-    blocks: Option<&'a Spilled<BlockOrder>>,
+    blocks: Option<&'a Spilled<'a, BlockOrder>>,
 }
 
 impl Serialize for BlocksPart<'_> {
@@ -377,7 +454,7 @@ impl Serialize for BlocksPart<'_> {
 /// `producer_ids`, with `entries` in place of its own (none without them).
 struct ProducersPart<'a> {
     part: &'a ProducerIds,
-    entries: Option<&'a Spilled<ExchangeOrder>>,
+    entries: Option<&'a Spilled<'a, ExchangeOrder>>,
 }
 
 impl Serialize for ProducersPart<'_> {

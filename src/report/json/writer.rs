@@ -40,6 +40,17 @@ pub fn item(
     Ok(())
 }
 
+/// What goes between two elements of a list whose elements sit `depth` deep, compact or
+/// pretty: what the writer writes before each element but the first.
+pub fn between_items(pretty: bool, depth: usize) -> Vec<u8> {
+    let mut between = Vec::new();
+    let mut writer = Writer::new(&mut between, pretty, depth);
+    writer.first = false;
+    // into a vector: cannot fail
+    let _ = writer.item();
+    between
+}
+
 /// Serializes the object `value` as compact JSON with `"type":"<kind>"` as its first
 /// field (an ndjson line's object), appended to `out`.
 pub fn compact_typed(
