@@ -12,7 +12,8 @@ use std::io::{self, BufWriter, Read, Write};
 /// A report's output.
 pub trait ReportOut: Write + Send {
     /// Writes the next `len` bytes of `file`, from where its offset stands, after
-    /// everything written before. Fails if `file` ends sooner.
+    /// everything written before. Fails if `file` ends sooner. Where the offset is left
+    /// is not said: an output that drops what it is given need not read it.
     fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()>;
 }
 

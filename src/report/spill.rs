@@ -1,7 +1,7 @@
 //! Items of one array of the report (serialized exchanges or blocks), taken in the order
 //! they come and written in key order. They are held in memory up to a bound; past it,
-//! what is held is sorted and written to a temporary file as a run, and the runs are
-//! merged when the array is written. So the report's memory stays flat however many
+//! what is held is sorted and written to a temporary file as a run, and runs are merged
+//! when the array is written (one run is copied out whole). So the report's memory stays flat however many
 //! exchanges the capture holds, and a capture that fits stays off the disk.
 //!
 //! Items come nearly in key order, so once one run is written, each later spill appends
@@ -131,7 +131,8 @@ pub struct Ordered<K> {
     between: Vec<u8>,
 }
 
-/// A temporary file of items in key order, and how many bytes of it are whole items.
+/// A temporary file of items in key order, in segments, and how many bytes of it are whole
+/// segments.
 #[derive(Debug)]
 struct Run {
     file: File,
@@ -461,12 +462,14 @@ pub struct WholeRun {
 
 impl WholeRun {
     /// Copies the list's text (every item, separators between them) into `out`, a
-    /// segment's text at a time, past their heads and indexes.
+    /// segment's text at a time, past their heads and indexes. Each segment is found
+    /// from where the last one ended, not from where `out` left the file's offset (an
+    /// output that drops what it is given, a closed pipe under a gate, reads nothing).
     pub fn copy_into(self, out: &mut dyn ReportOut) -> io::Result<()> {
         let Run { mut file, len } = self.run;
-        file.rewind()?;
         let mut at = 0;
         while at < len {
+            file.seek(SeekFrom::Start(at))?;
             let mut head = [0u8; SEGMENT_HEAD];
             file.read_exact(&mut head)?;
             let (items, text_len) = segment_head(&head);
@@ -686,9 +689,11 @@ struct RunReader<K> {
     /// consumed), or, when it did not lie whole there, copied into `item`.
     place: Place,
     item: Vec<u8>,
-    /// The current segment's index, and the next entry of it to read.
+    /// The current segment's index, and the next entry of it to read; the index's bytes
+    /// as read.
     index: Vec<(K, u32)>,
     next: usize,
+    index_bytes: Vec<u8>,
     /// The separator's length, and whether no item was read yet (the run's first has none).
     between: usize,
     first: bool,
@@ -716,6 +721,7 @@ impl<K: OrderKey> RunReader<K> {
             item: Vec::new(),
             index: Vec::new(),
             next: 0,
+            index_bytes: Vec::new(),
             between,
             first: true,
         };
@@ -779,11 +785,11 @@ impl<K: OrderKey> RunReader<K> {
                 return Err(io::Error::other("a spilled run of the report is damaged"));
             }
             let entry = K::LEN + 4;
-            let mut bytes = vec![0; items as usize * entry];
-            self.input.read_exact(&mut bytes)?;
+            self.index_bytes.resize(items as usize * entry, 0);
+            self.input.read_exact(&mut self.index_bytes)?;
             self.index.clear();
             self.next = 0;
-            for e in bytes.chunks_exact(entry) {
+            for e in self.index_bytes.chunks_exact(entry) {
                 let key = K::get(e.get(..K::LEN).unwrap_or_default());
                 self.index.push((key, u32::from_le_bytes(field(e, K::LEN))));
             }
@@ -1080,6 +1086,42 @@ mod tests {
         out.read_to_string(&mut copied).unwrap();
         let expected: Vec<String> = (0..3000).map(text_of).collect();
         assert_eq!(copied, expected.join(",\n    "));
+    }
+
+    /// An output that drops what it is given (a closed pipe under a gate) reads nothing
+    /// of the run: each segment is still found where the last one ended.
+    #[test]
+    fn a_run_is_copied_segment_by_segment_whatever_the_output_reads() {
+        struct Dropping(Vec<u64>);
+        impl Write for Dropping {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        impl ReportOut for Dropping {
+            fn copy_from(&mut self, _: &mut File, len: u64) -> io::Result<()> {
+                self.0.push(len);
+                Ok(())
+            }
+        }
+        let mut list = Ordered::<u32>::new(4096).between(b",".to_vec());
+        for i in 0..3000 {
+            list.push(i, |out| {
+                out.extend(b"0123456789");
+                Ok(())
+            })
+            .unwrap();
+        }
+        let Ok(run) = list.into_one_run().unwrap() else {
+            panic!("not one run");
+        };
+        let mut out = Dropping(Vec::new());
+        run.copy_into(&mut out).unwrap();
+        assert!(out.0.len() >= 3000 / GATHERED, "{} segments", out.0.len());
+        assert_eq!(out.0.iter().sum::<u64>(), 3000 * 10 + 2999);
     }
 
     /// Held in memory, or with items too late for the open run in runs of their own, a

@@ -4,11 +4,13 @@
 //! capture, whether its lists stayed in memory or went through temporary files: any
 //! field added to the report but not to the split writer shows up here.
 
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use pidshark::report::json::JsonSink;
+use pidshark::report::out::ReportOut;
 
 use crate::common::{
     apid_request_body, apid_response_body, request, response, root, Conn, PcapWriter,
@@ -58,19 +60,45 @@ fn json_of(config: &pidshark::Config, pretty: bool, run_bytes: usize) -> Vec<u8>
     bytes
 }
 
+/// A file as the report's output, counting the stretches of spilled runs copied into it.
+struct CountingFile {
+    file: File,
+    copies: Arc<Mutex<usize>>,
+}
+
+impl Write for CountingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl ReportOut for CountingFile {
+    fn copy_from(&mut self, from: &mut File, len: u64) -> std::io::Result<()> {
+        *self.copies.lock().unwrap() += 1;
+        self.file.copy_from(from, len)
+    }
+}
+
 /// What `--format json` writes into a file (as with `-o`), with lists held in memory up
-/// to `run_bytes`: a list spilled in one run is copied into it by the kernel.
-fn json_into_file(config: &pidshark::Config, pretty: bool, run_bytes: usize) -> Vec<u8> {
-    let file = tempfile::tempfile().unwrap();
-    let out = Box::new(file.try_clone().unwrap());
+/// to `run_bytes`, and how many stretches of spilled runs the kernel copied into it.
+fn json_into_file(config: &pidshark::Config, pretty: bool, run_bytes: usize) -> (Vec<u8>, usize) {
+    let mut file = tempfile::tempfile().unwrap();
+    let copies = Arc::new(Mutex::new(0));
+    let out = Box::new(CountingFile {
+        file: file.try_clone().unwrap(),
+        copies: Arc::clone(&copies),
+    });
     let mut sink = JsonSink::output_with_run_bytes(pretty, out, run_bytes);
     pidshark::run(config, &mut sink).unwrap();
     drop(sink);
-    let mut file = file;
     file.seek(SeekFrom::Start(0)).unwrap();
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).unwrap();
-    bytes
+    let copies = *copies.lock().unwrap();
+    (bytes, copies)
 }
 
 /// What serde writes for the whole report, with the newline the binary adds.
@@ -178,11 +206,14 @@ fn many_interleaved_exchanges_write_the_same_report_as_serde() {
                 actual == expected,
                 "pretty: {pretty}, runs of {run_bytes}: the reports differ"
             );
-            let into_file = json_into_file(&config, pretty, run_bytes);
+            let (into_file, copies) = json_into_file(&config, pretty, run_bytes);
             assert!(
                 into_file == expected,
                 "pretty: {pretty}, runs of {run_bytes}, into a file: the reports differ"
             );
+            // spilled, the lists came in order enough to be one run each, copied whole
+            let spilled = run_bytes < expected.len();
+            assert_eq!(copies > 0, spilled, "runs of {run_bytes}: {copies} copies");
         }
     }
 }

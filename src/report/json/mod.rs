@@ -336,7 +336,8 @@ impl<K: OrderKey> Serialize for Spilled<'_, K> {
                 // later one after its separator, copied in by the output before the
                 // list's end is written.
                 seq.serialize_element(&Raw(b""))?;
-                self.whole.set(Some(run));
+                let earlier = self.whole.replace(Some(run));
+                debug_assert!(earlier.is_none(), "a run left uncopied");
                 return seq.end();
             }
             Err(list) => list,
