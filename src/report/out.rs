@@ -30,9 +30,16 @@ pub fn copy_exactly<W: Write + ?Sized>(from: &mut File, len: u64, to: &mut W) ->
     Ok(())
 }
 
+/// Where the kernel will not copy into the file (opened to append: `>>`), the bytes go
+/// through a buffer this large rather than std's 8 KiB.
+const FALLBACK_BUFFER: usize = 64 << 10;
+
 impl ReportOut for File {
     fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
-        copy_exactly(file, len, self)
+        // std copies into a `BufWriter` of a file by the kernel too, after its buffer
+        let mut out = BufWriter::with_capacity(FALLBACK_BUFFER, self);
+        copy_exactly(file, len, &mut out)?;
+        out.flush()
     }
 }
 
@@ -109,6 +116,22 @@ mod tests {
         assert_eq!(written, "[23456]");
         // the source's offset moved past the stretch
         assert_eq!(source.stream_position().unwrap(), 7);
+    }
+
+    /// A file opened to append (`>>`) takes no copy from the kernel: the bytes go
+    /// through the process, after what it held.
+    #[test]
+    fn a_stretch_goes_into_a_file_opened_to_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(&path, b"before;").unwrap();
+        let mut out = File::options().append(true).open(&path).unwrap();
+        let text: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut source = file_of(&text);
+        out.copy_from(&mut source, text.len() as u64).unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(&written[..7], b"before;");
+        assert!(written[7..] == text[..], "the stretch differs");
     }
 
     #[test]
