@@ -1,8 +1,9 @@
 //! Items of one array of the report (serialized exchanges or blocks), taken in the order
 //! they come and written in key order. They are held in memory up to a bound; past it,
 //! what is held is sorted and written to a temporary file as a run, and runs are merged
-//! when the array is written (one run is copied out whole). So the report's memory stays flat however many
-//! exchanges the capture holds, and a capture that fits stays off the disk.
+//! when the array is written (one run is copied out whole). So the report's memory stays
+//! flat however many exchanges the capture holds, and a capture that fits stays off the
+//! disk.
 //!
 //! Items come nearly in key order, so once one run is written, each later spill appends
 //! to it (the open run) what comes after its last key, keeping back in memory the last
