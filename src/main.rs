@@ -91,46 +91,40 @@ fn is_closed_pipe(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::BrokenPipe
 }
 
-impl Write for Gated {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+impl Gated {
+    /// `write` on the output unless its reader has gone; a write that finds it gone
+    /// says `done`, as one that went through would.
+    fn unless_closed<T>(
+        &mut self,
+        done: T,
+        write: impl FnOnce(&mut dyn ReportOut) -> io::Result<T>,
+    ) -> io::Result<T> {
         if self.closed {
-            return Ok(buf.len());
+            return Ok(done);
         }
-        match self.out.write(buf) {
+        match write(&mut *self.out) {
             Err(e) if is_closed_pipe(&e) => {
                 self.closed = true;
-                Ok(buf.len())
-            }
-            other => other,
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
-        match self.out.flush() {
-            Err(e) if is_closed_pipe(&e) => {
-                self.closed = true;
-                Ok(())
+                Ok(done)
             }
             other => other,
         }
     }
 }
 
+impl Write for Gated {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.unless_closed(buf.len(), |out| out.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.unless_closed((), |out| out.flush())
+    }
+}
+
 impl ReportOut for Gated {
     fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
-        match self.out.copy_from(file, len) {
-            Err(e) if is_closed_pipe(&e) => {
-                self.closed = true;
-                Ok(())
-            }
-            other => other,
-        }
+        self.unless_closed((), |out| out.copy_from(file, len))
     }
 }
 
@@ -375,20 +369,25 @@ fn unbuffered_stdout() -> Box<dyn ReportOut> {
     Box::new(io::stdout())
 }
 
-impl ReportOut for ClearsProgress {
-    fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
+impl ClearsProgress {
+    /// The progress display cleared, once, before the report's first byte.
+    fn clear_progress(&mut self) {
         if let Some(progress) = self.progress.take() {
             progress.clear();
         }
+    }
+}
+
+impl ReportOut for ClearsProgress {
+    fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
+        self.clear_progress();
         self.out.copy_from(file, len)
     }
 }
 
 impl Write for ClearsProgress {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Some(progress) = self.progress.take() {
-            progress.clear();
-        }
+        self.clear_progress();
         self.out.write(buf)
     }
 

@@ -57,12 +57,6 @@ impl<W: ReportOut> ReportOut for BufWriter<W> {
     }
 }
 
-impl ReportOut for Box<dyn ReportOut> {
-    fn copy_from(&mut self, file: &mut File, len: u64) -> io::Result<()> {
-        (**self).copy_from(file, len)
-    }
-}
-
 /// Any writer as an output: a stretch of a file goes through it as bytes.
 pub struct Plain(pub Box<dyn Write + Send>);
 

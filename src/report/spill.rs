@@ -488,6 +488,15 @@ impl WholeRun {
 /// little-endian.
 const SEGMENT_HEAD: usize = 12;
 
+/// A segment's head for `items` items of `text_len` bytes of text.
+fn segment_head_of(items: u32, text_len: u64) -> [u8; SEGMENT_HEAD] {
+    let mut head = [0; SEGMENT_HEAD];
+    let (count, len) = head.split_at_mut(4);
+    count.copy_from_slice(&items.to_le_bytes());
+    len.copy_from_slice(&text_len.to_le_bytes());
+    head
+}
+
 /// The items' count and text length a segment's head holds.
 fn segment_head(head: &[u8; SEGMENT_HEAD]) -> (u32, u64) {
     (
@@ -507,8 +516,7 @@ fn write_items<K: OrderKey>(
     between: &[u8],
 ) -> io::Result<u64> {
     run.file.seek(SeekFrom::Start(run.len))?;
-    let entry = K::LEN + 4;
-    let mut head = Vec::with_capacity(SEGMENT_HEAD + entry * items.len().min(GATHERED));
+    let mut index = Vec::with_capacity((K::LEN + 4) * items.len().min(GATHERED));
     let mut written = 0;
     for batch in items.chunks(GATHERED) {
         let first_of_run = run.len + written == 0;
@@ -520,20 +528,17 @@ fn write_items<K: OrderKey>(
             }
         };
         let mut text_len = 0;
-        head.clear();
-        head.extend((batch.len() as u32).to_le_bytes());
-        head.extend([0; 8]); // the text's length, known below
+        index.clear();
         for (i, (key, chunk, start, end)) in batch.iter().enumerate() {
             let item = item_in(chunks, *chunk, *start, *end);
-            key.put(&mut head);
-            head.extend(item_len(item)?.to_le_bytes());
+            key.put(&mut index);
+            index.extend(item_len(item)?.to_le_bytes());
             text_len += (lead(i) + item.len()) as u64;
         }
-        if let Some(len) = head.get_mut(4..SEGMENT_HEAD) {
-            len.copy_from_slice(&text_len.to_le_bytes());
-        }
-        let mut slices = Vec::with_capacity(1 + 2 * batch.len());
+        let head = segment_head_of(batch.len() as u32, text_len);
+        let mut slices = Vec::with_capacity(2 + 2 * batch.len());
         slices.push(IoSlice::new(&head));
+        slices.push(IoSlice::new(&index));
         for (i, (_, chunk, start, end)) in batch.iter().enumerate() {
             if lead(i) > 0 {
                 slices.push(IoSlice::new(between));
@@ -541,13 +546,13 @@ fn write_items<K: OrderKey>(
             slices.push(IoSlice::new(item_in(chunks, *chunk, *start, *end)));
         }
         write_all_gathered(&mut run.file, &mut slices)?;
-        written += head.len() as u64 + text_len;
+        written += (head.len() + index.len()) as u64 + text_len;
     }
     Ok(written)
 }
 
-/// Items in one segment at most: with the head and a separator each, within Linux's
-/// `IOV_MAX` of 1,024 slices for one `write_vectored`.
+/// Items in one segment at most: with the head, the index and a separator each, within
+/// Linux's `IOV_MAX` of 1,024 slices for one `write_vectored`.
 const GATHERED: usize = 511;
 
 /// Writes every byte of `slices`, as `Write::write_all` does for one buffer.
@@ -614,10 +619,7 @@ impl<'a> SegmentWriter<'a> {
         if self.items == 0 {
             return Ok(());
         }
-        let mut head = [0u8; SEGMENT_HEAD];
-        let (count, text_len) = head.split_at_mut(4);
-        count.copy_from_slice(&self.items.to_le_bytes());
-        text_len.copy_from_slice(&(self.text.len() as u64).to_le_bytes());
+        let head = segment_head_of(self.items, self.text.len() as u64);
         let mut slices = [
             IoSlice::new(&head),
             IoSlice::new(&self.index),
